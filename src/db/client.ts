@@ -1,0 +1,142 @@
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { PrismaPg } from '@prisma/adapter-pg';
+import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
+import pg from 'pg';
+import { PrismaPGlite } from 'pglite-prisma-adapter';
+import { PrismaClient } from '../generated/prisma/client.js';
+
+export type DatabaseKind = 'pglite' | 'postgres';
+
+/** Runs SQL outside Prisma: migrations, health checks, bulk loads. */
+export interface RawSql {
+  /** Runs a script of one or more statements without parameters. */
+  exec(script: string): Promise<void>;
+  query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
+  /** Runs `work` on one connection inside BEGIN/COMMIT, rolling back when it throws. */
+  transaction<T>(work: (tx: Omit<RawSql, 'transaction'>) => Promise<T>): Promise<T>;
+}
+
+export interface QueryEvent {
+  query: string;
+  durationMs: number;
+}
+
+export interface Database {
+  kind: DatabaseKind;
+  prisma: PrismaClient;
+  raw: RawSql;
+  /** The driver adapter factory Prisma runs on; the schema engine uses it for migration diffs. */
+  adapterFactory: SqlMigrationAwareDriverAdapterFactory;
+  /** Subscribes to every SQL statement Prisma issues; returns the unsubscribe function. */
+  onQuery(listener: (event: QueryEvent) => void): () => void;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres:// URL; without it the embedded PGlite is used. */
+  databaseUrl?: string | undefined;
+  /** PGlite data directory, or `memory://` for a throwaway in-memory database. */
+  dataDir?: string | undefined;
+  /** PostgreSQL pool size. */
+  poolSize?: number;
+}
+
+/** Opens PGlite (no URL) or PostgreSQL (postgres:// URL) behind one Prisma client. */
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  return options.databaseUrl
+    ? openPostgres(options.databaseUrl, options.poolSize ?? 10)
+    : openPGlite(options.dataDir ?? 'memory://');
+}
+
+function withQueryEvents(
+  kind: DatabaseKind,
+  adapterFactory: SqlMigrationAwareDriverAdapterFactory,
+  raw: RawSql,
+  closeDriver: () => Promise<void>,
+): Database {
+  const prisma = new PrismaClient({
+    adapter: adapterFactory,
+    log: [{ emit: 'event', level: 'query' }],
+  });
+  const listeners = new Set<(event: QueryEvent) => void>();
+  prisma.$on('query', (event) => {
+    for (const listener of listeners) listener({ query: event.query, durationMs: event.duration });
+  });
+  return {
+    kind,
+    prisma,
+    raw,
+    adapterFactory,
+    onQuery(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async close() {
+      await prisma.$disconnect();
+      await closeDriver();
+    },
+  };
+}
+
+async function openPGlite(dataDir: string): Promise<Database> {
+  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
+  const client = await PGlite.create(dataDir);
+  const raw: RawSql = {
+    async exec(script) {
+      await client.exec(script);
+    },
+    async query<Row>(sql: string, params: unknown[] = []) {
+      return (await client.query<Row>(sql, params)).rows;
+    },
+    transaction(work) {
+      return client.transaction((tx) =>
+        work({
+          async exec(script) {
+            await tx.exec(script);
+          },
+          async query<Row>(sql: string, params: unknown[] = []) {
+            return (await tx.query<Row>(sql, params)).rows;
+          },
+        }),
+      );
+    },
+  };
+  return withQueryEvents('pglite', new PrismaPGlite(client), raw, () => client.close());
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<Database> {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // An idle client that loses its server (restart, failover) must not crash the process.
+  pool.on('error', () => {});
+  const raw: RawSql = {
+    async exec(script) {
+      await pool.query(script);
+    },
+    async query<Row>(sql: string, params: unknown[] = []) {
+      return (await pool.query(sql, params)).rows as Row[];
+    },
+    async transaction(work) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await work({
+          async exec(script) {
+            await client.query(script);
+          },
+          async query<Row>(sql: string, params: unknown[] = []) {
+            return (await client.query(sql, params)).rows as Row[];
+          },
+        });
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw error;
+      } finally {
+        client.release();
+      }
+    },
+  };
+  return withQueryEvents('postgres', new PrismaPg(pool), raw, () => pool.end());
+}

@@ -1,0 +1,70 @@
+import { z } from 'zod';
+
+const optionalString = z
+  .string()
+  .trim()
+  .transform((value) => (value === '' ? undefined : value))
+  .optional();
+
+const envSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+    HOST: z.string().trim().min(1).default('127.0.0.1'),
+    DATABASE_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+        .optional(),
+    ),
+    DATA_DIR: z.string().trim().min(1).default('./.data'),
+    SEED: z.enum(['demo', 'none']).default('demo'),
+    JWT_SECRET: optionalString.pipe(
+      z.string().min(32, 'must be at least 32 characters (HS256 key)').optional(),
+    ),
+    JWT_PUBLIC_KEY: optionalString.pipe(
+      z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM-encoded SPKI public key' }).optional(),
+    ),
+    JWT_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+    JWT_ISSUER: optionalString,
+    JWT_AUDIENCE: optionalString,
+    REDIS_URL: optionalString.pipe(
+      z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+    ),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+  })
+  .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
+    message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',
+    path: ['JWT_JWKS_URL'],
+  });
+
+export type Config = z.infer<typeof envSchema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Validates the whole environment at once, so an operator sees every problem in one message. */
+export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = envSchema.safeParse(env);
+  if (result.success) return result.data;
+  throw new ConfigError(
+    result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`),
+  );
+}
+
+/** For entry points: a bad environment stops the process with one message listing every problem. */
+export function loadConfigOrExit(env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return parseConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
