@@ -13,6 +13,11 @@ CREATE TYPE "sync_status" AS ENUM ('pending', 'in_progress', 'success', 'failed'
 -- CreateEnum
 CREATE TYPE "role" AS ENUM ('admin', 'reader');
 
+-- array_to_string is only STABLE; a generated column needs an IMMUTABLE expression. For text[] the
+-- conversion cannot change between calls, so the wrapper may say so.
+CREATE FUNCTION "keywords_text"(text[]) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    AS $$ SELECT array_to_string($1, ' ') $$;
+
 -- CreateTable
 CREATE TABLE "tenants" (
     "id" TEXT NOT NULL,
@@ -45,6 +50,7 @@ CREATE TABLE "applications" (
     "features" JSONB NOT NULL DEFAULT '{}',
     "additional_information" TEXT NOT NULL DEFAULT '',
     "category_id" TEXT NOT NULL,
+    "search_text" TEXT GENERATED ALWAYS AS (lower(name || ' ' || slug || ' ' || description || ' ' || COALESCE(keywords_text(keywords), ''))) STORED,
 
     CONSTRAINT "applications_pkey" PRIMARY KEY ("id")
 );
@@ -61,6 +67,7 @@ CREATE TABLE "connections" (
     "keywords" TEXT[] DEFAULT ARRAY[]::TEXT[],
     "via" "connection_via" NOT NULL,
     "status" "connection_status" NOT NULL,
+    "search_text" TEXT GENERATED ALWAYS AS (lower(name || ' ' || slug || ' ' || description || ' ' || COALESCE(keywords_text(keywords), ''))) STORED,
     "metadata" JSONB NOT NULL DEFAULT '{}',
     "settings" JSONB NOT NULL DEFAULT '{}',
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
