@@ -1,0 +1,52 @@
+import type { Viewer } from '../context.js';
+import type { Database } from '../db/client.js';
+import { looksLikeJwt, type JwtVerifier } from './jwt.js';
+import { parsePersonalAccessToken, verifyPersonalAccessToken } from './tokens.js';
+
+export type AuthFailureReason = 'missing' | 'malformed' | 'invalid';
+
+export type AuthResult = { viewer: Viewer } | { viewer: null; reason: AuthFailureReason };
+
+/** Longer headers are refused before any parsing or database work. */
+export const MAX_AUTHORIZATION_LENGTH = 4096;
+
+/** `<scheme> <credential>`: one token68-ish credential, no further parameters (RFC 9110 allows 1*SP). */
+const AUTHORIZATION_PATTERN = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
+
+/**
+ * Resolves an Authorization header to a viewer, or says why not. Only two forms exist:
+ * `Token <personal access token>` and `Bearer <JWT>` (scheme case-insensitive). A personal access token sent
+ * as `Bearer` is accepted too, because many HTTP clients only offer a "bearer token" field; the token format
+ * is unambiguous, so this cannot confuse the two kinds.
+ *
+ * Never throws for bad input; database errors (and an unreachable JWKS) propagate, so an outage is not
+ * reported as a bad credential.
+ */
+export async function authenticate(
+  authorization: string | null | undefined,
+  deps: { db: Database; jwt: JwtVerifier },
+): Promise<AuthResult> {
+  if (authorization === undefined || authorization === null || authorization === '') {
+    return { viewer: null, reason: 'missing' };
+  }
+  if (typeof authorization !== 'string' || authorization.length > MAX_AUTHORIZATION_LENGTH) {
+    return { viewer: null, reason: 'malformed' };
+  }
+  const match = AUTHORIZATION_PATTERN.exec(authorization.trim());
+  const scheme = match?.[1]?.toLowerCase();
+  const credential = match?.[2];
+  if (!scheme || !credential) return { viewer: null, reason: 'malformed' };
+
+  if (scheme === 'token' || (scheme === 'bearer' && credential.startsWith('igw_pat_'))) {
+    if (!parsePersonalAccessToken(credential)) return { viewer: null, reason: 'malformed' };
+    const viewer = await verifyPersonalAccessToken(deps.db, credential);
+    return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
+  }
+  if (scheme === 'bearer') {
+    if (!deps.jwt.enabled) return { viewer: null, reason: 'invalid' };
+    if (!looksLikeJwt(credential)) return { viewer: null, reason: 'malformed' };
+    const viewer = await deps.jwt.verify(credential);
+    return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
+  }
+  return { viewer: null, reason: 'malformed' };
+}

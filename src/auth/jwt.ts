@@ -1,0 +1,135 @@
+import { createPublicKey } from 'node:crypto';
+import {
+  createRemoteJWKSet,
+  errors as joseErrors,
+  importSPKI,
+  jwtVerify,
+  type CryptoKey,
+  type JWTVerifyGetKey,
+} from 'jose';
+import type { Viewer } from '../context.js';
+import type { Config } from '../env.js';
+import { ApiError } from '../errors.js';
+import { Role } from '../generated/prisma/enums.js';
+import { permissionsOf } from './permissions.js';
+
+export type JwtConfig = Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>;
+
+export interface JwtVerifier {
+  /** False when no key is configured: `Bearer` credentials are then always invalid. */
+  enabled: boolean;
+  /** The accepted `alg` values (never `none`). */
+  algorithms: readonly string[];
+  /**
+   * The viewer for a valid token, null for any invalid one (bad signature, wrong alg, expired, missing or
+   * malformed claims). Throws ApiError UNAVAILABLE only when the remote key set cannot be fetched: that is
+   * our outage, not a bad credential, and must not look like one.
+   */
+  verify(token: string): Promise<Viewer | null>;
+}
+
+/** Asymmetric algorithms a JWKS may use. */
+const JWKS_ALGORITHMS = ['RS256', 'ES256'] as const;
+
+/** Tokens larger than this are not JWTs we would issue; refuse before any parsing. */
+const MAX_JWT_LENGTH = 4096;
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+
+/** Shape of a compact JWS (three base64url segments); says nothing about validity. */
+export function looksLikeJwt(value: string): boolean {
+  return value.length <= MAX_JWT_LENGTH && COMPACT_JWS.test(value);
+}
+
+class KeySetUnavailable extends Error {}
+
+/** Picks the one algorithm a PEM public key can verify, so a key never accepts a family it was not made for. */
+function algorithmOfPublicKey(pem: string): 'RS256' | 'ES256' | 'ES384' {
+  let key;
+  try {
+    key = createPublicKey(pem);
+  } catch (cause) {
+    throw new Error('JWT_PUBLIC_KEY: not a valid PEM-encoded SPKI public key', { cause });
+  }
+  if (key.asymmetricKeyType === 'rsa') return 'RS256';
+  if (key.asymmetricKeyType === 'ec') {
+    const curve = key.asymmetricKeyDetails?.namedCurve;
+    if (curve === 'prime256v1') return 'ES256';
+    if (curve === 'secp384r1') return 'ES384';
+    throw new Error(`JWT_PUBLIC_KEY: unsupported elliptic curve ${curve ?? 'unknown'} (use P-256 or P-384)`);
+  }
+  throw new Error(`JWT_PUBLIC_KEY: unsupported key type ${key.asymmetricKeyType ?? 'unknown'} (use RSA or EC)`);
+}
+
+/**
+ * Builds the verifier from configuration. An unusable JWT_PUBLIC_KEY throws here, at start-up, rather than
+ * failing every request later.
+ */
+export function createJwtVerifier(config: JwtConfig): JwtVerifier {
+  const keys = new Map<string, () => Promise<Uint8Array | CryptoKey>>();
+  let jwks: JWTVerifyGetKey | undefined;
+
+  if (config.JWT_SECRET) {
+    const secret = new TextEncoder().encode(config.JWT_SECRET);
+    keys.set('HS256', async () => secret);
+  }
+  if (config.JWT_PUBLIC_KEY) {
+    const pem = config.JWT_PUBLIC_KEY;
+    const alg = algorithmOfPublicKey(pem);
+    let imported: Promise<CryptoKey> | undefined;
+    keys.set(alg, () => (imported ??= importSPKI(pem, alg)));
+  } else if (config.JWT_JWKS_URL) {
+    jwks = createRemoteJWKSet(new URL(config.JWT_JWKS_URL));
+  }
+
+  const algorithms = [...keys.keys(), ...(jwks ? JWKS_ALGORITHMS.filter((alg) => !keys.has(alg)) : [])];
+  const enabled = algorithms.length > 0;
+
+  // The key follows from the header's alg, which jwtVerify has already checked against `algorithms`.
+  const getKey: JWTVerifyGetKey = async (header, token) => {
+    const local = keys.get(header.alg);
+    if (local) return local();
+    if (!jwks) throw new joseErrors.JOSEAlgNotAllowed('unexpected "alg"');
+    try {
+      return await jwks(header, token);
+    } catch (error) {
+      // No (or several) matching keys is the token's fault; anything else is the key set being unreachable.
+      if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys) {
+        throw error;
+      }
+      throw new KeySetUnavailable('the JWT key set could not be fetched', { cause: error });
+    }
+  };
+
+  return {
+    enabled,
+    algorithms,
+    async verify(token) {
+      if (!enabled || typeof token !== 'string' || !looksLikeJwt(token)) {
+        return null;
+      }
+      let payload;
+      try {
+        ({ payload } = await jwtVerify(token, getKey, {
+          algorithms,
+          requiredClaims: ['exp', 'sub', 'tenant_id'],
+          ...(config.JWT_ISSUER ? { issuer: config.JWT_ISSUER } : {}),
+          ...(config.JWT_AUDIENCE ? { audience: config.JWT_AUDIENCE } : {}),
+        }));
+      } catch (error) {
+        if (error instanceof KeySetUnavailable) {
+          throw new ApiError('UNAVAILABLE', 'the key set for verifying JWTs is unavailable, retry later');
+        }
+        return null;
+      }
+      const { sub, tenant_id: tenantId } = payload;
+      if (typeof sub !== 'string' || sub.trim() === '') return null;
+      if (typeof tenantId !== 'string' || tenantId.trim() === '') return null;
+      let role: Role = 'reader';
+      if (payload.role !== undefined) {
+        if (typeof payload.role !== 'string' || !Object.hasOwn(Role, payload.role)) return null;
+        role = payload.role as Role;
+      }
+      return { tenantId, role, permissions: permissionsOf(role), subject: sub, credential: 'jwt' };
+    },
+  };
+}

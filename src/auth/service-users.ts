@@ -1,0 +1,182 @@
+import type { Database } from '../db/client.js';
+import { ApiError } from '../errors.js';
+import { Prisma } from '../generated/prisma/client.js';
+import { Role } from '../generated/prisma/enums.js';
+import { MAX_ID_LENGTH, newId } from '../ids.js';
+import type { TokenInfo } from './tokens.js';
+
+export const MAX_SERVICE_USER_NAME_LENGTH = 100;
+
+export interface ServiceUserInfo {
+  id: string;
+  tenantId: string;
+  name: string;
+  role: Role;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface ServiceUserWithTokens extends ServiceUserInfo {
+  tokens: Omit<TokenInfo, 'serviceUserId' | 'serviceUserName'>[];
+}
+
+const serviceUserSelect = {
+  id: true,
+  tenantId: true,
+  name: true,
+  role: true,
+  createdAt: true,
+  updatedAt: true,
+} as const;
+
+export function isRole(value: unknown): value is Role {
+  return typeof value === 'string' && Object.hasOwn(Role, value);
+}
+
+/** For input from outside the type system (CLI flags, GraphQL strings). */
+export function parseRole(value: unknown): Role {
+  if (!isRole(value)) {
+    throw new ApiError('INVALID_QUERY', `role must be one of ${Object.keys(Role).join(', ')}`);
+  }
+  return value;
+}
+
+/** Names are shown in listings and used by the CLI to pick a service user, so they must be printable. */
+export function normalizeServiceUserName(name: string): string {
+  const trimmed = typeof name === 'string' ? name.trim() : '';
+  if (trimmed.length < 1 || trimmed.length > MAX_SERVICE_USER_NAME_LENGTH) {
+    throw new ApiError(
+      'INVALID_QUERY',
+      `a service user name must be 1 to ${MAX_SERVICE_USER_NAME_LENGTH} characters long`,
+    );
+  }
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(trimmed)) {
+    throw new ApiError('INVALID_QUERY', 'a service user name must not contain control characters');
+  }
+  return trimmed;
+}
+
+function prismaCode(error: unknown): string | undefined {
+  return error instanceof Prisma.PrismaClientKnownRequestError ? error.code : undefined;
+}
+
+function notFound(): ApiError {
+  return new ApiError('NOT_FOUND', 'no such service user');
+}
+
+export async function createServiceUser(
+  db: Database,
+  input: { tenantId: string; name: string; role: Role },
+): Promise<ServiceUserInfo> {
+  const name = normalizeServiceUserName(input.name);
+  const role = parseRole(input.role);
+  try {
+    return await db.prisma.serviceUser.create({
+      data: { id: newId('usr'), tenantId: input.tenantId, name, role },
+      select: serviceUserSelect,
+    });
+  } catch (error) {
+    // The unique index decides, not a prior lookup: two concurrent creates cannot both succeed.
+    if (prismaCode(error) === 'P2002') {
+      throw new ApiError('INVALID_QUERY', `a service user named ${JSON.stringify(name)} already exists`);
+    }
+    if (prismaCode(error) === 'P2003') throw new ApiError('NOT_FOUND', 'no such tenant');
+    throw error;
+  }
+}
+
+/** The new role applies to the user's existing tokens at their next request (roles are read per request). */
+export async function changeServiceUserRole(
+  db: Database,
+  input: { tenantId: string; serviceUserId: string; role: Role },
+): Promise<ServiceUserInfo> {
+  const role = parseRole(input.role);
+  if (input.serviceUserId.length > MAX_ID_LENGTH) throw notFound();
+  try {
+    return await db.prisma.serviceUser.update({
+      where: { tenantId_id: { tenantId: input.tenantId, id: input.serviceUserId } },
+      data: { role },
+      select: serviceUserSelect,
+    });
+  } catch (error) {
+    if (prismaCode(error) === 'P2025') throw notFound();
+    throw error;
+  }
+}
+
+/**
+ * Deletes a service user and its tokens in one transaction. Token rows are deleted rather than kept as
+ * revoked because they reference the user (ON DELETE RESTRICT); a deleted user's tokens can never be used
+ * again either way, and nothing else references tokens.
+ */
+export async function deleteServiceUser(
+  db: Database,
+  input: { tenantId: string; serviceUserId: string },
+): Promise<{ id: string; deletedTokens: number }> {
+  if (input.serviceUserId.length > MAX_ID_LENGTH) throw notFound();
+  try {
+    const [tokens, user] = await db.prisma.$transaction([
+      db.prisma.token.deleteMany({ where: { tenantId: input.tenantId, serviceUserId: input.serviceUserId } }),
+      db.prisma.serviceUser.delete({
+        where: { tenantId_id: { tenantId: input.tenantId, id: input.serviceUserId } },
+        select: { id: true },
+      }),
+    ]);
+    return { id: user.id, deletedTokens: tokens.count };
+  } catch (error) {
+    if (prismaCode(error) === 'P2025') throw notFound();
+    throw error;
+  }
+}
+
+export async function findServiceUserByName(
+  db: Database,
+  tenantId: string,
+  name: string,
+): Promise<ServiceUserInfo | null> {
+  return db.prisma.serviceUser.findUnique({
+    where: { tenantId_name: { tenantId, name: name.trim() } },
+    select: serviceUserSelect,
+  });
+}
+
+export async function getServiceUser(
+  db: Database,
+  tenantId: string,
+  serviceUserId: string,
+): Promise<ServiceUserWithTokens | null> {
+  if (serviceUserId.length > MAX_ID_LENGTH) return null;
+  const [user] = await listServiceUsersWhere(db, { tenantId, id: serviceUserId });
+  return user ?? null;
+}
+
+/** A tenant's service users by name, each with its tokens' metadata (newest first). */
+export function listServiceUsers(db: Database, tenantId: string): Promise<ServiceUserWithTokens[]> {
+  return listServiceUsersWhere(db, { tenantId });
+}
+
+async function listServiceUsersWhere(
+  db: Database,
+  where: { tenantId: string; id?: string },
+): Promise<ServiceUserWithTokens[]> {
+  return db.prisma.serviceUser.findMany({
+    relationLoadStrategy: 'join',
+    where,
+    orderBy: [{ name: 'asc' }, { id: 'asc' }],
+    select: {
+      ...serviceUserSelect,
+      tokens: {
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        select: {
+          id: true,
+          prefix: true,
+          expiresAt: true,
+          createdAt: true,
+          lastUsedAt: true,
+          revokedAt: true,
+        },
+      },
+    },
+  });
+}

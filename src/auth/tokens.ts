@@ -1,0 +1,239 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Viewer } from '../context.js';
+import type { Database } from '../db/client.js';
+import { ApiError } from '../errors.js';
+import { Prisma } from '../generated/prisma/client.js';
+import { MAX_ID_LENGTH, newId } from '../ids.js';
+import { permissionsOf } from './permissions.js';
+
+/**
+ * Personal access tokens look like `igw_pat_<prefix>_<secret>`:
+ * - the fixed `igw_pat_` marker lets secret scanners (and people) recognize a leaked token;
+ * - `prefix` (12 chars of the id alphabet, 60 random bits) is public: stored as is, unique, used for lookup
+ *   and shown in listings so a token can be identified without revealing it;
+ * - `secret` is 32 random bytes, base64url without padding (43 chars). Only SHA-256 of those bytes is stored:
+ *   a plain hash is enough because the secret has 256 bits of entropy (nothing to brute-force, no need for a
+ *   slow KDF that would cost CPU on every request).
+ */
+export const TOKEN_MARKER = 'igw_pat_';
+export const TOKEN_PREFIX_LENGTH = 12;
+const SECRET_BYTES = 32;
+const SECRET_LENGTH = 43;
+export const TOKEN_LENGTH = TOKEN_MARKER.length + TOKEN_PREFIX_LENGTH + 1 + SECRET_LENGTH;
+const PREFIX_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const TOKEN_PATTERN = new RegExp(
+  `^${TOKEN_MARKER}([${PREFIX_ALPHABET}]{${TOKEN_PREFIX_LENGTH}})_([A-Za-z0-9_-]{${SECRET_LENGTH}})$`,
+);
+
+export const MAX_TOKEN_LIFETIME_DAYS = 366;
+/** last_used_at is informational; writing it on every request would turn each read into a write. */
+export const LAST_USED_THROTTLE_MS = 60_000;
+
+const DAY_MS = 86_400_000;
+
+export interface CreatedToken {
+  id: string;
+  /** The full token value. Returned once, never stored. */
+  token: string;
+  prefix: string;
+  expiresAt: Date;
+}
+
+export interface TokenInfo {
+  id: string;
+  prefix: string;
+  serviceUserId: string;
+  serviceUserName: string;
+  expiresAt: Date;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+function newPrefix(): string {
+  // 256 is a multiple of 32, so `byte % 32` is unbiased.
+  let out = '';
+  for (const byte of randomBytes(TOKEN_PREFIX_LENGTH)) out += PREFIX_ALPHABET[byte % 32];
+  return out;
+}
+
+function hashSecret(secret: Buffer): Buffer {
+  return createHash('sha256').update(secret).digest();
+}
+
+/** Strict format check; anything that is not exactly a token we could have issued is null. */
+export function parsePersonalAccessToken(value: string): { prefix: string; secret: string } | null {
+  if (typeof value !== 'string' || value.length !== TOKEN_LENGTH) return null;
+  const match = TOKEN_PATTERN.exec(value);
+  if (!match) return null;
+  const [, prefix, secret] = match;
+  if (prefix === undefined || secret === undefined) return null;
+  // 43 base64url chars carry 258 bits; only the canonical encoding of 32 bytes (last 2 bits zero) is ours.
+  if (Buffer.from(secret, 'base64url').toString('base64url') !== secret) return null;
+  return { prefix, secret };
+}
+
+/** Checks an expiry chosen by a user: in the future and at most MAX_TOKEN_LIFETIME_DAYS ahead. */
+export function validateTokenExpiry(expiresAt: Date, now: Date = new Date()): void {
+  if (!(expiresAt instanceof Date) || Number.isNaN(expiresAt.getTime())) {
+    throw new ApiError('INVALID_QUERY', 'the token expiry is not a valid date');
+  }
+  if (expiresAt.getTime() <= now.getTime()) {
+    throw new ApiError('INVALID_QUERY', 'the token expiry must be in the future');
+  }
+  if (expiresAt.getTime() > now.getTime() + MAX_TOKEN_LIFETIME_DAYS * DAY_MS) {
+    throw new ApiError('INVALID_QUERY', `the token expiry must be at most ${MAX_TOKEN_LIFETIME_DAYS} days ahead`);
+  }
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002';
+}
+
+function isForeignKeyViolation(error: unknown): boolean {
+  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2003';
+}
+
+export async function createToken(
+  db: Database,
+  input: { tenantId: string; serviceUserId: string; expiresAt: Date },
+  now: Date = new Date(),
+): Promise<CreatedToken> {
+  validateTokenExpiry(input.expiresAt, now);
+  const secretBytes = randomBytes(SECRET_BYTES);
+  const secretHash = hashSecret(secretBytes);
+  const secret = secretBytes.toString('base64url');
+  // A prefix collision (60 random bits) is astronomically unlikely, but it must not fail a user's request.
+  for (let attempt = 0; ; attempt++) {
+    const prefix = newPrefix();
+    try {
+      // The composite foreign key (tenant_id, service_user_id) guarantees the service user is in the tenant.
+      const row = await db.prisma.token.create({
+        data: {
+          id: newId('tok'),
+          tenantId: input.tenantId,
+          serviceUserId: input.serviceUserId,
+          prefix,
+          secretHash: new Uint8Array(secretHash),
+          expiresAt: input.expiresAt,
+        },
+        select: { id: true, prefix: true, expiresAt: true },
+      });
+      return { id: row.id, token: `${TOKEN_MARKER}${prefix}_${secret}`, prefix: row.prefix, expiresAt: row.expiresAt };
+    } catch (error) {
+      if (isForeignKeyViolation(error)) throw new ApiError('NOT_FOUND', 'no such service user');
+      if (isUniqueViolation(error) && attempt < 3) continue;
+      throw error;
+    }
+  }
+}
+
+/**
+ * Resolves a token value to its viewer, or null when it is malformed, unknown, wrong, expired or revoked.
+ * One query (token joined with its service user's role); the role is read at every request, so a role
+ * change or a deleted service user takes effect immediately.
+ */
+export async function verifyPersonalAccessToken(
+  db: Database,
+  value: string,
+  now: Date = new Date(),
+): Promise<Viewer | null> {
+  const parsed = parsePersonalAccessToken(value);
+  if (!parsed) return null;
+  const row = await db.prisma.token.findUnique({
+    relationLoadStrategy: 'join',
+    where: { prefix: parsed.prefix },
+    select: {
+      id: true,
+      tenantId: true,
+      serviceUserId: true,
+      secretHash: true,
+      expiresAt: true,
+      revokedAt: true,
+      lastUsedAt: true,
+      serviceUser: { select: { role: true } },
+    },
+  });
+  if (!row) return null;
+  const presented = hashSecret(Buffer.from(parsed.secret, 'base64url'));
+  const stored = Buffer.from(row.secretHash);
+  if (stored.length !== presented.length || !timingSafeEqual(stored, presented)) return null;
+  if (row.revokedAt !== null) return null;
+  if (row.expiresAt.getTime() <= now.getTime()) return null;
+
+  if (row.lastUsedAt === null || row.lastUsedAt.getTime() < now.getTime() - LAST_USED_THROTTLE_MS) {
+    touchLastUsed(db, row.id, now);
+  }
+  const role = row.serviceUser.role;
+  return {
+    tenantId: row.tenantId,
+    role,
+    permissions: permissionsOf(role),
+    subject: row.serviceUserId,
+    credential: 'token',
+    tokenId: row.id,
+  };
+}
+
+/**
+ * Fire-and-forget: authentication must not wait for, or fail because of, a bookkeeping write. The condition
+ * is repeated in SQL so that of many concurrent requests only the first one in a window actually writes.
+ */
+function touchLastUsed(db: Database, tokenId: string, now: Date): void {
+  db.prisma.token
+    .updateMany({
+      where: {
+        id: tokenId,
+        OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: new Date(now.getTime() - LAST_USED_THROTTLE_MS) } }],
+      },
+      data: { lastUsedAt: now },
+    })
+    .catch(() => {});
+}
+
+export type RevokeResult = 'revoked' | 'already_revoked' | 'not_found';
+
+/**
+ * Revokes a token (idempotent: revoking twice keeps the first revocation time). With `tenantId` the token
+ * must belong to that tenant; without it (operator CLI) any token can be revoked.
+ */
+export async function revokeToken(
+  db: Database,
+  tokenId: string,
+  tenantId?: string,
+  now: Date = new Date(),
+): Promise<RevokeResult> {
+  if (tokenId.length === 0 || tokenId.length > MAX_ID_LENGTH) return 'not_found';
+  const scope = tenantId === undefined ? { id: tokenId } : { id: tokenId, tenantId };
+  const { count } = await db.prisma.token.updateMany({
+    where: { ...scope, revokedAt: null },
+    data: { revokedAt: now },
+  });
+  if (count > 0) return 'revoked';
+  const existing = await db.prisma.token.findFirst({ where: scope, select: { id: true } });
+  return existing ? 'already_revoked' : 'not_found';
+}
+
+/** Token metadata of a tenant, newest first. Never the hash, never the value. */
+export async function listTokens(
+  db: Database,
+  tenantId: string,
+  options: { serviceUserId?: string } = {},
+): Promise<TokenInfo[]> {
+  const rows = await db.prisma.token.findMany({
+    relationLoadStrategy: 'join',
+    where: { tenantId, ...(options.serviceUserId === undefined ? {} : { serviceUserId: options.serviceUserId }) },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    select: {
+      id: true,
+      prefix: true,
+      serviceUserId: true,
+      expiresAt: true,
+      createdAt: true,
+      lastUsedAt: true,
+      revokedAt: true,
+      serviceUser: { select: { name: true } },
+    },
+  });
+  return rows.map(({ serviceUser, ...row }) => ({ ...row, serviceUserName: serviceUser.name }));
+}
