@@ -1,0 +1,222 @@
+import type { RawSql } from '../db/client.js';
+import type { ConnectionStatus, ConnectionVia } from '../generated/prisma/enums.js';
+import { formatId } from '../ids.js';
+import { kindOfApplication, type CatalogApplication, type ConnectionKind } from './catalog.js';
+import type { Rng } from './random.js';
+
+export type ConnectionMetadata = Partial<
+  Record<'region' | 'version' | 'location' | 'gateway_id' | 'currency' | 'property_id' | 'channel' | 'bot_name', string>
+>;
+
+export interface ConnectionSettings {
+  sync_interval: SyncInterval;
+  webhook_enabled: boolean;
+  retry_attempts: number;
+  notification_enabled: boolean;
+  track_users?: boolean;
+  anonymize_ip?: boolean;
+  mention_users?: boolean;
+  thread_enabled?: boolean;
+}
+
+export const SYNC_INTERVALS = ['15m', '1h', '6h', '24h'] as const;
+export type SyncInterval = (typeof SYNC_INTERVALS)[number];
+
+/** The members every connection has, then the ones its kind adds. Tests check rows against this. */
+export const METADATA_KEYS: { common: string[] } & Record<ConnectionKind, string[]> = {
+  common: ['region', 'version'],
+  lock: ['location'],
+  pms: ['property_id'],
+  payments: ['gateway_id', 'currency'],
+  accounting: ['currency'],
+  messaging: ['channel', 'bot_name'],
+  analytics: [],
+};
+
+export const SETTINGS_KEYS: { common: string[] } & Record<ConnectionKind, string[]> = {
+  common: ['sync_interval', 'webhook_enabled', 'retry_attempts', 'notification_enabled'],
+  lock: [],
+  pms: [],
+  payments: [],
+  accounting: [],
+  messaging: ['mention_users', 'thread_enabled'],
+  analytics: ['track_users', 'anonymize_ip'],
+};
+
+export interface ConnectionRow {
+  id: string;
+  tenantId: string;
+  applicationId: string;
+  name: string;
+  slug: string;
+  description: string;
+  logoUrl: string;
+  keywords: string[];
+  via: ConnectionVia;
+  status: ConnectionStatus;
+  metadata: ConnectionMetadata;
+  settings: ConnectionSettings;
+  createdAt: Date;
+}
+
+export interface ConnectionSpec {
+  tenantId: string;
+  application: CatalogApplication;
+  /** Shown after the application name: "Stripe – EU account". */
+  label: string;
+  slug: string;
+  via?: ConnectionVia;
+  status?: ConnectionStatus;
+  createdAt: Date;
+  metadata?: ConnectionMetadata;
+  settings?: Partial<ConnectionSettings>;
+}
+
+const REGIONS = ['eu-west-1', 'eu-central-1', 'us-east-1', 'us-west-2', 'ap-southeast-1'];
+const VERSIONS = ['v1', 'v2', 'v3', '2024-06-20', '2025-01-15'];
+const LOCATIONS = [
+  'Berlin Mitte – Main entrance',
+  'Lisbon Alfama – Building B',
+  'Vienna Naschmarkt – Staff door',
+  'Amsterdam Jordaan – Garage',
+  'Prague Old Town – Reception',
+];
+const CURRENCIES = ['EUR', 'USD', 'GBP', 'CHF', 'CZK'];
+const CHANNELS = ['#front-desk', '#ops-alerts', '#housekeeping', '#revenue', 'Guest messages'];
+const BOT_NAMES = ['SyncBot', 'Concierge', 'Night Auditor', 'Door Watch'];
+
+function metadataFor(rng: Rng, kind: ConnectionKind): ConnectionMetadata {
+  const metadata: ConnectionMetadata = { region: rng.pick(REGIONS), version: rng.pick(VERSIONS) };
+  switch (kind) {
+    case 'lock':
+      metadata.location = rng.pick(LOCATIONS);
+      break;
+    case 'pms':
+      metadata.property_id = `prop_${rng.int(1000, 99999)}`;
+      break;
+    case 'payments':
+      metadata.gateway_id = `gw_${rng.hex(12)}`;
+      metadata.currency = rng.pick(CURRENCIES);
+      break;
+    case 'accounting':
+      metadata.currency = rng.pick(CURRENCIES);
+      break;
+    case 'messaging':
+      metadata.channel = rng.pick(CHANNELS);
+      metadata.bot_name = rng.pick(BOT_NAMES);
+      break;
+    case 'analytics':
+      break;
+  }
+  return metadata;
+}
+
+function settingsFor(rng: Rng, kind: ConnectionKind): ConnectionSettings {
+  const settings: ConnectionSettings = {
+    sync_interval: rng.weighted<SyncInterval>([
+      ['15m', 4],
+      ['1h', 3],
+      ['6h', 2],
+      ['24h', 1],
+    ]),
+    webhook_enabled: rng.chance(0.6),
+    retry_attempts: rng.int(0, 5),
+    notification_enabled: rng.chance(0.7),
+  };
+  if (kind === 'messaging') {
+    settings.mention_users = rng.chance(0.5);
+    settings.thread_enabled = rng.chance(0.6);
+  }
+  if (kind === 'analytics') {
+    settings.track_users = rng.chance(0.5);
+    settings.anonymize_ip = rng.chance(0.8);
+  }
+  return settings;
+}
+
+export function buildConnection(rng: Rng, spec: ConnectionSpec): ConnectionRow {
+  const kind = kindOfApplication(spec.application);
+  const id = formatId('con', rng.bytes(16));
+  const metadata = { ...metadataFor(rng, kind), ...spec.metadata };
+  const settings = { ...settingsFor(rng, kind), ...spec.settings };
+  return {
+    id,
+    tenantId: spec.tenantId,
+    applicationId: spec.application.id,
+    name: `${spec.application.name} – ${spec.label}`,
+    slug: spec.slug,
+    description: `${spec.application.description} Connected for ${spec.label}.`,
+    logoUrl: spec.application.logoUrl,
+    keywords: [...spec.application.keywords],
+    via:
+      spec.via ??
+      rng.weighted<ConnectionVia>([
+        ['oauth', 5],
+        ['api_key', 3],
+        ['partner', 1],
+        ['manual', 1],
+      ]),
+    status:
+      spec.status ??
+      rng.weighted<ConnectionStatus>([
+        ['active', 16],
+        ['paused', 2],
+        ['error', 1],
+        ['pending', 1],
+      ]),
+    metadata,
+    settings,
+    createdAt: spec.createdAt,
+  };
+}
+
+const CONNECTION_COLUMNS = [
+  'id',
+  'application_id',
+  'name',
+  'slug',
+  'description',
+  'logo_url',
+  'keywords',
+  'via',
+  'status',
+  'metadata',
+  'settings',
+  'created_at',
+] as const;
+
+// Same text[]-per-column shape as the sync insert. keywords is itself an array; unnest would flatten a 2-D
+// array, so each row's keywords travel as a JSON array and are unpacked per row.
+const INSERT_CONNECTIONS = `
+INSERT INTO connections (tenant_id, ${CONNECTION_COLUMNS.join(', ')}, updated_at)
+SELECT $1, t.id, t.application_id, t.name, t.slug, t.description, t.logo_url,
+       ARRAY(SELECT jsonb_array_elements_text(t.keywords::jsonb)), t.via::connection_via,
+       t.status::connection_status, t.metadata::jsonb, t.settings::jsonb, t.created_at::timestamptz,
+       t.created_at::timestamptz
+FROM unnest(${CONNECTION_COLUMNS.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${CONNECTION_COLUMNS.join(', ')})`;
+
+export async function insertConnections(
+  sql: Pick<RawSql, 'query'>,
+  tenantId: string,
+  rows: ConnectionRow[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  for (const row of rows) {
+    if (row.tenantId !== tenantId) throw new Error(`connection ${row.id} belongs to another tenant`);
+  }
+  const columns = [
+    rows.map((r) => r.id),
+    rows.map((r) => r.applicationId),
+    rows.map((r) => r.name),
+    rows.map((r) => r.slug),
+    rows.map((r) => r.description),
+    rows.map((r) => r.logoUrl),
+    rows.map((r) => JSON.stringify(r.keywords)),
+    rows.map((r) => r.via),
+    rows.map((r) => r.status),
+    rows.map((r) => JSON.stringify(r.metadata)),
+    rows.map((r) => JSON.stringify(r.settings)),
+    rows.map((r) => r.createdAt.toISOString()),
+  ];
+  await sql.query(INSERT_CONNECTIONS, [tenantId, ...columns]);
+}

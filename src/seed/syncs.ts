@@ -1,0 +1,224 @@
+import type { RawSql } from '../db/client.js';
+import type { SyncStatus } from '../generated/prisma/enums.js';
+import { formatId } from '../ids.js';
+import type { Rng } from './random.js';
+
+export type SyncSummary = Record<string, boolean | number | string[]>;
+export type SyncDiff = Partial<Record<'added' | 'changed' | 'removed', string[]>>;
+export interface SyncChecksum {
+  b: string;
+  f: string;
+  ac: string;
+  ap: string;
+  ls: string;
+  file: string;
+}
+
+export interface SyncRow {
+  id: string;
+  tenantId: string;
+  connectionId: string;
+  status: SyncStatus;
+  startedAt: Date;
+  finishedAt: Date | null;
+  errorMessage: string | null;
+  summary: SyncSummary;
+  fileUrl: string | null;
+  isAutoMigrate: boolean | null;
+  diff: SyncDiff;
+  checksum: SyncChecksum;
+}
+
+export interface SyncHistorySpec {
+  tenantId: string;
+  connectionId: string;
+  /** Runs start in [from, to); finished runs never finish after `to` (the "now" of the history). */
+  from: Date;
+  to: Date;
+  count: number;
+  /** Share of finished runs that failed. */
+  failureRate?: number;
+  /**
+   * Statuses forced onto the newest runs, newest first (e.g. `['pending', 'in_progress']`: one run queued
+   * behind one still running). Without it, the newest run is left open now and then, as in a live system.
+   */
+  newest?: SyncStatus[];
+}
+
+export const ERROR_MESSAGES = [
+  'Rate limit exceeded (429) from provider API',
+  'OAuth token expired',
+  'Timeout after 300s',
+  'Provider API returned 503 Service Unavailable',
+  'Invalid API key: authentication rejected by provider',
+  'Connection reset by peer while reading page 3',
+  'Webhook signature verification failed',
+  'Record ext_4411 rejected: "email" is not a valid address',
+  "Mapping missing for room type 'DBL-SEA'",
+  'TLS handshake failed: certificate has expired',
+] as const;
+
+const MINUTE = 60_000;
+
+/** Run duration in ms: most syncs are quick, a few crawl through a large backlog. */
+function duration(rng: Rng, status: SyncStatus, errorMessage: string | null): number {
+  if (errorMessage?.startsWith('Timeout after 300s')) return 300_000 + rng.int(0, 2_000);
+  if (status === 'failed') return rng.int(800, 4 * MINUTE);
+  return rng.chance(0.9) ? rng.int(2_000, 3 * MINUTE) : rng.int(3 * MINUTE, 40 * MINUTE);
+}
+
+function externalIds(rng: Rng): string[] {
+  return Array.from({ length: rng.int(1, 6) }, () => `ext_${rng.hex(10)}`);
+}
+
+function summaryFor(rng: Rng, status: SyncStatus, errorMessage: string | null): SyncSummary {
+  switch (status) {
+    case 'pending':
+      return rng.chance(0.7) ? { queued: true, estimated_items: rng.int(1, 2_500) } : {};
+    case 'in_progress':
+      return rng.chance(0.8) ? { processed: rng.int(0, 1_800), in_progress: true } : {};
+    case 'success': {
+      if (rng.chance(0.12)) return {};
+      const processed = rng.int(0, 2_000);
+      const inserted = rng.int(0, Math.floor(processed / 3));
+      const updated = rng.int(0, processed - inserted);
+      const deleted = rng.int(0, Math.min(processed - inserted - updated, 25));
+      return { processed, inserted, updated, deleted };
+    }
+    case 'failed': {
+      if (rng.chance(0.2)) return {};
+      const errors = [errorMessage ?? 'Unknown error'];
+      if (rng.chance(0.25)) errors.push(`Retry ${rng.int(1, 3)} of 3 failed`);
+      return { errors, processed: rng.int(0, 400) };
+    }
+  }
+}
+
+function emptyChecksum(): SyncChecksum {
+  return { b: '', f: '', ac: '', ap: '', ls: '', file: '' };
+}
+
+function checksumFor(rng: Rng, status: SyncStatus, hasFile: boolean): SyncChecksum {
+  const checksum = emptyChecksum();
+  if (status !== 'success' || rng.chance(0.3)) return checksum;
+  checksum.b = rng.hex(16);
+  if (rng.chance(0.6)) checksum.f = rng.hex(16);
+  if (rng.chance(0.4)) checksum.ac = rng.hex(8);
+  if (rng.chance(0.4)) checksum.ap = rng.hex(8);
+  if (rng.chance(0.5)) checksum.ls = rng.hex(12);
+  if (hasFile) checksum.file = rng.hex(40);
+  return checksum;
+}
+
+function diffFor(rng: Rng, status: SyncStatus): SyncDiff {
+  if (status !== 'success' || !rng.chance(0.25)) return {};
+  const diff: SyncDiff = {};
+  if (rng.chance(0.7)) diff.added = externalIds(rng);
+  if (rng.chance(0.5)) diff.changed = externalIds(rng);
+  if (rng.chance(0.25)) diff.removed = externalIds(rng);
+  if (Object.keys(diff).length === 0) diff.changed = externalIds(rng);
+  return diff;
+}
+
+/**
+ * Yields one connection's sync history, oldest run first, obeying the spec's field-condition table (which the
+ * database enforces with CHECK constraints). A generator, so a bulk load of millions of rows streams in
+ * batches instead of materialising everything.
+ */
+export function* syncHistory(rng: Rng, spec: SyncHistorySpec): Generator<SyncRow> {
+  const { tenantId, connectionId, count } = spec;
+  const from = spec.from.getTime();
+  const to = spec.to.getTime();
+  if (!(to > from)) throw new RangeError('sync history window is empty');
+  const failureRate = spec.failureRate ?? 0.08;
+  const newest = spec.newest ?? randomNewest(rng);
+  const step = (to - from) / Math.max(count, 1);
+
+  for (let index = 0; index < count; index++) {
+    const id = formatId('syn', rng.bytes(16));
+    // Evenly spaced slots with jitter: a scheduled sync drifts, but runs of one connection do not pile up.
+    const startedAt = Math.floor(from + index * step + rng.next() * step * 0.8);
+    const fromNewest = count - 1 - index;
+    const status: SyncStatus =
+      newest[fromNewest] ?? (rng.chance(failureRate) ? 'failed' : 'success');
+    const errorMessage = status === 'failed' ? rng.pick(ERROR_MESSAGES) : null;
+    const open = status === 'pending' || status === 'in_progress';
+    const finishedAt = open ? null : Math.min(startedAt + duration(rng, status, errorMessage), to);
+    const hasFile = status === 'success' && rng.chance(0.3);
+    yield {
+      id,
+      tenantId,
+      connectionId,
+      status,
+      startedAt: new Date(startedAt),
+      finishedAt: finishedAt === null ? null : new Date(Math.max(finishedAt, startedAt)),
+      errorMessage,
+      summary: summaryFor(rng, status, errorMessage),
+      fileUrl: hasFile ? `https://files.example.com/syncs/${id}.json` : null,
+      isAutoMigrate: rng.weighted<boolean | null>([
+        [false, 6],
+        [true, 2],
+        [null, 2],
+      ]),
+      diff: diffFor(rng, status),
+      checksum: checksumFor(rng, status, hasFile),
+    };
+  }
+}
+
+/** Most connections are idle; some have a run going, a few have one queued behind it. */
+function randomNewest(rng: Rng): SyncStatus[] {
+  return rng.weighted<SyncStatus[]>([
+    [[], 80],
+    [['in_progress'], 10],
+    [['pending'], 6],
+    [['pending', 'in_progress'], 4],
+  ]);
+}
+
+export function generateSyncs(rng: Rng, spec: SyncHistorySpec): SyncRow[] {
+  return [...syncHistory(rng, spec)];
+}
+
+const SYNC_COLUMNS = [
+  'id',
+  'connection_id',
+  'status',
+  'started_at',
+  'finished_at',
+  'error_message',
+  'summary',
+  'file_url',
+  'is_auto_migrate',
+  'diff',
+  'checksum',
+] as const;
+
+// Every column travels as one text[] parameter: the statement text is fixed whatever the batch size (one
+// cached plan), and text arrays serialize identically through node-postgres and PGlite.
+const INSERT_SYNCS = `
+INSERT INTO syncs (tenant_id, ${SYNC_COLUMNS.join(', ')})
+SELECT $1, t.id, t.connection_id, t.status::sync_status, t.started_at::timestamptz, t.finished_at::timestamptz,
+       t.error_message, t.summary::jsonb, t.file_url, t.is_auto_migrate::boolean, t.diff::jsonb, t.checksum::jsonb
+FROM unnest(${SYNC_COLUMNS.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${SYNC_COLUMNS.join(', ')})`;
+
+/** Inserts rows of one tenant with a single statement; callers batch (a few thousand rows per call). */
+export async function insertSyncs(sql: Pick<RawSql, 'query'>, tenantId: string, rows: SyncRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  const columns: (string | null)[][] = SYNC_COLUMNS.map(() => new Array<string | null>(rows.length));
+  rows.forEach((row, i) => {
+    if (row.tenantId !== tenantId) throw new Error(`sync ${row.id} belongs to another tenant`);
+    columns[0]![i] = row.id;
+    columns[1]![i] = row.connectionId;
+    columns[2]![i] = row.status;
+    columns[3]![i] = row.startedAt.toISOString();
+    columns[4]![i] = row.finishedAt ? row.finishedAt.toISOString() : null;
+    columns[5]![i] = row.errorMessage;
+    columns[6]![i] = JSON.stringify(row.summary);
+    columns[7]![i] = row.fileUrl;
+    columns[8]![i] = row.isAutoMigrate === null ? null : String(row.isAutoMigrate);
+    columns[9]![i] = JSON.stringify(row.diff);
+    columns[10]![i] = JSON.stringify(row.checksum);
+  });
+  await sql.query(INSERT_SYNCS, [tenantId, ...columns]);
+}
