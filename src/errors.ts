@@ -1,0 +1,105 @@
+import { GraphQLError } from 'graphql';
+
+/** Every error code the API answers with, its HTTP status and what it means (served at /docs/errors/<code>). */
+export const ERROR_CODES = {
+  UNAUTHORIZED: {
+    status: 401,
+    title: 'Unauthorized',
+    description:
+      'The credential is missing, malformed, unknown, expired or revoked (HTTP 401), or it is valid but lacks the permission the operation needs (HTTP 403). Send `Authorization: Token <personal access token>` or `Authorization: Bearer <JWT>`.',
+  },
+  NOT_FOUND: {
+    status: 404,
+    title: 'Not found',
+    description:
+      'No such resource for the calling tenant. Objects of other tenants are indistinguishable from missing ones.',
+  },
+  INVALID_QUERY: {
+    status: 400,
+    title: 'Invalid query',
+    description:
+      'The request could not be understood: a malformed filter, unknown field or operator, a value of the wrong type, an out-of-range limit or offset, an invalid id, invalid JSON or an invalid GraphQL document.',
+  },
+  METHOD_NOT_ALLOWED: {
+    status: 405,
+    title: 'Method not allowed',
+    description: 'The path exists but does not accept this HTTP method. The `Allow` header lists the ones it does.',
+  },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    title: 'Payload too large',
+    description: 'The request URL or body exceeds the documented limit.',
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    title: 'Unsupported media type',
+    description: 'The request body is not in a content type the endpoint accepts (application/json for GraphQL POST).',
+  },
+  RATE_LIMITED: {
+    status: 429,
+    title: 'Rate limited',
+    description:
+      'Too many requests for this credential. Wait the number of seconds in `Retry-After`; `RateLimit-*` headers describe the budget.',
+  },
+  INTERNAL: {
+    status: 500,
+    title: 'Internal error',
+    description: 'An unexpected error. It carries no details; the request id identifies it in the server log.',
+  },
+  UNAVAILABLE: {
+    status: 503,
+    title: 'Service unavailable',
+    description: 'The database is unreachable. Retry later; `/readyz` reports when the service is ready again.',
+  },
+} as const satisfies Record<string, { status: number; title: string; description: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Path under which each code's documentation page is served. */
+export const ERROR_DOCS_PATH = '/docs/errors';
+
+export function docsUrl(code: ErrorCode, origin: string): string {
+  return `${origin}${ERROR_DOCS_PATH}/${code}`;
+}
+
+let lastRequestNumber = 0;
+
+/** `req_<digits>`: milliseconds since epoch followed by a per-process counter, unique and sortable. */
+export function newRequestId(): string {
+  lastRequestNumber = (lastRequestNumber + 1) % 1000;
+  return `req_${Date.now()}${String(lastRequestNumber).padStart(3, '0')}`;
+}
+
+/**
+ * The one error type resolvers and plugins throw for expected failures. It is a GraphQLError, so yoga's
+ * masking lets it through; `extensions.code` and `extensions.http.status` drive both surfaces.
+ */
+export class ApiError extends GraphQLError {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: { status?: number; headers?: Record<string, string>; details?: unknown } = {},
+  ) {
+    super(message, {
+      extensions: {
+        code,
+        http: { status: options.status ?? ERROR_CODES[code].status, headers: options.headers },
+        ...(options.details === undefined ? {} : { details: options.details }),
+      },
+    });
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+}
+
+/** The spec's error body. */
+export interface ErrorBody {
+  msg: string;
+  error: { code: ErrorCode; docs: string; req_id: string };
+}
+
+export function errorBody(code: ErrorCode, msg: string, requestId: string, origin: string): ErrorBody {
+  return { msg, error: { code, docs: docsUrl(code, origin), req_id: requestId } };
+}

@@ -1,0 +1,89 @@
+import { queryFromInfo } from '@pothos/plugin-prisma';
+import { builder } from './builder.js';
+import { type ColumnSpec, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
+import { assertIdShape } from './ids.js';
+import { listPage, listType, pageWindow } from './list.js';
+
+export const CATEGORY_COLUMNS: Record<string, ColumnSpec> = {
+  id: { column: 'id', kind: 'string', nullable: false },
+  slug: { column: 'slug', kind: 'string', nullable: false },
+  name: { column: 'name', kind: 'string', nullable: false },
+  description: { column: 'description', kind: 'string', nullable: false },
+};
+
+export const CATEGORY_PAGE = { defaultLimit: 100, maxLimit: 100 };
+
+export const Category = builder.prismaObject('Category', {
+  description: 'A group of catalog applications (smart locks, payments, …). Global: the same for every tenant.',
+  select: { id: true },
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    slug: t.exposeString('slug'),
+    name: t.exposeString('name'),
+    description: t.exposeString('description'),
+    sortOrder: t.exposeInt('sortOrder'),
+    applications: t.relation('applications', {
+      description: 'Catalog applications of this category, by name.',
+      query: { orderBy: [{ name: 'asc' }, { id: 'asc' }] },
+    }),
+  }),
+});
+
+const CategoryFilter = resourceFilter('CategoryFilter', (t) => ({
+  id: t.field({ type: StringFilter }),
+  slug: t.field({ type: StringFilter }),
+  name: t.field({ type: StringFilter }),
+  description: t.field({ type: StringFilter }),
+}));
+
+const CategoryOrder = resourceOrder('CategoryOrder', CATEGORY_COLUMNS);
+
+const CategoryList = listType('CategoryList', Category, 'A page of categories.');
+
+function searchWhere(search: string | null | undefined) {
+  const term = search?.trim();
+  if (!term) return {};
+  return {
+    OR: (['name', 'slug', 'description'] as const).map((column) => ({
+      [column]: { contains: term, mode: 'insensitive' as const },
+    })),
+  };
+}
+
+builder.queryFields((t) => ({
+  categories: t.field({
+    type: CategoryList,
+    description: 'Catalog categories, ordered by sortOrder then name unless orderBy says otherwise.',
+    authScopes: { permission: 'catalog:read' },
+    args: {
+      filter: t.arg({ type: CategoryFilter }),
+      search: t.arg.string({ description: 'Case-insensitive keyword over name, slug and description.' }),
+      orderBy: t.arg({ type: [CategoryOrder] }),
+      limit: t.arg.int(),
+      offset: t.arg.int(),
+    },
+    resolve: (_root, args, context, info) => {
+      const { take, skip } = pageWindow(args, CATEGORY_PAGE);
+      const where = { AND: [filterWhere(args.filter, CATEGORY_COLUMNS), searchWhere(args.search)] };
+      const orderBy = args.orderBy?.length
+        ? orderByOf(args.orderBy as OrderInput[], CATEGORY_COLUMNS, [])
+        : [{ sortOrder: 'asc' }, { name: 'asc' }, { id: 'asc' }];
+      const prisma = context.db.prisma;
+      return listPage(
+        () => prisma.category.findMany({ ...queryFromInfo({ context, info, path: ['nodes'] }), where, orderBy, take, skip }),
+        () => prisma.category.count({ where }),
+        take,
+        skip,
+      );
+    },
+  }),
+  category: t.prismaField({
+    type: 'Category',
+    nullable: true,
+    description: 'One category, or null when there is none with this id.',
+    authScopes: { permission: 'catalog:read' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, args, context) =>
+      context.db.prisma.category.findUnique({ ...query, where: { id: assertIdShape(args.id, 'category') } }),
+  }),
+}));

@@ -1,0 +1,258 @@
+import { queryFromInfo } from '@pothos/plugin-prisma';
+import { ConnectionStatus as ConnectionStatusValues, ConnectionVia as ConnectionViaValues } from '../generated/prisma/enums.js';
+import { ApiError } from '../errors.js';
+import { keywordSearchWhere, Features } from './application.js';
+import { builder } from './builder.js';
+import { Category } from './category.js';
+import {
+  type ColumnSpec,
+  DateTimeFilter,
+  enumFilter,
+  filterWhere,
+  type OrderInput,
+  orderByOf,
+  resourceFilter,
+  resourceOrder,
+  StringFilter,
+} from './filters.js';
+import { assertIdShape } from './ids.js';
+import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
+import { listPage, listType, pageWindow } from './list.js';
+import { SYNC_COLUMNS, SYNC_DEFAULT_ORDER, SYNC_PAGE, SyncFilter, SyncOrder, syncWhere } from './sync.js';
+import { requireViewer } from './viewer.js';
+
+export const CONNECTION_COLUMNS: Record<string, ColumnSpec> = {
+  id: { column: 'id', kind: 'string', nullable: false },
+  name: { column: 'name', kind: 'string', nullable: false },
+  slug: { column: 'slug', kind: 'string', nullable: false },
+  description: { column: 'description', kind: 'string', nullable: false },
+  logoUrl: { column: 'logoUrl', kind: 'string', nullable: false },
+  applicationId: { column: 'applicationId', kind: 'string', nullable: false },
+  applicationName: { column: 'application.name', kind: 'string', nullable: false },
+  applicationSlug: { column: 'application.slug', kind: 'string', nullable: false },
+  categoryId: { column: 'application.categoryId', kind: 'string', nullable: false },
+  categorySlug: { column: 'application.category.slug', kind: 'string', nullable: false },
+  categoryName: { column: 'application.category.name', kind: 'string', nullable: false },
+  via: { column: 'via', kind: 'enum', nullable: false },
+  status: { column: 'status', kind: 'enum', nullable: false },
+  createdAt: { column: 'createdAt', kind: 'dateTime', nullable: false },
+  updatedAt: { column: 'updatedAt', kind: 'dateTime', nullable: false },
+};
+
+export const CONNECTION_PAGE = { defaultLimit: 100, maxLimit: 100 };
+
+export const ConnectionStatus = builder.enumType(ConnectionStatusValues, { name: 'ConnectionStatus' });
+export const ConnectionVia = builder.enumType(ConnectionViaValues, {
+  name: 'ConnectionVia',
+  description: 'How the connection was established.',
+});
+
+const ConnectionMetadata = builder.objectRef<JsonObject>('ConnectionMetadata').implement({
+  description: 'Descriptive members; which ones are set depends on the kind of application (null otherwise).',
+  fields: (t) => ({
+    region: t.string({ nullable: true, resolve: (m) => jsonString(m, 'region') }),
+    version: t.string({ nullable: true, resolve: (m) => jsonString(m, 'version') }),
+    location: t.string({ nullable: true, resolve: (m) => jsonString(m, 'location') }),
+    gatewayId: t.string({ nullable: true, description: 'Payments.', resolve: (m) => jsonString(m, 'gateway_id') }),
+    currency: t.string({ nullable: true, description: 'Payments.', resolve: (m) => jsonString(m, 'currency') }),
+    propertyId: t.string({ nullable: true, description: 'Property management.', resolve: (m) => jsonString(m, 'property_id') }),
+    channel: t.string({ nullable: true, description: 'Messaging.', resolve: (m) => jsonString(m, 'channel') }),
+    botName: t.string({ nullable: true, description: 'Messaging.', resolve: (m) => jsonString(m, 'bot_name') }),
+  }),
+});
+
+const ConnectionSettings = builder.objectRef<JsonObject>('ConnectionSettings').implement({
+  description: 'Behaviour switches; which ones are set depends on the kind of application (null otherwise).',
+  fields: (t) => ({
+    syncInterval: t.string({ nullable: true, resolve: (s) => jsonString(s, 'sync_interval') }),
+    webhookEnabled: t.boolean({ nullable: true, resolve: (s) => jsonBoolean(s, 'webhook_enabled') }),
+    retryAttempts: t.int({ nullable: true, resolve: (s) => jsonInt(s, 'retry_attempts') }),
+    notificationEnabled: t.boolean({ nullable: true, resolve: (s) => jsonBoolean(s, 'notification_enabled') }),
+    trackUsers: t.boolean({ nullable: true, description: 'Analytics.', resolve: (s) => jsonBoolean(s, 'track_users') }),
+    anonymizeIp: t.boolean({ nullable: true, description: 'Analytics.', resolve: (s) => jsonBoolean(s, 'anonymize_ip') }),
+    mentionUsers: t.boolean({ nullable: true, description: 'Messaging.', resolve: (s) => jsonBoolean(s, 'mention_users') }),
+    threadEnabled: t.boolean({ nullable: true, description: 'Messaging.', resolve: (s) => jsonBoolean(s, 'thread_enabled') }),
+  }),
+});
+
+export const Connection = builder.prismaObject('Connection', {
+  description: "A tenant's connection of a catalog application.",
+  // deletedAt is always loaded so a sync can tell that its connection is gone.
+  select: { id: true, deletedAt: true },
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    name: t.exposeString('name'),
+    slug: t.exposeString('slug'),
+    applicationId: t.exposeString('applicationId'),
+    applicationName: t.string({
+      select: { application: { select: { name: true } } },
+      resolve: (c) => c.application.name,
+    }),
+    applicationSlug: t.string({
+      select: { application: { select: { slug: true } } },
+      resolve: (c) => c.application.slug,
+    }),
+    description: t.exposeString('description'),
+    logoUrl: t.exposeString('logoUrl'),
+    keywords: t.exposeStringList('keywords'),
+    categoryId: t.string({
+      select: { application: { select: { categoryId: true } } },
+      resolve: (c) => c.application.categoryId,
+    }),
+    categorySlug: t.string({
+      select: { application: { select: { category: { select: { slug: true } } } } },
+      resolve: (c) => c.application.category.slug,
+    }),
+    categoryName: t.string({
+      select: { application: { select: { category: { select: { name: true } } } } },
+      resolve: (c) => c.application.category.name,
+    }),
+    via: t.expose('via', { type: ConnectionVia }),
+    status: t.expose('status', { type: ConnectionStatus }),
+    metadata: t.field({ type: ConnectionMetadata, select: { metadata: true }, resolve: (c) => asJsonObject(c.metadata) }),
+    settings: t.field({ type: ConnectionSettings, select: { settings: true }, resolve: (c) => asJsonObject(c.settings) }),
+    features: t.field({
+      type: Features,
+      description: "The connected application's features.",
+      select: { application: { select: { features: true } } },
+      resolve: (c) => asJsonObject(c.application.features),
+    }),
+    additionalInformation: t.string({
+      description: "The connected application's additional information (HTML).",
+      select: { application: { select: { additionalInformation: true } } },
+      resolve: (c) => c.application.additionalInformation,
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    application: t.relation('application'),
+    category: t.field({
+      type: Category,
+      select: (_args, _context, nestedSelection) => ({
+        application: { select: { category: nestedSelection() } },
+      }),
+      resolve: (c) => c.application.category,
+    }),
+    syncs: t.relation('syncs', {
+      description: `Runs of this connection, newest first unless orderBy says otherwise; limit 1 to ${SYNC_PAGE.maxLimit}.`,
+      authScopes: { permission: 'syncs:read' },
+      args: {
+        filter: t.arg({ type: SyncFilter }),
+        search: t.arg.string(),
+        orderBy: t.arg({ type: [SyncOrder] }),
+        limit: t.arg.int({ defaultValue: SYNC_PAGE.defaultLimit }),
+        offset: t.arg.int({ defaultValue: 0 }),
+      },
+      query: (args, context) => {
+        const { take, skip } = pageWindow(args, SYNC_PAGE);
+        return {
+          where: { AND: [{ tenantId: requireViewer(context).tenantId }, ...syncWhere(args)] },
+          orderBy: orderByOf(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER),
+          take,
+          skip,
+        };
+      },
+    }),
+    syncCount: t.relationCount('syncs', {
+      description: 'Number of runs matching the filter and search.',
+      authScopes: { permission: 'syncs:read' },
+      args: { filter: t.arg({ type: SyncFilter }), search: t.arg.string() },
+      where: (args, context) => ({ AND: [{ tenantId: requireViewer(context).tenantId }, ...syncWhere(args)] }),
+    }),
+  }),
+});
+
+const ConnectionFilter = resourceFilter('ConnectionFilter', (t) => ({
+  id: t.field({ type: StringFilter }),
+  name: t.field({ type: StringFilter }),
+  slug: t.field({ type: StringFilter }),
+  description: t.field({ type: StringFilter }),
+  logoUrl: t.field({ type: StringFilter }),
+  applicationId: t.field({ type: StringFilter }),
+  applicationName: t.field({ type: StringFilter }),
+  applicationSlug: t.field({ type: StringFilter }),
+  categoryId: t.field({ type: StringFilter }),
+  categorySlug: t.field({ type: StringFilter }),
+  categoryName: t.field({ type: StringFilter }),
+  via: t.field({ type: enumFilter('ConnectionViaFilter', ConnectionVia) }),
+  status: t.field({ type: enumFilter('ConnectionStatusFilter', ConnectionStatus) }),
+  createdAt: t.field({ type: DateTimeFilter }),
+  updatedAt: t.field({ type: DateTimeFilter }),
+}));
+
+const ConnectionOrder = resourceOrder('ConnectionOrder', CONNECTION_COLUMNS);
+const ConnectionList = listType('ConnectionList', Connection, "A page of the caller's connections.");
+
+/** Where clause for one live (not deleted) connection of the caller. */
+function ownConnection(tenantId: string, id: string) {
+  return { id: assertIdShape(id, 'connection'), tenantId, deletedAt: null };
+}
+
+builder.queryFields((t) => ({
+  connections: t.field({
+    type: ConnectionList,
+    description: "The caller's connected applications, by name unless orderBy says otherwise.",
+    authScopes: { permission: 'connections:read' },
+    args: {
+      categoryId: t.arg.id({ description: 'Only connections of applications in this category (exact id).' }),
+      name: t.arg.string({ description: 'Only connections whose name contains this text, case-insensitively.' }),
+      filter: t.arg({ type: ConnectionFilter }),
+      search: t.arg.string({ description: 'Case-insensitive keyword over name, slug, description and keywords.' }),
+      orderBy: t.arg({ type: [ConnectionOrder] }),
+      limit: t.arg.int(),
+      offset: t.arg.int(),
+    },
+    resolve: (_root, args, context, info) => {
+      const viewer = requireViewer(context);
+      const { take, skip } = pageWindow(args, CONNECTION_PAGE);
+      const where = {
+        AND: [
+          { tenantId: viewer.tenantId, deletedAt: null },
+          args.categoryId ? { application: { categoryId: args.categoryId } } : {},
+          args.name ? { name: { contains: args.name, mode: 'insensitive' as const } } : {},
+          filterWhere(args.filter, CONNECTION_COLUMNS),
+          keywordSearchWhere(args.search),
+        ],
+      };
+      const orderBy = orderByOf(args.orderBy as OrderInput[] | null, CONNECTION_COLUMNS, [{ field: 'name' }]);
+      const prisma = context.db.prisma;
+      return listPage(
+        () => prisma.connection.findMany({ ...queryFromInfo({ context, info, path: ['nodes'] }), where, orderBy, take, skip }),
+        () => prisma.connection.count({ where }),
+        take,
+        skip,
+      );
+    },
+  }),
+  connection: t.prismaField({
+    type: 'Connection',
+    nullable: true,
+    description: 'One connection of the caller, or null when there is none with this id (or it was deleted).',
+    authScopes: { permission: 'connections:read' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (query, _root, args, context) =>
+      context.db.prisma.connection.findFirst({ ...query, where: ownConnection(requireViewer(context).tenantId, args.id) }),
+  }),
+}));
+
+const DeletedConnection = builder.objectRef<{ id: string }>('DeletedConnection').implement({
+  fields: (t) => ({ id: t.exposeID('id') }),
+});
+
+builder.mutationFields((t) => ({
+  deleteConnection: t.field({
+    type: DeletedConnection,
+    description:
+      'Deletes a connection: afterwards it is not found anywhere, while its sync history stays readable. NOT_FOUND when there is no such live connection.',
+    authScopes: { permission: 'connections:delete' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, args, context) => {
+      // One conditional UPDATE: atomic, and a concurrent second delete finds nothing to update.
+      const { count } = await context.db.prisma.connection.updateMany({
+        where: ownConnection(requireViewer(context).tenantId, args.id),
+        data: { deletedAt: new Date() },
+      });
+      if (count === 0) throw new ApiError('NOT_FOUND', `connection ${args.id} not found`);
+      return { id: args.id };
+    },
+  }),
+}));

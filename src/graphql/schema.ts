@@ -1,0 +1,10 @@
+import { lexicographicSortSchema } from 'graphql';
+import { builder } from './builder.js';
+import './scalars.js';
+import './category.js';
+import './application.js';
+import './connection.js';
+import './sync.js';
+
+/** The whole GraphQL schema; domain modules register their types on import. */
+export const schema = lexicographicSortSchema(builder.toSchema());

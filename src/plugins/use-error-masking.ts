@@ -1,0 +1,58 @@
+import { GraphQLError } from 'graphql';
+import type { Logger } from 'pino';
+import { ApiError, isErrorCode } from '../errors.js';
+
+const CONNECTION_FAILURE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '08000',
+  '08003',
+  '08006',
+  'P1001',
+  'P1002',
+  'P1017',
+  'P2024',
+]);
+
+/** True for errors that mean "the database is not reachable", however deep the driver wrapped them. */
+export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
+  if (!error || typeof error !== 'object' || depth > 6) return false;
+  const record = error as Record<string, unknown>;
+  for (const key of ['code', 'kind', 'originalCode']) {
+    const value = record[key];
+    if (typeof value === 'string' && (CONNECTION_FAILURE_CODES.has(value) || value === 'ConnectionClosed')) return true;
+  }
+  const message = typeof record.message === 'string' ? record.message : '';
+  if (/Connection terminated|connect ECONNREFUSED|Can't reach database server|terminating connection/i.test(message)) {
+    return true;
+  }
+  return ['cause', 'originalError', 'error'].some((key) => isDatabaseUnavailable(record[key], depth + 1));
+}
+
+/**
+ * Errors the API means to show (ApiError, GraphQL request errors) pass; an unreachable database becomes
+ * UNAVAILABLE; anything else becomes INTERNAL with no message, stack or SQL, and is logged in full.
+ */
+export function createMaskError(logger: Logger) {
+  return (error: unknown, _message: string): Error => {
+    const original = error instanceof GraphQLError ? error.originalError : error;
+    if (error instanceof ApiError || original instanceof ApiError) return error as Error;
+    if (error instanceof GraphQLError && !original) return error;
+    if (error instanceof GraphQLError && original instanceof GraphQLError && isErrorCode(original.extensions.code)) {
+      return error;
+    }
+    if (isDatabaseUnavailable(original)) {
+      logger.warn({ err: original }, 'database unavailable');
+      return new ApiError('UNAVAILABLE', 'The database is unavailable; retry later', { headers: { 'Retry-After': '5' } });
+    }
+    logger.error({ err: original }, 'unexpected error');
+    return new ApiError('INTERNAL', 'Internal error');
+  };
+}
