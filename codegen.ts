@@ -12,6 +12,7 @@ const config: CodegenConfig = {
       presetConfig: { fragmentMasking: false },
       config: {
         useTypeImports: true,
+        importExtension: '.js',
         enumsAsTypes: true,
         scalars: { DateTime: 'string' },
         strictScalars: true,

@@ -1,0 +1,44 @@
+import { createServiceUser } from './auth/service-users.js';
+import { createToken } from './auth/tokens.js';
+import { openDatabase, type Database } from './db/client.js';
+import { migrate } from './db/migrate.js';
+import type { Config } from './env.js';
+import type { Logger } from './logger.js';
+import { ensureDemo } from './seed/demo.js';
+import { createGateway, type Gateway } from './yoga.js';
+
+export interface App {
+  db: Database;
+  gateway: Gateway;
+  /** Set only on the first start of a new database: the demo admin token, shown once. */
+  demoToken?: string;
+}
+
+/** Days the printed demo token stays valid. */
+export const DEMO_TOKEN_DAYS = 90;
+
+/**
+ * Opens the database, applies pending migrations, seeds a new database with the demo tenant (unless
+ * SEED=none) and builds the gateway. Listening is the caller's business.
+ */
+export async function startApp(config: Config, logger: Logger): Promise<App> {
+  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+  try {
+    const applied = await migrate(db);
+    if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
+    let demoToken: string | undefined;
+    if (config.SEED === 'demo') {
+      const tenantId = await ensureDemo(db);
+      if (tenantId) {
+        const user = await createServiceUser(db, { tenantId, name: 'demo-admin', role: 'admin' });
+        const expiresAt = new Date(Date.now() + DEMO_TOKEN_DAYS * 86_400_000);
+        demoToken = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt })).token;
+        logger.info('seeded the demo tenant');
+      }
+    }
+    return { db, gateway: createGateway({ db, config, logger }), demoToken };
+  } catch (error) {
+    await db.close().catch(() => {});
+    throw error;
+  }
+}

@@ -1,0 +1,55 @@
+import { createServer } from 'node:http';
+import { startApp } from './app.js';
+import { loadConfigOrExit } from './env.js';
+import { createLogger } from './logger.js';
+
+const config = loadConfigOrExit();
+const logger = createLogger(config.LOG_LEVEL);
+
+/** Longest wait for in-flight requests on shutdown before connections are cut. */
+const DRAIN_TIMEOUT_MS = 10_000;
+
+const app = await startApp(config, logger).catch((error: unknown) => {
+  logger.fatal({ err: error }, 'start failed');
+  process.stderr.write(`start failed: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});
+
+const server = createServer(app.gateway);
+server.listen(config.PORT, config.HOST, () => {
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const base = `http://${config.HOST}:${port}`;
+  logger.info({ url: base, database: app.db.kind }, 'listening');
+  if (app.demoToken) {
+    process.stderr.write(
+      `\nDemo tenant "demo" is ready. Admin token (shown once, valid 90 days):\n\n  ${app.demoToken}\n\n` +
+        `  curl -H "Authorization: Token ${app.demoToken}" ${base}/api/v1/integrations/connected\n` +
+        `  GraphiQL: ${base}/graphql\n\n`,
+    );
+  }
+});
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  // Stop accepting, let in-flight requests finish, then close idle keep-alive sockets.
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  const drained = await Promise.race([
+    closed.then(() => true),
+    new Promise<boolean>((resolve) => setTimeout(resolve, DRAIN_TIMEOUT_MS, false).unref()),
+  ]);
+  if (!drained) {
+    logger.warn('drain timeout: closing remaining connections');
+    server.closeAllConnections();
+  }
+  await app.db.close().catch((error: unknown) => logger.error({ err: error }, 'closing the database failed'));
+  logger.info('stopped');
+  process.exit(0);
+}
+
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
