@@ -5,6 +5,7 @@ import { APPLICATIONS, CATEGORIES, seedCatalog, type ConnectionKind } from '../s
 import { METADATA_KEYS, SETTINGS_KEYS, SYNC_INTERVALS } from '../src/seed/connections.js';
 import { DEMO_TENANT_SLUG, ensureDemo, seedDemoTenant } from '../src/seed/demo.js';
 import { seedLoad } from '../src/seed/load.js';
+import { createRng } from '../src/seed/random.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 
 const NOW = new Date('2026-11-20T12:00:00.000Z');
@@ -72,6 +73,24 @@ async function createTenant(db: Database, slug: string): Promise<string> {
   const tenant = await db.prisma.tenant.create({ data: { id: newId('ten'), slug, name: slug } });
   return tenant.id;
 }
+
+test('the PRNG is reproducible, and a fork does not depend on how much of its parent was used', () => {
+  const draw = (seed: number) => {
+    const rng = createRng(seed);
+    return [rng.next(), rng.int(1, 6), rng.hex(8), Array.from(rng.bytes(5))];
+  };
+  expect(draw(42)).toEqual(draw(42));
+  expect(draw(42)).not.toEqual(draw(43));
+
+  const used = createRng(1);
+  used.bytes(100);
+  expect(used.fork('x').hex(16)).toBe(createRng(1).fork('x').hex(16));
+
+  const rng = createRng('bounds');
+  const seen = new Set(Array.from({ length: 500 }, () => rng.int(1, 3)));
+  expect([...seen].sort()).toEqual([1, 2, 3]);
+  expect(rng.bytes(7)).toHaveLength(7);
+});
 
 describe.each(databaseKinds)('seed data on %s', (kind) => {
   let db: TestDatabase;

@@ -136,7 +136,7 @@ export async function seedDemoTenant(
 
   const existing = await db.prisma.connection.count({ where: { id: { in: connections.map((c) => c.id) } } });
   if (existing > 0) {
-    throw new Error(`tenant "${tenantSlug}" already has the demo data of seed ${seed}; pass another seed`);
+    throw new Error(`tenant "${tenantSlug}" already has the demo data of seed ${seed}; use another seed`);
   }
   await db.raw.transaction(async (tx) => {
     await insertConnections(tx, tenant.id, connections);

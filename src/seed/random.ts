@@ -24,11 +24,8 @@ export interface Rng {
 }
 
 /** sfc32: tiny, fast, passes PractRand far beyond what seed data needs, and has a 128-bit state. */
-function sfc32(state: Uint32Array): () => number {
-  let a = state[0]! | 0;
-  let b = state[1]! | 0;
-  let c = state[2]! | 0;
-  let d = state[3]! | 0;
+function sfc32(state: [number, number, number, number]): () => number {
+  let [a, b, c, d] = state;
   return () => {
     const t = (((a + b) | 0) + d) | 0;
     d = (d + 1) | 0;
@@ -44,7 +41,8 @@ export function createRng(seed: number | string): Rng {
   const material = String(seed);
   // Hashing the seed spreads nearby seeds (1, 2, 3) over unrelated states and fills all 128 bits.
   const digest = createHash('sha256').update(material).digest();
-  const next32 = sfc32(new Uint32Array(digest.buffer, digest.byteOffset, 4).slice());
+  // Explicit little-endian reads: the same seed must give the same rows on every machine.
+  const next32 = sfc32([digest.readInt32LE(0), digest.readInt32LE(4), digest.readInt32LE(8), digest.readInt32LE(12)]);
   const next = () => next32() / 4294967296;
 
   const rng: Rng = {

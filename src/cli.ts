@@ -1,0 +1,142 @@
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { dbCommands } from './cli/db.js';
+import { CliError, UsageError, type Command, type CommandInput } from './cli/commands.js';
+import { seedCommands } from './cli/seed.js';
+import { tenantCommands } from './cli/tenant.js';
+import { openDatabase, type Database } from './db/client.js';
+import { migrate, MigrationError } from './db/migrate.js';
+import { ConfigError, parseConfig } from './env.js';
+
+/** Every command the CLI knows; a new feature appends its module's array here. */
+export const COMMANDS: Command[] = [...dbCommands, ...tenantCommands, ...seedCommands];
+
+export interface CliIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  env: Record<string, string | undefined>;
+}
+
+const processIo: CliIo = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+  env: process.env,
+};
+
+function commandLine(command: Command): string {
+  return [...command.name, command.usage].filter(Boolean).join(' ');
+}
+
+export function usage(commands: Command[] = COMMANDS): string {
+  const lines = commands.map((c) => [commandLine(c), c.summary] as const);
+  const width = Math.max(...lines.map(([line]) => line.length));
+  return [
+    'usage: npm run --silent cli -- <command> [options]',
+    '',
+    'commands:',
+    ...lines.map(([line, summary]) => `  ${line.padEnd(width)}  ${summary}`),
+    '',
+    'Database: DATABASE_URL (PostgreSQL) or else PGlite under DATA_DIR (default ./.data), as for the server.',
+    '',
+  ].join('\n');
+}
+
+/** The command whose name is the longest prefix of argv, so `seed demo` and a future `seed` never clash. */
+function findCommand(argv: string[], commands: Command[]): Command | undefined {
+  let found: Command | undefined;
+  for (const command of commands) {
+    const matches = command.name.every((word, i) => argv[i] === word);
+    if (matches && command.name.length > (found?.name.length ?? 0)) found = command;
+  }
+  return found;
+}
+
+function oneLine(message: string): string {
+  return message.trim().replace(/\s*\n\s*/g, '; ');
+}
+
+/** Turns a failure into the one line a user sees. Driver errors get a hint of where they came from. */
+function describeError(error: unknown): string {
+  if (error instanceof ConfigError) return `invalid configuration: ${error.problems.join('; ')}`;
+  if (error instanceof CliError || error instanceof MigrationError) return oneLine(error.message);
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && /^(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|ECONNRESET|28P01|3D000)$/.test(code)) {
+    return `cannot connect to the database: ${oneLine((error as Error).message)}`;
+  }
+  return oneLine(error instanceof Error ? error.message : String(error));
+}
+
+/** Runs one CLI invocation and returns the exit code; never throws. */
+export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
+  const out = (line: string) => io.stdout(`${line}\n`);
+  const err = (line: string) => io.stderr(`${line}\n`);
+
+  if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0]!)) {
+    (argv.length === 0 ? io.stderr : io.stdout)(usage());
+    return argv.length === 0 ? 2 : 0;
+  }
+  const command = findCommand(argv, COMMANDS);
+  if (!command) {
+    err(`error: unknown command: ${argv.join(' ')}`);
+    io.stderr(usage());
+    return 2;
+  }
+
+  let input: CommandInput;
+  try {
+    const parsed = parseArgs({
+      args: argv.slice(command.name.length),
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (parsed.values.help) {
+      out(`usage: npm run --silent cli -- ${commandLine(command)}\n\n${command.summary}`);
+      return 0;
+    }
+    const { min, max } = command.positionals ?? { min: 0, max: 0 };
+    if (parsed.positionals.length < min) throw new UsageError('missing argument');
+    if (parsed.positionals.length > max) throw new UsageError(`unexpected argument "${parsed.positionals[max]}"`);
+    input = { positionals: parsed.positionals, values: parsed.values };
+    command.check?.(input);
+  } catch (error) {
+    err(`error: ${oneLine(error instanceof Error ? error.message : String(error))}`);
+    err(`usage: npm run --silent cli -- ${commandLine(command)}`);
+    return 2;
+  }
+
+  let db: Database | undefined;
+  try {
+    const config = parseConfig(io.env);
+    db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+    // Migrating first lets every command run against a fresh database, as the server does at start.
+    const appliedMigrations = await migrate(db);
+    await command.run({ db, appliedMigrations, out, err }, input);
+    return 0;
+  } catch (error) {
+    err(`error: ${describeError(error)}`);
+    if (error instanceof UsageError) {
+      err(`usage: npm run --silent cli -- ${commandLine(command)}`);
+      return 2;
+    }
+    return 1;
+  } finally {
+    await db?.close().catch(() => {});
+  }
+}
+
+function invokedDirectly(): boolean {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(script)).href;
+  } catch {
+    return false;
+  }
+}
+
+if (invokedDirectly()) {
+  // exitCode, not exit(): stdout to a pipe is written asynchronously and must drain first.
+  process.exitCode = await runCli(process.argv.slice(2));
+}
