@@ -1,6 +1,6 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
-import { type ColumnSpec, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
+import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
 import { assertIdShape } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
@@ -20,7 +20,7 @@ export const APPLICATION_PAGE = { defaultLimit: 100, maxLimit: 100 };
 /** `search`: case-insensitive substring of name, slug, description or a keyword (the generated search_text). */
 export function keywordSearchWhere(search: string | null | undefined) {
   const term = search?.trim().toLowerCase();
-  return term ? { searchText: { contains: term } } : {};
+  return term ? { searchText: { contains: escapeLike(term) } } : {};
 }
 
 const Feature = builder.objectRef<JsonObject>('Feature').implement({

@@ -1,6 +1,6 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
-import { type ColumnSpec, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
+import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
 import { assertIdShape } from './ids.js';
 import { listPage, listType, pageWindow } from './list.js';
 
@@ -45,7 +45,7 @@ function searchWhere(search: string | null | undefined) {
   if (!term) return {};
   return {
     OR: (['name', 'slug', 'description'] as const).map((column) => ({
-      [column]: { contains: term, mode: 'insensitive' as const },
+      [column]: { contains: escapeLike(term), mode: 'insensitive' as const },
     })),
   };
 }

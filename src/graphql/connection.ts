@@ -8,6 +8,7 @@ import {
   type ColumnSpec,
   DateTimeFilter,
   enumFilter,
+  escapeLike,
   filterWhere,
   type OrderInput,
   orderByOf,
@@ -208,7 +209,7 @@ builder.queryFields((t) => ({
         AND: [
           { tenantId: viewer.tenantId, deletedAt: null },
           args.categoryId ? { application: { categoryId: args.categoryId } } : {},
-          args.name ? { name: { contains: args.name, mode: 'insensitive' as const } } : {},
+          args.name ? { name: { contains: escapeLike(args.name), mode: 'insensitive' as const } } : {},
           filterWhere(args.filter, CONNECTION_COLUMNS),
           keywordSearchWhere(args.search),
         ],

@@ -77,24 +77,36 @@ export interface ColumnSpec {
 type Where = Record<string, unknown>;
 type FieldFilter = Record<string, unknown>;
 
-/** Translates a `*` wildcard pattern into Prisma's prefix/suffix/substring operators. */
+/**
+ * Prisma passes contains/startsWith/endsWith text into LIKE unescaped, so `%`, `_` and `\` would act as
+ * wildcards; every user text headed there goes through this first.
+ */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/**
+ * Translates a `*` wildcard pattern into Prisma's equals/prefix/suffix/substring operators. Those four shapes
+ * are the ones that translate exactly; a `*` between two literal parts (`a*b`) is rejected rather than
+ * approximated.
+ */
 export function likeCondition(column: string, pattern: string, insensitive: boolean): Where {
   const mode = insensitive ? { mode: 'insensitive' as const } : {};
-  const parts = pattern.split('*');
-  const inner = parts.slice(1, -1);
-  if (inner.some((part) => part !== '')) {
+  const leading = pattern.startsWith('*');
+  const trailing = pattern.length > 1 && pattern.endsWith('*');
+  const text = pattern.slice(leading ? 1 : 0, trailing ? -1 : undefined);
+  if (text.includes('*') && text.replaceAll('*', '') !== '') {
     throw new ApiError(
       'INVALID_QUERY',
-      `pattern "${pattern}": * may only stand at the start and/or the end of a like/ilike pattern`,
+      `pattern "${pattern}": * may stand at the start and/or the end of a like/ilike pattern, not between characters`,
     );
   }
-  const first = parts[0] ?? '';
-  const last = parts.length > 1 ? (parts.at(-1) ?? '') : '';
-  if (parts.length === 1) return { [column]: { equals: pattern, ...mode } };
-  if (first === '' && last === '') return { [column]: { not: null } };
-  if (first === '') return { [column]: { endsWith: last, ...mode } };
-  if (last === '') return { [column]: { startsWith: first, ...mode } };
-  return { AND: [{ [column]: { startsWith: first, ...mode } }, { [column]: { endsWith: last, ...mode } }] };
+  if (text.replaceAll('*', '') === '' && (leading || trailing)) return { [column]: { not: null } };
+  if (leading && trailing) return { [column]: { contains: escapeLike(text), ...mode } };
+  if (leading) return { [column]: { endsWith: escapeLike(text), ...mode } };
+  if (trailing) return { [column]: { startsWith: escapeLike(text), ...mode } };
+  // Prisma's case-insensitive equals is an ILIKE, so it needs the same escaping; plain equals is `=`.
+  return { [column]: { equals: insensitive ? escapeLike(text) : text, ...mode } };
 }
 
 /** `{ 'a.b.c': x }` → `{ a: { b: { c: x } } }`: Prisma's shape for filtering and ordering through relations. */

@@ -7,6 +7,7 @@ import {
   type ColumnSpec,
   DateTimeFilter,
   enumFilter,
+  escapeLike,
   filterWhere,
   type OrderInput,
   orderByOf,
@@ -131,7 +132,7 @@ export function syncSearchWhere(search: string | null | undefined) {
   const statuses = Object.values(SyncStatusValues).filter((status) => status.includes(term));
   return {
     OR: [
-      { errorMessage: { contains: term, mode: 'insensitive' as const } },
+      { errorMessage: { contains: escapeLike(term), mode: 'insensitive' as const } },
       ...(statuses.length > 0 ? [{ status: { in: statuses } }] : []),
     ],
   };
