@@ -20,7 +20,7 @@ describe('GraphQL over HTTP (graphql-http audit suite)', () => {
   it('passes every MUST audit', async () => {
     const results = await auditServer({
       url: 'http://gateway.test/graphql',
-      fetchFn: (input: string, init?: RequestInit) => gateway.fetch(new URL(input), init),
+      fetchFn: (input: string, init?: RequestInit) => gateway.fetch(new URL(input), init ?? {}),
     });
     const failedMusts = results.filter((result) => result.status !== 'ok' && result.name.startsWith('MUST'));
     expect(failedMusts.map((result) => `${result.name}: ${'reason' in result ? result.reason : ''}`)).toEqual([]);
