@@ -5,6 +5,7 @@ import './category.js';
 import './application.js';
 import './connection.js';
 import './sync.js';
+import './access.js';
 
 /** The whole GraphQL schema; domain modules register their types on import. */
 export const schema = lexicographicSortSchema(builder.toSchema());
