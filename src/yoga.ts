@@ -11,6 +11,7 @@ import { createMaskError } from './plugins/use-error-masking.js';
 import { useHealth } from './plugins/use-health.js';
 import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
+import { useRest } from './plugins/use-rest.js';
 
 export interface GatewayOptions {
   db: Database;
@@ -50,7 +51,7 @@ query Connections {
       error: (...args) => logger.error(args.map(String).join(' ')),
     },
     maskedErrors: { maskError: createMaskError(logger) },
-    plugins: [useRequestId(), useRequestLog({ logger }), useHealth({ db }), useErrorDocs()],
+    plugins: [useRequestId(), useRequestLog({ logger }), useHealth({ db }), useErrorDocs(), useRest({ schema })],
     context: async ({ request }) => ({
       db,
       requestId: requestIdOf(request),

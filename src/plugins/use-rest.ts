@@ -1,0 +1,187 @@
+import { getVariableValues, GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { isAsyncIterable, type Plugin, type YogaServerInstance } from 'graphql-yoga';
+import type { Context } from '../context.js';
+import { isErrorCode } from '../errors.js';
+import { compileRoutes, type CompiledRoute } from '../rest/compile-routes.js';
+import { apiDocsResponse } from '../rest/docs-page.js';
+import {
+  errorResponse,
+  graphqlErrorResponse,
+  invalidQueryResponse,
+  resultResponse,
+  type ResponseTarget,
+  type RestResponse,
+} from '../rest/envelope.js';
+import { listVariables } from '../rest/graphql-variables.js';
+import { openApiDocument } from '../rest/openapi.js';
+import { FILTER_OPERATORS, parseListQuery, type ListQuery, type ResourceSpec } from '../rest/query-params.js';
+import { API_PREFIX, DOCS_PATH, OPENAPI_PATH, routes as defaultRoutes, type RouteSpec } from '../rest/routes.js';
+import { requestIdOf } from './use-request-id.js';
+
+type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
+
+/**
+ * The REST facade: each route runs its GraphQL operation through yoga's enveloped pipeline (context and
+ * auth, masking, logging), then shapes the result into the spec's envelope. Documents are validated here,
+ * once, when the plugin is created; a document that does not fit stops the start.
+ */
+export function useRest({ schema, routes = defaultRoutes }: { schema: GraphQLSchema; routes?: readonly RouteSpec[] }): Plugin<
+  Record<string, unknown>,
+  Context
+> {
+  const compiled = compileRoutes(schema, routes);
+  const openApi = JSON.stringify(openApiDocument(compiled));
+  let yoga: Yoga | undefined;
+
+  return {
+    onYogaInit({ yoga: instance }) {
+      yoga = instance as unknown as Yoga;
+    },
+    async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
+      if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) return;
+      const target: ResponseTarget = { requestId: requestIdOf(request), origin: url.origin };
+      const send = ({ status, body, headers }: RestResponse) =>
+        endResponse(
+          new fetchAPI.Response(JSON.stringify(body), {
+            status,
+            headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+          }),
+        );
+      if (!yoga) throw new Error('useRest: yoga did not initialise the plugin');
+
+      try {
+        const pathname = url.pathname.length > 1 && url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;
+        if (pathname === OPENAPI_PATH || pathname === DOCS_PATH || pathname.startsWith(`${DOCS_PATH}/`)) {
+          if (request.method !== 'GET') {
+            send(errorResponse('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${pathname}`, target, { headers: { Allow: 'GET' } }));
+            return;
+          }
+          if (pathname === OPENAPI_PATH) {
+            endResponse(new fetchAPI.Response(openApi, { headers: { 'content-type': 'application/json; charset=utf-8' } }));
+            return;
+          }
+          const page = await apiDocsResponse(pathname, fetchAPI);
+          if (page) endResponse(page);
+          else send(errorResponse('NOT_FOUND', `no such path: ${clip(pathname)}`, target));
+          return;
+        }
+
+        const candidates = compiled.flatMap((route) => {
+          const match = route.pathPattern.exec(pathname);
+          return match ? [{ route, values: match.slice(1) }] : [];
+        });
+        if (candidates.length === 0) {
+          send(errorResponse('NOT_FOUND', `no such endpoint: ${clip(pathname)}`, target));
+          return;
+        }
+        const matched = candidates.find((c) => c.route.spec.method === request.method);
+        if (!matched) {
+          const allow = candidates.map((c) => c.route.spec.method).join(', ');
+          send(
+            errorResponse('METHOD_NOT_ALLOWED', `${clip(request.method)} is not allowed on ${clip(pathname)}; allowed: ${allow}`, target, {
+              headers: { Allow: allow },
+            }),
+          );
+          return;
+        }
+        send(await runRoute(yoga, matched.route, matched.values, url, request, serverContext, target));
+      } catch (error) {
+        send(unexpectedErrorResponse(yoga, error, target));
+      }
+    },
+  };
+}
+
+async function runRoute(
+  yoga: Yoga,
+  route: CompiledRoute,
+  pathValues: string[],
+  url: URL,
+  request: Request,
+  serverContext: object,
+  target: ResponseTarget,
+): Promise<RestResponse> {
+  const operationName = route.operation.name?.value;
+  const { contextFactory, execute, schema } = yoga.getEnveloped({
+    ...serverContext,
+    request,
+    params: { operationName, extensions: { rest: `${route.spec.method} ${route.spec.path}` } },
+  });
+  let contextValue: unknown;
+  try {
+    // Yoga's context function authenticates; a rejected credential is thrown from here, already masked.
+    contextValue = await contextFactory();
+  } catch (error) {
+    return unexpectedErrorResponse(yoga, error, target);
+  }
+
+  let variables: Record<string, unknown> = {};
+  let query: ListQuery | null = null;
+  const response = route.spec.response;
+  if (response.kind === 'list' && route.resource) {
+    const parsed = parseListQuery(url.searchParams, withFilterFormParams(route.resource, url.searchParams));
+    if (!parsed.ok) return invalidQueryResponse(parsed.problems, target);
+    query = parsed.query;
+    variables = listVariables(route, response.list, query);
+  } else if ([...url.searchParams.keys()].length > 0) {
+    const names = [...new Set(url.searchParams.keys())].map((n) => `'${clip(n)}'`).join(', ');
+    return invalidQueryResponse([{ parameter: '*', message: `this endpoint takes no query parameters (got ${names})` }], target);
+  }
+  for (const [index, param] of route.pathParams.entries()) {
+    const raw = pathValues[index] ?? '';
+    let value: string;
+    try {
+      value = decodeURIComponent(raw);
+    } catch {
+      return invalidQueryResponse([{ parameter: param, message: `path parameter ${param} is not valid percent-encoding` }], target);
+    }
+    variables[param] = value;
+  }
+
+  // The schema's own scalars coerce the values; what they refuse is the caller's mistake, not ours.
+  const coerced = getVariableValues(schema, route.operation.variableDefinitions ?? [], variables);
+  if (coerced.errors) {
+    return invalidQueryResponse(
+      coerced.errors.map((e) => ({ parameter: '*', message: e.message })),
+      target,
+    );
+  }
+
+  const result = await execute({
+    schema,
+    document: route.spec.document,
+    operationName,
+    variableValues: variables,
+    contextValue,
+  });
+  if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
+  return resultResponse(route, result as ExecutionResult, query, target);
+}
+
+const FILTER_FORM = new RegExp(`^(?:not\\.)?(?:${FILTER_OPERATORS.join('|')})\\.`);
+
+/**
+ * An endpoint parameter that is also a field (`name`, `connection_id`) is a filter when every value it is
+ * given is in `op.value` form, and the endpoint's own parameter otherwise.
+ */
+function withFilterFormParams(resource: ResourceSpec, params: URLSearchParams): ResourceSpec {
+  const filterForm = resource.reserved.filter(
+    (name) => Object.hasOwn(resource.fields, name) && params.has(name) && params.getAll(name).every((v) => FILTER_FORM.test(v)),
+  );
+  if (filterForm.length === 0) return resource;
+  return { ...resource, reserved: resource.reserved.filter((name) => !filterForm.includes(name)) };
+}
+
+/**
+ * A thrown error. Errors from the context function and from execution were already masked by yoga, so one
+ * with a known code is meant to be shown; anything else is a fault here: logged, and answered without details.
+ */
+function unexpectedErrorResponse(yoga: Yoga, error: unknown, target: ResponseTarget): RestResponse {
+  if (error instanceof GraphQLError && isErrorCode(error.extensions.code)) return graphqlErrorResponse(error, target);
+  yoga.logger.error(error);
+  return errorResponse('INTERNAL', 'Internal error', target);
+}
+
+function clip(text: string, max = 120): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}

@@ -1,0 +1,137 @@
+import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
+import { ERROR_CODES, errorBody, isErrorCode, type ErrorCode } from '../errors.js';
+import type { CompiledRoute } from './compile-routes.js';
+import { describeFilters, describeOrder, type ListQuery, type QueryProblem } from './query-params.js';
+import type { ListSpec } from './routes.js';
+
+// GraphQL result → the spec's envelope (`{msg, data, meta}` / `{msg, data}`) or its error body
+// (`{msg, error: {code, docs, req_id}}`), with the HTTP status and headers to send.
+
+export interface RestResponse {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/** Where the response is going: the request id for error bodies and the origin their docs URLs resolve on. */
+export interface ResponseTarget {
+  requestId: string;
+  origin: string;
+}
+
+type GraphQLErrorLike = Pick<GraphQLFormattedError, 'message' | 'extensions'>;
+
+export function errorResponse(
+  code: ErrorCode,
+  msg: string,
+  target: ResponseTarget,
+  options: { status?: number; headers?: Record<string, string>; details?: unknown } = {},
+): RestResponse {
+  const body = errorBody(code, msg, target.requestId, target.origin);
+  return {
+    status: options.status ?? ERROR_CODES[code].status,
+    body: options.details === undefined ? body : { ...body, error: { ...body.error, details: options.details } },
+    headers: options.headers ?? {},
+  };
+}
+
+/** Every problem of the query string in one 400: each in msg, and as `{parameter, message}` in error.details. */
+export function invalidQueryResponse(problems: QueryProblem[], target: ResponseTarget): RestResponse {
+  const msg = `Invalid query: ${problems.map((p) => p.message).join('; ')}`;
+  return errorResponse('INVALID_QUERY', msg, target, { details: problems });
+}
+
+/**
+ * A GraphQL error, as yoga's masking left it: its `extensions.code` and `extensions.http` decide the status
+ * and headers. An error without a known code was not meant to be shown, so it answers as INTERNAL.
+ */
+export function graphqlErrorResponse(error: GraphQLErrorLike, target: ResponseTarget): RestResponse {
+  const extensions = error.extensions ?? {};
+  if (!isErrorCode(extensions.code)) return errorResponse('INTERNAL', 'Internal error', target);
+  const http = (extensions.http ?? {}) as { status?: unknown; headers?: unknown };
+  const status = typeof http.status === 'number' ? http.status : undefined;
+  const headers = isStringRecord(http.headers) ? http.headers : undefined;
+  return errorResponse(extensions.code, error.message, target, { status, headers, details: extensions.details });
+}
+
+/** The envelope for a route's execution result. `query` is the parsed query string of a list route. */
+export function resultResponse(
+  route: CompiledRoute,
+  result: ExecutionResult,
+  query: ListQuery | null,
+  target: ResponseTarget,
+): RestResponse {
+  const firstError = result.errors?.[0];
+  if (firstError) return graphqlErrorResponse(firstError, target);
+  const value = (result.data as Record<string, unknown> | null | undefined)?.[route.rootKey];
+  const response = route.spec.response;
+  const omit = new Set(route.spec.omitNullMembers ?? []);
+  if (response.kind === 'list') {
+    if (!query) throw new Error('a list route needs its parsed query');
+    const page = value as { totalCount: number; nodes: Record<string, unknown>[] };
+    const items = page.nodes.map((node) => withoutNullMembers(node, omit));
+    return ok({ msg: countMessage(items.length, response.list), data: items, meta: listMeta(response.list, query, page.totalCount, items.length) });
+  }
+  if (value === null || value === undefined) return errorResponse('NOT_FOUND', response.notFound, target);
+  const item = withoutNullMembers(value as Record<string, unknown>, omit);
+  return ok({ msg: response.msg, data: response.kind === 'item-in-array' ? [item] : item });
+}
+
+function ok(body: unknown): RestResponse {
+  return { status: 200, body, headers: {} };
+}
+
+function countMessage(count: number, list: ListSpec): string {
+  return `${count} ${count === 1 ? list.noun.one : list.noun.many}`;
+}
+
+function listMeta(list: ListSpec, query: ListQuery, total: number, count: number): Record<string, unknown> {
+  const meta: Record<string, unknown> = {};
+  const echoedParams = Object.entries(query.reserved).flatMap(([param, raw]) => {
+    const spec = list.params[param];
+    return spec ? [{ field: param, operator: spec.echo.operator, value: spec.echo.value(raw) }] : [];
+  });
+  const filters = [...echoedParams, ...describeFilters(query.filters)];
+  if (filters.length > 0) meta.filters = filters;
+  if (query.order.length > 0) meta.order = describeOrder(query.order);
+  if (query.select !== null) meta.select = query.select;
+  meta.pagination = list.pagination === 'sync' ? syncPagination(query, total, count) : genericPagination(query, total, count);
+  return meta;
+}
+
+/** `{}` as the spec shows for catalog lists, unless the caller paged or the default window cut the list short. */
+function genericPagination(query: ListQuery, total: number, count: number): Record<string, number> {
+  if (!query.paginationRequested && count >= total) return {};
+  return { limit: query.limit, page: query.page, pages: Math.ceil(total / query.limit), total };
+}
+
+function syncPagination(query: ListQuery, total: number, count: number): Record<string, number> {
+  return {
+    current_count: count,
+    current_page: query.page,
+    per_page: query.limit,
+    total_pages: Math.ceil(total / query.limit),
+    total_items: total,
+  };
+}
+
+/** Drops the null members of the named object-valued fields: the spec shows only members that are set. */
+function withoutNullMembers(item: Record<string, unknown>, fields: ReadonlySet<string>): Record<string, unknown> {
+  if (fields.size === 0) return item;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(item)) {
+    out[key] =
+      fields.has(key) && value !== null && typeof value === 'object'
+        ? Object.fromEntries(Object.entries(value).filter(([, member]) => member !== null))
+        : value;
+  }
+  return out;
+}
+
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return (
+    value !== null &&
+    typeof value === 'object' &&
+    Object.values(value).every((v) => typeof v === 'string')
+  );
+}

@@ -1,0 +1,304 @@
+import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
+import { QUERY_LIMITS } from './query-params.js';
+
+// OpenAPI 3.1 for the REST routes, built from the compiled route table: parameters from each route's
+// fields (which the document's selection and the schema determine), response schemas from the same
+// fields. Nothing here is written per endpoint, so the document cannot drift from what is served.
+
+const SCHEMA_REF = '#/components/schemas/';
+const RESPONSE_REF = '#/components/responses/';
+
+const ERROR_RESPONSES: Record<number, { name: string; code: ErrorCode; description: string }> = {
+  400: { name: 'InvalidQuery', code: 'INVALID_QUERY', description: 'The query string, a path parameter or a value is invalid; msg lists every problem.' },
+  401: { name: 'Unauthorized', code: 'UNAUTHORIZED', description: 'The credential is missing, malformed, unknown, expired or revoked.' },
+  403: { name: 'Forbidden', code: 'UNAUTHORIZED', description: 'The credential is valid but its role lacks the permission (e.g. a reader deleting).' },
+  404: { name: 'NotFound', code: 'NOT_FOUND', description: "No such item for the calling tenant (another tenant's items are not found either)." },
+  500: { name: 'Internal', code: 'INTERNAL', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
+  503: { name: 'Unavailable', code: 'UNAVAILABLE', description: 'The database is unreachable; retry after Retry-After seconds.' },
+};
+
+const ALWAYS_DOCUMENTED = [401, 500, 503];
+
+/** The OpenAPI 3.1 document of the compiled routes. */
+export function openApiDocument(routes: readonly CompiledRoute[]): Record<string, unknown> {
+  const schemas: Record<string, JsonSchema> = { ...sharedSchemas() };
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    addComponent(schemas, route.spec.itemSchema, route.itemSchema);
+    const operations = (paths[route.spec.path] ??= {});
+    operations[route.spec.method.toLowerCase()] = operationObject(route);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Integrations & Sync API',
+      version: 'v1',
+      description: API_DESCRIPTION,
+    },
+    tags: [
+      { name: 'Catalog', description: 'Categories and applications that can be connected.' },
+      { name: 'Connections', description: "The calling tenant's connected applications." },
+      { name: 'Syncs', description: 'Records of synchronization runs.' },
+    ],
+    security: [{ token: [] }, { bearer: [] }],
+    paths,
+    components: {
+      schemas,
+      responses: Object.fromEntries(
+        Object.values(ERROR_RESPONSES).map(({ name, description }) => [
+          name,
+          { description, headers: requestIdHeader(), content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}ErrorBody` } } } },
+        ]),
+      ),
+      headers: {
+        'X-Request-Id': { description: 'The request id (`req_<digits>`), as error bodies show it.', schema: { type: 'string', pattern: '^req_\\d+$' } },
+      },
+      securitySchemes: {
+        token: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'Authorization',
+          description: 'A personal access token of a service user, sent as `Authorization: Token <token>`.',
+        },
+        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: '`Authorization: Bearer <JWT>`.' },
+      },
+    },
+  };
+}
+
+const API_DESCRIPTION = `REST facade of the Integrations & Sync API. Every endpoint needs \`Authorization: Token <personal access token>\` or \`Authorization: Bearer <JWT>\`.
+
+List endpoints accept:
+- **Filters** \`field=operator.value\`: eq, neq, in (\`in.(a,b,"c,d")\`), is (\`is.null\`, \`is.not_null\`, \`is.true\`, \`is.false\`), gt, lt, gte, lte, like and ilike (\`*\` is the wildcard, at the start and/or end). Prefix \`not.\` negates; several conditions are combined with AND. Timestamps are ISO 8601 with Z or an offset, or a date.
+- **select** \`select=id,name\`: only those fields are returned (and fetched).
+- **search** a case-insensitive keyword over the fields the endpoint names.
+- **order** \`order=started_at.desc.nullslast,id.asc\`.
+- **limit** with **offset** or **page**. Generic lists answer \`meta.pagination\` as \`{limit, page, pages, total}\` when paginated (an empty object otherwise); the sync list always answers \`{current_count, current_page, per_page, total_pages, total_items}\`.
+
+\`meta.filters\`, \`meta.order\` and \`meta.select\` echo what was applied. Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
+
+function operationObject(route: CompiledRoute): Record<string, unknown> {
+  const { spec } = route;
+  const statuses = [...new Set([...spec.errors, ...ALWAYS_DOCUMENTED])].sort((a, b) => a - b);
+  return {
+    operationId: spec.operationId,
+    summary: spec.summary,
+    description: spec.description,
+    tags: [spec.tag],
+    parameters: [...pathParameters(route), ...queryParameters(route)],
+    responses: {
+      200: {
+        description: spec.response.kind === 'list' ? 'The list envelope.' : 'The item envelope.',
+        headers: requestIdHeader(),
+        content: { 'application/json': { schema: envelopeSchema(route) } },
+      },
+      ...Object.fromEntries(
+        statuses.map((status) => {
+          const response = ERROR_RESPONSES[status];
+          if (!response) throw new Error(`no error response documented for HTTP ${status}`);
+          return [status, { $ref: `${RESPONSE_REF}${response.name}` }];
+        }),
+      ),
+    },
+  };
+}
+
+function pathParameters(route: CompiledRoute): unknown[] {
+  return route.pathParams.map((name) => ({
+    name,
+    in: 'path',
+    required: true,
+    description: 'Identifier of the item.',
+    schema: { type: 'string' },
+  }));
+}
+
+function queryParameters(route: CompiledRoute): unknown[] {
+  const { response } = route.spec;
+  if (response.kind !== 'list') return [];
+  const { list } = response;
+  const fieldNames = route.fields.map((f) => f.name);
+  const sortable = route.fields.filter((f) => f.orderValue !== null).map((f) => f.name);
+  const params: Array<Record<string, unknown>> = [];
+  const endpointParams = new Set(Object.keys(list.params));
+  for (const [name, param] of Object.entries(list.params)) {
+    const field = route.fields.find((f) => f.name === name && f.filterKey !== null);
+    params.push({
+      name,
+      in: 'query',
+      description: field ? `${param.description} ${filterDescription(field)}` : param.description,
+      schema: { type: 'string' },
+    });
+  }
+  params.push(
+    {
+      name: 'select',
+      in: 'query',
+      description: `Comma-separated fields to return (the items then carry only those keys): ${fieldNames.join(', ')}.`,
+      schema: { type: 'string' },
+      example: fieldNames.slice(0, 2).join(','),
+    },
+    {
+      name: 'search',
+      in: 'query',
+      description: `Case-insensitive keyword over ${list.searchFields.join(', ')}.`,
+      schema: { type: 'string', maxLength: QUERY_LIMITS.maxSearchLength },
+    },
+    {
+      name: 'order',
+      in: 'query',
+      description: `Comma-separated sort keys \`field[.asc|.desc][.nullsfirst|.nullslast]\` over ${sortable.join(', ')}.`,
+      schema: { type: 'string' },
+    },
+    {
+      name: 'limit',
+      in: 'query',
+      description: `Page size, 1 to ${list.maxLimit}; default ${list.defaultLimit}.`,
+      schema: { type: 'integer', minimum: 1, maximum: list.maxLimit, default: list.defaultLimit },
+    },
+    {
+      name: 'offset',
+      in: 'query',
+      description: 'Items to skip; not together with page.',
+      schema: { type: 'integer', minimum: 0, maximum: QUERY_LIMITS.maxOffset, default: 0 },
+    },
+    {
+      name: 'page',
+      in: 'query',
+      description: 'Page number from 1, in pages of limit items; not together with offset.',
+      schema: { type: 'integer', minimum: 1, default: 1 },
+    },
+  );
+  for (const field of route.fields) {
+    if (field.filterKey === null || endpointParams.has(field.name)) continue;
+    params.push({ name: field.name, in: 'query', description: filterDescription(field), schema: { type: 'string' } });
+  }
+  return params;
+}
+
+function filterDescription(field: RestField): string {
+  const { spec } = field;
+  const values = spec.type === 'enum' ? ` Values: ${(spec.enumValues ?? []).join(', ')}.` : '';
+  const nulls = spec.nullable ? ' Nullable: `is.null`, `is.not_null`.' : '';
+  return `Filter on ${field.name} (${spec.type}), as \`${field.name}=operator.value\`.${values}${nulls}`;
+}
+
+function envelopeSchema(route: CompiledRoute): JsonSchema {
+  const item = { $ref: `${SCHEMA_REF}${route.spec.itemSchema}` };
+  const msg = { type: 'string', description: 'Human-readable message.' };
+  const { response } = route.spec;
+  switch (response.kind) {
+    case 'list':
+      return {
+        type: 'object',
+        required: ['msg', 'data', 'meta'],
+        additionalProperties: false,
+        properties: {
+          msg,
+          data: { type: 'array', items: item },
+          meta: { $ref: `${SCHEMA_REF}${response.list.pagination === 'sync' ? 'SyncListMeta' : 'ListMeta'}` },
+        },
+      };
+    case 'item':
+      return { type: 'object', required: ['msg', 'data'], additionalProperties: false, properties: { msg, data: item } };
+    case 'item-in-array':
+      return {
+        type: 'object',
+        required: ['msg', 'data'],
+        additionalProperties: false,
+        properties: { msg, data: { type: 'array', items: item, minItems: 1, maxItems: 1 } },
+      };
+  }
+}
+
+function sharedSchemas(): Record<string, JsonSchema> {
+  const echoes = {
+    filters: {
+      type: 'array',
+      description: 'The filters applied, endpoint parameters included; operator carries a `not.` prefix when negated.',
+      items: stringObject(['field', 'operator', 'value']),
+    },
+    order: { type: 'array', description: 'The sort keys applied.', items: stringObject(['field', 'direction', 'nulls']) },
+    select: { type: 'array', description: 'The fields selected.', items: { type: 'string' } },
+  };
+  return {
+    ErrorBody: {
+      type: 'object',
+      required: ['msg', 'error'],
+      additionalProperties: false,
+      properties: {
+        msg: { type: 'string', description: 'Human-readable explanation.' },
+        error: {
+          type: 'object',
+          required: ['code', 'docs', 'req_id'],
+          additionalProperties: false,
+          properties: {
+            code: { type: 'string', enum: Object.keys(ERROR_CODES) },
+            docs: { type: 'string', format: 'uri', description: 'Documentation of the code.' },
+            req_id: { type: 'string', pattern: '^req_\\d+$' },
+            details: {
+              type: 'array',
+              description: 'For INVALID_QUERY: each problem and the parameter it is about.',
+              items: stringObject(['parameter', 'message']),
+            },
+          },
+        },
+      },
+    },
+    GenericPagination: {
+      type: 'object',
+      required: ['limit', 'page', 'pages', 'total'],
+      additionalProperties: false,
+      properties: Object.fromEntries(['limit', 'page', 'pages', 'total'].map((k) => [k, { type: 'integer', minimum: 0 }])),
+    },
+    SyncPagination: {
+      type: 'object',
+      required: ['current_count', 'current_page', 'per_page', 'total_pages', 'total_items'],
+      additionalProperties: false,
+      properties: Object.fromEntries(
+        ['current_count', 'current_page', 'per_page', 'total_pages', 'total_items'].map((k) => [k, { type: 'integer', minimum: 0 }]),
+      ),
+    },
+    ListMeta: {
+      type: 'object',
+      required: ['pagination'],
+      additionalProperties: false,
+      properties: {
+        ...echoes,
+        pagination: {
+          description: 'An empty object, or the page when pagination was asked for (or the default page cut the list short).',
+          anyOf: [{ type: 'object', maxProperties: 0 }, { $ref: `${SCHEMA_REF}GenericPagination` }],
+        },
+      },
+    },
+    SyncListMeta: {
+      type: 'object',
+      required: ['pagination'],
+      additionalProperties: false,
+      properties: { ...echoes, pagination: { $ref: `${SCHEMA_REF}SyncPagination` } },
+    },
+  };
+}
+
+function stringObject(keys: string[]): JsonSchema {
+  return {
+    type: 'object',
+    required: keys,
+    additionalProperties: false,
+    properties: Object.fromEntries(keys.map((k) => [k, { type: 'string' }])),
+  };
+}
+
+function requestIdHeader(): Record<string, unknown> {
+  return { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } };
+}
+
+/** Routes may share an item schema (list and item of the same resource) only when they derive the same one. */
+function addComponent(schemas: Record<string, JsonSchema>, name: string, schema: JsonSchema): void {
+  const existing = schemas[name];
+  if (existing && JSON.stringify(existing) !== JSON.stringify(schema)) {
+    throw new Error(`OpenAPI schema ${name} is derived differently by two routes`);
+  }
+  schemas[name] = schema;
+}
