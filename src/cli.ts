@@ -4,13 +4,21 @@ import { parseArgs } from 'node:util';
 import { dbCommands } from './cli/db.js';
 import { CliError, UsageError, type Command, type CommandInput } from './cli/commands.js';
 import { seedCommands } from './cli/seed.js';
+import { serviceUserCommands } from './cli/service-user.js';
 import { tenantCommands } from './cli/tenant.js';
+import { tokenCommands } from './cli/token.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { ConfigError, parseConfig } from './env.js';
 
 /** Every command the CLI knows; a new feature appends its module's array here. */
-export const COMMANDS: Command[] = [...dbCommands, ...tenantCommands, ...seedCommands];
+export const COMMANDS: Command[] = [
+  ...dbCommands,
+  ...tenantCommands,
+  ...seedCommands,
+  ...serviceUserCommands,
+  ...tokenCommands,
+];
 
 export interface CliIo {
   stdout(text: string): void;

@@ -1,0 +1,84 @@
+import { createServiceUser, deleteServiceUser, findServiceUserByName, listServiceUsers } from '../auth/service-users.js';
+import { Role } from '../generated/prisma/enums.js';
+import { CliError, stringOption, UsageError, type Command } from './commands.js';
+import { requireTenant } from './tenant.js';
+
+const ROLES = Object.keys(Role) as Role[];
+
+function roleOption(value: string): Role {
+  if (!(ROLES as string[]).includes(value)) {
+    throw new UsageError(`--role must be one of ${ROLES.join(', ')}, got "${value}"`);
+  }
+  return value as Role;
+}
+
+export const serviceUserCommands: Command[] = [
+  {
+    name: ['service-user', 'create'],
+    usage: '--tenant <slug> --name <name> --role <admin|reader>',
+    summary: 'create a service user; prints its id alone on stdout',
+    options: { tenant: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } },
+    async run({ db, out }, input) {
+      const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
+      const name = stringOption(input, 'name', true);
+      const role = roleOption(stringOption(input, 'role', true));
+      const user = await createServiceUser(db, { tenantId: tenant.id, name, role });
+      out(user.id);
+    },
+  },
+  {
+    name: ['service-user', 'list'],
+    usage: '--tenant <slug> [--json]',
+    summary: "list a tenant's service users (JSON lines with --json)",
+    options: { tenant: { type: 'string' }, json: { type: 'boolean' } },
+    async run({ db, out }, input) {
+      const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
+      const users = await listServiceUsers(db, tenant.id);
+      const now = Date.now();
+      const activeTokens = (user: (typeof users)[number]) =>
+        user.tokens.filter((t) => t.revokedAt === null && t.expiresAt.getTime() > now).length;
+      if (input.values.json) {
+        for (const user of users) {
+          out(
+            JSON.stringify({
+              id: user.id,
+              name: user.name,
+              role: user.role,
+              created_at: user.createdAt.toISOString(),
+              tokens: user.tokens.length,
+              active_tokens: activeTokens(user),
+            }),
+          );
+        }
+        return;
+      }
+      const rows = users.map((u) => [u.id, u.name, u.role, u.createdAt.toISOString(), String(activeTokens(u))]);
+      for (const line of table(['ID', 'NAME', 'ROLE', 'CREATED', 'ACTIVE TOKENS'], rows)) out(line);
+    },
+  },
+  {
+    name: ['service-user', 'delete'],
+    usage: '--tenant <slug> --name <name>',
+    summary: 'delete a service user and all its tokens',
+    options: { tenant: { type: 'string' }, name: { type: 'string' } },
+    async run({ db, err }, input) {
+      const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
+      const name = stringOption(input, 'name', true);
+      const user = await findServiceUserByName(db, tenant.id, name);
+      if (!user) throw new CliError(`service user "${name}" does not exist in tenant "${tenant.slug}"`);
+      const { deletedTokens } = await deleteServiceUser(db, { tenantId: tenant.id, serviceUserId: user.id });
+      err(`deleted service user ${user.id} (${name}) and ${deletedTokens} token(s)`);
+    },
+  },
+];
+
+/** Left-aligned columns; for people, so `--json` exists for scripts. */
+export function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
+}

@@ -1,0 +1,188 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyPersonalAccessToken } from '../src/auth/tokens.js';
+import { parseExpiry } from '../src/cli/token.js';
+import { openDatabase, type Database, type DatabaseKind } from '../src/db/client.js';
+import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
+
+const TOKEN_FORMAT = /^igw_pat_[0-9a-z]{12}_[A-Za-z0-9_-]{43}$/;
+const DAY = 86_400_000;
+const isoDate = (days: number) => new Date(Date.now() + days * DAY).toISOString().slice(0, 10);
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Each kind gets its own database the CLI subprocesses write to: a PGlite data dir (opened in-process only
+ * between runs, since PGlite allows one process at a time) or a throwaway PostgreSQL database.
+ */
+interface Target {
+  env: Record<string, string | undefined>;
+  /** Runs `check` against the CLI's database from this process. */
+  withDb<T>(check: (db: Database) => Promise<T>): Promise<T>;
+  dispose(): Promise<void>;
+}
+
+async function createTarget(kind: DatabaseKind): Promise<Target> {
+  const base = { ...process.env, DATABASE_URL: undefined, SEED: 'none' };
+  if (kind === 'pglite') {
+    const dataDir = mkdtempSync(join(tmpdir(), 'igw-cli-access-'));
+    return {
+      env: { ...base, DATA_DIR: dataDir },
+      async withDb(check) {
+        const db = await openDatabase({ dataDir });
+        try {
+          return await check(db);
+        } finally {
+          await db.close();
+        }
+      },
+      async dispose() {
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  }
+  const db: TestDatabase = await createTestDatabase('postgres');
+  return {
+    env: { ...base, DATABASE_URL: db.url },
+    withDb: (check) => check(db),
+    dispose: () => db.dispose(),
+  };
+}
+
+function cli(env: Record<string, string | undefined>, ...args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile('node_modules/.bin/tsx', ['src/cli.ts', ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe.each(databaseKinds)('access CLI on %s', (kind) => {
+  let target: Target;
+  let run: (...args: string[]) => Promise<Run>;
+  let plainToken: string;
+  let jsonToken: { id: string; token: string; expires_at: string };
+
+  beforeAll(async () => {
+    target = await createTarget(kind);
+    run = (...args) => cli(target.env, ...args);
+    expect((await run('tenant', 'create', 'acme')).code).toBe(0);
+  });
+  afterAll(async () => {
+    await target?.dispose();
+  });
+
+  it('creates a service user and prints only its id', async () => {
+    const created = await run('service-user', 'create', '--tenant', 'acme', '--name', 'ci-bot', '--role', 'admin');
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    expect(created.stdout).toMatch(/^usr_[0-9a-z]+\n$/);
+
+    const duplicate = await run('service-user', 'create', '--tenant', 'acme', '--name', 'ci-bot', '--role', 'reader');
+    expect(duplicate.code).toBe(1);
+    expect(duplicate.stdout).toBe('');
+    expect(duplicate.stderr.trim().split('\n')).toHaveLength(1);
+    expect(duplicate.stderr).toContain('already exists');
+
+    const noTenant = await run('service-user', 'create', '--tenant', 'nope', '--name', 'x', '--role', 'reader');
+    expect(noTenant.code).toBe(1);
+  });
+
+  it('prints the token value alone, or JSON with --json', async () => {
+    const expires = new Date(Date.now() + 30 * DAY).toISOString();
+    const plain = await run('token', 'create', '--tenant', 'acme', '--service-user', 'ci-bot', '--expires', expires);
+    expect(plain).toMatchObject({ code: 0, stderr: '' });
+    expect(plain.stdout.endsWith('\n')).toBe(true);
+    plainToken = plain.stdout.trimEnd();
+    expect(plainToken).toMatch(TOKEN_FORMAT);
+
+    // A date alone ends at the end of that day, UTC.
+    const day = isoDate(10);
+    const json = await run('token', 'create', '--tenant', 'acme', '--service-user', 'ci-bot', '--expires', day, '--json');
+    expect(json).toMatchObject({ code: 0, stderr: '' });
+    jsonToken = JSON.parse(json.stdout);
+    expect(Object.keys(jsonToken).sort()).toEqual(['expires_at', 'id', 'token']);
+    expect(jsonToken.id).toMatch(/^tok_/);
+    expect(jsonToken.token).toMatch(TOKEN_FORMAT);
+    expect(jsonToken.expires_at).toBe(`${day}T23:59:59.999Z`);
+  });
+
+  it('refuses an expiry in the past and an unknown service user', async () => {
+    for (const expires of [isoDate(-1), isoDate(400)]) {
+      const refused = await run('token', 'create', '--tenant', 'acme', '--service-user', 'ci-bot', '--expires', expires);
+      expect(refused.code, expires).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+      expect(refused.stderr).toMatch(/expires/);
+    }
+    const unknownUser = await run('token', 'create', '--tenant', 'acme', '--service-user', 'ghost', '--expires', isoDate(3));
+    expect(unknownUser.code).toBe(1);
+    expect(unknownUser.stderr).toContain('ghost');
+  });
+
+  it('lists tokens without their values', async () => {
+    const list = await run('token', 'list', '--tenant', 'acme');
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(jsonToken.id);
+    const lines = await run('token', 'list', '--tenant', 'acme', '--json');
+    expect(lines.code).toBe(0);
+    const entries = lines.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    expect(entries.map((e) => e.id)).toContain(jsonToken.id);
+    for (const output of [list.stdout, lines.stdout]) {
+      for (const value of [plainToken, jsonToken.token]) {
+        expect(output).not.toContain(value);
+        expect(output).not.toContain(value.slice(-43));
+      }
+    }
+  });
+
+  it('revokes a token', async () => {
+    expect(await target.withDb((db) => verifyPersonalAccessToken(db, jsonToken.token))).not.toBeNull();
+
+    const revoked = await run('token', 'revoke', jsonToken.id);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toBe('');
+    const again = await run('token', 'revoke', jsonToken.id);
+    expect(again.code).toBe(0);
+    const unknown = await run('token', 'revoke', 'tok_doesnotexist');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trim().split('\n')).toHaveLength(1);
+
+    const lines = await run('token', 'list', '--tenant', 'acme', '--json');
+    const entry = lines.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+      .find((e) => e.id === jsonToken.id);
+    expect(entry).toMatchObject({ status: 'revoked' });
+    expect(entry.revoked_at).toEqual(expect.any(String));
+
+    await target.withDb(async (db) => {
+      expect(await verifyPersonalAccessToken(db, jsonToken.token)).toBeNull();
+      expect(await verifyPersonalAccessToken(db, plainToken)).not.toBeNull();
+    });
+  });
+});
+
+describe('--expires parsing', () => {
+  it('reads dates as the end of that day (UTC) and datetimes with their offset', () => {
+    expect(parseExpiry('2027-01-31').toISOString()).toBe('2027-01-31T23:59:59.999Z');
+    expect(parseExpiry('2028-02-29').toISOString()).toBe('2028-02-29T23:59:59.999Z');
+    expect(parseExpiry('2027-01-31T12:00:00Z').toISOString()).toBe('2027-01-31T12:00:00.000Z');
+    expect(parseExpiry('2027-01-31T12:00+02:00').toISOString()).toBe('2027-01-31T10:00:00.000Z');
+    expect(parseExpiry('2027-01-31T12:00:30.5-05:00').toISOString()).toBe('2027-01-31T17:00:30.500Z');
+  });
+
+  it('refuses anything else', () => {
+    for (const value of ['tomorrow', '2027-02-30', '2027-13-01', '2027-1-5', '2027-01-31T12:00', '2027-01-31T25:00Z', '1738368000', '']) {
+      expect(() => parseExpiry(value), value).toThrow(/expires/);
+    }
+  });
+});
