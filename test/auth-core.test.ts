@@ -1,4 +1,6 @@
-import { exportSPKI, generateKeyPair, SignJWT } from 'jose';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate } from '../src/auth/credentials.js';
 import { createJwtVerifier, type JwtConfig } from '../src/auth/jwt.js';
@@ -384,6 +386,39 @@ describe('JWT verifier', () => {
     const other = await generateKeyPair(alg);
     expect(await verifier.verify(await sign(claims(), { alg, key: other.privateKey }))).toBeNull();
     expect(await verifier.verify(unsigned({ ...claims(), sub: 'x', exp: Math.floor(Date.now() / 1000) + 60 }))).toBeNull();
+  });
+
+  it('verifies against a JWKS and reports an unreachable key set as UNAVAILABLE', async () => {
+    const rsa = await generateKeyPair('RS256', { extractable: true });
+    const ec = await generateKeyPair('ES256', { extractable: true });
+    const keys = [
+      { ...(await exportJWK(rsa.publicKey)), kid: 'r1', alg: 'RS256', use: 'sig' },
+      { ...(await exportJWK(ec.publicKey)), kid: 'e1', alg: 'ES256', use: 'sig' },
+    ];
+    const server: Server = createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ keys }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const verifier = createJwtVerifier({ ...baseConfig, JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json` });
+      expect(verifier.algorithms).toEqual(['RS256', 'ES256']);
+      const signWith = (alg: string, kid: string, key: CryptoKey) =>
+        new SignJWT(claims()).setProtectedHeader({ alg, kid }).setSubject('s').setExpirationTime('5m').sign(key);
+      expect(await verifier.verify(await signWith('RS256', 'r1', rsa.privateKey))).toMatchObject({ role: 'admin' });
+      expect(await verifier.verify(await signWith('ES256', 'e1', ec.privateKey))).toMatchObject({ role: 'admin' });
+      const stranger = await generateKeyPair('RS256');
+      expect(await verifier.verify(await signWith('RS256', 'r9', stranger.privateKey))).toBeNull();
+      expect(await verifier.verify(await sign(claims()))).toBeNull();
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+
+    const unreachable = createJwtVerifier({ ...baseConfig, JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json` });
+    const { privateKey } = await generateKeyPair('RS256');
+    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'RS256', kid: 'r1' }).setSubject('s').setExpirationTime('5m').sign(privateKey);
+    await expectApiError(unreachable.verify(token), 'UNAVAILABLE');
   });
 
   it('refuses an unusable public key at construction', async () => {
