@@ -127,7 +127,9 @@ function queryParameters(route: CompiledRoute): unknown[] {
     params.push({
       name,
       in: 'query',
-      description: field ? `${param.description} ${filterDescription(field)}` : param.description,
+      description: field
+        ? `${param.description} A value in filter form (\`${name}=operator.value\`) is a filter on the field instead. ${filterDescription(field)}`
+        : param.description,
       schema: { type: 'string' },
     });
   }

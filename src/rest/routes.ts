@@ -153,8 +153,7 @@ export const routes: readonly RouteSpec[] = [
           },
           name: {
             variable: 'name',
-            description:
-              'Only connections whose name contains this text, case-insensitively. A value in filter form (`name=eq.Slack`, `name=ilike.*sl*`) is a filter on name instead.',
+            description: 'Only connections whose name contains this text, case-insensitively.',
             echo: { operator: 'ilike', value: (raw) => `*${raw}*` },
           },
         },

@@ -1,0 +1,128 @@
+// The OpenAPI document is generated from the route table; this checks that it is a valid OpenAPI 3.1
+// document, that it lists exactly the routes served, and that real responses match its schemas.
+import { dereference, validate } from '@readme/openapi-parser';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newId } from '../src/ids.js';
+import { routes } from '../src/rest/routes.js';
+import { databaseKinds } from './fixtures/databases.js';
+import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
+import { BASE, ORIGIN, rest } from './fixtures/rest.js';
+
+const addFormats = addFormatsModule.default;
+type Json = Record<string, any>;
+
+describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
+  let t: TestGateway;
+  let document: Json;
+  let resolved: Json;
+  const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
+  addFormats(ajv);
+  const validators = new Map<unknown, ValidateFunction>();
+
+  /** Validates a real response against the schema the document gives for its operation and status. */
+  function expectMatchesDocument(path: string, method: string, response: { status: number; body: unknown; request: string }) {
+    const operation = resolved.paths[path]?.[method];
+    expect(operation, `${method} ${path} is documented`).toBeDefined();
+    const declared = operation.responses[String(response.status)];
+    expect(declared, `${response.request}: status ${response.status} is documented`).toBeDefined();
+    const schema = declared.content['application/json'].schema;
+    let check = validators.get(schema);
+    if (!check) {
+      check = ajv.compile(schema);
+      validators.set(schema, check);
+    }
+    const valid = check(response.body);
+    expect(valid, `${response.request} → ${response.status}: ${ajv.errorsText(check.errors)}\n${JSON.stringify(response.body).slice(0, 500)}`).toBe(true);
+  }
+
+  beforeAll(async () => {
+    t = await createTestGateway(kind);
+    const response = await t.gateway.fetch(`${ORIGIN}/api/v1/openapi.json`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toContain('application/json');
+    document = (await response.json()) as Json;
+    resolved = (await dereference(structuredClone(document) as never)) as Json;
+  });
+  afterAll(() => t?.dispose());
+
+  it('is a valid OpenAPI 3.1 document, served without credentials', async () => {
+    expect(document.openapi).toBe('3.1.0');
+    const result = await validate(structuredClone(document) as never);
+    expect(result.valid, JSON.stringify(result, null, 2)).toBe(true);
+    expect(result.warnings).toEqual([]);
+  });
+
+  it('documents exactly the routes of the route table', () => {
+    const documented = Object.entries(document.paths as Json).flatMap(([path, operations]) =>
+      Object.keys(operations as Json).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(documented.sort()).toEqual(routes.map((r) => `${r.method} ${r.path}`).sort());
+    const ids = documented.map((key) => {
+      const [method, path] = key.split(' ');
+      return document.paths[path!][method!.toLowerCase()].operationId;
+    });
+    expect(new Set(ids).size).toBe(routes.length);
+  });
+
+  it('lists the query parameters each list endpoint accepts', () => {
+    const names = (path: string) => (document.paths[path].get.parameters as Json[]).map((p) => p.name);
+    expect(names(`${BASE}/syncs`)).toEqual(
+      expect.arrayContaining(['connection_id', 'limit', 'offset', 'page', 'select', 'search', 'order', 'status', 'started_at', 'finished_at', 'error_message']),
+    );
+    expect(names(`${BASE}/syncs`)).not.toContain('summary');
+    expect(names(`${BASE}/connected`)).toEqual(expect.arrayContaining(['category_id', 'name', 'status', 'via', 'slug']));
+    expect(names(`${BASE}/connected/{id}`)).toEqual(['id']);
+    const limit = (document.paths[`${BASE}/syncs`].get.parameters as Json[]).find((p) => p.name === 'limit');
+    expect(limit?.schema).toMatchObject({ minimum: 1, maximum: 100, default: 10 });
+  });
+
+  it('real responses of every endpoint match the documented schemas', async () => {
+    const token = t.tenants.demo.adminToken;
+    const call = (path: string, method = 'GET', auth = token) => rest(t.gateway, path, { method, token: auth });
+    const connections = await call(`${BASE}/connected`);
+    const syncs = await call(`${BASE}/syncs`);
+    const available = await call(`${BASE}/available`);
+    const connectionId = connections.body.data[0].id;
+    const cases: Array<[string, string, Awaited<ReturnType<typeof call>>]> = [
+      [`${BASE}/categories`, 'get', await call(`${BASE}/categories`)],
+      [`${BASE}/available`, 'get', available],
+      [`${BASE}/available`, 'get', await call(`${BASE}/available?limit=2&page=2&order=name.desc`)],
+      [`${BASE}/available/{id}`, 'get', await call(`${BASE}/available/${available.body.data[0].id}`)],
+      [`${BASE}/connected`, 'get', connections],
+      [`${BASE}/connected`, 'get', await call(`${BASE}/connected?status=eq.active&limit=2`)],
+      [`${BASE}/connected/{id}`, 'get', await call(`${BASE}/connected/${connectionId}`)],
+      [`${BASE}/syncs`, 'get', syncs],
+      [`${BASE}/syncs`, 'get', await call(`${BASE}/syncs?status=not.eq.failed&order=started_at.asc&limit=100`)],
+      [`${BASE}/syncs/{id}`, 'get', await call(`${BASE}/syncs/${syncs.body.data[0].id}`)],
+      // Errors
+      [`${BASE}/syncs`, 'get', await call(`${BASE}/syncs?limit=500`)],
+      [`${BASE}/syncs`, 'get', await call(`${BASE}/syncs`, 'GET', '')],
+      [`${BASE}/syncs/{id}`, 'get', await call(`${BASE}/syncs/${newId('syn')}`)],
+      [`${BASE}/connected/{id}`, 'delete', await call(`${BASE}/connected/${connectionId}`, 'DELETE', t.tenants.demo.readerToken)],
+      [`${BASE}/connected/{id}`, 'delete', await call(`${BASE}/connected/${connectionId}`, 'DELETE')],
+      [`${BASE}/connected/{id}`, 'delete', await call(`${BASE}/connected/${connectionId}`, 'DELETE')],
+    ];
+    expect(cases.map(([, , r]) => r.status)).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 400, 401, 404, 403, 200, 404]);
+    for (const [path, method, response] of cases) expectMatchesDocument(path, method, response);
+  });
+
+  it('serves a human-readable reference page and its assets without a CDN', async () => {
+    const page = await t.gateway.fetch(`${ORIGIN}/api/v1/docs`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toContain('text/html');
+    const html = await page.text();
+    expect(html).toContain('/api/v1/openapi.json');
+    const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.length).toBeGreaterThanOrEqual(3);
+    for (const asset of assets) {
+      expect(asset.startsWith('/api/v1/docs/'), `${asset} is served locally`).toBe(true);
+      const response = await t.gateway.fetch(`${ORIGIN}${asset}`);
+      expect(response.status, asset).toBe(200);
+      expect((await response.arrayBuffer()).byteLength).toBeGreaterThan(100);
+    }
+    expect((await t.gateway.fetch(`${ORIGIN}/api/v1/docs/index.html`)).status).toBe(404);
+    expect((await t.gateway.fetch(`${ORIGIN}/api/v1/openapi.json`, { method: 'POST' })).status).toBe(405);
+  });
+});
