@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../src/env.js';
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    expect(parseConfig({})).toMatchObject({
+      PORT: 4000,
+      HOST: '127.0.0.1',
+      DATA_DIR: './.data',
+      SEED: 'demo',
+      LOG_LEVEL: 'info',
+      RATE_LIMIT_PER_MINUTE: 600,
+    });
+    expect(parseConfig({}).DATABASE_URL).toBeUndefined();
+  });
+
+  it('treats empty values as unset', () => {
+    expect(parseConfig({ DATABASE_URL: '', JWT_SECRET: '  ' }).DATABASE_URL).toBeUndefined();
+  });
+
+  it('lists every problem at once', () => {
+    let error: unknown;
+    try {
+      parseConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://x', SEED: 'maybe', JWT_SECRET: 'short', LOG_LEVEL: 'loud' });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const problems = (error as ConfigError).problems.join('\n');
+    for (const name of ['PORT', 'DATABASE_URL', 'SEED', 'JWT_SECRET', 'LOG_LEVEL']) expect(problems).toContain(name);
+    expect((error as ConfigError).message.split('\n').length).toBeGreaterThanOrEqual(6);
+  });
+
+  it('refuses two JWT key sources', () => {
+    expect(() =>
+      parseConfig({
+        JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----',
+        JWT_JWKS_URL: 'https://issuer.example/jwks.json',
+      }),
+    ).toThrow(/not both/);
+  });
+});
