@@ -545,11 +545,25 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
     it('a known path with another method is 405 with Allow', async () => {
       const post = await rest(t.gateway, `${BASE}/connected`, { method: 'POST', token: admin, expectStatus: 405 });
       expectErrorBody(post.body, 'METHOD_NOT_ALLOWED');
-      expect(post.headers.get('allow')).toBe('GET');
+      expect(post.headers.get('allow')).toBe('GET, HEAD');
       const put = await rest(t.gateway, `${BASE}/connected/${connections[0]!.id}`, { method: 'PUT', token: admin, expectStatus: 405 });
-      expect(put.headers.get('allow')).toBe('GET, DELETE');
+      expect(put.headers.get('allow')).toBe('GET, HEAD, DELETE');
       const del = await rest(t.gateway, `${BASE}/syncs/${allSyncs[0]!.id}`, { method: 'DELETE', token: admin, expectStatus: 405 });
-      expect(del.headers.get('allow')).toBe('GET');
+      expect(del.headers.get('allow')).toBe('GET, HEAD');
+    });
+
+    it('HEAD answers the status and headers of GET without a body', async () => {
+      const head = await t.gateway.fetch(`${ORIGIN}${BASE}/connected`, { method: 'HEAD', headers: { authorization: `Token ${reader}` } });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-type')).toContain('application/json');
+      expect(await head.text()).toBe('');
+      expect((await t.gateway.fetch(`${ORIGIN}${BASE}/connected`, { method: 'HEAD' })).status).toBe(401);
+    });
+
+    it('a value the schema\'s scalars refuse is 400', async () => {
+      // Parses as a timestamp, but lies beyond year 9999 in UTC, which the DateTime scalar does not accept.
+      const response = await rest(t.gateway, `${BASE}/syncs?started_at=lt.9999-12-31T23:59:59-23:59`, { token: reader, expectStatus: 400 });
+      expectErrorBody(response.body, 'INVALID_QUERY');
     });
 
     it("an error body's docs URL resolves", async () => {

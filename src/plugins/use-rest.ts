@@ -40,9 +40,12 @@ export function useRest({ schema, routes = defaultRoutes }: { schema: GraphQLSch
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
       if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) return;
       const target: ResponseTarget = { requestId: requestIdOf(request), origin: url.origin };
+      // HEAD is GET without the body, as HTTP asks of every server.
+      const isHead = request.method === 'HEAD';
+      const method = isHead ? 'GET' : request.method;
       const send = ({ status, body, headers }: RestResponse) =>
         endResponse(
-          new fetchAPI.Response(JSON.stringify(body), {
+          new fetchAPI.Response(isHead ? null : JSON.stringify(body), {
             status,
             headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
           }),
@@ -52,16 +55,16 @@ export function useRest({ schema, routes = defaultRoutes }: { schema: GraphQLSch
       try {
         const pathname = url.pathname.length > 1 && url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;
         if (pathname === OPENAPI_PATH || pathname === DOCS_PATH || pathname.startsWith(`${DOCS_PATH}/`)) {
-          if (request.method !== 'GET') {
-            send(errorResponse('METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${pathname}`, target, { headers: { Allow: 'GET' } }));
+          if (method !== 'GET') {
+            send(errorResponse('METHOD_NOT_ALLOWED', `${clip(request.method)} is not allowed on ${pathname}`, target, { headers: { Allow: 'GET, HEAD' } }));
             return;
           }
           if (pathname === OPENAPI_PATH) {
-            endResponse(new fetchAPI.Response(openApi, { headers: { 'content-type': 'application/json; charset=utf-8' } }));
+            endResponse(new fetchAPI.Response(isHead ? null : openApi, { headers: { 'content-type': 'application/json; charset=utf-8' } }));
             return;
           }
           const page = await apiDocsResponse(pathname, fetchAPI);
-          if (page) endResponse(page);
+          if (page) endResponse(isHead ? new fetchAPI.Response(null, { headers: page.headers }) : page);
           else send(errorResponse('NOT_FOUND', `no such path: ${clip(pathname)}`, target));
           return;
         }
@@ -74,9 +77,9 @@ export function useRest({ schema, routes = defaultRoutes }: { schema: GraphQLSch
           send(errorResponse('NOT_FOUND', `no such endpoint: ${clip(pathname)}`, target));
           return;
         }
-        const matched = candidates.find((c) => c.route.spec.method === request.method);
+        const matched = candidates.find((c) => c.route.spec.method === method);
         if (!matched) {
-          const allow = candidates.map((c) => c.route.spec.method).join(', ');
+          const allow = candidates.flatMap((c) => (c.route.spec.method === 'GET' ? ['GET', 'HEAD'] : [c.route.spec.method])).join(', ');
           send(
             errorResponse('METHOD_NOT_ALLOWED', `${clip(request.method)} is not allowed on ${clip(pathname)}; allowed: ${allow}`, target, {
               headers: { Allow: allow },
