@@ -1,0 +1,376 @@
+import { execFile, execFileSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { promisify } from 'node:util';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServiceUser } from '../src/auth/service-users.js';
+import { createToken } from '../src/auth/tokens.js';
+import { openDatabase, type Database } from '../src/db/client.js';
+import { migrate } from '../src/db/migrate.js';
+import { newId } from '../src/ids.js';
+import { seedCatalog } from '../src/seed/catalog.js';
+import { seedDemoTenant } from '../src/seed/demo.js';
+import { seedLoad } from '../src/seed/load.js';
+import { createGateway } from '../src/yoga.js';
+
+// PGlite lives inside the process and cannot go away, so an outage needs a real server that can be
+// stopped: each run makes its own throwaway cluster instead of touching the shared one.
+
+const PG_BIN = '/usr/lib/postgresql/15/bin';
+const run = promisify(execFile);
+
+/** Why the test cannot run here, or null when it can. */
+function unavailableReason(): string | null {
+  for (const tool of ['initdb', 'pg_ctl']) {
+    if (!existsSync(join(PG_BIN, tool))) return `${PG_BIN}/${tool} not found (PostgreSQL 15 server binaries are needed)`;
+  }
+  if (process.getuid?.() === 0) {
+    try {
+      execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' });
+    } catch {
+      return 'running as root without a "postgres" user to own the throwaway cluster (initdb refuses root)';
+    }
+  }
+  return null;
+}
+const skipReason = unavailableReason();
+
+async function freePort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A PostgreSQL cluster in a temporary directory, listening on 127.0.0.1 only. */
+class ThrowawayCluster {
+  readonly dir = mkdtempSync(join(tmpdir(), 'gw-outage-'));
+  readonly data = join(this.dir, 'data');
+  running = false;
+
+  private constructor(readonly port: number) {}
+
+  static async create(): Promise<ThrowawayCluster> {
+    const cluster = new ThrowawayCluster(await freePort());
+    if (process.getuid?.() === 0) {
+      const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+      const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+      chownSync(cluster.dir, uid, gid);
+    }
+    await cluster.pg('initdb', ['-D', cluster.data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--locale=C', '--no-sync']);
+    return cluster;
+  }
+
+  get url(): string {
+    return `postgres://postgres@127.0.0.1:${this.port}/postgres`;
+  }
+
+  /** Async on purpose: the gateway under test shares this event loop and must keep serving meanwhile. */
+  private async pg(tool: string, args: string[]): Promise<void> {
+    const [file, argv] =
+      process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, tool), ...args]] : [join(PG_BIN, tool), args];
+    await run(file, argv, { timeout: 30_000 });
+  }
+
+  async start(): Promise<void> {
+    // fsync=off: durability against an OS crash is not under test, and it keeps the run short.
+    const options = `-p ${this.port} -k ${this.dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
+    await this.pg('pg_ctl', ['-D', this.data, '-o', options, '-l', join(this.dir, 'log'), '-w', '-t', '20', 'start']);
+    this.running = true;
+  }
+
+  async stop(mode: 'fast' | 'immediate'): Promise<void> {
+    await this.pg('pg_ctl', ['-D', this.data, '-m', mode, '-w', '-t', '20', 'stop']);
+    this.running = false;
+  }
+
+  log(): string {
+    try {
+      return readFileSync(join(this.dir, 'log'), 'utf8');
+    } catch {
+      return '';
+    }
+  }
+
+  async dispose(): Promise<void> {
+    if (this.running) await this.stop('immediate').catch(() => {});
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!condition()) {
+    if (performance.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await sleep(5);
+  }
+}
+
+interface Outcome {
+  what: string;
+  status: number;
+  body: any;
+  startedAt: number;
+  endedAt: number;
+}
+
+const CONNECTIONS_QUERY = '{ connections(limit: 5) { totalCount nodes { id name syncs(limit: 2) { id status } } } }';
+
+describe.skipIf(skipReason !== null)('database outage on PostgreSQL (own throwaway cluster)', () => {
+  let cluster: ThrowawayCluster | undefined;
+  let db: Database | undefined;
+  let verifyDb: Database | undefined;
+  let server: Server | undefined;
+  let base = '';
+  let adminToken = '';
+  let tenantId = '';
+  const running = new Set<{ stop(): Promise<unknown> }>();
+  const logLines: Array<{ level: number; msg?: string; err?: { message?: string } }> = [];
+
+  beforeAll(async () => {
+    cluster = await ThrowawayCluster.create();
+    await cluster.start();
+    db = await openDatabase({ databaseUrl: cluster.url, poolSize: 5 });
+    await migrate(db);
+    await seedCatalog(db);
+    const tenant = await db.prisma.tenant.create({ data: { id: newId('ten'), slug: 'demo', name: 'demo' } });
+    tenantId = tenant.id;
+    await seedDemoTenant(db, 'demo', { seed: 1, now: new Date('2026-11-01T12:00:00Z') });
+    // Enough connections that DELETEs are still in flight when the server goes down.
+    await seedLoad(db, 'demo', { connections: 150, syncs: 1500, now: new Date('2026-11-01T12:00:00Z') });
+    const user = await createServiceUser(db, { tenantId, name: 'ops-admin', role: 'admin' });
+    adminToken = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const gateway = createGateway({
+      db,
+      config: { JWT_SECRET: undefined, JWT_PUBLIC_KEY: undefined, JWT_JWKS_URL: undefined, JWT_ISSUER: undefined, JWT_AUDIENCE: undefined },
+      logger: pino({ level: 'warn', base: undefined }, sink),
+    });
+    server = createServer(gateway);
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    // A failed assertion leaves its traffic loops running; they must end before the server does.
+    await Promise.all([...running].map((t) => t.stop()));
+    server?.closeAllConnections();
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await verifyDb?.close().catch(() => {});
+    await db?.close().catch(() => {});
+    await cluster?.dispose();
+  });
+
+  /** One request; a transport failure is an outcome too (status 0), so a dropped connection fails an assertion. */
+  async function call(what: 'rest' | 'graphql' | 'readyz' | 'healthz' | `delete ${string}`): Promise<Outcome> {
+    const startedAt = performance.now();
+    const headers = { authorization: `Token ${adminToken}` };
+    try {
+      let response: Response;
+      if (what === 'rest') response = await fetch(`${base}/api/v1/integrations/connected?limit=5`, { headers });
+      else if (what === 'graphql') {
+        response = await fetch(`${base}/graphql`, {
+          method: 'POST',
+          headers: { ...headers, 'content-type': 'application/json', accept: 'application/graphql-response+json' },
+          body: JSON.stringify({ query: CONNECTIONS_QUERY }),
+        });
+      } else if (what.startsWith('delete ')) {
+        response = await fetch(`${base}/api/v1/integrations/connected/${what.slice(7)}`, { method: 'DELETE', headers });
+      } else response = await fetch(`${base}/${what}`);
+      const text = await response.text();
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // kept as text: the assertion then shows what came back
+      }
+      return { what, status: response.status, body, startedAt, endedAt: performance.now() };
+    } catch (error) {
+      return { what, status: 0, body: String((error as Error).cause ?? error), startedAt, endedAt: performance.now() };
+    }
+  }
+
+  /** Requests from `workers` loops until stopped; every outcome is kept for the assertions. */
+  function traffic(workers: number, next: (worker: number, i: number) => Parameters<typeof call>[0] | null) {
+    const outcomes: Outcome[] = [];
+    let stopped = false;
+    const loops = Array.from({ length: workers }, async (_, worker) => {
+      for (let i = 0; !stopped; i++) {
+        const what = next(worker, i);
+        if (what === null) return;
+        outcomes.push(await call(what));
+      }
+    });
+    const handle = {
+      outcomes,
+      /** Resolves when every loop ran out of work. */
+      done: () => Promise.all(loops).then(() => outcomes),
+      async stop() {
+        stopped = true;
+        await Promise.all(loops);
+        return outcomes;
+      },
+    };
+    running.add(handle);
+    return handle;
+  }
+
+  function expectUnavailable(outcome: Outcome): void {
+    const context = JSON.stringify(outcome);
+    expect(outcome.status, context).toBe(503);
+    if (outcome.what === 'graphql') {
+      expect(outcome.body.errors?.[0]?.extensions?.code, context).toBe('UNAVAILABLE');
+      expect(outcome.body.errors?.[0]?.message, context).not.toMatch(/select|ECONN|terminat|stack|prisma|pg/i);
+    } else {
+      expect(Object.keys(outcome.body).sort(), context).toEqual(['error', 'msg']);
+      expect(Object.keys(outcome.body.error).sort(), context).toEqual(['code', 'docs', 'req_id']);
+      expect(outcome.body.error.code, context).toBe('UNAVAILABLE');
+      expect(outcome.body.msg, context).not.toMatch(/select|ECONN|terminat|stack|prisma|"public"/i);
+    }
+  }
+
+  it('answers 503 UNAVAILABLE during the outage, keeps /healthz, and recovers by itself', async () => {
+    const kinds = ['rest', 'graphql'] as const;
+    // The first requests build caches; the outage must hit a warm gateway.
+    for (const kind of kinds) expect((await call(kind)).status).toBe(200);
+    const load = traffic(4, (worker, i) => kinds[(worker + i) % 2]!);
+    await until(() => load.outcomes.length >= 20, 5000);
+    expect(load.outcomes.filter((o) => o.status !== 200)).toEqual([]);
+
+    const stopBegan = performance.now();
+    await cluster!.stop('fast');
+    const stopped = performance.now();
+    await sleep(800);
+    const during = await load.stop();
+
+    // Nothing but 200 (finished before the stop) or 503; an outage is never a bad credential or a bug.
+    const unexpected = during.filter((o) => o.status !== 200 && o.status !== 503);
+    expect(unexpected, JSON.stringify(unexpected.slice(0, 3))).toEqual([]);
+    const afterStop = during.filter((o) => o.startedAt > stopped);
+    expect(afterStop.length).toBeGreaterThan(4);
+    for (const outcome of afterStop) expectUnavailable(outcome);
+    for (const outcome of during.filter((o) => o.status === 200)) expect(outcome.startedAt).toBeLessThan(stopped);
+    // Requests that were already waiting on the database when it stopped fail quickly too.
+    expect(Math.max(...during.filter((o) => o.startedAt > stopBegan).map((o) => o.endedAt - o.startedAt))).toBeLessThan(2000);
+
+    expectUnavailable(await call('rest'));
+    expectUnavailable(await call('graphql'));
+    const readyz = await call('readyz');
+    expect(readyz.status).toBe(503);
+    expect(readyz.endedAt - readyz.startedAt).toBeLessThan(2500);
+    expect((await call('healthz')).status).toBe(200);
+    expect(logLines.some((l) => l.msg === 'database unavailable')).toBe(true);
+    expect(logLines.filter((l) => l.msg === 'unexpected error')).toEqual([]);
+
+    await cluster!.start();
+    const restarted = performance.now();
+    let recoveredAt: number | undefined;
+    while (performance.now() - restarted < 10_000) {
+      const [restOutcome, graphqlOutcome] = await Promise.all([call('rest'), call('graphql')]);
+      if (restOutcome.status === 200 && graphqlOutcome.status === 200 && !graphqlOutcome.body.errors) {
+        recoveredAt = performance.now();
+        break;
+      }
+      await sleep(50);
+    }
+    expect(recoveredAt, 'the gateway did not recover within 10 s of the database restart').toBeDefined();
+    const recoveryMs = recoveredAt! - restarted;
+    console.info(`recovered ${Math.round(recoveryMs)} ms after the database was back`);
+    expect(recoveryMs).toBeLessThan(3000);
+    expect((await call('readyz')).status).toBe(200);
+
+    // Every pooled client died with the old server; none of them may surface as an error now.
+    const afterwards = traffic(4, (worker, i) => (i < 10 ? kinds[(worker + i) % 2]! : null));
+    const results = await afterwards.done();
+    expect(results.filter((o) => o.status !== 200)).toEqual([]);
+  });
+
+  it('leaves every connection fully deleted or untouched when DELETEs are cut off mid-flight', async () => {
+    const before = new Map(
+      (
+        await db!.raw.query<{ id: string; syncs: number }>(
+          `SELECT c.id, (SELECT count(*)::int FROM syncs s WHERE s.connection_id = c.id) AS syncs
+             FROM connections c WHERE c.tenant_id = $1 AND c.deleted_at IS NULL ORDER BY c.id`,
+          [tenantId],
+        )
+      ).map((row) => [row.id, row.syncs]),
+    );
+    expect(before.size).toBeGreaterThan(100);
+    const queue = [...before.keys()];
+    const deletes = traffic(8, () => {
+      const id = queue.shift();
+      return id === undefined ? null : (`delete ${id}` as const);
+    });
+    await until(() => deletes.outcomes.length >= 25, 5000);
+    // immediate: backends are killed without finishing their statements, the harshest way to lose them.
+    await cluster!.stop('immediate');
+    await sleep(300);
+    const outcomes = await deletes.stop();
+    expect(queue.length, 'every connection was deleted before the outage; nothing was interrupted').toBeGreaterThan(0);
+
+    await cluster!.start();
+    const restarted = performance.now();
+    while ((await call('readyz')).status !== 200 && performance.now() - restarted < 10_000) await sleep(50);
+
+    const byId = new Map(outcomes.map((o) => [o.what.slice('delete '.length), o]));
+    const unexpected = outcomes.filter((o) => o.status !== 200 && o.status !== 503);
+    expect(unexpected, JSON.stringify(unexpected.slice(0, 3))).toEqual([]);
+    for (const outcome of outcomes.filter((o) => o.status === 503)) expectUnavailable(outcome);
+    const answered = outcomes.filter((o) => o.status === 200);
+    const refused = outcomes.filter((o) => o.status === 503);
+    expect(answered.length).toBeGreaterThan(0);
+    expect(refused.length).toBeGreaterThan(0);
+
+    const after = new Map(
+      (
+        await db!.raw.query<{ id: string; deleted: boolean; syncs: number }>(
+          `SELECT c.id, c.deleted_at IS NOT NULL AS deleted, (SELECT count(*)::int FROM syncs s WHERE s.connection_id = c.id) AS syncs
+             FROM connections c WHERE c.tenant_id = $1`,
+          [tenantId],
+        )
+      ).map((row) => [row.id, row]),
+    );
+    let deletedDespite503 = 0;
+    const ids = [...before.keys()];
+    const checks = Array.from({ length: 8 }, async () => {
+      for (let id = ids.shift(); id !== undefined; id = ids.shift()) {
+        const row = after.get(id);
+        const outcome = byId.get(id);
+        expect(row, id).toBeDefined();
+        expect(row!.syncs, `sync history of ${id}`).toBe(before.get(id));
+        if (outcome?.status === 200) expect(row!.deleted, `${id} answered 200 but is not deleted`).toBe(true);
+        if (!outcome) expect(row!.deleted, `${id} was never asked to be deleted`).toBe(false);
+        if (outcome?.status === 503 && row!.deleted) deletedDespite503++;
+        // The API agrees with the table: a deleted connection is gone, an untouched one is whole.
+        const headers = { authorization: `Token ${adminToken}` };
+        const one = await fetch(`${base}/api/v1/integrations/connected/${id}`, { headers });
+        expect(one.status, id).toBe(row!.deleted ? 404 : 200);
+        await one.body?.cancel();
+        const syncs = await fetch(`${base}/api/v1/integrations/syncs?connection_id=${id}&limit=1`, { headers });
+        expect(syncs.status, id).toBe(200);
+        expect(((await syncs.json()) as any).meta.pagination.total_items, `syncs of ${id} through /syncs`).toBe(before.get(id));
+      }
+    });
+    await Promise.all(checks);
+    const latencies = outcomes.map((o) => o.endedAt - o.startedAt).sort((a, b) => a - b);
+    console.info(`DELETE latency p50 ${Math.round(latencies[latencies.length >> 1]!)} ms`);
+    console.info(
+      `DELETE during outage: ${answered.length} answered 200, ${refused.length} answered 503 ` +
+        `(${deletedDespite503} of those committed before the connection died), ${queue.length} never sent`,
+    );
+  });
+});
