@@ -16,6 +16,7 @@ import {
   typeFromAST,
   validate,
   type FieldNode,
+  type FragmentDefinitionNode,
   type GraphQLOutputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -85,7 +86,11 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     fail(`${route.method} must run a ${route.method === 'GET' ? 'query' : 'mutation'}`);
   }
   const rootType = operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType();
-  const rootFields = fieldNodes(operation.selectionSet);
+  const fragments = new Map(
+    route.document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]),
+  );
+  // Analysis reads the selection with fragments inlined; the document executed is the one validated above.
+  const rootFields = fieldNodes(inlineFragments(operation.selectionSet, fragments));
   const rootField = rootFields[0];
   if (!rootType || rootFields.length !== 1 || !rootField) return fail('the operation must select exactly one root field');
   const rootDef = rootType.getFields()[rootField.name.value];
@@ -165,10 +170,26 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   };
 }
 
+/** The selection with every named fragment spread replaced by the fragment's fields, recursively. */
+function inlineFragments(selectionSet: SelectionSetNode, fragments: ReadonlyMap<string, FragmentDefinitionNode>): SelectionSetNode {
+  const selections = selectionSet.selections.flatMap((selection): FieldNode[] => {
+    if (selection.kind === Kind.FIELD) {
+      return [selection.selectionSet ? { ...selection, selectionSet: inlineFragments(selection.selectionSet, fragments) } : selection];
+    }
+    const fragment = selection.kind === Kind.FRAGMENT_SPREAD ? fragments.get(selection.name.value) : undefined;
+    if (!fragment || selection.directives?.length) {
+      throw new Error('REST operations select fields and named fragments without directives only');
+    }
+    return fieldNodes(inlineFragments(fragment.selectionSet, fragments));
+  });
+  return { ...selectionSet, selections };
+}
+
+/** The fields of a selection that inlineFragments has flattened. */
 function fieldNodes(selectionSet: SelectionSetNode | undefined): FieldNode[] {
   if (!selectionSet) return [];
   return selectionSet.selections.map((selection) => {
-    if (selection.kind !== Kind.FIELD) throw new Error('REST operations select fields only (no fragments)');
+    if (selection.kind !== Kind.FIELD) throw new Error('fragments must be inlined before reading fields');
     return selection;
   });
 }
