@@ -1,0 +1,222 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { request, type IncomingMessage } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+
+// The real entry point (src/server.ts through tsx, as `npm start` runs it) receives SIGTERM while a
+// request is still arriving; nothing here imports the server, so what is checked is what operators get.
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const TSX = join(ROOT, 'node_modules/.bin/tsx');
+/** server.ts waits this long for in-flight requests before cutting connections. */
+const DRAIN_BOUND_MS = 10_000;
+/** A first PGlite start (initdb, migrations, demo seed) takes ~5 s idle and over 20 s on a loaded machine. */
+const START_TIMEOUT_MS = 60_000;
+
+interface LogLine {
+  level: number;
+  msg?: string;
+  url?: string;
+  status?: number;
+  path?: string;
+}
+
+interface RunningServer {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  token: string;
+  logs: LogLine[];
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+}
+
+const cleanups: Array<() => Promise<void> | void> = [];
+
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function startServer(env: Record<string, string>): Promise<RunningServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gw-shutdown-'));
+  const child = spawn(TSX, ['src/server.ts'], {
+    cwd: ROOT,
+    // Only what the server needs: an inherited DATABASE_URL or JWT setting must not change the run.
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, SEED: 'demo', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: tsx runs the server in a child process, and cleanup must reach both.
+    detached: true,
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal, at: performance.now() })),
+  );
+  let alive = true;
+  void exited.then(() => (alive = false));
+  cleanups.push(async () => {
+    if (alive && child.pid) {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await exited;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const logs: LogLine[] = [];
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const listening = new Promise<string>((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      let newline: number;
+      while ((newline = stdout.indexOf('\n')) >= 0) {
+        const line = stdout.slice(0, newline);
+        stdout = stdout.slice(newline + 1);
+        if (!line.trim()) continue;
+        const parsed = JSON.parse(line) as LogLine;
+        logs.push(parsed);
+        if (parsed.msg === 'listening' && parsed.url) resolve(parsed.url);
+      }
+    });
+    void exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening:\n${stderr}`)));
+    setTimeout(() => reject(new Error(`server not listening after ${START_TIMEOUT_MS} ms:\n${stderr}`)), START_TIMEOUT_MS).unref();
+  });
+  const url = await listening;
+  const token = /igw_pat_[A-Za-z0-9_-]+/.exec(stderr)?.[0];
+  if (!token) throw new Error(`no demo token printed:\n${stderr}`);
+  return { child, url, port: Number(new URL(url).port), token, logs, stderr: () => stderr, exited };
+}
+
+/** Resolves true when a TCP connection is refused, false when it is accepted. */
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code === 'ECONNREFUSED'));
+  });
+}
+
+function waitForLog(logs: LogLine[], msg: string, timeoutMs: number): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      if (logs.some((l) => l.msg === msg)) resolve();
+      else if (performance.now() > deadline) reject(new Error(`no "${msg}" log line within ${timeoutMs} ms`));
+      else setTimeout(check, 10);
+    };
+    check();
+  });
+}
+
+/**
+ * Starts a GraphQL POST whose body arrives in two parts: the request is in flight, on an active (not idle)
+ * connection, until `finish` sends the rest.
+ */
+function slowGraphQLRequest(server: RunningServer) {
+  const body = Buffer.from(JSON.stringify({ query: '{ connections(limit: 3) { totalCount nodes { id name syncs(limit: 2) { id status } } } }' }));
+  const half = body.length >> 1;
+  const req = request({
+    host: '127.0.0.1',
+    port: server.port,
+    path: '/graphql',
+    method: 'POST',
+    agent: false,
+    headers: { 'content-type': 'application/json', 'content-length': body.length, authorization: `Token ${server.token}` },
+  });
+  const response = new Promise<{ status: number; body: any; headers: IncomingMessage['headers'] }>((resolve, reject) => {
+    req.once('response', (res) => {
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+      res.once('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text), headers: res.headers }));
+      res.once('error', reject);
+    });
+    req.once('error', reject);
+  });
+  req.flushHeaders();
+  req.write(body.subarray(0, half));
+  return {
+    response,
+    finish: () => req.end(body.subarray(half)),
+  };
+}
+
+async function expectGracefulShutdown(server: RunningServer): Promise<void> {
+  // Warm: the first request pays for schema and pool setup, which is not what is measured here.
+  const warm = await fetch(`${server.url}/api/v1/integrations/connected`, { headers: { authorization: `Token ${server.token}` } });
+  expect(warm.status).toBe(200);
+  await warm.body?.cancel();
+
+  expect(await refused(server.port)).toBe(false);
+  const slow = slowGraphQLRequest(server);
+  // The server must have the request before the signal, or it would be a new connection, not an in-flight one.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  const signalled = performance.now();
+  server.child.kill('SIGTERM');
+  await waitForLog(server.logs, 'shutting down', 5000);
+
+  let refusedAfterSignal = false;
+  for (const deadline = performance.now() + 1000; !refusedAfterSignal && performance.now() < deadline; ) {
+    refusedAfterSignal = await refused(server.port);
+  }
+  expect(refusedAfterSignal, 'new connections are still accepted after SIGTERM').toBe(true);
+  // Still running: it is waiting for the request above.
+  expect(server.child.exitCode).toBeNull();
+
+  slow.finish();
+  const answer = await slow.response;
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  expect(answer.body.errors).toBeUndefined();
+  expect(answer.body.data.connections.nodes.length).toBeGreaterThan(0);
+
+  const exit = await Promise.race([
+    server.exited,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no exit within the drain bound')), DRAIN_BOUND_MS + 2000).unref()),
+  ]);
+  expect(exit.code, server.stderr()).toBe(0);
+  expect(exit.at - signalled).toBeLessThan(DRAIN_BOUND_MS);
+  const messages = server.logs.map((l) => l.msg);
+  expect(messages).toContain('stopped');
+  expect(messages).not.toContain('drain timeout: closing remaining connections');
+  expect(server.logs.filter((l) => l.level >= 50), 'error lines in the log').toEqual([]);
+  // The request log shows the in-flight request finishing after the signal.
+  expect(messages.indexOf('shutting down')).toBeLessThan(messages.lastIndexOf('request'));
+  console.info(`exited ${Math.round(exit.at - signalled)} ms after SIGTERM`);
+}
+
+describe('graceful shutdown (SIGTERM) of the real server', () => {
+  it('on PGlite: finishes the in-flight request, refuses new connections, exits 0', async () => {
+    const server = await startServer({});
+    await expectGracefulShutdown(server);
+  }, 90_000);
+
+  const adminUrl = process.env.TEST_DATABASE_URL;
+  it.skipIf(!adminUrl)('on PostgreSQL: the same', async () => {
+    const name = `gw_test_${randomBytes(6).toString('hex')}`;
+    const admin = async (sql: string) => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      try {
+        await client.query(sql);
+      } finally {
+        await client.end();
+      }
+    };
+    await admin(`CREATE DATABASE ${name}`);
+    cleanups.push(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+    const url = new URL(adminUrl!);
+    url.pathname = `/${name}`;
+    const server = await startServer({ DATABASE_URL: url.toString() });
+    await expectGracefulShutdown(server);
+  }, 90_000);
+});
