@@ -32,6 +32,18 @@ const envSchema = z
     ),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+    CORS_ORIGINS: optionalString.pipe(
+      z
+        .string()
+        .transform((value) => value.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))
+        .pipe(
+          z.array(
+            z.string().regex(/^(\*|https?:\/\/[^/\s,]+)$/, 'each origin must be * or scheme://host[:port], without a path'),
+          ),
+        )
+        .optional(),
+    ),
+    METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   })
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',

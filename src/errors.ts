@@ -49,7 +49,8 @@ export const ERROR_CODES = {
   UNAVAILABLE: {
     status: 503,
     title: 'Service unavailable',
-    description: 'The database is unreachable. Retry later; `/readyz` reports when the service is ready again.',
+    description:
+      'The database is unreachable, or the request did not finish within the time limit (15 s by default). Retry later; `/readyz` reports when the service is ready again.',
   },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 

@@ -7,26 +7,57 @@ import { schema } from './graphql/schema.js';
 import type { Logger } from './logger.js';
 import { resolveViewer } from './plugins/use-auth.js';
 import { useErrorDocs } from './plugins/use-error-docs.js';
+import { GRAPHQL_ENDPOINT } from './plugins/error-response.js';
 import { createMaskError } from './plugins/use-error-masking.js';
 import { useHealth } from './plugins/use-health.js';
+import { DEFAULT_REQUEST_LIMITS, useLimits, withinRequestTime, type RequestLimits } from './plugins/use-limits.js';
+import { useMetrics } from './plugins/use-metrics.js';
+import { useRateLimit } from './plugins/use-rate-limit.js';
+import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
+import { useSecurityHeaders } from './plugins/use-security-headers.js';
+
+/** The documented default of RATE_LIMIT_PER_MINUTE, for callers that pass no value. */
+const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 
 export interface GatewayOptions {
   db: Database;
-  config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>;
+  config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'> &
+    Partial<Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN'>>;
   logger: Logger;
+  /** Request size, GraphQL document and time limits; each one left out keeps its default. */
+  limits?: Partial<RequestLimits>;
+  /** Tenant budget as a multiple of the credential budget (default 5), and the Redis key prefix. */
+  rateLimit?: { tenantMultiplier?: number; keyPrefix?: string };
 }
 
 export type Gateway = YogaServerInstance<Record<string, unknown>, Context>;
 
 /** The whole HTTP surface: GraphQL at /graphql and the plugins every request passes through. */
-export function createGateway({ db, config, logger }: GatewayOptions): Gateway {
+export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit }: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
+  const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
+  const viewerOf = (request: Request) => resolveViewer(request, { db, jwt });
+  const corsOrigins = config.CORS_ORIGINS ?? [];
   return createYoga<Record<string, unknown>, Context>({
     schema,
-    graphqlEndpoint: '/graphql',
+    graphqlEndpoint: GRAPHQL_ENDPOINT,
+    // yoga's default answers every origin; cross-origin browser access is opt-in (CORS_ORIGINS).
+    cors:
+      corsOrigins.length === 0
+        ? false
+        : {
+            origin: corsOrigins,
+            credentials: false,
+            methods: ['GET', 'POST', 'DELETE'],
+            allowedHeaders: ['Authorization', 'Content-Type', 'Accept'],
+            exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+            maxAge: 600,
+          },
+    maxRequestBodySize: limits.maxBodyBytes,
+    multipart: false,
     landingPage: false,
     graphiql: {
       title: 'Integrations & Sync API',
@@ -51,11 +82,30 @@ query Connections {
       error: (...args) => logger.error(args.map(String).join(' ')),
     },
     maskedErrors: { maskError: createMaskError(logger) },
-    plugins: [useRequestId(), useRequestLog({ logger }), useHealth({ db }), useErrorDocs(), useRest({ schema })],
+    // Order matters for onRequest: the first plugin to answer ends the request. Health, docs and metrics
+    // answer before limits and rate limits; REST answers after them.
+    plugins: [
+      useRequestId(),
+      useRequestLog({ logger }),
+      useSecurityHeaders(),
+      useMetrics({ db, token: config.METRICS_TOKEN }),
+      useHealth({ db }),
+      useErrorDocs(),
+      useLimits(limits),
+      useRateLimit({
+        perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+        redisUrl: config.REDIS_URL,
+        viewerOf,
+        logger,
+        ...rateLimit,
+      }),
+      useRequestErrorCodes(),
+      useRest({ schema }),
+    ],
     context: async ({ request }) => ({
       db,
       requestId: requestIdOf(request),
-      viewer: await resolveViewer(request, { db, jwt }),
+      viewer: await withinRequestTime(request, viewerOf(request)),
     }),
   });
 }

@@ -30,7 +30,17 @@ export interface Database {
   adapterFactory: SqlMigrationAwareDriverAdapterFactory;
   /** Subscribes to every SQL statement Prisma issues; returns the unsubscribe function. */
   onQuery(listener: (event: QueryEvent) => void): () => void;
+  /** Connection pool occupancy, for metrics; PostgreSQL only (PGlite is one in-process connection). */
+  poolStats?(): PoolStats;
   close(): Promise<void>;
+}
+
+export interface PoolStats {
+  /** Open connections, idle ones, and queries waiting for a connection; `max` is the pool size. */
+  total: number;
+  idle: number;
+  waiting: number;
+  max: number;
 }
 
 export interface DatabaseOptions {
@@ -40,12 +50,20 @@ export interface DatabaseOptions {
   dataDir?: string | undefined;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /** PostgreSQL: longest wait for a new connection or for a free pooled one (default 5 s). */
+  connectTimeoutMs?: number;
+  /**
+   * PostgreSQL: longest wait for a statement's answer, measured here rather than by the server, so it also
+   * ends statements on a connection whose server hung or vanished; that connection is then discarded.
+   * Unbounded by default (the CLI's bulk loads and migrations may legitimately run long).
+   */
+  queryTimeoutMs?: number;
 }
 
 /** Opens PGlite (no URL) or PostgreSQL (postgres:// URL) behind one Prisma client. */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   return options.databaseUrl
-    ? openPostgres(options.databaseUrl, options.poolSize ?? 10)
+    ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options)
     : openPGlite(options.dataDir ?? 'memory://');
 }
 
@@ -105,8 +123,19 @@ async function openPGlite(dataDir: string): Promise<Database> {
   return withQueryEvents('pglite', new PrismaPGlite(client), raw, () => client.close());
 }
 
-async function openPostgres(url: string, poolSize: number): Promise<Database> {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+async function openPostgres(
+  url: string,
+  poolSize: number,
+  { connectTimeoutMs = 5_000, queryTimeoutMs }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs'>,
+): Promise<Database> {
+  // Without both bounds a connection to a host that stopped answering (failover, partition) is never given
+  // up: requests wait on it forever, and once every pooled connection is such a one, the pool never recovers.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    connectionTimeoutMillis: connectTimeoutMs,
+    ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
+  });
   // An idle client that loses its server (restart, failover) must not crash the process.
   pool.on('error', () => {});
   const raw: RawSql = {
@@ -138,5 +167,8 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
       }
     },
   };
-  return withQueryEvents('postgres', new PrismaPg(pool), raw, () => pool.end());
+  const database = withQueryEvents('postgres', new PrismaPg(pool), raw, () => pool.end());
+  return Object.assign(database, {
+    poolStats: (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
+  });
 }

@@ -1,0 +1,44 @@
+import { ERROR_CODES, type ApiError } from '../errors.js';
+import { errorResponse } from '../rest/envelope.js';
+import { requestIdOf } from './use-request-id.js';
+
+/** Where GraphQL is served; everything else answers errors with the REST error body. */
+export const GRAPHQL_ENDPOINT = '/graphql';
+
+const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
+
+/**
+ * The answer of a plugin that refuses a request before GraphQL runs (limits, rate limits): on the GraphQL
+ * endpoint a GraphQL-over-HTTP error response, elsewhere the spec's error body. Status and headers come
+ * from the error, so a caller sees the same code, status and headers as for the same error raised later.
+ */
+export function earlyErrorResponse(
+  request: Request,
+  error: ApiError,
+  fetchAPI: { Response: typeof Response },
+): Response {
+  const url = new URL(request.url);
+  const http = (error.extensions.http ?? {}) as { status?: number; headers?: Record<string, string> };
+  const headers = { ...http.headers };
+  if (url.pathname === GRAPHQL_ENDPOINT) {
+    // graphql-response+json when the client accepts it (GraphQL over HTTP); plain JSON for older clients.
+    const contentType = (request.headers.get('accept') ?? '').includes(GRAPHQL_RESPONSE_TYPE)
+      ? GRAPHQL_RESPONSE_TYPE
+      : 'application/json';
+    const body = { errors: [{ message: error.message, extensions: { code: error.code } }] };
+    return new fetchAPI.Response(JSON.stringify(body), {
+      status: http.status ?? ERROR_CODES[error.code].status,
+      headers: { 'content-type': `${contentType}; charset=utf-8`, ...headers },
+    });
+  }
+  const rest = errorResponse(
+    error.code,
+    error.message,
+    { requestId: requestIdOf(request), origin: url.origin },
+    { status: http.status, headers },
+  );
+  return new fetchAPI.Response(JSON.stringify(rest.body), {
+    status: rest.status,
+    headers: { 'content-type': 'application/json; charset=utf-8', ...rest.headers },
+  });
+}

@@ -1,0 +1,176 @@
+import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
+import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
+import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
+import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
+import type { GraphQLArmorRejectCallback } from '@escape.tech/graphql-armor-types';
+import { GraphQLError, Lexer, Source, TokenKind, type ExecutionArgs } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { ApiError } from '../errors.js';
+import { earlyErrorResponse } from './error-response.js';
+
+export interface RequestLimits {
+  /** Path plus query string, in characters; longer is 414 PAYLOAD_TOO_LARGE. */
+  maxUrlLength: number;
+  /** Request body in bytes, by Content-Length and while reading; larger is 413 PAYLOAD_TOO_LARGE. */
+  maxBodyBytes: number;
+  /** GraphQL documents: lexical tokens, selection depth, aliases, directives, and graphql-armor's cost. */
+  maxTokens: number;
+  maxDepth: number;
+  maxAliases: number;
+  maxDirectives: number;
+  maxCost: number;
+  /** Authentication plus execution of one request; past it the answer is 503 UNAVAILABLE. */
+  timeoutMs: number;
+}
+
+/**
+ * Sized for this schema: the deepest useful selection (connection → syncs → connection → application →
+ * category → field) is 6, the REST operations use at most 18 aliases and 17 directives, and GraphiQL's
+ * introspection query is about 300 tokens (introspection is left out of depth and cost).
+ */
+export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
+  maxUrlLength: 8 * 1024,
+  maxBodyBytes: 1024 * 1024,
+  maxTokens: 2000,
+  maxDepth: 8,
+  maxAliases: 30,
+  maxDirectives: 50,
+  maxCost: 5000,
+  timeoutMs: 15_000,
+};
+
+const JSON_CONTENT_TYPES = ['application/json', 'application/graphql+json'];
+
+const deadlines = new WeakMap<Request, number>();
+
+/**
+ * Refuses what is too large to be worth reading (URL, body, non-JSON bodies) before any work, GraphQL
+ * documents beyond the limits before validation finishes, and stops requests that run too long.
+ */
+export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugin {
+  const reportLimit: GraphQLArmorRejectCallback = (context, error) => {
+    context?.reportError(limitError(error.message.replace(/^Syntax Error: /, '')));
+  };
+  const armor = { propagateOnRejection: false, onReject: [reportLimit] };
+  const rules = [
+    maxDepthRule({ ...armor, n: limits.maxDepth }),
+    maxAliasesRule({ ...armor, n: limits.maxAliases }),
+    maxDirectivesRule({ ...armor, n: limits.maxDirectives }),
+    costLimitRule({ ...armor, maxCost: limits.maxCost }),
+  ];
+
+  return {
+    onRequest({ request, url, endResponse, fetchAPI }) {
+      deadlines.set(request, performance.now() + limits.timeoutMs);
+      const urlLength = url.pathname.length + url.search.length;
+      if (urlLength > limits.maxUrlLength) {
+        endResponse(
+          earlyErrorResponse(
+            request,
+            new ApiError('PAYLOAD_TOO_LARGE', `The URL is ${urlLength} characters long; the limit is ${limits.maxUrlLength}`, { status: 414 }),
+            fetchAPI,
+          ),
+        );
+        return;
+      }
+      const contentLength = Number(request.headers.get('content-length') ?? 0);
+      if (contentLength > limits.maxBodyBytes) {
+        endResponse(earlyErrorResponse(request, bodyTooLarge(limits.maxBodyBytes), fetchAPI));
+      }
+    },
+    onRequestParse({ request, endResponse, fetchAPI }) {
+      if (request.method !== 'POST') return;
+      const contentType = (request.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+      if (JSON_CONTENT_TYPES.includes(contentType)) return;
+      endResponse(
+        earlyErrorResponse(
+          request,
+          new ApiError(
+            'UNSUPPORTED_MEDIA_TYPE',
+            `POST bodies must be application/json${contentType ? `, not ${contentType.slice(0, 100)}` : ' (Content-Type is missing)'}`,
+          ),
+          fetchAPI,
+        ),
+      );
+    },
+    onParams({ params, setResult }) {
+      // Counted before parsing, so an oversized document costs a lexer pass and nothing more.
+      if (typeof params.query === 'string' && tokenCountExceeds(params.query, limits.maxTokens)) {
+        setResult({ errors: [limitError(`Token limit of ${limits.maxTokens} exceeded.`)] });
+      }
+    },
+    onValidate({ addValidationRule }) {
+      for (const rule of rules) addValidationRule(rule);
+    },
+    onExecute({ args, executeFn, setExecuteFn }) {
+      const request = (args.contextValue as { request?: Request } | undefined)?.request;
+      if (request) setExecuteFn((execArgs) => executeWithinDeadline(request, executeFn, execArgs));
+    },
+  };
+}
+
+/** Runs `work` within the request's remaining time; past it, fails with 503 UNAVAILABLE. */
+export async function withinRequestTime<T>(request: Request, work: Promise<T>): Promise<T> {
+  const outcome = await raceDeadline(request, work);
+  if (outcome === TIMED_OUT) throw timeoutError();
+  return outcome.value;
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+async function raceDeadline<T>(request: Request, work: Promise<T>): Promise<{ value: T } | typeof TIMED_OUT> {
+  const deadline = deadlines.get(request);
+  if (deadline === undefined) return { value: await work };
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(resolve, Math.max(0, deadline - performance.now()), TIMED_OUT);
+  });
+  try {
+    return await Promise.race([work.then((value) => ({ value })), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+type ExecuteFn = (args: ExecutionArgs & { signal?: AbortSignal }) => unknown;
+
+async function executeWithinDeadline(request: Request, executeFn: ExecuteFn, args: ExecutionArgs & { signal?: AbortSignal }) {
+  // Aborting stops the executor from starting more resolvers; the ones already running finish unseen.
+  const controller = new AbortController();
+  const signal = args.signal ? AbortSignal.any([args.signal, controller.signal]) : controller.signal;
+  const outcome = await raceDeadline(request, Promise.resolve(executeFn({ ...args, signal })));
+  if (outcome !== TIMED_OUT) return outcome.value;
+  const error = timeoutError();
+  controller.abort(error);
+  return { errors: [error] };
+}
+
+function timeoutError(): ApiError {
+  return new ApiError('UNAVAILABLE', 'The request took too long and was stopped; retry later or ask for less');
+}
+
+function bodyTooLarge(maxBodyBytes: number): ApiError {
+  return new ApiError('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${maxBodyBytes} bytes`);
+}
+
+/**
+ * A document over a limit. Built by hand rather than as ApiError: `spec: false` keeps yoga from answering
+ * 200 to application/json clients as it does for other validation errors, so every client gets a 400.
+ */
+function limitError(message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'INVALID_QUERY', http: { status: 400, spec: false } } });
+}
+
+function tokenCountExceeds(query: string, max: number): boolean {
+  const lexer = new Lexer(new Source(query));
+  let count = 0;
+  try {
+    while (lexer.advance().kind !== TokenKind.EOF) {
+      count += 1;
+      if (count > max) return true;
+    }
+  } catch {
+    // A lexical error is the parser's to report, with its location.
+  }
+  return false;
+}

@@ -1,0 +1,153 @@
+import { timingSafeEqual } from 'node:crypto';
+import { getOperationAST } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Database } from '../db/client.js';
+import { ApiError, ERROR_DOCS_PATH } from '../errors.js';
+import { API_PREFIX, DOCS_PATH, OPENAPI_PATH, routes } from '../rest/routes.js';
+import { earlyErrorResponse, GRAPHQL_ENDPOINT } from './error-response.js';
+
+export const METRICS_PATH = '/metrics';
+
+const REST_ROUTES = [...new Set(routes.map((route) => route.path))].map((path) => ({
+  path,
+  pattern: new RegExp(`^${path.replace(/\{\w+\}/g, '[^/]+')}$`),
+}));
+
+const FIXED_ROUTES = new Set([GRAPHQL_ENDPOINT, '/healthz', '/readyz', METRICS_PATH, OPENAPI_PATH, DOCS_PATH, ERROR_DOCS_PATH]);
+
+/**
+ * The route a path belongs to, as a pattern (`/api/v1/integrations/connected/{id}`), for metric labels and
+ * log lines: raw paths carry ids, which would make every request its own time series.
+ */
+export function routeOf(pathname: string): string {
+  const path = pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname;
+  if (FIXED_ROUTES.has(path)) return path;
+  if (path.startsWith(`${API_PREFIX}/`)) {
+    const rest = REST_ROUTES.find((route) => route.pattern.test(path));
+    if (rest) return rest.path;
+    if (path.startsWith(`${DOCS_PATH}/`)) return `${DOCS_PATH}/{asset}`;
+  }
+  if (path.startsWith(`${ERROR_DOCS_PATH}/`)) return `${ERROR_DOCS_PATH}/{code}`;
+  return 'unmatched';
+}
+
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+/** Operation names come from clients; past this many distinct ones, new names are counted as `other`. */
+const MAX_OPERATION_NAMES = 200;
+
+/**
+ * Prometheus metrics at GET /metrics: requests by route and status, GraphQL operations by name, the
+ * PostgreSQL pool, and the process. Open unless `token` is set; then it needs `Authorization: Bearer <token>`.
+ */
+export function useMetrics({ db, token, collectProcessMetrics = true }: { db: Database; token?: string | undefined; collectProcessMetrics?: boolean }): Plugin {
+  const registry = new Registry();
+  if (collectProcessMetrics) collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+    registers: [registry],
+  });
+  const operations = new Counter({
+    name: 'graphql_operations_total',
+    help: 'GraphQL operations executed, by operation name and type, surface (graphql or rest) and outcome',
+    labelNames: ['operation_name', 'operation_type', 'surface', 'outcome'] as const,
+    registers: [registry],
+  });
+  const operationDuration = new Histogram({
+    name: 'graphql_operation_duration_seconds',
+    help: 'GraphQL execution time by operation name and type',
+    labelNames: ['operation_name', 'operation_type', 'surface'] as const,
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
+    registers: [registry],
+  });
+  if (db.poolStats) {
+    const poolStats = db.poolStats.bind(db);
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'PostgreSQL pool: open (total), idle and maximum connections, and queries waiting for one',
+      labelNames: ['state'] as const,
+      registers: [registry],
+      collect() {
+        const stats = poolStats();
+        this.set({ state: 'total' }, stats.total);
+        this.set({ state: 'idle' }, stats.idle);
+        this.set({ state: 'waiting' }, stats.waiting);
+        this.set({ state: 'max' }, stats.max);
+      },
+    });
+  }
+
+  const started = new WeakMap<Request, number>();
+  const operationNames = new Set<string>();
+  const operationLabel = (name: string | undefined): string => {
+    if (!name) return 'anonymous';
+    if (operationNames.has(name)) return name;
+    if (operationNames.size >= MAX_OPERATION_NAMES || name.length > 100) return 'other';
+    operationNames.add(name);
+    return name;
+  };
+
+  return {
+    async onRequest({ request, url, endResponse, fetchAPI }) {
+      started.set(request, performance.now());
+      if (url.pathname !== METRICS_PATH) return;
+      if (token && !bearerMatches(request.headers.get('authorization'), token)) {
+        endResponse(
+          earlyErrorResponse(
+            request,
+            new ApiError('UNAUTHORIZED', 'The metrics need Authorization: Bearer <METRICS_TOKEN>', { headers: { 'WWW-Authenticate': 'Bearer' } }),
+            fetchAPI,
+          ),
+        );
+        return;
+      }
+      if (request.method !== 'GET' && request.method !== 'HEAD') {
+        endResponse(earlyErrorResponse(request, new ApiError('METHOD_NOT_ALLOWED', `${request.method.slice(0, 20)} is not allowed on ${METRICS_PATH}`, { headers: { Allow: 'GET' } }), fetchAPI));
+        return;
+      }
+      endResponse(new fetchAPI.Response(await registry.metrics(), { headers: { 'content-type': registry.contentType } }));
+    },
+    onExecute({ args }) {
+      const operation = getOperationAST(args.document, args.operationName);
+      const context = args.contextValue as { params?: { extensions?: { rest?: unknown } } } | undefined;
+      const labels = {
+        operation_name: operationLabel(operation?.name?.value),
+        operation_type: operation?.operation ?? 'unknown',
+        surface: context?.params?.extensions?.rest ? 'rest' : 'graphql',
+      };
+      const start = performance.now();
+      return {
+        onExecuteDone({ result }) {
+          const errors = (result as { errors?: unknown[] }).errors;
+          operations.inc({ ...labels, outcome: errors?.length ? 'error' : 'ok' });
+          operationDuration.observe(labels, (performance.now() - start) / 1000);
+        },
+      };
+    },
+    onResponse({ request, response }) {
+      const labels = {
+        method: METHODS.has(request.method) ? request.method : 'OTHER',
+        route: routeOf(new URL(request.url).pathname),
+        status: String(response.status),
+      };
+      requests.inc(labels);
+      const start = started.get(request);
+      if (start !== undefined) requestDuration.observe(labels, (performance.now() - start) / 1000);
+    },
+  };
+}
+
+function bearerMatches(header: string | null, token: string): boolean {
+  const presented = Buffer.from(header?.startsWith('Bearer ') ? header.slice(7) : '');
+  const expected = Buffer.from(token);
+  return presented.length === expected.length && timingSafeEqual(presented, expected);
+}

@@ -1,0 +1,180 @@
+import { Redis } from 'ioredis';
+import type { Plugin } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Viewer } from '../context.js';
+import { ApiError } from '../errors.js';
+import { DOCS_PATH, OPENAPI_PATH } from '../rest/routes.js';
+import { earlyErrorResponse } from './error-response.js';
+
+export interface RateLimitOptions {
+  /** Requests per credential per minute; 0 turns rate limiting off. */
+  perMinute: number;
+  /** A tenant's budget, shared by all its credentials, is this many credential budgets. */
+  tenantMultiplier?: number;
+  /** With a Redis URL every replica counts against the same budgets; without one each process counts alone. */
+  redisUrl?: string | undefined;
+  keyPrefix?: string;
+  /** The request's viewer (cached per request, so the context does not look it up again). */
+  viewerOf: (request: Request) => Promise<Viewer | null>;
+  logger: Logger;
+  /** Longest wait for Redis before the request goes through uncounted. */
+  redisTimeoutMs?: number;
+}
+
+/** Budget outcome shown in the `RateLimit-*` headers: the budget nearest to running out. */
+interface BudgetState {
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+}
+
+const WINDOW_SECONDS = 60;
+/** One warning per this many milliseconds while Redis fails, not one per request. */
+const WARNING_INTERVAL_MS = 60_000;
+
+/**
+ * Per-credential and per-tenant budgets over a fixed one-minute window. Requests without a valid
+ * credential count against their client address. Over budget is 429 RATE_LIMITED with `Retry-After`;
+ * every counted response carries `RateLimit-Limit`, `-Remaining` and `-Reset`. When Redis fails the
+ * request goes through uncounted (with a warning): the budget protects the API, it must not stop it.
+ */
+export function useRateLimit({
+  perMinute,
+  tenantMultiplier = 5,
+  redisUrl,
+  keyPrefix = 'igw:rl',
+  viewerOf,
+  logger,
+  redisTimeoutMs = 500,
+}: RateLimitOptions): Plugin {
+  if (perMinute <= 0) return {};
+  const redis = redisUrl ? connectRedis(redisUrl, redisTimeoutMs, logger) : undefined;
+  const connected = redis ? firstConnection(redis) : Promise.resolve();
+  const limiter = (scope: string, points: number): RateLimiterAbstract =>
+    redis
+      ? new RateLimiterRedis({ storeClient: redis, points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}`, rejectIfRedisNotReady: true })
+      : new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}` });
+  const callerBudget = limiter('caller', perMinute);
+  const tenantBudget = limiter('tenant', perMinute * tenantMultiplier);
+  const states = new WeakMap<Request, BudgetState>();
+  let lastWarning = -Infinity;
+
+  return {
+    async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
+      if (isExempt(url.pathname)) return;
+      const viewer = await viewerOf(request).catch(() => null);
+      const checks: Array<{ budget: RateLimiterAbstract; key: string; who: string }> = viewer
+        ? [
+            { budget: callerBudget, key: callerKey(viewer), who: 'this credential' },
+            { budget: tenantBudget, key: viewer.tenantId, who: "this credential's tenant" },
+          ]
+        : [{ budget: callerBudget, key: `ip:${clientAddress(serverContext)}`, who: 'this client address' }];
+      let outcomes: Array<{ res: RateLimiterRes; allowed: boolean; points: number; who: string }>;
+      await connected;
+      try {
+        outcomes = await Promise.all(
+          checks.map(async ({ budget, key, who }) => ({ ...(await consume(budget, key)), points: budget.points, who })),
+        );
+      } catch (error) {
+        if (performance.now() - lastWarning > WARNING_INTERVAL_MS) {
+          lastWarning = performance.now();
+          logger.warn({ err: error }, 'rate limit store unavailable: requests go through uncounted');
+        }
+        return;
+      }
+
+      const denied = outcomes.filter((o) => !o.allowed);
+      const binding = (denied.length > 0 ? denied : outcomes).reduce((a, b) => (b.res.remainingPoints < a.res.remainingPoints ? b : a));
+      const state: BudgetState = {
+        limit: binding.points,
+        remaining: binding.allowed ? binding.res.remainingPoints : 0,
+        resetSeconds: Math.max(1, Math.ceil(binding.res.msBeforeNext / 1000)),
+      };
+      states.set(request, state);
+      if (denied.length > 0) {
+        const retryAfter = Math.max(...denied.map((o) => Math.ceil(o.res.msBeforeNext / 1000)), 1);
+        endResponse(
+          earlyErrorResponse(
+            request,
+            new ApiError('RATE_LIMITED', `Too many requests for ${binding.who}: the budget is ${binding.points} per minute; retry in ${retryAfter} s`, {
+              headers: { 'Retry-After': String(retryAfter), ...budgetHeaders(state) },
+            }),
+            fetchAPI,
+          ),
+        );
+      }
+    },
+    onResponse({ request, response }) {
+      const state = states.get(request);
+      if (!state) return;
+      for (const [name, value] of Object.entries(budgetHeaders(state))) response.headers.set(name, value);
+    },
+    async onDispose() {
+      await redis?.quit().catch(() => redis.disconnect());
+    },
+  };
+}
+
+async function consume(budget: RateLimiterAbstract, key: string): Promise<{ res: RateLimiterRes; allowed: boolean }> {
+  try {
+    return { res: await budget.consume(key), allowed: true };
+  } catch (rejection) {
+    // The library rejects with a RateLimiterRes when over budget and with an Error when the store fails.
+    if (rejection instanceof RateLimiterRes) return { res: rejection, allowed: false };
+    throw rejection;
+  }
+}
+
+function budgetHeaders(state: BudgetState): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(state.limit),
+    'RateLimit-Remaining': String(state.remaining),
+    'RateLimit-Reset': String(state.resetSeconds),
+  };
+}
+
+/** Token id or JWT tenant + subject: never the credential itself. */
+function callerKey(viewer: Viewer): string {
+  return viewer.tokenId ? `token:${viewer.tokenId}` : `jwt:${viewer.tenantId}:${viewer.subject}`;
+}
+
+function clientAddress(serverContext: unknown): string {
+  const req = (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req;
+  return req?.socket?.remoteAddress ?? 'unknown';
+}
+
+/** The docs pages are what a client reads to learn the limits; they cost nothing to serve. */
+function isExempt(pathname: string): boolean {
+  return pathname === OPENAPI_PATH || pathname === DOCS_PATH || pathname.startsWith(`${DOCS_PATH}/`);
+}
+
+/**
+ * Settles when the first connection attempt succeeds or fails, so requests right after start are counted
+ * rather than let through; later outages fail fast because the client does not queue commands.
+ */
+function firstConnection(redis: Redis): Promise<void> {
+  return new Promise((resolve) => {
+    if (redis.status === 'ready') resolve();
+    redis.once('ready', () => resolve());
+    redis.once('error', () => resolve());
+    redis.once('end', () => resolve());
+  });
+}
+
+function connectRedis(url: string, timeoutMs: number, logger: Logger): Redis {
+  const redis = new Redis(url, {
+    // Fail at once while disconnected instead of queueing: a request must never wait for Redis to return.
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: timeoutMs,
+    connectTimeout: 2000,
+  });
+  let lastError = -Infinity;
+  redis.on('error', (error: Error) => {
+    if (performance.now() - lastError < WARNING_INTERVAL_MS) return;
+    lastError = performance.now();
+    logger.warn({ err: error }, 'redis connection error');
+  });
+  return redis;
+}

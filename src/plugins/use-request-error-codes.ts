@@ -1,0 +1,44 @@
+import { GraphQLError } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { isErrorCode, type ErrorCode } from '../errors.js';
+
+/** Codes yoga gives the request errors it raises itself (bad JSON, no query, wrong method, parse, validation). */
+const YOGA_REQUEST_CODES = new Set(['BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'REQUEST_ENTITY_TOO_LARGE']);
+
+const CODE_BY_STATUS: Record<number, ErrorCode> = {
+  405: 'METHOD_NOT_ALLOWED',
+  413: 'PAYLOAD_TOO_LARGE',
+  415: 'UNSUPPORTED_MEDIA_TYPE',
+};
+
+/**
+ * Gives yoga's own request errors this API's codes, keeping the status yoga chose (GraphQL over HTTP fixes
+ * it), so every error a GraphQL client sees carries a code from the table in src/errors.ts.
+ */
+export function useRequestErrorCodes(): Plugin {
+  return {
+    onResultProcess({ result }) {
+      for (const single of Array.isArray(result) ? result : [result]) {
+        const errors: unknown = (single as { errors?: unknown }).errors;
+        if (!Array.isArray(errors)) continue;
+        for (const error of errors) {
+          if (error instanceof GraphQLError) recode(error);
+        }
+      }
+    },
+  };
+}
+
+function recode(error: GraphQLError): void {
+  const extensions = error.extensions as Record<string, unknown>;
+  const code = extensions.code;
+  if (isErrorCode(code) || typeof code !== 'string' || !YOGA_REQUEST_CODES.has(code)) return;
+  const http = extensions.http as { status?: unknown; spec?: boolean } | undefined;
+  const status = http?.status;
+  extensions.code = (typeof status === 'number' ? CODE_BY_STATUS[status] : undefined) ?? 'INVALID_QUERY';
+  // A body that is not JSON is not a GraphQL request at all: 400 even to application/json clients, which
+  // yoga would otherwise answer with 200 as it does for documents that fail to parse or validate.
+  if (code === 'BAD_REQUEST' && http) http.spec = false;
+  // Yoga attaches the JSON parser's own exception here; the message already says what is wrong.
+  delete extensions.originalError;
+}
