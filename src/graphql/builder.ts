@@ -36,7 +36,10 @@ export const builder = new SchemaBuilder<{
     unauthorizedError: (_parent, context) =>
       context.viewer
         ? new ApiError('UNAUTHORIZED', 'The credential lacks the permission this operation needs', { status: 403 })
-        : new ApiError('UNAUTHORIZED', 'A valid credential is required: Authorization: Token <token> or Bearer <JWT>'),
+        : new ApiError('UNAUTHORIZED', 'A valid credential is required: Authorization: Token <token> or Bearer <JWT>', {
+            // RFC 9110 §15.5.2: a 401 carries the challenges, as the 401 for a rejected credential does.
+            headers: { 'WWW-Authenticate': 'Bearer, Token' },
+          }),
   },
 });
 

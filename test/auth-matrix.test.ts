@@ -1,0 +1,678 @@
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServiceUser } from '../src/auth/service-users.js';
+import { createToken } from '../src/auth/tokens.js';
+import { newId } from '../src/ids.js';
+import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { databaseKinds } from './fixtures/databases.js';
+import { BASE, rest } from './fixtures/rest.js';
+
+// The auth matrix: every credential kind × every REST endpoint and every GraphQL root field. Each cell
+// checks the status, the error code, the error body shape (REST) and that the response carries no object
+// of a tenant other than the caller's. Mutations only ever touch objects created for that one cell, and a
+// cell that must fail checks afterwards that its object is unchanged (so the failure really was auth).
+
+const DAY = 86_400_000;
+
+/** Who the credential acts as when it is accepted; `none` for every credential that must be refused. */
+type Acting = 'none' | 'demo-reader' | 'demo-admin' | 'other-admin';
+
+interface Credential {
+  name: string;
+  acting: Acting;
+  /** The Authorization header; undefined sends none. Built in beforeAll (tokens need the database). */
+  header: () => string | undefined;
+}
+
+type Outcome = 'ok' | 'unauthenticated' | 'forbidden' | 'not-found' | 'null';
+
+type Request =
+  | { surface: 'rest'; method: 'GET' | 'DELETE'; path: string }
+  | { surface: 'graphql'; field: string; query: string; variables?: Record<string, unknown> };
+
+interface Cell {
+  request: Request;
+  /** Ids the caller itself sent: an error message may echo them, which reveals nothing. */
+  sent: string[];
+  /** Checks the data of an accepted request against the database. */
+  ok?: (data: any, tenantId: string) => Promise<void> | void;
+  /** After any outcome: the write happened exactly when the cell succeeded. */
+  after?: (succeeded: boolean, tenantId: string | null) => Promise<void>;
+}
+
+interface Operation {
+  name: string;
+  /** Needs connections:delete or access:manage: a reader gets 403. */
+  adminOnly: boolean;
+  /** Names one of demo's objects: another tenant's admin gets 404 (REST, mutations) or null (GraphQL reads). */
+  demoObject: boolean;
+  cell: (env: Env) => Promise<Cell>;
+}
+
+interface Env {
+  t: TestGateway;
+  cell: number;
+  categoryId: string;
+  applicationId: string;
+  demoConnectionId: string;
+  demoSyncId: string;
+  freshConnection: () => Promise<string>;
+  freshServiceUser: () => Promise<string>;
+  freshToken: () => Promise<{ id: string; prefix: string }>;
+}
+
+const REQ_ID = /^req_\d+$/;
+const TENANT_OWNED_ID = /\b(?:ten|con|syn|usr|tok)_[0-9a-z]+\b/g;
+
+function expectedOutcome(acting: Acting, op: Operation, request: Request): Outcome {
+  if (acting === 'none') return 'unauthenticated';
+  if (op.adminOnly && acting === 'demo-reader') return 'forbidden';
+  if (acting === 'other-admin' && op.demoObject) {
+    const readField = request.surface === 'graphql' && !request.query.trimStart().startsWith('mutation');
+    return readField ? 'null' : 'not-found';
+  }
+  return 'ok';
+}
+
+/** Every id (and token prefix) of a tenant's own rows, read from the database after the cell ran. */
+async function idsOfTenant(t: TestGateway, tenantId: string): Promise<Set<string>> {
+  const rows = await t.db.raw.query<{ id: string }>(
+    `SELECT id FROM connections WHERE tenant_id = $1
+     UNION ALL SELECT id FROM syncs WHERE tenant_id = $1
+     UNION ALL SELECT id FROM service_users WHERE tenant_id = $1
+     UNION ALL SELECT id FROM tokens WHERE tenant_id = $1
+     UNION ALL SELECT prefix FROM tokens WHERE tenant_id = $1
+     UNION ALL SELECT id FROM tenants WHERE id = $1`,
+    [tenantId],
+  );
+  return new Set(rows.map((row) => row.id));
+}
+
+const operations: Operation[] = [
+  // REST
+  {
+    name: 'GET /categories',
+    adminOnly: false,
+    demoObject: false,
+    cell: async () => ({
+      request: { surface: 'rest', method: 'GET', path: `${BASE}/categories` },
+      sent: [],
+      ok: (body) => expect(body.data.length).toBeGreaterThan(0),
+    }),
+  },
+  {
+    name: 'GET /available',
+    adminOnly: false,
+    demoObject: false,
+    cell: async () => ({
+      request: { surface: 'rest', method: 'GET', path: `${BASE}/available` },
+      sent: [],
+      ok: (body) => expect(body.data.length).toBeGreaterThan(0),
+    }),
+  },
+  {
+    name: 'GET /available/{id}',
+    adminOnly: false,
+    demoObject: false,
+    cell: async (env) => ({
+      request: { surface: 'rest', method: 'GET', path: `${BASE}/available/${env.applicationId}` },
+      sent: [env.applicationId],
+      ok: (body) => expect(body.data[0].id).toBe(env.applicationId),
+    }),
+  },
+  {
+    name: 'GET /connected',
+    adminOnly: false,
+    demoObject: false,
+    cell: async (env) => ({
+      request: { surface: 'rest', method: 'GET', path: `${BASE}/connected` },
+      sent: [],
+      ok: async (body, tenantId) => {
+        const own = await idsOfTenant(env.t, tenantId);
+        expect(body.data.length).toBeGreaterThan(0);
+        for (const item of body.data) expect(own.has(item.id)).toBe(true);
+      },
+    }),
+  },
+  {
+    name: 'GET /connected/{id}',
+    adminOnly: false,
+    demoObject: true,
+    cell: async (env) => ({
+      request: { surface: 'rest', method: 'GET', path: `${BASE}/connected/${env.demoConnectionId}` },
+      sent: [env.demoConnectionId],
+      ok: (body) => expect(body.data.id).toBe(env.demoConnectionId),
+    }),
+  },
+  {
+    name: 'DELETE /connected/{id}',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const id = await env.freshConnection();
+      return {
+        request: { surface: 'rest', method: 'DELETE', path: `${BASE}/connected/${id}` },
+        sent: [id],
+        ok: (body) => expect(body.data).toEqual({ id }),
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.connection.findUniqueOrThrow({ where: { id }, select: { deletedAt: true } });
+          expect(row.deletedAt !== null).toBe(succeeded);
+        },
+      };
+    },
+  },
+  {
+    name: 'GET /syncs',
+    adminOnly: false,
+    demoObject: false,
+    cell: async () => ({
+      request: { surface: 'rest', method: 'GET', path: `${BASE}/syncs?limit=50` },
+      sent: [],
+      ok: (body, tenantId) => {
+        expect(body.data.length).toBeGreaterThan(0);
+        for (const item of body.data) expect(item.tenant_id).toBe(tenantId);
+      },
+    }),
+  },
+  {
+    name: 'GET /syncs/{id}',
+    adminOnly: false,
+    demoObject: true,
+    cell: async (env) => ({
+      request: { surface: 'rest', method: 'GET', path: `${BASE}/syncs/${env.demoSyncId}` },
+      sent: [env.demoSyncId],
+      ok: (body, tenantId) => {
+        expect(body.data.id).toBe(env.demoSyncId);
+        expect(body.data.tenant_id).toBe(tenantId);
+      },
+    }),
+  },
+
+  // GraphQL queries
+  {
+    name: 'Query.categories',
+    adminOnly: false,
+    demoObject: false,
+    cell: async () => ({
+      request: { surface: 'graphql', field: 'categories', query: '{ categories { totalCount nodes { id applications { id } } } }' },
+      sent: [],
+      ok: (data) => expect(data.nodes.length).toBeGreaterThan(0),
+    }),
+  },
+  {
+    name: 'Query.category',
+    adminOnly: false,
+    demoObject: false,
+    cell: async (env) => ({
+      request: {
+        surface: 'graphql',
+        field: 'category',
+        query: 'query($id: ID!) { category(id: $id) { id name applications { id } } }',
+        variables: { id: env.categoryId },
+      },
+      sent: [env.categoryId],
+      ok: (data) => expect(data.id).toBe(env.categoryId),
+    }),
+  },
+  {
+    name: 'Query.applications',
+    adminOnly: false,
+    demoObject: false,
+    cell: async () => ({
+      request: { surface: 'graphql', field: 'applications', query: '{ applications { totalCount nodes { id category { id } } } }' },
+      sent: [],
+      ok: (data) => expect(data.nodes.length).toBeGreaterThan(0),
+    }),
+  },
+  {
+    name: 'Query.application',
+    adminOnly: false,
+    demoObject: false,
+    cell: async (env) => ({
+      request: {
+        surface: 'graphql',
+        field: 'application',
+        query: 'query($id: ID!) { application(id: $id) { id name category { id } } }',
+        variables: { id: env.applicationId },
+      },
+      sent: [env.applicationId],
+      ok: (data) => expect(data.id).toBe(env.applicationId),
+    }),
+  },
+  {
+    name: 'Query.connections',
+    adminOnly: false,
+    demoObject: false,
+    cell: async (env) => ({
+      request: {
+        surface: 'graphql',
+        field: 'connections',
+        query: '{ connections { totalCount nodes { id name syncCount syncs(limit: 3) { id tenantId connectionId } } } }',
+      },
+      sent: [],
+      ok: async (data, tenantId) => {
+        const own = await idsOfTenant(env.t, tenantId);
+        expect(data.nodes.length).toBeGreaterThan(0);
+        for (const node of data.nodes) {
+          expect(own.has(node.id)).toBe(true);
+          for (const sync of node.syncs) expect(sync.tenantId).toBe(tenantId);
+        }
+      },
+    }),
+  },
+  {
+    name: 'Query.connection',
+    adminOnly: false,
+    demoObject: true,
+    cell: async (env) => ({
+      request: {
+        surface: 'graphql',
+        field: 'connection',
+        query: 'query($id: ID!) { connection(id: $id) { id name syncCount syncs(limit: 3) { id tenantId } } }',
+        variables: { id: env.demoConnectionId },
+      },
+      sent: [env.demoConnectionId],
+      ok: (data) => expect(data.id).toBe(env.demoConnectionId),
+    }),
+  },
+  {
+    name: 'Query.syncs',
+    adminOnly: false,
+    demoObject: false,
+    cell: async () => ({
+      request: {
+        surface: 'graphql',
+        field: 'syncs',
+        query: '{ syncs(limit: 50) { totalCount nodes { id tenantId connectionId connection { id } } } }',
+      },
+      sent: [],
+      ok: (data, tenantId) => {
+        expect(data.nodes.length).toBeGreaterThan(0);
+        for (const node of data.nodes) expect(node.tenantId).toBe(tenantId);
+      },
+    }),
+  },
+  {
+    name: 'Query.sync',
+    adminOnly: false,
+    demoObject: true,
+    cell: async (env) => ({
+      request: {
+        surface: 'graphql',
+        field: 'sync',
+        query: 'query($id: ID!) { sync(id: $id) { id tenantId connectionId connection { id } } }',
+        variables: { id: env.demoSyncId },
+      },
+      sent: [env.demoSyncId],
+      ok: (data, tenantId) => {
+        expect(data.id).toBe(env.demoSyncId);
+        expect(data.tenantId).toBe(tenantId);
+      },
+    }),
+  },
+  {
+    name: 'Query.serviceUsers',
+    adminOnly: true,
+    demoObject: false,
+    cell: async (env) => ({
+      request: { surface: 'graphql', field: 'serviceUsers', query: '{ serviceUsers { id name role tokens { id prefix } } }' },
+      sent: [],
+      ok: async (data, tenantId) => {
+        const own = await idsOfTenant(env.t, tenantId);
+        expect(data.length).toBeGreaterThan(0);
+        for (const user of data) {
+          expect(own.has(user.id)).toBe(true);
+          for (const token of user.tokens) expect(own.has(token.id)).toBe(true);
+        }
+      },
+    }),
+  },
+
+  // GraphQL mutations
+  {
+    name: 'Mutation.deleteConnection',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const id = await env.freshConnection();
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'deleteConnection',
+          query: 'mutation($id: ID!) { deleteConnection(id: $id) { id } }',
+          variables: { id },
+        },
+        sent: [id],
+        ok: (data) => expect(data).toEqual({ id }),
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.connection.findUniqueOrThrow({ where: { id }, select: { deletedAt: true } });
+          expect(row.deletedAt !== null).toBe(succeeded);
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.createServiceUser',
+    adminOnly: true,
+    demoObject: false,
+    cell: async (env) => {
+      const name = `matrix-user-${env.cell}`;
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'createServiceUser',
+          query: 'mutation($name: String!) { createServiceUser(name: $name, role: reader) { id name role } }',
+          variables: { name },
+        },
+        sent: [],
+        ok: (data) => expect(data).toMatchObject({ name, role: 'reader' }),
+        after: async (succeeded, tenantId) => {
+          const rows = await env.t.db.prisma.serviceUser.findMany({ where: { name }, select: { tenantId: true } });
+          expect(rows).toEqual(succeeded ? [{ tenantId }] : []);
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.changeServiceUserRole',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const id = await env.freshServiceUser();
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'changeServiceUserRole',
+          query: 'mutation($id: ID!) { changeServiceUserRole(id: $id, role: admin) { id role } }',
+          variables: { id },
+        },
+        sent: [id],
+        ok: (data) => expect(data).toEqual({ id, role: 'admin' }),
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.serviceUser.findUniqueOrThrow({ where: { id }, select: { role: true } });
+          expect(row.role).toBe(succeeded ? 'admin' : 'reader');
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.deleteServiceUser',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const id = await env.freshServiceUser();
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'deleteServiceUser',
+          query: 'mutation($id: ID!) { deleteServiceUser(id: $id) { id deletedTokens } }',
+          variables: { id },
+        },
+        sent: [id],
+        ok: (data) => expect(data).toEqual({ id, deletedTokens: 0 }),
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.serviceUser.findUnique({ where: { id }, select: { id: true } });
+          expect(row === null).toBe(succeeded);
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.createToken',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const serviceUserId = await env.freshServiceUser();
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'createToken',
+          query: 'mutation($id: ID!, $expiresAt: DateTime!) { createToken(serviceUserId: $id, expiresAt: $expiresAt) { id token prefix } }',
+          variables: { id: serviceUserId, expiresAt: new Date(Date.now() + 7 * DAY).toISOString() },
+        },
+        sent: [serviceUserId],
+        ok: (data) => expect(data.token).toMatch(/^igw_pat_/),
+        after: async (succeeded) => {
+          const count = await env.t.db.prisma.token.count({ where: { serviceUserId } });
+          expect(count).toBe(succeeded ? 1 : 0);
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.revokeToken',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const token = await env.freshToken();
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'revokeToken',
+          query: 'mutation($id: ID!) { revokeToken(id: $id) { id prefix revokedAt } }',
+          variables: { id: token.id },
+        },
+        sent: [token.id, token.prefix],
+        ok: (data) => {
+          expect(data.id).toBe(token.id);
+          expect(data.revokedAt).not.toBeNull();
+        },
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.token.findUniqueOrThrow({ where: { id: token.id }, select: { revokedAt: true } });
+          expect(row.revokedAt !== null).toBe(succeeded);
+        },
+      };
+    },
+  },
+];
+
+function base64url(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64url');
+}
+
+async function signJwt(
+  claims: Record<string, unknown>,
+  options: { secret?: string; expiresAt?: number } = {},
+): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
+    .setSubject('matrix-jwt-user')
+    .setIssuedAt(now - 120)
+    .setExpirationTime(options.expiresAt ?? now + 600)
+    .sign(new TextEncoder().encode(options.secret ?? JWT_TEST_SECRET));
+}
+
+describe.each(databaseKinds)('auth matrix on %s', (kind) => {
+  let t: TestGateway;
+  let env: Env;
+  const headers = new Map<string, string | undefined>();
+  let cellCounter = 0;
+
+  const credentials: Credential[] = [
+    { name: 'no credential', acting: 'none', header: () => undefined },
+    { name: 'garbage', acting: 'none', header: () => 'garbage' },
+    { name: 'wrong scheme (Basic)', acting: 'none', header: () => 'Basic abc' },
+    { name: 'expired token', acting: 'none', header: () => headers.get('expired') },
+    { name: 'revoked token', acting: 'none', header: () => headers.get('revoked') },
+    { name: 'reader token', acting: 'demo-reader', header: () => `Token ${t.tenants.demo.readerToken}` },
+    { name: 'admin token', acting: 'demo-admin', header: () => `Token ${t.tenants.demo.adminToken}` },
+    { name: "other tenant's admin token", acting: 'other-admin', header: () => `Token ${t.tenants.other.adminToken}` },
+    { name: 'JWT reader', acting: 'demo-reader', header: () => headers.get('jwt-reader') },
+    { name: 'JWT admin', acting: 'demo-admin', header: () => headers.get('jwt-admin') },
+    { name: 'JWT expired', acting: 'none', header: () => headers.get('jwt-expired') },
+    { name: 'JWT wrong key', acting: 'none', header: () => headers.get('jwt-wrong-key') },
+    { name: 'JWT alg none', acting: 'none', header: () => headers.get('jwt-none') },
+    { name: 'JWT without tenant_id', acting: 'none', header: () => headers.get('jwt-no-tenant') },
+  ];
+
+  beforeAll(async () => {
+    t = await createTestGateway(kind);
+    const demo = t.tenants.demo;
+    const prisma = t.db.prisma;
+
+    // A PAT that worked, then expired: the CHECK (expires_at > created_at) needs created_at moved back too.
+    const adminUser = await prisma.serviceUser.findUniqueOrThrow({ where: { tenantId_name: { tenantId: demo.id, name: 'admin-bot' } } });
+    const expiring = await createToken(t.db, { tenantId: demo.id, serviceUserId: adminUser.id, expiresAt: new Date(Date.now() + DAY) });
+    await rest(t.gateway, `${BASE}/connected`, { token: expiring.token, expectStatus: 200 });
+    await t.db.raw.query(
+      `UPDATE tokens SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day' WHERE id = $1`,
+      [expiring.id],
+    );
+    headers.set('expired', `Token ${expiring.token}`);
+
+    // A PAT that worked, then was revoked through the API.
+    const revoking = await createToken(t.db, { tenantId: demo.id, serviceUserId: adminUser.id, expiresAt: new Date(Date.now() + DAY) });
+    await rest(t.gateway, `${BASE}/connected`, { token: revoking.token, expectStatus: 200 });
+    await graphql(t.gateway, 'mutation($id: ID!) { revokeToken(id: $id) { id } }', {
+      token: demo.adminToken,
+      variables: { id: revoking.id },
+      expectOk: true,
+    });
+    headers.set('revoked', `Token ${revoking.token}`);
+
+    const now = Math.floor(Date.now() / 1000);
+    headers.set('jwt-reader', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'reader' })}`);
+    headers.set('jwt-admin', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' })}`);
+    headers.set('jwt-expired', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' }, { expiresAt: now - 60 })}`);
+    headers.set(
+      'jwt-wrong-key',
+      `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' }, { secret: 'a-different-secret-that-is-also-32-chars-or-more' })}`,
+    );
+    headers.set(
+      'jwt-none',
+      `Bearer ${base64url({ alg: 'none', typ: 'JWT' })}.${base64url({ tenant_id: demo.id, role: 'admin', sub: 'matrix-jwt-user', exp: now + 600 })}.`,
+    );
+    headers.set('jwt-no-tenant', `Bearer ${await signJwt({ role: 'admin' })}`);
+
+    const connection = await prisma.connection.findFirstOrThrow({ where: { tenantId: demo.id, deletedAt: null }, orderBy: { id: 'asc' } });
+    const sync = await prisma.sync.findFirstOrThrow({ where: { tenantId: demo.id }, orderBy: { id: 'asc' } });
+    const application = await prisma.application.findFirstOrThrow({ orderBy: { id: 'asc' } });
+    env = {
+      t,
+      cell: 0,
+      categoryId: application.categoryId,
+      applicationId: application.id,
+      demoConnectionId: connection.id,
+      demoSyncId: sync.id,
+      async freshConnection() {
+        const id = newId('con');
+        await prisma.connection.create({
+          data: {
+            id,
+            tenantId: demo.id,
+            applicationId: connection.applicationId,
+            name: `matrix ${id}`,
+            slug: `matrix-${id}`,
+            via: connection.via,
+            status: connection.status,
+          },
+        });
+        return id;
+      },
+      async freshServiceUser() {
+        return (await createServiceUser(t.db, { tenantId: demo.id, name: `matrix-fixture-${++cellCounter}`, role: 'reader' })).id;
+      },
+      async freshToken() {
+        const userId = await this.freshServiceUser();
+        const created = await createToken(t.db, { tenantId: demo.id, serviceUserId: userId, expiresAt: new Date(Date.now() + DAY) });
+        return { id: created.id, prefix: created.prefix };
+      },
+    };
+  });
+  afterAll(() => t?.dispose());
+
+  it('builds the whole matrix', () => {
+    expect(credentials).toHaveLength(14);
+    expect(operations).toHaveLength(23);
+  });
+
+  describe.each(credentials)('$name', (credential) => {
+    it.each(operations)('$name', async (op) => {
+      env.cell = ++cellCounter;
+      const cell = await op.cell(env);
+      const expected = expectedOutcome(credential.acting, op, cell.request);
+      const authorization = credential.header();
+      if (credential.acting !== 'none' || credential.name !== 'no credential') expect(authorization).toBeTruthy();
+      const viewerTenant =
+        credential.acting === 'none' ? null : credential.acting === 'other-admin' ? t.tenants.other.id : t.tenants.demo.id;
+
+      let status: number;
+      let body: any;
+      let data: unknown;
+      const request = cell.request;
+      if (request.surface === 'rest') {
+        const response = await rest(t.gateway, request.path, { method: request.method, authorization });
+        status = response.status;
+        body = response.body;
+        expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+        if (expected === 'ok') {
+          expect(status, JSON.stringify(body)).toBe(200);
+          expect(typeof body.msg).toBe('string');
+          data = body;
+        } else {
+          const [code, httpStatus] = {
+            unauthenticated: ['UNAUTHORIZED', 401],
+            forbidden: ['UNAUTHORIZED', 403],
+            'not-found': ['NOT_FOUND', 404],
+            null: ['NOT_FOUND', 404],
+          }[expected] as [string, number];
+          expect(status, JSON.stringify(body)).toBe(httpStatus);
+          // The spec's error body, and nothing else.
+          expect(Object.keys(body).sort()).toEqual(['error', 'msg']);
+          expect(Object.keys(body.error).sort()).toEqual(['code', 'docs', 'req_id']);
+          expect(typeof body.msg).toBe('string');
+          expect(body.msg.length).toBeGreaterThan(0);
+          expect(body.error.code).toBe(code);
+          expect(body.error.docs).toBe(`http://gateway.test/docs/errors/${code}`);
+          expect(body.error.req_id).toMatch(REQ_ID);
+          expect(response.headers.get('x-request-id')).toBe(body.error.req_id);
+        }
+        if (status === 401) expect(response.headers.get('www-authenticate')).toBeTruthy();
+      } else {
+        const response = await graphql(t.gateway, request.query, { authorization, variables: request.variables ?? {} });
+        status = response.status;
+        body = response.body;
+        const value = (body.data ?? null)?.[request.field] ?? null;
+        if (expected === 'ok' || expected === 'null') {
+          expect(status, JSON.stringify(body)).toBe(200);
+          expect(body.errors, JSON.stringify(body)).toBeUndefined();
+          if (expected === 'null') expect(value).toBeNull();
+          else expect(value).not.toBeNull();
+          data = value;
+        } else {
+          const [code, httpStatus] = {
+            unauthenticated: ['UNAUTHORIZED', 401],
+            forbidden: ['UNAUTHORIZED', 403],
+            'not-found': ['NOT_FOUND', 404],
+          }[expected] as [string, number];
+          expect(status, JSON.stringify(body)).toBe(httpStatus);
+          expect(body.errors?.length, JSON.stringify(body)).toBeGreaterThan(0);
+          for (const error of body.errors) expect(error.extensions?.code).toBe(code);
+          expect(value).toBeNull();
+        }
+        if (status === 401) expect(response.headers.get('www-authenticate')).toBeTruthy();
+      }
+
+      if (expected === 'ok' && cell.ok) await cell.ok(data, viewerTenant as string);
+      await cell.after?.(expected === 'ok', viewerTenant);
+
+      // No other tenant's data: none of its ids (or token prefixes) anywhere in the response, and every
+      // tenant-owned id in it is the caller's own (or one the caller sent).
+      const text = JSON.stringify(body);
+      const sent = new Set(cell.sent);
+      const own = viewerTenant ? await idsOfTenant(t, viewerTenant) : new Set<string>();
+      const foreignTenants = [t.tenants.demo.id, t.tenants.other.id].filter((id) => id !== viewerTenant);
+      for (const tenantId of foreignTenants) {
+        for (const id of await idsOfTenant(t, tenantId)) {
+          if (!sent.has(id) && text.includes(id)) {
+            throw new Error(`${credential.name} × ${op.name}: response shows ${id} of tenant ${tenantId}\n${text.slice(0, 2000)}`);
+          }
+        }
+      }
+      for (const id of text.match(TENANT_OWNED_ID) ?? []) {
+        if (!sent.has(id)) expect(own.has(id), `${id} in ${text.slice(0, 500)}`).toBe(true);
+      }
+    });
+  });
+});
