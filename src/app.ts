@@ -14,6 +14,13 @@ export interface App {
   demoToken?: string;
 }
 
+/**
+ * The server's bound on one statement (PostgreSQL): past it the connection is presumed dead and dropped, so
+ * a database host that vanished without closing its connections cannot hold the pool. It applies to the
+ * migrations at start too; a longer one is applied beforehand with `cli db migrate`, which has no bound.
+ */
+export const SERVER_QUERY_TIMEOUT_MS = 15_000;
+
 /** Days the printed demo token stays valid. */
 export const DEMO_TOKEN_DAYS = 90;
 
@@ -22,7 +29,11 @@ export const DEMO_TOKEN_DAYS = 90;
  * SEED=none) and builds the gateway. Listening is the caller's business.
  */
 export async function startApp(config: Config, logger: Logger): Promise<App> {
-  const db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+  const db = await openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: config.DATA_DIR,
+    queryTimeoutMs: SERVER_QUERY_TIMEOUT_MS,
+  });
   try {
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');

@@ -1,7 +1,7 @@
 import { execFile, execFileSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { createServer as createNetServer, type AddressInfo } from 'node:net';
+import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -104,6 +104,69 @@ class ThrowawayCluster {
   }
 }
 
+/**
+ * A TCP relay in front of the cluster that can lose every connection the way a failed-over or partitioned
+ * host does: silently, without a reset or a close, so only a timeout can tell.
+ */
+class Relay {
+  private readonly pairs = new Set<{ client: Socket; upstream?: Socket; dead: boolean }>();
+  private partitioned = false;
+  private readonly server: NetServer = createNetServer((client) => this.accept(client));
+  port = 0;
+
+  constructor(private readonly targetPort: number) {}
+
+  async listen(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  private accept(client: Socket): void {
+    const pair: { client: Socket; upstream?: Socket; dead: boolean } = { client, dead: this.partitioned };
+    this.pairs.add(pair);
+    client.on('error', () => {});
+    client.on('close', () => {
+      this.pairs.delete(pair);
+      if (!pair.dead) pair.upstream?.destroy();
+    });
+    // Accepted by the kernel, never answered: what a connection attempt to a vanished host looks like.
+    if (pair.dead) return void client.pause();
+    const upstream = connect({ host: '127.0.0.1', port: this.targetPort });
+    pair.upstream = upstream;
+    upstream.on('error', () => {});
+    upstream.on('close', () => {
+      if (!pair.dead) client.destroy();
+    });
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+
+  /** Every open connection, and every new one, stops carrying data; nothing is closed. */
+  partition(): void {
+    this.partitioned = true;
+    for (const pair of this.pairs) {
+      pair.dead = true;
+      pair.client.unpipe();
+      pair.upstream?.unpipe();
+      pair.client.pause();
+      pair.upstream?.pause();
+    }
+  }
+
+  /** New connections get through again; the cut ones stay dead, like connections to the old host. */
+  heal(): void {
+    this.partitioned = false;
+  }
+
+  async close(): Promise<void> {
+    for (const pair of this.pairs) {
+      pair.client.destroy();
+      pair.upstream?.destroy();
+    }
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
@@ -122,6 +185,32 @@ interface Outcome {
   endedAt: number;
 }
 
+interface LogLine {
+  level: number;
+  msg?: string;
+}
+
+/** Warnings and errors of a gateway, kept for assertions (an outage must be "unavailable", never "unexpected"). */
+function capturingLogger(lines: LogLine[]) {
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as LogLine);
+      done();
+    },
+  });
+  return pino({ level: 'warn', base: undefined }, sink);
+}
+
+/** One credential sends all the traffic here, far beyond a per-credential rate limit: that is not under test. */
+const GATEWAY_CONFIG = {
+  JWT_SECRET: undefined,
+  JWT_PUBLIC_KEY: undefined,
+  JWT_JWKS_URL: undefined,
+  JWT_ISSUER: undefined,
+  JWT_AUDIENCE: undefined,
+  RATE_LIMIT_PER_MINUTE: 0,
+};
+
 const CONNECTIONS_QUERY = '{ connections(limit: 5) { totalCount nodes { id name syncs(limit: 2) { id status } } } }';
 
 describe.skipIf(skipReason !== null)('database outage on PostgreSQL (own throwaway cluster)', () => {
@@ -133,7 +222,7 @@ describe.skipIf(skipReason !== null)('database outage on PostgreSQL (own throwaw
   let adminToken = '';
   let tenantId = '';
   const running = new Set<{ stop(): Promise<unknown> }>();
-  const logLines: Array<{ level: number; msg?: string; err?: { message?: string } }> = [];
+  const logLines: LogLine[] = [];
 
   beforeAll(async () => {
     cluster = await ThrowawayCluster.create();
@@ -149,17 +238,7 @@ describe.skipIf(skipReason !== null)('database outage on PostgreSQL (own throwaw
     const user = await createServiceUser(db, { tenantId, name: 'ops-admin', role: 'admin' });
     adminToken = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
 
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        for (const line of chunk.toString('utf8').split('\n')) if (line) logLines.push(JSON.parse(line));
-        done();
-      },
-    });
-    const gateway = createGateway({
-      db,
-      config: { JWT_SECRET: undefined, JWT_PUBLIC_KEY: undefined, JWT_JWKS_URL: undefined, JWT_ISSUER: undefined, JWT_AUDIENCE: undefined },
-      logger: pino({ level: 'warn', base: undefined }, sink),
-    });
+    const gateway = createGateway({ db, config: GATEWAY_CONFIG, logger: capturingLogger(logLines) });
     server = createServer(gateway);
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -176,21 +255,21 @@ describe.skipIf(skipReason !== null)('database outage on PostgreSQL (own throwaw
   });
 
   /** One request; a transport failure is an outcome too (status 0), so a dropped connection fails an assertion. */
-  async function call(what: 'rest' | 'graphql' | 'readyz' | 'healthz' | `delete ${string}`): Promise<Outcome> {
+  async function call(what: 'rest' | 'graphql' | 'readyz' | 'healthz' | `delete ${string}`, origin = base): Promise<Outcome> {
     const startedAt = performance.now();
     const headers = { authorization: `Token ${adminToken}` };
     try {
       let response: Response;
-      if (what === 'rest') response = await fetch(`${base}/api/v1/integrations/connected?limit=5`, { headers });
+      if (what === 'rest') response = await fetch(`${origin}/api/v1/integrations/connected?limit=5`, { headers });
       else if (what === 'graphql') {
-        response = await fetch(`${base}/graphql`, {
+        response = await fetch(`${origin}/graphql`, {
           method: 'POST',
           headers: { ...headers, 'content-type': 'application/json', accept: 'application/graphql-response+json' },
           body: JSON.stringify({ query: CONNECTIONS_QUERY }),
         });
       } else if (what.startsWith('delete ')) {
-        response = await fetch(`${base}/api/v1/integrations/connected/${what.slice(7)}`, { method: 'DELETE', headers });
-      } else response = await fetch(`${base}/${what}`);
+        response = await fetch(`${origin}/api/v1/integrations/connected/${what.slice(7)}`, { method: 'DELETE', headers });
+      } else response = await fetch(`${origin}/${what}`);
       const text = await response.text();
       let body: unknown = text;
       try {
@@ -372,5 +451,49 @@ describe.skipIf(skipReason !== null)('database outage on PostgreSQL (own throwaw
       `DELETE during outage: ${answered.length} answered 200, ${refused.length} answered 503 ` +
         `(${deletedDespite503} of those committed before the connection died), ${queue.length} never sent`,
     );
+  });
+
+  it('gives up on connections a vanished host left hanging, and recovers without a restart', async () => {
+    // A second gateway reaches the same cluster through the relay, with bounds short enough for a test; the
+    // server's own are SERVER_QUERY_TIMEOUT_MS and the 5 s connect default.
+    const relay = new Relay(cluster!.port);
+    await relay.listen();
+    const bounds = { connectTimeoutMs: 1000, queryTimeoutMs: 1000 };
+    const relayed = await openDatabase({ databaseUrl: cluster!.url.replace(`:${cluster!.port}/`, `:${relay.port}/`), poolSize: 3, ...bounds });
+    const relayLog: LogLine[] = [];
+    const relayServer = createServer(createGateway({ db: relayed, config: GATEWAY_CONFIG, logger: capturingLogger(relayLog) }));
+    try {
+      await new Promise<void>((resolve) => relayServer.listen(0, '127.0.0.1', resolve));
+      const origin = `http://127.0.0.1:${(relayServer.address() as AddressInfo).port}`;
+      // Fill the pool, so every pooled connection is one the partition will strand.
+      const warm = await Promise.all(Array.from({ length: 6 }, (_, i) => call(i % 2 ? 'rest' : 'graphql', origin)));
+      expect(warm.map((o) => o.status)).toEqual([200, 200, 200, 200, 200, 200]);
+
+      relay.partition();
+      const cut = await Promise.all([...Array.from({ length: 6 }, (_, i) => call(i % 2 ? 'rest' : 'graphql', origin)), call('readyz', origin)]);
+      for (const outcome of cut) {
+        if (outcome.what === 'readyz') expect(outcome.status).toBe(503);
+        else expectUnavailable(outcome);
+        // Waiting for a pooled connection, then for the statement on it: each bounded.
+        expect(outcome.endedAt - outcome.startedAt, outcome.what).toBeLessThan(bounds.connectTimeoutMs + bounds.queryTimeoutMs + 1500);
+      }
+
+      relay.heal();
+      const healed = performance.now();
+      let recoveredAt: number | undefined;
+      while (recoveredAt === undefined && performance.now() - healed < 10_000) {
+        const [restOutcome, graphqlOutcome] = await Promise.all([call('rest', origin), call('graphql', origin)]);
+        if (restOutcome.status === 200 && graphqlOutcome.status === 200) recoveredAt = performance.now();
+      }
+      expect(recoveredAt, 'still failing 10 s after the database was reachable again').toBeDefined();
+      console.info(`recovered ${Math.round(recoveredAt! - healed)} ms after a silent connection loss was healed`);
+      expect((await call('readyz', origin)).status).toBe(200);
+      expect(relayLog.filter((l) => l.msg === 'unexpected error')).toEqual([]);
+    } finally {
+      relayServer.closeAllConnections();
+      await new Promise<void>((resolve) => relayServer.close(() => resolve()));
+      await relay.close();
+      await relayed.close().catch(() => {});
+    }
   });
 });

@@ -30,7 +30,12 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
     if (typeof value === 'string' && (CONNECTION_FAILURE_CODES.has(value) || value === 'ConnectionClosed')) return true;
   }
   const message = typeof record.message === 'string' ? record.message : '';
-  if (/Connection terminated|connect ECONNREFUSED|Can't reach database server|terminating connection/i.test(message)) {
+  // The last two are pg's own bounds (query_timeout, connectionTimeoutMillis) on a server that stopped answering.
+  if (
+    /Connection terminated|connect ECONNREFUSED|Can't reach database server|terminating connection|Query read timeout|timeout exceeded when trying to connect/i.test(
+      message,
+    )
+  ) {
     return true;
   }
   return ['cause', 'originalError', 'error'].some((key) => isDatabaseUnavailable(record[key], depth + 1));
