@@ -2,8 +2,7 @@ import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
-import type { GraphQLArmorRejectCallback } from '@escape.tech/graphql-armor-types';
-import { GraphQLError, Lexer, Source, TokenKind, type ExecutionArgs } from 'graphql';
+import { GraphQLError, Lexer, Source, TokenKind, type ExecutionArgs, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { earlyErrorResponse } from './error-response.js';
@@ -48,7 +47,7 @@ const deadlines = new WeakMap<Request, number>();
  * documents beyond the limits before validation finishes, and stops requests that run too long.
  */
 export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugin {
-  const reportLimit: GraphQLArmorRejectCallback = (context, error) => {
+  const reportLimit = (context: ValidationContext | null, error: GraphQLError) => {
     context?.reportError(limitError(error.message.replace(/^Syntax Error: /, '')));
   };
   const armor = { propagateOnRejection: false, onReject: [reportLimit] };

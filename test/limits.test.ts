@@ -1,0 +1,242 @@
+// Request limits: URL and body size, media type, broken JSON, GraphQL document limits (graphql-armor and a
+// token count), and the request time limit, through real HTTP handling on a real database.
+import { readdirSync, readFileSync } from 'node:fs';
+import { getIntrospectionQuery } from 'graphql';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/logger.js';
+import { DEFAULT_REQUEST_LIMITS } from '../src/plugins/use-limits.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../src/yoga.js';
+import { databaseKinds } from './fixtures/databases.js';
+import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { BASE, ORIGIN, rest } from './fixtures/rest.js';
+
+const GRAPHQL_URL = `${ORIGIN}/graphql`;
+
+function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> = {}): Gateway {
+  return createGateway({
+    db: t.db,
+    config: {
+      JWT_SECRET: JWT_TEST_SECRET,
+      JWT_PUBLIC_KEY: undefined,
+      JWT_JWKS_URL: undefined,
+      JWT_ISSUER: undefined,
+      JWT_AUDIENCE: undefined,
+      RATE_LIMIT_PER_MINUTE: 0,
+    },
+    logger: createLogger('silent'),
+    ...options,
+  });
+}
+
+async function postGraphQL(gateway: Gateway, body: BodyInit, headers: Record<string, string> = {}, init: RequestInit = {}) {
+  const response = await gateway.fetch(GRAPHQL_URL, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+    body,
+    ...init,
+  });
+  return { status: response.status, headers: response.headers, body: (await response.json()) as { data?: unknown; errors?: Array<{ message: string; extensions?: { code?: string } }> } };
+}
+
+const codesOf = (body: { errors?: Array<{ extensions?: { code?: string } }> }) => body.errors?.map((e) => e.extensions?.code);
+
+describe('request limits', () => {
+  let t: TestGateway;
+  let gateway: Gateway;
+  let token: string;
+  beforeAll(async () => {
+    t = await createTestGateway('pglite');
+    token = t.tenants.demo.adminToken;
+    gateway = gatewayWith(t, {
+      limits: { maxUrlLength: 2048, maxBodyBytes: 16 * 1024, maxTokens: 500, maxDepth: 5, maxAliases: 3, maxDirectives: 4, maxCost: 30 },
+    });
+  });
+  afterAll(() => t?.dispose());
+
+  it('refuses an over-long URL with 414 PAYLOAD_TOO_LARGE, in each surface’s error form', async () => {
+    const long = 'x'.repeat(2100);
+    const viaRest = await rest(gateway, `${BASE}/connected?name=${long}`, { token });
+    expect(viaRest.status).toBe(414);
+    expect(viaRest.body.error.code).toBe('PAYLOAD_TOO_LARGE');
+    expect(viaRest.body.error.req_id).toBe(viaRest.headers.get('x-request-id'));
+    expect(viaRest.body.error.docs).toBe(`${ORIGIN}/docs/errors/PAYLOAD_TOO_LARGE`);
+
+    const viaGraphQL = await gateway.fetch(`${GRAPHQL_URL}?query=${encodeURIComponent(`{ categories(limit: 1) { totalCount } } #${long}`)}`, {
+      headers: { accept: 'application/graphql-response+json' },
+    });
+    expect(viaGraphQL.status).toBe(414);
+    expect(viaGraphQL.headers.get('content-type')).toMatch(/^application\/graphql-response\+json/);
+    expect(await viaGraphQL.json()).toEqual({ errors: [{ message: expect.stringContaining('2048'), extensions: { code: 'PAYLOAD_TOO_LARGE' } }] });
+  });
+
+  it('refuses a body over the limit by Content-Length, before reading it', async () => {
+    const query = `{ categories { totalCount } } #${'x'.repeat(20 * 1024)}`;
+    const { status, body } = await postGraphQL(gateway, JSON.stringify({ query }));
+    expect(status).toBe(413);
+    expect(codesOf(body)).toEqual(['PAYLOAD_TOO_LARGE']);
+  });
+
+  it('refuses a streamed body without Content-Length once it passes the limit', async () => {
+    const chunk = new TextEncoder().encode(`{"query":"{ categories { totalCount } }","extensions":{"pad":"${'x'.repeat(4096)}`);
+    let sent = 0;
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        sent += 1;
+        if (sent > 10) controller.close();
+        else controller.enqueue(sent === 1 ? chunk : new TextEncoder().encode('x'.repeat(4096)));
+      },
+    });
+    const { status, body } = await postGraphQL(gateway, stream, {}, { duplex: 'half' } as RequestInit);
+    expect(status).toBe(413);
+    expect(codesOf(body)).toEqual(['PAYLOAD_TOO_LARGE']);
+  });
+
+  it('answers 415 UNSUPPORTED_MEDIA_TYPE to POST bodies that are not JSON, and accepts JSON with a charset', async () => {
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/graphql']) {
+      const { status, body } = await postGraphQL(gateway, '{"query":"{ __typename }"}', { 'content-type': contentType });
+      expect({ contentType, status }).toEqual({ contentType, status: 415 });
+      expect(codesOf(body)).toEqual(['UNSUPPORTED_MEDIA_TYPE']);
+    }
+    const ok = await postGraphQL(gateway, '{"query":"{ __typename }"}', { 'content-type': 'application/json; charset=utf-8' });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({ data: { __typename: 'Query' } });
+  });
+
+  it('answers broken JSON with 400 INVALID_QUERY for both GraphQL response types', async () => {
+    for (const accept of ['application/json', 'application/graphql-response+json']) {
+      const { status, body } = await postGraphQL(gateway, '{"query": "{ __typename }"', { accept });
+      expect(status).toBe(400);
+      expect(codesOf(body)).toEqual(['INVALID_QUERY']);
+      expect(JSON.stringify(body)).not.toContain('originalError');
+    }
+  });
+
+  it('gives GraphQL syntax and validation errors the INVALID_QUERY code', async () => {
+    const syntax = await graphql(gateway, '{ categories {', { token });
+    expect(codesOf(syntax.body)).toEqual(['INVALID_QUERY']);
+    const unknownField = await graphql(gateway, '{ nope }', { token });
+    expect(unknownField.status).toBe(400);
+    expect(codesOf(unknownField.body)).toEqual(['INVALID_QUERY']);
+  });
+
+  const overLimit: Array<[string, string, RegExp]> = [
+    ['depth', '{ connections { nodes { application { category { applications { nodes { name } } } } } } }', /depth limit of 5/],
+    ['aliases', '{ a: categories { totalCount } b: categories { totalCount } c: categories { totalCount } d: categories { totalCount } }', /aliases limit of 3/i],
+    ['directives', '{ categories @include(if: true) @skip(if: false) { totalCount @include(if: true) @skip(if: false) nodes @include(if: true) { name } } }', /directives limit of 4/i],
+    ['cost', '{ categories { nodes { id name slug } } connections { nodes { id name slug status description } } applications { nodes { id name slug description } } }', /cost limit of 30/i],
+    ['tokens', `{ categories { ${'totalCount '.repeat(600)} } }`, /token limit of 500/i],
+  ];
+  it.each(overLimit)('refuses a document over the %s limit with 400 INVALID_QUERY, to application/json clients too', async (_name, query, message) => {
+    const { status, body } = await postGraphQL(gateway, JSON.stringify({ query }), { authorization: `Token ${token}` });
+    expect(status).toBe(400);
+    expect(body.data).toBeUndefined();
+    expect(codesOf(body)?.[0]).toBe('INVALID_QUERY');
+    expect(body.errors?.map((e) => e.message).join('; ')).toMatch(message);
+  });
+});
+
+describe('default limits admit every document this project ships', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await createTestGateway('pglite');
+  });
+  afterAll(() => t?.dispose());
+
+  /** The REST operations, the README's GraphQL examples, GraphiQL's default query and its introspection query. */
+  function shippedDocuments(): Array<{ name: string; query: string; variables: Record<string, unknown> }> {
+    const read = (file: string) => readFileSync(`schema/operations/${file}`, 'utf8');
+    const files = readdirSync('schema/operations').filter((file) => file.endsWith('.graphql'));
+    // Shared fragments live in their own file; an operation is sent with the ones it spreads.
+    const fragmentFiles = files.filter((file) => !/^\s*(query|mutation|subscription)\b/m.test(read(file)));
+    const fragments = fragmentFiles.map(read).join('\n');
+    const operations = files
+      .filter((file) => !fragmentFiles.includes(file))
+      .map((file) => {
+        const query = read(file);
+        const spread = new Set([...query.matchAll(/\.\.\.\s*(\w+)/g)].map((m) => m[1]));
+        const used = [...fragments.matchAll(/fragment\s+(\w+)[^{]*\{/g)].some((m) => spread.has(m[1]));
+        return { name: file, query: used ? `${query}\n${fragments}` : query, variables: { id: 'con_x' } };
+      });
+    const readme = readFileSync('README.md', 'utf8');
+    const curlBodies = [...readme.matchAll(/-d '(\{"query".*?\})'\s*$/gm)].map((m, i) => {
+      const body = JSON.parse(m[1] ?? '{}') as { query: string; variables?: Record<string, unknown> };
+      return { name: `README curl #${i + 1}`, query: body.query, variables: body.variables ?? {} };
+    });
+    const graphqlBlocks = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m, i) => ({
+      name: `README graphql block #${i + 1}`,
+      query: m[1] ?? '',
+      variables: { since: '2026-01-01T00:00:00+00:00' },
+    }));
+    expect(curlBodies.length).toBeGreaterThan(1);
+    return [
+      ...operations,
+      ...curlBodies,
+      ...graphqlBlocks,
+      { name: 'introspection', query: getIntrospectionQuery(), variables: {} },
+    ];
+  }
+
+  it('passes the REST operations, README examples and introspection through /graphql', async () => {
+    const documents = shippedDocuments();
+    expect(documents.length).toBeGreaterThan(10);
+    for (const { name, query, variables } of documents) {
+      const { body } = await graphql(t.gateway, query, { variables, token: t.tenants.demo.adminToken });
+      const limitErrors = (body.errors ?? []).filter((e) => /limit of \d+/i.test(e.message));
+      expect({ name, limitErrors }).toEqual({ name, limitErrors: [] });
+    }
+  });
+
+  it('has the documented defaults', () => {
+    expect(DEFAULT_REQUEST_LIMITS).toEqual({
+      maxUrlLength: 8192,
+      maxBodyBytes: 1_048_576,
+      maxTokens: 2000,
+      maxDepth: 8,
+      maxAliases: 30,
+      maxDirectives: 50,
+      maxCost: 5000,
+      timeoutMs: 15_000,
+    });
+  });
+});
+
+describe.each(databaseKinds)('request time limit on %s', (kind) => {
+  let t: TestGateway;
+  let gateway: Gateway;
+  beforeAll(async () => {
+    t = await createTestGateway(kind);
+    gateway = gatewayWith(t, { limits: { timeoutMs: 400 } });
+  });
+  afterAll(() => t?.dispose());
+
+  it('answers 503 UNAVAILABLE when the database holds the request past the limit, then recovers', async () => {
+    const token = t.tenants.demo.readerToken;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    // A transaction holding an exclusive lock on connections: PostgreSQL queues readers of that table, and
+    // PGlite (one connection) queues every statement behind the open transaction.
+    const transaction = t.db.raw.transaction(async (tx) => {
+      await tx.exec('LOCK TABLE connections IN ACCESS EXCLUSIVE MODE');
+      locked();
+      await held;
+    });
+    try {
+      await lockTaken;
+      const started = performance.now();
+      const viaGraphQL = await graphql(gateway, '{ connections { totalCount } }', { token });
+      expect(viaGraphQL.status).toBe(503);
+      expect(codesOf(viaGraphQL.body)).toEqual(['UNAVAILABLE']);
+      const viaRest = await rest(gateway, `${BASE}/connected`, { token });
+      expect(viaRest.status).toBe(503);
+      expect(viaRest.body.error.code).toBe('UNAVAILABLE');
+      expect(performance.now() - started).toBeLessThan(5000);
+    } finally {
+      release();
+      await transaction;
+    }
+    const after = await graphql(gateway, '{ connections { totalCount } }', { token, expectOk: true });
+    expect(after.body.data?.connections.totalCount).toBeGreaterThan(0);
+  });
+});
