@@ -1,0 +1,269 @@
+// Rate limits: per credential, per tenant and per client address, in memory and in the real Redis on
+// 127.0.0.1:6379 (shared by two gateways, and failing open when Redis goes away).
+import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createTcpServer, connect, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { SignJWT } from 'jose';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/logger.js';
+import { createGateway, type Gateway, type GatewayOptions } from '../src/yoga.js';
+import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { BASE, ORIGIN, rest } from './fixtures/rest.js';
+
+const REDIS_URL = 'redis://127.0.0.1:6379';
+const BUDGET = 5;
+
+function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> & { perMinute?: number; redisUrl?: string } = {}): Gateway {
+  const { perMinute = BUDGET, redisUrl, ...rest } = options;
+  return createGateway({
+    db: t.db,
+    config: {
+      JWT_SECRET: JWT_TEST_SECRET,
+      JWT_PUBLIC_KEY: undefined,
+      JWT_JWKS_URL: undefined,
+      JWT_ISSUER: undefined,
+      JWT_AUDIENCE: undefined,
+      RATE_LIMIT_PER_MINUTE: perMinute,
+      REDIS_URL: redisUrl,
+    },
+    logger: createLogger('silent'),
+    ...rest,
+  });
+}
+
+function jwtFor(tenantId: string, sub: string): Promise<string> {
+  return new SignJWT({ tenant_id: tenantId, role: 'reader' })
+    .setProtectedHeader({ alg: 'HS256' })
+    .setSubject(sub)
+    .setExpirationTime('10m')
+    .sign(new TextEncoder().encode(JWT_TEST_SECRET));
+}
+
+const budgetHeaders = (headers: Headers) => ({
+  limit: headers.get('ratelimit-limit'),
+  remaining: headers.get('ratelimit-remaining'),
+  reset: Number(headers.get('ratelimit-reset')),
+});
+
+/** Spends `count` requests of a credential's budget on a cheap REST route; returns the statuses. */
+async function spend(gateway: Gateway, count: number, authorization: string): Promise<number[]> {
+  const statuses: number[] = [];
+  for (let i = 0; i < count; i += 1) statuses.push((await rest(gateway, `${BASE}/categories`, { authorization })).status);
+  return statuses;
+}
+
+function uniquePrefix(): string {
+  return `igw-test:${randomBytes(6).toString('hex')}`;
+}
+
+async function deleteKeys(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+describe('rate limits in memory', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await createTestGateway('pglite');
+  });
+  afterAll(() => t?.dispose());
+
+  it('counts each credential: RateLimit-* on every response, then 429 RATE_LIMITED with Retry-After', async () => {
+    const gateway = gatewayWith(t);
+    const reader = `Token ${t.tenants.demo.readerToken}`;
+    for (let i = 0; i < BUDGET; i += 1) {
+      const response = await rest(gateway, `${BASE}/categories`, { authorization: reader });
+      expect(response.status).toBe(200);
+      const headers = budgetHeaders(response.headers);
+      expect(headers).toEqual({ limit: String(BUDGET), remaining: String(BUDGET - 1 - i), reset: expect.any(Number) });
+      expect(headers.reset).toBeGreaterThanOrEqual(1);
+      expect(headers.reset).toBeLessThanOrEqual(60);
+    }
+
+    const limited = await rest(gateway, `${BASE}/categories`, { authorization: reader });
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual({
+      msg: expect.stringContaining('this credential'),
+      error: { code: 'RATE_LIMITED', docs: `${ORIGIN}/docs/errors/RATE_LIMITED`, req_id: limited.headers.get('x-request-id') },
+    });
+    const retryAfter = Number(limited.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(60);
+    expect(budgetHeaders(limited.headers)).toMatchObject({ limit: String(BUDGET), remaining: '0' });
+
+    // The same budget covers GraphQL, which answers in its own error form.
+    const viaGraphQL = await graphql(gateway, '{ categories { totalCount } }', { token: t.tenants.demo.readerToken });
+    expect(viaGraphQL.status).toBe(429);
+    expect(viaGraphQL.body).toEqual({ errors: [{ message: expect.stringContaining('this credential'), extensions: { code: 'RATE_LIMITED' } }] });
+    expect(viaGraphQL.headers.get('retry-after')).toMatch(/^\d+$/);
+
+    // Another credential of the same tenant has a budget of its own.
+    expect(await spend(gateway, 1, `Token ${t.tenants.demo.adminToken}`)).toEqual([200]);
+  });
+
+  it('shares a tenant budget among its credentials (multiplier × the credential budget)', async () => {
+    const gateway = gatewayWith(t, { rateLimit: { tenantMultiplier: 2 } });
+    const demo = t.tenants.demo;
+    expect(await spend(gateway, BUDGET, `Token ${demo.readerToken}`)).toEqual(Array(BUDGET).fill(200));
+    expect(await spend(gateway, BUDGET, `Token ${demo.adminToken}`)).toEqual(Array(BUDGET).fill(200));
+
+    // A third credential of the tenant (a JWT, keyed by tenant and subject) has its own budget left, the tenant has none.
+    const jwt = `Bearer ${await jwtFor(demo.id, 'reporting-job')}`;
+    const limited = await rest(gateway, `${BASE}/categories`, { authorization: jwt });
+    expect(limited.status).toBe(429);
+    expect(limited.body.msg).toContain('tenant');
+    expect(budgetHeaders(limited.headers)).toMatchObject({ limit: String(2 * BUDGET), remaining: '0' });
+
+    // Other tenants are not affected.
+    const other = await rest(gateway, `${BASE}/categories`, { token: t.tenants.other.readerToken });
+    expect(other.status).toBe(200);
+    expect(budgetHeaders(other.headers)).toMatchObject({ limit: String(BUDGET), remaining: String(BUDGET - 1) });
+  });
+
+  describe('over real HTTP', () => {
+    let server: Server;
+    let base: string;
+    beforeAll(async () => {
+      server = createHttpServer(gatewayWith(t));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    it('keys requests without a valid credential by client address; health, docs and metrics are not limited', async () => {
+      const statuses: number[] = [];
+      for (let i = 0; i < BUDGET; i += 1) {
+        // Unknown credentials count against the address too: guessing tokens costs budget.
+        const headers = i % 2 === 0 ? {} : { authorization: 'Token igw_pat_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' };
+        statuses.push((await fetch(`${base}${BASE}/categories`, { headers })).status);
+      }
+      expect(statuses).toEqual([401, 401, 401, 401, 401]);
+      const limited = await fetch(`${base}${BASE}/categories`);
+      expect(limited.status).toBe(429);
+      expect(((await limited.json()) as { msg: string }).msg).toContain('client address');
+
+      for (const path of ['/healthz', '/readyz', '/metrics', '/docs/errors/RATE_LIMITED', '/api/v1/docs', '/api/v1/openapi.json']) {
+        const response = await fetch(`${base}${path}`);
+        expect({ path, status: response.status }).toEqual({ path, status: 200 });
+        expect(response.headers.get('ratelimit-limit')).toBeNull();
+        await response.arrayBuffer();
+      }
+      const graphiql = await fetch(`${base}/graphql`, { headers: { accept: 'text/html' } });
+      expect(graphiql.status).toBe(200);
+      await graphiql.text();
+
+      // A valid credential is counted as itself, not as the exhausted address.
+      const authorized = await fetch(`${base}${BASE}/categories`, { headers: { authorization: `Token ${t.tenants.other.adminToken}` } });
+      expect(authorized.status).toBe(200);
+      await authorized.arrayBuffer();
+    });
+  });
+
+  it('is off with a budget of 0', async () => {
+    const gateway = gatewayWith(t, { perMinute: 0 });
+    const statuses = await spend(gateway, BUDGET + 2, `Token ${t.tenants.demo.readerToken}`);
+    expect(statuses).toEqual(Array(BUDGET + 2).fill(200));
+    const response = await rest(gateway, `${BASE}/categories`, { token: t.tenants.demo.readerToken });
+    expect(response.headers.get('ratelimit-limit')).toBeNull();
+  });
+});
+
+describe('rate limits in Redis', () => {
+  let t: TestGateway;
+  const prefixes: string[] = [];
+  const gateways: Gateway[] = [];
+  const redisGateway = (keyPrefix: string, redisUrl = REDIS_URL, logger?: GatewayOptions['logger']) => {
+    const gateway = gatewayWith(t, { redisUrl, rateLimit: { keyPrefix }, ...(logger ? { logger } : {}) });
+    gateways.push(gateway);
+    return gateway;
+  };
+  beforeAll(async () => {
+    t = await createTestGateway('pglite');
+  });
+  afterAll(async () => {
+    await Promise.all(gateways.map((gateway) => gateway.dispose()));
+    await Promise.all(prefixes.map(deleteKeys));
+    await t?.dispose();
+  });
+
+  it('two gateways sharing Redis share one budget, and keys never hold the token', async () => {
+    const prefix = uniquePrefix();
+    prefixes.push(prefix);
+    const first = redisGateway(prefix);
+    const second = redisGateway(prefix);
+    const token = t.tenants.demo.readerToken;
+    expect(await spend(first, 3, `Token ${token}`)).toEqual([200, 200, 200]);
+    const fourth = await rest(second, `${BASE}/categories`, { token });
+    expect(fourth.status).toBe(200);
+    expect(budgetHeaders(fourth.headers)).toMatchObject({ limit: String(BUDGET), remaining: '1' });
+    expect(await spend(second, 1, `Token ${token}`)).toEqual([200]);
+    const limited = await rest(first, `${BASE}/categories`, { token });
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+    const redis = new Redis(REDIS_URL);
+    try {
+      const keys = await redis.keys(`${prefix}*`);
+      expect(keys.length).toBeGreaterThanOrEqual(2);
+      const secret = token.split('_').at(-1) ?? token;
+      for (const key of keys) {
+        expect(key).not.toContain(secret);
+        expect(key).not.toContain(token);
+      }
+    } finally {
+      redis.disconnect();
+    }
+  });
+
+  it('lets requests through uncounted, with a warning, when Redis goes away', async () => {
+    // A TCP relay in front of the real Redis, so this test can take Redis away from the gateway alone.
+    const sockets = new Set<Socket>();
+    const relay = createTcpServer((client) => {
+      const upstream = connect(6379, '127.0.0.1');
+      sockets.add(client).add(upstream);
+      client.pipe(upstream).pipe(client);
+      const close = () => {
+        client.destroy();
+        upstream.destroy();
+      };
+      client.on('error', close).on('close', close);
+      upstream.on('error', close).on('close', close);
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayUrl = `redis://127.0.0.1:${(relay.address() as AddressInfo).port}`;
+
+    const lines: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
+    const prefix = uniquePrefix();
+    prefixes.push(prefix);
+    const gateway = redisGateway(prefix, relayUrl, logger);
+    const token = `Token ${t.tenants.demo.adminToken}`;
+
+    const counted = await rest(gateway, `${BASE}/categories`, { authorization: token });
+    expect(counted.status).toBe(200);
+    expect(counted.headers.get('ratelimit-remaining')).toBe(String(BUDGET - 1));
+
+    await new Promise<void>((resolve) => {
+      relay.close(() => resolve());
+      for (const socket of sockets) socket.destroy();
+    });
+    // More requests than the budget: none is refused, none is counted.
+    const statuses: number[] = [];
+    for (let i = 0; i < BUDGET + 2; i += 1) {
+      const response = await rest(gateway, `${BASE}/categories`, { authorization: token });
+      statuses.push(response.status);
+      expect(response.headers.get('ratelimit-limit')).toBeNull();
+    }
+    expect(statuses).toEqual(Array(BUDGET + 2).fill(200));
+    const warnings = lines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((entry) => entry.level === 40);
+    expect(warnings.map((w) => w.msg)).toContain('rate limit store unavailable: requests go through uncounted');
+  });
+});
