@@ -37,11 +37,15 @@ async function shutdown(signal: string): Promise<void> {
   logger.info({ signal }, 'shutting down');
   // Stop accepting, let in-flight requests finish, then close idle keep-alive sockets.
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  // close() only closes the connections idle at that moment. A keep-alive connection whose request finishes
+  // during the drain would stay open until its keep-alive timeout, delaying the exit and taking new requests.
   server.closeIdleConnections();
+  const sweep = setInterval(() => server.closeIdleConnections(), 50);
   const drained = await Promise.race([
     closed.then(() => true),
     new Promise<boolean>((resolve) => setTimeout(resolve, DRAIN_TIMEOUT_MS, false).unref()),
   ]);
+  clearInterval(sweep);
   if (!drained) {
     logger.warn('drain timeout: closing remaining connections');
     server.closeAllConnections();
