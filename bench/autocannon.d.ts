@@ -1,0 +1,39 @@
+// The part of autocannon's programmatic API the benchmark uses (the package ships no types).
+declare module 'autocannon' {
+  namespace autocannon {
+    interface Options {
+      url: string;
+      connections?: number;
+      duration?: number;
+      amount?: number;
+      method?: string;
+      headers?: Record<string, string>;
+      body?: string;
+      timeout?: number;
+    }
+    interface Histogram {
+      average: number;
+      mean: number;
+      stddev: number;
+      min: number;
+      max: number;
+      total: number;
+      p50: number;
+      p90: number;
+      p99: number;
+    }
+    interface Result {
+      duration: number;
+      requests: Histogram & { sent: number };
+      latency: Histogram & { totalCount: number };
+      throughput: Histogram;
+      errors: number;
+      timeouts: number;
+      non2xx: number;
+      '2xx': number;
+      statusCodeStats: Record<string, { count: number }>;
+    }
+  }
+  function autocannon(options: autocannon.Options): Promise<autocannon.Result>;
+  export = autocannon;
+}

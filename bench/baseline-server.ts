@@ -1,0 +1,359 @@
+// The benchmark's baseline: the smallest honest server for the benchmark's requests. node:http + pg, SQL
+// written by hand, the same token check (one statement per request, SHA-256 compared in constant time) and
+// byte-for-byte the same JSON as the gateway for those requests. It implements no grammar, no GraphQL and no
+// error bodies beyond what the scenarios need: it is the floor the gateway's figures are divided by.
+//
+//   DATABASE_URL=postgres://… PORT=4100 node --import tsx bench/baseline-server.ts
+
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import pg from 'pg';
+import { connectionPages, INTEGRATIONS, NESTED_SYNCS, nestedConnectionsQuery, TRIVIAL_QUERY } from './scenarios.js';
+
+type Row = Record<string, unknown>;
+type Json = Record<string, unknown>;
+
+const TOKEN = /^Token igw_pat_([0-9a-z]{12})_([A-Za-z0-9_-]{43})$/;
+const ID = /^[a-z]{3}_[0-9a-z]{26}$/;
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const METADATA_MEMBERS: [string, string][] = [
+  ['region', 'region'],
+  ['version', 'version'],
+  ['location', 'location'],
+  ['gateway_id', 'gateway_id'],
+  ['currency', 'currency'],
+  ['property_id', 'property_id'],
+  ['channel', 'channel'],
+  ['bot_name', 'bot_name'],
+];
+const SETTINGS_MEMBERS: [string, 'string' | 'boolean' | 'int'][] = [
+  ['sync_interval', 'string'],
+  ['webhook_enabled', 'boolean'],
+  ['retry_attempts', 'int'],
+  ['notification_enabled', 'boolean'],
+  ['track_users', 'boolean'],
+  ['anonymize_ip', 'boolean'],
+  ['mention_users', 'boolean'],
+  ['thread_enabled', 'boolean'],
+];
+const SYNC_COLUMNS: [string, string][] = [
+  ['id', 'id'],
+  ['tenant_id', 'tenant_id'],
+  ['connection_id', 'connection_id'],
+  ['started_at', 'started_at'],
+  ['finished_at', 'finished_at'],
+  ['error_message', 'error_message'],
+  ['summary', 'summary'],
+  ['file_url', 'file_url'],
+  ['is_auto_migrate', 'is_auto_migrate'],
+  ['diff', 'diff'],
+  ['checksum', 'checksum'],
+  ['status', 'status'],
+];
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const timestamp = (value: unknown): string | null =>
+  value instanceof Date ? value.toISOString().replace(/Z$/, '+00:00') : null;
+
+function typed(value: unknown, kind: 'string' | 'boolean' | 'int'): unknown {
+  if (kind === 'int') return typeof value === 'number' && Number.isInteger(value) ? value : null;
+  return typeof value === kind ? value : null;
+}
+
+/** The members that are set, in the schema's order (the gateway drops null ones too). */
+function members(source: unknown, spec: [string, 'string' | 'boolean' | 'int'][]): Json {
+  const object = (source ?? {}) as Json;
+  const out: Json = {};
+  for (const [key, kind] of spec) {
+    const value = typed(object[key], kind);
+    if (value !== null) out[key] = value;
+  }
+  return out;
+}
+
+const metadataOf = (source: unknown, keys = METADATA_MEMBERS.map(([key]) => key)) =>
+  members(
+    source,
+    keys.map((key) => [key, 'string']),
+  );
+
+export function createBaseline(pool: pg.Pool) {
+  async function tenantOf(request: IncomingMessage): Promise<string | null> {
+    const header = request.headers.authorization;
+    if (!header) return null;
+    const match = TOKEN.exec(header);
+    if (!match) throw new HttpError(401, 'malformed credential');
+    const rows = (
+      await pool.query(
+        `SELECT t.tenant_id, t.secret_hash, t.expires_at, t.revoked_at, u.role
+           FROM tokens t JOIN service_users u ON u.tenant_id = t.tenant_id AND u.id = t.service_user_id
+          WHERE t.prefix = $1`,
+        [match[1]],
+      )
+    ).rows as Row[];
+    const row = rows[0];
+    if (!row) throw new HttpError(401, 'unknown credential');
+    const presented = createHash('sha256').update(Buffer.from(match[2]!, 'base64url')).digest();
+    const stored = row.secret_hash as Buffer;
+    if (stored.length !== presented.length || !timingSafeEqual(stored, presented)) throw new HttpError(401, 'bad credential');
+    if (row.revoked_at !== null || (row.expires_at as Date).getTime() <= Date.now()) throw new HttpError(401, 'expired');
+    return row.tenant_id as string;
+  }
+
+  const requireTenant = (tenant: string | null): string => {
+    if (!tenant) throw new HttpError(401, 'credential required');
+    return tenant;
+  };
+
+  async function listSyncs(tenant: string, params: URLSearchParams): Promise<Json> {
+    const limit = params.has('limit') ? Number(params.get('limit')) : 10;
+    const offset = params.has('offset') ? Number(params.get('offset')) : 0;
+    const where = ['tenant_id = $1'];
+    const values: unknown[] = [tenant];
+    const filters: Json[] = [];
+    const connectionId = params.get('connection_id');
+    if (connectionId !== null) {
+      values.push(connectionId);
+      where.push(`connection_id = $${values.length}`);
+      filters.push({ field: 'connection_id', operator: 'eq', value: connectionId });
+    }
+    for (const [name, raw] of params) {
+      if (name === 'status' && raw.startsWith('eq.')) {
+        values.push(raw.slice(3));
+        where.push(`status = $${values.length}`);
+        filters.push({ field: 'status', operator: 'eq', value: raw.slice(3) });
+      } else if (name === 'started_at' && raw.startsWith('gte.')) {
+        const date = raw.slice(4);
+        values.push(new Date(DATE_ONLY.test(date) ? `${date}T00:00:00Z` : date));
+        where.push(`started_at >= $${values.length}`);
+        filters.push({ field: 'started_at', operator: 'gte', value: date });
+      }
+    }
+    const select = params.get('select')?.split(',') ?? null;
+    const columns = select ? SYNC_COLUMNS.filter(([name]) => select.includes(name)) : SYNC_COLUMNS;
+    const condition = where.join(' AND ');
+    const [count, page] = await Promise.all([
+      pool.query(`SELECT count(*)::int AS n FROM syncs WHERE ${condition}`, values),
+      pool.query(
+        `SELECT ${columns.map(([, column]) => column).join(', ')} FROM syncs WHERE ${condition}
+          ORDER BY started_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+        [...values, limit, offset],
+      ),
+    ]);
+    const total = (count.rows[0] as { n: number }).n;
+    const data = (page.rows as Row[]).map((row) => {
+      const item: Json = {};
+      for (const [name] of columns) {
+        const value = row[name];
+        if (name === 'started_at' || name === 'finished_at') item[name] = timestamp(value);
+        else if (name === 'summary' || name === 'diff' || name === 'checksum') item[name] = JSON.stringify(value);
+        else item[name] = value;
+      }
+      return item;
+    });
+    const meta: Json = {};
+    if (filters.length > 0) meta.filters = filters;
+    if (select) meta.select = select;
+    meta.pagination = {
+      current_count: data.length,
+      current_page: Math.floor(offset / limit) + 1,
+      per_page: limit,
+      total_pages: Math.ceil(total / limit),
+      total_items: total,
+    };
+    return { msg: `${data.length} ${data.length === 1 ? 'sync record' : 'sync records'}`, data, meta };
+  }
+
+  const CONNECTION_SELECT = `c.id, c.name, c.slug, c.application_id, a.name AS application_name, a.slug AS application_slug,
+      c.description, c.logo_url, c.keywords, a.category_id, k.slug AS category_slug, k.name AS category_name,
+      c.via, c.status, c.metadata, c.settings`;
+  const CONNECTION_FROM = `connections c JOIN applications a ON a.id = c.application_id JOIN categories k ON k.id = a.category_id`;
+
+  function connectionEntry(row: Row, metadataKeys?: string[]): Json {
+    return {
+      id: row.id,
+      name: row.name,
+      slug: row.slug,
+      application_id: row.application_id,
+      application_name: row.application_name,
+      application_slug: row.application_slug,
+      description: row.description,
+      logo_url: row.logo_url,
+      keywords: row.keywords,
+      category_id: row.category_id,
+      category_slug: row.category_slug,
+      category_name: row.category_name,
+      via: row.via,
+      status: row.status,
+      metadata: metadataOf(row.metadata, metadataKeys),
+      settings: members(row.settings, SETTINGS_MEMBERS),
+    };
+  }
+
+  async function listConnections(tenant: string): Promise<Json> {
+    const limit = 100;
+    const [count, page] = await Promise.all([
+      pool.query('SELECT count(*)::int AS n FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL', [tenant]),
+      pool.query(
+        `SELECT ${CONNECTION_SELECT} FROM ${CONNECTION_FROM}
+          WHERE c.tenant_id = $1 AND c.deleted_at IS NULL ORDER BY c.name, c.id LIMIT $2 OFFSET 0`,
+        [tenant, limit],
+      ),
+    ]);
+    const total = (count.rows[0] as { n: number }).n;
+    const data = (page.rows as Row[]).map((row) => connectionEntry(row));
+    const pagination = data.length >= total ? {} : { limit, page: 1, pages: Math.ceil(total / limit), total };
+    return { msg: `${data.length} ${data.length === 1 ? 'connection' : 'connections'}`, data, meta: { pagination } };
+  }
+
+  async function getConnection(tenant: string, id: string): Promise<Json> {
+    if (!ID.test(id)) throw new HttpError(400, 'bad id');
+    const { rows } = await pool.query(
+      `SELECT ${CONNECTION_SELECT}, a.features, a.additional_information FROM ${CONNECTION_FROM}
+        WHERE c.id = $1 AND c.tenant_id = $2 AND c.deleted_at IS NULL`,
+      [id, tenant],
+    );
+    const row = rows[0] as Row | undefined;
+    if (!row) throw new HttpError(404, 'connection not found');
+    const features = (row.features ?? {}) as Json;
+    const sections = Array.isArray(features.features) ? (features.features as Json[]) : [];
+    return {
+      msg: 'OK',
+      data: {
+        ...connectionEntry(row, ['region', 'version']),
+        features: {
+          title: typeof features.title === 'string' ? features.title : '',
+          features: sections.map((section) => ({
+            name: typeof section.name === 'string' ? section.name : '',
+            content: typeof section.content === 'string' ? section.content : '',
+            image_urls: Array.isArray(section.image_urls) ? section.image_urls.filter((u) => typeof u === 'string') : [],
+          })),
+        },
+        additional_information: row.additional_information,
+      },
+    };
+  }
+
+  /** One page of connections with their latest syncs: one statement, one row per (connection, sync). */
+  async function connectionsPage(tenant: string, limit: number, offset: number): Promise<Json> {
+    const { rows } = await pool.query(
+      `SELECT c.id, c.name, a.name AS application_name, k.name AS category_name,
+              s.id AS sync_id, s.status, s.started_at, s.finished_at, s.error_message
+         FROM (SELECT id, tenant_id, name, application_id FROM connections
+                WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY name, id LIMIT $2 OFFSET $3) c
+         JOIN applications a ON a.id = c.application_id
+         JOIN categories k ON k.id = a.category_id
+         LEFT JOIN LATERAL (SELECT id, status, started_at, finished_at, error_message FROM syncs
+                             WHERE tenant_id = c.tenant_id AND connection_id = c.id
+                             ORDER BY started_at DESC, id DESC LIMIT ${NESTED_SYNCS}) s ON true
+        ORDER BY c.name, c.id, s.started_at DESC, s.id DESC`,
+      [tenant, limit, offset],
+    );
+    const nodes: Json[] = [];
+    let current: { id: unknown; syncs: Json[] } = { id: undefined, syncs: [] };
+    for (const row of rows as Row[]) {
+      if (current.id !== row.id) {
+        current = { id: row.id, syncs: [] };
+        nodes.push({
+          id: row.id,
+          name: row.name,
+          application: { name: row.application_name, category: { name: row.category_name } },
+          syncs: current.syncs,
+        });
+      }
+      if (row.sync_id !== null) {
+        current.syncs.push({
+          id: row.sync_id,
+          status: row.status,
+          startedAt: timestamp(row.started_at),
+          finishedAt: timestamp(row.finished_at),
+          errorMessage: row.error_message,
+        });
+      }
+    }
+    return { nodes };
+  }
+
+  const graphqlHandlers = new Map<string, (tenant: string | null) => Promise<Json>>([
+    [TRIVIAL_QUERY, async () => ({ __typename: 'Query' })],
+  ]);
+  for (const n of [5, 50, 100, 500]) {
+    graphqlHandlers.set(nestedConnectionsQuery(n), async (tenant) => {
+      const owner = requireTenant(tenant);
+      const pages = connectionPages(n);
+      const results = await Promise.all(pages.map(({ limit, offset }) => connectionsPage(owner, limit, offset)));
+      return Object.fromEntries(pages.map(({ alias }, i) => [alias, results[i]]));
+    });
+  }
+
+  async function route(request: IncomingMessage, body: string): Promise<Json> {
+    const url = new URL(request.url ?? '/', 'http://baseline');
+    const path = url.pathname.length > 1 && url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;
+    if (path === '/readyz') {
+      await pool.query('SELECT 1');
+      return { status: 'ready', database: 'postgres' };
+    }
+    if (path === '/graphql' && request.method === 'POST') {
+      const { query } = JSON.parse(body) as { query?: string };
+      const handler = query === undefined ? undefined : graphqlHandlers.get(query);
+      if (!handler) throw new HttpError(400, 'the baseline only knows the benchmark queries');
+      return { data: await handler(await tenantOf(request)) };
+    }
+    if (request.method !== 'GET') throw new HttpError(405, 'method not allowed');
+    const tenant = requireTenant(await tenantOf(request));
+    if (path === `${INTEGRATIONS}/syncs`) return listSyncs(tenant, url.searchParams);
+    if (path === `${INTEGRATIONS}/connected`) return listConnections(tenant);
+    if (path.startsWith(`${INTEGRATIONS}/connected/`)) {
+      return getConnection(tenant, decodeURIComponent(path.slice(`${INTEGRATIONS}/connected/`.length)));
+    }
+    throw new HttpError(404, 'no such endpoint');
+  }
+
+  return async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    let status = 200;
+    let payload: unknown;
+    try {
+      payload = await route(request, Buffer.concat(chunks).toString('utf8'));
+    } catch (error) {
+      status = error instanceof HttpError ? error.status : 500;
+      payload = { msg: error instanceof Error ? error.message : String(error) };
+    }
+    const text = JSON.stringify(payload);
+    response.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+    });
+    response.end(text);
+  };
+}
+
+const isMain = import.meta.url === `file://${process.argv[1]}`;
+if (isMain) {
+  const url = process.env.DATABASE_URL;
+  if (!url) {
+    process.stderr.write('baseline: DATABASE_URL is required\n');
+    process.exit(1);
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  pool.on('error', () => {});
+  const handle = createBaseline(pool);
+  const server = createServer((request, response) => void handle(request, response));
+  server.listen(Number(process.env.PORT ?? 4100), process.env.HOST ?? '127.0.0.1');
+  const stop = () => {
+    server.close();
+    server.closeIdleConnections();
+    void pool.end().finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}

@@ -1,0 +1,47 @@
+// Cold start: from spawning `node --import tsx src/server.ts` to the first 200 on /readyz, and to the first
+// 200 on an authenticated request.
+
+import { freePort, startNode, stopChild, waitFor200 } from './processes.js';
+
+export interface ColdStart {
+  readyMs: number;
+  /** First authenticated request answered, measured from the same spawn (null when there is no token). */
+  firstRequestMs: number | null;
+}
+
+export interface ServerEnv {
+  DATABASE_URL?: string;
+  DATA_DIR?: string;
+}
+
+export function serverEnv(database: ServerEnv, port: number): Record<string, string> {
+  return {
+    ...(database.DATABASE_URL ? { DATABASE_URL: database.DATABASE_URL } : {}),
+    ...(database.DATA_DIR ? { DATA_DIR: database.DATA_DIR } : {}),
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SEED: 'none',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_MINUTE: '0',
+    NODE_ENV: 'production',
+  };
+}
+
+export async function measureColdStart(
+  database: ServerEnv,
+  request?: { path: string; token: string },
+): Promise<ColdStart> {
+  const port = await freePort();
+  const since = performance.now();
+  const child = startNode('gateway (cold start)', 'src/server.ts', { env: serverEnv(database, port) });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    const readyMs = await waitFor200(`${base}/readyz`, { since, timeoutMs: 60_000, child, intervalMs: 2 });
+    const firstRequestMs = request
+      ? await waitFor200(`${base}${request.path}`, { since, timeoutMs: 60_000, child, headers: { authorization: `Token ${request.token}` } })
+      : null;
+    return { readyMs, firstRequestMs };
+  } finally {
+    await stopChild(child.process);
+  }
+}

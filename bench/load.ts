@@ -1,0 +1,117 @@
+// Load generation: autocannon for throughput under concurrency, and a sequential keep-alive loop for the
+// latency of a single request on an otherwise idle server (sub-millisecond resolution; autocannon's
+// histogram counts whole milliseconds).
+
+import { Agent, request as httpRequest } from 'node:http';
+import autocannon from 'autocannon';
+import { cpuTimeMs } from './processes.js';
+import type { Scenario } from './scenarios.js';
+
+export interface Target {
+  label: string;
+  port: number;
+  /** The server process, for its CPU time per request. */
+  pid: number;
+}
+
+export interface LoadResult {
+  rps: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  /** Non-2xx responses, errors and timeouts; a figure with any is not valid. */
+  failures: number;
+  /** CPU time of the server process per request (not counting PostgreSQL's). */
+  cpuMsPerRequest: number | null;
+}
+
+export interface LatencyResult {
+  p50: number;
+  p99: number;
+  mean: number;
+  requests: number;
+}
+
+function headersOf(scenario: Scenario, token: string): Record<string, string> {
+  return {
+    ...(scenario.body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...(scenario.auth ? { authorization: `Token ${token}` } : {}),
+  };
+}
+
+/** `durationS` of load with `connections` concurrent keep-alive connections, after `warmupS` of the same. */
+export async function measureLoad(
+  target: Target,
+  scenario: Scenario,
+  options: { token: string; connections: number; durationS: number; warmupS: number },
+): Promise<LoadResult> {
+  const base = {
+    url: `http://127.0.0.1:${target.port}${scenario.path}`,
+    method: scenario.method,
+    headers: headersOf(scenario, options.token),
+    connections: options.connections,
+    timeout: 30,
+    ...(scenario.body === undefined ? {} : { body: scenario.body }),
+  };
+  if (options.warmupS > 0) await autocannon({ ...base, duration: options.warmupS });
+  const cpuBefore = cpuTimeMs(target.pid);
+  const result = await autocannon({ ...base, duration: options.durationS });
+  const cpuAfter = cpuTimeMs(target.pid);
+  // requests.total comes from per-second samples and reads 0 on runs of about a second; count responses instead.
+  const requests = result['2xx'] + result.non2xx;
+  return {
+    rps: requests / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests,
+    failures: result.non2xx + result.errors + result.timeouts,
+    cpuMsPerRequest: cpuBefore !== null && cpuAfter !== null && requests > 0 ? (cpuAfter - cpuBefore) / requests : null,
+  };
+}
+
+/** One request at a time for `durationS` (at least 20 requests), after a few warm-up requests. */
+export async function measureLatency(
+  target: Target,
+  scenario: Scenario,
+  options: { token: string; durationS: number },
+): Promise<LatencyResult> {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const headers = headersOf(scenario, options.token);
+  const once = () =>
+    new Promise<number>((resolve, reject) => {
+      const started = performance.now();
+      const req = httpRequest(
+        { host: '127.0.0.1', port: target.port, path: scenario.path, method: scenario.method, headers, agent },
+        (res) => {
+          res.on('data', () => {});
+          res.on('end', () => {
+            if (res.statusCode !== 200) reject(new Error(`${target.label} ${scenario.id}: HTTP ${res.statusCode}`));
+            else resolve(performance.now() - started);
+          });
+        },
+      );
+      req.on('error', reject);
+      req.end(scenario.body);
+    });
+  try {
+    for (let i = 0; i < 5; i++) await once();
+    const samples: number[] = [];
+    const until = performance.now() + options.durationS * 1000;
+    while (performance.now() < until || samples.length < 20) samples.push(await once());
+    samples.sort((a, b) => a - b);
+    const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
+    return { p50: at(0.5), p99: at(0.99), mean: samples.reduce((a, b) => a + b, 0) / samples.length, requests: samples.length };
+  } finally {
+    agent.destroy();
+  }
+}
+
+/** One request; the status and body, for checking that gateway and baseline answer the same. */
+export async function fetchOnce(target: Target, scenario: Scenario, token: string): Promise<{ status: number; body: string }> {
+  const response = await fetch(`http://127.0.0.1:${target.port}${scenario.path}`, {
+    method: scenario.method,
+    headers: headersOf(scenario, token),
+    ...(scenario.body === undefined ? {} : { body: scenario.body }),
+  });
+  return { status: response.status, body: await response.text() };
+}

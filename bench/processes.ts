@@ -1,0 +1,136 @@
+// Child processes of the benchmark: the CLI, the gateway and the baseline. Every child is tracked so that
+// `stopAllChildren()` ends exactly the processes this run started, also when the run fails.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+const running = new Set<ChildProcess>();
+
+/** Environment of every child: the caller's, minus anything that would point it at another database. */
+function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+  const base = { ...process.env };
+  for (const name of ['DATABASE_URL', 'TEST_DATABASE_URL', 'DATA_DIR', 'SEED', 'PORT', 'HOST', 'NODE_OPTIONS']) delete base[name];
+  return { ...base, ...env };
+}
+
+export interface NodeChild {
+  name: string;
+  process: ChildProcess;
+  pid: number;
+  /** The last lines the child wrote to stderr, for error messages. */
+  stderrTail(): string;
+}
+
+/** Starts `node [nodeArgs] --import tsx <script> [args]` in the project root. */
+export function startNode(
+  name: string,
+  script: string,
+  options: { args?: string[]; env?: Record<string, string>; nodeArgs?: string[] } = {},
+): NodeChild {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', script, ...(options.args ?? [])], {
+    cwd: ROOT,
+    env: childEnv(options.env ?? {}),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString('utf8')).slice(-4000);
+  };
+  child.stderr?.on('data', keep);
+  child.stdout?.on('data', keep);
+  if (child.pid === undefined) throw new Error(`${name}: could not start`);
+  return { name, process: child, pid: child.pid, stderrTail: () => tail };
+}
+
+/** Stops a child with SIGTERM, then SIGKILL after `graceMs`; resolves when it has exited. */
+export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+  await exited;
+  clearTimeout(timer);
+}
+
+export async function stopAllChildren(): Promise<void> {
+  await Promise.all([...running].map((child) => stopChild(child, 3000)));
+}
+
+/** Runs the project's CLI (`src/cli.ts`, what `npm run cli` runs) and returns its stdout; throws on failure. */
+export async function runCli(args: string[], env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+    cwd: ROOT,
+    env: childEnv({ LOG_LEVEL: 'warn', ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (exitCode) => resolve(exitCode));
+  });
+  running.delete(child);
+  if (code !== 0) throw new Error(`cli ${args.join(' ')} failed (${code}): ${stderr.trim()}`);
+  return stdout.trim();
+}
+
+/** A port that was free a moment ago on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Polls `url` until it answers 200; returns the milliseconds since `since` (a performance.now() value). */
+export async function waitFor200(
+  url: string,
+  options: { since: number; timeoutMs: number; headers?: Record<string, string>; child?: NodeChild; intervalMs?: number },
+): Promise<number> {
+  for (;;) {
+    if (options.child && options.child.process.exitCode !== null) {
+      throw new Error(`${options.child.name} exited (${options.child.process.exitCode}): ${options.child.stderrTail()}`);
+    }
+    try {
+      const response = await fetch(url, { headers: options.headers ?? {} });
+      await response.arrayBuffer();
+      if (response.status === 200) return performance.now() - options.since;
+    } catch {
+      // not listening yet
+    }
+    if (performance.now() - options.since > options.timeoutMs) {
+      throw new Error(`${url} did not answer 200 within ${options.timeoutMs} ms${options.child ? `: ${options.child.stderrTail()}` : ''}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 5));
+  }
+}
+
+/** CPU time (user + system) a process has used so far, in milliseconds (Linux /proc). */
+export function cpuTimeMs(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return (ticks * 1000) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
+}
+
+/** USER_HZ; 100 on every Linux this runs on. */
+const CLOCK_TICKS = 100;

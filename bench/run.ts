@@ -1,0 +1,395 @@
+// `npm run bench`: prepares its own databases, loads 10k → 100k → 1M syncs with the CLI, starts the real
+// server and the baseline, measures them interleaved with autocannon, counts SQL statements, EXPLAINs the
+// main queries, profiles the gateway, measures cold starts and writes BENCHMARKS.md.
+//
+//   BENCH_QUICK=1     10k rows only, short runs (≈ 1 minute); writes bench/results/BENCHMARKS.quick.md
+//   BENCH_DURATION=s  measured seconds per figure (default 5; 1 in quick mode)
+//   BENCH_ROUNDS=n    rounds of the full matrix at the largest scale (default 2; 1 in quick mode)
+//   BENCH_ADMIN_URL   maintenance database for CREATE/DROP DATABASE (default postgres://postgres@127.0.0.1:5432/postgres)
+
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { openDatabase } from '../src/db/client.js';
+import { measureColdStart, serverEnv } from './cold-start.js';
+import { summarizeProfile } from './cpu-profile.js';
+import {
+  createDatabase,
+  databaseUrl,
+  dropAllDatabases,
+  dropDatabase,
+  removeAllDirectories,
+  serverVersion,
+  tempDirectory,
+  withDatabase,
+} from './databases.js';
+import { explainAll } from './explain.js';
+import { fetchOnce, measureLatency, measureLoad, type LoadResult, type Target } from './load.js';
+import { freePort, ROOT, runCli, startNode, stopAllChildren, stopChild, waitFor200, type NodeChild } from './processes.js';
+import { renderReport, type ColdStartRow, type Results, type ScenarioRun, type StageResult } from './report.js';
+import { scenarios as buildScenarios, type Scenario, type ScenarioData } from './scenarios.js';
+import { countStatements } from './sql-counts.js';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const DURATION_S = Number(process.env.BENCH_DURATION ?? (QUICK ? 1 : 5));
+const WARMUP_S = QUICK ? 0.5 : 1;
+const CONNECTIONS = 10;
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 1 : 2));
+const LATENCY_S = QUICK ? 0.5 : 2;
+const COLD_REPEATS = QUICK ? 1 : 3;
+const TENANTS = ['bench-a', 'bench-b'] as const;
+
+/** Each step adds this much to each of the two tenants; the database grows in place. */
+const STAGES: { totalSyncs: number; perTenant: { connections: number; syncs: number } }[] = QUICK
+  ? [{ totalSyncs: 10_000, perTenant: { connections: 500, syncs: 5_000 } }]
+  : [
+      { totalSyncs: 10_000, perTenant: { connections: 250, syncs: 5_000 } },
+      { totalSyncs: 100_000, perTenant: { connections: 125, syncs: 45_000 } },
+      { totalSyncs: 1_000_000, perTenant: { connections: 125, syncs: 450_000 } },
+    ];
+
+const OUT_DIR = join(ROOT, 'bench', 'results');
+const EXPLAIN_DIR = QUICK ? join(OUT_DIR, 'explain') : join(ROOT, 'bench', 'explain');
+const REPORT_FILE = QUICK ? join(OUT_DIR, 'BENCHMARKS.quick.md') : join(ROOT, 'BENCHMARKS.md');
+
+const problems: string[] = [];
+const log = (message: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+const seconds = (since: number) => (performance.now() - since) / 1000;
+
+async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const since = performance.now();
+  const value = await work();
+  return [value, seconds(since)];
+}
+
+interface Server extends Target {
+  child: NodeChild;
+}
+
+async function startServer(label: string, script: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<Server> {
+  const port = Number(env.PORT);
+  const since = performance.now();
+  const child = startNode(label, script, { env, nodeArgs });
+  await waitFor200(`http://127.0.0.1:${port}/readyz`, { since, timeoutMs: 120_000, child });
+  return { label, port, pid: child.pid, child };
+}
+
+async function startGateway(database: { DATABASE_URL?: string; DATA_DIR?: string }, nodeArgs: string[] = []): Promise<Server> {
+  return startServer('gateway', 'src/server.ts', serverEnv(database, await freePort()), nodeArgs);
+}
+
+async function startBaseline(url: string): Promise<Server> {
+  return startServer('baseline', 'bench/baseline-server.ts', { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1' });
+}
+
+function checkFailures(label: string, scenario: Scenario, result: LoadResult): void {
+  if (result.failures > 0) problems.push(`${label} ${scenario.id}: ${result.failures} of ${result.requests + result.failures} responses were not 2xx or failed`);
+}
+
+/** Each scenario on the gateway then the baseline (the order swapped every other round). */
+async function measurePairs(gateway: Server, baseline: Server, list: Scenario[], token: string, rounds: number): Promise<ScenarioRun[]> {
+  const runs: ScenarioRun[] = list.map((s) => ({ scenario: s.id, title: s.title, rounds: [] }));
+  for (let round = 0; round < rounds; round++) {
+    for (const [i, scenario] of list.entries()) {
+      const options = { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S };
+      const order = round % 2 === 0 ? [gateway, baseline] : [baseline, gateway];
+      const measured = new Map<Server, LoadResult>();
+      for (const target of order) {
+        const result = await measureLoad(target, scenario, options);
+        checkFailures(target.label, scenario, result);
+        measured.set(target, result);
+      }
+      const pair = { gateway: measured.get(gateway)!, baseline: measured.get(baseline)! };
+      runs[i]!.rounds.push(pair);
+      log(
+        `  ${scenario.id}: gateway ${pair.gateway.rps.toFixed(0)} req/s p50 ${pair.gateway.p50} ms | baseline ${pair.baseline.rps.toFixed(0)} req/s p50 ${pair.baseline.p50} ms | ratio ${(pair.gateway.rps / pair.baseline.rps).toFixed(2)}`,
+      );
+    }
+  }
+  return runs;
+}
+
+async function compareAnswers(gateway: Server, baseline: Server, list: Scenario[], token: string): Promise<StageResult['sameJson']> {
+  const verdicts: StageResult['sameJson'] = [];
+  for (const scenario of list) {
+    const [a, b] = [await fetchOnce(gateway, scenario, token), await fetchOnce(baseline, scenario, token)];
+    if (a.status !== 200 || b.status !== 200) {
+      verdicts.push({ scenario: scenario.id, verdict: 'DIFFERENT', detail: `HTTP ${a.status} / ${b.status}: ${a.body.slice(0, 300)}` });
+    } else if (a.body === b.body) {
+      verdicts.push({ scenario: scenario.id, verdict: 'identical' });
+    } else if (isDeepStrictEqual(JSON.parse(a.body), JSON.parse(b.body))) {
+      verdicts.push({ scenario: scenario.id, verdict: 'same JSON' });
+    } else {
+      let at = 0;
+      while (at < a.body.length && a.body[at] === b.body[at]) at++;
+      verdicts.push({
+        scenario: scenario.id,
+        verdict: 'DIFFERENT',
+        detail: `first difference at byte ${at}: gateway …${a.body.slice(Math.max(0, at - 60), at + 60)}… baseline …${b.body.slice(Math.max(0, at - 60), at + 60)}…`,
+      });
+    }
+  }
+  for (const v of verdicts) if (v.verdict === 'DIFFERENT') problems.push(`gateway and baseline answer ${v.scenario} differently: ${v.detail}`);
+  return verdicts;
+}
+
+async function stageData(url: string, tenantId: string, since: string) {
+  return withDatabase(url, async (client) => {
+    const busiest = (
+      await client.query(
+        'SELECT connection_id, count(*)::int AS n FROM syncs WHERE tenant_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1',
+        [tenantId],
+      )
+    ).rows[0] as { connection_id: string; n: number };
+    const totals = (
+      await client.query(
+        `SELECT (SELECT count(*)::int FROM syncs) AS total,
+                (SELECT count(*)::int FROM syncs WHERE tenant_id = $1) AS tenant,
+                (SELECT count(*)::int FROM syncs WHERE tenant_id = $1 AND status = 'failed' AND started_at >= $2::date) AS filtered,
+                (SELECT count(*)::int FROM connections) AS connections`,
+        [tenantId, since],
+      )
+    ).rows[0] as { total: number; tenant: number; filtered: number; connections: number };
+    return { busiest, totals };
+  });
+}
+
+async function profileGateway(url: string, scenario: Scenario, token: string): Promise<Results['profile']> {
+  const dir = tempDirectory('cpuprof');
+  const server = await startGateway({ DATABASE_URL: url }, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  try {
+    await measureLoad(server, scenario, { token, connections: CONNECTIONS, durationS: WARMUP_S + 1, warmupS: 0 });
+    const result = await measureLoad(server, scenario, { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: 0 });
+    await stopChild(server.child.process);
+    const file = readdirSync(dir).find((name) => name.includes(`.${server.pid}.0.`) && name.endsWith('.cpuprofile'));
+    if (!file) throw new Error(`no main-thread profile in ${dir}: ${readdirSync(dir).join(', ')}`);
+    const windowMs = DURATION_S * 1000;
+    mkdirSync(OUT_DIR, { recursive: true });
+    writeFileSync(join(OUT_DIR, 'gateway.cpuprofile'), readFileSync(join(dir, file)));
+    return { ...summarizeProfile(join(dir, file), ROOT, { top: 15, windowMs }), scenario: scenario.id, requests: result.requests, windowMs };
+  } finally {
+    await stopChild(server.child.process);
+  }
+}
+
+async function coldStarts(url: string, token: string, authPath: string): Promise<ColdStartRow[]> {
+  const rows: ColdStartRow[] = [];
+  const repeat = async (label: string, once: () => Promise<{ readyMs: number; firstRequestMs: number | null }>) => {
+    const row: ColdStartRow = { label, runs: [] };
+    for (let i = 0; i < COLD_REPEATS; i++) row.runs.push(await once());
+    rows.push(row);
+    log(`  cold start ${label}: ${row.runs.map((r) => `${r.readyMs.toFixed(0)}/${r.firstRequestMs?.toFixed(0) ?? '-'} ms`).join(', ')}`);
+  };
+  await repeat(`PostgreSQL, existing database (${STAGES[STAGES.length - 1]!.totalSyncs.toLocaleString('en-US')} syncs)`, () =>
+    measureColdStart({ DATABASE_URL: url }, { path: authPath, token }),
+  );
+  await repeat('PostgreSQL, new empty database (migrations applied at start)', async () => {
+    const name = await createDatabase('cold');
+    try {
+      return await measureColdStart({ DATABASE_URL: databaseUrl(name) });
+    } finally {
+      await dropDatabase(name);
+    }
+  });
+  await repeat('PGlite, new data directory (migrations applied at start)', () => measureColdStart({ DATA_DIR: tempDirectory('pglite-new') }));
+  return rows;
+}
+
+async function createToken(env: Record<string, string>, tenant: string): Promise<string> {
+  await runCli(['service-user', 'create', '--tenant', tenant, '--name', 'bench-reader', '--role', 'reader'], env);
+  const expires = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 10);
+  return runCli(['token', 'create', '--tenant', tenant, '--service-user', 'bench-reader', '--expires', expires], env);
+}
+
+async function busiestOf(dataDir: string, tenantId: string): Promise<{ connection_id: string; n: number }> {
+  const db = await openDatabase({ dataDir });
+  try {
+    const rows = await db.raw.query<{ connection_id: string; n: number }>(
+      'SELECT connection_id, count(*)::int AS n FROM syncs WHERE tenant_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1',
+      [tenantId],
+    );
+    return rows[0]!;
+  } finally {
+    await db.close();
+  }
+}
+
+async function pgliteFigures(since: string, coldRows: ColdStartRow[]): Promise<Results['pglite']> {
+  const dir = tempDirectory('pglite');
+  const env = { DATA_DIR: dir };
+  const syncs = 10_000;
+  const connections = 100;
+  await runCli(['db', 'migrate'], env);
+  const tenantId = await runCli(['tenant', 'create', 'bench-a'], env);
+  const [, loadS] = await timed(() =>
+    runCli(['seed', 'load', '--tenant', 'bench-a', '--connections', String(connections), '--syncs', String(syncs)], env),
+  );
+  log(`  PGlite: loaded ${syncs} syncs in ${loadS.toFixed(1)} s`);
+  const token = await createToken(env, 'bench-a');
+  const busiest = await busiestOf(dir, tenantId);
+  const list = buildScenarios({ token, connectionId: busiest.connection_id, connectionSyncs: busiest.n, since });
+  const authPath = list.find((s) => s.id === 'syncs-connection')!.path;
+  const row: ColdStartRow = { label: `PGlite, existing data directory (${syncs.toLocaleString('en-US')} syncs)`, runs: [] };
+  for (let i = 0; i < COLD_REPEATS; i++) row.runs.push(await measureColdStart({ DATA_DIR: dir }, { path: authPath, token }));
+  coldRows.push(row);
+  log(`  cold start ${row.label}: ${row.runs.map((r) => `${r.readyMs.toFixed(0)}/${r.firstRequestMs?.toFixed(0)} ms`).join(', ')}`);
+
+  const server = await startGateway({ DATA_DIR: dir });
+  try {
+    const wanted = ['graphql-trivial', 'syncs-connection', 'syncs-filtered', 'connected', 'graphql-nested-5', 'graphql-nested-50'];
+    const runs: NonNullable<Results['pglite']>['runs'] = [];
+    for (const scenario of list.filter((s) => wanted.includes(s.id))) {
+      const result = await measureLoad(server, scenario, { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S });
+      checkFailures('gateway (PGlite)', scenario, result);
+      runs.push({ scenario: scenario.id, title: scenario.title, result });
+      log(`  PGlite ${scenario.id}: ${result.rps.toFixed(0)} req/s p50 ${result.p50} ms`);
+    }
+    return { syncs, connections, runs };
+  } finally {
+    await stopChild(server.child.process);
+  }
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const startedAt = new Date().toISOString();
+  const loadStart = loadavg();
+  const postgres = await serverVersion().catch((error: unknown) => {
+    throw new Error(`PostgreSQL is not reachable (${String(error)}); start it or set BENCH_ADMIN_URL`);
+  });
+  log(`quick=${QUICK} duration=${DURATION_S}s rounds=${ROUNDS}; PostgreSQL ${postgres}`);
+
+  const name = await createDatabase('main');
+  const url = databaseUrl(name);
+  const env = { DATABASE_URL: url };
+  await runCli(['db', 'migrate'], env);
+  const tenantIds: string[] = [];
+  for (const tenant of TENANTS) tenantIds.push(await runCli(['tenant', 'create', tenant], env));
+  const token = await createToken(env, TENANTS[0]);
+  const since = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
+
+  const gateway = await startGateway({ DATABASE_URL: url });
+  const baseline = await startBaseline(url);
+  log(`gateway on :${gateway.port} (pid ${gateway.pid}), baseline on :${baseline.port} (pid ${baseline.pid})`);
+
+  const stages: StageResult[] = [];
+  let last: { list: Scenario[]; data: ScenarioData } | undefined;
+  for (const [index, stage] of STAGES.entries()) {
+    const largest = index === STAGES.length - 1;
+    const [, loadSeconds] = await timed(async () => {
+      for (const tenant of TENANTS) {
+        await runCli(
+          ['seed', 'load', '--tenant', tenant, '--connections', String(stage.perTenant.connections), '--syncs', String(stage.perTenant.syncs)],
+          env,
+        );
+      }
+    });
+    const [, vacuumSeconds] = await timed(() => withDatabase(url, (client) => client.query('VACUUM (ANALYZE) syncs, connections')));
+    const { busiest, totals } = await stageData(url, tenantIds[0]!, since);
+    if (totals.total !== stage.totalSyncs) problems.push(`expected ${stage.totalSyncs} syncs after loading, found ${totals.total}`);
+    log(`${totals.total} syncs, ${totals.connections} connections (load ${loadSeconds.toFixed(1)} s, vacuum ${vacuumSeconds.toFixed(1)} s)`);
+
+    const data: ScenarioData = { token, connectionId: busiest.connection_id, connectionSyncs: busiest.n, since };
+    const all = buildScenarios(data);
+    const measured = largest ? all : all.filter((s) => s.scaling);
+    const sameJson = await compareAnswers(gateway, baseline, measured, token);
+    const sqlCounts = await countStatements(url, all, token);
+    for (const count of sqlCounts) if (count.status !== 200) problems.push(`in-process ${count.scenario} answered HTTP ${count.status}`);
+    log(`SQL statements: ${sqlCounts.map((c) => `${c.scenario}=${c.total}`).join(' ')}`);
+
+    const runs = await measurePairs(gateway, baseline, measured, token, largest ? ROUNDS : 1);
+    const latency: StageResult['latency'] = [];
+    for (const scenario of all.filter((s) => s.scaling)) {
+      const g = await measureLatency(gateway, scenario, { token, durationS: LATENCY_S });
+      const b = await measureLatency(baseline, scenario, { token, durationS: LATENCY_S });
+      latency.push({ scenario: scenario.id, title: scenario.title, pair: { gateway: g, baseline: b } });
+      log(`  latency ${scenario.id}: gateway p50 ${g.p50.toFixed(2)} ms, baseline p50 ${b.p50.toFixed(2)} ms`);
+    }
+    stages.push({
+      totalSyncs: totals.total,
+      tenantSyncs: totals.tenant,
+      connections: totals.connections,
+      busiestConnectionSyncs: busiest.n,
+      filteredRows: totals.filtered,
+      loadSeconds,
+      vacuumSeconds,
+      runs,
+      latency,
+      sqlCounts,
+      sameJson,
+    });
+    last = { list: all, data };
+  }
+
+  const final = stages[stages.length - 1]!;
+  const explainHeader = `${final.totalSyncs.toLocaleString('en-US')} syncs, PostgreSQL ${postgres}, ${startedAt.slice(0, 10)}`;
+  const explain = await withDatabase(url, (client) => explainAll(client, final.sqlCounts, last!.list, { dir: EXPLAIN_DIR, header: explainHeader }));
+  for (const e of explain) if (e.seqScanOnSyncs) problems.push(`${e.file}: Seq Scan on syncs`);
+  log(`EXPLAIN: ${explain.map((e) => `${e.file}${e.seqScanOnSyncs ? ' SEQ SCAN' : ''}`).join(', ')}`);
+
+  const syncList = last!.list.find((s) => s.id === 'syncs-connection')!;
+  const profile = await profileGateway(url, syncList, token);
+  log(`profile: top ${profile?.functions.slice(0, 3).map((f) => f.name).join(', ')}`);
+
+  await stopChild(gateway.child.process);
+  await stopChild(baseline.child.process);
+  const coldStart = await coldStarts(url, token, syncList.path);
+  const pglite = await pgliteFigures(since, coldStart);
+
+  const results: Results = {
+    quick: QUICK,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    elapsedSeconds: seconds(started),
+    machine: {
+      nproc: cpus().length,
+      memoryGiB: totalmem() / 2 ** 30,
+      cpu: cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      postgres,
+      loadStart,
+      loadEnd: loadavg(),
+    },
+    settings: { durationS: DURATION_S, warmupS: WARMUP_S, connections: CONNECTIONS, rounds: ROUNDS, latencyS: LATENCY_S },
+    stages,
+    explain,
+    explainHeader,
+    profile,
+    coldStart,
+    pglite,
+    problems,
+  };
+  mkdirSync(OUT_DIR, { recursive: true });
+  writeFileSync(join(OUT_DIR, QUICK ? 'results.quick.json' : 'results.json'), JSON.stringify(results, null, 2));
+  const analysisFile = join(ROOT, 'bench', 'analysis.md');
+  const analysis = existsSync(analysisFile) ? readFileSync(analysisFile, 'utf8') : '';
+  writeFileSync(REPORT_FILE, renderReport(results, analysis));
+  log(`wrote ${REPORT_FILE} in ${results.elapsedSeconds.toFixed(0)} s${problems.length > 0 ? `; ${problems.length} problem(s):\n  ${problems.join('\n  ')}` : ''}`);
+}
+
+let cleaning: Promise<void> | undefined;
+function cleanUp(): Promise<void> {
+  cleaning ??= (async () => {
+    await stopAllChildren();
+    await dropAllDatabases();
+    removeAllDirectories();
+  })();
+  return cleaning;
+}
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: cleaning up`);
+    void cleanUp().finally(() => process.exit(130));
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  process.exitCode = 1;
+  log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+} finally {
+  await cleanUp();
+}
