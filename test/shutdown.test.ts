@@ -121,7 +121,8 @@ function waitForLog(logs: LogLine[], msg: string, timeoutMs: number): Promise<vo
 
 /**
  * Starts a GraphQL POST whose body arrives in two parts: the request is in flight, on an active (not idle)
- * connection, until `finish` sends the rest.
+ * connection, until `finish` sends the rest. `Expect: 100-continue` makes the server confirm that it has
+ * parsed the request (`accepted`); before that, a request still in a socket buffer is not in flight yet.
  */
 function slowGraphQLRequest(server: RunningServer) {
   const body = Buffer.from(JSON.stringify({ query: '{ connections(limit: 3) { totalCount nodes { id name syncs(limit: 2) { id status } } } }' }));
@@ -133,8 +134,14 @@ function slowGraphQLRequest(server: RunningServer) {
     method: 'POST',
     // Keep-alive, as load balancers and most clients are: the connection outlives the request.
     agent: new Agent({ keepAlive: true }),
-    headers: { 'content-type': 'application/json', 'content-length': body.length, authorization: `Token ${server.token}` },
+    headers: {
+      'content-type': 'application/json',
+      'content-length': body.length,
+      authorization: `Token ${server.token}`,
+      expect: '100-continue',
+    },
   });
+  const accepted = new Promise<void>((resolve) => req.once('continue', () => resolve()));
   const response = new Promise<{ status: number; body: any; headers: IncomingMessage['headers'] }>((resolve, reject) => {
     req.once('response', (res) => {
       let text = '';
@@ -145,8 +152,9 @@ function slowGraphQLRequest(server: RunningServer) {
     req.once('error', reject);
   });
   req.flushHeaders();
-  req.write(body.subarray(0, half));
+  void accepted.then(() => req.write(body.subarray(0, half)));
   return {
+    accepted,
     response,
     finish: () => req.end(body.subarray(half)),
   };
@@ -160,8 +168,9 @@ async function expectGracefulShutdown(server: RunningServer): Promise<void> {
 
   expect(await refused(server.port)).toBe(false);
   const slow = slowGraphQLRequest(server);
-  // The server must have the request before the signal, or it would be a new connection, not an in-flight one.
-  await new Promise((resolve) => setTimeout(resolve, 200));
+  await slow.accepted;
+  // Part of the body on its way, so the server is reading it when the signal arrives.
+  await new Promise((resolve) => setTimeout(resolve, 50));
   const signalled = performance.now();
   server.child.kill('SIGTERM');
   await waitForLog(server.logs, 'shutting down', 5000);
