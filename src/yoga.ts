@@ -1,6 +1,6 @@
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { createJwtVerifier } from './auth/jwt.js';
-import type { Context } from './context.js';
+import type { Context, Viewer } from './context.js';
 import type { Database } from './db/client.js';
 import type { Config } from './env.js';
 import { schema } from './graphql/schema.js';
@@ -39,7 +39,16 @@ export type Gateway = YogaServerInstance<Record<string, unknown>, Context>;
 export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit }: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
-  const viewerOf = (request: Request) => resolveViewer(request, { db, jwt });
+  // The rate limiter and the context both need the viewer: one lookup per request, shared even while pending.
+  const viewers = new WeakMap<Request, Promise<Viewer | null>>();
+  const viewerOf = (request: Request): Promise<Viewer | null> => {
+    let viewer = viewers.get(request);
+    if (!viewer) {
+      viewer = withinRequestTime(request, resolveViewer(request, { db, jwt }));
+      viewers.set(request, viewer);
+    }
+    return viewer;
+  };
   const corsOrigins = config.CORS_ORIGINS ?? [];
   return createYoga<Record<string, unknown>, Context>({
     schema,
@@ -105,7 +114,7 @@ query Connections {
     context: async ({ request }) => ({
       db,
       requestId: requestIdOf(request),
-      viewer: await withinRequestTime(request, viewerOf(request)),
+      viewer: await viewerOf(request),
     }),
   });
 }

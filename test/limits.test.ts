@@ -12,7 +12,15 @@ import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 
 const GRAPHQL_URL = `${ORIGIN}/graphql`;
 
-function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> = {}): Gateway {
+// One seeded PGlite database for the whole file; each test builds the gateway configuration it needs on it.
+let pglite: TestGateway;
+beforeAll(async () => {
+  pglite = await createTestGateway('pglite');
+});
+afterAll(() => pglite?.dispose());
+
+function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> & { perMinute?: number } = {}): Gateway {
+  const { perMinute = 0, ...rest } = options;
   return createGateway({
     db: t.db,
     config: {
@@ -21,10 +29,10 @@ function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> = {}): Gat
       JWT_JWKS_URL: undefined,
       JWT_ISSUER: undefined,
       JWT_AUDIENCE: undefined,
-      RATE_LIMIT_PER_MINUTE: 0,
+      RATE_LIMIT_PER_MINUTE: perMinute,
     },
     logger: createLogger('silent'),
-    ...options,
+    ...rest,
   });
 }
 
@@ -44,14 +52,13 @@ describe('request limits', () => {
   let t: TestGateway;
   let gateway: Gateway;
   let token: string;
-  beforeAll(async () => {
-    t = await createTestGateway('pglite');
+  beforeAll(() => {
+    t = pglite;
     token = t.tenants.demo.adminToken;
     gateway = gatewayWith(t, {
       limits: { maxUrlLength: 2048, maxBodyBytes: 16 * 1024, maxTokens: 500, maxDepth: 5, maxAliases: 3, maxDirectives: 4, maxCost: 30 },
     });
   });
-  afterAll(() => t?.dispose());
 
   it('refuses an over-long URL with 414 PAYLOAD_TOO_LARGE, in each surface’s error form', async () => {
     const long = 'x'.repeat(2100);
@@ -137,10 +144,9 @@ describe('request limits', () => {
 
 describe('default limits admit every document this project ships', () => {
   let t: TestGateway;
-  beforeAll(async () => {
-    t = await createTestGateway('pglite');
+  beforeAll(() => {
+    t = pglite;
   });
-  afterAll(() => t?.dispose());
 
   /** The REST operations, the README's GraphQL examples, GraphiQL's default query and its introspection query. */
   function shippedDocuments(): Array<{ name: string; query: string; variables: Record<string, unknown> }> {
@@ -158,8 +164,10 @@ describe('default limits admit every document this project ships', () => {
         return { name: file, query: used ? `${query}\n${fragments}` : query, variables: { id: 'con_x' } };
       });
     const readme = readFileSync('README.md', 'utf8');
-    const curlBodies = [...readme.matchAll(/-d '(\{"query".*?\})'\s*$/gm)].map((m, i) => {
-      const body = JSON.parse(m[1] ?? '{}') as { query: string; variables?: Record<string, unknown> };
+    // A shell variable spliced into a body ('"$USER_ID"') stands for an id the previous example printed.
+    const curlBodies = [...readme.matchAll(/-d '(\{"query".*?\})'/g)].map((m, i) => {
+      const json = (m[1] ?? '{}').replace(/'"\$\w+"'/g, 'usr_placeholder');
+      const body = JSON.parse(json) as { query: string; variables?: Record<string, unknown> };
       return { name: `README curl #${i + 1}`, query: body.query, variables: body.variables ?? {} };
     });
     const graphqlBlocks = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m, i) => ({
@@ -204,10 +212,11 @@ describe.each(databaseKinds)('request time limit on %s', (kind) => {
   let t: TestGateway;
   let gateway: Gateway;
   beforeAll(async () => {
-    t = await createTestGateway(kind);
-    gateway = gatewayWith(t, { limits: { timeoutMs: 400 } });
+    t = kind === 'pglite' ? pglite : await createTestGateway(kind);
+    // Rate limiting on: it looks the credential up too, and that lookup must not outlive the limit either.
+    gateway = gatewayWith(t, { limits: { timeoutMs: 400 }, perMinute: 600 });
   });
-  afterAll(() => t?.dispose());
+  afterAll(() => (kind === 'pglite' ? undefined : t?.dispose()));
 
   it('answers 503 UNAVAILABLE when the database holds the request past the limit, then recovers', async () => {
     const token = t.tenants.demo.readerToken;

@@ -10,6 +10,13 @@ import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 
+// One seeded PGlite database for the whole file (PostgreSQL gets its own in the suite that needs it).
+let pglite: TestGateway;
+beforeAll(async () => {
+  pglite = await createTestGateway('pglite');
+});
+afterAll(() => pglite?.dispose());
+
 function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> & { metricsToken?: string } = {}): Gateway {
   const { metricsToken, ...rest } = options;
   return createGateway({
@@ -67,10 +74,10 @@ describe.each(databaseKinds)('metrics on %s', (kind) => {
   let t: TestGateway;
   let gateway: Gateway;
   beforeAll(async () => {
-    t = await createTestGateway(kind);
+    t = kind === 'pglite' ? pglite : await createTestGateway(kind);
     gateway = gatewayWith(t);
   });
-  afterAll(() => t?.dispose());
+  afterAll(() => (kind === 'pglite' ? undefined : t?.dispose()));
 
   it('counts requests by route pattern and status, operations by name and surface, and reports the process', async () => {
     const token = t.tenants.demo.readerToken;
@@ -116,10 +123,9 @@ describe.each(databaseKinds)('metrics on %s', (kind) => {
 
 describe('metrics access and request logs', () => {
   let t: TestGateway;
-  beforeAll(async () => {
-    t = await createTestGateway('pglite');
+  beforeAll(() => {
+    t = pglite;
   });
-  afterAll(() => t?.dispose());
 
   it('needs the bearer token when METRICS_TOKEN is set', async () => {
     const metricsToken = 'metrics-token-0123456789';

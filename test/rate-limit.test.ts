@@ -69,13 +69,13 @@ async function deleteKeys(prefix: string): Promise<void> {
   }
 }
 
-describe('rate limits in memory', () => {
-  let t: TestGateway;
-  beforeAll(async () => {
-    t = await createTestGateway('pglite');
-  });
-  afterAll(() => t?.dispose());
+let t: TestGateway;
+beforeAll(async () => {
+  t = await createTestGateway('pglite');
+});
+afterAll(() => t?.dispose());
 
+describe('rate limits in memory', () => {
   it('counts each credential: RateLimit-* on every response, then 429 RATE_LIMITED with Retry-After', async () => {
     const gateway = gatewayWith(t);
     const reader = `Token ${t.tenants.demo.readerToken}`;
@@ -142,7 +142,7 @@ describe('rate limits in memory', () => {
       const statuses: number[] = [];
       for (let i = 0; i < BUDGET; i += 1) {
         // Unknown credentials count against the address too: guessing tokens costs budget.
-        const headers = i % 2 === 0 ? {} : { authorization: 'Token igw_pat_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' };
+        const headers: Record<string, string> = i % 2 === 0 ? {} : { authorization: 'Token igw_pat_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' };
         statuses.push((await fetch(`${base}${BASE}/categories`, { headers })).status);
       }
       expect(statuses).toEqual([401, 401, 401, 401, 401]);
@@ -177,7 +177,6 @@ describe('rate limits in memory', () => {
 });
 
 describe('rate limits in Redis', () => {
-  let t: TestGateway;
   const prefixes: string[] = [];
   const gateways: Gateway[] = [];
   const redisGateway = (keyPrefix: string, redisUrl = REDIS_URL, logger?: GatewayOptions['logger']) => {
@@ -185,13 +184,9 @@ describe('rate limits in Redis', () => {
     gateways.push(gateway);
     return gateway;
   };
-  beforeAll(async () => {
-    t = await createTestGateway('pglite');
-  });
   afterAll(async () => {
     await Promise.all(gateways.map((gateway) => gateway.dispose()));
     await Promise.all(prefixes.map(deleteKeys));
-    await t?.dispose();
   });
 
   it('two gateways sharing Redis share one budget, and keys never hold the token', async () => {

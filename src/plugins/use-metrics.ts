@@ -36,13 +36,23 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 /** Operation names come from clients; past this many distinct ones, new names are counted as `other`. */
 const MAX_OPERATION_NAMES = 200;
 
+let processRegistry: Registry | undefined;
+
+/** Process metrics are the process's, not a gateway's: collected once, however many gateways it builds. */
+function processMetrics(): Registry {
+  if (!processRegistry) {
+    processRegistry = new Registry();
+    collectDefaultMetrics({ register: processRegistry });
+  }
+  return processRegistry;
+}
+
 /**
  * Prometheus metrics at GET /metrics: requests by route and status, GraphQL operations by name, the
  * PostgreSQL pool, and the process. Open unless `token` is set; then it needs `Authorization: Bearer <token>`.
  */
-export function useMetrics({ db, token, collectProcessMetrics = true }: { db: Database; token?: string | undefined; collectProcessMetrics?: boolean }): Plugin {
+export function useMetrics({ db, token }: { db: Database; token?: string | undefined }): Plugin {
   const registry = new Registry();
-  if (collectProcessMetrics) collectDefaultMetrics({ register: registry });
   const requests = new Counter({
     name: 'http_requests_total',
     help: 'HTTP requests by method, route pattern and status',
@@ -114,7 +124,8 @@ export function useMetrics({ db, token, collectProcessMetrics = true }: { db: Da
         endResponse(earlyErrorResponse(request, new ApiError('METHOD_NOT_ALLOWED', `${request.method.slice(0, 20)} is not allowed on ${METRICS_PATH}`, { headers: { Allow: 'GET' } }), fetchAPI));
         return;
       }
-      endResponse(new fetchAPI.Response(await registry.metrics(), { headers: { 'content-type': registry.contentType } }));
+      const text = `${await processMetrics().metrics()}\n${await registry.metrics()}`;
+      endResponse(new fetchAPI.Response(text, { headers: { 'content-type': registry.contentType } }));
     },
     onExecute({ args }) {
       const operation = getOperationAST(args.document, args.operationName);
