@@ -9,7 +9,7 @@ import { tenantCommands } from './cli/tenant.js';
 import { tokenCommands } from './cli/token.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate, MigrationError } from './db/migrate.js';
-import { ConfigError, parseConfig } from './env.js';
+import { ConfigError, parseConfig, type Config } from './env.js';
 
 /** Every command the CLI knows; a new feature appends its module's array here. */
 export const COMMANDS: Command[] = [
@@ -24,6 +24,8 @@ export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
   env: Record<string, string | undefined>;
+  /** Opens the database the command works on; tests hand in one they hold open (closing it is theirs). */
+  openDatabase?: (config: Config) => Promise<Database>;
 }
 
 const processIo: CliIo = {
@@ -75,6 +77,10 @@ function describeError(error: unknown): string {
   return oneLine(error instanceof Error ? error.message : String(error));
 }
 
+function openConfiguredDatabase(config: Config): Promise<Database> {
+  return openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+}
+
 /** Runs one CLI invocation and returns the exit code; never throws. */
 export async function runCli(argv: string[], io: CliIo = processIo): Promise<number> {
   const out = (line: string) => io.stdout(`${line}\n`);
@@ -117,7 +123,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
   let db: Database | undefined;
   try {
     const config = parseConfig(io.env);
-    db = await openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+    db = await (io.openDatabase ?? openConfiguredDatabase)(config);
     // Migrating first lets every command run against a fresh database, as the server does at start.
     const appliedMigrations = await migrate(db);
     await command.run({ db, appliedMigrations, out, err }, input);

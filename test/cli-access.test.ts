@@ -1,69 +1,45 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyPersonalAccessToken } from '../src/auth/tokens.js';
 import { parseExpiry } from '../src/cli/token.js';
-import { openDatabase, type Database, type DatabaseKind } from '../src/db/client.js';
+import type { Database } from '../src/db/client.js';
+import { runCliOn, runCliProcess, type CliRun as Run } from './fixtures/cli.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 
 const TOKEN_FORMAT = /^igw_pat_[0-9a-z]{12}_[A-Za-z0-9_-]{43}$/;
 const DAY = 86_400_000;
 const isoDate = (days: number) => new Date(Date.now() + days * DAY).toISOString().slice(0, 10);
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Each kind gets its own database the CLI subprocesses write to: a PGlite data dir (opened in-process only
- * between runs, since PGlite allows one process at a time) or a throwaway PostgreSQL database.
- */
+/** The commands run in-process on this database; `withDb` checks what they did. */
 interface Target {
-  env: Record<string, string | undefined>;
-  /** Runs `check` against the CLI's database from this process. */
   withDb<T>(check: (db: Database) => Promise<T>): Promise<T>;
+  db: TestDatabase;
   dispose(): Promise<void>;
 }
 
-async function createTarget(kind: DatabaseKind): Promise<Target> {
-  const base = { ...process.env, DATABASE_URL: undefined, SEED: 'none' };
-  if (kind === 'pglite') {
-    const dataDir = mkdtempSync(join(tmpdir(), 'igw-cli-access-'));
-    return {
-      env: { ...base, DATA_DIR: dataDir },
-      async withDb(check) {
-        const db = await openDatabase({ dataDir });
-        try {
-          return await check(db);
-        } finally {
-          await db.close();
-        }
-      },
-      async dispose() {
-        rmSync(dataDir, { recursive: true, force: true });
-      },
-    };
-  }
-  const db: TestDatabase = await createTestDatabase('postgres');
-  return {
-    env: { ...base, DATABASE_URL: db.url },
-    withDb: (check) => check(db),
-    dispose: () => db.dispose(),
-  };
+async function createTarget(kind: 'pglite' | 'postgres'): Promise<Target> {
+  const db = await createTestDatabase(kind);
+  return { db, withDb: (check) => check(db), dispose: () => db.dispose() };
 }
 
-function cli(env: Record<string, string | undefined>, ...args: string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile('node_modules/.bin/tsx', ['src/cli.ts', ...args], { env, timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+it('as a process: token create prints the value alone on stdout', async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'igw-cli-access-'));
+  const env = { DATA_DIR: dataDir, SEED: 'none' };
+  try {
+    // One invocation per step keeps this to a few PGlite boots; the in-process tests below cover the rest.
+    expect((await runCliProcess(['tenant', 'create', 'acme'], env)).code).toBe(0);
+    expect((await runCliProcess(['service-user', 'create', '--tenant', 'acme', '--name', 'bot', '--role', 'reader'], env)).code).toBe(0);
+    const created = await runCliProcess(['token', 'create', '--tenant', 'acme', '--service-user', 'bot', '--expires', isoDate(5)], env);
+    expect(created.stderr).toBe('');
+    expect(created.code).toBe(0);
+    expect(created.stdout.trimEnd()).toMatch(TOKEN_FORMAT);
+    expect(created.stdout.split('\n')).toHaveLength(2);
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}, 180_000);
 
 describe.each(databaseKinds)('access CLI on %s', (kind) => {
   let target: Target;
@@ -73,7 +49,7 @@ describe.each(databaseKinds)('access CLI on %s', (kind) => {
 
   beforeAll(async () => {
     target = await createTarget(kind);
-    run = (...args) => cli(target.env, ...args);
+    run = (...args) => runCliOn(target.db, ...args);
     expect((await run('tenant', 'create', 'acme')).code).toBe(0);
   });
   afterAll(async () => {
