@@ -39,12 +39,33 @@ function headersOf(scenario: Scenario, token: string): Record<string, string> {
   };
 }
 
-/** `durationS` of load with `connections` concurrent keep-alive connections, after `warmupS` of the same. */
+/**
+ * Waits until each process uses under 10% of a core: a server keeps working on the requests that were in
+ * flight when the previous run stopped, and that work must not land in the next figure.
+ */
+export async function waitIdle(pids: number[], maxMs = 20_000): Promise<void> {
+  const windowMs = 200;
+  const until = performance.now() + maxMs;
+  let before = pids.map(cpuTimeMs);
+  while (performance.now() < until) {
+    await new Promise((resolve) => setTimeout(resolve, windowMs));
+    const now = pids.map(cpuTimeMs);
+    const busy = now.some((ms, i) => ms !== null && before[i] != null && ms - before[i]! > windowMs * 0.1);
+    if (!busy) return;
+    before = now;
+  }
+}
+
+/**
+ * `durationS` of load with `connections` concurrent keep-alive connections, after `warmupS` of the same; first
+ * waits for the target and the `quiet` processes to be idle.
+ */
 export async function measureLoad(
   target: Target,
   scenario: Scenario,
-  options: { token: string; connections: number; durationS: number; warmupS: number },
+  options: { token: string; connections: number; durationS: number; warmupS: number; quiet?: number[] },
 ): Promise<LoadResult> {
+  await waitIdle([target.pid, ...(options.quiet ?? [])]);
   const base = {
     url: `http://127.0.0.1:${target.port}${scenario.path}`,
     method: scenario.method,
@@ -73,8 +94,9 @@ export async function measureLoad(
 export async function measureLatency(
   target: Target,
   scenario: Scenario,
-  options: { token: string; durationS: number },
+  options: { token: string; durationS: number; quiet?: number[] },
 ): Promise<LatencyResult> {
+  await waitIdle([target.pid, ...(options.quiet ?? [])]);
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const headers = headersOf(scenario, options.token);
   const once = () =>

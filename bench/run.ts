@@ -6,6 +6,7 @@
 //   BENCH_DURATION=s  measured seconds per figure (default 5; 1 in quick mode)
 //   BENCH_ROUNDS=n    rounds of the full matrix at the largest scale (default 2; 1 in quick mode)
 //   BENCH_ADMIN_URL   maintenance database for CREATE/DROP DATABASE (default postgres://postgres@127.0.0.1:5432/postgres)
+//   --report          only render the report again from bench/results/results*.json and bench/analysis.md
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -53,6 +54,9 @@ const OUT_DIR = join(ROOT, 'bench', 'results');
 const EXPLAIN_DIR = QUICK ? join(OUT_DIR, 'explain') : join(ROOT, 'bench', 'explain');
 const REPORT_FILE = QUICK ? join(OUT_DIR, 'BENCHMARKS.quick.md') : join(ROOT, 'BENCHMARKS.md');
 
+const RESULTS_FILE = join(OUT_DIR, QUICK ? 'results.quick.json' : 'results.json');
+const ANALYSIS_FILE = join(ROOT, 'bench', 'analysis.md');
+
 const problems: string[] = [];
 const log = (message: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 const seconds = (since: number) => (performance.now() - since) / 1000;
@@ -85,6 +89,7 @@ async function startBaseline(url: string): Promise<Server> {
 
 function checkFailures(label: string, scenario: Scenario, result: LoadResult): void {
   if (result.failures > 0) problems.push(`${label} ${scenario.id}: ${result.failures} of ${result.requests + result.failures} responses were not 2xx or failed`);
+  if (result.requests === 0) problems.push(`${label} ${scenario.id}: no request completed within ${DURATION_S} s`);
 }
 
 /** Each scenario on the gateway then the baseline (the order swapped every other round). */
@@ -92,7 +97,7 @@ async function measurePairs(gateway: Server, baseline: Server, list: Scenario[],
   const runs: ScenarioRun[] = list.map((s) => ({ scenario: s.id, title: s.title, rounds: [] }));
   for (let round = 0; round < rounds; round++) {
     for (const [i, scenario] of list.entries()) {
-      const options = { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S };
+      const options = { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, quiet: [gateway.pid, baseline.pid] };
       const order = round % 2 === 0 ? [gateway, baseline] : [baseline, gateway];
       const measured = new Map<Server, LoadResult>();
       for (const target of order) {
@@ -301,8 +306,9 @@ async function main(): Promise<void> {
     const runs = await measurePairs(gateway, baseline, measured, token, largest ? ROUNDS : 1);
     const latency: StageResult['latency'] = [];
     for (const scenario of all.filter((s) => s.scaling)) {
-      const g = await measureLatency(gateway, scenario, { token, durationS: LATENCY_S });
-      const b = await measureLatency(baseline, scenario, { token, durationS: LATENCY_S });
+      const quiet = [gateway.pid, baseline.pid];
+      const g = await measureLatency(gateway, scenario, { token, durationS: LATENCY_S, quiet });
+      const b = await measureLatency(baseline, scenario, { token, durationS: LATENCY_S, quiet });
       latency.push({ scenario: scenario.id, title: scenario.title, pair: { gateway: g, baseline: b } });
       log(`  latency ${scenario.id}: gateway p50 ${g.p50.toFixed(2)} ms, baseline p50 ${b.p50.toFixed(2)} ms`);
     }
@@ -361,11 +367,14 @@ async function main(): Promise<void> {
     problems,
   };
   mkdirSync(OUT_DIR, { recursive: true });
-  writeFileSync(join(OUT_DIR, QUICK ? 'results.quick.json' : 'results.json'), JSON.stringify(results, null, 2));
-  const analysisFile = join(ROOT, 'bench', 'analysis.md');
-  const analysis = existsSync(analysisFile) ? readFileSync(analysisFile, 'utf8') : '';
-  writeFileSync(REPORT_FILE, renderReport(results, analysis));
+  writeFileSync(RESULTS_FILE, JSON.stringify(results, null, 2));
+  writeReport(results);
   log(`wrote ${REPORT_FILE} in ${results.elapsedSeconds.toFixed(0)} s${problems.length > 0 ? `; ${problems.length} problem(s):\n  ${problems.join('\n  ')}` : ''}`);
+}
+
+function writeReport(results: Results): void {
+  const analysis = existsSync(ANALYSIS_FILE) ? readFileSync(ANALYSIS_FILE, 'utf8') : '';
+  writeFileSync(REPORT_FILE, renderReport(results, analysis));
 }
 
 let cleaning: Promise<void> | undefined;
@@ -386,7 +395,12 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 try {
-  await main();
+  if (process.argv.includes('--report')) {
+    writeReport(JSON.parse(readFileSync(RESULTS_FILE, 'utf8')) as Results);
+    log(`wrote ${REPORT_FILE} from ${RESULTS_FILE}`);
+  } else {
+    await main();
+  }
 } catch (error) {
   process.exitCode = 1;
   log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
