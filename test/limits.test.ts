@@ -99,7 +99,7 @@ describe('request limits', () => {
   });
 
   it('answers 415 UNSUPPORTED_MEDIA_TYPE to POST bodies that are not JSON, and accepts JSON with a charset', async () => {
-    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/graphql']) {
+    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/graphql', 'APPLICATION/JSON']) {
       const { status, body } = await postGraphQL(gateway, '{"query":"{ __typename }"}', { 'content-type': contentType });
       expect({ contentType, status }).toEqual({ contentType, status: 415 });
       expect(codesOf(body)).toEqual(['UNSUPPORTED_MEDIA_TYPE']);
@@ -118,12 +118,26 @@ describe('request limits', () => {
     }
   });
 
-  it('gives GraphQL syntax and validation errors the INVALID_QUERY code', async () => {
+  it('gives GraphQL syntax, validation and operation-selection errors the INVALID_QUERY code', async () => {
     const syntax = await graphql(gateway, '{ categories {', { token });
     expect(codesOf(syntax.body)).toEqual(['INVALID_QUERY']);
     const unknownField = await graphql(gateway, '{ nope }', { token });
     expect(unknownField.status).toBe(400);
     expect(codesOf(unknownField.body)).toEqual(['INVALID_QUERY']);
+    const unknownOperation = await postGraphQL(
+      gateway,
+      JSON.stringify({ query: 'query A { __typename }', operationName: 'B' }),
+      { accept: 'application/graphql-response+json' },
+    );
+    expect(unknownOperation.status).toBe(400);
+    expect(codesOf(unknownOperation.body)).toEqual(['INVALID_QUERY']);
+  });
+
+  it('answers HEAD with the status and headers of the refusal, without a body', async () => {
+    const response = await gateway.fetch(`${ORIGIN}${BASE}/categories?q=${'x'.repeat(2100)}`, { method: 'HEAD' });
+    expect(response.status).toBe(414);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await response.text()).toBe('');
   });
 
   const overLimit: Array<[string, string, RegExp]> = [

@@ -20,13 +20,15 @@ export function earlyErrorResponse(
   const url = new URL(request.url);
   const http = (error.extensions.http ?? {}) as { status?: number; headers?: Record<string, string> };
   const headers = { ...http.headers };
+  // HEAD gets the status and headers a GET would, without the body.
+  const withoutBody = request.method === 'HEAD';
   if (url.pathname === GRAPHQL_ENDPOINT) {
     // graphql-response+json when the client accepts it (GraphQL over HTTP); plain JSON for older clients.
     const contentType = (request.headers.get('accept') ?? '').includes(GRAPHQL_RESPONSE_TYPE)
       ? GRAPHQL_RESPONSE_TYPE
       : 'application/json';
     const body = { errors: [{ message: error.message, extensions: { code: error.code } }] };
-    return new fetchAPI.Response(JSON.stringify(body), {
+    return new fetchAPI.Response(withoutBody ? null : JSON.stringify(body), {
       status: http.status ?? ERROR_CODES[error.code].status,
       headers: { 'content-type': `${contentType}; charset=utf-8`, ...headers },
     });
@@ -37,7 +39,7 @@ export function earlyErrorResponse(
     { requestId: requestIdOf(request), origin: url.origin },
     { status: http.status, headers },
   );
-  return new fetchAPI.Response(JSON.stringify(rest.body), {
+  return new fetchAPI.Response(withoutBody ? null : JSON.stringify(rest.body), {
     status: rest.status,
     headers: { 'content-type': 'application/json; charset=utf-8', ...rest.headers },
   });

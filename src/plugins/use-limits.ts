@@ -2,7 +2,7 @@ import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
-import { GraphQLError, Lexer, Source, TokenKind, type ExecutionArgs, type ValidationContext } from 'graphql';
+import { GraphQLError, Lexer, Source, TokenKind, visit, BREAK, type DocumentNode, type ExecutionArgs, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { earlyErrorResponse } from './error-response.js';
@@ -39,6 +39,9 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
 };
 
 const JSON_CONTENT_TYPES = ['application/json', 'application/graphql+json'];
+
+/** Far beyond the deepest input of the schema (filters nest 8 levels, 2 JSON levels each). */
+const MAX_VARIABLE_DEPTH = 64;
 
 const deadlines = new WeakMap<Request, number>();
 
@@ -78,16 +81,18 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugi
         endResponse(earlyErrorResponse(request, bodyTooLarge(limits.maxBodyBytes), fetchAPI));
       }
     },
-    onRequestParse({ request, endResponse, fetchAPI }) {
+    onRequestParse({ request, requestParser, endResponse, fetchAPI }) {
       if (request.method !== 'POST') return;
-      const contentType = (request.headers.get('content-type') ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-      if (JSON_CONTENT_TYPES.includes(contentType)) return;
+      const contentType = (request.headers.get('content-type') ?? '').trim();
+      const mediaType = contentType.split(';')[0]?.trim() ?? '';
+      // Without a parser yoga would answer 415 with an empty body; this answer carries the code.
+      if (requestParser && JSON_CONTENT_TYPES.includes(mediaType)) return;
       endResponse(
         earlyErrorResponse(
           request,
           new ApiError(
             'UNSUPPORTED_MEDIA_TYPE',
-            `POST bodies must be application/json${contentType ? `, not ${contentType.slice(0, 100)}` : ' (Content-Type is missing)'}`,
+            `POST bodies must be sent with Content-Type: application/json${contentType ? `, not ${contentType.slice(0, 100)}` : ' (it is missing)'}`,
           ),
           fetchAPI,
         ),
@@ -97,12 +102,22 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugi
       // Counted before parsing, so an oversized document costs a lexer pass and nothing more.
       if (typeof params.query === 'string' && tokenCountExceeds(params.query, limits.maxTokens)) {
         setResult({ errors: [limitError(`Token limit of ${limits.maxTokens} exceeded.`)] });
+        return;
+      }
+      // Coercing variables recurses once per level: thousands of nested `{"not": …}` would overflow the stack.
+      if (nestsDeeper(params.variables, MAX_VARIABLE_DEPTH)) {
+        setResult({ errors: [limitError(`Variables nest deeper than ${MAX_VARIABLE_DEPTH} levels.`)] });
       }
     },
     onValidate({ addValidationRule }) {
       for (const rule of rules) addValidationRule(rule);
     },
-    onExecute({ args, executeFn, setExecuteFn }) {
+    onExecute({ args, executeFn, setExecuteFn, setResultAndStopExecution }) {
+      // PostgreSQL text cannot hold U+0000: refused here, on both surfaces, rather than failing in the database.
+      if (holdsNul(args.variableValues, 0) || documentHoldsNul(args.document)) {
+        setResultAndStopExecution({ errors: [new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000)')] });
+        return;
+      }
       const request = (args.contextValue as { request?: Request } | undefined)?.request;
       if (request) setExecuteFn((execArgs) => executeWithinDeadline(request, executeFn, execArgs));
     },
@@ -173,4 +188,29 @@ function tokenCountExceeds(query: string, max: number): boolean {
     // A lexical error is the parser's to report, with its location.
   }
   return false;
+}
+
+function nestsDeeper(value: unknown, max: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (max === 0) return true;
+  return Object.values(value).some((member) => nestsDeeper(member, max - 1));
+}
+
+function holdsNul(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  // Deeper than any input type of the schema nests; coercion refuses such values anyway.
+  if (value === null || typeof value !== 'object' || depth > 64) return false;
+  return Object.values(value).some((member) => holdsNul(member, depth + 1));
+}
+
+function documentHoldsNul(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    StringValue(node) {
+      if (!node.value.includes('\0')) return undefined;
+      found = true;
+      return BREAK;
+    },
+  });
+  return found;
 }

@@ -3,7 +3,14 @@ import type { Plugin } from 'graphql-yoga';
 import { isErrorCode, type ErrorCode } from '../errors.js';
 
 /** Codes yoga gives the request errors it raises itself (bad JSON, no query, wrong method, parse, validation). */
-const YOGA_REQUEST_CODES = new Set(['BAD_REQUEST', 'GRAPHQL_PARSE_FAILED', 'GRAPHQL_VALIDATION_FAILED', 'REQUEST_ENTITY_TOO_LARGE']);
+const YOGA_REQUEST_CODES = new Set([
+  'BAD_REQUEST',
+  'GRAPHQL_PARSE_FAILED',
+  'GRAPHQL_VALIDATION_FAILED',
+  'REQUEST_ENTITY_TOO_LARGE',
+  // The executor's "Unknown operation named …" / "Must provide operation name …".
+  'OPERATION_RESOLUTION_FAILURE',
+]);
 
 const CODE_BY_STATUS: Record<number, ErrorCode> = {
   405: 'METHOD_NOT_ALLOWED',
@@ -33,6 +40,8 @@ function recode(error: GraphQLError): void {
   const extensions = error.extensions as Record<string, unknown>;
   const code = extensions.code;
   if (isErrorCode(code) || typeof code !== 'string' || !YOGA_REQUEST_CODES.has(code)) return;
+  // No operation to run is a request error like a validation error, and answers with the same statuses.
+  if (code === 'OPERATION_RESOLUTION_FAILURE') extensions.http ??= { status: 400, spec: true };
   const http = extensions.http as { status?: unknown; spec?: boolean } | undefined;
   const status = http?.status;
   extensions.code = (typeof status === 'number' ? CODE_BY_STATUS[status] : undefined) ?? 'INVALID_QUERY';
