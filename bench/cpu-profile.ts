@@ -42,7 +42,8 @@ export function locationOf(url: string, root: string): string {
     return parts[0]?.startsWith('@') ? `${parts[0]}/${parts[1]}` : (parts[0] ?? path);
   }
   if (path.startsWith('node:')) return path;
-  return path.startsWith(root) ? path.slice(root.length + 1) : path;
+  const base = root.endsWith('/') ? root : `${root}/`;
+  return path.startsWith(base) ? path.slice(base.length) : path;
 }
 
 /**

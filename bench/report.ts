@@ -1,5 +1,6 @@
 // The results of a run and their rendering as BENCHMARKS.md.
 
+import type { BreakdownRow } from './breakdown.js';
 import type { ProfileSummary } from './cpu-profile.js';
 import type { ExplainResult } from './explain.js';
 import type { LatencyResult, LoadResult } from './load.js';
@@ -46,6 +47,7 @@ export interface Results {
   stages: StageResult[];
   explain: ExplainResult[];
   explainHeader: string;
+  breakdown: BreakdownRow[];
   profile: (ProfileSummary & { scenario: string; requests: number; windowMs: number }) | null;
   coldStart: ColdStartRow[];
   pglite: { syncs: number; connections: number; runs: { scenario: string; title: string; result: LoadResult }[] } | null;
@@ -279,6 +281,18 @@ export function renderReport(results: Results, analysis: string): string {
         ]),
       ),
     );
+    out.push('');
+  }
+
+  const breakdown = results.breakdown ?? [];
+  if (breakdown.length > 0) {
+    out.push(`## Where the CPU of a sync-list request goes (in-process, ${results.stages[results.stages.length - 1] ? scale(results.stages[results.stages.length - 1]!.totalSyncs) : ''} syncs)`);
+    out.push('');
+    out.push(
+      'The request of the first scenario taken apart inside one process: each layer called by 10 concurrent loops for a few seconds, CPU time from `process.cpuUsage()` per call (no HTTP server, no load generator in the process).',
+    );
+    out.push('');
+    out.push(table(['Layer', 'CPU ms per request'], breakdown.map((row) => [row.layer, n2(row.cpuMsPerRequest)])));
     out.push('');
   }
 

@@ -13,6 +13,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { openDatabase } from '../src/db/client.js';
+import { cpuBreakdown } from './breakdown.js';
 import { measureColdStart, serverEnv } from './cold-start.js';
 import { summarizeProfile } from './cpu-profile.js';
 import {
@@ -334,6 +335,14 @@ async function main(): Promise<void> {
   for (const e of explain) if (e.seqScanOnSyncs) problems.push(`${e.file}: Seq Scan on syncs`);
   log(`EXPLAIN: ${explain.map((e) => `${e.file}${e.seqScanOnSyncs ? ' SEQ SCAN' : ''}`).join(', ')}`);
 
+  const breakdown = await cpuBreakdown(url, {
+    token,
+    tenantId: tenantIds[0]!,
+    connectionId: last!.data.connectionId,
+    seconds: QUICK ? 0.5 : 2,
+  });
+  log(`CPU breakdown: ${breakdown.map((b) => `${b.cpuMsPerRequest.toFixed(2)} ms`).join(', ')}`);
+
   const syncList = last!.list.find((s) => s.id === 'syncs-connection')!;
   const profile = await profileGateway(url, syncList, token);
   log(`profile: top ${profile?.functions.slice(0, 3).map((f) => f.name).join(', ')}`);
@@ -361,6 +370,7 @@ async function main(): Promise<void> {
     stages,
     explain,
     explainHeader,
+    breakdown,
     profile,
     coldStart,
     pglite,
