@@ -166,11 +166,18 @@ function columnConditions(column: string, nullable: boolean, filter: FieldFilter
 /** Depth bound for and/or/not nesting: deeper trees are a client error rather than unbounded SQL. */
 const MAX_FILTER_DEPTH = 8;
 
+/**
+ * Bound on the values one filter compares against (each `in` member counts): each is a bind parameter, and
+ * PostgreSQL takes at most 65,535 in one statement. The REST grammar cannot get near it within its URL limit.
+ */
+export const MAX_FILTER_VALUES = 5000;
+
 /** Builds a Prisma `where` from a resource filter input (`{field: {op: value}, and, or, not}`). */
 export function filterWhere(
   filter: Record<string, unknown> | null | undefined,
   columns: Record<string, ColumnSpec>,
   depth = 0,
+  budget = { values: MAX_FILTER_VALUES },
 ): Where {
   if (!filter) return {};
   if (depth > MAX_FILTER_DEPTH) throw new ApiError('INVALID_QUERY', `filters nest at most ${MAX_FILTER_DEPTH} levels`);
@@ -178,13 +185,15 @@ export function filterWhere(
   for (const [key, value] of Object.entries(filter)) {
     if (value === undefined || value === null) continue;
     if (key === 'and' || key === 'or') {
-      const parts = (value as Record<string, unknown>[]).map((f) => filterWhere(f, columns, depth + 1));
+      const parts = (value as Record<string, unknown>[]).map((f) => filterWhere(f, columns, depth + 1, budget));
       conditions.push({ [key === 'and' ? 'AND' : 'OR']: parts });
     } else if (key === 'not') {
-      conditions.push({ NOT: filterWhere(value as Record<string, unknown>, columns, depth + 1) });
+      conditions.push({ NOT: filterWhere(value as Record<string, unknown>, columns, depth + 1, budget) });
     } else {
       const spec = columns[key];
       if (!spec) throw new ApiError('INVALID_QUERY', `unknown filter field ${key}`);
+      for (const operand of Object.values(value as FieldFilter)) budget.values -= Array.isArray(operand) ? operand.length : 1;
+      if (budget.values < 0) throw new ApiError('INVALID_QUERY', `a filter compares against at most ${MAX_FILTER_VALUES} values`);
       conditions.push(...fieldConditions(spec, value as FieldFilter));
     }
   }

@@ -12,7 +12,10 @@ const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9}
 export function parseTimestamp(value: string): Date | null {
   if (value.length > 40 || !ISO_TIMESTAMP.test(value)) return null;
   const date = new Date(value.length === 10 ? `${value}T00:00:00Z` : value);
-  return Number.isNaN(date.getTime()) ? null : date;
+  if (Number.isNaN(date.getTime())) return null;
+  // Year 0000 (or 0001 moved back by an offset) is 1 BC, which PostgreSQL refuses as out of range.
+  const year = date.getUTCFullYear();
+  return year < 1 || year > 9999 ? null : date;
 }
 
 function parseDateTimeInput(value: unknown): Date {

@@ -1,4 +1,4 @@
-import { GraphQLError } from 'graphql';
+import { GraphQLError, Kind } from 'graphql';
 import type { Logger } from 'pino';
 import { ApiError, isErrorCode } from '../errors.js';
 
@@ -49,6 +49,20 @@ export function createMaskError(logger: Logger) {
   return (error: unknown, _message: string): Error => {
     const original = error instanceof GraphQLError ? error.originalError : error;
     if (error instanceof ApiError || original instanceof ApiError) return error as Error;
+    // graphql-js's own complaints about the request carry no code: a variable it could not coerce (a string
+    // for an Int, 1e20), a required one left out, an operation type the schema lacks. They are the caller's
+    // mistake. A scalar that crashed (an original error that is no GraphQLError) stays internal.
+    if (
+      error instanceof GraphQLError &&
+      error.extensions.code === undefined &&
+      (!original || (original instanceof GraphQLError && error.nodes?.some((node) => node.kind === Kind.VARIABLE_DEFINITION)))
+    ) {
+      return new GraphQLError(error.message, {
+        nodes: error.nodes,
+        path: error.path,
+        extensions: { ...error.extensions, code: 'INVALID_QUERY' },
+      });
+    }
     if (error instanceof GraphQLError && !original) return error;
     if (error instanceof GraphQLError && original instanceof GraphQLError && isErrorCode(original.extensions.code)) {
       return error;

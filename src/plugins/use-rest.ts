@@ -16,6 +16,7 @@ import { listVariables } from '../rest/graphql-variables.js';
 import { openApiDocument } from '../rest/openapi.js';
 import { FILTER_OPERATORS, parseListQuery, type ListQuery, type ResourceSpec } from '../rest/query-params.js';
 import { API_PREFIX, DOCS_PATH, OPENAPI_PATH, routes as defaultRoutes, type RouteSpec } from '../rest/routes.js';
+import { GRAPHQL_ENDPOINT } from './error-response.js';
 import { requestIdOf } from './use-request-id.js';
 
 type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
@@ -38,8 +39,20 @@ export function useRest({ schema, routes = defaultRoutes }: { schema: GraphQLSch
       yoga = instance as unknown as Yoga;
     },
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
-      if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) return;
       const target: ResponseTarget = { requestId: requestIdOf(request), origin: url.origin };
+      if (url.pathname !== API_PREFIX && !url.pathname.startsWith(`${API_PREFIX}/`)) {
+        // Health, metrics and error docs answered earlier; what is left is GraphQL or no path at all, which
+        // gets the error body too, not yoga's empty 404.
+        if (url.pathname === GRAPHQL_ENDPOINT || url.pathname === `${GRAPHQL_ENDPOINT}/`) return;
+        const { status, body, headers } = errorResponse('NOT_FOUND', `no such path: ${clip(url.pathname)}`, target);
+        endResponse(
+          new fetchAPI.Response(request.method === 'HEAD' ? null : JSON.stringify(body), {
+            status,
+            headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+          }),
+        );
+        return;
+      }
       // HEAD is GET without the body, as HTTP asks of every server.
       const isHead = request.method === 'HEAD';
       const method = isHead ? 'GET' : request.method;
