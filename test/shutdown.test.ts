@@ -196,8 +196,9 @@ async function expectGracefulShutdown(server: RunningServer): Promise<void> {
   ]);
   expect(exit.code, server.stderr()).toBe(0);
   expect(exit.at - signalled).toBeLessThan(DRAIN_BOUND_MS);
-  // The answered keep-alive connection is closed as soon as it is idle, not after its keep-alive timeout (5 s).
-  expect(exit.at - answered).toBeLessThan(3000);
+  // The answered keep-alive connection is closed as soon as it is idle, not after its keep-alive timeout (5 s);
+  // the margin below 5 s absorbs closing the pool and exiting on a loaded machine.
+  expect(exit.at - answered).toBeLessThan(4500);
   const messages = server.logs.map((l) => l.msg);
   expect(messages).toContain('stopped');
   expect(messages).not.toContain('drain timeout: closing remaining connections');
