@@ -10,6 +10,14 @@ declare module 'autocannon' {
       headers?: Record<string, string>;
       body?: string;
       timeout?: number;
+      /** Cycled through by every connection; `onResponse` sees each answer to its request. */
+      requests?: Array<{
+        method?: string;
+        path?: string;
+        headers?: Record<string, string>;
+        body?: string;
+        onResponse?: (status: number, body: string) => void;
+      }>;
     }
     interface Histogram {
       average: number;
