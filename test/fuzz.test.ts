@@ -25,6 +25,9 @@ import { afterAll, beforeAll, describe, it } from 'vitest';
 import type { DatabaseKind } from '../src/db/client.js';
 import { ERROR_CODES, isErrorCode, type ErrorCode } from '../src/errors.js';
 import { schema } from '../src/graphql/schema.js';
+import { compileRoutes } from '../src/rest/compile-routes.js';
+import type { FieldSpec, ResourceSpec } from '../src/rest/query-params.js';
+import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
@@ -290,20 +293,11 @@ const patternText = fc
 // ---------------------------------------------------------------------------------------------------------
 // Generators: REST query strings and paths
 
-const REST_FIELDS: Record<string, readonly string[]> = {
-  categories: ['id', 'slug', 'name', 'description', 'sort_order'],
-  available: ['id', 'name', 'slug', 'application_id', 'description', 'logo_url', 'keywords', 'features', 'additional_information', 'category_id'],
-  connected: [
-    'id', 'name', 'slug', 'application_id', 'application_name', 'application_slug', 'description', 'logo_url', 'keywords',
-    'category_id', 'category_slug', 'category_name', 'via', 'status', 'metadata', 'settings',
-  ],
-  syncs: [
-    'id', 'tenant_id', 'connection_id', 'started_at', 'finished_at', 'error_message', 'summary', 'file_url', 'is_auto_migrate',
-    'diff', 'checksum', 'status',
-  ],
-};
-const LIST_ENDPOINTS = ['categories', 'available', 'connected', 'syncs', 'syncs/'] as const;
-const ALL_FIELDS = [...new Set(Object.values(REST_FIELDS).flat())];
+/** The list endpoints and the grammar each accepts (field names and types), as the gateway compiles them. */
+const LIST_RESOURCES = compileRoutes(schema, routes).flatMap((route) =>
+  route.resource && route.spec.method === 'GET' ? [{ path: route.spec.path, resource: route.resource }] : [],
+);
+const ALL_FIELDS = [...new Set(LIST_RESOURCES.flatMap(({ resource }) => Object.keys(resource.fields)))];
 const OPERATORS = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte', 'like', 'ilike'];
 
 const unknownName = fc.oneof(
@@ -311,13 +305,16 @@ const unknownName = fc.oneof(
   fc.constantFrom('', 'colour', 'select[]', 'Select', 'LIMIT', '__proto__', 'constructor', 'hasOwnProperty', 'toString', 'data', 'meta', 'not', 'or', 'and', 'id.eq'),
 );
 
+const ID_SHAPED = fc.stringMatching(/^(con|syn|app|cat|usr|tok|ten)_[0-9a-z]{1,60}$/);
+const ID_ISH = fc.stringMatching(/^[A-Za-z]{0,5}[-_.]?[0-9a-zA-Z]{0,20}$/);
+
 /** Everything REST ids are made of, and everything they must not be. */
 function idText(realIds: readonly string[]) {
   return fc.oneof(
     { weight: 3, arbitrary: fc.constantFrom(...realIds) },
-    { weight: 3, arbitrary: fc.stringMatching(/^(con|syn|app|cat|usr|tok|ten)_[0-9a-z]{1,60}$/) },
+    { weight: 3, arbitrary: ID_SHAPED },
     { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...realIds), nastyText).map(([id, junk]) => id + junk) },
-    { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z]{0,5}[-_.]?[0-9a-zA-Z]{0,20}$/) },
+    { weight: 1, arbitrary: ID_ISH },
     { weight: 1, arbitrary: fc.integer({ min: 61, max: 5000 }).map((n) => `con_${'a'.repeat(n)}`) },
     { weight: 2, arbitrary: nastyText },
     {
@@ -390,34 +387,120 @@ const orderValue = fc
 
 const countValue = fc.oneof(numberText, fc.constantFrom('', ' ', '1', '10', '100', '101', '0', '-1', '1.0', '5abc'));
 
-/** One `name=value` pair of a list request, before encoding. */
-function queryEntry(realIds: readonly string[]) {
+/** One `name=value` pair of a list request, before encoding: anything, for the endpoint's fields or not. */
+function wildEntry(fields: readonly string[], realIds: readonly string[]) {
+  const names = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...fields) }, { weight: 1, arbitrary: fc.constantFrom(...ALL_FIELDS) });
   return fc.oneof(
-    { weight: 8, arbitrary: fc.tuple(fc.constantFrom(...ALL_FIELDS), filterExpression(realIds)) },
+    { weight: 8, arbitrary: fc.tuple(names, filterExpression(realIds)) },
     { weight: 2, arbitrary: fc.tuple(fc.constantFrom('select'), selectValue) },
     { weight: 2, arbitrary: fc.tuple(fc.constantFrom('order'), orderValue) },
     { weight: 3, arbitrary: fc.tuple(fc.constantFrom('limit', 'offset', 'page'), countValue) },
-    { weight: 2, arbitrary: fc.tuple(fc.constantFrom('search'), fc.oneof(nastyText, longText, fc.constantFrom('timeout', 'FAILED', '%', '_', '\\')) ) },
+    { weight: 2, arbitrary: fc.tuple(fc.constantFrom('search'), fc.oneof(nastyText, longText, fc.constantFrom('timeout', 'FAILED', '%', '_', '\\'))) },
     { weight: 2, arbitrary: fc.tuple(fc.constantFrom('name', 'category_id', 'connection_id'), fc.oneof(nastyText, idText(realIds), filterExpression(realIds))) },
     { weight: 1, arbitrary: fc.tuple(unknownName, fc.oneof(nastyText, filterExpression(realIds))) },
   );
 }
 
-function queryString(realIds: readonly string[]) {
-  const encodedEntry = fc
-    .tuple(queryEntry(realIds), encodingMode, encodingMode, fc.nat())
-    .map(([[name, value], nameMode, valueMode, junkAt]) => {
-      const key = encodeText(name, nameMode === 'junk' ? 'component' : nameMode, junkAt);
-      return `${key}${value === '' && junkAt % 7 === 0 ? '' : '='}${encodeText(value, valueMode, junkAt)}`;
-    });
-  return fc.oneof(
-    { weight: 12, arbitrary: fc.array(encodedEntry, { maxLength: 6 }) },
-    // Past maxFilters (50) and maxProblems (50).
-    { weight: 1, arbitrary: fc.array(encodedEntry, { minLength: 45, maxLength: 70 }) },
-  ).chain((entries) =>
-    // A repeated key, a stray `&&` or a trailing `&` now and then.
-    fc.constantFrom(entries.join('&'), entries.join('&&'), `${entries.join('&')}&`, entries.concat(entries.slice(0, 1)).join('&')),
-  );
+const TYPED_OPERATORS: Record<FieldSpec['type'], readonly string[]> = {
+  string: OPERATORS,
+  int: ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte'],
+  timestamp: ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte'],
+  boolean: ['eq', 'neq', 'is'],
+  enum: ['eq', 'neq', 'in', 'is'],
+  string_array: ['eq', 'in'],
+  json: ['eq'],
+};
+
+/** A value of the field's type, so that the condition gets past the grammar and into SQL. */
+function typedScalar(spec: FieldSpec, realIds: readonly string[]): fc.Arbitrary<string> {
+  switch (spec.type) {
+    case 'int':
+      return fc.oneof(fc.integer({ min: -5, max: 200 }).map(String), fc.integer().map(String), fc.constantFrom('2147483647', '-2147483648'));
+    case 'timestamp':
+      return fc.oneof(
+        fc.date({ noInvalidDate: true, min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z') }).map((d) => d.toISOString()),
+        dateText,
+      );
+    case 'boolean':
+      return fc.constantFrom('true', 'false');
+    case 'enum':
+      return fc.constantFrom(...(spec.enumValues ?? ['x']));
+    default:
+      return fc.oneof(
+        { weight: 10, arbitrary: nastyText },
+        { weight: 3, arbitrary: fc.constantFrom(...realIds) },
+        { weight: 2, arbitrary: fc.constantFrom(...ENUM_WORDS) },
+        // Up to the 4096-character value limit, and (percent-encoded, 6 bytes each) past the URL limit.
+        { weight: 1, arbitrary: fc.constantFrom(200, 1000, 1365, 4096).map((n) => 'é'.repeat(n)) },
+      );
+  }
+}
+
+function typedCondition(spec: FieldSpec, realIds: readonly string[]): fc.Arbitrary<string> {
+  const scalar = typedScalar(spec, realIds);
+  const valueFor = (op: string): fc.Arbitrary<string> =>
+    op === 'is'
+      ? spec.type === 'boolean'
+        ? fc.constantFrom('null', 'not_null', 'true', 'false', 'TRUE')
+        : fc.constantFrom('null', 'not_null', 'NULL', 'true')
+      : op === 'in'
+        ? fc.array(fc.tuple(fc.boolean(), scalar), { maxLength: 6 }).map((members) => `(${members.map(([quoted, m]) => (quoted ? quoteMember(m) : m)).join(',')})`)
+        : op === 'like' || op === 'ilike'
+          ? fc.tuple(fc.constantFrom('', '*'), scalar, fc.constantFrom('', '*')).map(([a, text, b]) => `${a}${text}${b}`)
+          : scalar;
+  const conditions = TYPED_OPERATORS[spec.type].map((op) => fc.tuple(fc.constantFrom('', '', 'not.'), valueFor(op)).map(([negation, value]) => `${negation}${op}.${value}`));
+  return fc.oneof(...conditions);
+}
+
+/** Entries that follow the grammar (right fields, operators and value types) with hostile text in the values. */
+function typedEntries(resource: ResourceSpec, realIds: readonly string[]) {
+  const fieldNames = Object.keys(resource.fields);
+  const filterable = fieldNames.filter((name) => {
+    const spec = resource.fields[name] as FieldSpec;
+    return !resource.reserved.includes(name) && spec.filterable !== false && spec.type !== 'string_array' && spec.type !== 'json';
+  });
+  // The endpoint's own parameters (connection_id, name…), not the paging and control ones.
+  const ownParams = resource.reserved.filter((name) => !['select', 'search', 'order', 'limit', 'offset', 'page'].includes(name));
+  const filter = fc.oneof(...filterable.map((name) => typedCondition(resource.fields[name] as FieldSpec, realIds).map((v): [string, string] => [name, v])));
+  const optional = (entry: fc.Arbitrary<[string, string]>) => fc.option(entry, { freq: 2, nil: undefined });
+  return fc
+    .tuple(
+      fc.array(filter, { maxLength: 4 }),
+      optional(fc.subarray(fieldNames, { minLength: 1 }).map((names): [string, string] => ['select', names.join(',')])),
+      optional(
+        fc
+          .tuple(fc.subarray(fieldNames, { minLength: 1, maxLength: 3 }), fc.array(fc.constantFrom('', '.desc', '.asc.nullsfirst', '.desc.nullslast'), { minLength: 3, maxLength: 3 }))
+          .map(([names, suffixes]): [string, string] => ['order', names.map((n, i) => `${n}${suffixes[i] ?? ''}`).join(',')]),
+      ),
+      optional(fc.tuple(fc.constant('limit'), fc.integer({ min: 0, max: 101 }).map(String))),
+      optional(fc.tuple(fc.constantFrom('offset', 'page'), fc.integer({ min: 0, max: 400 }).map(String))),
+      optional(fc.tuple(fc.constant('search'), typedScalar({ type: 'string' }, realIds))),
+      ownParams.length > 0 ? optional(fc.tuple(fc.constantFrom(...ownParams), fc.oneof(fc.constantFrom(...realIds), nastyText))) : fc.constant(undefined),
+    )
+    .map(([filters, ...rest]) => [...filters, ...rest.filter((entry): entry is [string, string] => entry !== undefined)]);
+}
+
+function queryString(resource: ResourceSpec, realIds: readonly string[]) {
+  const fields = Object.keys(resource.fields);
+  const encode = (entries: fc.Arbitrary<Array<[string, string]>>, modes: fc.Arbitrary<string>) =>
+    fc.tuple(entries, fc.array(fc.tuple(modes, modes, fc.nat()), { minLength: 70, maxLength: 70 })).map(([pairs, encodings]) =>
+      pairs.map(([name, value], i) => {
+        const [nameMode, valueMode, junkAt] = encodings[i] ?? ['component', 'component', 0];
+        const key = encodeText(name, nameMode === 'junk' ? 'component' : nameMode, junkAt);
+        return `${key}${value === '' && junkAt % 7 === 0 ? '' : '='}${encodeText(value, valueMode, junkAt)}`;
+      }),
+    );
+  return fc
+    .oneof(
+      { weight: 10, arbitrary: encode(typedEntries(resource, realIds), fc.constantFrom('component', 'component', 'component', 'raw')) },
+      { weight: 8, arbitrary: encode(fc.array(wildEntry(fields, realIds), { maxLength: 6 }), encodingMode) },
+      // Past maxFilters (50) and maxProblems (50).
+      { weight: 1, arbitrary: encode(fc.array(wildEntry(fields, realIds), { minLength: 45, maxLength: 70 }), encodingMode) },
+    )
+    .chain((entries) =>
+      // A repeated key, a stray `&&` or a trailing `&` now and then.
+      fc.constantFrom(entries.join('&'), entries.join('&'), entries.join('&&'), `${entries.join('&')}&`, entries.concat(entries.slice(0, 1)).join('&')),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -835,14 +918,19 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
   it('REST list endpoints: any query string, method and credential', { timeout: 300_000 }, async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom(...LIST_ENDPOINTS),
-        queryString(allIds),
-        fc.constantFrom('GET', 'GET', 'GET', 'GET', 'GET', 'GET', 'GET', 'GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'),
+        fc.oneof(
+          ...LIST_RESOURCES.map(({ path, resource }) => fc.tuple(fc.constantFrom(path, path, path, `${path}/`), queryString(resource, allIds))),
+        ),
+        fc.oneof(
+          { weight: 17, arbitrary: fc.constant('GET') },
+          { weight: 1, arbitrary: fc.constant('HEAD') },
+          { weight: 2, arbitrary: fc.constantFrom('POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS') },
+        ),
         listAuth(),
-        async (endpoint, query, method, authorization) => {
+        async ([path, query], method, authorization) => {
           const sent: SentRequest = {
             method,
-            url: `${ORIGIN}${BASE}/${endpoint}${query === '' ? '' : `?${query}`}`,
+            url: `${ORIGIN}${path}${query === '' ? '' : `?${query}`}`,
             headers: authorization === undefined ? {} : { authorization },
           };
           const received = await send(t, sent);
@@ -860,14 +948,23 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
     const endpoints = ['available', 'connected', 'syncs', 'connected', 'syncs', 'categories', 'nope'];
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom(...endpoints),
-        idText(allIds),
+        fc.oneof(
+          fc.tuple(fc.constantFrom(...endpoints), idText(allIds)),
+          // Real ids on their own endpoint: found for their tenant, 404 for the other.
+          fc.constantFrom(
+            ...own.connections.map((id) => ['connected', id] as const),
+            ...own.syncs.map((id) => ['syncs', id] as const),
+            ...own.apps.map((id) => ['available', id] as const),
+            ...foreign.connections.map((id) => ['connected', id] as const),
+            ...foreign.syncs.map((id) => ['syncs', id] as const),
+          ),
+        ),
         encodingMode,
         fc.nat(),
         fc.constantFrom('GET', 'GET', 'GET', 'HEAD', 'PUT'),
         fc.constantFrom('', '', '', '/', '/extra', '?x=1'),
         listAuth(),
-        async (endpoint, id, mode, junkAt, method, suffix, authorization) => {
+        async ([endpoint, id], mode, junkAt, method, suffix, authorization) => {
           const sent: SentRequest = {
             method,
             url: `${ORIGIN}${BASE}/${endpoint}/${encodeText(id, mode, junkAt)}${suffix}`,
@@ -881,9 +978,8 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
           if (plain && demoCredential && [...foreign.connections, ...foreign.syncs].includes(id) && received.status !== 404) {
             fail('another tenant’s object is visible', sent, received);
           }
-          if (plain && demoCredential && endpoint === 'connected' && own.connections.includes(id) && received.status !== 200) {
-            fail('own connection not found', sent, received);
-          }
+          const ownOnEndpoint = { connected: own.connections, syncs: own.syncs, available: own.apps }[endpoint] ?? [];
+          if (plain && demoCredential && ownOnEndpoint.includes(id) && received.status !== 200) fail('own object not found', sent, received);
         },
       ),
       optionsFor(kind, 'pathIds'),

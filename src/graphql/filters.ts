@@ -101,7 +101,8 @@ export function likeCondition(column: string, pattern: string, insensitive: bool
       `pattern "${pattern}": * may stand at the start and/or the end of a like/ilike pattern, not between characters`,
     );
   }
-  if (text.replaceAll('*', '') === '' && (leading || trailing)) return { [column]: { not: null } };
+  // Only wildcards: every non-null value. `LIKE '%%'` says so on any column; Prisma refuses `not: null` on required ones.
+  if (text.replaceAll('*', '') === '' && (leading || trailing)) return { [column]: { contains: '' } };
   if (leading && trailing) return { [column]: { contains: escapeLike(text), ...mode } };
   if (leading) return { [column]: { endsWith: escapeLike(text), ...mode } };
   if (trailing) return { [column]: { startsWith: escapeLike(text), ...mode } };
