@@ -3,11 +3,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { getIntrospectionQuery } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/logger.js';
 import { DEFAULT_REQUEST_LIMITS } from '../src/plugins/use-limits.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../src/yoga.js';
+import { type Gateway, type GatewayOptions } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 
 const GRAPHQL_URL = `${ORIGIN}/graphql`;
@@ -20,20 +19,8 @@ beforeAll(async () => {
 afterAll(() => pglite?.dispose());
 
 function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> & { perMinute?: number } = {}): Gateway {
-  const { perMinute = 0, ...rest } = options;
-  return createGateway({
-    db: t.db,
-    config: {
-      JWT_SECRET: JWT_TEST_SECRET,
-      JWT_PUBLIC_KEY: undefined,
-      JWT_JWKS_URL: undefined,
-      JWT_ISSUER: undefined,
-      JWT_AUDIENCE: undefined,
-      RATE_LIMIT_PER_MINUTE: perMinute,
-    },
-    logger: createLogger('silent'),
-    ...rest,
-  });
+  const { perMinute = 0, config, ...rest } = options;
+  return gatewayOver(t.db, { ...rest, config: { ...config, RATE_LIMIT_PER_MINUTE: perMinute } });
 }
 
 async function postGraphQL(gateway: Gateway, body: BodyInit, headers: Record<string, string> = {}, init: RequestInit = {}) {

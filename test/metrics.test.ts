@@ -3,11 +3,10 @@
 import { SignJWT } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/logger.js';
 import { routeOf } from '../src/plugins/use-metrics.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../src/yoga.js';
+import { type Gateway, type GatewayOptions } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, gatewayOver, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 
 // One seeded PGlite database for the whole file (PostgreSQL gets its own in the suite that needs it).
@@ -18,20 +17,8 @@ beforeAll(async () => {
 afterAll(() => pglite?.dispose());
 
 function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> & { metricsToken?: string } = {}): Gateway {
-  const { metricsToken, ...rest } = options;
-  return createGateway({
-    db: t.db,
-    config: {
-      JWT_SECRET: JWT_TEST_SECRET,
-      JWT_PUBLIC_KEY: undefined,
-      JWT_JWKS_URL: undefined,
-      JWT_ISSUER: undefined,
-      JWT_AUDIENCE: undefined,
-      METRICS_TOKEN: metricsToken,
-    },
-    logger: createLogger('silent'),
-    ...rest,
-  });
+  const { metricsToken, config, ...rest } = options;
+  return gatewayOver(t.db, { ...rest, config: { ...config, METRICS_TOKEN: metricsToken } });
 }
 
 async function scrape(gateway: Gateway, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string | null; text: string }> {

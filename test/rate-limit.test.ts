@@ -8,30 +8,16 @@ import { Redis } from 'ioredis';
 import { SignJWT } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/logger.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../src/yoga.js';
-import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { type Gateway, type GatewayOptions } from '../src/yoga.js';
+import { createTestGateway, gatewayOver, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 
 const REDIS_URL = 'redis://127.0.0.1:6379';
 const BUDGET = 5;
 
 function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> & { perMinute?: number; redisUrl?: string } = {}): Gateway {
-  const { perMinute = BUDGET, redisUrl, ...rest } = options;
-  return createGateway({
-    db: t.db,
-    config: {
-      JWT_SECRET: JWT_TEST_SECRET,
-      JWT_PUBLIC_KEY: undefined,
-      JWT_JWKS_URL: undefined,
-      JWT_ISSUER: undefined,
-      JWT_AUDIENCE: undefined,
-      RATE_LIMIT_PER_MINUTE: perMinute,
-      REDIS_URL: redisUrl,
-    },
-    logger: createLogger('silent'),
-    ...rest,
-  });
+  const { perMinute = BUDGET, redisUrl, config, ...rest } = options;
+  return gatewayOver(t.db, { ...rest, config: { ...config, RATE_LIMIT_PER_MINUTE: perMinute, REDIS_URL: redisUrl } });
 }
 
 function jwtFor(tenantId: string, sub: string): Promise<string> {

@@ -1,26 +1,14 @@
 // Security headers on every kind of response, CSP that still lets GraphiQL and the docs pages run, and
 // CORS: off unless CORS_ORIGINS lists origins.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../src/logger.js';
-import { createGateway, type Gateway } from '../src/yoga.js';
-import { createTestGateway, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { type Gateway } from '../src/yoga.js';
+import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 
 const STRICT_CSP = "default-src 'none'; frame-ancestors 'none'";
 
 function gatewayWithCors(t: TestGateway, origins: string[] | undefined): Gateway {
-  return createGateway({
-    db: t.db,
-    config: {
-      JWT_SECRET: JWT_TEST_SECRET,
-      JWT_PUBLIC_KEY: undefined,
-      JWT_JWKS_URL: undefined,
-      JWT_ISSUER: undefined,
-      JWT_AUDIENCE: undefined,
-      CORS_ORIGINS: origins,
-    },
-    logger: createLogger('silent'),
-  });
+  return gatewayOver(t.db, { config: { CORS_ORIGINS: origins } });
 }
 
 describe('security headers', () => {
