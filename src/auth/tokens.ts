@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Viewer } from '../context.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
-import { Prisma } from '../generated/prisma/client.js';
+import { Prisma, Role } from '../generated/prisma/client.js';
 import { MAX_ID_LENGTH, newId } from '../ids.js';
 import { permissionsOf } from './permissions.js';
 
@@ -128,6 +128,30 @@ export async function createToken(
   }
 }
 
+/** The token joined with its service user's role; the composite key keeps the user in the token's tenant. */
+const TOKEN_LOOKUP_SQL = `SELECT t.id, t.tenant_id, t.service_user_id, t.secret_hash, t.expires_at, t.revoked_at, t.last_used_at, u.role::text AS role
+FROM tokens t JOIN service_users u ON u.tenant_id = t.tenant_id AND u.id = t.service_user_id
+WHERE t.prefix = $1`;
+
+interface TokenRow {
+  id: string;
+  tenant_id: string;
+  service_user_id: string;
+  /** bytea: a Buffer from pg, a Uint8Array from PGlite. */
+  secret_hash: Uint8Array;
+  /** timestamptz: a Date from both drivers (converted again in case a driver hands back text). */
+  expires_at: Date | string;
+  revoked_at: Date | string | null;
+  last_used_at: Date | string | null;
+  role: string;
+}
+
+const ROLES: ReadonlySet<string> = new Set(Object.values(Role));
+
+function isRole(value: string): value is Role {
+  return ROLES.has(value);
+}
+
 /**
  * Resolves a token value to its viewer, or null when it is malformed, unknown, wrong, expired or revoked.
  * One query (token joined with its service user's role); the role is read at every request, so a role
@@ -140,36 +164,26 @@ export async function verifyPersonalAccessToken(
 ): Promise<Viewer | null> {
   const parsed = parsePersonalAccessToken(value);
   if (!parsed) return null;
-  const row = await db.prisma.token.findUnique({
-    relationLoadStrategy: 'join',
-    where: { prefix: parsed.prefix },
-    select: {
-      id: true,
-      tenantId: true,
-      serviceUserId: true,
-      secretHash: true,
-      expiresAt: true,
-      revokedAt: true,
-      lastUsedAt: true,
-      serviceUser: { select: { role: true } },
-    },
-  });
+  // Hand-written rather than through Prisma: this runs on every token-authenticated request, and one
+  // parameterized statement through the driver costs a fraction of Prisma's query planning and mapping.
+  const [row] = await db.raw.query<TokenRow>(TOKEN_LOOKUP_SQL, [parsed.prefix]);
   if (!row) return null;
   const presented = hashSecret(Buffer.from(parsed.secret, 'base64url'));
-  const stored = Buffer.from(row.secretHash);
+  const stored = Buffer.from(row.secret_hash);
   if (stored.length !== presented.length || !timingSafeEqual(stored, presented)) return null;
-  if (row.revokedAt !== null) return null;
-  if (row.expiresAt.getTime() <= now.getTime()) return null;
+  if (row.revoked_at !== null) return null;
+  if (new Date(row.expires_at).getTime() <= now.getTime()) return null;
 
-  if (row.lastUsedAt === null || row.lastUsedAt.getTime() < now.getTime() - LAST_USED_THROTTLE_MS) {
+  if (row.last_used_at === null || new Date(row.last_used_at).getTime() < now.getTime() - LAST_USED_THROTTLE_MS) {
     touchLastUsed(db, row.id, now);
   }
-  const role = row.serviceUser.role;
+  if (!isRole(row.role)) return null;
+  const role = row.role;
   return {
-    tenantId: row.tenantId,
+    tenantId: row.tenant_id,
     role,
     permissions: permissionsOf(role),
-    subject: row.serviceUserId,
+    subject: row.service_user_id,
     credential: 'token',
     tokenId: row.id,
   };

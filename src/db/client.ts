@@ -20,6 +20,8 @@ export interface RawSql {
 export interface QueryEvent {
   query: string;
   durationMs: number;
+  /** The statement's parameters as a JSON array (Prisma's own rendering for its statements). */
+  params: string;
 }
 
 export interface Database {
@@ -28,7 +30,10 @@ export interface Database {
   raw: RawSql;
   /** The driver adapter factory Prisma runs on; the schema engine uses it for migration diffs. */
   adapterFactory: SqlMigrationAwareDriverAdapterFactory;
-  /** Subscribes to every SQL statement Prisma issues; returns the unsubscribe function. */
+  /**
+   * Subscribes to every SQL statement Prisma issues, and to each `raw.query` (the hot-path reads written by
+   * hand); returns the unsubscribe function.
+   */
   onQuery(listener: (event: QueryEvent) => void): () => void;
   /** Connection pool occupancy, for metrics; PostgreSQL only (PGlite is one in-process connection). */
   poolStats?(): PoolStats;
@@ -79,12 +84,23 @@ function withQueryEvents(
   });
   const listeners = new Set<(event: QueryEvent) => void>();
   prisma.$on('query', (event) => {
-    for (const listener of listeners) listener({ query: event.query, durationMs: event.duration });
+    for (const listener of listeners) listener({ query: event.query, durationMs: event.duration, params: event.params });
   });
+  const query = raw.query.bind(raw);
   return {
     kind,
     prisma,
-    raw,
+    raw: {
+      ...raw,
+      async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
+        if (listeners.size === 0) return query<Row>(sql, params);
+        const started = performance.now();
+        const rows = await query<Row>(sql, params);
+        const event = { query: sql, durationMs: performance.now() - started, params: JSON.stringify(params) };
+        for (const listener of listeners) listener(event);
+        return rows;
+      },
+    },
     adapterFactory,
     onQuery(listener) {
       listeners.add(listener);
