@@ -145,7 +145,9 @@ function columnConditions(column: string, nullable: boolean, filter: FieldFilter
         out.push({ [column]: { in: value } });
         break;
       case 'isNull':
-        out.push(value ? { [column]: null } : { [column]: { not: null } });
+        // Prisma refuses null tests on required columns; there `isNull: true` matches nothing, `false` everything.
+        if (nullable) out.push(value ? { [column]: null } : { [column]: { not: null } });
+        else if (value) out.push({ [column]: { in: [] } });
         break;
       case 'gt':
       case 'lt':
