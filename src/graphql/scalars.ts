@@ -3,7 +3,8 @@ import { builder } from './builder.js';
 
 /** ISO 8601 with a numeric UTC offset (`2026-03-01T09:30:00.000+00:00`), as the spec's timestamps show. */
 export function formatTimestamp(value: Date): string {
-  return value.toISOString().replace(/Z$/, '+00:00');
+  // toISOString always ends in Z (UTC); slicing is cheaper than a regex on every timestamp of every row.
+  return `${value.toISOString().slice(0, -1)}+00:00`;
 }
 
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2}))?$/i;

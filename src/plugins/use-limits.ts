@@ -203,7 +203,19 @@ function holdsNul(value: unknown, depth: number): boolean {
   return Object.values(value).some((member) => holdsNul(member, depth + 1));
 }
 
+/** Documents are shared (yoga's parse cache, the REST routes' own), so each one is walked once. */
+const nulInDocument = new WeakMap<DocumentNode, boolean>();
+
 function documentHoldsNul(document: DocumentNode): boolean {
+  let found = nulInDocument.get(document);
+  if (found === undefined) {
+    found = walkForNul(document);
+    nulInDocument.set(document, found);
+  }
+  return found;
+}
+
+function walkForNul(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     StringValue(node) {

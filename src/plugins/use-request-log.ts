@@ -6,21 +6,22 @@ import { routeOf } from './use-metrics.js';
 
 /** One log line per request: id, method, path, route pattern, status, duration and tenant. Never headers or tokens. */
 export function useRequestLog({ logger }: { logger: Logger }): Plugin {
-  const started = new WeakMap<Request, number>();
+  // Start time and path (from the URL yoga already parsed); nothing is kept while info lines are not logged.
+  const started = new WeakMap<Request, { at: number; pathname: string }>();
   return {
-    onRequest({ request }) {
-      started.set(request, performance.now());
+    onRequest({ request, url }) {
+      if (logger.isLevelEnabled('info')) started.set(request, { at: performance.now(), pathname: url.pathname });
     },
     onResponse({ request, response }) {
       const start = started.get(request);
-      const url = new URL(request.url);
+      if (start === undefined) return;
       logger.info({
         req_id: requestIdOf(request),
         method: request.method,
-        path: url.pathname,
-        route: routeOf(url.pathname),
+        path: start.pathname,
+        route: routeOf(start.pathname),
         status: response.status,
-        duration_ms: start === undefined ? undefined : Math.round((performance.now() - start) * 100) / 100,
+        duration_ms: Math.round((performance.now() - start.at) * 100) / 100,
         tenant: viewerOf(request)?.tenantId,
       }, 'request');
     },
