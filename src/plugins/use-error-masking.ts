@@ -21,18 +21,23 @@ const CONNECTION_FAILURE_CODES = new Set([
   'P2024',
 ]);
 
+/** Prisma driver-adapter error kinds that mean the server cannot be reached (adapter-pg's convertDriverError). */
+const CONNECTION_FAILURE_KINDS = new Set(['ConnectionClosed', 'DatabaseNotReachable', 'SocketTimeout', 'TooManyConnections']);
+
 /** True for errors that mean "the database is not reachable", however deep the driver wrapped them. */
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (!error || typeof error !== 'object' || depth > 6) return false;
   const record = error as Record<string, unknown>;
   for (const key of ['code', 'kind', 'originalCode']) {
     const value = record[key];
-    if (typeof value === 'string' && (CONNECTION_FAILURE_CODES.has(value) || value === 'ConnectionClosed')) return true;
+    if (typeof value === 'string' && (CONNECTION_FAILURE_CODES.has(value) || CONNECTION_FAILURE_KINDS.has(value))) return true;
   }
   const message = typeof record.message === 'string' ? record.message : '';
   // The last two are pg's own bounds (query_timeout, connectionTimeoutMillis) on a server that stopped answering.
   if (
-    /Connection terminated|connect ECONNREFUSED|Can't reach database server|terminating connection|Query read timeout|timeout exceeded when trying to connect/i.test(
+    // `not queryable` and `server closed the connection` are pg's words for a pooled client whose server went
+    // away; raw queries (the token lookup) meet them unwrapped by Prisma.
+    /Connection terminated|connect ECONNREFUSED|Can't reach database server|terminating connection|Query read timeout|timeout exceeded when trying to connect|not queryable|server closed the connection|the database system is (shutting down|starting up|in recovery mode)|socket hang up/i.test(
       message,
     )
   ) {
