@@ -72,6 +72,13 @@ export interface ColumnSpec {
   column: string;
   kind: ColumnKind;
   nullable: boolean;
+  /**
+   * The column in SQL, for resources whose lists are read with hand-written SQL (`sync-sql.ts`): quoted and
+   * qualified by the statement's alias, e.g. `"t0"."started_at"`.
+   */
+  sql?: string;
+  /** PostgreSQL type of the column for array parameters (`= ANY($n::<type>[])`), e.g. `sync_status`. */
+  sqlType?: string;
 }
 
 type Where = Record<string, unknown>;
@@ -85,29 +92,50 @@ export function escapeLike(text: string): string {
   return text.replace(/[\\%_]/g, (c) => `\\${c}`);
 }
 
+/** A like/ilike pattern taken apart: literal text, and whether `*` stands before and/or after it. */
+export interface LikePattern {
+  text: string;
+  leading: boolean;
+  trailing: boolean;
+  /** Only wildcards (`*`, `**`): every non-null value matches. */
+  anything: boolean;
+}
+
 /**
- * Translates a `*` wildcard pattern into Prisma's equals/prefix/suffix/substring operators. Those four shapes
- * are the ones that translate exactly; a `*` between two literal parts (`a*b`) is rejected rather than
- * approximated.
+ * Parses a `*` wildcard pattern into the four shapes that translate exactly (equals, prefix, suffix,
+ * substring); a `*` between two literal parts (`a*b`) is rejected rather than approximated.
  */
-export function likeCondition(column: string, pattern: string, insensitive: boolean): Where {
-  const mode = insensitive ? { mode: 'insensitive' as const } : {};
+export function parseLikePattern(pattern: string): LikePattern {
   const leading = pattern.startsWith('*');
   const trailing = pattern.length > 1 && pattern.endsWith('*');
   const text = pattern.slice(leading ? 1 : 0, trailing ? -1 : undefined);
-  if (text.includes('*') && text.replaceAll('*', '') !== '') {
+  const anything = text.replaceAll('*', '') === '' && (leading || trailing);
+  if (!anything && text.includes('*')) {
     throw new ApiError(
       'INVALID_QUERY',
       `pattern "${pattern}": * may stand at the start and/or the end of a like/ilike pattern, not between characters`,
     );
   }
+  return { text, leading, trailing, anything };
+}
+
+/** The LIKE pattern (`%` wildcards, literal text escaped) for a parsed `*` pattern. */
+export function sqlLikePattern({ text, leading, trailing }: LikePattern): string {
+  return `${leading ? '%' : ''}${escapeLike(text)}${trailing ? '%' : ''}`;
+}
+
+/** Translates a `*` wildcard pattern into Prisma's equals/prefix/suffix/substring operators. */
+export function likeCondition(column: string, pattern: string, insensitive: boolean): Where {
+  const mode = insensitive ? { mode: 'insensitive' as const } : {};
+  const like = parseLikePattern(pattern);
   // Only wildcards: every non-null value. `LIKE '%%'` says so on any column; Prisma refuses `not: null` on required ones.
-  if (text.replaceAll('*', '') === '' && (leading || trailing)) return { [column]: { contains: '' } };
-  if (leading && trailing) return { [column]: { contains: escapeLike(text), ...mode } };
-  if (leading) return { [column]: { endsWith: escapeLike(text), ...mode } };
-  if (trailing) return { [column]: { startsWith: escapeLike(text), ...mode } };
+  if (like.anything) return { [column]: { contains: '' } };
+  const text = escapeLike(like.text);
+  if (like.leading && like.trailing) return { [column]: { contains: text, ...mode } };
+  if (like.leading) return { [column]: { endsWith: text, ...mode } };
+  if (like.trailing) return { [column]: { startsWith: text, ...mode } };
   // Prisma's case-insensitive equals is an ILIKE, so it needs the same escaping; plain equals is `=`.
-  return { [column]: { equals: insensitive ? escapeLike(text) : text, ...mode } };
+  return { [column]: { equals: insensitive ? text : like.text, ...mode } };
 }
 
 /** `{ 'a.b.c': x }` → `{ a: { b: { c: x } } }`: Prisma's shape for filtering and ordering through relations. */
@@ -117,53 +145,25 @@ export function nestPath(path: string, value: unknown): Where {
     .reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as Where;
 }
 
-function fieldConditions(spec: ColumnSpec, filter: FieldFilter): Where[] {
-  const [relationPath, column] = splitColumn(spec.column);
-  return columnConditions(column, spec.nullable, filter).map((condition) =>
-    relationPath ? nestPath(relationPath, condition) : condition,
-  );
-}
+/**
+ * The filter operators, plus `contains`: a case-insensitive substring match that keyword searches build
+ * (never accepted from a filter input, where `ilike` with `*` says the same).
+ */
+export type FilterOperator = 'eq' | 'neq' | 'in' | 'isNull' | 'gt' | 'lt' | 'gte' | 'lte' | 'like' | 'ilike' | 'contains';
+const OPERATORS = new Set<string>(['eq', 'neq', 'in', 'isNull', 'gt', 'lt', 'gte', 'lte', 'like', 'ilike']);
 
-function splitColumn(path: string): [string | null, string] {
-  const dot = path.lastIndexOf('.');
-  return dot < 0 ? [null, path] : [path.slice(0, dot), path.slice(dot + 1)];
-}
-
-function columnConditions(column: string, nullable: boolean, filter: FieldFilter): Where[] {
-  const out: Where[] = [];
-  for (const [operator, value] of Object.entries(filter)) {
-    if (value === undefined || value === null) continue;
-    switch (operator) {
-      case 'eq':
-        out.push({ [column]: { equals: value } });
-        break;
-      case 'neq':
-        out.push({ [column]: { not: value } });
-        if (nullable) out.push({ [column]: { not: null } });
-        break;
-      case 'in':
-        out.push({ [column]: { in: value } });
-        break;
-      case 'isNull':
-        // Prisma refuses null tests on required columns; there `isNull: true` matches nothing, `false` everything.
-        if (nullable) out.push(value ? { [column]: null } : { [column]: { not: null } });
-        else if (value) out.push({ [column]: { in: [] } });
-        break;
-      case 'gt':
-      case 'lt':
-      case 'gte':
-      case 'lte':
-        out.push({ [column]: { [operator]: value } });
-        break;
-      case 'like':
-      case 'ilike':
-        out.push(likeCondition(column, String(value), operator === 'ilike'));
-        break;
-      default:
-        throw new ApiError('INVALID_QUERY', `unknown operator ${operator}`);
-    }
-  }
-  return out;
+/**
+ * What a filter becomes in one query language. The walk over the filter input (nesting, field names,
+ * operators, the value budget) is `renderFilter`'s, done once for every target; a renderer only says how
+ * each part is written. Two exist: Prisma `where` objects (`prismaWhere`, for what plugin-prisma loads,
+ * nested relations included) and SQL (`sync-sql.ts`, for the sync lists read with hand-written SQL).
+ */
+export interface FilterRenderer<Condition> {
+  all(parts: Condition[]): Condition;
+  any(parts: Condition[]): Condition;
+  not(part: Condition): Condition;
+  /** One operator of one field filter; null/undefined operands never get here. */
+  compare(spec: ColumnSpec, operator: FilterOperator, value: unknown): Condition;
 }
 
 /** Depth bound for and/or/not nesting: deeper trees are a client error rather than unbounded SQL. */
@@ -175,32 +175,85 @@ const MAX_FILTER_DEPTH = 8;
  */
 export const MAX_FILTER_VALUES = 5000;
 
-/** Builds a Prisma `where` from a resource filter input (`{field: {op: value}, and, or, not}`). */
-export function filterWhere(
+/** Renders a resource filter input (`{field: {op: value}, and, or, not}`); conditions combine with AND. */
+export function renderFilter<Condition>(
   filter: Record<string, unknown> | null | undefined,
   columns: Record<string, ColumnSpec>,
+  renderer: FilterRenderer<Condition>,
   depth = 0,
   budget = { values: MAX_FILTER_VALUES },
-): Where {
-  if (!filter) return {};
+): Condition {
+  if (!filter) return renderer.all([]);
   if (depth > MAX_FILTER_DEPTH) throw new ApiError('INVALID_QUERY', `filters nest at most ${MAX_FILTER_DEPTH} levels`);
-  const conditions: Where[] = [];
+  const conditions: Condition[] = [];
   for (const [key, value] of Object.entries(filter)) {
     if (value === undefined || value === null) continue;
     if (key === 'and' || key === 'or') {
-      const parts = (value as Record<string, unknown>[]).map((f) => filterWhere(f, columns, depth + 1, budget));
-      conditions.push({ [key === 'and' ? 'AND' : 'OR']: parts });
+      const parts = (value as Record<string, unknown>[]).map((f) => renderFilter(f, columns, renderer, depth + 1, budget));
+      conditions.push(key === 'and' ? renderer.all(parts) : renderer.any(parts));
     } else if (key === 'not') {
-      conditions.push({ NOT: filterWhere(value as Record<string, unknown>, columns, depth + 1, budget) });
+      conditions.push(renderer.not(renderFilter(value as Record<string, unknown>, columns, renderer, depth + 1, budget)));
     } else {
       const spec = columns[key];
       if (!spec) throw new ApiError('INVALID_QUERY', `unknown filter field ${key}`);
       for (const operand of Object.values(value as FieldFilter)) budget.values -= Array.isArray(operand) ? operand.length : 1;
       if (budget.values < 0) throw new ApiError('INVALID_QUERY', `a filter compares against at most ${MAX_FILTER_VALUES} values`);
-      conditions.push(...fieldConditions(spec, value as FieldFilter));
+      for (const [operator, operand] of Object.entries(value as FieldFilter)) {
+        if (operand === undefined || operand === null) continue;
+        if (!OPERATORS.has(operator)) throw new ApiError('INVALID_QUERY', `unknown operator ${operator}`);
+        conditions.push(renderer.compare(spec, operator as FilterOperator, operand));
+      }
     }
   }
-  return conditions.length === 1 ? (conditions[0] as Where) : { AND: conditions };
+  return conditions.length === 1 ? (conditions[0] as Condition) : renderer.all(conditions);
+}
+
+/** Prisma `where` objects. */
+export const prismaWhere: FilterRenderer<Where> = {
+  all: (parts) => (parts.length === 0 ? {} : { AND: parts }),
+  any: (parts) => ({ OR: parts }),
+  not: (part) => ({ NOT: part }),
+  compare(spec, operator, value) {
+    const [relationPath, column] = splitColumn(spec.column);
+    const condition = columnCondition(column, spec.nullable, operator, value);
+    return relationPath ? nestPath(relationPath, condition) : condition;
+  },
+};
+
+function splitColumn(path: string): [string | null, string] {
+  const dot = path.lastIndexOf('.');
+  return dot < 0 ? [null, path] : [path.slice(0, dot), path.slice(dot + 1)];
+}
+
+function columnCondition(column: string, nullable: boolean, operator: FilterOperator, value: unknown): Where {
+  switch (operator) {
+    case 'eq':
+      return { [column]: { equals: value } };
+    case 'neq':
+      // SQL semantics: a null is neither equal nor unequal. Prisma's `not` alone would let nulls through.
+      return nullable ? { AND: [{ [column]: { not: value } }, { [column]: { not: null } }] } : { [column]: { not: value } };
+    case 'in':
+      return { [column]: { in: value } };
+    case 'isNull':
+      // Prisma refuses null tests on required columns; there `isNull: true` matches nothing, `false` everything.
+      if (nullable) return value ? { [column]: null } : { [column]: { not: null } };
+      return value ? { [column]: { in: [] } } : {};
+    case 'gt':
+    case 'lt':
+    case 'gte':
+    case 'lte':
+      return { [column]: { [operator]: value } };
+    case 'like':
+    case 'ilike':
+      return likeCondition(column, String(value), operator === 'ilike');
+    case 'contains':
+      return { [column]: { contains: escapeLike(String(value)), mode: 'insensitive' } };
+  }
+}
+
+/** Builds a Prisma `where` from a resource filter input. */
+export function filterWhere(filter: Record<string, unknown> | null | undefined, columns: Record<string, ColumnSpec>): Where {
+  return renderFilter(filter, columns, prismaWhere);
 }
 
 export interface OrderInput {

@@ -1,4 +1,4 @@
-import { queryFromInfo } from '@pothos/plugin-prisma';
+import type { Prisma } from '../generated/prisma/client.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { builder } from './builder.js';
 import { Connection } from './connection.js';
@@ -7,10 +7,11 @@ import {
   type ColumnSpec,
   DateTimeFilter,
   enumFilter,
-  escapeLike,
+  type FilterRenderer,
   filterWhere,
   type OrderInput,
   orderByOf,
+  prismaWhere,
   resourceFilter,
   resourceOrder,
   StringFilter,
@@ -18,24 +19,72 @@ import {
 import { assertIdShape } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
+import { filterSql, orderSql, selectedFields, SqlParams, sqlRenderer } from './sql.js';
 import { requireViewer } from './viewer.js';
 
+/** The filterable and sortable columns; `sql` as the hand-written list statements write them (alias "t0"). */
 export const SYNC_COLUMNS: Record<string, ColumnSpec> = {
-  id: { column: 'id', kind: 'string', nullable: false },
-  connectionId: { column: 'connectionId', kind: 'string', nullable: false },
-  status: { column: 'status', kind: 'enum', nullable: false },
-  startedAt: { column: 'startedAt', kind: 'dateTime', nullable: false },
-  finishedAt: { column: 'finishedAt', kind: 'dateTime', nullable: true },
-  errorMessage: { column: 'errorMessage', kind: 'string', nullable: true },
-  fileUrl: { column: 'fileUrl', kind: 'string', nullable: true },
-  isAutoMigrate: { column: 'isAutoMigrate', kind: 'boolean', nullable: true },
+  id: { column: 'id', sql: '"t0"."id"', kind: 'string', nullable: false },
+  connectionId: { column: 'connectionId', sql: '"t0"."connection_id"', kind: 'string', nullable: false },
+  status: { column: 'status', sql: '"t0"."status"', sqlType: 'sync_status', kind: 'enum', nullable: false },
+  startedAt: { column: 'startedAt', sql: '"t0"."started_at"', kind: 'dateTime', nullable: false },
+  finishedAt: { column: 'finishedAt', sql: '"t0"."finished_at"', kind: 'dateTime', nullable: true },
+  errorMessage: { column: 'errorMessage', sql: '"t0"."error_message"', kind: 'string', nullable: true },
+  fileUrl: { column: 'fileUrl', sql: '"t0"."file_url"', kind: 'string', nullable: true },
+  isAutoMigrate: { column: 'isAutoMigrate', sql: '"t0"."is_auto_migrate"', kind: 'boolean', nullable: true },
 };
+
+/** Every property of a sync row (as Prisma names it) and the SQL that reads it into that name. */
+const SYNC_ROW_SQL: Record<string, string> = {
+  id: '"t0"."id"',
+  tenantId: '"t0"."tenant_id" AS "tenantId"',
+  connectionId: '"t0"."connection_id" AS "connectionId"',
+  status: '"t0"."status"::text',
+  startedAt: '"t0"."started_at" AS "startedAt"',
+  finishedAt: '"t0"."finished_at" AS "finishedAt"',
+  errorMessage: '"t0"."error_message" AS "errorMessage"',
+  summary: '"t0"."summary"',
+  fileUrl: '"t0"."file_url" AS "fileUrl"',
+  isAutoMigrate: '"t0"."is_auto_migrate" AS "isAutoMigrate"',
+  diff: '"t0"."diff"',
+  checksum: '"t0"."checksum"',
+};
+
+/** Sync fields that read row properties of another name; every other field reads its namesake. */
+const SYNC_FIELD_READS: Record<string, string[]> = {
+  __typename: [],
+  summaryJson: ['summary'],
+  diffJson: ['diff'],
+  checksumJson: ['checksum'],
+  // Loaded by plugin-prisma from the row's id (one batched statement for the page).
+  connection: [],
+};
+
+/**
+ * The SELECT list for the Sync fields an operation asks for: the REST `select` (through @include) and
+ * GraphQL selections reach the SQL. The id is always read; an unknown field reads the whole row.
+ */
+function syncSelectList(fields: Set<string> | null): string {
+  const properties = new Set(['id']);
+  for (const field of fields ?? []) {
+    const reads = SYNC_FIELD_READS[field] ?? (field in SYNC_ROW_SQL ? [field] : null);
+    if (!reads) return Object.values(SYNC_ROW_SQL).join(', ');
+    for (const property of reads) properties.add(property);
+  }
+  return Object.keys(SYNC_ROW_SQL)
+    .filter((property) => properties.has(property))
+    .map((property) => SYNC_ROW_SQL[property])
+    .join(', ');
+}
 
 /** Sync lists: 10 per page by default (the spec's observed per_page), at most 100. */
 export const SYNC_PAGE = { defaultLimit: 10, maxLimit: 100 };
 
 /** Newest first, as the spec observes. */
 export const SYNC_DEFAULT_ORDER: OrderInput[] = [{ field: 'startedAt', direction: 'DESC' }];
+
+/** A sync row as the list statements read it: the selected properties of Prisma's Sync. */
+type SyncRow = Prisma.SyncGetPayload<object>;
 
 export const SyncStatus = builder.enumType(SyncStatusValues, {
   name: 'SyncStatus',
@@ -79,7 +128,9 @@ const SyncChecksum = builder.objectRef<JsonObject>('SyncChecksum').implement({
 
 export const Sync = builder.prismaObject('Sync', {
   description: 'One synchronization run of a connection.',
-  select: { id: true },
+  // Whole rows, not plugin-prisma's per-field select mode: the lists read rows with hand-written SQL
+  // (column pushdown done there), and without `select` plain fields resolve without per-field bookkeeping.
+  findUnique: (sync, context) => ({ id: sync.id, tenantId: requireViewer(context).tenantId }),
   fields: (t) => ({
     id: t.exposeID('id'),
     tenantId: t.exposeString('tenantId'),
@@ -88,18 +139,17 @@ export const Sync = builder.prismaObject('Sync', {
     startedAt: t.expose('startedAt', { type: 'DateTime' }),
     finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true, description: 'Null while the run is not finished.' }),
     errorMessage: t.exposeString('errorMessage', { nullable: true, description: 'Text when the run failed.' }),
-    summary: t.field({ type: SyncSummary, select: { summary: true }, resolve: (s) => asJsonObject(s.summary) }),
+    summary: t.field({ type: SyncSummary, resolve: (s) => asJsonObject(s.summary) }),
     summaryJson: t.string({
       description: 'summary as a JSON-encoded string (the REST representation).',
-      select: { summary: true },
       resolve: (s) => JSON.stringify(s.summary),
     }),
     fileUrl: t.exposeString('fileUrl', { nullable: true }),
     isAutoMigrate: t.exposeBoolean('isAutoMigrate', { nullable: true }),
-    diff: t.field({ type: SyncDiff, select: { diff: true }, resolve: (s) => asJsonObject(s.diff) }),
-    diffJson: t.string({ select: { diff: true }, resolve: (s) => JSON.stringify(s.diff) }),
-    checksum: t.field({ type: SyncChecksum, select: { checksum: true }, resolve: (s) => asJsonObject(s.checksum) }),
-    checksumJson: t.string({ select: { checksum: true }, resolve: (s) => JSON.stringify(s.checksum) }),
+    diff: t.field({ type: SyncDiff, resolve: (s) => asJsonObject(s.diff) }),
+    diffJson: t.string({ resolve: (s) => JSON.stringify(s.diff) }),
+    checksum: t.field({ type: SyncChecksum, resolve: (s) => asJsonObject(s.checksum) }),
+    checksumJson: t.string({ resolve: (s) => JSON.stringify(s.checksum) }),
     connection: t.field({
       type: Connection,
       nullable: true,
@@ -126,20 +176,17 @@ export const SyncOrder = resourceOrder('SyncOrder', SYNC_COLUMNS);
 const SyncList = listType('SyncList', Sync, 'A page of sync records.');
 
 /** `search`: case-insensitive substring of error_message, or of the status name. */
-export function syncSearchWhere(search: string | null | undefined) {
+function syncSearch<Condition>(search: string | null | undefined, renderer: FilterRenderer<Condition>): Condition {
   const term = search?.trim().toLowerCase();
-  if (!term) return {};
+  if (!term) return renderer.all([]);
   const statuses = Object.values(SyncStatusValues).filter((status) => status.includes(term));
-  return {
-    OR: [
-      { errorMessage: { contains: escapeLike(term), mode: 'insensitive' as const } },
-      ...(statuses.length > 0 ? [{ status: { in: statuses } }] : []),
-    ],
-  };
+  const errorMessage = renderer.compare(SYNC_COLUMNS.errorMessage!, 'contains', term);
+  return statuses.length > 0 ? renderer.any([errorMessage, renderer.compare(SYNC_COLUMNS.status!, 'in', statuses)]) : errorMessage;
 }
 
+/** Filter and search of a sync list as a Prisma `where` (the nested `Connection.syncs` lists). */
 export function syncWhere(args: { filter?: Record<string, unknown> | null; search?: string | null }) {
-  return [filterWhere(args.filter, SYNC_COLUMNS), syncSearchWhere(args.search)];
+  return [filterWhere(args.filter, SYNC_COLUMNS), syncSearch(args.search, prismaWhere)];
 }
 
 builder.queryFields((t) => ({
@@ -155,16 +202,30 @@ builder.queryFields((t) => ({
       limit: t.arg.int({ description: `Page size, 1 to ${SYNC_PAGE.maxLimit}; default ${SYNC_PAGE.defaultLimit}.` }),
       offset: t.arg.int(),
     },
+    // Hand-written SQL rather than Prisma: the history is the hot read, and Prisma's per-statement work cost
+    // more than the rest of the request (BENCHMARKS.md). Same filter walk, same statements' shape.
     resolve: (_root, args, context, info) => {
       const viewer = requireViewer(context);
       const { take, skip } = pageWindow(args, SYNC_PAGE);
-      const connection = args.connectionId ? { connectionId: assertIdShape(args.connectionId, 'connection') } : {};
-      const where = { AND: [{ tenantId: viewer.tenantId, ...connection }, ...syncWhere(args)] };
-      const orderBy = orderByOf(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER);
-      const prisma = context.db.prisma;
+      const params = new SqlParams();
+      const render = sqlRenderer(params);
+      const scope = [`"t0"."tenant_id" = ${params.add(viewer.tenantId)}`];
+      if (args.connectionId) scope.push(`"t0"."connection_id" = ${params.add(assertIdShape(args.connectionId, 'connection'))}`);
+      const where = render.all([...scope, filterSql(args.filter, SYNC_COLUMNS, params), syncSearch(args.search, render)]);
+      const from = `FROM "public"."syncs" AS "t0" WHERE ${where}`;
+      const orderBy = orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER);
+      const raw = context.db.raw;
+      const filterValues = params.values;
       return listPage(
-        () => prisma.sync.findMany({ ...queryFromInfo({ context, info, path: ['nodes'] }), where, orderBy, take, skip }),
-        () => prisma.sync.count({ where }),
+        () => {
+          const select = syncSelectList(selectedFields(info, ['nodes']));
+          const page = `SELECT ${select} ${from} ORDER BY ${orderBy} LIMIT ${take} OFFSET ${skip}`;
+          return raw.query<SyncRow>(page, filterValues);
+        },
+        async () => {
+          const [row] = await raw.query<{ count: number }>(`SELECT count(*)::int AS "count" ${from}`, filterValues);
+          return row?.count ?? 0;
+        },
         take,
         skip,
       );
