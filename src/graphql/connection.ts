@@ -19,7 +19,7 @@ import {
 import { assertIdShape } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
-import { SYNC_COLUMNS, SYNC_DEFAULT_ORDER, SYNC_PAGE, SyncFilter, SyncOrder, syncWhere } from './sync.js';
+import { countConnectionSyncs, loadConnectionSyncs, Sync, SYNC_PAGE, SyncFilter, SyncOrder } from './sync.js';
 import { requireViewer } from './viewer.js';
 
 export const CONNECTION_COLUMNS: Record<string, ColumnSpec> = {
@@ -133,7 +133,10 @@ export const Connection = builder.prismaObject('Connection', {
       }),
       resolve: (c) => c.application.category,
     }),
-    syncs: t.relation('syncs', {
+    // Loaded with hand-written SQL (sync.ts), one statement for all the connections of a page: per-connection
+    // pages through a LATERAL join, counts grouped by connection.
+    syncs: t.loadableGroup({
+      type: Sync,
       description: `Runs of this connection, newest first unless orderBy says otherwise; limit 1 to ${SYNC_PAGE.maxLimit}.`,
       authScopes: { permission: 'syncs:read' },
       args: {
@@ -143,21 +146,20 @@ export const Connection = builder.prismaObject('Connection', {
         limit: t.arg.int({ defaultValue: SYNC_PAGE.defaultLimit }),
         offset: t.arg.int({ defaultValue: 0 }),
       },
-      query: (args, context) => {
-        const { take, skip } = pageWindow(args, SYNC_PAGE);
-        return {
-          where: { AND: [{ tenantId: requireViewer(context).tenantId }, ...syncWhere(args)] },
-          orderBy: orderByOf(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER),
-          take,
-          skip,
-        };
-      },
+      // One loader per place in the operation, so each place's arguments and selection hold for its batch.
+      byPath: true,
+      load: (ids: string[], context, args, info) => loadConnectionSyncs(ids, context, args, info),
+      group: (sync) => sync.connectionId,
+      resolve: (connection) => connection.id,
     }),
-    syncCount: t.relationCount('syncs', {
+    syncCount: t.loadable({
+      type: 'Int',
       description: 'Number of runs matching the filter and search.',
       authScopes: { permission: 'syncs:read' },
       args: { filter: t.arg({ type: SyncFilter }), search: t.arg.string() },
-      where: (args, context) => ({ AND: [{ tenantId: requireViewer(context).tenantId }, ...syncWhere(args)] }),
+      byPath: true,
+      load: (ids: string[], context, args) => countConnectionSyncs(ids, context, args),
+      resolve: (connection) => connection.id,
     }),
   }),
 });

@@ -90,7 +90,7 @@ function compareSql(spec: ColumnSpec, operator: FilterOperator, value: unknown, 
  * drivers pass text through unchanged, whereas their own array serialization differs (PGlite cannot
  * serialize arrays of an enum type it does not know).
  */
-function arrayLiteral(values: unknown[]): string {
+export function arrayLiteral(values: readonly unknown[]): string {
   const members = values.map((value) => {
     const text = value instanceof Date ? value.toISOString() : String(value);
     return `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"`;

@@ -1,4 +1,8 @@
+import type { PrismaObjectRef } from '@pothos/plugin-prisma';
+import type { GraphQLResolveInfo } from 'graphql';
+import type { Context } from '../context.js';
 import type { Prisma } from '../generated/prisma/client.js';
+import type PrismaTypes from '../generated/pothos-prisma-types.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { builder } from './builder.js';
 import { Connection } from './connection.js';
@@ -19,7 +23,7 @@ import {
 import { assertIdShape } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
-import { filterSql, orderSql, selectedFields, SqlParams, sqlRenderer } from './sql.js';
+import { arrayLiteral, filterSql, orderSql, selectedFields, SqlParams, sqlRenderer } from './sql.js';
 import { requireViewer } from './viewer.js';
 
 /** The filterable and sortable columns; `sql` as the hand-written list statements write them (alias "t0"). */
@@ -64,8 +68,8 @@ const SYNC_FIELD_READS: Record<string, string[]> = {
  * The SELECT list for the Sync fields an operation asks for: the REST `select` (through @include) and
  * GraphQL selections reach the SQL. The id is always read; an unknown field reads the whole row.
  */
-function syncSelectList(fields: Set<string> | null): string {
-  const properties = new Set(['id']);
+function syncSelectList(fields: Set<string> | null, always: string[] = []): string {
+  const properties = new Set(['id', ...always]);
   for (const field of fields ?? []) {
     const reads = SYNC_FIELD_READS[field] ?? (field in SYNC_ROW_SQL ? [field] : null);
     if (!reads) return Object.values(SYNC_ROW_SQL).join(', ');
@@ -84,7 +88,7 @@ export const SYNC_PAGE = { defaultLimit: 10, maxLimit: 100 };
 export const SYNC_DEFAULT_ORDER: OrderInput[] = [{ field: 'startedAt', direction: 'DESC' }];
 
 /** A sync row as the list statements read it: the selected properties of Prisma's Sync. */
-type SyncRow = Prisma.SyncGetPayload<object>;
+export type SyncRow = Prisma.SyncGetPayload<object>;
 
 export const SyncStatus = builder.enumType(SyncStatusValues, {
   name: 'SyncStatus',
@@ -126,7 +130,8 @@ const SyncChecksum = builder.objectRef<JsonObject>('SyncChecksum').implement({
   }),
 });
 
-export const Sync = builder.prismaObject('Sync', {
+/** Annotated: Sync and Connection refer to each other, which TypeScript cannot infer through. */
+export const Sync: PrismaObjectRef<typeof builder.$inferSchemaTypes, PrismaTypes['Sync'], SyncRow> = builder.prismaObject('Sync', {
   description: 'One synchronization run of a connection.',
   // Whole rows, not plugin-prisma's per-field select mode: the lists read rows with hand-written SQL
   // (column pushdown done there), and without `select` plain fields resolve without per-field bookkeeping.
@@ -184,9 +189,56 @@ function syncSearch<Condition>(search: string | null | undefined, renderer: Filt
   return statuses.length > 0 ? renderer.any([errorMessage, renderer.compare(SYNC_COLUMNS.status!, 'in', statuses)]) : errorMessage;
 }
 
-/** Filter and search of a sync list as a Prisma `where` (the nested `Connection.syncs` lists). */
-export function syncWhere(args: { filter?: Record<string, unknown> | null; search?: string | null }) {
-  return [filterWhere(args.filter, SYNC_COLUMNS), syncSearch(args.search, prismaWhere)];
+/** The arguments every sync list takes: the root `syncs` field and `Connection.syncs`. */
+export interface SyncListArgs {
+  filter?: Record<string, unknown> | null;
+  search?: string | null;
+  orderBy?: readonly unknown[] | null;
+  limit?: number | null;
+  offset?: number | null;
+}
+
+/**
+ * A sync list as SQL: the caller's tenant first, then `scope` (one connection, or the batch's parent), the
+ * filter and the search. `params` holds the bind values of every part.
+ */
+function syncListSql(args: SyncListArgs, context: Context, scope: (params: SqlParams) => string[]) {
+  const { take, skip } = pageWindow(args, SYNC_PAGE);
+  const params = new SqlParams();
+  const render = sqlRenderer(params);
+  const tenant = `"t0"."tenant_id" = ${params.add(requireViewer(context).tenantId)}`;
+  const where = render.all([tenant, ...scope(params), filterSql(args.filter, SYNC_COLUMNS, params), syncSearch(args.search, render)]);
+  const orderBy = orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER);
+  return { params, where, orderBy, take, skip, from: `FROM "public"."syncs" AS "t0"` };
+}
+
+/** The latest syncs (a page of each) of several connections in one statement: `Connection.syncs`. */
+export async function loadConnectionSyncs(
+  connectionIds: readonly string[],
+  context: Context,
+  args: SyncListArgs,
+  info: GraphQLResolveInfo,
+): Promise<SyncRow[]> {
+  const sql = syncListSql(args, context, () => ['"t0"."connection_id" = "parent"."id"']);
+  const parents = sql.params.add(arrayLiteral(connectionIds));
+  // The rows are grouped by connection afterwards, so the connection id is always read.
+  const select = syncSelectList(selectedFields(info, []), ['connectionId']);
+  const page = `SELECT ${select} ${sql.from} WHERE ${sql.where} ORDER BY ${sql.orderBy} LIMIT ${sql.take} OFFSET ${sql.skip}`;
+  return context.db.raw.query<SyncRow>(
+    `SELECT "page".* FROM unnest(${parents}::text[]) AS "parent"("id") CROSS JOIN LATERAL (${page}) AS "page"`,
+    sql.params.values,
+  );
+}
+
+/** How many syncs of each connection match the filter and search, in one statement: `Connection.syncCount`. */
+export async function countConnectionSyncs(connectionIds: readonly string[], context: Context, args: SyncListArgs): Promise<number[]> {
+  const sql = syncListSql(args, context, (params) => [`"t0"."connection_id" = ANY(${params.add(arrayLiteral(connectionIds))}::text[])`]);
+  const rows = await context.db.raw.query<{ connectionId: string; count: number }>(
+    `SELECT "t0"."connection_id" AS "connectionId", count(*)::int AS "count" ${sql.from} WHERE ${sql.where} GROUP BY "t0"."connection_id"`,
+    sql.params.values,
+  );
+  const counts = new Map(rows.map((row) => [row.connectionId, row.count]));
+  return connectionIds.map((id) => counts.get(id) ?? 0);
 }
 
 builder.queryFields((t) => ({
@@ -203,31 +255,23 @@ builder.queryFields((t) => ({
       offset: t.arg.int(),
     },
     // Hand-written SQL rather than Prisma: the history is the hot read, and Prisma's per-statement work cost
-    // more than the rest of the request (BENCHMARKS.md). Same filter walk, same statements' shape.
+    // more than the rest of the request (BENCHMARKS.md).
     resolve: (_root, args, context, info) => {
-      const viewer = requireViewer(context);
-      const { take, skip } = pageWindow(args, SYNC_PAGE);
-      const params = new SqlParams();
-      const render = sqlRenderer(params);
-      const scope = [`"t0"."tenant_id" = ${params.add(viewer.tenantId)}`];
-      if (args.connectionId) scope.push(`"t0"."connection_id" = ${params.add(assertIdShape(args.connectionId, 'connection'))}`);
-      const where = render.all([...scope, filterSql(args.filter, SYNC_COLUMNS, params), syncSearch(args.search, render)]);
-      const from = `FROM "public"."syncs" AS "t0" WHERE ${where}`;
-      const orderBy = orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER);
+      const connectionId = args.connectionId ? assertIdShape(args.connectionId, 'connection') : null;
+      const sql = syncListSql(args, context, (params) => (connectionId ? [`"t0"."connection_id" = ${params.add(connectionId)}`] : []));
       const raw = context.db.raw;
-      const filterValues = params.values;
       return listPage(
         () => {
           const select = syncSelectList(selectedFields(info, ['nodes']));
-          const page = `SELECT ${select} ${from} ORDER BY ${orderBy} LIMIT ${take} OFFSET ${skip}`;
-          return raw.query<SyncRow>(page, filterValues);
+          const page = `SELECT ${select} ${sql.from} WHERE ${sql.where} ORDER BY ${sql.orderBy} LIMIT ${sql.take} OFFSET ${sql.skip}`;
+          return raw.query<SyncRow>(page, sql.params.values);
         },
         async () => {
-          const [row] = await raw.query<{ count: number }>(`SELECT count(*)::int AS "count" ${from}`, filterValues);
+          const [row] = await raw.query<{ count: number }>(`SELECT count(*)::int AS "count" ${sql.from} WHERE ${sql.where}`, sql.params.values);
           return row?.count ?? 0;
         },
-        take,
-        skip,
+        sql.take,
+        sql.skip,
       );
     },
   }),
