@@ -70,7 +70,7 @@ export async function cpuBreakdown(
         },
       ],
       [
-        'Prisma: the same 3 statements as the resolvers issue them',
+        'Prisma: the same 3 statements through Prisma (how the sync list read them before the SQL lists)',
         async () => {
           await db.prisma.token.findUnique({
             relationLoadStrategy: 'join',

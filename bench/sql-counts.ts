@@ -7,7 +7,8 @@ import { createLogger } from '../src/logger.js';
 import { createGateway } from '../src/yoga.js';
 import type { Scenario } from './scenarios.js';
 
-export type StatementKind = 'auth' | 'count' | 'rows';
+/** `nested`: the latest syncs of a whole page of connections, one statement (Connection.syncs). */
+export type StatementKind = 'auth' | 'count' | 'rows' | 'nested';
 
 export interface Statement {
   kind: StatementKind;
@@ -29,6 +30,7 @@ function kindOf(sql: string): StatementKind | 'bookkeeping' {
   if (/^UPDATE "public"\."tokens"/.test(sql)) return 'bookkeeping';
   // Prisma qualifies and quotes; the token lookup (src/auth/tokens.ts) is hand-written.
   if (/FROM ("public"\."tokens"|tokens )/.test(sql)) return 'auth';
+  if (/^SELECT "page"\.\*/.test(sql)) return 'nested';
   return /^SELECT COUNT\(/i.test(sql) ? 'count' : 'rows';
 }
 
