@@ -1,12 +1,4 @@
-import {
-  type FieldNode,
-  getDirectiveValues,
-  GraphQLIncludeDirective,
-  GraphQLSkipDirective,
-  type GraphQLResolveInfo,
-  Kind,
-  type SelectionSetNode,
-} from 'graphql';
+import { type FieldNode, type GraphQLResolveInfo, Kind, type SelectionNode, type SelectionSetNode } from 'graphql';
 import { ApiError } from '../errors.js';
 import {
   type ColumnSpec,
@@ -171,8 +163,15 @@ function fieldsIn(sets: SelectionSetNode[], info: GraphQLResolveInfo): FieldNode
   return fields;
 }
 
-function included(node: Parameters<typeof getDirectiveValues>[1], info: GraphQLResolveInfo): boolean {
-  if (!node.directives?.length) return true;
-  if (getDirectiveValues(GraphQLSkipDirective, node, info.variableValues)?.if === true) return false;
-  return getDirectiveValues(GraphQLIncludeDirective, node, info.variableValues)?.if !== false;
+/** graphql-js' own rule for @skip/@include, read straight off the (already validated and coerced) operation. */
+function included(node: SelectionNode, info: GraphQLResolveInfo): boolean {
+  for (const directive of node.directives ?? []) {
+    const name = directive.name.value;
+    if (name !== 'skip' && name !== 'include') continue;
+    const condition = directive.arguments?.find((argument) => argument.name.value === 'if')?.value;
+    const value =
+      condition?.kind === Kind.VARIABLE ? info.variableValues[condition.name.value] : condition?.kind === Kind.BOOLEAN ? condition.value : undefined;
+    if (value === (name === 'skip')) return false;
+  }
+  return true;
 }

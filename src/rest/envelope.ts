@@ -115,17 +115,19 @@ function syncPagination(query: ListQuery, total: number, count: number): Record<
   };
 }
 
-/** Drops the null members of the named object-valued fields: the spec shows only members that are set. */
+/**
+ * Drops the null members of the named object-valued fields: the spec shows only members that are set. The
+ * item is the execution result's own object, so only those fields are replaced; the rest is left as it is.
+ */
 function withoutNullMembers(item: Record<string, unknown>, fields: ReadonlySet<string>): Record<string, unknown> {
-  if (fields.size === 0) return item;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(item)) {
-    out[key] =
-      fields.has(key) && value !== null && typeof value === 'object'
-        ? Object.fromEntries(Object.entries(value).filter(([, member]) => member !== null))
-        : value;
+  for (const field of fields) {
+    const value = item[field];
+    if (value === null || typeof value !== 'object') continue;
+    const kept: Record<string, unknown> = {};
+    for (const [key, member] of Object.entries(value)) if (member !== null) kept[key] = member;
+    item[field] = kept;
   }
-  return out;
+  return item;
 }
 
 function isStringRecord(value: unknown): value is Record<string, string> {
