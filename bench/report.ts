@@ -58,7 +58,6 @@ const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const n1 = (x: number) => x.toFixed(1);
 const n2 = (x: number) => x.toFixed(2);
 const ms = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
@@ -66,23 +65,26 @@ const median = (xs: number[]) => {
 };
 const scale = (syncs: number) => (syncs >= 1_000_000 ? `${syncs / 1_000_000}M` : `${syncs / 1000}k`);
 
-/** Mean over rounds of one side's figures. */
+/**
+ * Median over rounds of one side's figures: one round disturbed by other work on the shared machine moves
+ * a median of three much less than a mean.
+ */
 export function summarize(rounds: LoadResult[]): LoadResult {
   const cpu = rounds.map((r) => r.cpuMsPerRequest).filter((x): x is number => x !== null);
   return {
-    rps: mean(rounds.map((r) => r.rps)),
-    p50: mean(rounds.map((r) => r.p50)),
-    p99: mean(rounds.map((r) => r.p99)),
+    rps: median(rounds.map((r) => r.rps)),
+    p50: median(rounds.map((r) => r.p50)),
+    p99: median(rounds.map((r) => r.p99)),
     requests: rounds.reduce((a, r) => a + r.requests, 0),
     failures: rounds.reduce((a, r) => a + r.failures, 0),
-    cpuMsPerRequest: cpu.length > 0 ? mean(cpu) : null,
+    cpuMsPerRequest: cpu.length > 0 ? median(cpu) : null,
   };
 }
 
-/** Throughput ratio gateway/baseline per round (each round measured back to back), and their mean. */
-export function ratios(run: ScenarioRun): { mean: number; each: number[] } {
+/** Throughput ratio gateway/baseline per round (each round measured back to back), and their median. */
+export function ratios(run: ScenarioRun): { median: number; each: number[] } {
   const each = run.rounds.map((r) => (r.baseline.rps > 0 ? r.gateway.rps / r.baseline.rps : 0));
-  return { mean: mean(each), each };
+  return { median: median(each), each };
 }
 
 function table(head: string[], rows: string[][], align?: string[]): string {
@@ -110,7 +112,7 @@ export function renderReport(results: Results, analysis: string): string {
   const s = results.settings;
   out.push(
     `- Load: autocannon (programmatic), ${s.connections} keep-alive connections, ${s.warmupS} s warm-up then ${s.durationS} s measured per figure; ` +
-      `gateway and baseline measured back to back for each scenario (gateway A, baseline A, gateway B, …), ${s.rounds} round(s) at the largest scale, the order swapped every other round. ` +
+      `gateway and baseline measured back to back for each scenario (gateway A, baseline A, gateway B, …), ${s.rounds} round(s) at the largest scale, the order swapped every other round; figures and ratios are the median of the rounds (each round's ratio in brackets). ` +
       `"Latency (1 conn.)" is one request at a time for ${s.latencyS} s on an otherwise idle server.`,
   );
   out.push(
@@ -118,7 +120,7 @@ export function renderReport(results: Results, analysis: string): string {
       'Baseline: `bench/baseline-server.ts`, node:http + pg, the same queries written by hand (same token check, count and page in parallel), answering byte-for-byte the same JSON (checked before each measurement, see below).',
   );
   out.push(
-    '- Data: `seed load` of the CLI into a fresh `bench_…` database, two tenants of equal size (requests are made as the first), grown in place 10k → 100k → 1M syncs; 1,000 connections at 1M; `VACUUM ANALYZE` after each load. ' +
+    '- Data: `seed load` of the CLI into a fresh `bench_…` database, two tenants of equal size (requests are made as the first), grown in place 10k → 100k → 1M syncs; 1,000 connections at 1M; `VACUUM ANALYZE` and a `CHECKPOINT` after each load (so the writes of the load are not flushed during the measurements). ' +
       '"CPU/req" is the server process\'s own CPU time per request (PostgreSQL\'s not included).',
   );
   out.push('');
@@ -140,7 +142,7 @@ export function renderReport(results: Results, analysis: string): string {
       const cpu = g.cpuMsPerRequest !== null && b.cpuMsPerRequest !== null ? `${n2(g.cpuMsPerRequest)} / ${n2(b.cpuMsPerRequest)}` : '–';
       return [
         run.title,
-        `**${n2(ratio.mean)}×**${ratio.each.length > 1 ? ` (${ratio.each.map(n2).join(', ')})` : ''}`,
+        `**${n2(ratio.median)}×**${ratio.each.length > 1 ? ` (${ratio.each.map(n2).join(', ')})` : ''}`,
         n0(g.rps),
         `${ms(g.p50)} / ${ms(g.p99)}`,
         n0(b.rps),
@@ -178,7 +180,7 @@ export function renderReport(results: Results, analysis: string): string {
         latency ? `${ms(latency.pair.gateway.p50)} / ${ms(latency.pair.baseline.p50)}` : '–',
         `${n0(g.rps)} / ${n0(b.rps)}`,
         `${ms(g.p50)} / ${ms(b.p50)}`,
-        `**${n2(ratios(run).mean)}×**`,
+        `**${n2(ratios(run).median)}×**`,
       ]);
     }
   }
