@@ -152,8 +152,18 @@ type ExecuteFn = (args: ExecutionArgs & { signal?: AbortSignal }) => unknown;
 async function executeWithinDeadline(request: Request, executeFn: ExecuteFn, args: ExecutionArgs & { signal?: AbortSignal }) {
   // Aborting stops the executor from starting more resolvers; the ones already running finish unseen.
   const controller = new AbortController();
-  const signal = args.signal ? AbortSignal.any([args.signal, controller.signal]) : controller.signal;
-  const outcome = await raceDeadline(request, Promise.resolve(executeFn({ ...args, signal })));
+  // The caller's signal (yoga's, aborted when the client goes away) aborts ours too. Forwarded by a listener:
+  // AbortSignal.any costs ~30 µs per request on Node 20.
+  const outer = args.signal;
+  const forward = () => controller.abort(outer?.reason);
+  if (outer?.aborted) forward();
+  else outer?.addEventListener('abort', forward, { once: true });
+  let outcome;
+  try {
+    outcome = await raceDeadline(request, Promise.resolve(executeFn({ ...args, signal: controller.signal })));
+  } finally {
+    outer?.removeEventListener('abort', forward);
+  }
   if (outcome !== TIMED_OUT) return outcome.value;
   const error = timeoutError();
   controller.abort(error);
