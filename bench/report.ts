@@ -201,7 +201,7 @@ export function renderReport(results: Results, analysis: string): string {
   out.push('## SQL statements per request');
   out.push('');
   out.push(
-    'Counted from Prisma\'s query events with the gateway in-process (`createGateway` + query events), each scenario run once warm. "auth" is the token lookup every authenticated request makes (the throttled `last_used_at` write, at most once a minute per token, is left out).',
+    'Counted from the database\'s query events with the gateway in-process (`createGateway` + `db.onQuery`: Prisma\'s statements and the hand-written ones alike), each scenario run once warm. "auth" is the token lookup every authenticated request makes (the throttled `last_used_at` write, at most once a minute per token, is left out); "nested" is the statement that loads the latest syncs of a whole page of connections.',
   );
   out.push('');
   const countIds = largest?.sqlCounts.map((c) => c.scenario) ?? [];
@@ -228,7 +228,7 @@ export function renderReport(results: Results, analysis: string): string {
 
   out.push('## Query plans');
   out.push('');
-  out.push(`\`EXPLAIN (ANALYZE, BUFFERS)\` of the statements Prisma sent, parameters inlined, in \`bench/explain/\` (${results.explainHeader}).`);
+  out.push(`\`EXPLAIN (ANALYZE, BUFFERS)\` of the statements the gateway sent, parameters inlined, in \`bench/explain/\` (${results.explainHeader}).`);
   out.push('');
   out.push(
     table(
