@@ -69,7 +69,7 @@ export async function explainAll(
       [
         `-- ${described ? `${described.title}\n-- ${described.method} ${described.path.length > 300 ? `${described.path.slice(0, 300)}…` : described.path}` : 'token lookup (every authenticated request)'}`,
         `-- ${options.header}`,
-        '-- Statement as Prisma sent it, parameters inlined:',
+        '-- Statement as the gateway sent it, parameters inlined:',
         sql,
         '',
         text,
