@@ -73,7 +73,7 @@ export interface ColumnSpec {
   kind: ColumnKind;
   nullable: boolean;
   /**
-   * The column in SQL, for resources whose lists are read with hand-written SQL (`sync-sql.ts`): quoted and
+   * The column in SQL, for resources whose lists are read with hand-written SQL (`sql.ts`): quoted and
    * qualified by the statement's alias, e.g. `"t0"."started_at"`.
    */
   sql?: string;
@@ -155,8 +155,9 @@ const OPERATORS = new Set<string>(['eq', 'neq', 'in', 'isNull', 'gt', 'lt', 'gte
 /**
  * What a filter becomes in one query language. The walk over the filter input (nesting, field names,
  * operators, the value budget) is `renderFilter`'s, done once for every target; a renderer only says how
- * each part is written. Two exist: Prisma `where` objects (`prismaWhere`, for what plugin-prisma loads,
- * nested relations included) and SQL (`sync-sql.ts`, for the sync lists read with hand-written SQL).
+ * each part is written. Two exist: Prisma `where` objects (`prismaWhere`: the catalog and connection lists,
+ * read through Prisma) and SQL with bind parameters (`sqlRenderer` in `sql.ts`: the sync history, read with
+ * hand-written SQL).
  */
 export interface FilterRenderer<Condition> {
   all(parts: Condition[]): Condition;
@@ -209,7 +210,7 @@ export function renderFilter<Condition>(
 }
 
 /** Prisma `where` objects. */
-export const prismaWhere: FilterRenderer<Where> = {
+const prismaWhere: FilterRenderer<Where> = {
   all: (parts) => (parts.length === 0 ? {} : { AND: parts }),
   any: (parts) => ({ OR: parts }),
   not: (part) => ({ NOT: part }),
