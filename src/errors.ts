@@ -25,6 +25,12 @@ export const ERROR_CODES = {
     title: 'Method not allowed',
     description: 'The path exists but does not accept this HTTP method. The `Allow` header lists the ones it does.',
   },
+  NOT_ACCEPTABLE: {
+    status: 406,
+    title: 'Not acceptable',
+    description:
+      'The `Accept` header admits none of the types GraphQL answers in: application/graphql-response+json or application/json (or text/html for GraphiQL in a browser). The error itself is sent as JSON.',
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     title: 'Payload too large',

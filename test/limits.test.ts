@@ -96,6 +96,24 @@ describe('request limits', () => {
     expect(ok.body).toEqual({ data: { __typename: 'Query' } });
   });
 
+  it('answers an Accept header it cannot serve with 406 NOT_ACCEPTABLE in a JSON body, on GET and POST', async () => {
+    for (const accept of ['text/plain', 'application/xml', 'image/png']) {
+      for (const method of ['GET', 'POST']) {
+        const response = await gateway.fetch(method === 'GET' ? `${GRAPHQL_URL}?query=%7B__typename%7D` : GRAPHQL_URL, {
+          method,
+          headers: { accept, 'content-type': 'application/json' },
+          ...(method === 'POST' ? { body: '{"query":"{ __typename }"}' } : {}),
+        });
+        expect({ accept, method, status: response.status }).toEqual({ accept, method, status: 406 });
+        expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+        expect(response.headers.get('x-request-id')).toMatch(/^req_/);
+        const body = (await response.json()) as { errors?: Array<{ message: string; extensions?: { code?: string } }> };
+        expect(codesOf(body)).toEqual(['NOT_ACCEPTABLE']);
+        expect(body.errors?.[0]?.message).toContain(accept);
+      }
+    }
+  });
+
   it('answers broken JSON with 400 INVALID_QUERY for both GraphQL response types', async () => {
     for (const accept of ['application/json', 'application/graphql-response+json']) {
       const { status, body } = await postGraphQL(gateway, '{"query": "{ __typename }"', { accept });

@@ -1,6 +1,7 @@
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { isErrorCode, type ErrorCode } from '../errors.js';
+import { ApiError, isErrorCode, type ErrorCode } from '../errors.js';
+import { earlyErrorResponse } from './error-response.js';
 
 /** Codes yoga gives the request errors it raises itself (bad JSON, no query, wrong method, parse, validation). */
 const YOGA_REQUEST_CODES = new Set([
@@ -24,6 +25,17 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
  */
 export function useRequestErrorCodes(): Plugin {
   return {
+    // Yoga answers an Accept header it cannot serve with an empty 406; give it a body and a code.
+    onResponse({ request, response, setResponse, fetchAPI }) {
+      if (response.status !== 406 || response.body !== null) return;
+      const error = new ApiError('NOT_ACCEPTABLE', `No response type matches Accept: ${clip(request.headers.get('accept') ?? '')}`);
+      const replacement = earlyErrorResponse(request, error, fetchAPI);
+      // Headers earlier plugins set on yoga's response (request id, security headers) carry over.
+      response.headers.forEach((value, name) => {
+        if (!replacement.headers.has(name)) replacement.headers.set(name, value);
+      });
+      setResponse(replacement);
+    },
     onResultProcess({ result }) {
       for (const single of Array.isArray(result) ? result : [result]) {
         const errors: unknown = (single as { errors?: unknown }).errors;
@@ -50,4 +62,8 @@ function recode(error: GraphQLError): void {
   if (code === 'BAD_REQUEST' && http) http.spec = false;
   // Yoga attaches the JSON parser's own exception here; the message already says what is wrong.
   delete extensions.originalError;
+}
+
+function clip(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
