@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -48,6 +48,28 @@ test('as a process on a PGlite DATA_DIR: migrates and prints only the new tenant
   } finally {
     await db.close();
   }
+}, 180_000);
+
+test('refuses a PGlite DATA_DIR another process holds open, and takes over a claim its holder left behind', async () => {
+  const held = join(dataDir, 'held');
+  const db = await openDatabase({ dataDir: held });
+  try {
+    // This test process holds the directory, as a running server would.
+    const refused = await cli(['tenant', 'create', 'second'], { DATA_DIR: held });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr.trim().split('\n')).toHaveLength(1);
+    expect(refused.stderr).toMatch(new RegExp(`data directory .*held is in use by process ${process.pid}`));
+    await expect(openDatabase({ dataDir: held })).rejects.toThrow(/is in use by process/);
+  } finally {
+    await db.close();
+  }
+  expect(existsSync(join(held, 'gateway.pid'))).toBe(false);
+  // A process that died without closing leaves its claim; a pid that no longer runs does not hold anything.
+  writeFileSync(join(held, 'gateway.pid'), '2147483646');
+  const created = await cli(['tenant', 'create', 'after'], { DATA_DIR: held });
+  expect(created).toMatchObject({ code: 0, stderr: '' });
+  expect(existsSync(join(held, 'gateway.pid'))).toBe(false);
 }, 180_000);
 
 describe.each(databaseKinds)('commands on %s', (kind) => {

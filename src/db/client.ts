@@ -1,4 +1,5 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
@@ -113,9 +114,64 @@ function withQueryEvents(
   };
 }
 
+/** A PGlite data directory that another process holds open. */
+export class DataDirectoryInUseError extends Error {
+  constructor(dataDir: string, pid: number) {
+    super(
+      `the PGlite data directory ${dataDir} is in use by process ${pid} (a running server or CLI command): embedded PGlite ` +
+        `serves one process at a time, and a second one would overwrite its changes. Stop that process first, or run both ` +
+        `on PostgreSQL (DATABASE_URL). If no such process runs, delete ${join(dataDir, LOCK_FILE)}.`,
+    );
+    this.name = 'DataDirectoryInUseError';
+  }
+}
+
+const LOCK_FILE = 'gateway.pid';
+
+/**
+ * Claims a PGlite data directory for this process: PGlite keeps its pages in the process, so two processes on
+ * one directory silently overwrite each other's writes. The claim is a file holding the pid, created
+ * exclusively; one left by a process that no longer runs is taken over. Returns the release function.
+ */
+function claimDataDirectory(dataDir: string): () => void {
+  const path = join(dataDir, LOCK_FILE);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      return () => rmSync(path, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const holder = Number(readFileSync(path, 'utf8').trim());
+      if (Number.isInteger(holder) && holder > 0 && isRunning(holder)) throw new DataDirectoryInUseError(dataDir, holder);
+      rmSync(path, { force: true });
+    }
+  }
+  throw new Error(`could not claim the PGlite data directory ${dataDir}`);
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it runs, under another user.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 async function openPGlite(dataDir: string): Promise<Database> {
-  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
-  const client = await PGlite.create(dataDir);
+  let release = () => {};
+  if (!dataDir.startsWith('memory://')) {
+    mkdirSync(dataDir, { recursive: true });
+    release = claimDataDirectory(dataDir);
+  }
+  let client: PGlite;
+  try {
+    client = await PGlite.create(dataDir);
+  } catch (error) {
+    release();
+    throw error;
+  }
   const raw: RawSql = {
     async exec(script) {
       await client.exec(script);
@@ -136,7 +192,13 @@ async function openPGlite(dataDir: string): Promise<Database> {
       );
     },
   };
-  return withQueryEvents('pglite', new PrismaPGlite(client), raw, () => client.close());
+  return withQueryEvents('pglite', new PrismaPGlite(client), raw, async () => {
+    try {
+      await client.close();
+    } finally {
+      release();
+    }
+  });
 }
 
 async function openPostgres(
