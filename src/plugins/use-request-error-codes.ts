@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
+import { clip } from '../clip.js';
 import { ApiError, isErrorCode, type ErrorCode } from '../errors.js';
 import { earlyErrorResponse } from './error-response.js';
 
@@ -62,8 +63,4 @@ function recode(error: GraphQLError): void {
   if (code === 'BAD_REQUEST' && http) http.spec = false;
   // Yoga attaches the JSON parser's own exception here; the message already says what is wrong.
   delete extensions.originalError;
-}
-
-function clip(text: string): string {
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }

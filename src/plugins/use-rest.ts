@@ -1,6 +1,7 @@
 import { getVariableValues, GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { isAsyncIterable, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Context } from '../context.js';
+import { clip } from '../clip.js';
 import { isErrorCode } from '../errors.js';
 import { compileRoutes, type CompiledRoute } from '../rest/compile-routes.js';
 import { apiDocsResponse } from '../rest/docs-page.js';
@@ -196,8 +197,4 @@ function unexpectedErrorResponse(yoga: Yoga, error: unknown, target: ResponseTar
   if (error instanceof GraphQLError && isErrorCode(error.extensions.code)) return graphqlErrorResponse(error, target);
   yoga.logger.error(error);
   return errorResponse('INTERNAL', 'Internal error', target);
-}
-
-function clip(text: string, max = 120): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
 }

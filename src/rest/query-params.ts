@@ -2,6 +2,8 @@
 // search, order and pagination. PostgREST is the model wherever the spec is
 // silent. Pure: no I/O and no GraphQL, so it is tested as a plain function.
 
+import { clip } from '../clip.js';
+
 export type FieldType = 'string' | 'int' | 'boolean' | 'timestamp' | 'enum' | 'string_array' | 'json';
 
 export interface FieldSpec {
@@ -131,7 +133,7 @@ export function parseListQuery(params: URLSearchParams, resource: ResourceSpec):
       seenSingle.add(name);
     }
     if (value.length > QUERY_LIMITS.maxValueLength) {
-      problems.add(name, `value of '${clip(name)}' is longer than ${QUERY_LIMITS.maxValueLength} characters`);
+      problems.add(name, `value of '${clip(name, 64)}' is longer than ${QUERY_LIMITS.maxValueLength} characters`);
       continue;
     }
 
@@ -568,10 +570,6 @@ function isOperator(text: string): text is FilterOperator {
 }
 
 function quote(text: string): string {
-  return `'${clip(text)}'`;
+  return `'${clip(text, 64)}'`;
 }
 
-// Echoed input is clipped so that a hostile value cannot blow up the error body.
-function clip(text: string, max = 64): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
-}
