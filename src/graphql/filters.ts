@@ -125,7 +125,7 @@ export function sqlLikePattern({ text, leading, trailing }: LikePattern): string
 }
 
 /** Translates a `*` wildcard pattern into Prisma's equals/prefix/suffix/substring operators. */
-export function likeCondition(column: string, pattern: string, insensitive: boolean): Where {
+function likeCondition(column: string, pattern: string, insensitive: boolean): Where {
   const mode = insensitive ? { mode: 'insensitive' as const } : {};
   const like = parseLikePattern(pattern);
   // Only wildcards: every non-null value. `LIKE '%%'` says so on any column; Prisma refuses `not: null` on required ones.
