@@ -31,6 +31,12 @@ export const ERROR_CODES = {
     description:
       'The `Accept` header admits none of the types GraphQL answers in: application/graphql-response+json or application/json (or text/html for GraphiQL in a browser). The error itself is sent as JSON.',
   },
+  CONFLICT: {
+    status: 409,
+    title: 'Conflict',
+    description:
+      'The request conflicts with the current state of the resource: an illegal status transition, a report on a run whose lease was lost, or a second active run for a connection. The message names the current state and what is allowed from it.',
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     title: 'Payload too large',
@@ -40,6 +46,12 @@ export const ERROR_CODES = {
     status: 415,
     title: 'Unsupported media type',
     description: 'The request body is not in a content type the endpoint accepts (application/json for GraphQL POST).',
+  },
+  IDEMPOTENCY_KEY_REUSED: {
+    status: 422,
+    title: 'Idempotency key reused',
+    description:
+      'The `Idempotency-Key` was already used within the last 24 hours for a different request (another body, method or path). Send a new key for a new request.',
   },
   RATE_LIMITED: {
     status: 429,

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Database } from '../src/db/client.js';
 import { newId } from '../src/ids.js';
-import { APPLICATIONS, CATEGORIES, seedCatalog, type ConnectionKind } from '../src/seed/catalog.js';
-import { METADATA_KEYS, SETTINGS_KEYS, SYNC_INTERVALS } from '../src/seed/connections.js';
+import { CONNECTION_MEMBERS, SYNC_INTERVALS, type ConnectionKind } from '../src/domain/connection-members.js';
+import { APPLICATIONS, CATEGORIES, seedCatalog } from '../src/seed/catalog.js';
 import { DEMO_TENANT_SLUG, ensureDemo, seedDemoTenant } from '../src/seed/demo.js';
 import { seedLoad } from '../src/seed/load.js';
 import { createRng } from '../src/seed/random.js';
@@ -143,9 +143,9 @@ describe.each(databaseKinds)('seed data on %s', (kind) => {
       const connectionKind = kindBySlug.get(connection.application.category.slug)!;
       const metadata = connection.metadata as Record<string, unknown>;
       const settings = connection.settings as Record<string, unknown>;
-      expect(Object.keys(metadata).sort()).toEqual([...METADATA_KEYS.common, ...METADATA_KEYS[connectionKind]].sort());
+      expect(Object.keys(metadata).sort()).toEqual([...CONNECTION_MEMBERS[connectionKind].metadata].sort());
       for (const value of Object.values(metadata)) expect(typeof value).toBe('string');
-      expect(Object.keys(settings).sort()).toEqual([...SETTINGS_KEYS.common, ...SETTINGS_KEYS[connectionKind]].sort());
+      expect(Object.keys(settings).sort()).toEqual([...CONNECTION_MEMBERS[connectionKind].settings].sort());
       expect(SYNC_INTERVALS).toContain(settings.sync_interval);
       expect(Number.isInteger(settings.retry_attempts)).toBe(true);
       for (const key of ['webhook_enabled', 'notification_enabled', 'track_users', 'anonymize_ip', 'mention_users', 'thread_enabled']) {

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Database } from '../db/client.js';
+import type { ConnectionKind } from '../domain/connection-members.js';
 import { formatId, type IdPrefix } from '../ids.js';
 
 /**
- * Which `metadata`/`settings` members a connection carries depends on what the application does; the spec
- * leaves the mapping open, so it is fixed here per category.
+ * Which `metadata`/`settings` members a connection carries depends on what the application does
+ * (src/domain/connection-members.ts); which kind each category is, is fixed here.
  */
-export type ConnectionKind = 'lock' | 'pms' | 'payments' | 'accounting' | 'messaging' | 'analytics';
+export type { ConnectionKind };
 
 export interface CatalogCategory {
   id: string;
@@ -501,6 +502,11 @@ export function applicationBySlug(slug: string): CatalogApplication {
   const application = APPLICATIONS.find((a) => a.slug === slug);
   if (!application) throw new Error(`unknown catalog application "${slug}"`);
   return application;
+}
+
+/** The kind of a category's applications; null for a category the catalog does not know (added by an operator). */
+export function kindOfCategory(categoryId: string): ConnectionKind | null {
+  return CATEGORIES.find((c) => c.id === categoryId)?.kind ?? null;
 }
 
 export function kindOfApplication(application: Pick<CatalogApplication, 'categoryId'>): ConnectionKind {

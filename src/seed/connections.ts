@@ -1,47 +1,15 @@
 import type { RawSql } from '../db/client.js';
 import type { ConnectionStatus, ConnectionVia } from '../generated/prisma/enums.js';
 import { formatId } from '../ids.js';
-import { kindOfApplication, type CatalogApplication, type ConnectionKind } from './catalog.js';
+import {
+  connectionMemberProblems,
+  type ConnectionKind,
+  type ConnectionMetadata,
+  type ConnectionSettings,
+  type SyncInterval,
+} from '../domain/connection-members.js';
+import { kindOfApplication, type CatalogApplication } from './catalog.js';
 import type { Rng } from './random.js';
-
-export type ConnectionMetadata = Partial<
-  Record<'region' | 'version' | 'location' | 'gateway_id' | 'currency' | 'property_id' | 'channel' | 'bot_name', string>
->;
-
-export interface ConnectionSettings {
-  sync_interval: SyncInterval;
-  webhook_enabled: boolean;
-  retry_attempts: number;
-  notification_enabled: boolean;
-  track_users?: boolean;
-  anonymize_ip?: boolean;
-  mention_users?: boolean;
-  thread_enabled?: boolean;
-}
-
-export const SYNC_INTERVALS = ['15m', '1h', '6h', '24h'] as const;
-export type SyncInterval = (typeof SYNC_INTERVALS)[number];
-
-/** The members every connection has, then the ones its kind adds. Tests check rows against this. */
-export const METADATA_KEYS: { common: string[] } & Record<ConnectionKind, string[]> = {
-  common: ['region', 'version'],
-  lock: ['location'],
-  pms: ['property_id'],
-  payments: ['gateway_id', 'currency'],
-  accounting: ['currency'],
-  messaging: ['channel', 'bot_name'],
-  analytics: [],
-};
-
-export const SETTINGS_KEYS: { common: string[] } & Record<ConnectionKind, string[]> = {
-  common: ['sync_interval', 'webhook_enabled', 'retry_attempts', 'notification_enabled'],
-  lock: [],
-  pms: [],
-  payments: [],
-  accounting: [],
-  messaging: ['mention_users', 'thread_enabled'],
-  analytics: ['track_users', 'anonymize_ip'],
-};
 
 export interface ConnectionRow {
   id: string;
@@ -139,6 +107,11 @@ export function buildConnection(rng: Rng, spec: ConnectionSpec): ConnectionRow {
   const id = formatId('con', rng.bytes(16));
   const metadata = { ...metadataFor(rng, kind), ...spec.metadata };
   const settings = { ...settingsFor(rng, kind), ...spec.settings };
+  // The seed writes what the API would accept: the same table of members per kind.
+  const problems = connectionMemberProblems(kind, { metadata, settings });
+  if (problems.length > 0) {
+    throw new Error(`seed connection ${spec.slug}: ${problems.map((p) => `${p.field}: ${p.message}`).join('; ')}`);
+  }
   return {
     id,
     tenantId: spec.tenantId,

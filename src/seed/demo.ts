@@ -1,8 +1,9 @@
 import type { Database } from '../db/client.js';
+import type { ConnectionMetadata } from '../domain/connection-members.js';
 import type { ConnectionStatus, ConnectionVia, SyncStatus } from '../generated/prisma/enums.js';
 import { newId } from '../ids.js';
 import { applicationBySlug, seedCatalog } from './catalog.js';
-import { buildConnection, insertConnections, type ConnectionMetadata, type ConnectionRow } from './connections.js';
+import { buildConnection, insertConnections, type ConnectionRow } from './connections.js';
 import { createRng } from './random.js';
 import { generateSyncs, insertSyncs, type SyncRow } from './syncs.js';
 
