@@ -238,8 +238,10 @@ describe.each(databaseKinds)('seed data on %s', (kind) => {
     const connection = await db.prisma.connection.findFirstOrThrow({ where: { tenantId } });
     const insert = (status: string, finishedAt: string | null, errorMessage: string | null, startedAt = '2026-01-01T00:00:00Z') =>
       db.raw.query(
-        `INSERT INTO syncs (id, tenant_id, connection_id, status, started_at, finished_at, error_message)
-         VALUES ($1, $2, $3, $4::sync_status, $5::timestamptz, $6::timestamptz, $7)`,
+        // Open runs carry what their own CHECKs need (a due time, a lease), so these rows test the table's.
+        `INSERT INTO syncs (id, tenant_id, connection_id, status, started_at, finished_at, error_message, due_at, lease_expires_at)
+         VALUES ($1, $2, $3, $4::sync_status, $5::timestamptz, $6::timestamptz, $7,
+                 CASE WHEN $4 = 'pending' THEN $5::timestamptz END, CASE WHEN $4 = 'in_progress' THEN $5::timestamptz END)`,
         [newId('syn'), tenantId, connection.id, status, startedAt, finishedAt, errorMessage],
       );
     const later = '2026-01-01T00:05:00Z';

@@ -3,8 +3,14 @@ import type { Role } from '../generated/prisma/enums.js';
 export const PERMISSIONS = [
   'catalog:read',
   'connections:read',
+  /** Create connections and change them (name, description, status, metadata, settings). */
+  'connections:write',
   'connections:delete',
   'syncs:read',
+  /** Queue a run of a connection. */
+  'syncs:trigger',
+  /** Claim due runs and report their progress and outcome: what a sync engine does. */
+  'syncs:run',
   'access:manage',
 ] as const;
 
@@ -14,6 +20,9 @@ export type Permission = (typeof PERMISSIONS)[number];
 export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
   admin: new Set(PERMISSIONS),
   reader: new Set<Permission>(['catalog:read', 'connections:read', 'syncs:read']),
+  // An engine reads what it synchronizes and records runs; it cannot change connections, trigger runs, delete
+  // anything, read the catalog or manage users and tokens.
+  engine: new Set<Permission>(['connections:read', 'syncs:read', 'syncs:run']),
 };
 
 export function permissionsOf(role: Role): ReadonlySet<Permission> {

@@ -15,7 +15,7 @@ function roleOption(value: string): Role {
 export const serviceUserCommands: Command[] = [
   {
     name: ['service-user', 'create'],
-    usage: '--tenant <slug> --name <name> --role <admin|reader>',
+    usage: '--tenant <slug> --name <name> --role <admin|reader|engine>',
     summary: 'create a service user; prints its id alone on stdout',
     options: { tenant: { type: 'string' }, name: { type: 'string' }, role: { type: 'string' } },
     async run({ db, out }, input) {

@@ -45,7 +45,7 @@ const DEMO_CONNECTIONS: DemoConnection[] = [
     slug: 'mews-berlin-mitte',
     via: 'oauth',
     status: 'active',
-    newest: ['pending', 'in_progress'],
+    newest: ['pending', 'failed'],
   },
   { app: 'nuki-smart-lock', label: 'Apartment doors', slug: 'nuki-apartments', via: 'oauth', status: 'active', newest: [] },
   {

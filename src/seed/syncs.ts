@@ -1,4 +1,5 @@
 import type { RawSql } from '../db/client.js';
+import { ACTIVE_SYNC_STATUSES, LEASE_SECONDS } from '../domain/sync-lifecycle.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
 import { formatId } from '../ids.js';
 import type { Rng } from './random.js';
@@ -27,6 +28,11 @@ export interface SyncRow {
   isAutoMigrate: boolean | null;
   diff: SyncDiff;
   checksum: SyncChecksum;
+  /** Set on pending runs: when they may be claimed. */
+  dueAt: Date | null;
+  /** Set on in-progress runs: a claimer holds them until then (nobody, for seeded runs: the reaper fails them). */
+  leaseExpiresAt: Date | null;
+  leaseSeconds: number | null;
 }
 
 export interface SyncHistorySpec {
@@ -39,8 +45,9 @@ export interface SyncHistorySpec {
   /** Share of finished runs that failed. */
   failureRate?: number;
   /**
-   * Statuses forced onto the newest runs, newest first (e.g. `['pending', 'in_progress']`: one run queued
-   * behind one still running). Without it, the newest run is left open now and then, as in a live system.
+   * Statuses forced onto the newest runs, newest first (e.g. `['in_progress', 'failed']`). At most one of
+   * them may be open (pending or in progress): a connection has one active run at a time. Without it, the
+   * newest run is left open now and then, as in a live system.
    */
   newest?: SyncStatus[];
 }
@@ -132,6 +139,7 @@ export function* syncHistory(rng: Rng, spec: SyncHistorySpec): Generator<SyncRow
   if (!(to > from)) throw new RangeError('sync history window is empty');
   const failureRate = spec.failureRate ?? 0.08;
   const newest = spec.newest ?? randomNewest(rng);
+  if (newest.filter(isOpen).length > 1) throw new RangeError('a connection has at most one pending or in-progress run');
   const step = (to - from) / Math.max(count, 1);
 
   for (let index = 0; index < count; index++) {
@@ -142,7 +150,7 @@ export function* syncHistory(rng: Rng, spec: SyncHistorySpec): Generator<SyncRow
     const status: SyncStatus =
       newest[fromNewest] ?? (rng.chance(failureRate) ? 'failed' : 'success');
     const errorMessage = status === 'failed' ? rng.pick(ERROR_MESSAGES) : null;
-    const open = status === 'pending' || status === 'in_progress';
+    const open = isOpen(status);
     const finishedAt = open ? null : Math.min(startedAt + duration(rng, status, errorMessage), to);
     const hasFile = status === 'success' && rng.chance(0.3);
     yield {
@@ -162,17 +170,24 @@ export function* syncHistory(rng: Rng, spec: SyncHistorySpec): Generator<SyncRow
       ]),
       diff: diffFor(rng, status),
       checksum: checksumFor(rng, status, hasFile),
+      dueAt: status === 'pending' ? new Date(startedAt) : null,
+      leaseExpiresAt: status === 'in_progress' ? new Date(to + LEASE_SECONDS.default * 1000) : null,
+      leaseSeconds: status === 'in_progress' ? LEASE_SECONDS.default : null,
     };
   }
 }
 
-/** Most connections are idle; some have a run going, a few have one queued behind it. */
+function isOpen(status: SyncStatus): boolean {
+  return (ACTIVE_SYNC_STATUSES as readonly SyncStatus[]).includes(status);
+}
+
+/** Most connections are idle; some have a run going, a few one queued, some a run that failed just now. */
 function randomNewest(rng: Rng): SyncStatus[] {
   return rng.weighted<SyncStatus[]>([
     [[], 80],
     [['in_progress'], 10],
     [['pending'], 6],
-    [['pending', 'in_progress'], 4],
+    [['pending', 'failed'], 4],
   ]);
 }
 
@@ -192,6 +207,9 @@ const SYNC_COLUMNS = [
   'is_auto_migrate',
   'diff',
   'checksum',
+  'due_at',
+  'lease_expires_at',
+  'lease_seconds',
 ] as const;
 
 // Every column travels as one text[] parameter: the statement text is fixed whatever the batch size (one
@@ -199,7 +217,8 @@ const SYNC_COLUMNS = [
 const INSERT_SYNCS = `
 INSERT INTO syncs (tenant_id, ${SYNC_COLUMNS.join(', ')})
 SELECT $1, t.id, t.connection_id, t.status::sync_status, t.started_at::timestamptz, t.finished_at::timestamptz,
-       t.error_message, t.summary::jsonb, t.file_url, t.is_auto_migrate::boolean, t.diff::jsonb, t.checksum::jsonb
+       t.error_message, t.summary::jsonb, t.file_url, t.is_auto_migrate::boolean, t.diff::jsonb, t.checksum::jsonb,
+       t.due_at::timestamptz, t.lease_expires_at::timestamptz, t.lease_seconds::integer
 FROM unnest(${SYNC_COLUMNS.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${SYNC_COLUMNS.join(', ')})`;
 
 /** Inserts rows of one tenant with a single statement; callers batch (a few thousand rows per call). */
@@ -219,6 +238,9 @@ export async function insertSyncs(sql: Pick<RawSql, 'query'>, tenantId: string, 
     columns[8]![i] = row.isAutoMigrate === null ? null : String(row.isAutoMigrate);
     columns[9]![i] = JSON.stringify(row.diff);
     columns[10]![i] = JSON.stringify(row.checksum);
+    columns[11]![i] = row.dueAt ? row.dueAt.toISOString() : null;
+    columns[12]![i] = row.leaseExpiresAt ? row.leaseExpiresAt.toISOString() : null;
+    columns[13]![i] = row.leaseSeconds === null ? null : String(row.leaseSeconds);
   });
   await sql.query(INSERT_SYNCS, [tenantId, ...columns]);
 }
