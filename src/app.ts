@@ -4,6 +4,7 @@ import { openDatabase, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
 import type { Config } from './env.js';
 import type { Logger } from './logger.js';
+import { startScheduler, type Scheduler } from './scheduler.js';
 import { ensureDemo } from './seed/demo.js';
 import { createGateway, type Gateway } from './yoga.js';
 
@@ -12,6 +13,8 @@ export interface App {
   gateway: Gateway;
   /** Set only on the first start of a new database: the demo admin token, shown once. */
   demoToken?: string;
+  /** Queues due runs and expires leases (unless SCHEDULER=off); stop it before closing the database. */
+  scheduler?: Scheduler | undefined;
 }
 
 /**
@@ -47,7 +50,9 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
         logger.info('seeded the demo tenant');
       }
     }
-    return { db, gateway: createGateway({ db, config, logger }), demoToken };
+    const gateway = createGateway({ db, config, logger });
+    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS }) : undefined;
+    return { db, gateway, demoToken, scheduler };
   } catch (error) {
     await db.close().catch(() => {});
     throw error;

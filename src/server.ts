@@ -50,6 +50,7 @@ async function shutdown(signal: string): Promise<void> {
     logger.warn('drain timeout: closing remaining connections');
     server.closeAllConnections();
   }
+  await app.scheduler?.stop();
   await app.db.close().catch((error: unknown) => logger.error({ err: error }, 'closing the database failed'));
   logger.info('stopped');
   process.exit(0);

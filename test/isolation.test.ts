@@ -12,6 +12,7 @@ import { createGateway } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { BASE, rest } from './fixtures/rest.js';
+import { tableReferences, tenantScopeProblems as scopeProblems } from './fixtures/tenant-scope.js';
 
 // Tenant isolation is enforced in the SQL, not by filtering rows after the fetch: every statement that reads
 // or writes a tenant-owned table carries the tenant condition. Around that: no filter can widen the scope,
@@ -22,46 +23,8 @@ const DAY = 86_400_000;
 const TENANT_TABLES = ['connections', 'syncs', 'service_users', 'tokens'] as const;
 const CATALOG_TABLES = ['categories', 'applications'] as const;
 
-const TABLE_REFERENCE = new RegExp(
-  `\\b(FROM|JOIN|UPDATE|INTO)\\s+"public"\\."(${TENANT_TABLES.join('|')})"(?:\\s+AS\\s+"([^"]+)")?`,
-  'g',
-);
-
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/**
- * The problems of one SQL statement, empty when every reference to a tenant-owned table in it is scoped:
- * the first (the root of the statement) by `"tenant_id" = $n`, each further one (nested relations in
- * LATERAL joins) by a parameter or by a `tenant_id` equality with a row already scoped. An INSERT must
- * write the tenant_id column.
- */
-function tenantScopeProblems(sql: string): string[] {
-  const problems: string[] = [];
-  let first = true;
-  for (const match of sql.matchAll(TABLE_REFERENCE)) {
-    const [, keyword, table, alias] = match;
-    if (keyword === 'INTO') {
-      const columns = /^\s*\(([^)]*)\)/.exec(sql.slice((match.index ?? 0) + match[0].length))?.[1] ?? '';
-      if (!columns.includes('"tenant_id"')) problems.push(`INSERT INTO ${table} does not write tenant_id`);
-      first = false;
-      continue;
-    }
-    const qualifier = alias ? `"${alias}"` : `"public"."${table}"`;
-    const byParameter = new RegExp(`${escape(qualifier)}\\."tenant_id" = \\$\\d+`).test(sql);
-    const byJoin =
-      new RegExp(`${escape(qualifier)}\\."tenant_id" = "[^"]+"\\."tenant_id"`).test(sql) ||
-      new RegExp(`"[^"]+"\\."tenant_id" = ${escape(qualifier)}\\."tenant_id"`).test(sql);
-    if (first ? !byParameter : !(byParameter || byJoin)) {
-      problems.push(`${table}${alias ? ` AS ${alias}` : ''} is not scoped by tenant_id${first ? ' = $n' : ''}`);
-    }
-    first = false;
-  }
-  return problems;
-}
-
-function touchesTenantTable(sql: string): boolean {
-  return [...sql.matchAll(TABLE_REFERENCE)].length > 0;
-}
+const tenantScopeProblems = (sql: string) => scopeProblems(sql, TENANT_TABLES);
+const touchesTenantTable = (sql: string) => tableReferences(sql, TENANT_TABLES).length > 0;
 
 async function adminJwt(tenantId: string): Promise<string> {
   const jwt = await new SignJWT({ tenant_id: tenantId, role: 'admin' })
@@ -160,7 +123,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       expect(tenantStatements.length, `${name} issued no statement on a tenant-owned table`).toBeGreaterThan(0);
       for (const sql of tenantStatements) {
         expect(tenantScopeProblems(sql), `${name}:\n${sql}`).toEqual([]);
-        for (const match of sql.matchAll(TABLE_REFERENCE)) covered.add(match[2] as string);
+        for (const reference of tableReferences(sql, TENANT_TABLES)) covered.add(reference.table);
       }
       writes.push(...statements.filter((sql) => /^\s*(INSERT|UPDATE|DELETE)\b/i.test(sql)));
       return statements;

@@ -32,8 +32,8 @@ export interface Database {
   /** The driver adapter factory Prisma runs on; the schema engine uses it for migration diffs. */
   adapterFactory: SqlMigrationAwareDriverAdapterFactory;
   /**
-   * Subscribes to every SQL statement Prisma issues, and to each `raw.query` (the hot-path reads written by
-   * hand); returns the unsubscribe function.
+   * Subscribes to every SQL statement Prisma issues, and to each `raw.query` (the hot-path reads and the
+   * write path, written by hand, inside transactions too); returns the unsubscribe function.
    */
   onQuery(listener: (event: QueryEvent) => void): () => void;
   /** Connection pool occupancy, for metrics; PostgreSQL only (PGlite is one in-process connection). */
@@ -87,20 +87,24 @@ function withQueryEvents(
   prisma.$on('query', (event) => {
     for (const listener of listeners) listener({ query: event.query, durationMs: event.duration, params: event.params });
   });
-  const query = raw.query.bind(raw);
+  const observed =
+    (query: RawSql['query']): RawSql['query'] =>
+    async <Row>(sql: string, params: unknown[] = []): Promise<Row[]> => {
+      if (listeners.size === 0) return query<Row>(sql, params);
+      const started = performance.now();
+      const rows = await query<Row>(sql, params);
+      const event = { query: sql, durationMs: performance.now() - started, params: JSON.stringify(params) };
+      for (const listener of listeners) listener(event);
+      return rows;
+    };
   return {
     kind,
     prisma,
     raw: {
       ...raw,
-      async query<Row>(sql: string, params: unknown[] = []): Promise<Row[]> {
-        if (listeners.size === 0) return query<Row>(sql, params);
-        const started = performance.now();
-        const rows = await query<Row>(sql, params);
-        const event = { query: sql, durationMs: performance.now() - started, params: JSON.stringify(params) };
-        for (const listener of listeners) listener(event);
-        return rows;
-      },
+      query: observed(raw.query.bind(raw)),
+      // Statements inside a transaction (the write path) are observed as well.
+      transaction: (work) => raw.transaction((tx) => work({ ...tx, query: observed(tx.query.bind(tx)) })),
     },
     adapterFactory,
     onQuery(listener) {
