@@ -21,6 +21,8 @@ export function serverEnv(database: ServerEnv, port: number): Record<string, str
     PORT: String(port),
     HOST: '127.0.0.1',
     SEED: 'none',
+    // The measured data must stay as loaded: the scheduler would queue runs and fail the loaded in-progress ones.
+    SCHEDULER: 'off',
     LOG_LEVEL: 'warn',
     RATE_LIMIT_PER_MINUTE: '0',
     NODE_ENV: 'production',

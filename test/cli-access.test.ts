@@ -69,6 +69,12 @@ describe.each(databaseKinds)('access CLI on %s', (kind) => {
 
     const noTenant = await run('service-user', 'create', '--tenant', 'nope', '--name', 'x', '--role', 'reader');
     expect(noTenant.code).toBe(1);
+
+    const engine = await run('service-user', 'create', '--tenant', 'acme', '--name', 'sync-engine', '--role', 'engine');
+    expect(engine).toMatchObject({ code: 0, stderr: '' });
+    const badRole = await run('service-user', 'create', '--tenant', 'acme', '--name', 'x', '--role', 'owner');
+    expect(badRole.code).not.toBe(0);
+    expect(badRole.stderr).toContain('admin, reader, engine');
   });
 
   it('prints the token value alone, or JSON with --json', async () => {

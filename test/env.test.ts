@@ -14,6 +14,12 @@ describe('configuration', () => {
     expect(parseConfig({}).DATABASE_URL).toBeUndefined();
   });
 
+  it('runs the scheduler by default, every 5 s, and refuses bad scheduler settings', () => {
+    expect(parseConfig({})).toMatchObject({ SCHEDULER: 'on', SCHEDULER_TICK_MS: 5000 });
+    expect(parseConfig({ SCHEDULER: 'off', SCHEDULER_TICK_MS: '250' })).toMatchObject({ SCHEDULER: 'off', SCHEDULER_TICK_MS: 250 });
+    expect(() => parseConfig({ SCHEDULER: 'maybe', SCHEDULER_TICK_MS: '10' })).toThrow(/SCHEDULER:[\s\S]*SCHEDULER_TICK_MS:/);
+  });
+
   it('treats empty values as unset', () => {
     expect(parseConfig({ DATABASE_URL: '', JWT_SECRET: '  ' }).DATABASE_URL).toBeUndefined();
   });
