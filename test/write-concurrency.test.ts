@@ -71,9 +71,10 @@ describe.each(databaseKinds)('concurrent writers on %s', (kind) => {
     const tenantId = await createTenant(db, `lease-${kind}`);
     const connection = await connectApp(db, tenantId, { status: 'active', settings: { retry_attempts: 1 } });
     await triggerSync(db.raw, tenantId, { connectionId: connection.id });
-    const run = (await claimSync(db.raw, tenantId, { workerId: 'w', leaseSeconds: 1 }))!;
-    // Heartbeats every 300 ms keep the run through scheduler ticks well past its first lease.
-    const until = Date.now() + 2_500;
+    // A 3 s lease leaves room for a slow machine between heartbeats (every 300 ms, plus a scheduler tick).
+    const run = (await claimSync(db.raw, tenantId, { workerId: 'w', leaseSeconds: 3 }))!;
+    // Heartbeats keep the run through scheduler ticks well past its first lease.
+    const until = Date.now() + 4_500;
     while (Date.now() < until) {
       await reportSyncProgress(db.raw, tenantId, { syncId: run.id, workerId: 'w', summary: { processed: 1 } });
       await runSchedulerTick({ db });
