@@ -182,12 +182,23 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
 
     it("treats another tenant's connection, and a deleted one, as not found", async () => {
       const theirs = await connectApp(db, globex, { status: 'active' });
+      const theirRun = await triggerSync(sql, globex, { connectionId: theirs.id });
       const before = await connectionRow(db, theirs.id);
       expect(await errorCodeOf(updateConnection(sql, acme, theirs.id, { name: 'mine' }))).toBe('NOT_FOUND');
       expect(await errorCodeOf(deleteConnection(sql, acme, theirs.id))).toBe('NOT_FOUND');
       expect(await errorCodeOf(triggerSync(sql, acme, { connectionId: theirs.id }))).toBe('NOT_FOUND');
       expect(await errorCodeOf(updateConnection(sql, acme, newId('con'), { name: 'x' }))).toBe('NOT_FOUND');
       expect(await connectionRow(db, theirs.id)).toEqual(before);
+      expect((await runRow(db, theirRun.id)).status).toBe('pending');
+      // Their run, claimed by them, is not found for acme whatever acme reports.
+      const claimed = (await claimSync(sql, globex, { workerId: WORKER, connectionId: theirs.id }))!;
+      const claimedRow = await runRow(db, claimed.id);
+      expect(await errorCodeOf(finishSync(sql, acme, { syncId: claimed.id, workerId: WORKER, outcome: { status: 'success', summary: {} } }))).toBe(
+        'NOT_FOUND',
+      );
+      expect(await errorCodeOf(reportSyncProgress(sql, acme, { syncId: claimed.id, workerId: WORKER, summary: {} }))).toBe('NOT_FOUND');
+      expect((await expireLeases(sql, acme)).failed.map((r) => r.id)).not.toContain(claimed.id);
+      expect(await runRow(db, claimed.id)).toEqual(claimedRow);
 
       const gone = await connectApp(db, acme);
       await deleteConnection(sql, acme, gone.id);
