@@ -57,7 +57,9 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugi
   const rules = [
     // Fragments are a way of writing a selection, not a level of it: flattened, they count as written inline.
     maxDepthRule({ ...armor, n: limits.maxDepth, flattenFragments: true }),
-    maxAliasesRule({ ...armor, n: limits.maxAliases }),
+    // graphql-armor (2.6.2, the latest) skips any alias *named* `__typename` by default, so `__typename: categories
+    // {…}` slipped past the count; with an empty allow list every alias counts. A bare `__typename` is no alias.
+    maxAliasesRule({ ...armor, n: limits.maxAliases, allowList: [] }),
     maxDirectivesRule({ ...armor, n: limits.maxDirectives }),
     costLimitRule({ ...armor, maxCost: limits.maxCost, flattenFragments: true }),
   ];
