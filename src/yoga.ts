@@ -17,7 +17,7 @@ import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
-import { useSecurityHeaders } from './plugins/use-security-headers.js';
+import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
 
 /** The documented default of RATE_LIMIT_PER_MINUTE, for callers that pass no value. */
 const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
@@ -54,17 +54,7 @@ export function createGateway({ db, config, logger, limits: limitOverrides, rate
     schema,
     graphqlEndpoint: GRAPHQL_ENDPOINT,
     // yoga's default answers every origin; cross-origin browser access is opt-in (CORS_ORIGINS).
-    cors:
-      corsOrigins.length === 0
-        ? false
-        : {
-            origin: corsOrigins,
-            credentials: false,
-            methods: ['GET', 'POST', 'DELETE'],
-            allowedHeaders: ['Authorization', 'Content-Type', 'Accept'],
-            exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
-            maxAge: 600,
-          },
+    cors: corsPolicy(corsOrigins),
     maxRequestBodySize: limits.maxBodyBytes,
     multipart: false,
     landingPage: false,
@@ -96,7 +86,7 @@ query Connections {
     plugins: [
       useRequestId(),
       useRequestLog({ logger }),
-      useSecurityHeaders(),
+      useSecurityHeaders({ cors: corsOrigins.length > 0 }),
       useMetrics({ db, token: config.METRICS_TOKEN }),
       useHealth({ db }),
       useErrorDocs(),

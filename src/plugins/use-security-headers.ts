@@ -1,4 +1,4 @@
-import type { Plugin } from 'graphql-yoga';
+import type { CORSOptions, Plugin } from 'graphql-yoga';
 
 /** Data responses load nothing and may not be framed. */
 const DATA_CSP = "default-src 'none'; frame-ancestors 'none'";
@@ -9,13 +9,37 @@ const DATA_CSP = "default-src 'none'; frame-ancestors 'none'";
 const PAGE_CSP = "frame-ancestors 'none'";
 
 /**
- * Headers every response carries. No Strict-Transport-Security: the service speaks plain HTTP and HSTS is
- * ignored there; the TLS-terminating proxy in front of it is the one to send it.
+ * yoga's `cors` option for CORS_ORIGINS (`*` admits any origin): a listed origin gets itself back in
+ * Access-Control-Allow-Origin; any other origin gets no CORS headers at all (yoga itself would answer
+ * `Access-Control-Allow-Origin: null`, which a sandboxed frame or a file: page, whose origin is `null`, matches).
  */
-export function useSecurityHeaders(): Plugin {
+export function corsPolicy(origins: readonly string[]): false | ((request: Request) => CORSOptions) {
+  if (origins.length === 0) return false;
+  const anyOrigin = origins.includes('*');
+  return (request) => {
+    const origin = request.headers.get('origin');
+    if (origin === null || origin === 'null' || !(anyOrigin || origins.includes(origin))) return false;
+    return {
+      origin: [origin],
+      credentials: false,
+      methods: ['GET', 'POST', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Accept'],
+      exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+      maxAge: 600,
+    };
+  };
+}
+
+/**
+ * Headers every response carries. No Strict-Transport-Security: the service speaks plain HTTP and HSTS is
+ * ignored there; the TLS-terminating proxy in front of it is the one to send it. With CORS on, every response
+ * varies on Origin (also one to a request without it), so a shared cache never serves one origin's answer to another.
+ */
+export function useSecurityHeaders({ cors = false }: { cors?: boolean } = {}): Plugin {
   return {
     onResponse({ response }) {
       const headers = response.headers;
+      if (cors && !/\bOrigin\b/i.test(headers.get('Vary') ?? '')) headers.append('Vary', 'Origin');
       const contentType = headers.get('content-type') ?? '';
       headers.set('X-Content-Type-Options', 'nosniff');
       headers.set('Referrer-Policy', 'no-referrer');
