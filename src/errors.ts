@@ -20,6 +20,12 @@ export const ERROR_CODES = {
     description:
       'The request could not be understood: a malformed filter, unknown field or operator, a value of the wrong type, an out-of-range limit or offset, an invalid id, invalid JSON or an invalid GraphQL document.',
   },
+  CONFLICT: {
+    status: 409,
+    title: 'Conflict',
+    description:
+      'The request conflicts with the current state of the resource, for example demoting or deleting the last admin of a tenant. Change that state first (here: make another service user admin), then repeat the request.',
+  },
   METHOD_NOT_ALLOWED: {
     status: 405,
     title: 'Method not allowed',
