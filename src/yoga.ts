@@ -1,5 +1,6 @@
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { createJwtVerifier } from './auth/jwt.js';
+import { createKnownTenants } from './auth/known-tenants.js';
 import type { Context, Viewer } from './context.js';
 import type { Database } from './db/client.js';
 import type { Config } from './env.js';
@@ -25,7 +26,7 @@ const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 export interface GatewayOptions {
   db: Database;
   config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'> &
-    Partial<Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN'>>;
+    Partial<Pick<Config, 'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN'>>;
   logger: Logger;
   /** Request size, GraphQL document and time limits; each one left out keeps its default. */
   limits?: Partial<RequestLimits>;
@@ -38,13 +39,14 @@ export type Gateway = YogaServerInstance<Record<string, unknown>, Context>;
 /** The whole HTTP surface: GraphQL at /graphql and the plugins every request passes through. */
 export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit }: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
+  const tenants = createKnownTenants(db);
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
   // The rate limiter and the context both need the viewer: one lookup per request, shared even while pending.
   const viewers = new WeakMap<Request, Promise<Viewer | null>>();
   const viewerOf = (request: Request): Promise<Viewer | null> => {
     let viewer = viewers.get(request);
     if (!viewer) {
-      viewer = withinRequestTime(request, resolveViewer(request, { db, jwt }));
+      viewer = withinRequestTime(request, resolveViewer(request, { db, jwt, tenants }));
       viewers.set(request, viewer);
     }
     return viewer;

@@ -2,6 +2,7 @@ import type { Viewer } from '../context.js';
 import type { Database } from '../db/client.js';
 import { authenticate } from '../auth/credentials.js';
 import type { JwtVerifier } from '../auth/jwt.js';
+import type { KnownTenants } from '../auth/known-tenants.js';
 import { ApiError } from '../errors.js';
 
 const viewers = new WeakMap<Request, Viewer | null>();
@@ -17,7 +18,7 @@ export function viewerOf(request: Request): Viewer | null | undefined {
  */
 export async function resolveViewer(
   request: Request,
-  deps: { db: Database; jwt: JwtVerifier },
+  deps: { db: Database; jwt: JwtVerifier; tenants: KnownTenants },
 ): Promise<Viewer | null> {
   if (viewers.has(request)) return viewers.get(request) ?? null;
   const result = await authenticate(request.headers.get('authorization'), deps);
