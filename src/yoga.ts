@@ -6,7 +6,7 @@ import type { Database } from './db/client.js';
 import type { Config } from './env.js';
 import { schema } from './graphql/schema.js';
 import type { Logger } from './logger.js';
-import { resolveViewer } from './plugins/use-auth.js';
+import { resolveViewer, useAuth } from './plugins/use-auth.js';
 import { useErrorDocs } from './plugins/use-error-docs.js';
 import { GRAPHQL_ENDPOINT } from './plugins/error-response.js';
 import { createMaskError } from './plugins/use-error-masking.js';
@@ -100,6 +100,7 @@ query Connections {
         logger,
         ...rateLimit,
       }),
+      useAuth(),
       useRequestErrorCodes(),
       useRest({ schema }),
     ],

@@ -39,10 +39,16 @@ export function useRequestErrorCodes(): Plugin {
     },
     onResultProcess({ result }) {
       for (const single of Array.isArray(result) ? result : [result]) {
-        const errors: unknown = (single as { errors?: unknown }).errors;
+        const { errors, data } = single as { errors?: unknown; data?: unknown };
         if (!Array.isArray(errors)) continue;
+        // GraphQL over HTTP: present, non-null data is a (partial) success and MUST be 2xx. Its field errors keep
+        // their codes; only their statuses, which yoga would otherwise raise the response to, are dropped. Null
+        // data (the operation failed as a whole) keeps the error's status, as the same refusal gets on REST.
+        const partial = data !== null && data !== undefined;
         for (const error of errors) {
-          if (error instanceof GraphQLError) recode(error);
+          if (!(error instanceof GraphQLError)) continue;
+          recode(error);
+          if (partial) dropStatus(error);
         }
       }
     },
@@ -63,4 +69,11 @@ function recode(error: GraphQLError): void {
   if (code === 'BAD_REQUEST' && http) http.spec = false;
   // Yoga attaches the JSON parser's own exception here; the message already says what is wrong.
   delete extensions.originalError;
+}
+
+function dropStatus(error: GraphQLError): void {
+  const extensions = error.extensions as Record<string, unknown>;
+  const http = extensions.http as { status?: unknown } | undefined;
+  // A copy: headers (Retry-After, WWW-Authenticate) still apply; the error's own object is left as it was.
+  if (http?.status !== undefined) extensions.http = { ...http, status: undefined };
 }
