@@ -40,7 +40,7 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: {
     status: 413,
     title: 'Payload too large',
-    description: 'The request URL or body exceeds the documented limit.',
+    description: 'The request URL (HTTP 414), headers (HTTP 431) or body (HTTP 413) exceeds the documented limit.',
   },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
@@ -62,7 +62,7 @@ export const ERROR_CODES = {
     status: 503,
     title: 'Service unavailable',
     description:
-      'The database is unreachable, or the request did not finish within the time limit (15 s by default). Retry later; `/readyz` reports when the service is ready again.',
+      'The database is unreachable, or the request did not finish within the time limit (15 s by default). Retry later; `/readyz` reports when the service is ready again. With HTTP 408: the client sent its request too slowly (headers within 10 s, the whole request within 30 s); send it again.',
   },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 

@@ -1,7 +1,14 @@
 import type { CORSOptions, Plugin } from 'graphql-yoga';
 
 /** Data responses load nothing and may not be framed. */
-const DATA_CSP = "default-src 'none'; frame-ancestors 'none'";
+export const DATA_CSP = "default-src 'none'; frame-ancestors 'none'";
+
+/** Headers every response carries, whatever its type; also written by answers made outside yoga. */
+export const COMMON_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+};
 /**
  * GraphiQL and Swagger UI run inline scripts and styles (GraphiQL also loads its bundle from a CDN), so
  * their pages only forbid framing; everything else about them is the libraries' own.
@@ -41,9 +48,7 @@ export function useSecurityHeaders({ cors = false }: { cors?: boolean } = {}): P
       const headers = response.headers;
       if (cors && !/\bOrigin\b/i.test(headers.get('Vary') ?? '')) headers.append('Vary', 'Origin');
       const contentType = headers.get('content-type') ?? '';
-      headers.set('X-Content-Type-Options', 'nosniff');
-      headers.set('Referrer-Policy', 'no-referrer');
-      headers.set('X-Frame-Options', 'DENY');
+      for (const [name, value] of Object.entries(COMMON_SECURITY_HEADERS)) headers.set(name, value);
       headers.set('Content-Security-Policy', contentType.startsWith('text/html') ? PAGE_CSP : DATA_CSP);
       // Tenant data must not be kept by shared caches; responses that chose a policy (docs assets) keep theirs.
       if (!headers.has('Cache-Control') && contentType.includes('json')) headers.set('Cache-Control', 'no-store');
