@@ -11,7 +11,8 @@ import { useErrorDocs } from './plugins/use-error-docs.js';
 import { GRAPHQL_ENDPOINT } from './plugins/error-response.js';
 import { createMaskError } from './plugins/use-error-masking.js';
 import { useHealth } from './plugins/use-health.js';
-import { DEFAULT_REQUEST_LIMITS, useLimits, withinRequestTime, type RequestLimits } from './plugins/use-limits.js';
+import { useDeadline, withinRequestTime } from './plugins/use-deadline.js';
+import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from './plugins/use-limits.js';
 import { useMetrics } from './plugins/use-metrics.js';
 import { useRateLimit } from './plugins/use-rate-limit.js';
 import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
@@ -84,8 +85,10 @@ query Connections {
     },
     maskedErrors: { maskError: createMaskError(logger) },
     // Order matters for onRequest: the first plugin to answer ends the request. Health, docs and metrics
-    // answer before limits and rate limits; REST answers after them.
+    // answer before limits and rate limits; REST answers after them. The deadline comes first: its onResponse
+    // may replace a late answer, and every later plugin must see that one.
     plugins: [
+      useDeadline({ timeoutMs: limits.timeoutMs }),
       useRequestId(),
       useRequestLog({ logger }),
       useSecurityHeaders({ cors: corsOrigins.length > 0 }),

@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { clip } from '../clip.js';
 import { ApiError, isErrorCode, type ErrorCode } from '../errors.js';
-import { earlyErrorResponse } from './error-response.js';
+import { earlyErrorResponse, replaceResponse } from './error-response.js';
 
 /** Codes yoga gives the request errors it raises itself (bad JSON, no query, wrong method, parse, validation). */
 const YOGA_REQUEST_CODES = new Set([
@@ -30,12 +30,7 @@ export function useRequestErrorCodes(): Plugin {
     onResponse({ request, response, setResponse, fetchAPI }) {
       if (response.status !== 406 || response.body !== null) return;
       const error = new ApiError('NOT_ACCEPTABLE', `No response type matches Accept: ${clip(request.headers.get('accept') ?? '')}`);
-      const replacement = earlyErrorResponse(request, error, fetchAPI);
-      // Headers earlier plugins set on yoga's response (request id, security headers) carry over.
-      response.headers.forEach((value, name) => {
-        if (!replacement.headers.has(name)) replacement.headers.set(name, value);
-      });
-      setResponse(replacement);
+      setResponse(replaceResponse(response, earlyErrorResponse(request, error, fetchAPI)));
     },
     onResultProcess({ result }) {
       for (const single of Array.isArray(result) ? result : [result]) {
