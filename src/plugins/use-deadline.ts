@@ -26,11 +26,15 @@ const deadlines = new WeakMap<Request, Deadline>();
 export function useDeadline({ timeoutMs }: { timeoutMs: number }): Plugin {
   return {
     instrumentation: {
-      request({ request }, handle) {
+      async request({ request }, handle) {
         const controller = new AbortController();
         const timer = setTimeout(() => controller.abort(timeoutError()), timeoutMs);
         deadlines.set(request, { at: performance.now() + timeoutMs, signal: controller.signal });
-        return Promise.resolve(withStatementSignal(controller.signal, handle)).finally(() => clearTimeout(timer));
+        try {
+          await withStatementSignal(controller.signal, handle);
+        } finally {
+          clearTimeout(timer);
+        }
       },
     },
     onExecute({ args, executeFn, setExecuteFn }) {
