@@ -4,6 +4,7 @@ import { openDatabase, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
 import type { Config } from './env.js';
 import type { Logger } from './logger.js';
+import { DEFAULT_REQUEST_LIMITS } from './plugins/use-limits.js';
 import { startScheduler, type Scheduler } from './scheduler.js';
 import { ensureDemo } from './seed/demo.js';
 import { createGateway, type Gateway } from './yoga.js';
@@ -24,6 +25,12 @@ export interface App {
  */
 export const SERVER_QUERY_TIMEOUT_MS = 15_000;
 
+/**
+ * PostgreSQL's own `statement_timeout` on every connection the server opens: the request time limit, so even a
+ * statement whose cancellation at the deadline failed ends by itself. The CLI sets none.
+ */
+export const SERVER_STATEMENT_TIMEOUT_MS = DEFAULT_REQUEST_LIMITS.timeoutMs;
+
 /** Days the printed demo token stays valid. */
 export const DEMO_TOKEN_DAYS = 90;
 
@@ -36,6 +43,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATA_DIR,
     queryTimeoutMs: SERVER_QUERY_TIMEOUT_MS,
+    statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,
   });
   try {
     const applied = await migrate(db);
