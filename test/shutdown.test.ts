@@ -8,11 +8,11 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 
-// The real entry point (src/server.ts through tsx, as `npm start` runs it) receives SIGTERM while a
-// request is still arriving; nothing here imports the server, so what is checked is what operators get.
+// The real server, started as users start it (`npm start`, which runs `node dist/server.js`), receives
+// SIGTERM or SIGINT while a request is still arriving; nothing here imports the server, so what is checked
+// is what operators get. The signal goes to the npm process, as a supervisor or a shell sends it, or to node.
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 /** server.ts waits this long for in-flight requests before cutting connections. */
 const DRAIN_BOUND_MS = 10_000;
 /** A first PGlite start (initdb, migrations, demo seed) takes ~5 s idle and over 20 s on a loaded machine. */
@@ -20,6 +20,7 @@ const START_TIMEOUT_MS = 60_000;
 
 interface LogLine {
   level: number;
+  pid?: number;
   msg?: string;
   url?: string;
   status?: number;
@@ -27,7 +28,10 @@ interface LogLine {
 }
 
 interface RunningServer {
+  /** The `npm start` process. */
   child: ChildProcess;
+  /** The node process running dist/server.js, which npm started. */
+  nodePid: number;
   url: string;
   port: number;
   token: string;
@@ -44,12 +48,12 @@ afterAll(async () => {
 
 async function startServer(env: Record<string, string>): Promise<RunningServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-shutdown-'));
-  const child = spawn(TSX, ['src/server.ts'], {
+  const child = spawn('npm', ['start'], {
     cwd: ROOT,
     // Only what the server needs: an inherited DATABASE_URL or JWT setting must not change the run.
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, SEED: 'demo', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group: tsx runs the server in a child process, and cleanup must reach both.
+    // Its own process group, so that cleanup reaches npm and the server alike.
     detached: true,
   });
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
@@ -80,7 +84,8 @@ async function startServer(env: Record<string, string>): Promise<RunningServer> 
       while ((newline = stdout.indexOf('\n')) >= 0) {
         const line = stdout.slice(0, newline);
         stdout = stdout.slice(newline + 1);
-        if (!line.trim()) continue;
+        // npm prints its own header lines ("> integrations-gateway@0.1.0 start") before the server's log.
+        if (!line.startsWith('{')) continue;
         const parsed = JSON.parse(line) as LogLine;
         logs.push(parsed);
         if (parsed.msg === 'listening' && parsed.url) resolve(parsed.url);
@@ -92,7 +97,8 @@ async function startServer(env: Record<string, string>): Promise<RunningServer> 
   const url = await listening;
   const token = /igw_pat_[A-Za-z0-9_-]+/.exec(stderr)?.[0];
   if (!token) throw new Error(`no demo token printed:\n${stderr}`);
-  return { child, url, port: Number(new URL(url).port), token, logs, stderr: () => stderr, exited };
+  const nodePid = Number(logs.find((l) => l.msg === 'listening')?.pid);
+  return { child, nodePid, url, port: Number(new URL(url).port), token, logs, stderr: () => stderr, exited };
 }
 
 /** Resolves true when a TCP connection is refused, false when it is accepted. */
@@ -160,7 +166,10 @@ function slowGraphQLRequest(server: RunningServer) {
   };
 }
 
-async function expectGracefulShutdown(server: RunningServer): Promise<void> {
+/** Who receives the signal: the `npm start` process, or the node process it runs. */
+type SignalTarget = 'npm' | 'node';
+
+async function expectGracefulShutdown(server: RunningServer, signal: 'SIGTERM' | 'SIGINT', target: SignalTarget): Promise<void> {
   // Warm: the first request pays for schema and pool setup, which is not what is measured here.
   const warm = await fetch(`${server.url}/api/v1/integrations/connected`, { headers: { authorization: `Token ${server.token}` } });
   expect(warm.status).toBe(200);
@@ -172,14 +181,14 @@ async function expectGracefulShutdown(server: RunningServer): Promise<void> {
   // Part of the body on its way, so the server is reading it when the signal arrives.
   await new Promise((resolve) => setTimeout(resolve, 50));
   const signalled = performance.now();
-  server.child.kill('SIGTERM');
+  process.kill(target === 'npm' ? server.child.pid! : server.nodePid, signal);
   await waitForLog(server.logs, 'shutting down', 5000);
 
   let refusedAfterSignal = false;
   for (const deadline = performance.now() + 1000; !refusedAfterSignal && performance.now() < deadline; ) {
     refusedAfterSignal = await refused(server.port);
   }
-  expect(refusedAfterSignal, 'new connections are still accepted after SIGTERM').toBe(true);
+  expect(refusedAfterSignal, `new connections are still accepted after ${signal}`).toBe(true);
   // Still running: it is waiting for the request above.
   expect(server.child.exitCode).toBeNull();
 
@@ -205,18 +214,24 @@ async function expectGracefulShutdown(server: RunningServer): Promise<void> {
   expect(server.logs.filter((l) => l.level >= 50), 'error lines in the log').toEqual([]);
   // The request log shows the in-flight request finishing after the signal.
   expect(messages.indexOf('shutting down')).toBeLessThan(messages.lastIndexOf('request'));
-  console.info(`exited ${Math.round(exit.at - signalled)} ms after SIGTERM, ${Math.round(exit.at - answered)} ms after the last answer`);
+  // npm exits once its child has: nothing is left behind, holding the port or the data directory.
+  expect(() => process.kill(server.nodePid, 0)).toThrow();
+  expect(server.logs.find((l) => l.msg === 'shutting down')).toMatchObject({ signal });
+  console.info(`${signal} to ${target}: exited ${Math.round(exit.at - signalled)} ms after the signal, ${Math.round(exit.at - answered)} ms after the last answer`);
 }
 
 // Concurrent: each variant spends most of its time starting a server, mostly waiting on I/O.
-describe.concurrent('graceful shutdown (SIGTERM) of the real server', () => {
-  it('on PGlite: finishes the in-flight request, refuses new connections, exits 0', async () => {
+describe.concurrent('graceful shutdown of the real server (npm start)', () => {
+  it.each([
+    ['SIGTERM', 'npm'],
+    ['SIGINT', 'npm'],
+  ] as const)('on PGlite, %s to the %s process: finishes the in-flight request, refuses new connections, exits 0', async (signal, target) => {
     const server = await startServer({});
-    await expectGracefulShutdown(server);
+    await expectGracefulShutdown(server, signal, target);
   }, 90_000);
 
   const adminUrl = process.env.TEST_DATABASE_URL;
-  it.skipIf(!adminUrl)('on PostgreSQL: the same', async () => {
+  it.skipIf(!adminUrl)('on PostgreSQL, SIGTERM to the node process: the same', async () => {
     const name = `gw_test_${randomBytes(6).toString('hex')}`;
     const admin = async (sql: string) => {
       const client = new pg.Client({ connectionString: adminUrl });
@@ -232,6 +247,6 @@ describe.concurrent('graceful shutdown (SIGTERM) of the real server', () => {
     const url = new URL(adminUrl!);
     url.pathname = `/${name}`;
     const server = await startServer({ DATABASE_URL: url.toString() });
-    await expectGracefulShutdown(server);
+    await expectGracefulShutdown(server, 'SIGTERM', 'node');
   }, 90_000);
 });
