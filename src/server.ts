@@ -28,6 +28,7 @@ server.listen(config.PORT, config.HOST, () => {
         `  GraphiQL: ${base}/graphql\n\n`,
     );
   }
+  if (app.demoTokenAdvice) process.stderr.write(app.demoTokenAdvice);
 });
 
 let stopping = false;

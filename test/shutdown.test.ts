@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request, type IncomingMessage } from 'node:http';
@@ -7,37 +6,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { printedToken, startServer, type LogLine, type RunningServer } from './fixtures/server-process.js';
 
 // The real server, started as users start it (`npm start`, which runs `node dist/server.js`), receives
 // SIGTERM or SIGINT while a request is still arriving; nothing here imports the server, so what is checked
 // is what operators get. The signal goes to the npm process, as a supervisor or a shell sends it, or to node.
 
-const ROOT = new URL('..', import.meta.url).pathname;
 /** server.ts waits this long for in-flight requests before cutting connections. */
 const DRAIN_BOUND_MS = 10_000;
-/** A first PGlite start (initdb, migrations, demo seed) takes ~5 s idle and over 20 s on a loaded machine. */
-const START_TIMEOUT_MS = 60_000;
 
-interface LogLine {
-  level: number;
-  pid?: number;
-  msg?: string;
-  url?: string;
-  status?: number;
-  path?: string;
-}
-
-interface RunningServer {
-  /** The `npm start` process. */
-  child: ChildProcess;
-  /** The node process running dist/server.js, which npm started. */
-  nodePid: number;
-  url: string;
-  port: number;
+interface StartedServer extends RunningServer {
   token: string;
-  logs: LogLine[];
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 }
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -46,59 +25,12 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function startServer(env: Record<string, string>): Promise<RunningServer> {
+async function startServerWithToken(env: Record<string, string>): Promise<StartedServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-shutdown-'));
-  const child = spawn('npm', ['start'], {
-    cwd: ROOT,
-    // Only what the server needs: an inherited DATABASE_URL or JWT setting must not change the run.
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, SEED: 'demo', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group, so that cleanup reaches npm and the server alike.
-    detached: true,
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal, at: performance.now() })),
-  );
-  let alive = true;
-  void exited.then(() => (alive = false));
-  cleanups.push(async () => {
-    if (alive && child.pid) {
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      await exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  const logs: LogLine[] = [];
-  let stdout = '';
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const listening = new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-      let newline: number;
-      while ((newline = stdout.indexOf('\n')) >= 0) {
-        const line = stdout.slice(0, newline);
-        stdout = stdout.slice(newline + 1);
-        // npm prints its own header lines ("> integrations-gateway@0.1.0 start") before the server's log.
-        if (!line.startsWith('{')) continue;
-        const parsed = JSON.parse(line) as LogLine;
-        logs.push(parsed);
-        if (parsed.msg === 'listening' && parsed.url) resolve(parsed.url);
-      }
-    });
-    void exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening:\n${stderr}`)));
-    setTimeout(() => reject(new Error(`server not listening after ${START_TIMEOUT_MS} ms:\n${stderr}`)), START_TIMEOUT_MS).unref();
-  });
-  const url = await listening;
-  const token = /igw_pat_[A-Za-z0-9_-]+/.exec(stderr)?.[0];
-  if (!token) throw new Error(`no demo token printed:\n${stderr}`);
-  const nodePid = Number(logs.find((l) => l.msg === 'listening')?.pid);
-  return { child, nodePid, url, port: Number(new URL(url).port), token, logs, stderr: () => stderr, exited };
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  const server = await startServer({ DATA_DIR: dataDir, ...env });
+  cleanups.push(server.kill);
+  return Object.assign(server, { token: await printedToken(server) });
 }
 
 /** Resolves true when a TCP connection is refused, false when it is accepted. */
@@ -130,7 +62,7 @@ function waitForLog(logs: LogLine[], msg: string, timeoutMs: number): Promise<vo
  * connection, until `finish` sends the rest. `Expect: 100-continue` makes the server confirm that it has
  * parsed the request (`accepted`); before that, a request still in a socket buffer is not in flight yet.
  */
-function slowGraphQLRequest(server: RunningServer) {
+function slowGraphQLRequest(server: StartedServer) {
   const body = Buffer.from(JSON.stringify({ query: '{ connections(limit: 3) { totalCount nodes { id name syncs(limit: 2) { id status } } } }' }));
   const half = body.length >> 1;
   const req = request({
@@ -169,7 +101,7 @@ function slowGraphQLRequest(server: RunningServer) {
 /** Who receives the signal: the `npm start` process, or the node process it runs. */
 type SignalTarget = 'npm' | 'node';
 
-async function expectGracefulShutdown(server: RunningServer, signal: 'SIGTERM' | 'SIGINT', target: SignalTarget): Promise<void> {
+async function expectGracefulShutdown(server: StartedServer, signal: 'SIGTERM' | 'SIGINT', target: SignalTarget): Promise<void> {
   // Warm: the first request pays for schema and pool setup, which is not what is measured here.
   const warm = await fetch(`${server.url}/api/v1/integrations/connected`, { headers: { authorization: `Token ${server.token}` } });
   expect(warm.status).toBe(200);
@@ -226,7 +158,7 @@ describe.concurrent('graceful shutdown of the real server (npm start)', () => {
     ['SIGTERM', 'npm'],
     ['SIGINT', 'npm'],
   ] as const)('on PGlite, %s to the %s process: finishes the in-flight request, refuses new connections, exits 0', async (signal, target) => {
-    const server = await startServer({});
+    const server = await startServerWithToken({});
     await expectGracefulShutdown(server, signal, target);
   }, 90_000);
 
@@ -246,7 +178,7 @@ describe.concurrent('graceful shutdown of the real server (npm start)', () => {
     cleanups.push(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     const url = new URL(adminUrl!);
     url.pathname = `/${name}`;
-    const server = await startServer({ DATABASE_URL: url.toString() });
+    const server = await startServerWithToken({ DATABASE_URL: url.toString() });
     await expectGracefulShutdown(server, 'SIGTERM', 'node');
   }, 90_000);
 });
