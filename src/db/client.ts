@@ -71,13 +71,15 @@ export interface DatabaseOptions {
    * socket instead of refusing.
    */
   localSocket?: 'serve' | 'join';
+  /** PGlite only: start from this `dumpDataDir()` archive instead of an empty database (the tests' seeded copy). */
+  pgliteDump?: Blob;
 }
 
 /** Opens PGlite (no URL) or PostgreSQL (postgres:// URL) behind one Prisma client. */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   return options.databaseUrl
     ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options)
-    : openPGlite(options.dataDir ?? 'memory://', options.localSocket);
+    : openPGlite(options.dataDir ?? 'memory://', options.localSocket, options.pgliteDump);
 }
 
 function withQueryEvents(
@@ -167,7 +169,7 @@ function isRunning(pid: number): boolean {
   }
 }
 
-async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join'): Promise<Database> {
+async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?: Blob): Promise<Database> {
   let release = () => {};
   let stopSocket = async () => {};
   if (!dataDir.startsWith('memory://')) {
@@ -191,7 +193,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join'): Prom
   }
   let client: PGlite;
   try {
-    client = await PGlite.create(dataDir);
+    client = await PGlite.create(dataDir, dump ? { loadDataDir: dump } : {});
   } catch (error) {
     release();
     throw error;
