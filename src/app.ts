@@ -4,6 +4,7 @@ import { openDatabase, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
 import type { Config } from './env.js';
 import type { Logger } from './logger.js';
+import { DEFAULT_REQUEST_LIMITS } from './plugins/use-limits.js';
 import { DEMO_TENANT_SLUG, ensureDemo } from './seed/demo.js';
 import { createGateway, type Gateway } from './yoga.js';
 
@@ -22,6 +23,12 @@ export interface App {
  * migrations at start too; a longer one is applied beforehand with `cli db migrate`, which has no bound.
  */
 export const SERVER_QUERY_TIMEOUT_MS = 15_000;
+
+/**
+ * PostgreSQL's own `statement_timeout` on every connection the server opens: the request time limit, so even a
+ * statement whose cancellation at the deadline failed ends by itself. The CLI sets none.
+ */
+export const SERVER_STATEMENT_TIMEOUT_MS = DEFAULT_REQUEST_LIMITS.timeoutMs;
 
 /** Days the printed demo token stays valid. */
 export const DEMO_TOKEN_DAYS = 90;
@@ -74,6 +81,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATA_DIR,
     queryTimeoutMs: SERVER_QUERY_TIMEOUT_MS,
+    statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,
     localSocket: 'serve',
   });
   try {

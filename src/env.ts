@@ -25,6 +25,12 @@ const envSchema = z
       z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM-encoded SPKI public key' }).optional(),
     ),
     JWT_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
+    JWT_MAX_LIFETIME_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .max(366 * 86_400)
+      .default(86_400),
     JWT_ISSUER: optionalString,
     JWT_AUDIENCE: optionalString,
     REDIS_URL: optionalString.pipe(

@@ -20,6 +20,12 @@ export const ERROR_CODES = {
     description:
       'The request could not be understood: a malformed filter, unknown field or operator, a value of the wrong type, an out-of-range limit or offset, an invalid id, invalid JSON or an invalid GraphQL document.',
   },
+  CONFLICT: {
+    status: 409,
+    title: 'Conflict',
+    description:
+      'The request conflicts with the current state of the resource, for example demoting or deleting the last admin of a tenant. Change that state first (here: make another service user admin), then repeat the request.',
+  },
   METHOD_NOT_ALLOWED: {
     status: 405,
     title: 'Method not allowed',
@@ -34,7 +40,7 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: {
     status: 413,
     title: 'Payload too large',
-    description: 'The request URL or body exceeds the documented limit.',
+    description: 'The request URL (HTTP 414), headers (HTTP 431) or body (HTTP 413) exceeds the documented limit.',
   },
   UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
@@ -56,7 +62,7 @@ export const ERROR_CODES = {
     status: 503,
     title: 'Service unavailable',
     description:
-      'The database is unreachable, or the request did not finish within the time limit (15 s by default). Retry later; `/readyz` reports when the service is ready again.',
+      'The database is unreachable, or the request did not finish within the time limit (15 s by default). Retry later; `/readyz` reports when the service is ready again. With HTTP 408: the client sent its request too slowly (headers within 10 s, the whole request within 30 s); send it again.',
   },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 

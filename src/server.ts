@@ -1,6 +1,6 @@
-import { createServer } from 'node:http';
 import { startApp } from './app.js';
 import { loadConfigOrExit } from './env.js';
+import { createHttpServer } from './http-server.js';
 import { createLogger } from './logger.js';
 
 const config = loadConfigOrExit();
@@ -15,7 +15,7 @@ const app = await startApp(config, logger).catch((error: unknown) => {
   process.exit(1);
 });
 
-const server = createServer(app.gateway);
+const server = createHttpServer(app.gateway, { logger });
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

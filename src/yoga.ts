@@ -1,16 +1,18 @@
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { createJwtVerifier } from './auth/jwt.js';
+import { createKnownTenants } from './auth/known-tenants.js';
 import type { Context, Viewer } from './context.js';
 import type { Database } from './db/client.js';
 import type { Config } from './env.js';
 import { schema } from './graphql/schema.js';
 import type { Logger } from './logger.js';
-import { resolveViewer } from './plugins/use-auth.js';
+import { resolveViewer, useAuth } from './plugins/use-auth.js';
 import { useErrorDocs } from './plugins/use-error-docs.js';
 import { GRAPHQL_ENDPOINT } from './plugins/error-response.js';
 import { createMaskError } from './plugins/use-error-masking.js';
 import { useHealth } from './plugins/use-health.js';
-import { DEFAULT_REQUEST_LIMITS, useLimits, withinRequestTime, type RequestLimits } from './plugins/use-limits.js';
+import { useDeadline, withinRequestTime } from './plugins/use-deadline.js';
+import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from './plugins/use-limits.js';
 import { useMetrics } from './plugins/use-metrics.js';
 import { usePages } from './plugins/use-pages.js';
 import { renderGraphiQLPage } from './pages/graphiql.js';
@@ -19,7 +21,7 @@ import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
-import { useSecurityHeaders } from './plugins/use-security-headers.js';
+import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
 
 /** The documented default of RATE_LIMIT_PER_MINUTE, for callers that pass no value. */
 const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
@@ -27,7 +29,7 @@ const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 export interface GatewayOptions {
   db: Database;
   config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'> &
-    Partial<Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN'>>;
+    Partial<Pick<Config, 'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN'>>;
   logger: Logger;
   /** Request size, GraphQL document and time limits; each one left out keeps its default. */
   limits?: Partial<RequestLimits>;
@@ -40,13 +42,14 @@ export type Gateway = YogaServerInstance<Record<string, unknown>, Context>;
 /** The whole HTTP surface: GraphQL at /graphql and the plugins every request passes through. */
 export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit }: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
+  const tenants = createKnownTenants(db);
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
   // The rate limiter and the context both need the viewer: one lookup per request, shared even while pending.
   const viewers = new WeakMap<Request, Promise<Viewer | null>>();
   const viewerOf = (request: Request): Promise<Viewer | null> => {
     let viewer = viewers.get(request);
     if (!viewer) {
-      viewer = withinRequestTime(request, resolveViewer(request, { db, jwt }));
+      viewer = withinRequestTime(request, resolveViewer(request, { db, jwt, tenants }));
       viewers.set(request, viewer);
     }
     return viewer;
@@ -56,17 +59,7 @@ export function createGateway({ db, config, logger, limits: limitOverrides, rate
     schema,
     graphqlEndpoint: GRAPHQL_ENDPOINT,
     // yoga's default answers every origin; cross-origin browser access is opt-in (CORS_ORIGINS).
-    cors:
-      corsOrigins.length === 0
-        ? false
-        : {
-            origin: corsOrigins,
-            credentials: false,
-            methods: ['GET', 'POST', 'DELETE'],
-            allowedHeaders: ['Authorization', 'Content-Type', 'Accept'],
-            exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
-            maxAge: 600,
-          },
+    cors: corsPolicy(corsOrigins),
     maxRequestBodySize: limits.maxBodyBytes,
     multipart: false,
     landingPage: false,
@@ -95,11 +88,13 @@ query Connections {
     },
     maskedErrors: { maskError: createMaskError(logger) },
     // Order matters for onRequest: the first plugin to answer ends the request. Health, docs and metrics
-    // answer before limits and rate limits; REST answers after them.
+    // answer before limits and rate limits; REST answers after them. The deadline comes first: its onResponse
+    // may replace a late answer, and every later plugin must see that one.
     plugins: [
+      useDeadline({ timeoutMs: limits.timeoutMs }),
       useRequestId(),
       useRequestLog({ logger }),
-      useSecurityHeaders(),
+      useSecurityHeaders({ cors: corsOrigins.length > 0 }),
       useMetrics({ db, token: config.METRICS_TOKEN }),
       useHealth({ db }),
       useErrorDocs(),
@@ -112,6 +107,7 @@ query Connections {
         logger,
         ...rateLimit,
       }),
+      useAuth(),
       useRequestErrorCodes(),
       useRest({ schema }),
     ],

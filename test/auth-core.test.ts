@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authenticate } from '../src/auth/credentials.js';
-import { createJwtVerifier, type JwtConfig } from '../src/auth/jwt.js';
+import { createKnownTenants } from '../src/auth/known-tenants.js';
+import { createJwtVerifier, DEFAULT_JWT_MAX_LIFETIME_SECONDS, JWT_CLOCK_SKEW_SECONDS, type JwtConfig } from '../src/auth/jwt.js';
 import {
   changeServiceUserRole,
   createServiceUser,
@@ -342,6 +343,37 @@ describe('JWT verifier', () => {
     }
   });
 
+  it('allows a small clock skew on iat and nbf, keeps exp exact, and refuses a future iat beyond the skew', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const at = (times: { iat?: number; nbf?: number; exp: number }) =>
+      new SignJWT({ ...claims(), ...times }).setProtectedHeader({ alg: 'HS256' }).setSubject('s').sign(hsKey);
+    const skew = JWT_CLOCK_SKEW_SECONDS;
+    expect(skew).toBe(60);
+    expect(await hs.verify(await at({ iat: now + skew - 5, exp: now + 600 })), 'iat within the skew').not.toBeNull();
+    expect(await hs.verify(await at({ nbf: now + skew - 5, exp: now + 600 })), 'nbf within the skew').not.toBeNull();
+    expect(await hs.verify(await at({ iat: now + skew + 30, exp: now + 600 })), 'iat beyond the skew').toBeNull();
+    expect(await hs.verify(await at({ nbf: now + skew + 30, exp: now + 600 })), 'nbf beyond the skew').toBeNull();
+    expect(await hs.verify(await at({ iat: now - 100, exp: now - 2 })), 'expired, even by 2 s').toBeNull();
+    // An iat a year ahead, which the skew alone would let through with a matching exp.
+    expect(await hs.verify(await at({ iat: now + 365 * 86_400, exp: now + 365 * 86_400 + 60 })), 'iat a year ahead').toBeNull();
+  });
+
+  it('refuses a lifetime (exp − iat, or exp − now without iat) beyond JWT_MAX_LIFETIME_SECONDS, 24 h by default', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const at = (times: { iat?: number; exp: number }) =>
+      new SignJWT({ ...claims(), ...times }).setProtectedHeader({ alg: 'HS256' }).setSubject('s').sign(hsKey);
+    const day = DEFAULT_JWT_MAX_LIFETIME_SECONDS;
+    expect(day).toBe(86_400);
+    expect(await hs.verify(await at({ iat: now, exp: now + day })), 'exactly 24 h').not.toBeNull();
+    expect(await hs.verify(await at({ iat: now, exp: now + day + 1 })), '24 h and 1 s').toBeNull();
+    expect(await hs.verify(await at({ iat: now - 2 * day, exp: now + 60 })), 'issued two days ago').toBeNull();
+    expect(await hs.verify(await at({ exp: now + day - 30 })), 'no iat, within 24 h').not.toBeNull();
+    expect(await hs.verify(await at({ exp: now + 100 * 365 * day })), 'no iat, 100 years').toBeNull();
+    const hourly = createJwtVerifier({ ...baseConfig, JWT_SECRET: SECRET, JWT_MAX_LIFETIME_SECONDS: 3600 });
+    expect(await hourly.verify(await at({ iat: now, exp: now + 3600 })), 'an hour, configured').not.toBeNull();
+    expect(await hourly.verify(await at({ iat: now, exp: now + 7200 })), 'two hours, configured').toBeNull();
+  });
+
   it('checks issuer and audience when configured', async () => {
     const strict = createJwtVerifier({ ...baseConfig, JWT_SECRET: SECRET, JWT_ISSUER: 'https://idp', JWT_AUDIENCE: 'gw' });
     const good = await new SignJWT(claims())
@@ -434,9 +466,11 @@ describe.each(databaseKinds)('authenticate() on %s', (kind) => {
   const jwt = createJwtVerifier({ ...baseConfig, JWT_SECRET: SECRET });
   const noJwt = createJwtVerifier(baseConfig);
 
+  let tenantId: string;
+
   beforeAll(async () => {
     db = await createTestDatabase(kind);
-    const tenantId = await createTenant(db, 'acme');
+    tenantId = await createTenant(db, 'acme');
     const user = await createServiceUser(db, { tenantId, name: 'bot', role: 'reader' });
     token = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt: inDays(1) })).token;
   });
@@ -475,7 +509,7 @@ describe.each(databaseKinds)('authenticate() on %s', (kind) => {
       const result = await authenticate(header, { db, jwt });
       expect(result.viewer?.credential, header.slice(0, 10)).toBe('token');
     }
-    const signed = await sign(claims());
+    const signed = await sign(claims({ tenant_id: tenantId }));
     for (const header of [`Bearer ${signed}`, `bearer ${signed}`]) {
       expect((await authenticate(header, { db, jwt })).viewer?.credential).toBe('jwt');
     }
@@ -486,10 +520,48 @@ describe.each(databaseKinds)('authenticate() on %s', (kind) => {
     expect(await authenticate(`Token ${wrong}`, { db, jwt })).toEqual({ viewer: null, reason: 'invalid' });
     const expired = await sign(claims(), { exp: Math.floor(Date.now() / 1000) - 60 });
     expect(await authenticate(`Bearer ${expired}`, { db, jwt })).toEqual({ viewer: null, reason: 'invalid' });
-    // A JWT when JWT authentication is not configured.
-    expect(await authenticate(`Bearer ${await sign(claims())}`, { db, jwt: noJwt })).toEqual({
+    // Correctly signed, for a tenant that does not exist.
+    expect(await authenticate(`Bearer ${await sign(claims({ tenant_id: 'ten_doesnotexist' }))}`, { db, jwt })).toEqual({
       viewer: null,
       reason: 'invalid',
     });
+    // A JWT when JWT authentication is not configured.
+    expect(await authenticate(`Bearer ${await sign(claims({ tenant_id: tenantId }))}`, { db, jwt: noJwt })).toEqual({
+      viewer: null,
+      reason: 'invalid',
+    });
+  });
+});
+
+describe.each(databaseKinds)('known tenants on %s', (kind) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+  });
+  afterAll(() => db?.dispose());
+
+  it('remembers a tenant that exists for the TTL, and never one that does not', async () => {
+    const tenantId = await createTenant(db, 'remembered');
+    const tenants = createKnownTenants(db, 200);
+    const statements: string[] = [];
+    const stop = db.onQuery((event) => statements.push(event.query));
+    try {
+      expect(await tenants.exists(tenantId)).toBe(true);
+      expect(await tenants.exists(tenantId)).toBe(true);
+      expect(statements).toHaveLength(1);
+      expect(await tenants.exists('ten_doesnotexist')).toBe(false);
+      expect(await tenants.exists('ten_doesnotexist')).toBe(false);
+      expect(statements).toHaveLength(3);
+      // A tenant created meanwhile is known at once; one deleted is forgotten once the TTL has passed.
+      const later = await createTenant(db, 'later');
+      expect(await tenants.exists(later)).toBe(true);
+      await db.prisma.tenant.delete({ where: { id: later } });
+      expect(await tenants.exists(later)).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      expect(await tenants.exists(later)).toBe(false);
+      expect(await tenants.exists('x'.repeat(5000))).toBe(false);
+    } finally {
+      stop();
+    }
   });
 });

@@ -478,7 +478,7 @@ async function signJwt(
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject('matrix-jwt-user')
-    .setIssuedAt(now - 120)
+    .setIssuedAt(typeof claims.iat === 'number' ? claims.iat : now - 120)
     .setExpirationTime(options.expiresAt ?? now + 600)
     .sign(new TextEncoder().encode(options.secret ?? JWT_TEST_SECRET));
 }
@@ -504,6 +504,9 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
     { name: 'JWT wrong key', acting: 'none', header: () => headers.get('jwt-wrong-key') },
     { name: 'JWT alg none', acting: 'none', header: () => headers.get('jwt-none') },
     { name: 'JWT without tenant_id', acting: 'none', header: () => headers.get('jwt-no-tenant') },
+    { name: 'JWT of a tenant that does not exist', acting: 'none', header: () => headers.get('jwt-unknown-tenant') },
+    { name: 'JWT issued an hour ahead', acting: 'none', header: () => headers.get('jwt-future-iat') },
+    { name: 'JWT valid for 100 years', acting: 'none', header: () => headers.get('jwt-century') },
   ];
 
   beforeAll(async () => {
@@ -544,6 +547,9 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
       `Bearer ${base64url({ alg: 'none', typ: 'JWT' })}.${base64url({ tenant_id: demo.id, role: 'admin', sub: 'matrix-jwt-user', exp: now + 600 })}.`,
     );
     headers.set('jwt-no-tenant', `Bearer ${await signJwt({ role: 'admin' })}`);
+    headers.set('jwt-unknown-tenant', `Bearer ${await signJwt({ tenant_id: 'ten_doesnotexist', role: 'admin' })}`);
+    headers.set('jwt-future-iat', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin', iat: now + 3600 }, { expiresAt: now + 4200 })}`);
+    headers.set('jwt-century', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' }, { expiresAt: now + 100 * 365 * 86_400 })}`);
 
     const connection = await prisma.connection.findFirstOrThrow({ where: { tenantId: demo.id, deletedAt: null }, orderBy: { id: 'asc' } });
     const sync = await prisma.sync.findFirstOrThrow({ where: { tenantId: demo.id }, orderBy: { id: 'asc' } });
@@ -583,7 +589,7 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
   afterAll(() => t?.dispose());
 
   it('builds the whole matrix', () => {
-    expect(credentials).toHaveLength(14);
+    expect(credentials).toHaveLength(17);
     expect(operations).toHaveLength(23);
   });
 

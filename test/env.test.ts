@@ -10,6 +10,7 @@ describe('configuration', () => {
       SEED: 'demo',
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_MINUTE: 600,
+      JWT_MAX_LIFETIME_SECONDS: 86_400,
     });
     expect(parseConfig({}).DATABASE_URL).toBeUndefined();
   });
@@ -29,6 +30,13 @@ describe('configuration', () => {
     const problems = (error as ConfigError).problems.join('\n');
     for (const name of ['PORT', 'DATABASE_URL', 'SEED', 'JWT_SECRET', 'LOG_LEVEL']) expect(problems).toContain(name);
     expect((error as ConfigError).message.split('\n').length).toBeGreaterThanOrEqual(6);
+  });
+
+  it('reads JWT_MAX_LIFETIME_SECONDS as whole seconds, from a minute to 366 days', () => {
+    expect(parseConfig({ JWT_MAX_LIFETIME_SECONDS: '3600' }).JWT_MAX_LIFETIME_SECONDS).toBe(3600);
+    for (const bad of ['0', '59', '1.5', 'a day', String(366 * 86_400 + 1)]) {
+      expect(() => parseConfig({ JWT_MAX_LIFETIME_SECONDS: bad }), bad).toThrow(/JWT_MAX_LIFETIME_SECONDS/);
+    }
   });
 
   it('refuses two JWT key sources', () => {

@@ -213,6 +213,18 @@ describe('default limits admit every document this project ships', () => {
     }
   });
 
+  it('counts an alias named __typename on a real field like any other alias', async () => {
+    const aliases = Array.from({ length: DEFAULT_REQUEST_LIMITS.maxAliases }, (_, i) => `a${i}: categories { totalCount }`).join(' ');
+    const atLimit = await graphql(t.gateway, `{ ${aliases} }`, { token: t.tenants.demo.readerToken });
+    expect(atLimit.status).toBe(200);
+    const disguised = await graphql(t.gateway, `{ ${aliases} __typename: categories { totalCount } }`, { token: t.tenants.demo.readerToken });
+    expect(disguised.status).toBe(400);
+    expect(codesOf(disguised.body)).toEqual(['INVALID_QUERY']);
+    expect(disguised.body.errors?.[0]?.message).toMatch(/aliases limit of 30 exceeded, found 31/i);
+    // The plain meta field, as clients add it, is no alias.
+    expect((await graphql(t.gateway, `{ ${aliases} __typename }`, { token: t.tenants.demo.readerToken })).status).toBe(200);
+  });
+
   it('has the documented defaults', () => {
     expect(DEFAULT_REQUEST_LIMITS).toEqual({
       maxUrlLength: 8192,

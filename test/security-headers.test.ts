@@ -109,6 +109,7 @@ describe('security headers', () => {
 
     const refused = await preflight('https://evil.example');
     expect(refused.headers.get('access-control-allow-origin')).not.toBe('https://evil.example');
+    expect(allowed.headers.get('vary')).toMatch(/\bOrigin\b/);
 
     const actual = await gateway.fetch(`${ORIGIN}${BASE}/categories`, {
       headers: { origin: 'http://localhost:3000', authorization: `Token ${token}` },
@@ -118,5 +119,44 @@ describe('security headers', () => {
     expect(actual.headers.get('access-control-expose-headers')).toMatch(/RateLimit-Remaining/);
     expect(actual.headers.get('access-control-expose-headers')).toMatch(/X-Request-Id/);
     await actual.arrayBuffer();
+  });
+
+  it('gives an unlisted origin, or Origin: null, no allow-origin at all, and always varies on Origin', async () => {
+    for (const origins of [['https://app.example.com'], ['https://app.example.com', 'http://localhost:3000'], ['*']]) {
+      const gateway = gatewayWithCors(t, origins);
+      const send = (method: string, path: string, origin?: string) =>
+        gateway.fetch(`${ORIGIN}${path}`, {
+          method,
+          headers: {
+            authorization: `Token ${token}`,
+            ...(origin === undefined ? {} : { origin }),
+            ...(method === 'OPTIONS' ? { 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' } : {}),
+          },
+        });
+      const refusedOrigins = origins.includes('*') ? ['null'] : ['null', 'https://evil.example', 'https://app.example.com.evil.example'];
+      for (const origin of refusedOrigins) {
+        for (const method of ['OPTIONS', 'GET']) {
+          const response = await send(method, `${BASE}/categories`, origin);
+          const seen = { origins, origin, method, allowOrigin: response.headers.get('access-control-allow-origin'), vary: response.headers.get('vary') };
+          expect(seen).toEqual({ ...seen, allowOrigin: null, vary: expect.stringMatching(/\bOrigin\b/) });
+          expect(response.headers.get('access-control-allow-headers')).toBeNull();
+          await response.arrayBuffer();
+        }
+      }
+      const listed = origins[0] === '*' ? 'https://anything.example' : (origins.at(-1) as string);
+      const allowed = await send('OPTIONS', `${BASE}/categories`, listed);
+      expect(allowed.headers.get('access-control-allow-origin')).toBe(listed);
+      expect(allowed.headers.get('vary')).toMatch(/\bOrigin\b/);
+      // Without an Origin header the answer still depends on it, so shared caches must know.
+      const sameOrigin = await send('GET', `${BASE}/categories`);
+      expect(sameOrigin.status).toBe(200);
+      expect(sameOrigin.headers.get('access-control-allow-origin')).toBeNull();
+      expect(sameOrigin.headers.get('vary')).toMatch(/\bOrigin\b/);
+      await Promise.all([allowed.arrayBuffer(), sameOrigin.arrayBuffer()]);
+    }
+    // CORS off: nothing varies on Origin.
+    const plain = await get(`${BASE}/categories`, { authorization: `Token ${token}`, origin: 'https://app.example.com' });
+    expect(plain.headers.get('vary') ?? '').not.toMatch(/Origin/);
+    await plain.arrayBuffer();
   });
 });

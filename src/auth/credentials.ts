@@ -1,6 +1,7 @@
 import type { Viewer } from '../context.js';
 import type { Database } from '../db/client.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt.js';
+import { createKnownTenants, type KnownTenants } from './known-tenants.js';
 import { parsePersonalAccessToken, verifyPersonalAccessToken } from './tokens.js';
 
 export type AuthFailureReason = 'missing' | 'malformed' | 'invalid';
@@ -24,7 +25,7 @@ const AUTHORIZATION_PATTERN = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
  */
 export async function authenticate(
   authorization: string | null | undefined,
-  deps: { db: Database; jwt: JwtVerifier },
+  deps: { db: Database; jwt: JwtVerifier; tenants?: KnownTenants },
 ): Promise<AuthResult> {
   if (authorization === undefined || authorization === null || authorization === '') {
     return { viewer: null, reason: 'missing' };
@@ -46,7 +47,9 @@ export async function authenticate(
     if (!deps.jwt.enabled) return { viewer: null, reason: 'invalid' };
     if (!looksLikeJwt(credential)) return { viewer: null, reason: 'malformed' };
     const viewer = await deps.jwt.verify(credential);
-    return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
+    // A signed tenant_id that names no tenant would act on nothing, with every answer empty: refuse it instead.
+    const known = viewer !== null && (await (deps.tenants ?? createKnownTenants(deps.db)).exists(viewer.tenantId));
+    return viewer && known ? { viewer } : { viewer: null, reason: 'invalid' };
   }
   return { viewer: null, reason: 'malformed' };
 }

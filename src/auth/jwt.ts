@@ -13,7 +13,14 @@ import { ApiError } from '../errors.js';
 import { Role } from '../generated/prisma/enums.js';
 import { permissionsOf } from './permissions.js';
 
-export type JwtConfig = Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'>;
+export type JwtConfig = Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'> &
+  Partial<Pick<Config, 'JWT_MAX_LIFETIME_SECONDS'>>;
+
+/** How far the issuer's clock may run ahead of ours, for `iat` and `nbf`. `exp` is not stretched. */
+export const JWT_CLOCK_SKEW_SECONDS = 60;
+
+/** JWT_MAX_LIFETIME_SECONDS when unset: longer-lived tokens (`exp` − `iat`, or `exp` − now) are refused. */
+export const DEFAULT_JWT_MAX_LIFETIME_SECONDS = 86_400;
 
 export interface JwtVerifier {
   /** False when no key is configured: `Bearer` credentials are then always invalid. */
@@ -81,6 +88,7 @@ export function createJwtVerifier(config: JwtConfig): JwtVerifier {
     jwks = createRemoteJWKSet(new URL(config.JWT_JWKS_URL));
   }
 
+  const maxLifetime = config.JWT_MAX_LIFETIME_SECONDS ?? DEFAULT_JWT_MAX_LIFETIME_SECONDS;
   const algorithms = [...keys.keys(), ...(jwks ? JWKS_ALGORITHMS.filter((alg) => !keys.has(alg)) : [])];
   const enabled = algorithms.length > 0;
 
@@ -112,6 +120,8 @@ export function createJwtVerifier(config: JwtConfig): JwtVerifier {
         ({ payload } = await jwtVerify(token, getKey, {
           algorithms,
           requiredClaims: ['exp', 'sub', 'tenant_id'],
+          // jose applies the tolerance to nbf (wanted) and to exp (not wanted: checked exactly below).
+          clockTolerance: JWT_CLOCK_SKEW_SECONDS,
           ...(config.JWT_ISSUER ? { issuer: config.JWT_ISSUER } : {}),
           ...(config.JWT_AUDIENCE ? { audience: config.JWT_AUDIENCE } : {}),
         }));
@@ -121,6 +131,7 @@ export function createJwtVerifier(config: JwtConfig): JwtVerifier {
         }
         return null;
       }
+      if (!withinLifetime(payload.exp, payload.iat, maxLifetime)) return null;
       const { sub, tenant_id: tenantId } = payload;
       if (typeof sub !== 'string' || sub.trim() === '') return null;
       if (typeof tenantId !== 'string' || tenantId.trim() === '') return null;
@@ -132,4 +143,15 @@ export function createJwtVerifier(config: JwtConfig): JwtVerifier {
       return { tenantId, role, permissions: permissionsOf(role), subject: sub, credential: 'jwt' };
     },
   };
+}
+
+/**
+ * Not expired (exactly, without the skew), not issued in the future beyond the skew, and not meant to live
+ * longer than `maxLifetime`: `exp` − `iat`, or `exp` − now when there is no `iat` (jose has checked both are numbers).
+ */
+function withinLifetime(exp: number | undefined, iat: number | undefined, maxLifetime: number): boolean {
+  const now = Math.floor(Date.now() / 1000);
+  if (exp === undefined || exp <= now) return false;
+  if (iat !== undefined && iat > now + JWT_CLOCK_SKEW_SECONDS) return false;
+  return exp - (iat ?? now) <= maxLifetime;
 }

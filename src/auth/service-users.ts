@@ -50,12 +50,20 @@ export function normalizeServiceUserName(name: string): string {
       `a service user name must be 1 to ${MAX_SERVICE_USER_NAME_LENGTH} characters long`,
     );
   }
-  // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(trimmed)) {
-    throw new ApiError('INVALID_QUERY', 'a service user name must not contain control characters');
+  if (UNPRINTABLE.test(trimmed)) {
+    throw new ApiError(
+      'INVALID_QUERY',
+      'a service user name must be printable: no control (C0, C1), format (zero-width, bidi override) or line/paragraph separator characters',
+    );
   }
   return trimmed;
 }
+
+/**
+ * Controls (C0 and C1, among them U+009B, which terminals read as an escape sequence), format characters (invisible
+ * or reordering: U+200B, U+202E, U+FEFF) and line/paragraph separators: a name that holds one prints as something else.
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
 function prismaCode(error: unknown): string | undefined {
   return error instanceof Prisma.PrismaClientKnownRequestError ? error.code : undefined;
@@ -92,17 +100,9 @@ export async function changeServiceUserRole(
   input: { tenantId: string; serviceUserId: string; role: Role },
 ): Promise<ServiceUserInfo> {
   const role = parseRole(input.role);
-  if (input.serviceUserId.length > MAX_ID_LENGTH) throw notFound();
-  try {
-    return await db.prisma.serviceUser.update({
-      where: { tenantId_id: { tenantId: input.tenantId, id: input.serviceUserId } },
-      data: { role },
-      select: serviceUserSelect,
-    });
-  } catch (error) {
-    if (prismaCode(error) === 'P2025') throw notFound();
-    throw error;
-  }
+  return withAdminKept(db, input, role === 'admin' ? null : 'demote', (tx, where) =>
+    tx.serviceUser.update({ where, data: { role }, select: serviceUserSelect }),
+  );
 }
 
 /**
@@ -114,20 +114,44 @@ export async function deleteServiceUser(
   db: Database,
   input: { tenantId: string; serviceUserId: string },
 ): Promise<{ id: string; deletedTokens: number }> {
-  if (input.serviceUserId.length > MAX_ID_LENGTH) throw notFound();
-  try {
-    const [tokens, user] = await db.prisma.$transaction([
-      db.prisma.token.deleteMany({ where: { tenantId: input.tenantId, serviceUserId: input.serviceUserId } }),
-      db.prisma.serviceUser.delete({
-        where: { tenantId_id: { tenantId: input.tenantId, id: input.serviceUserId } },
-        select: { id: true },
-      }),
-    ]);
+  return withAdminKept(db, input, 'delete', async (tx, where) => {
+    const tokens = await tx.token.deleteMany({ where: { tenantId: input.tenantId, serviceUserId: input.serviceUserId } });
+    const user = await tx.serviceUser.delete({ where, select: { id: true } });
     return { id: user.id, deletedTokens: tokens.count };
-  } catch (error) {
-    if (prismaCode(error) === 'P2025') throw notFound();
-    throw error;
-  }
+  });
+}
+
+type Transaction = Prisma.TransactionClient;
+
+/**
+ * Runs a change of one service user in a transaction that first takes the tenant's row lock, then refuses
+ * (409 CONFLICT) to demote or delete the tenant's last admin. The lock makes the count and the change one step:
+ * two concurrent demotions of the last two admins would each still count the other one as admin. FOR NO KEY
+ * UPDATE serialises these changes only; inserts that reference the tenant (FOR KEY SHARE) are not held up.
+ */
+async function withAdminKept<T>(
+  db: Database,
+  input: { tenantId: string; serviceUserId: string },
+  removal: 'demote' | 'delete' | null,
+  change: (tx: Transaction, where: { tenantId_id: { tenantId: string; id: string } }) => Promise<T>,
+): Promise<T> {
+  if (input.serviceUserId.length > MAX_ID_LENGTH) throw notFound();
+  const where = { tenantId_id: { tenantId: input.tenantId, id: input.serviceUserId } };
+  return db.prisma.$transaction(async (tx) => {
+    await tx.$queryRaw`SELECT 1 FROM tenants WHERE id = ${input.tenantId} FOR NO KEY UPDATE`;
+    const user = await tx.serviceUser.findUnique({ where, select: { name: true, role: true } });
+    if (!user) throw notFound();
+    if (removal && user.role === 'admin') {
+      const admins = await tx.serviceUser.count({ where: { tenantId: input.tenantId, role: 'admin' } });
+      if (admins <= 1) {
+        throw new ApiError(
+          'CONFLICT',
+          `${JSON.stringify(user.name)} is the last admin of this tenant and cannot be ${removal === 'demote' ? 'demoted' : 'deleted'}; make another service user admin first`,
+        );
+      }
+    }
+    return change(tx, where);
+  });
 }
 
 export async function findServiceUserByName(

@@ -6,6 +6,7 @@ import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapt
 import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
+import { cancelStatementsOnAbort } from './cancellation.js';
 import { admittedByLocalSocket, hasLocalSocket, localSocketUrl, serveLocalSocket } from './local-socket.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -65,6 +66,12 @@ export interface DatabaseOptions {
    * Unbounded by default (the CLI's bulk loads and migrations may legitimately run long).
    */
   queryTimeoutMs?: number;
+  /**
+   * PostgreSQL: the server's `statement_timeout` on every connection of the pool, so the server itself ends a
+   * statement nobody cancelled. Unset by default, for the same reason as `queryTimeoutMs`. (PGlite runs its
+   * statements in this process's thread, where PostgreSQL's timers cannot fire: it has no such bound.)
+   */
+  statementTimeoutMs?: number;
   /**
    * PGlite data directories only. `serve` (the server): expose the database to local processes on a Unix
    * socket in the directory. `join` (the CLI): when a running server holds the directory, work through that
@@ -240,7 +247,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
 async function openPostgres(
   url: string,
   poolSize: number,
-  { connectTimeoutMs = 5_000, queryTimeoutMs }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs'>,
+  { connectTimeoutMs = 5_000, queryTimeoutMs, statementTimeoutMs }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs'>,
   /** What answers on the other end: PostgreSQL, or a server's PGlite through its local socket. */
   kind: DatabaseKind = 'postgres',
 ): Promise<Database> {
@@ -251,9 +258,12 @@ async function openPostgres(
     max: poolSize,
     connectionTimeoutMillis: connectTimeoutMs,
     ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
+    // Sent as a startup parameter, so it holds for every connection the pool opens, Prisma's statements included.
+    ...(statementTimeoutMs === undefined ? {} : { statement_timeout: statementTimeoutMs }),
   });
   // An idle client that loses its server (restart, failover) must not crash the process.
   pool.on('error', () => {});
+  const cancellation = cancelStatementsOnAbort(pool);
   const raw: RawSql = {
     async exec(script) {
       await pool.query(script);
@@ -283,7 +293,10 @@ async function openPostgres(
       }
     },
   };
-  const database = withQueryEvents(kind, new PrismaPg(pool), raw, () => pool.end());
+  const database = withQueryEvents(kind, new PrismaPg(pool), raw, async () => {
+    await pool.end();
+    await cancellation.close();
+  });
   return Object.assign(database, {
     poolStats: (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
   });

@@ -5,6 +5,7 @@ import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type { Permission } from '../auth/permissions.js';
 import type { Context } from '../context.js';
 import { ApiError } from '../errors.js';
+import { credentialRequiredError } from './viewer.js';
 import type PrismaTypes from '../generated/pothos-prisma-types.js';
 import { getDatamodel } from '../generated/pothos-prisma-types.js';
 
@@ -36,10 +37,7 @@ export const builder = new SchemaBuilder<{
     unauthorizedError: (_parent, context) =>
       context.viewer
         ? new ApiError('UNAUTHORIZED', 'The credential lacks the permission this operation needs', { status: 403 })
-        : new ApiError('UNAUTHORIZED', 'A valid credential is required: Authorization: Token <token> or Bearer <JWT>', {
-            // RFC 9110 §15.5.2: a 401 carries the challenges, as the 401 for a rejected credential does.
-            headers: { 'WWW-Authenticate': 'Bearer, Token' },
-          }),
+        : credentialRequiredError(),
   },
 });
 

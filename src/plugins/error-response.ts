@@ -44,3 +44,11 @@ export function earlyErrorResponse(
     headers: { 'content-type': 'application/json; charset=utf-8', ...rest.headers },
   });
 }
+
+/** `replacement` for `original`, keeping the headers earlier plugins set on it (request id, CORS, security). */
+export function replaceResponse(original: Response, replacement: Response): Response {
+  original.headers.forEach((value, name) => {
+    if (!replacement.headers.has(name) && name !== 'content-length') replacement.headers.set(name, value);
+  });
+  return replacement;
+}

@@ -1,8 +1,12 @@
-import type { Viewer } from '../context.js';
+import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import type { Context, Viewer } from '../context.js';
 import type { Database } from '../db/client.js';
 import { authenticate } from '../auth/credentials.js';
 import type { JwtVerifier } from '../auth/jwt.js';
+import type { KnownTenants } from '../auth/known-tenants.js';
 import { ApiError } from '../errors.js';
+import { credentialRequiredError } from '../graphql/viewer.js';
 
 const viewers = new WeakMap<Request, Viewer | null>();
 
@@ -17,7 +21,7 @@ export function viewerOf(request: Request): Viewer | null | undefined {
  */
 export async function resolveViewer(
   request: Request,
-  deps: { db: Database; jwt: JwtVerifier },
+  deps: { db: Database; jwt: JwtVerifier; tenants: KnownTenants },
 ): Promise<Viewer | null> {
   if (viewers.has(request)) return viewers.get(request) ?? null;
   const result = await authenticate(request.headers.get('authorization'), deps);
@@ -32,4 +36,43 @@ export async function resolveViewer(
   }
   viewers.set(request, result.viewer);
   return result.viewer;
+}
+
+/**
+ * A request without a credential that asks for any data is refused before execution, with 401, as one with a
+ * rejected credential is: a request error, not a field error in an otherwise successful (200) response.
+ * Introspection (`__typename`, `__schema`, `__type`) needs no credential: GraphiQL reads the schema before the
+ * user has set the header, and the schema is no secret.
+ */
+export function useAuth(): Plugin<Record<string, unknown>, Context> {
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      if ((args.contextValue as unknown as Context).viewer !== null) return;
+      const operation = getOperationAST(args.document, args.operationName);
+      if (operation && asksForData(operation.selectionSet, fragmentsOf(args.document), new Set())) {
+        setResultAndStopExecution({ errors: [credentialRequiredError()] });
+      }
+    },
+  };
+}
+
+function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  return fragments;
+}
+
+/** Whether a root selection holds a field other than introspection, also through fragments. */
+function asksForData(selectionSet: SelectionSetNode, fragments: Map<string, FragmentDefinitionNode>, visited: Set<string>): boolean {
+  return selectionSet.selections.some((selection) => {
+    if (selection.kind === Kind.FIELD) return !selection.name.value.startsWith('__');
+    if (selection.kind === Kind.INLINE_FRAGMENT) return asksForData(selection.selectionSet, fragments, visited);
+    const name = selection.name.value;
+    const fragment = fragments.get(name);
+    if (!fragment || visited.has(name)) return false;
+    visited.add(name);
+    return asksForData(fragment.selectionSet, fragments, visited);
+  });
 }

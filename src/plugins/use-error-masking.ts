@@ -1,6 +1,7 @@
 import { GraphQLError, Kind } from 'graphql';
 import type { Logger } from 'pino';
 import { ApiError, isErrorCode } from '../errors.js';
+import { timeoutError } from './use-deadline.js';
 
 const CONNECTION_FAILURE_CODES = new Set([
   'ECONNREFUSED',
@@ -25,25 +26,32 @@ const CONNECTION_FAILURE_CODES = new Set([
 const CONNECTION_FAILURE_KINDS = new Set(['ConnectionClosed', 'DatabaseNotReachable', 'SocketTimeout', 'TooManyConnections']);
 
 /** True for errors that mean "the database is not reachable", however deep the driver wrapped them. */
-export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
-  if (!error || typeof error !== 'object' || depth > 6) return false;
-  const record = error as Record<string, unknown>;
-  for (const key of ['code', 'kind', 'originalCode']) {
-    const value = record[key];
-    if (typeof value === 'string' && (CONNECTION_FAILURE_CODES.has(value) || CONNECTION_FAILURE_KINDS.has(value))) return true;
-  }
-  const message = typeof record.message === 'string' ? record.message : '';
-  // The last two are pg's own bounds (query_timeout, connectionTimeoutMillis) on a server that stopped answering.
-  if (
+export function isDatabaseUnavailable(error: unknown): boolean {
+  return someInChain(error, (record) => {
+    for (const key of ['code', 'kind', 'originalCode']) {
+      const value = record[key];
+      if (typeof value === 'string' && (CONNECTION_FAILURE_CODES.has(value) || CONNECTION_FAILURE_KINDS.has(value))) return true;
+    }
+    const message = typeof record.message === 'string' ? record.message : '';
+    // The last two are pg's own bounds (query_timeout, connectionTimeoutMillis) on a server that stopped answering.
     // `not queryable` and `server closed the connection` are pg's words for a pooled client whose server went
     // away; raw queries (the token lookup) meet them unwrapped by Prisma.
-    /Connection terminated|connect ECONNREFUSED|Can't reach database server|terminating connection|Query read timeout|timeout exceeded when trying to connect|not queryable|server closed the connection|the database system is (shutting down|starting up|in recovery mode)|socket hang up/i.test(
+    return /Connection terminated|connect ECONNREFUSED|Can't reach database server|terminating connection|Query read timeout|timeout exceeded when trying to connect|not queryable|server closed the connection|the database system is (shutting down|starting up|in recovery mode)|socket hang up/i.test(
       message,
-    )
-  ) {
-    return true;
-  }
-  return ['cause', 'originalError', 'error'].some((key) => isDatabaseUnavailable(record[key], depth + 1));
+    );
+  });
+}
+
+/** PostgreSQL's query_canceled (57014): statement_timeout, or a cancel at a request's deadline. */
+function isStatementCancelled(error: unknown): boolean {
+  return someInChain(error, (record) => record.code === '57014' || record.originalCode === '57014');
+}
+
+/** Whether `test` holds for the error or one it wraps (cause, originalError, error), as drivers and Prisma nest them. */
+function someInChain(error: unknown, test: (record: Record<string, unknown>) => boolean, depth = 0): boolean {
+  if (!error || typeof error !== 'object' || depth > 6) return false;
+  const record = error as Record<string, unknown>;
+  return test(record) || ['cause', 'originalError', 'error'].some((key) => someInChain(record[key], test, depth + 1));
 }
 
 /**
@@ -71,6 +79,10 @@ export function createMaskError(logger: Logger) {
     if (error instanceof GraphQLError && !original) return error;
     if (error instanceof GraphQLError && original instanceof GraphQLError && isErrorCode(original.extensions.code)) {
       return error;
+    }
+    if (isStatementCancelled(original)) {
+      logger.warn({ err: original }, 'statement cancelled');
+      return timeoutError();
     }
     if (isDatabaseUnavailable(original)) {
       logger.warn({ err: original }, 'database unavailable');

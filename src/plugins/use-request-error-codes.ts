@@ -2,7 +2,7 @@ import { GraphQLError } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { clip } from '../clip.js';
 import { ApiError, isErrorCode, type ErrorCode } from '../errors.js';
-import { earlyErrorResponse } from './error-response.js';
+import { earlyErrorResponse, replaceResponse } from './error-response.js';
 
 /** Codes yoga gives the request errors it raises itself (bad JSON, no query, wrong method, parse, validation). */
 const YOGA_REQUEST_CODES = new Set([
@@ -30,19 +30,20 @@ export function useRequestErrorCodes(): Plugin {
     onResponse({ request, response, setResponse, fetchAPI }) {
       if (response.status !== 406 || response.body !== null) return;
       const error = new ApiError('NOT_ACCEPTABLE', `No response type matches Accept: ${clip(request.headers.get('accept') ?? '')}`);
-      const replacement = earlyErrorResponse(request, error, fetchAPI);
-      // Headers earlier plugins set on yoga's response (request id, security headers) carry over.
-      response.headers.forEach((value, name) => {
-        if (!replacement.headers.has(name)) replacement.headers.set(name, value);
-      });
-      setResponse(replacement);
+      setResponse(replaceResponse(response, earlyErrorResponse(request, error, fetchAPI)));
     },
     onResultProcess({ result }) {
       for (const single of Array.isArray(result) ? result : [result]) {
-        const errors: unknown = (single as { errors?: unknown }).errors;
+        const { errors, data } = single as { errors?: unknown; data?: unknown };
         if (!Array.isArray(errors)) continue;
+        // GraphQL over HTTP: present, non-null data is a (partial) success and MUST be 2xx. Its field errors keep
+        // their codes; only their statuses, which yoga would otherwise raise the response to, are dropped. Null
+        // data (the operation failed as a whole) keeps the error's status, as the same refusal gets on REST.
+        const partial = data !== null && data !== undefined;
         for (const error of errors) {
-          if (error instanceof GraphQLError) recode(error);
+          if (!(error instanceof GraphQLError)) continue;
+          recode(error);
+          if (partial) dropStatus(error);
         }
       }
     },
@@ -63,4 +64,11 @@ function recode(error: GraphQLError): void {
   if (code === 'BAD_REQUEST' && http) http.spec = false;
   // Yoga attaches the JSON parser's own exception here; the message already says what is wrong.
   delete extensions.originalError;
+}
+
+function dropStatus(error: GraphQLError): void {
+  const extensions = error.extensions as Record<string, unknown>;
+  const http = extensions.http as { status?: unknown } | undefined;
+  // A copy: headers (Retry-After, WWW-Authenticate) still apply; the error's own object is left as it was.
+  if (http?.status !== undefined) extensions.http = { ...http, status: undefined };
 }

@@ -14,6 +14,7 @@ const ERROR_RESPONSES: Record<number, { name: string; code: ErrorCode; descripti
   401: { name: 'Unauthorized', code: 'UNAUTHORIZED', description: 'The credential is missing, malformed, unknown, expired or revoked.' },
   403: { name: 'Forbidden', code: 'UNAUTHORIZED', description: 'The credential is valid but its role lacks the permission (e.g. a reader deleting).' },
   404: { name: 'NotFound', code: 'NOT_FOUND', description: "No such item for the calling tenant (another tenant's items are not found either)." },
+  409: { name: 'Conflict', code: 'CONFLICT', description: 'The request conflicts with the current state of the resource.' },
   500: { name: 'Internal', code: 'INTERNAL', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
   503: { name: 'Unavailable', code: 'UNAVAILABLE', description: 'The database is unreachable; retry after Retry-After seconds.' },
 };

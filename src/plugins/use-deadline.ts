@@ -1,0 +1,106 @@
+import type { ExecutionArgs } from 'graphql';
+import type { Plugin } from 'graphql-yoga';
+import { withStatementSignal } from '../db/cancellation.js';
+import { ApiError } from '../errors.js';
+import { earlyErrorResponse, replaceResponse } from './error-response.js';
+
+interface Deadline {
+  /** performance.now() at which the request's time is up. */
+  at: number;
+  /** Aborted at `at`, with the 503 error as its reason. */
+  signal: AbortSignal;
+}
+
+const deadlines = new WeakMap<Request, Deadline>();
+
+/**
+ * The request time limit. It starts when the request arrives and covers everything until the answer: reading
+ * the body, authentication, execution, the REST envelope and serialisation. At the deadline the executor stops
+ * starting resolvers, the PostgreSQL statements the request still runs are cancelled in the database
+ * (src/db/cancellation.ts), and the answer is 503 UNAVAILABLE. An answer that is ready only after the deadline
+ * (the event loop was busy: a huge result, or PGlite, whose statements hold the thread) is replaced by the 503
+ * too, so no request answers 200 past its limit. Streams (text/event-stream) are long-lived by design and exempt.
+ *
+ * First in the plugin list, so the 503 is what every later plugin's onResponse sees (request id, log, metrics).
+ */
+export function useDeadline({ timeoutMs }: { timeoutMs: number }): Plugin {
+  return {
+    instrumentation: {
+      async request({ request }, handle) {
+        const controller = new AbortController();
+        const timer = setTimeout(() => controller.abort(timeoutError()), timeoutMs);
+        deadlines.set(request, { at: performance.now() + timeoutMs, signal: controller.signal });
+        try {
+          await withStatementSignal(controller.signal, handle);
+        } finally {
+          clearTimeout(timer);
+        }
+      },
+    },
+    onExecute({ args, executeFn, setExecuteFn }) {
+      const request = (args.contextValue as { request?: Request } | undefined)?.request;
+      if (request) setExecuteFn((execArgs) => executeWithinDeadline(request, executeFn, execArgs));
+    },
+    onResponse({ request, response, setResponse, fetchAPI }) {
+      const deadline = deadlines.get(request);
+      if (!deadline || performance.now() <= deadline.at || response.status === 503) return;
+      if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return;
+      setResponse(replaceResponse(response, earlyErrorResponse(request, timeoutError(), fetchAPI)));
+    },
+  };
+}
+
+/** Runs `work` within the request's remaining time; past it, fails with 503 UNAVAILABLE. */
+export async function withinRequestTime<T>(request: Request, work: Promise<T>): Promise<T> {
+  const outcome = await raceDeadline(request, work);
+  if (outcome === TIMED_OUT) throw timeoutError();
+  return outcome.value;
+}
+
+/** The error of a request past its time limit, and of a statement cancelled for running too long. */
+export function timeoutError(): ApiError {
+  return new ApiError('UNAVAILABLE', 'The request took too long and was stopped; retry later or ask for less');
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+async function raceDeadline<T>(request: Request, work: Promise<T>): Promise<{ value: T } | typeof TIMED_OUT> {
+  const deadline = deadlines.get(request);
+  if (deadline === undefined) return { value: await work };
+  const { signal } = deadline;
+  let onAbort: (() => void) | undefined;
+  const expired = new Promise<typeof TIMED_OUT>((resolve) => {
+    onAbort = () => resolve(TIMED_OUT);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work.then((value) => ({ value })), expired]);
+  } finally {
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+  }
+}
+
+type ExecuteFn = (args: ExecutionArgs & { signal?: AbortSignal }) => unknown;
+
+async function executeWithinDeadline(request: Request, executeFn: ExecuteFn, args: ExecutionArgs & { signal?: AbortSignal }) {
+  // Aborting stops the executor from starting more resolvers; the statements of those already running are
+  // cancelled through the request's statement signal.
+  const controller = new AbortController();
+  // The caller's signal (yoga's, aborted when the client goes away) aborts ours too. Forwarded by a listener:
+  // AbortSignal.any costs ~30 µs per request on Node 20.
+  const outer = args.signal;
+  const forward = () => controller.abort(outer?.reason);
+  if (outer?.aborted) forward();
+  else outer?.addEventListener('abort', forward, { once: true });
+  let outcome;
+  try {
+    outcome = await raceDeadline(request, Promise.resolve(executeFn({ ...args, signal: controller.signal })));
+  } finally {
+    outer?.removeEventListener('abort', forward);
+  }
+  if (outcome !== TIMED_OUT) return outcome.value;
+  const error = timeoutError();
+  controller.abort(error);
+  return { errors: [error] };
+}

@@ -1,0 +1,127 @@
+// Access management through the real surfaces: a tenant always keeps an admin (409 CONFLICT, race-free under
+// concurrent requests), and service-user names are printable, on GraphQL and the CLI.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServiceUser } from '../src/auth/service-users.js';
+import { createToken } from '../src/auth/tokens.js';
+import { databaseKinds } from './fixtures/databases.js';
+import { runCliOn } from './fixtures/cli.js';
+import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
+
+const DEMOTE = 'mutation($id: ID!) { changeServiceUserRole(id: $id, role: reader) { id role } }';
+const PROMOTE = 'mutation($id: ID!) { changeServiceUserRole(id: $id, role: admin) { id role } }';
+const DELETE = 'mutation($id: ID!) { deleteServiceUser(id: $id) { id } }';
+
+describe.each(databaseKinds)('access management on %s', (kind) => {
+  let t: TestGateway;
+  let tenantId: string;
+  let adminToken: string;
+  let adminBotId: string;
+  let cell = 0;
+
+  beforeAll(async () => {
+    t = await createTestGateway(kind, { config: { RATE_LIMIT_PER_MINUTE: 0 } });
+    tenantId = t.tenants.demo.id;
+    adminToken = t.tenants.demo.adminToken;
+    adminBotId = (await t.db.prisma.serviceUser.findFirstOrThrow({ where: { tenantId, name: 'admin-bot' } })).id;
+  });
+  afterAll(() => t?.dispose());
+
+  const admins = async () =>
+    (await t.db.prisma.serviceUser.findMany({ where: { tenantId, role: 'admin' }, select: { id: true } })).map((u) => u.id).sort();
+  const mutate = (query: string, id: string) => graphql(t.gateway, query, { token: adminToken, variables: { id } });
+  const newAdmin = async () => (await createServiceUser(t.db, { tenantId, name: `admin-${kind}-${++cell}`, role: 'admin' })).id;
+
+  it('refuses demoting or deleting the last admin with 409 CONFLICT, and changes nothing', async () => {
+    expect(await admins()).toEqual([adminBotId]);
+    for (const query of [DEMOTE, DELETE]) {
+      const refused = await mutate(query, adminBotId);
+      expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+      expect(refused.body.data).toBeNull();
+      expect(refused.body.errors?.map((e) => e.extensions?.code)).toEqual(['CONFLICT']);
+      expect(refused.body.errors?.[0]?.message).toMatch(/last admin/);
+    }
+    expect(await admins()).toEqual([adminBotId]);
+    // Promoting an admin to admin keeps the count and is allowed.
+    expect((await mutate(PROMOTE, adminBotId)).status).toBe(200);
+
+    // With a second admin, either one can go.
+    const second = await newAdmin();
+    const demoted = await mutate(DEMOTE, second);
+    expect(demoted.status, JSON.stringify(demoted.body)).toBe(200);
+    expect(demoted.body.data?.changeServiceUserRole.role).toBe('reader');
+    const deleted = await mutate(DELETE, second);
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    expect(await admins()).toEqual([adminBotId]);
+  });
+
+  it('lets only one of two concurrent demotions (or deletions) of the last two admins succeed', async () => {
+    for (const [first, second] of [
+      [DEMOTE, DEMOTE],
+      [DELETE, DELETE],
+      [DEMOTE, DELETE],
+    ] as const) {
+      for (let round = 0; round < 4; round++) {
+        const a = await newAdmin();
+        const b = await newAdmin();
+        const tokenOf = async (serviceUserId: string) =>
+          (await createToken(t.db, { tenantId, serviceUserId, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+        const [tokenA, tokenB] = [await tokenOf(a), await tokenOf(b)];
+        // The fixture's admin-bot must not be a third admin here: the race is between the last two, each removing the other.
+        await t.db.prisma.serviceUser.update({ where: { id: adminBotId }, data: { role: 'reader' } });
+        try {
+          const outcomes = await Promise.all([
+            graphql(t.gateway, first, { token: tokenA, variables: { id: b } }),
+            graphql(t.gateway, second, { token: tokenB, variables: { id: a } }),
+          ]);
+          const statuses = outcomes.map((o) => o.status).sort();
+          expect({ first, second, round, statuses }).toEqual({ first, second, round, statuses: [200, 409] });
+          const remaining = await admins();
+          expect(remaining).toHaveLength(1);
+          expect([a, b]).toContain(remaining[0]);
+        } finally {
+          await t.db.prisma.serviceUser.update({ where: { id: adminBotId }, data: { role: 'admin' } });
+          await t.db.prisma.token.deleteMany({ where: { serviceUserId: { in: [a, b] } } });
+          await t.db.prisma.serviceUser.deleteMany({ where: { id: { in: [a, b] } } });
+        }
+      }
+    }
+  });
+
+  const unprintable: Array<[string, string]> = [
+    ['C1 control CSI (U+009B)', 'ops\u009b31mred'],
+    ['next line (U+0085)', 'ops\u0085x'],
+    ['C0 escape (U+001B)', 'ops\u001b[2J'],
+    ['zero-width space (U+200B, Cf)', 'ad\u200bmin'],
+    ['right-to-left override (U+202E, Cf)', 'ops\u202etxt.exe'],
+    ['soft hyphen (U+00AD, Cf)', 'op\u00ads'],
+    ['zero-width no-break space (U+FEFF, Cf)', 'op\ufeffs'],
+    ['line separator (U+2028)', 'ops\u2028x'],
+    ['paragraph separator (U+2029)', 'ops\u2029x'],
+  ];
+
+  it.each(unprintable)('refuses a service-user name with a %s, on GraphQL and the CLI', async (_what, name) => {
+    const viaGraphQL = await graphql(t.gateway, 'mutation($name: String!) { createServiceUser(name: $name, role: reader) { id } }', {
+      token: adminToken,
+      variables: { name },
+    });
+    expect(viaGraphQL.status).toBe(400);
+    expect(viaGraphQL.body.errors?.map((e) => e.extensions?.code)).toEqual(['INVALID_QUERY']);
+    expect(viaGraphQL.body.errors?.[0]?.message).toMatch(/printable/);
+
+    const viaCli = await runCliOn(t.db, 'service-user', 'create', '--tenant', 'demo', '--name', name, '--role', 'reader');
+    expect(viaCli.code).toBe(1);
+    expect(viaCli.stdout).toBe('');
+    expect(viaCli.stderr).toMatch(/printable/);
+    expect(await t.db.prisma.serviceUser.count({ where: { tenantId, name: name.trim() } })).toBe(0);
+  });
+
+  it('accepts printable names in any script', async () => {
+    const name = `Équipe données ${kind} 🚀 数据`;
+    const created = await graphql(t.gateway, 'mutation($name: String!) { createServiceUser(name: $name, role: reader) { name } }', {
+      token: adminToken,
+      variables: { name },
+      expectOk: true,
+    });
+    expect(created.body.data?.createServiceUser.name).toBe(name);
+  });
+});
