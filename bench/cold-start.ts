@@ -1,4 +1,4 @@
-// Cold start: from spawning `node --import tsx src/server.ts` to the first 200 on /readyz, and to the first
+// Cold start: from spawning `node dist/server.js` (what `npm start` runs) to the first 200 on /readyz, and to the first
 // 200 on an authenticated request.
 
 import { freePort, startNode, stopChild, waitFor200 } from './processes.js';
@@ -35,7 +35,7 @@ export async function measureColdStart(
 ): Promise<ColdStart> {
   const port = await freePort();
   const since = performance.now();
-  const child = startNode('gateway (cold start)', 'src/server.ts', { env: serverEnv(database, port) });
+  const child = startNode('gateway (cold start)', 'dist/server.js', { env: serverEnv(database, port) });
   try {
     const base = `http://127.0.0.1:${port}`;
     const readyMs = await waitFor200(`${base}/readyz`, { since, timeoutMs: 60_000, child, intervalMs: 2 });

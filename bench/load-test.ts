@@ -66,7 +66,7 @@ async function main(): Promise<void> {
 
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
-  const server = startNode('gateway', 'src/server.ts', {
+  const server = startNode('gateway', 'dist/server.js', {
     env: { ...env, PORT: String(port), SEED: 'none', SCHEDULER: 'off', LOG_LEVEL: 'warn', RATE_LIMIT_PER_MINUTE: '0', NODE_ENV: 'production' },
   });
   const auth = { authorization: `Token ${token}` };

@@ -25,13 +25,17 @@ export interface NodeChild {
   stderrTail(): string;
 }
 
-/** Starts `node [nodeArgs] --import tsx <script> [args]` in the project root. */
+/**
+ * Starts `node [nodeArgs] <script> [args]` in the project root: compiled JavaScript (`dist/server.js`, as
+ * `npm start` runs it) as it is, a TypeScript script of the benchmarks through tsx.
+ */
 export function startNode(
   name: string,
   script: string,
   options: { args?: string[]; env?: Record<string, string>; nodeArgs?: string[] } = {},
 ): NodeChild {
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', script, ...(options.args ?? [])], {
+  const loader = script.endsWith('.ts') ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), ...loader, script, ...(options.args ?? [])], {
     cwd: ROOT,
     env: childEnv(options.env ?? {}),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -62,9 +66,9 @@ export async function stopAllChildren(): Promise<void> {
   await Promise.all([...running].map((child) => stopChild(child, 3000)));
 }
 
-/** Runs the project's CLI (`src/cli.ts`, what `npm run cli` runs) and returns its stdout; throws on failure. */
+/** Runs the project's CLI (`dist/cli.js`, what `npm run cli` runs) and returns its stdout; throws on failure. */
 export async function runCli(args: string[], env: Record<string, string>): Promise<string> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], {
+  const child = spawn(process.execPath, ['dist/cli.js', ...args], {
     cwd: ROOT,
     env: childEnv({ LOG_LEVEL: 'warn', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],

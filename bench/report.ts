@@ -116,7 +116,7 @@ export function renderReport(results: Results, analysis: string): string {
       `"Latency (1 conn.)" is one request at a time for ${s.latencyS} s on an otherwise idle server.`,
   );
   out.push(
-    '- Gateway: the real server, `node --import tsx src/server.ts` as a child process with `DATABASE_URL`, `PORT`, `SEED=none`, `LOG_LEVEL=warn`, `RATE_LIMIT_PER_MINUTE=0`, `NODE_ENV=production`. ' +
+    '- Gateway: the real server, `node dist/server.js` (what `npm start` runs) as a child process with `DATABASE_URL`, `PORT`, `SEED=none`, `LOG_LEVEL=warn`, `RATE_LIMIT_PER_MINUTE=0`, `NODE_ENV=production`. ' +
       'Baseline: `bench/baseline-server.ts`, node:http + pg, the same queries written by hand (same token check, count and page in parallel), answering byte-for-byte the same JSON (checked before each measurement, see below).',
   );
   out.push(
@@ -247,7 +247,7 @@ export function renderReport(results: Results, analysis: string): string {
   out.push('## Cold start');
   out.push('');
   out.push(
-    'From spawning `node --import tsx src/server.ts` (TypeScript compiled on the fly by tsx, cached after the first run) to the first 200 on `/readyz`, and to the first 200 on an authenticated sync list. Median of the runs, all runs in brackets.',
+    'From spawning `node dist/server.js` (what `npm start` runs) to the first 200 on `/readyz`, and to the first 200 on an authenticated sync list. Median of the runs, all runs in brackets.',
   );
   out.push('');
   out.push(

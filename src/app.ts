@@ -1,4 +1,4 @@
-import { createServiceUser } from './auth/service-users.js';
+import { createServiceUser, listServiceUsers } from './auth/service-users.js';
 import { createToken } from './auth/tokens.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
@@ -6,7 +6,7 @@ import type { Config } from './env.js';
 import type { Logger } from './logger.js';
 import { DEFAULT_REQUEST_LIMITS } from './plugins/use-limits.js';
 import { startScheduler, type Scheduler } from './scheduler.js';
-import { ensureDemo } from './seed/demo.js';
+import { DEMO_TENANT_SLUG, ensureDemo } from './seed/demo.js';
 import { createGateway, type Gateway } from './yoga.js';
 
 export interface App {
@@ -14,6 +14,8 @@ export interface App {
   gateway: Gateway;
   /** Set only on the first start of a new database: the demo admin token, shown once. */
   demoToken?: string;
+  /** Set on later starts with the demo tenant: how to get an admin token for it, for a person to read. */
+  demoTokenAdvice?: string;
   /** Queues due runs and expires leases (unless SCHEDULER=off); stop it before closing the database. */
   scheduler?: Scheduler | undefined;
 }
@@ -34,6 +36,45 @@ export const SERVER_STATEMENT_TIMEOUT_MS = DEFAULT_REQUEST_LIMITS.timeoutMs;
 /** Days the printed demo token stays valid. */
 export const DEMO_TOKEN_DAYS = 90;
 
+/** The name of the demo tenant's admin service user, created with the database. */
+export const DEMO_ADMIN_NAME = 'demo-admin';
+
+/** The environment a CLI command needs to reach the same database as this server, as shell assignments. */
+function databaseEnvironment(config: Config): string {
+  if (config.DATABASE_URL) {
+    const url = new URL(config.DATABASE_URL);
+    if (url.password) url.password = '<password>';
+    return `DATABASE_URL='${url.toString()}' `;
+  }
+  return config.DATA_DIR === './.data' ? '' : `DATA_DIR='${config.DATA_DIR}' `;
+}
+
+/**
+ * The demo token is printed once, when the database is created. On every later start this says how to make
+ * another admin token for `demo` (the CLI works beside the running server), and whether one is still usable.
+ */
+async function demoTokenAdvice(db: Database, config: Config): Promise<string | undefined> {
+  const tenant = await db.prisma.tenant.findUnique({ where: { slug: DEMO_TENANT_SLUG }, select: { id: true } });
+  if (!tenant) return undefined;
+  const now = Date.now();
+  const users = await listServiceUsers(db, tenant.id);
+  const admins = users.filter((user) => user.role === 'admin');
+  const usable = admins.some((user) => user.tokens.some((t) => t.revokedAt === null && t.expiresAt.getTime() > now));
+  const cli = `${databaseEnvironment(config)}npm run --silent cli --`;
+  const expires = new Date(now + DEMO_TOKEN_DAYS * 86_400_000).toISOString().slice(0, 10);
+  const admin = admins.find((user) => user.name === DEMO_ADMIN_NAME) ?? admins[0];
+  const commands = admin
+    ? [`${cli} token create --tenant ${DEMO_TENANT_SLUG} --service-user ${admin.name} --expires ${expires}`]
+    : [
+        `${cli} service-user create --tenant ${DEMO_TENANT_SLUG} --name ${DEMO_ADMIN_NAME}-${expires} --role admin`,
+        `${cli} token create --tenant ${DEMO_TENANT_SLUG} --service-user ${DEMO_ADMIN_NAME}-${expires} --expires ${expires}`,
+      ];
+  const lead = usable
+    ? `Demo tenant "${DEMO_TENANT_SLUG}": its admin token was printed when this database was created. Lost it? Create another one (the server keeps running):`
+    : `Demo tenant "${DEMO_TENANT_SLUG}" has no usable admin token (expired, revoked or deleted). Create one (the server keeps running):`;
+  return `\n${lead}\n\n${commands.map((command) => `  ${command}`).join('\n')}\n\n`;
+}
+
 /**
  * Opens the database, applies pending migrations, seeds a new database with the demo tenant (unless
  * SEED=none) and builds the gateway. Listening is the caller's business.
@@ -44,23 +85,27 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     dataDir: config.DATA_DIR,
     queryTimeoutMs: SERVER_QUERY_TIMEOUT_MS,
     statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,
+    localSocket: 'serve',
   });
   try {
     const applied = await migrate(db);
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
     let demoToken: string | undefined;
+    let advice: string | undefined;
     if (config.SEED === 'demo') {
       const tenantId = await ensureDemo(db);
       if (tenantId) {
-        const user = await createServiceUser(db, { tenantId, name: 'demo-admin', role: 'admin' });
+        const user = await createServiceUser(db, { tenantId, name: DEMO_ADMIN_NAME, role: 'admin' });
         const expiresAt = new Date(Date.now() + DEMO_TOKEN_DAYS * 86_400_000);
         demoToken = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt })).token;
         logger.info('seeded the demo tenant');
+      } else {
+        advice = await demoTokenAdvice(db, config);
       }
     }
     const gateway = createGateway({ db, config, logger });
     const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS }) : undefined;
-    return { db, gateway, demoToken, scheduler };
+    return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler };
   } catch (error) {
     await db.close().catch(() => {});
     throw error;

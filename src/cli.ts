@@ -78,7 +78,7 @@ function describeError(error: unknown): string {
 }
 
 function openConfiguredDatabase(config: Config): Promise<Database> {
-  return openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR });
+  return openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, localSocket: 'join' });
 }
 
 /** Runs one CLI invocation and returns the exit code; never throws. */

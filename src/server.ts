@@ -20,7 +20,7 @@ server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const base = `http://${config.HOST}:${port}`;
-  logger.info({ url: base, database: app.db.kind }, 'listening');
+  logger.info({ url: base, database: app.db.kind, pid: process.pid }, 'listening');
   if (app.demoToken) {
     process.stderr.write(
       `\nDemo tenant "demo" is ready. Admin token (shown once, valid 90 days):\n\n  ${app.demoToken}\n\n` +
@@ -28,6 +28,7 @@ server.listen(config.PORT, config.HOST, () => {
         `  GraphiQL: ${base}/graphql\n\n`,
     );
   }
+  if (app.demoTokenAdvice) process.stderr.write(app.demoTokenAdvice);
 });
 
 let stopping = false;

@@ -14,6 +14,8 @@ import { useHealth } from './plugins/use-health.js';
 import { useDeadline, withinRequestTime } from './plugins/use-deadline.js';
 import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from './plugins/use-limits.js';
 import { useMetrics } from './plugins/use-metrics.js';
+import { usePages } from './plugins/use-pages.js';
+import { renderGraphiQLPage } from './pages/graphiql.js';
 import { useRateLimit } from './plugins/use-rate-limit.js';
 import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
@@ -61,6 +63,7 @@ export function createGateway({ db, config, logger, limits: limitOverrides, rate
     maxRequestBodySize: limits.maxBodyBytes,
     multipart: false,
     landingPage: false,
+    renderGraphiQL: renderGraphiQLPage,
     graphiql: {
       title: 'Integrations & Sync API',
       defaultQuery: `# Set the Authorization header below (Headers tab), e.g. {"Authorization": "Token igw_pat_…"}
@@ -95,6 +98,7 @@ query Connections {
       useMetrics({ db, token: config.METRICS_TOKEN }),
       useHealth({ db }),
       useErrorDocs(),
+      usePages(),
       useLimits(limits),
       useRateLimit({
         perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request, type IncomingMessage } from 'node:http';
@@ -7,33 +6,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { printedToken, startServer, type LogLine, type RunningServer } from './fixtures/server-process.js';
 
-// The real entry point (src/server.ts through tsx, as `npm start` runs it) receives SIGTERM while a
-// request is still arriving; nothing here imports the server, so what is checked is what operators get.
+// The real server, started as users start it (`npm start`, which runs `node dist/server.js`), receives
+// SIGTERM or SIGINT while a request is still arriving; nothing here imports the server, so what is checked
+// is what operators get. The signal goes to the npm process, as a supervisor or a shell sends it, or to node.
 
-const ROOT = new URL('..', import.meta.url).pathname;
-const TSX = join(ROOT, 'node_modules/.bin/tsx');
 /** server.ts waits this long for in-flight requests before cutting connections. */
 const DRAIN_BOUND_MS = 10_000;
-/** A first PGlite start (initdb, migrations, demo seed) takes ~5 s idle and over 20 s on a loaded machine. */
-const START_TIMEOUT_MS = 60_000;
 
-interface LogLine {
-  level: number;
-  msg?: string;
-  url?: string;
-  status?: number;
-  path?: string;
-}
-
-interface RunningServer {
-  child: ChildProcess;
-  url: string;
-  port: number;
+interface StartedServer extends RunningServer {
   token: string;
-  logs: LogLine[];
-  stderr: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
 }
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -42,57 +25,12 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function startServer(env: Record<string, string>): Promise<RunningServer> {
+async function startServerWithToken(env: Record<string, string>): Promise<StartedServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gw-shutdown-'));
-  const child = spawn(TSX, ['src/server.ts'], {
-    cwd: ROOT,
-    // Only what the server needs: an inherited DATABASE_URL or JWT setting must not change the run.
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? tmpdir(), PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, SEED: 'demo', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    // Its own process group: tsx runs the server in a child process, and cleanup must reach both.
-    detached: true,
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal, at: performance.now() })),
-  );
-  let alive = true;
-  void exited.then(() => (alive = false));
-  cleanups.push(async () => {
-    if (alive && child.pid) {
-      try {
-        process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      await exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  const logs: LogLine[] = [];
-  let stdout = '';
-  let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-  const listening = new Promise<string>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString('utf8');
-      let newline: number;
-      while ((newline = stdout.indexOf('\n')) >= 0) {
-        const line = stdout.slice(0, newline);
-        stdout = stdout.slice(newline + 1);
-        if (!line.trim()) continue;
-        const parsed = JSON.parse(line) as LogLine;
-        logs.push(parsed);
-        if (parsed.msg === 'listening' && parsed.url) resolve(parsed.url);
-      }
-    });
-    void exited.then(({ code }) => reject(new Error(`server exited (${code}) before listening:\n${stderr}`)));
-    setTimeout(() => reject(new Error(`server not listening after ${START_TIMEOUT_MS} ms:\n${stderr}`)), START_TIMEOUT_MS).unref();
-  });
-  const url = await listening;
-  const token = /igw_pat_[A-Za-z0-9_-]+/.exec(stderr)?.[0];
-  if (!token) throw new Error(`no demo token printed:\n${stderr}`);
-  return { child, url, port: Number(new URL(url).port), token, logs, stderr: () => stderr, exited };
+  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  const server = await startServer({ DATA_DIR: dataDir, ...env });
+  cleanups.push(server.kill);
+  return Object.assign(server, { token: await printedToken(server) });
 }
 
 /** Resolves true when a TCP connection is refused, false when it is accepted. */
@@ -124,7 +62,7 @@ function waitForLog(logs: LogLine[], msg: string, timeoutMs: number): Promise<vo
  * connection, until `finish` sends the rest. `Expect: 100-continue` makes the server confirm that it has
  * parsed the request (`accepted`); before that, a request still in a socket buffer is not in flight yet.
  */
-function slowGraphQLRequest(server: RunningServer) {
+function slowGraphQLRequest(server: StartedServer) {
   const body = Buffer.from(JSON.stringify({ query: '{ connections(limit: 3) { totalCount nodes { id name syncs(limit: 2) { id status } } } }' }));
   const half = body.length >> 1;
   const req = request({
@@ -160,7 +98,10 @@ function slowGraphQLRequest(server: RunningServer) {
   };
 }
 
-async function expectGracefulShutdown(server: RunningServer): Promise<void> {
+/** Who receives the signal: the `npm start` process, or the node process it runs. */
+type SignalTarget = 'npm' | 'node';
+
+async function expectGracefulShutdown(server: StartedServer, signal: 'SIGTERM' | 'SIGINT', target: SignalTarget): Promise<void> {
   // Warm: the first request pays for schema and pool setup, which is not what is measured here.
   const warm = await fetch(`${server.url}/api/v1/integrations/connected`, { headers: { authorization: `Token ${server.token}` } });
   expect(warm.status).toBe(200);
@@ -172,14 +113,14 @@ async function expectGracefulShutdown(server: RunningServer): Promise<void> {
   // Part of the body on its way, so the server is reading it when the signal arrives.
   await new Promise((resolve) => setTimeout(resolve, 50));
   const signalled = performance.now();
-  server.child.kill('SIGTERM');
+  process.kill(target === 'npm' ? server.child.pid! : server.nodePid, signal);
   await waitForLog(server.logs, 'shutting down', 5000);
 
   let refusedAfterSignal = false;
   for (const deadline = performance.now() + 1000; !refusedAfterSignal && performance.now() < deadline; ) {
     refusedAfterSignal = await refused(server.port);
   }
-  expect(refusedAfterSignal, 'new connections are still accepted after SIGTERM').toBe(true);
+  expect(refusedAfterSignal, `new connections are still accepted after ${signal}`).toBe(true);
   // Still running: it is waiting for the request above.
   expect(server.child.exitCode).toBeNull();
 
@@ -205,18 +146,24 @@ async function expectGracefulShutdown(server: RunningServer): Promise<void> {
   expect(server.logs.filter((l) => l.level >= 50), 'error lines in the log').toEqual([]);
   // The request log shows the in-flight request finishing after the signal.
   expect(messages.indexOf('shutting down')).toBeLessThan(messages.lastIndexOf('request'));
-  console.info(`exited ${Math.round(exit.at - signalled)} ms after SIGTERM, ${Math.round(exit.at - answered)} ms after the last answer`);
+  // npm exits once its child has: nothing is left behind, holding the port or the data directory.
+  expect(() => process.kill(server.nodePid, 0)).toThrow();
+  expect(server.logs.find((l) => l.msg === 'shutting down')).toMatchObject({ signal });
+  console.info(`${signal} to ${target}: exited ${Math.round(exit.at - signalled)} ms after the signal, ${Math.round(exit.at - answered)} ms after the last answer`);
 }
 
 // Concurrent: each variant spends most of its time starting a server, mostly waiting on I/O.
-describe.concurrent('graceful shutdown (SIGTERM) of the real server', () => {
-  it('on PGlite: finishes the in-flight request, refuses new connections, exits 0', async () => {
-    const server = await startServer({});
-    await expectGracefulShutdown(server);
+describe.concurrent('graceful shutdown of the real server (npm start)', () => {
+  it.each([
+    ['SIGTERM', 'npm'],
+    ['SIGINT', 'npm'],
+  ] as const)('on PGlite, %s to the %s process: finishes the in-flight request, refuses new connections, exits 0', async (signal, target) => {
+    const server = await startServerWithToken({});
+    await expectGracefulShutdown(server, signal, target);
   }, 90_000);
 
   const adminUrl = process.env.TEST_DATABASE_URL;
-  it.skipIf(!adminUrl)('on PostgreSQL: the same', async () => {
+  it.skipIf(!adminUrl)('on PostgreSQL, SIGTERM to the node process: the same', async () => {
     const name = `gw_test_${randomBytes(6).toString('hex')}`;
     const admin = async (sql: string) => {
       const client = new pg.Client({ connectionString: adminUrl });
@@ -231,7 +178,7 @@ describe.concurrent('graceful shutdown (SIGTERM) of the real server', () => {
     cleanups.push(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     const url = new URL(adminUrl!);
     url.pathname = `/${name}`;
-    const server = await startServer({ DATABASE_URL: url.toString() });
-    await expectGracefulShutdown(server);
+    const server = await startServerWithToken({ DATABASE_URL: url.toString() });
+    await expectGracefulShutdown(server, 'SIGTERM', 'node');
   }, 90_000);
 });

@@ -2,6 +2,7 @@ import type { Database } from '../db/client.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { newId } from '../ids.js';
 import { CliError, stringOption, UsageError, type Command, type CommandInput } from './commands.js';
+import { table } from './service-user.js';
 
 export const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
 
@@ -56,6 +57,26 @@ export const tenantCommands: Command[] = [
     async run({ db, out }, input) {
       const { slug, name } = parseCreate(input);
       out(await createTenant(db, slug, name));
+    },
+  },
+  {
+    name: ['tenant', 'list'],
+    usage: '[--json]',
+    summary: 'list the tenants (JSON lines with --json)',
+    options: { json: { type: 'boolean' } },
+    async run({ db, out }, input) {
+      const tenants = await db.prisma.tenant.findMany({
+        orderBy: { slug: 'asc' },
+        select: { id: true, slug: true, name: true, createdAt: true, _count: { select: { serviceUsers: true } } },
+      });
+      if (input.values.json) {
+        for (const t of tenants) {
+          out(JSON.stringify({ id: t.id, slug: t.slug, name: t.name, created_at: t.createdAt.toISOString(), service_users: t._count.serviceUsers }));
+        }
+        return;
+      }
+      const rows = tenants.map((t) => [t.id, t.slug, t.name, t.createdAt.toISOString(), String(t._count.serviceUsers)]);
+      for (const line of table(['ID', 'SLUG', 'NAME', 'CREATED', 'SERVICE USERS'], rows)) out(line);
     },
   },
 ];

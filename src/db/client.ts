@@ -7,6 +7,7 @@ import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { cancelStatementsOnAbort } from './cancellation.js';
+import { admittedByLocalSocket, hasLocalSocket, localSocketUrl, serveLocalSocket } from './local-socket.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
 
@@ -71,13 +72,21 @@ export interface DatabaseOptions {
    * statements in this process's thread, where PostgreSQL's timers cannot fire: it has no such bound.)
    */
   statementTimeoutMs?: number;
+  /**
+   * PGlite data directories only. `serve` (the server): expose the database to local processes on a Unix
+   * socket in the directory. `join` (the CLI): when a running server holds the directory, work through that
+   * socket instead of refusing.
+   */
+  localSocket?: 'serve' | 'join';
+  /** PGlite only: start from this `dumpDataDir()` archive instead of an empty database (the tests' seeded copy). */
+  pgliteDump?: Blob;
 }
 
 /** Opens PGlite (no URL) or PostgreSQL (postgres:// URL) behind one Prisma client. */
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   return options.databaseUrl
     ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options)
-    : openPGlite(options.dataDir ?? 'memory://');
+    : openPGlite(options.dataDir ?? 'memory://', options.localSocket, options.pgliteDump);
 }
 
 function withQueryEvents(
@@ -129,9 +138,10 @@ function withQueryEvents(
 export class DataDirectoryInUseError extends Error {
   constructor(dataDir: string, pid: number) {
     super(
-      `the PGlite data directory ${dataDir} is in use by process ${pid} (a running server or CLI command): embedded PGlite ` +
-        `serves one process at a time, and a second one would overwrite its changes. Stop that process first, or run both ` +
-        `on PostgreSQL (DATABASE_URL). If no such process runs, delete ${join(dataDir, LOCK_FILE)}.`,
+      `the PGlite data directory ${dataDir} is in use by process ${pid} (a server still starting, or another CLI command): ` +
+        `embedded PGlite serves one process at a time, and a second one would overwrite its changes. A running server ` +
+        `lets the CLI in through its socket; wait for that process to finish, or run both on PostgreSQL (DATABASE_URL). ` +
+        `If no such process runs, delete ${join(dataDir, LOCK_FILE)}.`,
     );
     this.name = 'DataDirectoryInUseError';
   }
@@ -170,18 +180,43 @@ function isRunning(pid: number): boolean {
   }
 }
 
-async function openPGlite(dataDir: string): Promise<Database> {
+async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?: Blob): Promise<Database> {
   let release = () => {};
+  let stopSocket = async () => {};
   if (!dataDir.startsWith('memory://')) {
     mkdirSync(dataDir, { recursive: true });
-    release = claimDataDirectory(dataDir);
+    try {
+      release = claimDataDirectory(dataDir);
+    } catch (error) {
+      // The holder is a running server that shares its database: go through it (PGlite speaking PostgreSQL).
+      if (error instanceof DataDirectoryInUseError && localSocket === 'join' && hasLocalSocket(dataDir)) {
+        const db = await openPostgres(localSocketUrl(dataDir), 1, {}, 'pglite');
+        try {
+          await admittedByLocalSocket(dataDir, () => db.raw.query('SELECT 1'));
+        } catch (refused) {
+          await db.close().catch(() => {});
+          throw refused;
+        }
+        return db;
+      }
+      throw error;
+    }
   }
   let client: PGlite;
   try {
-    client = await PGlite.create(dataDir);
+    client = await PGlite.create(dataDir, dump ? { loadDataDir: dump } : {});
   } catch (error) {
     release();
     throw error;
+  }
+  if (localSocket === 'serve' && !dataDir.startsWith('memory://')) {
+    try {
+      stopSocket = await serveLocalSocket(client, dataDir);
+    } catch (error) {
+      await client.close().catch(() => {});
+      release();
+      throw error;
+    }
   }
   const raw: RawSql = {
     async exec(script) {
@@ -205,6 +240,7 @@ async function openPGlite(dataDir: string): Promise<Database> {
   };
   return withQueryEvents('pglite', new PrismaPGlite(client), raw, async () => {
     try {
+      await stopSocket();
       await client.close();
     } finally {
       release();
@@ -216,6 +252,8 @@ async function openPostgres(
   url: string,
   poolSize: number,
   { connectTimeoutMs = 5_000, queryTimeoutMs, statementTimeoutMs }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs'>,
+  /** What answers on the other end: PostgreSQL, or a server's PGlite through its local socket. */
+  kind: DatabaseKind = 'postgres',
 ): Promise<Database> {
   // Without both bounds a connection to a host that stopped answering (failover, partition) is never given
   // up: requests wait on it forever, and once every pooled connection is such a one, the pool never recovers.
@@ -259,7 +297,7 @@ async function openPostgres(
       }
     },
   };
-  const database = withQueryEvents('postgres', new PrismaPg(pool), raw, async () => {
+  const database = withQueryEvents(kind, new PrismaPg(pool), raw, async () => {
     await pool.end();
     await cancellation.close();
   });

@@ -1,13 +1,8 @@
 import type { Plugin } from 'graphql-yoga';
 import { ERROR_CODES, ERROR_DOCS_PATH, isErrorCode } from '../errors.js';
+import { escapeHtml, htmlPage as page, renderInline } from '../pages/layout.js';
 
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
-}
-
-function page(title: string, body: string): string {
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head><body>${body}</body></html>`;
-}
+const statusBadge = (status: number | string) => `<span class="status s${String(status)[0]}">${status}</span>`;
 
 /** Serves the page each error body's `docs` URL points at, plus an index of all codes. */
 export function useErrorDocs(): Plugin {
@@ -19,7 +14,7 @@ export function useErrorDocs(): Plugin {
         endResponse(new fetchAPI.Response(body, { status, headers: { 'content-type': 'text/html; charset=utf-8' } }));
       if (code === '') {
         const rows = Object.entries(ERROR_CODES)
-          .map(([name, info]) => `<tr><td><a href="${ERROR_DOCS_PATH}/${name}">${name}</a></td><td>${info.status}</td><td>${escapeHtml(info.title)}</td></tr>`)
+          .map(([name, info]) => `<tr><td><a href="${ERROR_DOCS_PATH}/${name}"><code>${name}</code></a></td><td>${statusBadge(info.status)}</td><td>${escapeHtml(info.title)}</td></tr>`)
           .join('');
         html(200, page('Error codes', `<h1>Error codes</h1><table><tr><th>code</th><th>HTTP</th><th>meaning</th></tr>${rows}</table>`));
         return;
@@ -33,7 +28,7 @@ export function useErrorDocs(): Plugin {
         200,
         page(
           code,
-          `<h1>${code}</h1><p>HTTP ${info.status}${code === 'UNAUTHORIZED' ? ' or 403' : ''} — ${escapeHtml(info.title)}</p><p>${escapeHtml(info.description)}</p><p><a href="${ERROR_DOCS_PATH}">All codes</a></p>`,
+          `<h1><code>${code}</code></h1><p>${statusBadge(info.status)}${code === 'UNAUTHORIZED' ? ` or ${statusBadge(403)}` : ''} ${escapeHtml(info.title)}</p><p>${renderInline(info.description)}</p><p><a href="${ERROR_DOCS_PATH}">All codes</a></p>`,
         ),
       );
     },

@@ -4,6 +4,7 @@ import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/client.js';
 import { ApiError, ERROR_DOCS_PATH } from '../errors.js';
+import { ASSETS_PATH } from '../pages/layout.js';
 import { API_PREFIX, DOCS_PATH, OPENAPI_PATH, routes } from '../rest/routes.js';
 import { earlyErrorResponse, GRAPHQL_ENDPOINT } from './error-response.js';
 
@@ -14,7 +15,7 @@ const REST_ROUTES = [...new Set(routes.map((route) => route.path))].map((path) =
   pattern: new RegExp(`^${path.replace(/\{\w+\}/g, '[^/]+')}$`),
 }));
 
-const FIXED_ROUTES = new Set([GRAPHQL_ENDPOINT, '/healthz', '/readyz', METRICS_PATH, OPENAPI_PATH, DOCS_PATH, ERROR_DOCS_PATH]);
+const FIXED_ROUTES = new Set(['/', GRAPHQL_ENDPOINT, '/healthz', '/readyz', METRICS_PATH, OPENAPI_PATH, DOCS_PATH, ERROR_DOCS_PATH]);
 
 /**
  * The route a path belongs to, as a pattern (`/api/v1/integrations/connected/{id}`), for metric labels and
@@ -29,6 +30,7 @@ export function routeOf(pathname: string): string {
     if (path.startsWith(`${DOCS_PATH}/`)) return `${DOCS_PATH}/{asset}`;
   }
   if (path.startsWith(`${ERROR_DOCS_PATH}/`)) return `${ERROR_DOCS_PATH}/{code}`;
+  if (path.startsWith(`${ASSETS_PATH}/`)) return `${ASSETS_PATH}/{file}`;
   return 'unmatched';
 }
 

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Viewer } from '../context.js';
 import { ApiError } from '../errors.js';
+import { ASSETS_PATH } from '../pages/layout.js';
 import { DOCS_PATH, OPENAPI_PATH } from '../rest/routes.js';
 import { earlyErrorResponse } from './error-response.js';
 
@@ -144,9 +145,15 @@ function clientAddress(serverContext: unknown): string {
   return req?.socket?.remoteAddress ?? 'unknown';
 }
 
-/** The docs pages are what a client reads to learn the limits; they cost nothing to serve. */
+/** The docs pages are what a client reads to learn the limits; they, the landing page and their files cost nothing to serve. */
 function isExempt(pathname: string): boolean {
-  return pathname === OPENAPI_PATH || pathname === DOCS_PATH || pathname.startsWith(`${DOCS_PATH}/`);
+  return (
+    pathname === '/' ||
+    pathname.startsWith(`${ASSETS_PATH}/`) ||
+    pathname === OPENAPI_PATH ||
+    pathname === DOCS_PATH ||
+    pathname.startsWith(`${DOCS_PATH}/`)
+  );
 }
 
 /**

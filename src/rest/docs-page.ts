@@ -4,7 +4,8 @@ import { dirname, join } from 'node:path';
 import { DOCS_PATH, OPENAPI_PATH } from './routes.js';
 
 // The human-readable API reference: Swagger UI from the installed swagger-ui-dist package, served by the
-// gateway itself (no CDN: the page has to work where the server has no internet access).
+// gateway itself (no CDN: the page has to work where the server has no internet access), started by a script
+// file of ours (no inline script, which the pages' CSP forbids).
 
 const ASSETS: Record<string, string> = {
   'swagger-ui.css': 'text/css; charset=utf-8',
@@ -22,16 +23,9 @@ const PAGE = `<!doctype html>
 <link rel="stylesheet" href="${DOCS_PATH}/swagger-ui.css">
 </head>
 <body>
-<div id="api-reference"></div>
+<div id="api-reference" data-openapi-url="${OPENAPI_PATH}"></div>
 <script src="${DOCS_PATH}/swagger-ui-bundle.js"></script>
-<script>
-window.ui = SwaggerUIBundle({
-  url: ${JSON.stringify(OPENAPI_PATH)},
-  dom_id: '#api-reference',
-  deepLinking: true,
-  persistAuthorization: true,
-});
-</script>
+<script src="/assets/api-docs-start.js"></script>
 </body>
 </html>
 `;

@@ -60,7 +60,8 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
           type: 'apiKey',
           in: 'header',
           name: 'Authorization',
-          description: 'A personal access token of a service user, sent as `Authorization: Token <token>`.',
+          description:
+            'A personal access token of a service user, sent as `Authorization: Token <token>`. In the API reference page, paste the token alone: the page adds `Token `.',
         },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: '`Authorization: Bearer <JWT>`.' },
       },
@@ -163,14 +164,15 @@ function queryParameters(route: CompiledRoute): unknown[] {
     {
       name: 'offset',
       in: 'query',
-      description: 'Items to skip; not together with page.',
-      schema: { type: 'integer', minimum: 0, maximum: QUERY_LIMITS.maxOffset, default: 0 },
+      // No `default`: a client that fills in defaults (Swagger UI's "Try it out") would send offset and page together.
+      description: 'Items to skip (0 when neither offset nor page is given); not together with page.',
+      schema: { type: 'integer', minimum: 0, maximum: QUERY_LIMITS.maxOffset },
     },
     {
       name: 'page',
       in: 'query',
       description: 'Page number from 1, in pages of limit items; not together with offset.',
-      schema: { type: 'integer', minimum: 1, default: 1 },
+      schema: { type: 'integer', minimum: 1 },
     },
   );
   for (const field of route.fields) {

@@ -1,0 +1,70 @@
+import { readFile } from 'node:fs/promises';
+import { ASSETS_PATH } from './layout.js';
+
+// Static files of the pages (`static/` in the repository: the stylesheet, and the scripts that start GraphiQL
+// and the API reference, kept out of the HTML so the pages' CSP can forbid inline scripts) and GraphiQL's
+// own bundle from @graphql-yoga/render-graphiql. Nothing is fetched from a CDN: the pages work offline.
+
+/** `static/` beside `src/` (and beside `dist/`, which mirrors it). */
+const STATIC_DIR = new URL('../../static/', import.meta.url);
+
+const STATIC_FILES: Record<string, string> = {
+  'site.css': 'text/css; charset=utf-8',
+  'graphiql-start.js': 'text/javascript; charset=utf-8',
+  'api-docs-start.js': 'text/javascript; charset=utf-8',
+};
+
+/** GraphiQL's pieces, as @graphql-yoga/render-graphiql exports them, under `/assets/graphiql/<name>`. */
+const GRAPHIQL_FILES = {
+  'graphiql.js': { type: 'text/javascript; charset=utf-8', export: 'js' },
+  'graphiql.css': { type: 'text/css; charset=utf-8', export: 'css' },
+  'editor.worker.js': { type: 'text/javascript; charset=utf-8', export: 'editorWorkerService' },
+  'json.worker.js': { type: 'text/javascript; charset=utf-8', export: 'jsonWorker' },
+  'graphql.worker.js': { type: 'text/javascript; charset=utf-8', export: 'graphqlWorker' },
+  'favicon.ico': { type: 'image/x-icon', export: 'favicon' },
+} as const;
+
+type GraphiQLBundle = Record<(typeof GRAPHIQL_FILES)[keyof typeof GRAPHIQL_FILES]['export'], string>;
+
+/** The bundle is 9 MB of JavaScript text; it is loaded on the first request for it, not at start. */
+let graphiqlBundle: Promise<GraphiQLBundle> | undefined;
+const cache = new Map<string, Promise<ArrayBuffer>>();
+
+function cached(key: string, load: () => Promise<ArrayBuffer>): Promise<ArrayBuffer> {
+  let content = cache.get(key);
+  if (!content) {
+    content = load();
+    // A failed load is not cached, so a later request can try again.
+    content.catch(() => cache.delete(key));
+    cache.set(key, content);
+  }
+  return content;
+}
+
+async function graphiqlFile(name: keyof typeof GRAPHIQL_FILES): Promise<ArrayBuffer> {
+  graphiqlBundle ??= import('@graphql-yoga/render-graphiql/graphiql') as Promise<GraphiQLBundle>;
+  graphiqlBundle.catch(() => (graphiqlBundle = undefined));
+  const text = (await graphiqlBundle)[GRAPHIQL_FILES[name].export];
+  // The favicon comes as a data: URL.
+  const dataUrl = /^data:[^;,]+;base64,(.*)$/s.exec(text);
+  return Uint8Array.from(dataUrl ? Buffer.from(dataUrl[1]!, 'base64') : Buffer.from(text, 'utf8')).buffer;
+}
+
+/** The asset at `pathname` (under ASSETS_PATH), or null when there is none. */
+export async function assetResponse(pathname: string, fetchAPI: { Response: typeof Response }): Promise<Response | null> {
+  const name = pathname.slice(ASSETS_PATH.length + 1);
+  let type: string;
+  let content: Promise<ArrayBuffer>;
+  if (Object.hasOwn(STATIC_FILES, name)) {
+    type = STATIC_FILES[name]!;
+    content = cached(name, async () => Uint8Array.from(await readFile(new URL(name, STATIC_DIR))).buffer);
+  } else if (name.startsWith('graphiql/') && Object.hasOwn(GRAPHIQL_FILES, name.slice('graphiql/'.length))) {
+    const file = name.slice('graphiql/'.length) as keyof typeof GRAPHIQL_FILES;
+    type = GRAPHIQL_FILES[file].type;
+    content = cached(name, () => graphiqlFile(file));
+  } else {
+    return null;
+  }
+  // An hour: long enough for a browsing session, short enough that an upgrade shows up the same day.
+  return new fetchAPI.Response(await content, { headers: { 'content-type': type, 'cache-control': 'public, max-age=3600' } });
+}

@@ -1,0 +1,22 @@
+import type { Plugin } from 'graphql-yoga';
+import { assetResponse } from '../pages/assets.js';
+import { landingPage } from '../pages/landing.js';
+import { ASSETS_PATH, htmlResponse } from '../pages/layout.js';
+
+/** The landing page at `/` and the pages' static files under `/assets/` (GraphiQL's bundle among them). */
+export function usePages(): Plugin {
+  return {
+    async onRequest({ request, url, endResponse, fetchAPI }) {
+      if (request.method !== 'GET' && request.method !== 'HEAD') return;
+      const head = (response: Response) => (request.method === 'HEAD' ? new fetchAPI.Response(null, response) : response);
+      if (url.pathname === '/') {
+        endResponse(head(htmlResponse(fetchAPI, landingPage(url.origin))));
+        return;
+      }
+      if (url.pathname.startsWith(`${ASSETS_PATH}/`)) {
+        const asset = await assetResponse(url.pathname, fetchAPI);
+        if (asset) endResponse(head(asset));
+      }
+    },
+  };
+}

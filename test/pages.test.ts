@@ -1,0 +1,160 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
+
+// The pages a person opens, in a real headless Chromium (Debian's `chromium`; `.ci/run` installs it): each
+// renders, runs under its CSP without a violation, and makes no request off this machine. Every request that
+// leaves 127.0.0.1 is recorded and aborted, so a page that depends on a CDN fails here as it would offline.
+
+const CHROMIUM = '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium package`);
+
+const LIST_OPERATIONS = [
+  ['Catalog', 'listCategories'],
+  ['Catalog', 'listAvailableApplications'],
+  ['Connections', 'listConnections'],
+  ['Syncs', 'listSyncs'],
+] as const;
+
+describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
+  let fixture: TestGateway;
+  let server: Server;
+  let origin: string;
+  let context: BrowserContext;
+  let userDataDir: string;
+  /** Requests to anywhere but this server (aborted), and what the console reported as errors. */
+  const offsite: string[] = [];
+  const problems: string[] = [];
+
+  beforeAll(async () => {
+    fixture = await createTestGateway('pglite');
+    server = createServer(fixture.gateway);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    userDataDir = mkdtempSync(join(tmpdir(), 'gw-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    await context.route(
+      (url) => url.origin !== origin && (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
+      async (route) => {
+        offsite.push(route.request().url());
+        await route.abort('internetdisconnected');
+      },
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await new Promise((resolve) => server?.close(resolve));
+    await fixture?.dispose();
+    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  });
+
+  async function open(path: string): Promise<Page> {
+    const page = await context.newPage();
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`${path}: ${message.text()}`);
+    });
+    page.on('pageerror', (error) => problems.push(`${path}: ${error.message}`));
+    const response = await page.goto(`${origin}${path}`);
+    expect(response?.status()).toBe(200);
+    return page;
+  }
+
+  function expectCleanRun(): void {
+    expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
+    expect(problems, 'console errors (CSP violations among them)').toEqual([]);
+  }
+
+  it('/ says what the service is and links to GraphiQL, the API reference, the error codes and /healthz', async () => {
+    const page = await open('/');
+    await expect(page.locator('h1').textContent()).resolves.toBe('Integrations & Sync API');
+    const links = await page.locator('main a').evaluateAll((anchors) => anchors.map((a) => a.getAttribute('href')));
+    expect(links).toEqual(expect.arrayContaining(['/graphql', '/api/v1/docs', '/api/v1/openapi.json', '/docs/errors', '/healthz', '/readyz']));
+    await expect(page.locator('pre code').textContent()).resolves.toBe(
+      `curl -H "Authorization: Token $TOKEN" ${origin}/api/v1/integrations/connected`,
+    );
+    // The stylesheet loaded (the CSP allows 'self' only): code spans have the reference's colour.
+    expect(await page.locator('main code').first().evaluate((code) => getComputedStyle(code).color)).toBe('rgb(144, 18, 254)');
+    for (const href of ['/graphql', '/api/v1/docs', '/docs/errors', '/healthz']) {
+      const response = await page.request.get(`${origin}${href}`, { headers: { accept: 'text/html' } });
+      expect(response.status(), href).toBe(200);
+    }
+    await page.close();
+    expectCleanRun();
+  });
+
+  it('the error-code pages are styled like the reference and render their code spans', async () => {
+    const page = await open('/docs/errors');
+    expect(await page.locator('table tr').count()).toBeGreaterThan(5);
+    await page.locator('a', { hasText: 'UNAUTHORIZED' }).click();
+    await page.waitForURL(`${origin}/docs/errors/UNAUTHORIZED`);
+    const spans = await page.locator('main p code').allTextContents();
+    expect(spans).toContain('Authorization: Token <personal access token>');
+    expect(await page.locator('main').textContent()).not.toContain('`');
+    expect(await page.locator('body').evaluate((body) => getComputedStyle(body).fontFamily)).toBe('sans-serif');
+    await page.close();
+    expectCleanRun();
+  });
+
+  it('GraphiQL renders and runs a query with the Authorization header', async () => {
+    const page = await open('/graphql');
+    await page.locator('.graphiql-container').first().waitFor({ timeout: 30_000 });
+    await page.getByText('Headers', { exact: true }).click();
+    const headersEditor = page.locator('.graphiql-editor-tool .monaco-editor').last();
+    await headersEditor.click();
+    await page.keyboard.insertText(JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.readerToken}` }));
+    const answered = page.waitForResponse((response) => new URL(response.url()).pathname === '/graphql' && response.request().method() === 'POST' && response.request().postData()?.includes('totalCount') === true);
+    await page.locator('.graphiql-execute-button').click();
+    const response = await answered;
+    expect(response.request().headers().authorization).toBe(`Token ${fixture.tenants.demo.readerToken}`);
+    expect(response.status()).toBe(200);
+    const body = (await response.json()) as { data?: { connections?: { totalCount: number } }; errors?: unknown };
+    expect(body.errors).toBeUndefined();
+    expect(body.data?.connections?.totalCount).toBeGreaterThan(0);
+    await page.locator('.result-window', { hasText: 'totalCount' }).waitFor({ timeout: 10_000 });
+    await page.close();
+    expectCleanRun();
+  }, 90_000);
+
+  it('the API reference takes the bare token, and "Try it out" on each list endpoint answers 200 with its defaults', async () => {
+    const page = await open('/api/v1/docs');
+    await page.locator('.info .title', { hasText: 'Integrations & Sync API' }).waitFor({ timeout: 30_000 });
+    await page.locator('button.authorize').first().click();
+    const tokenForm = page.locator('.auth-container').filter({ hasText: '(apiKey)' });
+    await tokenForm.locator('input').fill(fixture.tenants.demo.readerToken);
+    await tokenForm.locator('button.authorize').click();
+    await page.locator('button.close-modal').click();
+    for (const [tag, operationId] of LIST_OPERATIONS) {
+      const operation = page.locator(`#operations-${tag}-${operationId}`);
+      await operation.locator('.opblock-summary').first().click();
+      await operation.getByRole('button', { name: 'Try it out' }).click();
+      const answered = page.waitForResponse((response) => response.url().startsWith(`${origin}/api/v1/integrations/`));
+      await operation.getByRole('button', { name: 'Execute' }).click();
+      const response = await answered;
+      expect(response.request().headers().authorization, operationId).toBe(`Token ${fixture.tenants.demo.readerToken}`);
+      expect(response.status(), `${operationId}: ${await response.text()}`).toBe(200);
+      await operation.locator('.live-responses-table .response-col_status', { hasText: /^\s*200\s*$/ }).waitFor();
+    }
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+});
