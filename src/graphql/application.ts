@@ -1,5 +1,6 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
 import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
 import { assertIdShape } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
@@ -37,6 +38,8 @@ export const Features = builder.objectRef<JsonObject>('Features').implement({
     title: t.string({ resolve: (f) => jsonString(f, 'title') ?? '' }),
     features: t.field({
       type: [Feature],
+      // Catalog copy, a handful of sections per application: counted as 10 in a document's cost.
+      complexity: { field: 1, multiplier: 10 },
       resolve: (f) => (Array.isArray(f.features) ? f.features.map(asJsonObject) : []),
     }),
   }),
@@ -79,6 +82,7 @@ const ApplicationList = listType('ApplicationList', Application, 'A page of cata
 builder.queryFields((t) => ({
   applications: t.field({
     type: ApplicationList,
+    complexity: pageComplexity(APPLICATION_PAGE),
     description: 'Catalog applications available to connect, by name unless orderBy says otherwise.',
     authScopes: { permission: 'catalog:read' },
     args: {

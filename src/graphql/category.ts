@@ -1,5 +1,6 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
 import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
 import { assertIdShape } from './ids.js';
 import { listPage, listType, pageWindow } from './list.js';
@@ -52,6 +53,7 @@ function searchWhere(search: string | null | undefined) {
 
 builder.queryFields((t) => ({
   categories: t.field({
+    complexity: pageComplexity(CATEGORY_PAGE),
     type: CategoryList,
     description: 'Catalog categories, ordered by sortOrder then name unless orderBy says otherwise.',
     authScopes: { permission: 'catalog:read' },

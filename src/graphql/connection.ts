@@ -3,6 +3,7 @@ import { ConnectionStatus as ConnectionStatusValues, ConnectionVia as Connection
 import { ApiError } from '../errors.js';
 import { keywordSearchWhere, Features } from './application.js';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
 import { Category } from './category.js';
 import {
   type ColumnSpec,
@@ -137,6 +138,7 @@ export const Connection = builder.prismaObject('Connection', {
     // pages through a LATERAL join, counts grouped by connection.
     syncs: t.loadableGroup({
       type: Sync,
+      complexity: pageComplexity(SYNC_PAGE),
       description: `Runs of this connection, newest first unless orderBy says otherwise; limit 1 to ${SYNC_PAGE.maxLimit}.`,
       authScopes: { permission: 'syncs:read' },
       args: {
@@ -193,6 +195,7 @@ function ownConnection(tenantId: string, id: string) {
 builder.queryFields((t) => ({
   connections: t.field({
     type: ConnectionList,
+    complexity: pageComplexity(CONNECTION_PAGE),
     description: "The caller's connected applications, by name unless orderBy says otherwise.",
     authScopes: { permission: 'connections:read' },
     args: {

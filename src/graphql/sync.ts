@@ -5,6 +5,7 @@ import type { Prisma } from '../generated/prisma/client.js';
 import type PrismaTypes from '../generated/pothos-prisma-types.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
 import { Connection } from './connection.js';
 import {
   BooleanFilter,
@@ -241,6 +242,7 @@ export async function countConnectionSyncs(connectionIds: readonly string[], con
 builder.queryFields((t) => ({
   syncs: t.field({
     type: SyncList,
+    complexity: pageComplexity(SYNC_PAGE),
     description: "The caller's sync history, newest started first unless orderBy says otherwise.",
     authScopes: { permission: 'syncs:read' },
     args: {
