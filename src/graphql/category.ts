@@ -2,7 +2,7 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
-import { assertIdShape } from './ids.js';
+import { assertIdLength } from './ids.js';
 import { listPage, listType, pageWindow } from './list.js';
 
 export const CATEGORY_COLUMNS: Record<string, ColumnSpec> = {
@@ -86,6 +86,6 @@ builder.queryFields((t) => ({
     authScopes: { permission: 'catalog:read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (query, _root, args, context) =>
-      context.db.prisma.category.findUnique({ ...query, where: { id: assertIdShape(args.id, 'category') } }),
+      context.db.prisma.category.findUnique({ ...query, where: { id: assertIdLength(args.id, 'category') } }),
   }),
 }));

@@ -6,6 +6,7 @@ import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { Category } from './category.js';
 import {
+  assertValueLength,
   type ColumnSpec,
   DateTimeFilter,
   enumFilter,
@@ -17,7 +18,7 @@ import {
   resourceOrder,
   StringFilter,
 } from './filters.js';
-import { assertIdShape } from './ids.js';
+import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
 import { countConnectionSyncs, loadConnectionSyncs, Sync, SYNC_PAGE, SyncFilter, SyncOrder } from './sync.js';
@@ -189,7 +190,7 @@ const ConnectionList = listType('ConnectionList', Connection, "A page of the cal
 
 /** Where clause for one live (not deleted) connection of the caller. */
 function ownConnection(tenantId: string, id: string) {
-  return { id: assertIdShape(id, 'connection'), tenantId, deletedAt: null };
+  return { id: assertIdLength(id, 'connection'), tenantId, deletedAt: null };
 }
 
 builder.queryFields((t) => ({
@@ -210,10 +211,11 @@ builder.queryFields((t) => ({
     resolve: (_root, args, context, info) => {
       const viewer = requireViewer(context);
       const { take, skip } = pageWindow(args, CONNECTION_PAGE);
+      assertValueLength('name', args.name);
       const where = {
         AND: [
           { tenantId: viewer.tenantId, deletedAt: null },
-          args.categoryId ? { application: { categoryId: args.categoryId } } : {},
+          args.categoryId ? { application: { categoryId: assertIdLength(args.categoryId, 'category') } } : {},
           args.name ? { name: { contains: escapeLike(args.name), mode: 'insensitive' as const } } : {},
           filterWhere(args.filter, CONNECTION_COLUMNS),
           keywordSearchWhere(args.search),

@@ -16,9 +16,10 @@ import {
   type OrderInput,
   resourceFilter,
   resourceOrder,
+  searchTerm,
   StringFilter,
 } from './filters.js';
-import { assertIdShape } from './ids.js';
+import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
 import { arrayLiteral, filterSql, orderSql, selectedFields, SqlParams, sqlRenderer } from './sql.js';
@@ -180,7 +181,7 @@ const SyncList = listType('SyncList', Sync, 'A page of sync records.');
 
 /** `search`: case-insensitive substring of error_message, or of the status name. */
 function syncSearch<Condition>(search: string | null | undefined, renderer: FilterRenderer<Condition>): Condition {
-  const term = search?.trim().toLowerCase();
+  const term = searchTerm(search);
   if (!term) return renderer.all([]);
   const statuses = Object.values(SyncStatusValues).filter((status) => status.includes(term));
   const errorMessage = renderer.compare(SYNC_COLUMNS.errorMessage!, 'contains', term);
@@ -256,7 +257,7 @@ builder.queryFields((t) => ({
     // Hand-written SQL rather than Prisma: the history is the hot read, and Prisma's per-statement work cost
     // more than the rest of the request (BENCHMARKS.md).
     resolve: (_root, args, context, info) => {
-      const connectionId = args.connectionId ? assertIdShape(args.connectionId, 'connection') : null;
+      const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
       const sql = syncListSql(args, context, (params) => (connectionId ? [`"t0"."connection_id" = ${params.add(connectionId)}`] : []));
       const raw = context.db.raw;
       return listPage(
@@ -283,7 +284,7 @@ builder.queryFields((t) => ({
     resolve: (query, _root, args, context) =>
       context.db.prisma.sync.findFirst({
         ...query,
-        where: { id: assertIdShape(args.id, 'sync'), tenantId: requireViewer(context).tenantId },
+        where: { id: assertIdLength(args.id, 'sync'), tenantId: requireViewer(context).tenantId },
       }),
   }),
 }));

@@ -3,6 +3,7 @@ import { isAsyncIterable, type Plugin, type YogaServerInstance } from 'graphql-y
 import type { Context } from '../context.js';
 import { clip } from '../clip.js';
 import { isErrorCode } from '../errors.js';
+import { credentialRequiredError } from '../graphql/viewer.js';
 import { compileRoutes, type CompiledRoute } from '../rest/compile-routes.js';
 import { apiDocsResponse } from '../rest/docs-page.js';
 import {
@@ -131,6 +132,9 @@ async function runRoute(
   } catch (error) {
     return unexpectedErrorResponse(yoga, error, target);
   }
+  // Every route reads tenant data or the catalog, which need a credential: without one the answer is 401
+  // before the query string or the path is read (CONTRACT), whatever else is wrong with the request.
+  if ((contextValue as Context).viewer === null) return graphqlErrorResponse(credentialRequiredError(), target);
 
   let variables: Record<string, unknown> = {};
   let query: ListQuery | null = null;

@@ -3,6 +3,7 @@
 // silent. Pure: no I/O and no GraphQL, so it is tested as a plain function.
 
 import { clip } from '../clip.js';
+import { TEXT_LIMITS } from '../input-limits.js';
 
 export type FieldType = 'string' | 'int' | 'boolean' | 'timestamp' | 'enum' | 'string_array' | 'json';
 
@@ -79,10 +80,10 @@ export type ParseResult = { ok: true; query: ListQuery } | { ok: false; problems
 
 /** Bounds that keep the work done on hostile input small. */
 export const QUERY_LIMITS = {
-  maxValueLength: 4096,
+  maxValueLength: TEXT_LIMITS.maxValueLength,
   maxFilters: 50,
   maxInMembers: 500,
-  maxSearchLength: 200,
+  maxSearchLength: TEXT_LIMITS.maxSearchLength,
   maxOrderKeys: 5,
   maxOffset: 1_000_000,
   maxProblems: 50,
