@@ -150,11 +150,13 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
       expect(body.data).toEqual([list[1]]);
     });
 
-    it('an unknown id is 404 NOT_FOUND; a malformed one is 400', async () => {
+    it('an unknown id is 404 NOT_FOUND, whatever its shape; one that cannot be an id (over 64 characters) is 400', async () => {
       const missing = await rest(t.gateway, `${BASE}/available/${newId('app')}`, { token: reader, expectStatus: 404 });
       expectErrorBody(missing.body, 'NOT_FOUND');
-      const malformed = await rest(t.gateway, `${BASE}/available/not%20an%20id`, { token: reader, expectStatus: 400 });
-      expectErrorBody(malformed.body, 'INVALID_QUERY');
+      const strange = await rest(t.gateway, `${BASE}/available/not%20an%20id`, { token: reader, expectStatus: 404 });
+      expectErrorBody(strange.body, 'NOT_FOUND');
+      const tooLong = await rest(t.gateway, `${BASE}/available/app_${'a'.repeat(61)}`, { token: reader, expectStatus: 400 });
+      expectErrorBody(tooLong.body, 'INVALID_QUERY');
     });
   });
 

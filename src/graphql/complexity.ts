@@ -9,7 +9,7 @@
  * Lists without a limit argument: a category's catalog applications, a tenant's service users and a service
  * user's tokens. None is tenant data that grows with use; each is counted as this many items.
  */
-export const UNBOUNDED_LIST_MULTIPLIER = 100;
+export const UNBOUNDED_LIST_MULTIPLIER = 20;
 
 /** A page's selection counts once per item the page may return: its limit, or its default. */
 export function pageComplexity(bounds: { defaultLimit: number; maxLimit: number }) {
