@@ -49,6 +49,9 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
 
   it('is a valid OpenAPI 3.1 document, served without credentials', async () => {
     expect(document.openapi).toBe('3.1.0');
+    expect(document.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    expect(document.info.license).toEqual({ name: 'MIT', identifier: 'MIT' });
+    expect(document.info.contact.name).toEqual(expect.any(String));
     const result = await validate(structuredClone(document) as never);
     expect(result.valid, JSON.stringify(result, null, 2)).toBe(true);
     expect(result.warnings).toEqual([]);
@@ -76,6 +79,21 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     expect(names(`${BASE}/connected/{id}`)).toEqual(['id']);
     const limit = (document.paths[`${BASE}/syncs`].get.parameters as Json[]).find((p) => p.name === 'limit');
     expect(limit?.schema).toMatchObject({ minimum: 1, maximum: 100, default: 10 });
+    const syncParams = document.paths[`${BASE}/syncs`].get.parameters as Json[];
+    const schemaOf = (name: string) => syncParams.find((p) => p.name === name)?.schema;
+    expect(schemaOf('page')).toMatchObject({ minimum: 1, maximum: 10_001 });
+    expect(schemaOf('search')).toMatchObject({ minLength: 1, maxLength: 200 });
+    expect(document.paths[`${BASE}/syncs`].get['x-mutually-exclusive-parameters']).toEqual([['offset', 'page']]);
+    const grammar = (name: string) => new RegExp(schemaOf(name).pattern, 'u');
+    expect(['eq.failed', 'not.in.(failed,success)', 'is.null'].map((v) => [v, grammar('status').test(v)])).toEqual([
+      ['eq.failed', true],
+      ['not.in.(failed,success)', true],
+      ['is.null', false],
+    ]);
+    expect(['ilike.*timeout*', 'like.a*b', 'gte.2026-01-01T00:00:00Z', 'is.null'].map((v) => grammar('error_message').test(v))).toEqual([true, false, true, true]);
+    expect(['started_at.desc,id', 'id,status,id.desc', 'summary'].map((v) => grammar('order').test(v))).toEqual([true, false, false]);
+    expect(['id, status', 'id,nope'].map((v) => grammar('select').test(v))).toEqual([true, false]);
+    expect(document.paths[`${BASE}/syncs/{id}`].get.parameters[0].schema).toMatchObject({ maxLength: 64 });
   });
 
   it('real responses of every endpoint match the documented schemas', async () => {

@@ -92,7 +92,7 @@ export const QUERY_LIMITS = {
 const CONTROL_PARAMS: ReadonlySet<string> = new Set(['select', 'search', 'order', 'limit', 'offset', 'page']);
 
 const COMPARISONS: readonly FilterOperator[] = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte'];
-const OPERATORS_BY_TYPE: Record<FieldType, readonly FilterOperator[]> = {
+export const OPERATORS_BY_TYPE: Record<FieldType, readonly FilterOperator[]> = {
   string: [...COMPARISONS, 'like', 'ilike'],
   int: COMPARISONS,
   timestamp: COMPARISONS,
