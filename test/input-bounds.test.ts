@@ -1,6 +1,7 @@
 // What the service does with inputs at its edges, on both surfaces and both databases: ids that name nothing
 // (404 / null, whatever their shape), ids that cannot be ids (400), GraphQL text under the REST caps from one
-// place, and a missing credential answered 401 before anything of the request is read.
+// place, one timestamp parser for both surfaces, a missing credential answered 401 before anything of the
+// request is read, and no path that ends in /health answered by yoga's built-in check.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TEXT_LIMITS } from '../src/input-limits.js';
 import { databaseKinds } from './fixtures/databases.js';
@@ -93,5 +94,46 @@ describe.each(databaseKinds)('inputs at the edges on %s', (kind) => {
     }
     // With a credential the same query string is the caller's mistake.
     expect((await rest(t.gateway, `${BASE}/syncs?order=`, { token: reader })).status).toBe(400);
+  });
+
+  it('refuses impossible dates on both surfaces with the one parser, and accepts real ones', async () => {
+    const admin = t.tenants.demo.adminToken;
+    for (const value of ['2027-02-31T00:00:00Z', '2026-04-31', '2026-13-01', '2026-01-01T24:00:00Z', '0000-12-31T23:00:00Z', '0001-01-01T00:00:00+01:00']) {
+      const viaRest = await rest(t.gateway, `${BASE}/syncs?started_at=gte.${encodeURIComponent(value)}`, { token: reader });
+      expect({ value, status: viaRest.status }).toEqual({ value, status: 400 });
+      const viaGraphQL = await graphql(t.gateway, 'query($v: DateTime) { syncs(filter: { startedAt: { gte: $v } }) { totalCount } }', {
+        token: reader,
+        variables: { v: value },
+      });
+      expect({ value, status: viaGraphQL.status, code: viaGraphQL.body.errors?.[0]?.extensions?.code }).toEqual({ value, status: 400, code: 'INVALID_QUERY' });
+    }
+    // A token asked to expire on 31 February is refused, not rolled over to 3 March.
+    const users = await graphql(t.gateway, '{ serviceUsers { id } }', { token: admin, expectOk: true });
+    const serviceUserId = users.body.data?.serviceUsers[0].id;
+    const token = await graphql(t.gateway, 'mutation($u: ID!) { createToken(serviceUserId: $u, expiresAt: "2027-02-31T00:00:00Z") { token } }', {
+      token: admin,
+      variables: { u: serviceUserId },
+    });
+    expect([token.status, token.body.errors?.[0]?.extensions?.code]).toEqual([400, 'INVALID_QUERY']);
+    for (const value of ['2024-02-29', '2026-01-31T23:59:59.999+02:00', '2026-06-30t12:00:00z']) {
+      expect((await rest(t.gateway, `${BASE}/syncs?started_at=gte.${encodeURIComponent(value)}`, { token: reader })).status).toBe(200);
+      const viaGraphQL = await graphql(t.gateway, 'query($v: DateTime) { syncs(filter: { startedAt: { gte: $v } }) { totalCount } }', {
+        token: reader,
+        variables: { v: value },
+      });
+      expect({ value, status: viaGraphQL.status }).toEqual({ value, status: 200 });
+    }
+  });
+
+  it('answers paths that end in /health like any other path: yoga\'s built-in check is off', async () => {
+    const anonymous = await rest(t.gateway, `${BASE}/connected/health`);
+    expect([anonymous.status, anonymous.body.error?.code]).toEqual([401, 'UNAUTHORIZED']);
+    const withToken = await rest(t.gateway, `${BASE}/connected/health`, { token: reader });
+    expect([withToken.status, withToken.body.error?.code]).toEqual([404, 'NOT_FOUND']);
+    for (const path of ['/health', '/api/health', '/graphql/health', `${BASE}/syncs?x=/health`]) {
+      const response = await t.gateway.fetch(`http://gateway.test${path}`);
+      expect({ path, status: response.status, yoga: response.headers.get('x-yoga-id') }).toEqual({ path, status: path.startsWith(BASE) ? 401 : 404, yoga: null });
+    }
+    expect((await t.gateway.fetch('http://gateway.test/healthz')).status).toBe(200);
   });
 });
