@@ -15,7 +15,7 @@ import { requireViewer } from './viewer.js';
 
 const Role = builder.enumType(RoleValues, {
   name: 'Role',
-  description: 'admin: everything within the tenant. reader: read-only.',
+  description: 'admin: everything within the tenant. reader: read-only. engine: a sync engine (worker): reads connections and runs, claims runs and reports on them; nothing else.',
 });
 
 const Token = builder.prismaObject('Token', {

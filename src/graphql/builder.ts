@@ -19,6 +19,7 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     DateTime: { Input: Date; Output: Date };
     ID: { Input: string; Output: string };
+    JSONObject: { Input: Record<string, unknown>; Output: Record<string, unknown> };
   };
 }>({
   plugins: [ScopeAuthPlugin, PrismaPlugin, DataloaderPlugin, ComplexityPlugin],

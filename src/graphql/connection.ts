@@ -2,6 +2,7 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import { ConnectionStatus as ConnectionStatusValues, ConnectionVia as ConnectionViaValues } from '../generated/prisma/enums.js';
 import { ApiError } from '../errors.js';
 import { keywordSearchWhere, Features } from './application.js';
+import { deleteConnection } from '../db/connection-writes.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { Category } from './category.js';
@@ -254,13 +255,9 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'connections:delete' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, context) => {
-      // One conditional UPDATE: atomic, and a concurrent second delete finds nothing to update.
-      const { count } = await context.db.prisma.connection.updateMany({
-        where: ownConnection(requireViewer(context).tenantId, args.id),
-        data: { deletedAt: new Date() },
-      });
-      if (count === 0) throw new ApiError('NOT_FOUND', `connection ${args.id} not found`);
-      return { id: args.id };
+      // One transaction: the connection goes, and its pending and in-progress runs fail with "connection deleted".
+      const { connection } = await deleteConnection(context.db.raw, requireViewer(context).tenantId, assertIdLength(args.id, 'connection'));
+      return { id: connection.id };
     },
   }),
 }));

@@ -51,6 +51,11 @@ const SYNC_ROW_SQL: Record<string, string> = {
   isAutoMigrate: '"t0"."is_auto_migrate" AS "isAutoMigrate"',
   diff: '"t0"."diff"',
   checksum: '"t0"."checksum"',
+  attempt: '"t0"."attempt"',
+  retryOfId: '"t0"."retry_of_id" AS "retryOfId"',
+  dueAt: '"t0"."due_at" AS "dueAt"',
+  leaseExpiresAt: '"t0"."lease_expires_at" AS "leaseExpiresAt"',
+  workerId: '"t0"."worker_id" AS "workerId"',
 };
 
 /** Sync fields that read row properties of another name; every other field reads its namesake. */
@@ -154,6 +159,16 @@ export const Sync: PrismaObjectRef<typeof builder.$inferSchemaTypes, PrismaTypes
     diffJson: t.string({ resolve: (s) => JSON.stringify(s.diff) }),
     checksum: t.field({ type: SyncChecksum, resolve: (s) => asJsonObject(s.checksum) }),
     checksumJson: t.string({ resolve: (s) => JSON.stringify(s.checksum) }),
+    // The engine's side of a run (GraphQL only: the REST record keeps exactly the spec's fields).
+    attempt: t.exposeInt('attempt', { description: '1 for a triggered or scheduled run, n + 1 for the retry of attempt n.' }),
+    retryOfId: t.exposeID('retryOfId', { nullable: true, description: 'The failed run this one retries.' }),
+    dueAt: t.expose('dueAt', { type: 'DateTime', nullable: true, description: 'When a pending run may be claimed (later for a retry in back-off).' }),
+    leaseExpiresAt: t.expose('leaseExpiresAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'While in progress: when the claim lapses without a progress report.',
+    }),
+    workerId: t.exposeString('workerId', { nullable: true, description: 'Who claimed the run (the credential\'s subject).' }),
     connection: t.field({
       type: Connection,
       nullable: true,

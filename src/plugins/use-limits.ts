@@ -117,9 +117,12 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugi
       for (const rule of rules) addValidationRule(rule);
     },
     onExecute({ args, setResultAndStopExecution }) {
-      // PostgreSQL text cannot hold U+0000: refused here, on both surfaces, rather than failing in the database.
-      if (holdsNul(args.variableValues, 0) || documentHoldsNul(args.document)) {
-        setResultAndStopExecution({ errors: [new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000)')] });
+      // PostgreSQL text cannot hold U+0000 nor a lone UTF-16 surrogate (JSON can: "\udfff"): refused here, on
+      // both surfaces, rather than failing in the database.
+      if (holdsUnstorableText(args.variableValues, 0) || documentHoldsNul(args.document)) {
+        setResultAndStopExecution({
+          errors: [new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000) or a lone UTF-16 surrogate')],
+        });
         return;
       }
       const overBudget = costError(args, limits.maxCost);
@@ -200,11 +203,22 @@ function nestsDeeper(value: unknown, max: number): boolean {
   return Object.values(value).some((member) => nestsDeeper(member, max - 1));
 }
 
-function holdsNul(value: unknown, depth: number): boolean {
-  if (typeof value === 'string') return value.includes('\0');
+/** Text PostgreSQL cannot store: a NUL, or a lone surrogate (not well-formed UTF-16, so no UTF-8 for it). */
+function unstorable(text: string): boolean {
+  return text.includes('\0') || !isWellFormed(text);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function isWellFormed(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
+
+function holdsUnstorableText(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return unstorable(value);
   // Deeper than any input type of the schema nests; coercion refuses such values anyway.
   if (value === null || typeof value !== 'object' || depth > 64) return false;
-  return Object.values(value).some((member) => holdsNul(member, depth + 1));
+  return Object.values(value).some((member) => holdsUnstorableText(member, depth + 1));
 }
 
 /** Documents are shared (yoga's parse cache, the REST routes' own), so each one is walked once. */
@@ -223,7 +237,7 @@ function walkForNul(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     StringValue(node) {
-      if (!node.value.includes('\0')) return undefined;
+      if (!unstorable(node.value)) return undefined;
       found = true;
       return BREAK;
     },
