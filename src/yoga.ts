@@ -114,7 +114,7 @@ query Connections {
       }),
       useAuth(),
       useRequestErrorCodes(),
-      useRest({ schema }),
+      useRest({ schema, maxBodyBytes: limits.maxBodyBytes }),
     ],
     context: async ({ request }) => ({
       db,

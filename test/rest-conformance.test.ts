@@ -545,13 +545,15 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
     });
 
     it('a known path with another method is 405 with Allow', async () => {
-      const post = await rest(t.gateway, `${BASE}/connected`, { method: 'POST', token: admin, expectStatus: 405 });
-      expectErrorBody(post.body, 'METHOD_NOT_ALLOWED');
-      expect(post.headers.get('allow')).toBe('GET, HEAD');
-      const put = await rest(t.gateway, `${BASE}/connected/${connections[0]!.id}`, { method: 'PUT', token: admin, expectStatus: 405 });
-      expect(put.headers.get('allow')).toBe('GET, HEAD, DELETE');
+      const put = await rest(t.gateway, `${BASE}/connected`, { method: 'PUT', token: admin, expectStatus: 405 });
+      expectErrorBody(put.body, 'METHOD_NOT_ALLOWED');
+      expect(put.headers.get('allow')).toBe('GET, HEAD, POST');
+      const putOne = await rest(t.gateway, `${BASE}/connected/${connections[0]!.id}`, { method: 'PUT', token: admin, expectStatus: 405 });
+      expect(putOne.headers.get('allow')).toBe('GET, HEAD, DELETE, PATCH');
       const del = await rest(t.gateway, `${BASE}/syncs/${allSyncs[0]!.id}`, { method: 'DELETE', token: admin, expectStatus: 405 });
-      expect(del.headers.get('allow')).toBe('GET, HEAD');
+      expect(del.headers.get('allow')).toBe('GET, HEAD, PATCH');
+      const getClaim = await rest(t.gateway, `${BASE}/categories`, { method: 'POST', token: admin, expectStatus: 405 });
+      expect(getClaim.headers.get('allow')).toBe('GET, HEAD');
     });
 
     it('HEAD answers the status and headers of GET without a body', async () => {

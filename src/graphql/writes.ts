@@ -4,8 +4,7 @@ import { createConnection, updateConnection } from '../db/connection-writes.js';
 import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../db/sync-runs.js';
 import { parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
 import { invalidInput } from '../domain/problems.js';
-import { parseSyncReport, leaseSecondsSchema, zodProblems } from '../domain/sync-reports.js';
-import { z } from 'zod';
+import { parseClaimBody, parseSyncReport, parseTriggerBody, type SyncReport } from '../domain/sync-reports.js';
 import { builder } from './builder.js';
 import { Connection, ConnectionStatus, ConnectionVia } from './connection.js';
 import { assertIdLength } from './ids.js';
@@ -93,11 +92,15 @@ async function connectionForSelection(context: Context, query: object, id: strin
   return context.db.prisma.connection.findUniqueOrThrow({ ...query, where: { id, tenantId: requireViewer(context).tenantId } });
 }
 
-const claimBody = z.strictObject({
-  lease_seconds: leaseSecondsSchema.optional(),
-  connection_id: z.string().min(1).max(64).optional(),
-  application_slug: z.string().min(1).max(100).optional(),
-});
+/** A parsed run report applied by the claimer: progress (a heartbeat) or the outcome. */
+async function applyReport(context: Context, id: string, report: SyncReport) {
+  const viewer = requireViewer(context);
+  const syncId = assertIdLength(id, 'sync');
+  if (report.kind === 'progress') {
+    return reportSyncProgress(context.db.raw, viewer.tenantId, { syncId, workerId: viewer.subject, summary: report.summary });
+  }
+  return (await finishSync(context.db.raw, viewer.tenantId, { syncId, workerId: viewer.subject, outcome: report.outcome })).run;
+}
 
 builder.mutationFields((t) => ({
   createConnection: t.prismaField({
@@ -129,11 +132,10 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'syncs:trigger' },
     args: { connectionId: t.arg.id({ required: true }), estimatedItems: t.arg.int() },
     resolve: async (_root, args, context) => {
-      const estimated = args.estimatedItems ?? undefined;
-      if (estimated !== undefined && estimated < 0) throw invalidInput([{ field: 'estimated_items', message: 'must be 0 or more' }]);
+      const { trigger } = parsed(parseTriggerBody(bodyOf(args)));
       return triggerSync(context.db.raw, requireViewer(context).tenantId, {
-        connectionId: assertIdLength(args.connectionId, 'connection'),
-        ...(estimated === undefined ? {} : { estimatedItems: estimated }),
+        connectionId: trigger.connection_id,
+        ...(trigger.estimated_items === undefined ? {} : { estimatedItems: trigger.estimated_items }),
       });
     },
   }),
@@ -145,10 +147,9 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'syncs:run' },
     args: { leaseSeconds: t.arg.int(), connectionId: t.arg.id(), applicationSlug: t.arg.string() },
     resolve: async (_root, args, context) => {
-      const body = claimBody.safeParse(bodyOf(args));
-      if (!body.success) throw invalidInput(zodProblems(body.error));
+      const { claim } = parsed(parseClaimBody(bodyOf(args)));
       const viewer = requireViewer(context);
-      const { lease_seconds: leaseSeconds, connection_id: connectionId, application_slug: applicationSlug } = body.data;
+      const { lease_seconds: leaseSeconds, connection_id: connectionId, application_slug: applicationSlug } = claim;
       return claimSync(context.db.raw, viewer.tenantId, {
         workerId: viewer.subject,
         ...(leaseSeconds === undefined ? {} : { leaseSeconds }),
@@ -162,16 +163,7 @@ builder.mutationFields((t) => ({
     description: "Records progress on a run this credential claimed and extends its lease (a heartbeat). CONFLICT once the lease is lost.",
     authScopes: { permission: 'syncs:run' },
     args: { id: t.arg.id({ required: true }), summary: t.arg({ type: 'JSONObject', required: true }) },
-    resolve: async (_root, args, context) => {
-      const { report } = parsed(parseSyncReport({ summary: args.summary }));
-      if (report.kind !== 'progress') throw new Error('a summary-only report is progress');
-      const viewer = requireViewer(context);
-      return reportSyncProgress(context.db.raw, viewer.tenantId, {
-        syncId: assertIdLength(args.id, 'sync'),
-        workerId: viewer.subject,
-        summary: report.summary,
-      });
-    },
+    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport({ summary: args.summary })).report),
   }),
   finishSync: t.field({
     type: Sync,
@@ -180,16 +172,18 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'syncs:run' },
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: FinishSyncInput, required: true }) },
     resolve: async (_root, args, context) => {
+      // FinishSyncInput requires a status, so the report is an outcome, never progress.
       const { report } = parsed(parseSyncReport(bodyOf(args.input)));
-      if (report.kind !== 'finish') throw new Error('a report with a status is an outcome');
-      const viewer = requireViewer(context);
-      const finished = await finishSync(context.db.raw, viewer.tenantId, {
-        syncId: assertIdLength(args.id, 'sync'),
-        workerId: viewer.subject,
-        outcome: report.outcome,
-      });
-      return finished.run;
+      return applyReport(context, args.id, report);
     },
+  }),
+  reportSync: t.field({
+    type: Sync,
+    description:
+      'A run report as PATCH /api/v1/integrations/syncs/{id} takes it: {summary} is progress (a heartbeat), {status: "success" | "failed", …} the outcome.',
+    authScopes: { permission: 'syncs:run' },
+    args: { id: t.arg.id({ required: true }), report: t.arg({ type: 'JSONObject', required: true }) },
+    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport(args.report)).report),
   }),
 }));
 

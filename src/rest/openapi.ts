@@ -16,6 +16,8 @@ const ERROR_RESPONSES: Record<number, { name: string; code: ErrorCode; descripti
   403: { name: 'Forbidden', code: 'UNAUTHORIZED', description: 'The credential is valid but its role lacks the permission (e.g. a reader deleting).' },
   404: { name: 'NotFound', code: 'NOT_FOUND', description: "No such item for the calling tenant (another tenant's items are not found either)." },
   409: { name: 'Conflict', code: 'CONFLICT', description: 'The request conflicts with the current state of the resource.' },
+  413: { name: 'PayloadTooLarge', code: 'PAYLOAD_TOO_LARGE', description: 'The request body is over 1 MiB.' },
+  415: { name: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA_TYPE', description: 'The body is not sent as one of the media types the operation takes.' },
   500: { name: 'Internal', code: 'INTERNAL', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
   503: { name: 'Unavailable', code: 'UNAVAILABLE', description: 'The database is unreachable; retry after Retry-After seconds.' },
 };
@@ -89,6 +91,7 @@ Limits, each answered with 400 INVALID_QUERY (414 for the URL): the URL (path an
 
 function operationObject(route: CompiledRoute): Record<string, unknown> {
   const { spec } = route;
+  const created = spec.response.kind === 'item' && spec.response.created !== undefined;
   const statuses = [...new Set([...spec.errors, ...ALWAYS_DOCUMENTED])].sort((a, b) => a - b);
   return {
     operationId: spec.operationId,
@@ -97,12 +100,25 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
     description: spec.description,
     tags: [spec.tag],
     parameters: [...pathParameters(route), ...queryParameters(route)],
+    ...(spec.body
+      ? {
+          requestBody: {
+            required: true,
+            content: Object.fromEntries(spec.body.mediaTypes.map((type) => [type, { schema: spec.body?.schema, example: spec.body?.example }])),
+          },
+        }
+      : {}),
     responses: {
-      200: {
-        description: spec.response.kind === 'list' ? 'The list envelope.' : 'The item envelope.',
-        headers: requestIdHeader(),
+      [created ? 201 : 200]: {
+        description: spec.response.kind === 'list' ? 'The list envelope.' : created ? 'Created: the item envelope.' : 'The item envelope.',
+        headers: created
+          ? { ...requestIdHeader(), Location: { description: 'The URL of the created item.', schema: { type: 'string', format: 'uri' } } }
+          : requestIdHeader(),
         content: { 'application/json': { schema: envelopeSchema(route) } },
       },
+      ...(spec.response.kind === 'item' && spec.response.nullIsNoContent
+        ? { 204: { description: 'Nothing to answer (no body).', headers: requestIdHeader() } }
+        : {}),
       ...Object.fromEntries(
         statuses.map((status) => {
           const response = ERROR_RESPONSES[status];
