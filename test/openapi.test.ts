@@ -126,6 +126,39 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     for (const [path, method, response] of cases) expectMatchesDocument(path, method, response);
   });
 
+  it('answers of the write routes match the documented schemas, request bodies included', async () => {
+    const admin = t.tenants.demo.adminToken;
+    const call = async (method: string, path: string, body: unknown, contentType = 'application/json') => {
+      const response = await t.gateway.fetch(`${ORIGIN}${path}`, {
+        method,
+        headers: { authorization: `Token ${admin}`, 'content-type': contentType },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      return { status: response.status, body: text ? JSON.parse(text) : null, request: `${method} ${path}` };
+    };
+    const applicationId = (await rest(t.gateway, `${BASE}/available?limit=1&select=id`, { token: admin })).body.data[0].id;
+    const bodySchema = (path: string, method: string, type = 'application/json') =>
+      ajv.compile(resolved.paths[path][method].requestBody.content[type].schema);
+    const createBody = { application_id: applicationId, name: `openapi ${kind} ${Date.now()}` };
+    expect(bodySchema(`${BASE}/connected`, 'post')(createBody)).toBe(true);
+    expect(bodySchema(`${BASE}/connected`, 'post')({ ...createBody, colour: 'red' })).toBe(false);
+    const created = await call('POST', `${BASE}/connected`, createBody);
+    expectMatchesDocument(`${BASE}/connected`, 'post', created);
+    const id = created.body.data.id;
+    expectMatchesDocument(`${BASE}/connected/{id}`, 'patch', await call('PATCH', `${BASE}/connected/${id}`, { description: 'x' }, 'application/merge-patch+json'));
+    expectMatchesDocument(`${BASE}/connected/{id}`, 'patch', await call('PATCH', `${BASE}/connected/${id}`, { status: 'error' }));
+    const queued = await call('POST', `${BASE}/syncs`, { connection_id: id });
+    expectMatchesDocument(`${BASE}/syncs`, 'post', queued);
+    expectMatchesDocument(`${BASE}/syncs`, 'post', await call('POST', `${BASE}/syncs`, { connection_id: id }));
+    expectMatchesDocument(`${BASE}/syncs/claim`, 'post', await call('POST', `${BASE}/syncs/claim`, { connection_id: id }));
+    expectMatchesDocument(`${BASE}/syncs/{id}`, 'patch', await call('PATCH', `${BASE}/syncs/${queued.body.data.id}`, { summary: { processed: 1 } }));
+    expectMatchesDocument(`${BASE}/connected`, 'post', await call('POST', `${BASE}/connected`, createBody, 'text/plain'));
+    const nothing = await call('POST', `${BASE}/syncs/claim`, { connection_id: id });
+    expect(nothing.status).toBe(204);
+    expect(resolved.paths[`${BASE}/syncs/claim`].post.responses['204']).toBeDefined();
+  });
+
   it('serves a human-readable reference page and its assets without a CDN', async () => {
     const page = await t.gateway.fetch(`${ORIGIN}/api/v1/docs`);
     expect(page.status).toBe(200);
