@@ -402,6 +402,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           'deleteConnection',
           'deleteServiceUser',
           'finishSync',
+          'reportSync',
           'reportSyncProgress',
           'revokeToken',
           'triggerSync',
