@@ -3,6 +3,7 @@
 // tenants (404), and deletion failing the active runs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKinds } from './fixtures/databases.js';
+import { writeFingerprint } from './fixtures/fingerprint.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, rest } from './fixtures/rest.js';
 
@@ -27,14 +28,7 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     return { status, code: body.errors?.[0]?.extensions?.code as string | undefined, message: body.errors?.[0]?.message ?? '' };
   }
 
-  /** Rows of the tables a write touches, to show a refused write changed nothing. */
-  async function fingerprint() {
-    const [row] = await t.db.raw.query<{ connections: string; syncs: string }>(
-      `SELECT (SELECT md5(coalesce(string_agg(c::text, ',' ORDER BY id), '')) FROM connections c) AS connections,
-              (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY id), '')) FROM syncs s) AS syncs`,
-    );
-    return row;
-  }
+  const fingerprint = () => writeFingerprint(t.db);
 
   beforeAll(async () => {
     t = await createTestGateway(kind);

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { databaseKinds } from './fixtures/databases.js';
+import { writeFingerprint } from './fixtures/fingerprint.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 
@@ -25,13 +26,7 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
   }
 
-  async function fingerprint() {
-    const [row] = await t.db.raw.query<{ connections: string; syncs: string }>(
-      `SELECT (SELECT md5(coalesce(string_agg(c::text, ',' ORDER BY id), '')) FROM connections c) AS connections,
-              (SELECT md5(coalesce(string_agg(s::text, ',' ORDER BY id), '')) FROM syncs s) AS syncs`,
-    );
-    return row;
-  }
+  const fingerprint = () => writeFingerprint(t.db);
 
   beforeAll(async () => {
     t = await createTestGateway(kind);
