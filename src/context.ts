@@ -1,3 +1,4 @@
+import type { IdempotencyRecord } from './db/idempotency.js';
 import type { Permission } from './auth/permissions.js';
 import type { Database } from './db/client.js';
 import type { Role } from './generated/prisma/enums.js';
@@ -19,4 +20,9 @@ export interface Context {
   /** null when the request carries no valid credential; protected fields then answer UNAUTHORIZED. */
   viewer: Viewer | null;
   requestId: string;
+  /**
+   * The request's `Idempotency-Key` header, for the mutations a POST runs (createConnection, triggerSync,
+   * claimSync). `outcome` is set by the mutation: whether it did the work or found an earlier request's.
+   */
+  idempotency: { key: string; outcome?: { replayed: boolean; record?: IdempotencyRecord } } | null;
 }

@@ -120,6 +120,13 @@ query Connections {
       db,
       requestId: requestIdOf(request),
       viewer: await viewerOf(request),
+      idempotency: idempotencyOf(request),
     }),
   });
+}
+
+/** The request's Idempotency-Key, when it sends one (checked by the mutation that uses it). */
+function idempotencyOf(request: Request): Context['idempotency'] {
+  const key = request.headers.get('idempotency-key');
+  return key === null ? null : { key };
 }

@@ -131,3 +131,97 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     expect(await fingerprint()).toEqual(before);
   });
 });
+
+describe.each(databaseKinds)('Idempotency-Key on %s', (kind) => {
+  let t: TestGateway;
+  let admin: string;
+  let engine: string;
+  let applicationId: string;
+  const fingerprint = () => writeFingerprint(t.db);
+
+  async function post(path: string, token: string, body: unknown, key?: string) {
+    const headers: Record<string, string> = { authorization: `Token ${token}`, 'content-type': 'application/json' };
+    if (key !== undefined) headers['idempotency-key'] = key;
+    const response = await t.gateway.fetch(`${ORIGIN}${BASE}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+  }
+
+  beforeAll(async () => {
+    t = await createTestGateway(kind);
+    admin = t.tenants.demo.adminToken;
+    const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'idempotency-engine', role: 'engine' });
+    engine = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    const apps = await rest(t.gateway, `${BASE}/available?slug=eq.stripe&select=id`, { token: admin, expectStatus: 200 });
+    applicationId = apps.body.data[0].id;
+  });
+  afterAll(() => t?.dispose());
+
+  it('does a POST once per key: the repeat answers the same, a different body is 422, and nothing is written twice', async () => {
+    const key = `create-${kind}-${Date.now()}`;
+    const body = { application_id: applicationId, name: `Idempotent ${kind} ${Date.now()}` };
+    const first = await post('/connected', admin, body, key);
+    expect(first.status).toBe(201);
+    const second = await post('/connected', admin, { name: body.name, application_id: applicationId }, key);
+    expect([second.status, second.headers.get('idempotent-replayed'), second.headers.get('location')]).toEqual([201, 'true', first.headers.get('location')]);
+    expect(second.body).toEqual(first.body);
+    const rows = await t.db.prisma.connection.count({ where: { name: body.name } });
+    expect(rows).toBe(1);
+
+    const before = await fingerprint();
+    const reused = await post('/connected', admin, { ...body, description: 'another body' }, key);
+    expect([reused.status, reused.body.error.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    const otherRoute = await post('/syncs', admin, { connection_id: first.body.data.id }, key);
+    expect([otherRoute.status, otherRoute.body.error.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    const malformed = await post('/syncs', admin, { connection_id: first.body.data.id }, 'not a key with spaces');
+    expect([malformed.status, malformed.body.error.code]).toEqual([400, 'INVALID_QUERY']);
+    expect(await fingerprint()).toEqual(before);
+
+    // A refused request leaves no key behind: fixed, the same key does the work.
+    const refusedKey = `refused-${kind}-${Date.now()}`;
+    expect((await post('/syncs', admin, { connection_id: 'con_nope' }, refusedKey)).status).toBe(404);
+    const triggered = await post('/syncs', admin, { connection_id: first.body.data.id }, refusedKey);
+    expect(triggered.status).toBe(201);
+    const replayed = await post('/syncs', admin, { connection_id: first.body.data.id }, refusedKey);
+    expect([replayed.status, replayed.body]).toEqual([201, triggered.body]);
+
+    // A claim replays its run; a claim that found nothing replays nothing (204).
+    const claimKey = `claim-${kind}-${Date.now()}`;
+    const claimed = await post('/syncs/claim', engine, { connection_id: first.body.data.id }, claimKey);
+    expect(claimed.status).toBe(200);
+    expect(await post('/syncs/claim', engine, { connection_id: first.body.data.id }, claimKey)).toMatchObject({ status: 200, body: claimed.body });
+    const emptyKey = `empty-${kind}-${Date.now()}`;
+    expect((await post('/syncs/claim', engine, { connection_id: first.body.data.id }, emptyKey)).status).toBe(204);
+    expect((await post('/syncs/claim', engine, { connection_id: first.body.data.id }, emptyKey)).status).toBe(204);
+  });
+
+  it('lets concurrent requests with one key do the work once', async () => {
+    const key = `concurrent-${kind}-${Date.now()}`;
+    const body = { application_id: applicationId, name: `Concurrent ${kind} ${Date.now()}` };
+    const answers = await Promise.all(Array.from({ length: 8 }, () => post('/connected', admin, body, key)));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(201));
+    expect(new Set(answers.map((a) => a.body.data.id)).size).toBe(1);
+    expect(await t.db.prisma.connection.count({ where: { name: body.name } })).toBe(1);
+  });
+
+  it('keys are per tenant, and GraphQL mutations take the header too', async () => {
+    const key = `shared-${kind}-${Date.now()}`;
+    const mine = await post('/connected', admin, { application_id: applicationId, name: `Mine ${Date.now()}` }, key);
+    const theirs = await post('/connected', t.tenants.other.adminToken, { application_id: applicationId, name: `Theirs ${Date.now()}` }, key);
+    expect([mine.status, theirs.status]).toEqual([201, 201]);
+    expect(theirs.body.data.id).not.toBe(mine.body.data.id);
+    const graphqlKey = `graphql-${kind}-${Date.now()}`;
+    const run = async () => {
+      const response = await t.gateway.fetch(`${ORIGIN}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Token ${admin}`, 'content-type': 'application/json', 'idempotency-key': graphqlKey },
+        body: JSON.stringify({ query: 'mutation($c: ID!) { triggerSync(connectionId: $c) { id } }', variables: { c: mine.body.data.id } }),
+      });
+      return (await response.json()) as { data?: { triggerSync: { id: string } }; errors?: unknown };
+    };
+    const first = await run();
+    const second = await run();
+    expect(second.data?.triggerSync.id).toBe(first.data?.triggerSync.id);
+    expect(second.errors).toBeUndefined();
+  });
+});

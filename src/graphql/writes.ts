@@ -1,9 +1,12 @@
 import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
 import type { Context } from '../context.js';
 import { createConnection, updateConnection } from '../db/connection-writes.js';
+import { hashRequestBody, IDEMPOTENCY_KEY_PATTERN, type IdempotentResource, runIdempotently } from '../db/idempotency.js';
 import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../db/sync-runs.js';
+import type { TransactionRunner } from '../db/write-transactions.js';
 import { parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
 import { invalidInput } from '../domain/problems.js';
+import { ApiError } from '../errors.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, type SyncReport } from '../domain/sync-reports.js';
 import { builder } from './builder.js';
 import { Connection, ConnectionStatus, ConnectionVia } from './connection.js';
@@ -92,6 +95,42 @@ async function connectionForSelection(context: Context, query: object, id: strin
   return context.db.prisma.connection.findUniqueOrThrow({ ...query, where: { id, tenantId: requireViewer(context).tenantId } });
 }
 
+/**
+ * Does a POST's write at most once per Idempotency-Key (24 h, per tenant), when the request sends one: the key
+ * is reserved in the write's own transaction (src/db/idempotency.ts), so the work and the key commit together.
+ * The same key again with the same operation and arguments answers what the first request wrote (loaded by
+ * `replay` from the resource it recorded); with anything else it is IDEMPOTENCY_KEY_REUSED (422).
+ */
+async function once<T>(
+  context: Context,
+  operation: string,
+  args: unknown,
+  work: (sql: TransactionRunner) => Promise<T>,
+  resourceOf: (result: T) => IdempotentResource | null,
+  replay: (resource: IdempotentResource | null) => Promise<T>,
+): Promise<T> {
+  const { idempotency } = context;
+  if (!idempotency) return work(context.db.raw);
+  if (!IDEMPOTENCY_KEY_PATTERN.test(idempotency.key)) {
+    throw new ApiError('INVALID_QUERY', 'The Idempotency-Key header must be 1 to 255 visible ASCII characters (a UUID, say)');
+  }
+  if (idempotency.outcome) throw new ApiError('INVALID_QUERY', 'An Idempotency-Key covers one mutation; send the others separately');
+  const request = { key: idempotency.key, method: 'mutation', path: operation, requestHash: hashRequestBody(args) };
+  const outcome = await runIdempotently(context.db.raw, requireViewer(context).tenantId, request, work, resourceOf);
+  if (!outcome.replayed) {
+    idempotency.outcome = { replayed: false };
+    return outcome.result;
+  }
+  idempotency.outcome = { replayed: true, record: outcome.record };
+  return replay(outcome.record.resource);
+}
+
+/** A run by id, scoped to the caller's tenant (an idempotent replay answers it as it is now). */
+async function syncOf(context: Context, resource: IdempotentResource | null) {
+  if (!resource) return null;
+  return context.db.prisma.sync.findUniqueOrThrow({ where: { id: resource.id, tenantId: requireViewer(context).tenantId } });
+}
+
 /** A parsed run report applied by the claimer: progress (a heartbeat) or the outcome. */
 async function applyReport(context: Context, id: string, report: SyncReport) {
   const viewer = requireViewer(context);
@@ -110,8 +149,16 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: CreateConnectionInput, required: true }) },
     resolve: async (query, _root, args, context) => {
       const { input } = parsed(parseCreateConnection(bodyOf(args.input)));
-      const row = await createConnection(context.db.raw, requireViewer(context).tenantId, input);
-      return connectionForSelection(context, query, row.id);
+      const tenantId = requireViewer(context).tenantId;
+      const id = await once(
+        context,
+        'createConnection',
+        args.input,
+        async (sql) => (await createConnection(sql, tenantId, input)).id,
+        (created) => ({ type: 'connection', id: created }),
+        async (resource) => resource?.id ?? '',
+      );
+      return connectionForSelection(context, query, id);
     },
   }),
   updateConnection: t.prismaField({
@@ -133,10 +180,24 @@ builder.mutationFields((t) => ({
     args: { connectionId: t.arg.id({ required: true }), estimatedItems: t.arg.int() },
     resolve: async (_root, args, context) => {
       const { trigger } = parsed(parseTriggerBody(bodyOf(args)));
-      return triggerSync(context.db.raw, requireViewer(context).tenantId, {
-        connectionId: trigger.connection_id,
-        ...(trigger.estimated_items === undefined ? {} : { estimatedItems: trigger.estimated_items }),
-      });
+      const tenantId = requireViewer(context).tenantId;
+      const run = await once(
+        context,
+        'triggerSync',
+        args,
+        (sql) =>
+          triggerSync(sql, tenantId, {
+            connectionId: trigger.connection_id,
+            ...(trigger.estimated_items === undefined ? {} : { estimatedItems: trigger.estimated_items }),
+          }),
+        (queued) => ({ type: 'sync', id: queued.id }),
+        async (resource) => {
+          const queued = await syncOf(context, resource);
+          if (!queued) throw new Error('a replayed trigger names the run it queued');
+          return queued;
+        },
+      );
+      return run;
     },
   }),
   claimSync: t.field({
@@ -150,12 +211,21 @@ builder.mutationFields((t) => ({
       const { claim } = parsed(parseClaimBody(bodyOf(args)));
       const viewer = requireViewer(context);
       const { lease_seconds: leaseSeconds, connection_id: connectionId, application_slug: applicationSlug } = claim;
-      return claimSync(context.db.raw, viewer.tenantId, {
-        workerId: viewer.subject,
-        ...(leaseSeconds === undefined ? {} : { leaseSeconds }),
-        ...(connectionId === undefined ? {} : { connectionId }),
-        ...(applicationSlug === undefined ? {} : { applicationSlug }),
-      });
+      return once(
+        context,
+        'claimSync',
+        args,
+        (sql) =>
+          claimSync(sql, viewer.tenantId, {
+            workerId: viewer.subject,
+            ...(leaseSeconds === undefined ? {} : { leaseSeconds }),
+            ...(connectionId === undefined ? {} : { connectionId }),
+            ...(applicationSlug === undefined ? {} : { applicationSlug }),
+          }),
+        // A claim that found nothing due records no resource, and its replay is nothing again (204).
+        (claimed) => (claimed ? { type: 'sync', id: claimed.id } : null),
+        (resource) => syncOf(context, resource),
+      );
     },
   }),
   reportSyncProgress: t.field({

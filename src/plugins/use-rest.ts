@@ -3,6 +3,7 @@ import { isAsyncIterable, type Plugin, type YogaServerInstance } from 'graphql-y
 import type { Context } from '../context.js';
 import { clip } from '../clip.js';
 import { isErrorCode } from '../errors.js';
+import { storeIdempotentResponse } from '../db/idempotency.js';
 import { invalidInput } from '../domain/problems.js';
 import { credentialRequiredError } from '../graphql/viewer.js';
 import { compileRoutes, type CompiledRoute } from '../rest/compile-routes.js';
@@ -197,7 +198,38 @@ async function runRoute(
     contextValue,
   });
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
-  return resultResponse(route, result as ExecutionResult, query, target);
+  const answer = resultResponse(route, result as ExecutionResult, query, target);
+  return withIdempotency(route, contextValue as Context, answer, target);
+}
+
+/**
+ * A POST sent with an Idempotency-Key: the first answer is stored with the key (after the write committed);
+ * a repeat answers that stored answer, marked `Idempotent-Replayed: true`. A repeat whose first answer was not
+ * stored (its process stopped in between) answers the resource as it is now, re-rendered by the mutation.
+ */
+async function withIdempotency(route: CompiledRoute, context: Context, response: RestResponse, target: ResponseTarget): Promise<RestResponse> {
+  const outcome = context.idempotency?.outcome;
+  if (!context.idempotency || !outcome || !context.viewer) return response;
+  const stored = outcome.record?.response;
+  if (outcome.replayed) {
+    const replayed = stored ? storedResponse(route, stored, target) : response;
+    return { ...replayed, headers: { ...replayed.headers, 'Idempotent-Replayed': 'true' } };
+  }
+  if (response.status < 300) {
+    await storeIdempotentResponse(context.db.raw, context.viewer.tenantId, context.idempotency.key, { status: response.status, body: response.body });
+  }
+  return response;
+}
+
+/** A stored answer as it was sent: its status and body, and the Location a 201 carries. */
+function storedResponse(route: CompiledRoute, stored: { status: number; body: unknown }, target: ResponseTarget): RestResponse {
+  const { response } = route.spec;
+  const id = (stored.body as { data?: { id?: unknown } } | null)?.data?.id;
+  const headers: Record<string, string> = {};
+  if (stored.status === 201 && response.kind === 'item' && response.created && typeof id === 'string') {
+    headers.Location = `${target.origin}${response.created.location.replace('{id}', encodeURIComponent(id))}`;
+  }
+  return { status: stored.status, body: stored.body, headers };
 }
 
 /**

@@ -41,9 +41,9 @@ export function corsPolicy(origins: readonly string[]): false | ((request: Reque
     return {
       origin: [origin],
       credentials: false,
-      methods: ['GET', 'POST', 'DELETE'],
-      allowedHeaders: ['Authorization', 'Content-Type', 'Accept'],
-      exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+      methods: ['GET', 'POST', 'PATCH', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Accept', 'Idempotency-Key'],
+      exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Location', 'Idempotent-Replayed'],
       maxAge: 600,
     };
   };

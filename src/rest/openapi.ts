@@ -17,6 +17,7 @@ const ERROR_RESPONSES: Record<number, { name: string; code: ErrorCode; descripti
   404: { name: 'NotFound', code: 'NOT_FOUND', description: "No such item for the calling tenant (another tenant's items are not found either)." },
   409: { name: 'Conflict', code: 'CONFLICT', description: 'The request conflicts with the current state of the resource.' },
   413: { name: 'PayloadTooLarge', code: 'PAYLOAD_TOO_LARGE', description: 'The request body is over 1 MiB.' },
+  422: { name: 'IdempotencyKeyReused', code: 'IDEMPOTENCY_KEY_REUSED', description: 'The Idempotency-Key was used within 24 hours for another request.' },
   415: { name: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA_TYPE', description: 'The body is not sent as one of the media types the operation takes.' },
   500: { name: 'Internal', code: 'INTERNAL', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
   503: { name: 'Unavailable', code: 'UNAVAILABLE', description: 'The database is unreachable; retry after Retry-After seconds.' },
@@ -99,7 +100,7 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
     summary: spec.summary,
     description: spec.description,
     tags: [spec.tag],
-    parameters: [...pathParameters(route), ...queryParameters(route)],
+    parameters: [...pathParameters(route), ...queryParameters(route), ...(spec.method === 'POST' ? [IDEMPOTENCY_KEY_PARAMETER] : [])],
     ...(spec.body
       ? {
           requestBody: {
@@ -129,6 +130,15 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
     },
   };
 }
+
+const IDEMPOTENCY_KEY_PARAMETER = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'Does the POST at most once: the same key with the same body within 24 hours answers the first answer again (with Idempotent-Replayed: true) without redoing the work; with another body it is 422 IDEMPOTENCY_KEY_REUSED. Keys are per tenant.',
+  schema: { type: 'string', pattern: '^[\\x21-\\x7e]{1,255}$' },
+};
 
 function pathParameters(route: CompiledRoute): unknown[] {
   return route.pathParams.map((name) => ({

@@ -288,7 +288,7 @@ export const routes: readonly RouteSpec[] = [
     itemSchema: 'ConnectedApplication',
     omitNullMembers: ['metadata', 'settings'],
     response: { kind: 'item', msg: 'connection created', notFound: 'connection not found', created: { location: `${INTEGRATIONS_BASE}/connected/{id}` } },
-    errors: [400, 403, 413, 415],
+    errors: [400, 403, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
       problems: (body) => problemsOf(parseCreateConnection(body)),
@@ -329,7 +329,7 @@ export const routes: readonly RouteSpec[] = [
       'Queues a run of the connection now: pending, with summary {queued: true, estimated_items?}. A connection has one pending or in-progress run at a time: a second trigger is 409 and names the active run. Needs the admin role.',
     itemSchema: 'SyncRecord',
     response: { kind: 'item', msg: 'sync queued', notFound: 'sync record not found', created: { location: `${INTEGRATIONS_BASE}/syncs/{id}` } },
-    errors: [400, 403, 404, 409, 413, 415],
+    errors: [400, 403, 404, 409, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
       problems: (body) => problemsOf(parseTriggerBody(body)),
@@ -349,7 +349,7 @@ export const routes: readonly RouteSpec[] = [
       'Atomically takes the oldest due pending run of the tenant (optionally of one connection or application), moves it to in_progress with a lease of lease_seconds (default 60) and answers it; 204 when nothing is due. Only the claimer may report on it, within the lease. Needs the engine or admin role.',
     itemSchema: 'SyncRecord',
     response: { kind: 'item', msg: 'sync claimed', notFound: 'nothing to claim', nullIsNoContent: true },
-    errors: [400, 403, 413, 415],
+    errors: [400, 403, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
       problems: (body) => problemsOf(parseClaimBody(body)),
