@@ -14,7 +14,7 @@ const config: CodegenConfig = {
         useTypeImports: true,
         importExtension: '.js',
         enumsAsTypes: true,
-        scalars: { DateTime: 'string' },
+        scalars: { DateTime: 'string', JSONObject: 'Record<string, unknown>' },
         strictScalars: true,
         skipTypename: true,
       },

@@ -40,7 +40,7 @@ export const DEMO_TOKEN_DAYS = 90;
 export const DEMO_ADMIN_NAME = 'demo-admin';
 
 /** The environment a CLI command needs to reach the same database as this server, as shell assignments. */
-function databaseEnvironment(config: Config): string {
+export function databaseEnvironment(config: Config): string {
   if (config.DATABASE_URL) {
     const url = new URL(config.DATABASE_URL);
     if (url.password) url.password = '<password>';

@@ -1,4 +1,4 @@
-import { startApp } from './app.js';
+import { databaseEnvironment, startApp } from './app.js';
 import { loadConfigOrExit } from './env.js';
 import { createHttpServer } from './http-server.js';
 import { createLogger } from './logger.js';
@@ -29,7 +29,20 @@ server.listen(config.PORT, config.HOST, () => {
     );
   }
   if (app.demoTokenAdvice) process.stderr.write(app.demoTokenAdvice);
+  if (app.demoToken || app.demoTokenAdvice) process.stderr.write(engineAdvice(base));
 });
+
+/** How to start the simulated sync engine beside this server (README, "Write side"). */
+function engineAdvice(base: string): string {
+  const cli = `${databaseEnvironment(config)}npm run --silent cli --`;
+  const expires = new Date(Date.now() + 7 * 86_400_000).toISOString().slice(0, 10);
+  return (
+    `Simulated sync engine, in another terminal: it claims the due runs, reports progress and finishes them\n` +
+    `(the first command once; the service user stays):\n\n` +
+    `  ${cli} service-user create --tenant demo --name engine --role engine\n` +
+    `  npm run engine -- --simulate --url ${base} --token "$(${cli} token create --tenant demo --service-user engine --expires ${expires})"\n\n`
+  );
+}
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {

@@ -58,6 +58,11 @@ export function createGateway({ db, config, logger, limits: limitOverrides, rate
   return createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: GRAPHQL_ENDPOINT,
+    // yoga's built-in check answers an empty 200 to every URL that *ends with* this value, before auth, rate
+    // limits, logs and metrics (`/api/v1/integrations/connected/health`, say). It cannot be removed, so it
+    // gets a value no request URL can end with: a serialized URL never holds a raw space. Health and
+    // readiness are `/healthz` and `/readyz` (use-health), on exactly those paths.
+    healthCheckEndpoint: ' built-in health check disabled',
     // yoga's default answers every origin; cross-origin browser access is opt-in (CORS_ORIGINS).
     cors: corsPolicy(corsOrigins),
     maxRequestBodySize: limits.maxBodyBytes,
@@ -109,7 +114,7 @@ query Connections {
       }),
       useAuth(),
       useRequestErrorCodes(),
-      useRest({ schema }),
+      useRest({ schema, maxBodyBytes: limits.maxBodyBytes }),
     ],
     context: async ({ request }) => ({
       db,

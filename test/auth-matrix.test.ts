@@ -2,12 +2,14 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
+import { claimSync, triggerSync } from '../src/db/sync-runs.js';
 import { newId } from '../src/ids.js';
 import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { BASE, rest } from './fixtures/rest.js';
 
-// The auth matrix: every credential kind × every REST endpoint and every GraphQL root field. Each cell
+// The auth matrix: every credential kind (reader, engine, admin, another tenant, and the refused ones) × every
+// REST endpoint and every GraphQL root field, the write side included. Each cell
 // checks the status, the error code, the error body shape (REST) and that the response carries no object
 // of a tenant other than the caller's. Mutations only ever touch objects created for that one cell, and a
 // cell that must fail checks afterwards that its object is unchanged (so the failure really was auth).
@@ -15,7 +17,11 @@ import { BASE, rest } from './fixtures/rest.js';
 const DAY = 86_400_000;
 
 /** Who the credential acts as when it is accepted; `none` for every credential that must be refused. */
-type Acting = 'none' | 'demo-reader' | 'demo-admin' | 'other-admin';
+type Acting = 'none' | 'demo-reader' | 'demo-engine' | 'demo-admin' | 'other-admin';
+
+type DemoRole = 'reader' | 'engine' | 'admin';
+/** The roles that hold catalog:read: an engine reads connections and runs, not the catalog. */
+const CATALOG_READERS: readonly DemoRole[] = ['reader', 'admin'];
 
 interface Credential {
   name: string;
@@ -24,7 +30,7 @@ interface Credential {
   header: () => string | undefined;
 }
 
-type Outcome = 'ok' | 'unauthenticated' | 'forbidden' | 'not-found' | 'null';
+type Outcome = 'ok' | 'unauthenticated' | 'forbidden' | 'not-found' | 'null' | 'conflict';
 
 type Request =
   | { surface: 'rest'; method: 'GET' | 'DELETE'; path: string }
@@ -44,6 +50,14 @@ interface Operation {
   name: string;
   /** Needs connections:delete or access:manage: a reader gets 403. */
   adminOnly: boolean;
+  /** The roles allowed (default: admin when adminOnly, else every role); the others get 403. */
+  roles?: readonly DemoRole[];
+  /** What an allowed caller gets: `conflict` for a report on a run another worker claimed. */
+  whenAllowed?: 'ok' | 'conflict';
+  /** A mutation whose "no such object" answer is null, not 404 (claimSync: nothing to claim). */
+  missingIsNull?: boolean;
+  /** A nullable root field: its errors come in a 200 with data (GraphQL over HTTP). */
+  nullableField?: boolean;
   /** Names one of demo's objects: another tenant's admin gets 404 (REST, mutations) or null (GraphQL reads). */
   demoObject: boolean;
   cell: (env: Env) => Promise<Cell>;
@@ -57,6 +71,8 @@ interface Env {
   demoConnectionId: string;
   demoSyncId: string;
   freshConnection: () => Promise<string>;
+  /** A pending run of a fresh connection (runs: `claimed` is in progress under another worker's claim). */
+  freshRun: (claimed: boolean) => Promise<{ connectionId: string; syncId: string }>;
   freshServiceUser: () => Promise<string>;
   freshToken: () => Promise<{ id: string; prefix: string }>;
 }
@@ -64,14 +80,19 @@ interface Env {
 const REQ_ID = /^req_\d+$/;
 const TENANT_OWNED_ID = /\b(?:ten|con|syn|usr|tok)_[0-9a-z]+\b/g;
 
+function rolesOf(op: Operation): readonly DemoRole[] {
+  return op.roles ?? (op.adminOnly ? ['admin'] : ['reader', 'engine', 'admin']);
+}
+
 function expectedOutcome(acting: Acting, op: Operation, request: Request): Outcome {
   if (acting === 'none') return 'unauthenticated';
-  if (op.adminOnly && acting === 'demo-reader') return 'forbidden';
+  const role: DemoRole = acting === 'other-admin' ? 'admin' : (acting.slice('demo-'.length) as DemoRole);
+  if (!rolesOf(op).includes(role)) return 'forbidden';
   if (acting === 'other-admin' && op.demoObject) {
     const readField = request.surface === 'graphql' && !request.query.trimStart().startsWith('mutation');
-    return readField ? 'null' : 'not-found';
+    return readField || op.missingIsNull ? 'null' : 'not-found';
   }
-  return 'ok';
+  return op.whenAllowed ?? 'ok';
 }
 
 /** Every id (and token prefix) of a tenant's own rows, read from the database after the cell ran. */
@@ -93,6 +114,7 @@ const operations: Operation[] = [
   {
     name: 'GET /categories',
     adminOnly: false,
+    roles: CATALOG_READERS,
     demoObject: false,
     cell: async () => ({
       request: { surface: 'rest', method: 'GET', path: `${BASE}/categories` },
@@ -103,6 +125,7 @@ const operations: Operation[] = [
   {
     name: 'GET /available',
     adminOnly: false,
+    roles: CATALOG_READERS,
     demoObject: false,
     cell: async () => ({
       request: { surface: 'rest', method: 'GET', path: `${BASE}/available` },
@@ -113,6 +136,7 @@ const operations: Operation[] = [
   {
     name: 'GET /available/{id}',
     adminOnly: false,
+    roles: CATALOG_READERS,
     demoObject: false,
     cell: async (env) => ({
       request: { surface: 'rest', method: 'GET', path: `${BASE}/available/${env.applicationId}` },
@@ -192,6 +216,7 @@ const operations: Operation[] = [
   {
     name: 'Query.categories',
     adminOnly: false,
+    roles: CATALOG_READERS,
     demoObject: false,
     cell: async () => ({
       request: { surface: 'graphql', field: 'categories', query: '{ categories { totalCount nodes { id applications { id } } } }' },
@@ -202,6 +227,8 @@ const operations: Operation[] = [
   {
     name: 'Query.category',
     adminOnly: false,
+    roles: CATALOG_READERS,
+    nullableField: true,
     demoObject: false,
     cell: async (env) => ({
       request: {
@@ -217,6 +244,7 @@ const operations: Operation[] = [
   {
     name: 'Query.applications',
     adminOnly: false,
+    roles: CATALOG_READERS,
     demoObject: false,
     cell: async () => ({
       request: { surface: 'graphql', field: 'applications', query: '{ applications { totalCount nodes { id category { id } } } }' },
@@ -227,6 +255,8 @@ const operations: Operation[] = [
   {
     name: 'Query.application',
     adminOnly: false,
+    roles: CATALOG_READERS,
+    nullableField: true,
     demoObject: false,
     cell: async (env) => ({
       request: {
@@ -464,6 +494,145 @@ const operations: Operation[] = [
       };
     },
   },
+  // The write side: connections (admin) and runs (trigger: admin; claim and reports: engine and admin).
+  {
+    name: 'Mutation.createConnection',
+    adminOnly: true,
+    demoObject: false,
+    cell: async (env) => {
+      const name = `matrix created ${env.cell}`;
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'createConnection',
+          query: 'mutation($input: CreateConnectionInput!) { createConnection(input: $input) { id name status } }',
+          variables: { input: { applicationId: env.applicationId, name } },
+        },
+        sent: [],
+        ok: (data) => expect(data).toMatchObject({ name, status: 'pending' }),
+        after: async (succeeded, tenantId) => {
+          const rows = await env.t.db.prisma.connection.findMany({ where: { name }, select: { tenantId: true } });
+          expect(rows).toEqual(succeeded ? [{ tenantId }] : []);
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.updateConnection',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const id = await env.freshConnection();
+      const name = `matrix renamed ${env.cell}`;
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'updateConnection',
+          query: 'mutation($id: ID!, $input: UpdateConnectionInput!) { updateConnection(id: $id, input: $input) { id name } }',
+          variables: { id, input: { name, status: 'paused' } },
+        },
+        sent: [id],
+        ok: (data) => expect(data).toEqual({ id, name }),
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.connection.findUniqueOrThrow({ where: { id }, select: { name: true, status: true } });
+          expect(row).toEqual(succeeded ? { name, status: 'paused' } : { name: `matrix ${id}`, status: 'active' });
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.triggerSync',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const connectionId = await env.freshConnection();
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'triggerSync',
+          query: 'mutation($c: ID!) { triggerSync(connectionId: $c) { id status connectionId } }',
+          variables: { c: connectionId },
+        },
+        sent: [connectionId],
+        ok: (data) => expect(data).toMatchObject({ status: 'pending', connectionId }),
+        after: async (succeeded) => {
+          expect(await env.t.db.prisma.sync.count({ where: { connectionId } })).toBe(succeeded ? 1 : 0);
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.claimSync',
+    adminOnly: false,
+    roles: ['engine', 'admin'],
+    demoObject: true,
+    missingIsNull: true,
+    nullableField: true,
+    cell: async (env) => {
+      const { connectionId, syncId } = await env.freshRun(false);
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'claimSync',
+          query: 'mutation($c: ID!) { claimSync(connectionId: $c, leaseSeconds: 30) { id status } }',
+          variables: { c: connectionId },
+        },
+        sent: [connectionId],
+        ok: (data) => expect(data).toEqual({ id: syncId, status: 'in_progress' }),
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.sync.findUniqueOrThrow({ where: { id: syncId }, select: { status: true } });
+          expect(row.status).toBe(succeeded ? 'in_progress' : 'pending');
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.reportSyncProgress',
+    adminOnly: false,
+    roles: ['engine', 'admin'],
+    demoObject: true,
+    // Allowed callers pass authorization and meet the lifecycle: the run is another worker's claim.
+    whenAllowed: 'conflict',
+    cell: async (env) => {
+      const { syncId } = await env.freshRun(true);
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'reportSyncProgress',
+          query: 'mutation($id: ID!) { reportSyncProgress(id: $id, summary: {processed: 5}) { id } }',
+          variables: { id: syncId },
+        },
+        sent: [syncId],
+        after: async () => {
+          const row = await env.t.db.prisma.sync.findUniqueOrThrow({ where: { id: syncId }, select: { status: true, summary: true } });
+          expect(row).toEqual({ status: 'in_progress', summary: { in_progress: true, processed: 0 } });
+        },
+      };
+    },
+  },
+  {
+    name: 'Mutation.finishSync',
+    adminOnly: false,
+    roles: ['engine', 'admin'],
+    demoObject: true,
+    whenAllowed: 'conflict',
+    cell: async (env) => {
+      const { syncId } = await env.freshRun(true);
+      return {
+        request: {
+          surface: 'graphql',
+          field: 'finishSync',
+          query: 'mutation($id: ID!) { finishSync(id: $id, input: {status: success, summary: {processed: 1}}) { id } }',
+          variables: { id: syncId },
+        },
+        sent: [syncId],
+        after: async () => {
+          const row = await env.t.db.prisma.sync.findUniqueOrThrow({ where: { id: syncId }, select: { status: true, finishedAt: true } });
+          expect(row).toEqual({ status: 'in_progress', finishedAt: null });
+        },
+      };
+    },
+  },
 ];
 
 function base64url(value: unknown): string {
@@ -497,6 +666,8 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
     { name: 'revoked token', acting: 'none', header: () => headers.get('revoked') },
     { name: 'reader token', acting: 'demo-reader', header: () => `Token ${t.tenants.demo.readerToken}` },
     { name: 'admin token', acting: 'demo-admin', header: () => `Token ${t.tenants.demo.adminToken}` },
+    { name: 'engine token', acting: 'demo-engine', header: () => headers.get('engine') },
+    { name: 'JWT engine', acting: 'demo-engine', header: () => headers.get('jwt-engine') },
     { name: "other tenant's admin token", acting: 'other-admin', header: () => `Token ${t.tenants.other.adminToken}` },
     { name: 'JWT reader', acting: 'demo-reader', header: () => headers.get('jwt-reader') },
     { name: 'JWT admin', acting: 'demo-admin', header: () => headers.get('jwt-admin') },
@@ -537,6 +708,10 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
     const now = Math.floor(Date.now() / 1000);
     headers.set('jwt-reader', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'reader' })}`);
     headers.set('jwt-admin', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' })}`);
+    headers.set('jwt-engine', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'engine' })}`);
+    const engineUser = await createServiceUser(t.db, { tenantId: demo.id, name: 'matrix-engine', role: 'engine' });
+    const engineToken = await createToken(t.db, { tenantId: demo.id, serviceUserId: engineUser.id, expiresAt: new Date(Date.now() + DAY) });
+    headers.set('engine', `Token ${engineToken.token}`);
     headers.set('jwt-expired', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' }, { expiresAt: now - 60 })}`);
     headers.set(
       'jwt-wrong-key',
@@ -571,10 +746,16 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
             name: `matrix ${id}`,
             slug: `matrix-${id}`,
             via: connection.via,
-            status: connection.status,
+            status: 'active',
           },
         });
         return id;
+      },
+      async freshRun(claimed) {
+        const connectionId = await this.freshConnection();
+        const run = await triggerSync(t.db.raw, demo.id, { connectionId });
+        if (claimed) await claimSync(t.db.raw, demo.id, { connectionId, workerId: 'matrix-fixture-worker', leaseSeconds: 600 });
+        return { connectionId, syncId: run.id };
       },
       async freshServiceUser() {
         return (await createServiceUser(t.db, { tenantId: demo.id, name: `matrix-fixture-${++cellCounter}`, role: 'reader' })).id;
@@ -589,8 +770,8 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
   afterAll(() => t?.dispose());
 
   it('builds the whole matrix', () => {
-    expect(credentials).toHaveLength(17);
-    expect(operations).toHaveLength(23);
+    expect(credentials).toHaveLength(19);
+    expect(operations).toHaveLength(29);
   });
 
   describe.each(credentials)('$name', (credential) => {
@@ -622,6 +803,7 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
             forbidden: ['UNAUTHORIZED', 403],
             'not-found': ['NOT_FOUND', 404],
             null: ['NOT_FOUND', 404],
+            conflict: ['CONFLICT', 409],
           }[expected] as [string, number];
           expect(status, JSON.stringify(body)).toBe(httpStatus);
           // The spec's error body, and nothing else.
@@ -651,8 +833,10 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
             unauthenticated: ['UNAUTHORIZED', 401],
             forbidden: ['UNAUTHORIZED', 403],
             'not-found': ['NOT_FOUND', 404],
+            conflict: ['CONFLICT', 409],
           }[expected] as [string, number];
-          expect(status, JSON.stringify(body)).toBe(httpStatus);
+          // A request refused before execution (no credential) has no data; a nullable field's error keeps data, so 200.
+          expect(status, JSON.stringify(body)).toBe(op.nullableField && expected !== 'unauthenticated' ? 200 : httpStatus);
           expect(body.errors?.length, JSON.stringify(body)).toBeGreaterThan(0);
           for (const error of body.errors) expect(error.extensions?.code).toBe(code);
           expect(value).toBeNull();

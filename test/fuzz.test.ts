@@ -31,6 +31,7 @@ import type { FieldSpec, ResourceSpec } from '../src/rest/query-params.js';
 import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { writeFingerprint } from './fixtures/fingerprint.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_101);
@@ -841,29 +842,9 @@ function graphqlRequest(g: GeneratorValue, ids: readonly string[]): { body: stri
 // ---------------------------------------------------------------------------------------------------------
 // Database fingerprint: what a rejected request must not change
 
-/**
- * Row counts, deletions, revocations and the latest updates of the tables requests can change. Tokens'
- * last_used_at is left out: a valid token is stamped (at most once a minute) when it authenticates, even
- * when the operation it then asks for is refused.
- */
-async function fingerprint(t: TestGateway): Promise<string> {
-  const rows = await t.db.raw.query(`
-    SELECT
-      (SELECT count(*) FROM connections)::int AS connections,
-      (SELECT count(*) FROM connections WHERE deleted_at IS NOT NULL)::int AS deleted_connections,
-      (SELECT max(updated_at)::text FROM connections) AS connections_updated,
-      (SELECT max(deleted_at)::text FROM connections) AS connections_deleted,
-      (SELECT count(*) FROM service_users)::int AS service_users,
-      (SELECT count(*) FROM service_users WHERE role = 'admin')::int AS admins,
-      (SELECT max(updated_at)::text FROM service_users) AS service_users_updated,
-      (SELECT count(*) FROM tokens)::int AS tokens,
-      (SELECT count(*) FROM tokens WHERE revoked_at IS NOT NULL)::int AS revoked_tokens,
-      (SELECT max(revoked_at)::text FROM tokens) AS tokens_revoked,
-      (SELECT max(expires_at)::text FROM tokens) AS tokens_expiry,
-      (SELECT count(*) FROM syncs)::int AS syncs,
-      (SELECT count(*) FROM tenants)::int AS tenants
-  `);
-  return JSON.stringify(rows[0]);
+/** What the tables requests can write hold (test/fixtures/fingerprint.ts). */
+function fingerprint(t: TestGateway): Promise<string> {
+  return writeFingerprint(t.db);
 }
 
 // ---------------------------------------------------------------------------------------------------------

@@ -393,7 +393,21 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const fields = Object.values(mutation?.getFields() ?? {});
       // A new mutation makes this list fail: decide then whether it touches the catalog.
       expect(fields.map((f) => f.name).sort()).toEqual(
-        ['changeServiceUserRole', 'createServiceUser', 'createToken', 'deleteConnection', 'deleteServiceUser', 'revokeToken'].sort(),
+        [
+          'changeServiceUserRole',
+          'claimSync',
+          'createConnection',
+          'createServiceUser',
+          'createToken',
+          'deleteConnection',
+          'deleteServiceUser',
+          'finishSync',
+          'reportSync',
+          'reportSyncProgress',
+          'revokeToken',
+          'triggerSync',
+          'updateConnection',
+        ].sort(),
       );
       const catalogTypes = new Set(['Category', 'Application', 'CategoryList', 'ApplicationList']);
       for (const field of fields) {

@@ -1,9 +1,10 @@
-// Request limits: URL and body size, media type, broken JSON, GraphQL document limits (graphql-armor and a
-// token count), and the request time limit, through real HTTP handling on a real database.
+// Request limits: URL and body size, media type, broken JSON, GraphQL document limits (graphql-armor, a token
+// count and the estimated cost with list multipliers), and the request time limit, through real HTTP handling on a real database.
 import { readdirSync, readFileSync } from 'node:fs';
-import { getIntrospectionQuery } from 'graphql';
+import { getIntrospectionQuery, parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_REQUEST_LIMITS } from '../src/plugins/use-limits.js';
+import { schema } from '../src/graphql/schema.js';
+import { DEFAULT_REQUEST_LIMITS, operationCost } from '../src/plugins/use-limits.js';
 import { type Gateway, type GatewayOptions } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
@@ -149,7 +150,8 @@ describe('request limits', () => {
     ['depth', '{ connections { nodes { application { category { applications { nodes { name } } } } } } }', /depth limit of 5/],
     ['aliases', '{ a: categories { totalCount } b: categories { totalCount } c: categories { totalCount } d: categories { totalCount } }', /aliases limit of 3/i],
     ['directives', '{ categories @include(if: true) @skip(if: false) { totalCount @include(if: true) @skip(if: false) nodes @include(if: true) { name } } }', /directives limit of 4/i],
-    ['cost', '{ categories { nodes { id name slug } } connections { nodes { id name slug status description } } applications { nodes { id name slug description } } }', /cost limit of 30/i],
+    // A page of n items with two fields costs 1 + n × (nodes 1 + 2): 7 + 7 + 16 = 30 is the budget; 6 applications make it 33.
+    ['cost', '{ categories(limit: 2) { nodes { id name } } connections(limit: 2) { nodes { id name } } applications(limit: 6) { nodes { id name } } }', /estimated cost is 33, over the budget of 30/],
     ['tokens', `{ categories { ${'totalCount '.repeat(600)} } }`, /token limit of 500/i],
   ];
   it.each(overLimit)('refuses a document over the %s limit with 400 INVALID_QUERY, to application/json clients too', async (_name, query, message) => {
@@ -208,8 +210,19 @@ describe('default limits admit every document this project ships', () => {
     expect(documents.length).toBeGreaterThan(10);
     for (const { name, query, variables } of documents) {
       const { body } = await graphql(t.gateway, query, { variables, token: t.tenants.demo.adminToken });
-      const limitErrors = (body.errors ?? []).filter((e) => /limit of \d+/i.test(e.message));
+      const limitErrors = (body.errors ?? []).filter((e) => /limit of \d+|budget of \d+/i.test(e.message));
       expect({ name, limitErrors }).toEqual({ name, limitErrors: [] });
+    }
+  });
+
+  it('keeps every shipped document at most half the cost budget, with its largest page', () => {
+    for (const { name, query, variables } of shippedDocuments()) {
+      // The REST operations take their page size as $limit: measured at the largest one a route accepts.
+      // Required inputs of the write operations get placeholders: a cost depends on no input's value.
+      const placeholders = { connectionId: 'con_x', report: {}, input: name.startsWith('CreateConnection') ? { applicationId: 'app_x' } : {} };
+      const cost = operationCost({ schema, document: parse(query), contextValue: {}, variableValues: { ...placeholders, ...variables, limit: 100 } });
+      expect({ name, measured: cost !== null }).toEqual({ name, measured: true });
+      expect({ name, withinHalf: (cost ?? 0) <= DEFAULT_REQUEST_LIMITS.maxCost / 2 }).toEqual({ name, withinHalf: true });
     }
   });
 
@@ -233,7 +246,7 @@ describe('default limits admit every document this project ships', () => {
       maxDepth: 8,
       maxAliases: 30,
       maxDirectives: 50,
-      maxCost: 5000,
+      maxCost: 20_000,
       timeoutMs: 15_000,
     });
   });
@@ -278,5 +291,54 @@ describe.each(databaseKinds)('request time limit on %s', (kind) => {
     }
     const after = await graphql(gateway, '{ connections { totalCount } }', { token, expectOk: true });
     expect(after.body.data?.connections.totalCount).toBeGreaterThan(0);
+  });
+});
+
+describe('the cost of a document counts its lists at their limits', () => {
+  const reader = () => pglite.tenants.demo.readerToken;
+  // The reviewer's query: 100 × 100 × 100 × 100 runs through connection → syncs → connection → syncs.
+  const nested = '{ connections(limit:100){nodes{syncs(limit:100){connection{syncs(limit:100){connection{syncs(limit:100){id}}}}}}} }';
+
+  it('refuses nested pages whose product is over the budget, naming the cost and the budget, before any resolver runs', async () => {
+    const { status, body } = await graphql(pglite.gateway, nested, { token: reader() });
+    expect(status).toBe(400);
+    expect(body.data).toBeUndefined();
+    expect(codesOf(body)).toEqual(['INVALID_QUERY']);
+    expect(body.errors?.[0]?.message).toMatch(/^The query's estimated cost is 102020201, over the budget of 20000/);
+  });
+
+  it('refuses aliased copies of a query each within the budget when together they are over it', async () => {
+    const page = 'connections(limit: 100) { nodes { syncs(limit: 25) { id status startedAt } } }'; // 7,701 each
+    const one = await graphql(pglite.gateway, `{ a: ${page} }`, { token: reader() });
+    expect(one.status).toBe(200);
+    const three = await graphql(pglite.gateway, `{ a: ${page} b: ${page} c: ${page} }`, { token: reader() });
+    expect(three.status).toBe(400);
+    expect(three.body.errors?.[0]?.message).toMatch(/estimated cost is \d+, over the budget of 20000/);
+  });
+
+  it('takes the multiplier from variables and from a field\'s default limit', async () => {
+    const query = 'query($n: Int) { connections(limit: $n) { nodes { syncs(limit: 100) { connection { syncs(limit: 100) { id } } } } } }';
+    // connections: 1 + n × (nodes 1 + syncs (1 + 100 × (connection 1 + syncs (1 + 100 × id 1)))) = 1 + n × 10202
+    const cost = (n: number) => operationCost({ schema, document: parse(query), contextValue: {}, variableValues: { n } });
+    expect([cost(1), cost(2)]).toEqual([10_203, 20_405]);
+    expect((await graphql(pglite.gateway, query, { token: reader(), variables: { n: 1 } })).status).toBe(200);
+    const over = await graphql(pglite.gateway, query, { token: reader(), variables: { n: 2 } });
+    expect(over.status).toBe(400);
+    expect(over.body.errors?.[0]?.message).toMatch(/estimated cost is 20405, over the budget of 20000/);
+    // Without limit, connections counts 100 and a connection's syncs 10: 1 + 100 × (1 + 1 + 10 × 1).
+    expect(operationCost({ schema, document: parse('{ connections { nodes { syncs { id } } } }'), contextValue: {}, variableValues: {} })).toBe(1_201);
+  });
+
+  it('serves the largest REST page: the routes stay far inside the budget', async () => {
+    const response = await rest(pglite.gateway, `${BASE}/syncs?limit=100`, { token: reader() });
+    expect(response.status).toBe(200);
+  });
+
+  it('keeps answering health checks while refusing an over-budget query', async () => {
+    const [refused, health] = await Promise.all([
+      graphql(pglite.gateway, nested, { token: reader() }),
+      pglite.gateway.fetch(`${ORIGIN}/healthz`),
+    ]);
+    expect([refused.status, health.status]).toEqual([400, 200]);
   });
 });

@@ -49,6 +49,9 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
 
   it('is a valid OpenAPI 3.1 document, served without credentials', async () => {
     expect(document.openapi).toBe('3.1.0');
+    expect(document.servers).toEqual([{ url: '/', description: expect.any(String) }]);
+    expect(document.info.license).toEqual({ name: 'MIT', identifier: 'MIT' });
+    expect(document.info.contact.name).toEqual(expect.any(String));
     const result = await validate(structuredClone(document) as never);
     expect(result.valid, JSON.stringify(result, null, 2)).toBe(true);
     expect(result.warnings).toEqual([]);
@@ -76,6 +79,21 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     expect(names(`${BASE}/connected/{id}`)).toEqual(['id']);
     const limit = (document.paths[`${BASE}/syncs`].get.parameters as Json[]).find((p) => p.name === 'limit');
     expect(limit?.schema).toMatchObject({ minimum: 1, maximum: 100, default: 10 });
+    const syncParams = document.paths[`${BASE}/syncs`].get.parameters as Json[];
+    const schemaOf = (name: string) => syncParams.find((p) => p.name === name)?.schema;
+    expect(schemaOf('page')).toMatchObject({ minimum: 1, maximum: 10_001 });
+    expect(schemaOf('search')).toMatchObject({ minLength: 1, maxLength: 200 });
+    expect(document.paths[`${BASE}/syncs`].get['x-mutually-exclusive-parameters']).toEqual([['offset', 'page']]);
+    const grammar = (name: string) => new RegExp(schemaOf(name).pattern, 'u');
+    expect(['eq.failed', 'not.in.(failed,success)', 'is.null'].map((v) => [v, grammar('status').test(v)])).toEqual([
+      ['eq.failed', true],
+      ['not.in.(failed,success)', true],
+      ['is.null', false],
+    ]);
+    expect(['ilike.*timeout*', 'like.a*b', 'gte.2026-01-01T00:00:00Z', 'is.null'].map((v) => grammar('error_message').test(v))).toEqual([true, false, true, true]);
+    expect(['started_at.desc,id', 'id,status,id.desc', 'summary'].map((v) => grammar('order').test(v))).toEqual([true, false, false]);
+    expect(['id, status', 'id,nope'].map((v) => grammar('select').test(v))).toEqual([true, false]);
+    expect(document.paths[`${BASE}/syncs/{id}`].get.parameters[0].schema).toMatchObject({ maxLength: 64 });
   });
 
   it('real responses of every endpoint match the documented schemas', async () => {
@@ -106,6 +124,39 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     ];
     expect(cases.map(([, , r]) => r.status)).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 400, 401, 404, 403, 200, 404]);
     for (const [path, method, response] of cases) expectMatchesDocument(path, method, response);
+  });
+
+  it('answers of the write routes match the documented schemas, request bodies included', async () => {
+    const admin = t.tenants.demo.adminToken;
+    const call = async (method: string, path: string, body: unknown, contentType = 'application/json') => {
+      const response = await t.gateway.fetch(`${ORIGIN}${path}`, {
+        method,
+        headers: { authorization: `Token ${admin}`, 'content-type': contentType },
+        body: JSON.stringify(body),
+      });
+      const text = await response.text();
+      return { status: response.status, body: text ? JSON.parse(text) : null, request: `${method} ${path}` };
+    };
+    const applicationId = (await rest(t.gateway, `${BASE}/available?limit=1&select=id`, { token: admin })).body.data[0].id;
+    const bodySchema = (path: string, method: string, type = 'application/json') =>
+      ajv.compile(resolved.paths[path][method].requestBody.content[type].schema);
+    const createBody = { application_id: applicationId, name: `openapi ${kind} ${Date.now()}` };
+    expect(bodySchema(`${BASE}/connected`, 'post')(createBody)).toBe(true);
+    expect(bodySchema(`${BASE}/connected`, 'post')({ ...createBody, colour: 'red' })).toBe(false);
+    const created = await call('POST', `${BASE}/connected`, createBody);
+    expectMatchesDocument(`${BASE}/connected`, 'post', created);
+    const id = created.body.data.id;
+    expectMatchesDocument(`${BASE}/connected/{id}`, 'patch', await call('PATCH', `${BASE}/connected/${id}`, { description: 'x' }, 'application/merge-patch+json'));
+    expectMatchesDocument(`${BASE}/connected/{id}`, 'patch', await call('PATCH', `${BASE}/connected/${id}`, { status: 'error' }));
+    const queued = await call('POST', `${BASE}/syncs`, { connection_id: id });
+    expectMatchesDocument(`${BASE}/syncs`, 'post', queued);
+    expectMatchesDocument(`${BASE}/syncs`, 'post', await call('POST', `${BASE}/syncs`, { connection_id: id }));
+    expectMatchesDocument(`${BASE}/syncs/claim`, 'post', await call('POST', `${BASE}/syncs/claim`, { connection_id: id }));
+    expectMatchesDocument(`${BASE}/syncs/{id}`, 'patch', await call('PATCH', `${BASE}/syncs/${queued.body.data.id}`, { summary: { processed: 1 } }));
+    expectMatchesDocument(`${BASE}/connected`, 'post', await call('POST', `${BASE}/connected`, createBody, 'text/plain'));
+    const nothing = await call('POST', `${BASE}/syncs/claim`, { connection_id: id });
+    expect(nothing.status).toBe(204);
+    expect(resolved.paths[`${BASE}/syncs/claim`].post.responses['204']).toBeDefined();
   });
 
   it('serves a human-readable reference page and its assets without a CDN', async () => {

@@ -1,10 +1,10 @@
 import { describe, it, expect } from 'vitest';
+import { parseTimestamp } from '../src/timestamps.js';
 import {
   describeFilters,
   describeOrder,
   parseInList,
   parseListQuery,
-  parseTimestamp,
   QUERY_LIMITS,
   type FilterCondition,
   type ListQuery,

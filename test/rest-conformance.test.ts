@@ -150,11 +150,13 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
       expect(body.data).toEqual([list[1]]);
     });
 
-    it('an unknown id is 404 NOT_FOUND; a malformed one is 400', async () => {
+    it('an unknown id is 404 NOT_FOUND, whatever its shape; one that cannot be an id (over 64 characters) is 400', async () => {
       const missing = await rest(t.gateway, `${BASE}/available/${newId('app')}`, { token: reader, expectStatus: 404 });
       expectErrorBody(missing.body, 'NOT_FOUND');
-      const malformed = await rest(t.gateway, `${BASE}/available/not%20an%20id`, { token: reader, expectStatus: 400 });
-      expectErrorBody(malformed.body, 'INVALID_QUERY');
+      const strange = await rest(t.gateway, `${BASE}/available/not%20an%20id`, { token: reader, expectStatus: 404 });
+      expectErrorBody(strange.body, 'NOT_FOUND');
+      const tooLong = await rest(t.gateway, `${BASE}/available/app_${'a'.repeat(61)}`, { token: reader, expectStatus: 400 });
+      expectErrorBody(tooLong.body, 'INVALID_QUERY');
     });
   });
 
@@ -543,13 +545,15 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
     });
 
     it('a known path with another method is 405 with Allow', async () => {
-      const post = await rest(t.gateway, `${BASE}/connected`, { method: 'POST', token: admin, expectStatus: 405 });
-      expectErrorBody(post.body, 'METHOD_NOT_ALLOWED');
-      expect(post.headers.get('allow')).toBe('GET, HEAD');
-      const put = await rest(t.gateway, `${BASE}/connected/${connections[0]!.id}`, { method: 'PUT', token: admin, expectStatus: 405 });
-      expect(put.headers.get('allow')).toBe('GET, HEAD, DELETE');
+      const put = await rest(t.gateway, `${BASE}/connected`, { method: 'PUT', token: admin, expectStatus: 405 });
+      expectErrorBody(put.body, 'METHOD_NOT_ALLOWED');
+      expect(put.headers.get('allow')).toBe('GET, HEAD, POST');
+      const putOne = await rest(t.gateway, `${BASE}/connected/${connections[0]!.id}`, { method: 'PUT', token: admin, expectStatus: 405 });
+      expect(putOne.headers.get('allow')).toBe('GET, HEAD, DELETE, PATCH');
       const del = await rest(t.gateway, `${BASE}/syncs/${allSyncs[0]!.id}`, { method: 'DELETE', token: admin, expectStatus: 405 });
-      expect(del.headers.get('allow')).toBe('GET, HEAD');
+      expect(del.headers.get('allow')).toBe('GET, HEAD, PATCH');
+      const getClaim = await rest(t.gateway, `${BASE}/categories`, { method: 'POST', token: admin, expectStatus: 405 });
+      expect(getClaim.headers.get('allow')).toBe('GET, HEAD');
     });
 
     it('HEAD answers the status and headers of GET without a body', async () => {

@@ -297,6 +297,13 @@ async function openPostgres(
     },
     async transaction(work) {
       const client = await pool.connect();
+      // A connection that dies while checked out (the server went away) emits 'error' on the client, which
+      // nothing else listens to: unheard, it would crash the process. The failing statement reports it.
+      let broken = false;
+      const onError = () => {
+        broken = true;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const result = await work({
@@ -310,10 +317,16 @@ async function openPostgres(
         await client.query('COMMIT');
         return result;
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {});
+        if (!broken) {
+          await client.query('ROLLBACK').catch(() => {
+            broken = true;
+          });
+        }
         throw error;
       } finally {
-        client.release();
+        client.off('error', onError);
+        // A broken connection is destroyed rather than returned to the pool.
+        client.release(broken);
       }
     },
   };

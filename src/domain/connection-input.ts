@@ -70,3 +70,9 @@ export function parseConnectionPatch(body: unknown): { patch: ConnectionPatch } 
 function dropUndefined<T extends object>(value: T): T {
   return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined)) as T;
 }
+
+/** JSON Schemas of the connection write bodies, for the OpenAPI document. */
+export const CONNECTION_BODY_SCHEMAS = {
+  create: z.toJSONSchema(createBody, { io: 'input' }),
+  patch: z.toJSONSchema(patchBody, { io: 'input' }),
+};

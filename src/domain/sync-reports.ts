@@ -139,3 +139,35 @@ export function parseSyncReport(body: unknown): { report: SyncReport } | { probl
   }
   return { problems: [{ field: 'status', message: 'must be "success" or "failed" (leave it out to report progress)' }] };
 }
+
+/** The body of `POST /syncs`: which connection to run now. */
+const triggerBody = z.strictObject({
+  connection_id: z.string().min(1).max(64),
+  estimated_items: count.optional(),
+});
+export type TriggerBody = z.infer<typeof triggerBody>;
+
+export function parseTriggerBody(body: unknown): { trigger: TriggerBody } | { problems: FieldProblem[] } {
+  const parsed = triggerBody.safeParse(body);
+  return parsed.success ? { trigger: parsed.data } : { problems: zodProblems(parsed.error) };
+}
+
+/** The body of `POST /syncs/claim`: optional lease length and narrowing to one connection or application. */
+const claimBody = z.strictObject({
+  lease_seconds: leaseSecondsSchema.optional(),
+  connection_id: z.string().min(1).max(64).optional(),
+  application_slug: z.string().min(1).max(100).optional(),
+});
+export type ClaimBody = z.infer<typeof claimBody>;
+
+export function parseClaimBody(body: unknown): { claim: ClaimBody } | { problems: FieldProblem[] } {
+  const parsed = claimBody.safeParse(body);
+  return parsed.success ? { claim: parsed.data } : { problems: zodProblems(parsed.error) };
+}
+
+/** JSON Schemas of the write bodies, for the OpenAPI document (what the parsers above accept). */
+export const SYNC_BODY_SCHEMAS = {
+  trigger: z.toJSONSchema(triggerBody, { io: 'input' }),
+  claim: z.toJSONSchema(claimBody, { io: 'input' }),
+  report: z.toJSONSchema(z.union([progressReport, successReport, failedReport]), { io: 'input' }),
+};

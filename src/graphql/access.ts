@@ -7,7 +7,7 @@ import { createToken, revokeToken } from '../auth/tokens.js';
 import { ApiError } from '../errors.js';
 import { Role as RoleValues } from '../generated/prisma/enums.js';
 import { builder } from './builder.js';
-import { assertIdShape } from './ids.js';
+import { assertIdLength } from './ids.js';
 import { requireViewer } from './viewer.js';
 
 // The portal's "Service Users" section as GraphQL: admin-only (access:manage), always within the caller's
@@ -15,7 +15,7 @@ import { requireViewer } from './viewer.js';
 
 const Role = builder.enumType(RoleValues, {
   name: 'Role',
-  description: 'admin: everything within the tenant. reader: read-only.',
+  description: 'admin: everything within the tenant. reader: read-only. engine: a sync engine (worker): reads connections and runs, claims runs and reports on them; nothing else.',
 });
 
 const Token = builder.prismaObject('Token', {
@@ -94,7 +94,7 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }), role: t.arg({ type: Role, required: true }) },
     resolve: async (query, _root, args, context) => {
       const { tenantId } = requireViewer(context);
-      const id = assertIdShape(args.id, 'service user');
+      const id = assertIdLength(args.id, 'service user');
       await changeServiceUserRole(context.db, { tenantId, serviceUserId: id, role: args.role });
       return context.db.prisma.serviceUser.findUniqueOrThrow({ ...query, where: serviceUserById(tenantId, id) });
     },
@@ -107,7 +107,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, args, context) =>
       deleteServiceUser(context.db, {
         tenantId: requireViewer(context).tenantId,
-        serviceUserId: assertIdShape(args.id, 'service user'),
+        serviceUserId: assertIdLength(args.id, 'service user'),
       }),
   }),
   createToken: t.field({
@@ -120,7 +120,7 @@ builder.mutationFields((t) => ({
     },
     resolve: async (_root, args, context) => {
       const { tenantId } = requireViewer(context);
-      const serviceUserId = assertIdShape(args.serviceUserId, 'service user');
+      const serviceUserId = assertIdLength(args.serviceUserId, 'service user');
       const user = await context.db.prisma.serviceUser.findUnique({
         where: serviceUserById(tenantId, serviceUserId),
         select: { id: true },
@@ -136,7 +136,7 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: async (query, _root, args, context) => {
       const { tenantId } = requireViewer(context);
-      const id = assertIdShape(args.id, 'token');
+      const id = assertIdLength(args.id, 'token');
       if ((await revokeToken(context.db, id, tenantId)) === 'not_found') {
         throw new ApiError('NOT_FOUND', `token ${id} not found`);
       }

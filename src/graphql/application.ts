@@ -1,7 +1,8 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
-import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
-import { assertIdShape } from './ids.js';
+import { pageComplexity } from './complexity.js';
+import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, searchTerm, StringFilter } from './filters.js';
+import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
 
@@ -19,7 +20,7 @@ export const APPLICATION_PAGE = { defaultLimit: 100, maxLimit: 100 };
 
 /** `search`: case-insensitive substring of name, slug, description or a keyword (the generated search_text). */
 export function keywordSearchWhere(search: string | null | undefined) {
-  const term = search?.trim().toLowerCase();
+  const term = searchTerm(search);
   return term ? { searchText: { contains: escapeLike(term) } } : {};
 }
 
@@ -37,6 +38,8 @@ export const Features = builder.objectRef<JsonObject>('Features').implement({
     title: t.string({ resolve: (f) => jsonString(f, 'title') ?? '' }),
     features: t.field({
       type: [Feature],
+      // Catalog copy, a handful of sections per application: counted as 10 in a document's cost.
+      complexity: { field: 1, multiplier: 10 },
       resolve: (f) => (Array.isArray(f.features) ? f.features.map(asJsonObject) : []),
     }),
   }),
@@ -79,6 +82,7 @@ const ApplicationList = listType('ApplicationList', Application, 'A page of cata
 builder.queryFields((t) => ({
   applications: t.field({
     type: ApplicationList,
+    complexity: pageComplexity(APPLICATION_PAGE),
     description: 'Catalog applications available to connect, by name unless orderBy says otherwise.',
     authScopes: { permission: 'catalog:read' },
     args: {
@@ -108,6 +112,6 @@ builder.queryFields((t) => ({
     authScopes: { permission: 'catalog:read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (query, _root, args, context) =>
-      context.db.prisma.application.findUnique({ ...query, where: { id: assertIdShape(args.id, 'application') } }),
+      context.db.prisma.application.findUnique({ ...query, where: { id: assertIdLength(args.id, 'application') } }),
   }),
 }));

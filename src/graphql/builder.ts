@@ -1,10 +1,12 @@
 import SchemaBuilder from '@pothos/core';
+import ComplexityPlugin from '@pothos/plugin-complexity';
 import DataloaderPlugin from '@pothos/plugin-dataloader';
 import PrismaPlugin from '@pothos/plugin-prisma';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type { Permission } from '../auth/permissions.js';
 import type { Context } from '../context.js';
 import { ApiError } from '../errors.js';
+import { UNBOUNDED_LIST_MULTIPLIER } from './complexity.js';
 import { credentialRequiredError } from './viewer.js';
 import type PrismaTypes from '../generated/pothos-prisma-types.js';
 import { getDatamodel } from '../generated/pothos-prisma-types.js';
@@ -17,9 +19,10 @@ export const builder = new SchemaBuilder<{
   Scalars: {
     DateTime: { Input: Date; Output: Date };
     ID: { Input: string; Output: string };
+    JSONObject: { Input: Record<string, unknown>; Output: Record<string, unknown> };
   };
 }>({
-  plugins: [ScopeAuthPlugin, PrismaPlugin, DataloaderPlugin],
+  plugins: [ScopeAuthPlugin, PrismaPlugin, DataloaderPlugin, ComplexityPlugin],
   defaultFieldNullability: false,
   prisma: {
     client: (context) => context.db.prisma,
@@ -28,6 +31,10 @@ export const builder = new SchemaBuilder<{
     filterConnectionTotalCount: true,
     onUnusedQuery: process.env.NODE_ENV === 'production' ? null : 'warn',
   },
+  // Each field costs 1; a field's selection counts once per item its list may hold (see pageComplexity in
+  // list.ts). The plugin only annotates the schema here: the budget is checked once per request, before
+  // execution, by useLimits (src/plugins/use-limits.ts), with the request's variables.
+  complexity: { defaultComplexity: 1, defaultListMultiplier: UNBOUNDED_LIST_MULTIPLIER, disabled: true },
   scopeAuth: {
     authScopes: (context) => ({
       authenticated: context.viewer !== null,

@@ -1,7 +1,8 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
 import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
-import { assertIdShape } from './ids.js';
+import { assertIdLength } from './ids.js';
 import { listPage, listType, pageWindow } from './list.js';
 
 export const CATEGORY_COLUMNS: Record<string, ColumnSpec> = {
@@ -52,6 +53,7 @@ function searchWhere(search: string | null | undefined) {
 
 builder.queryFields((t) => ({
   categories: t.field({
+    complexity: pageComplexity(CATEGORY_PAGE),
     type: CategoryList,
     description: 'Catalog categories, ordered by sortOrder then name unless orderBy says otherwise.',
     authScopes: { permission: 'catalog:read' },
@@ -84,6 +86,6 @@ builder.queryFields((t) => ({
     authScopes: { permission: 'catalog:read' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (query, _root, args, context) =>
-      context.db.prisma.category.findUnique({ ...query, where: { id: assertIdShape(args.id, 'category') } }),
+      context.db.prisma.category.findUnique({ ...query, where: { id: assertIdLength(args.id, 'category') } }),
   }),
 }));

@@ -2,9 +2,12 @@ import { queryFromInfo } from '@pothos/plugin-prisma';
 import { ConnectionStatus as ConnectionStatusValues, ConnectionVia as ConnectionViaValues } from '../generated/prisma/enums.js';
 import { ApiError } from '../errors.js';
 import { keywordSearchWhere, Features } from './application.js';
+import { deleteConnection } from '../db/connection-writes.js';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
 import { Category } from './category.js';
 import {
+  assertValueLength,
   type ColumnSpec,
   DateTimeFilter,
   enumFilter,
@@ -16,7 +19,7 @@ import {
   resourceOrder,
   StringFilter,
 } from './filters.js';
-import { assertIdShape } from './ids.js';
+import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
 import { countConnectionSyncs, loadConnectionSyncs, Sync, SYNC_PAGE, SyncFilter, SyncOrder } from './sync.js';
@@ -137,6 +140,7 @@ export const Connection = builder.prismaObject('Connection', {
     // pages through a LATERAL join, counts grouped by connection.
     syncs: t.loadableGroup({
       type: Sync,
+      complexity: pageComplexity(SYNC_PAGE),
       description: `Runs of this connection, newest first unless orderBy says otherwise; limit 1 to ${SYNC_PAGE.maxLimit}.`,
       authScopes: { permission: 'syncs:read' },
       args: {
@@ -187,12 +191,13 @@ const ConnectionList = listType('ConnectionList', Connection, "A page of the cal
 
 /** Where clause for one live (not deleted) connection of the caller. */
 function ownConnection(tenantId: string, id: string) {
-  return { id: assertIdShape(id, 'connection'), tenantId, deletedAt: null };
+  return { id: assertIdLength(id, 'connection'), tenantId, deletedAt: null };
 }
 
 builder.queryFields((t) => ({
   connections: t.field({
     type: ConnectionList,
+    complexity: pageComplexity(CONNECTION_PAGE),
     description: "The caller's connected applications, by name unless orderBy says otherwise.",
     authScopes: { permission: 'connections:read' },
     args: {
@@ -207,10 +212,11 @@ builder.queryFields((t) => ({
     resolve: (_root, args, context, info) => {
       const viewer = requireViewer(context);
       const { take, skip } = pageWindow(args, CONNECTION_PAGE);
+      assertValueLength('name', args.name);
       const where = {
         AND: [
           { tenantId: viewer.tenantId, deletedAt: null },
-          args.categoryId ? { application: { categoryId: args.categoryId } } : {},
+          args.categoryId ? { application: { categoryId: assertIdLength(args.categoryId, 'category') } } : {},
           args.name ? { name: { contains: escapeLike(args.name), mode: 'insensitive' as const } } : {},
           filterWhere(args.filter, CONNECTION_COLUMNS),
           keywordSearchWhere(args.search),
@@ -249,13 +255,9 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'connections:delete' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, context) => {
-      // One conditional UPDATE: atomic, and a concurrent second delete finds nothing to update.
-      const { count } = await context.db.prisma.connection.updateMany({
-        where: ownConnection(requireViewer(context).tenantId, args.id),
-        data: { deletedAt: new Date() },
-      });
-      if (count === 0) throw new ApiError('NOT_FOUND', `connection ${args.id} not found`);
-      return { id: args.id };
+      // One transaction: the connection goes, and its pending and in-progress runs fail with "connection deleted".
+      const { connection } = await deleteConnection(context.db.raw, requireViewer(context).tenantId, assertIdLength(args.id, 'connection'));
+      return { id: connection.id };
     },
   }),
 }));

@@ -1,5 +1,6 @@
 import type { EnumRef } from '@pothos/core';
 import { ApiError } from '../errors.js';
+import { TEXT_LIMITS } from '../input-limits.js';
 import { builder } from './builder.js';
 
 // Filter inputs mirror the spec's operators (eq, neq, in, is → isNull, gt, lt, gte, lte, like, ilike) so the
@@ -202,11 +203,30 @@ export function renderFilter<Condition>(
       for (const [operator, operand] of Object.entries(value as FieldFilter)) {
         if (operand === undefined || operand === null) continue;
         if (!OPERATORS.has(operator)) throw new ApiError('INVALID_QUERY', `unknown operator ${operator}`);
+        assertValueLength(`${key}.${operator}`, operand);
         conditions.push(renderer.compare(spec, operator as FilterOperator, operand));
       }
     }
   }
   return conditions.length === 1 ? (conditions[0] as Condition) : renderer.all(conditions);
+}
+
+/** The REST parser's cap on compared text, on GraphQL's filter values (each `in` member) and text arguments too. */
+export function assertValueLength(what: string, operand: unknown): void {
+  const values = Array.isArray(operand) ? operand : [operand];
+  if (values.some((v) => typeof v === 'string' && v.length > TEXT_LIMITS.maxValueLength)) {
+    throw new ApiError('INVALID_QUERY', `a value of ${what} is longer than ${TEXT_LIMITS.maxValueLength} characters`);
+  }
+}
+
+/** A `search` argument as a lowercase keyword, or null for none; longer than REST allows is a client error. */
+export function searchTerm(search: string | null | undefined): string | null {
+  const term = search?.trim().toLowerCase();
+  if (!term) return null;
+  if ([...term].length > TEXT_LIMITS.maxSearchLength) {
+    throw new ApiError('INVALID_QUERY', `search is longer than ${TEXT_LIMITS.maxSearchLength} characters`);
+  }
+  return term;
 }
 
 /** Prisma `where` objects. */

@@ -1,6 +1,7 @@
 import type { ObjectRef } from '@pothos/core';
 import { ApiError } from '../errors.js';
 import { builder } from './builder.js';
+import { PAGE_ITEMS_COMPLEXITY } from './complexity.js';
 
 /** A page of a list. Nodes and count load only when selected, and at most once each. */
 export interface ListPage<T> {
@@ -29,7 +30,7 @@ export function listType<T>(name: string, item: ObjectRef<typeof builder.$inferS
   return builder.objectRef<ListPage<T>>(name).implement({
     description,
     fields: (t) => ({
-      nodes: t.field({ type: [item], resolve: (page) => page.nodes() }),
+      nodes: t.field({ type: [item], complexity: PAGE_ITEMS_COMPLEXITY, resolve: (page) => page.nodes() }),
       totalCount: t.int({
         description: 'Number of items matching the filter and search, ignoring limit and offset.',
         resolve: (page) => page.totalCount(),

@@ -6,6 +6,7 @@ import './application.js';
 import './connection.js';
 import './sync.js';
 import './access.js';
+import './writes.js';
 
 /** The whole GraphQL schema; domain modules register their types on import. */
 export const schema = lexicographicSortSchema(builder.toSchema());

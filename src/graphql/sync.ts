@@ -5,6 +5,7 @@ import type { Prisma } from '../generated/prisma/client.js';
 import type PrismaTypes from '../generated/pothos-prisma-types.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
 import { Connection } from './connection.js';
 import {
   BooleanFilter,
@@ -15,9 +16,10 @@ import {
   type OrderInput,
   resourceFilter,
   resourceOrder,
+  searchTerm,
   StringFilter,
 } from './filters.js';
-import { assertIdShape } from './ids.js';
+import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
 import { arrayLiteral, filterSql, orderSql, selectedFields, SqlParams, sqlRenderer } from './sql.js';
@@ -49,6 +51,11 @@ const SYNC_ROW_SQL: Record<string, string> = {
   isAutoMigrate: '"t0"."is_auto_migrate" AS "isAutoMigrate"',
   diff: '"t0"."diff"',
   checksum: '"t0"."checksum"',
+  attempt: '"t0"."attempt"',
+  retryOfId: '"t0"."retry_of_id" AS "retryOfId"',
+  dueAt: '"t0"."due_at" AS "dueAt"',
+  leaseExpiresAt: '"t0"."lease_expires_at" AS "leaseExpiresAt"',
+  workerId: '"t0"."worker_id" AS "workerId"',
 };
 
 /** Sync fields that read row properties of another name; every other field reads its namesake. */
@@ -152,6 +159,16 @@ export const Sync: PrismaObjectRef<typeof builder.$inferSchemaTypes, PrismaTypes
     diffJson: t.string({ resolve: (s) => JSON.stringify(s.diff) }),
     checksum: t.field({ type: SyncChecksum, resolve: (s) => asJsonObject(s.checksum) }),
     checksumJson: t.string({ resolve: (s) => JSON.stringify(s.checksum) }),
+    // The engine's side of a run (GraphQL only: the REST record keeps exactly the spec's fields).
+    attempt: t.exposeInt('attempt', { description: '1 for a triggered or scheduled run, n + 1 for the retry of attempt n.' }),
+    retryOfId: t.exposeID('retryOfId', { nullable: true, description: 'The failed run this one retries.' }),
+    dueAt: t.expose('dueAt', { type: 'DateTime', nullable: true, description: 'When a pending run may be claimed (later for a retry in back-off).' }),
+    leaseExpiresAt: t.expose('leaseExpiresAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'While in progress: when the claim lapses without a progress report.',
+    }),
+    workerId: t.exposeString('workerId', { nullable: true, description: 'Who claimed the run (the credential\'s subject).' }),
     connection: t.field({
       type: Connection,
       nullable: true,
@@ -179,7 +196,7 @@ const SyncList = listType('SyncList', Sync, 'A page of sync records.');
 
 /** `search`: case-insensitive substring of error_message, or of the status name. */
 function syncSearch<Condition>(search: string | null | undefined, renderer: FilterRenderer<Condition>): Condition {
-  const term = search?.trim().toLowerCase();
+  const term = searchTerm(search);
   if (!term) return renderer.all([]);
   const statuses = Object.values(SyncStatusValues).filter((status) => status.includes(term));
   const errorMessage = renderer.compare(SYNC_COLUMNS.errorMessage!, 'contains', term);
@@ -241,6 +258,7 @@ export async function countConnectionSyncs(connectionIds: readonly string[], con
 builder.queryFields((t) => ({
   syncs: t.field({
     type: SyncList,
+    complexity: pageComplexity(SYNC_PAGE),
     description: "The caller's sync history, newest started first unless orderBy says otherwise.",
     authScopes: { permission: 'syncs:read' },
     args: {
@@ -254,7 +272,7 @@ builder.queryFields((t) => ({
     // Hand-written SQL rather than Prisma: the history is the hot read, and Prisma's per-statement work cost
     // more than the rest of the request (BENCHMARKS.md).
     resolve: (_root, args, context, info) => {
-      const connectionId = args.connectionId ? assertIdShape(args.connectionId, 'connection') : null;
+      const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
       const sql = syncListSql(args, context, (params) => (connectionId ? [`"t0"."connection_id" = ${params.add(connectionId)}`] : []));
       const raw = context.db.raw;
       return listPage(
@@ -281,7 +299,7 @@ builder.queryFields((t) => ({
     resolve: (query, _root, args, context) =>
       context.db.prisma.sync.findFirst({
         ...query,
-        where: { id: assertIdShape(args.id, 'sync'), tenantId: requireViewer(context).tenantId },
+        where: { id: assertIdLength(args.id, 'sync'), tenantId: requireViewer(context).tenantId },
       }),
   }),
 }));

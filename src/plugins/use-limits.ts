@@ -1,8 +1,8 @@
-import { costLimitRule } from '@escape.tech/graphql-armor-cost-limit';
 import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
-import { GraphQLError, Lexer, Source, TokenKind, visit, BREAK, type DocumentNode, type ValidationContext } from 'graphql';
+import { createComplexityRule } from '@pothos/plugin-complexity';
+import { GraphQLError, Lexer, Source, TokenKind, validate, visit, BREAK, type DocumentNode, type GraphQLSchema, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { earlyErrorResponse } from './error-response.js';
@@ -12,7 +12,11 @@ export interface RequestLimits {
   maxUrlLength: number;
   /** Request body in bytes, by Content-Length and while reading; larger is 413 PAYLOAD_TOO_LARGE. */
   maxBodyBytes: number;
-  /** GraphQL documents: lexical tokens, selection depth, aliases, directives, and graphql-armor's cost. */
+  /**
+   * GraphQL documents: lexical tokens, selection depth, aliases, directives, and the estimated cost: each field
+   * 1, a list's selection once per item its limit allows (src/graphql/complexity.ts), so also the most values
+   * one response may hold.
+   */
   maxTokens: number;
   maxDepth: number;
   maxAliases: number;
@@ -24,8 +28,10 @@ export interface RequestLimits {
 
 /**
  * Sized for this schema: the deepest useful selection (connection → syncs → connection → application →
- * category → field) is 6; the REST operations reach depth 5, cost 110, 18 aliases and 16 directives; GraphiQL's
- * introspection query is about 300 tokens (introspection is left out of depth and cost).
+ * category → field) is 6; the REST operations reach depth 5, 18 aliases and 16 directives, and cost at most
+ * about 4,000 (a page of 100 connections with every field); GraphiQL's introspection query is about 300
+ * tokens (introspection is left out of depth and cost). A budget of 20,000 admits 100 connections with their
+ * application, category and 10 runs each.
  */
 export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxUrlLength: 8 * 1024,
@@ -34,7 +40,7 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxDepth: 8,
   maxAliases: 30,
   maxDirectives: 50,
-  maxCost: 5000,
+  maxCost: 20_000,
   timeoutMs: 15_000,
 };
 
@@ -59,7 +65,6 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugi
     // {…}` slipped past the count; with an empty allow list every alias counts. A bare `__typename` is no alias.
     maxAliasesRule({ ...armor, n: limits.maxAliases, allowList: [] }),
     maxDirectivesRule({ ...armor, n: limits.maxDirectives }),
-    costLimitRule({ ...armor, maxCost: limits.maxCost, flattenFragments: true }),
   ];
 
   return {
@@ -112,13 +117,58 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugi
       for (const rule of rules) addValidationRule(rule);
     },
     onExecute({ args, setResultAndStopExecution }) {
-      // PostgreSQL text cannot hold U+0000: refused here, on both surfaces, rather than failing in the database.
-      if (holdsNul(args.variableValues, 0) || documentHoldsNul(args.document)) {
-        setResultAndStopExecution({ errors: [new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000)')] });
+      // PostgreSQL text cannot hold U+0000 nor a lone UTF-16 surrogate (JSON can: "\udfff"): refused here, on
+      // both surfaces, rather than failing in the database.
+      if (holdsUnstorableText(args.variableValues, 0) || documentHoldsNul(args.document)) {
+        setResultAndStopExecution({
+          errors: [new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000) or a lone UTF-16 surrogate')],
+        });
         return;
       }
+      const overBudget = costError(args, limits.maxCost);
+      if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
+    },
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const overBudget = costError(args, limits.maxCost);
+      if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
     },
   };
+}
+
+export interface OperationArgs {
+  schema: GraphQLSchema;
+  document: DocumentNode;
+  contextValue: unknown;
+  variableValues?: Record<string, unknown> | null | undefined;
+  operationName?: string | null | undefined;
+}
+
+/**
+ * The cost depends on the variables (a `$limit` multiplies its list), so it is estimated for each request, once
+ * variables are known and before any resolver runs. Variables the operation cannot take are not reported here:
+ * execution reports them, with graphql-js's own messages. Null when no operation of the document could be
+ * measured.
+ */
+export function operationCost(args: OperationArgs): number | null {
+  let cost: number | null = null;
+  const rule = createComplexityRule({
+    context: (args.contextValue ?? {}) as object,
+    variableValues: args.variableValues ?? {},
+    operationName: args.operationName ?? null,
+    validate: ({ complexity }) => {
+      cost = Math.max(cost ?? 0, complexity);
+    },
+  });
+  validate(args.schema, args.document, [rule]);
+  return cost;
+}
+
+function costError(args: OperationArgs, maxCost: number): GraphQLError | null {
+  const cost = operationCost(args);
+  if (cost === null || cost <= maxCost) return null;
+  return limitError(
+    `The query's estimated cost is ${cost}, over the budget of ${maxCost}: each field costs 1, and a list's selection counts once per item its limit allows. Ask for smaller pages or fewer nested lists.`,
+  );
 }
 
 function bodyTooLarge(maxBodyBytes: number): ApiError {
@@ -153,11 +203,22 @@ function nestsDeeper(value: unknown, max: number): boolean {
   return Object.values(value).some((member) => nestsDeeper(member, max - 1));
 }
 
-function holdsNul(value: unknown, depth: number): boolean {
-  if (typeof value === 'string') return value.includes('\0');
+/** Text PostgreSQL cannot store: a NUL, or a lone surrogate (not well-formed UTF-16, so no UTF-8 for it). */
+function unstorable(text: string): boolean {
+  return text.includes('\0') || !isWellFormed(text);
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function isWellFormed(text: string): boolean {
+  return !LONE_SURROGATE.test(text);
+}
+
+function holdsUnstorableText(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return unstorable(value);
   // Deeper than any input type of the schema nests; coercion refuses such values anyway.
   if (value === null || typeof value !== 'object' || depth > 64) return false;
-  return Object.values(value).some((member) => holdsNul(member, depth + 1));
+  return Object.values(value).some((member) => holdsUnstorableText(member, depth + 1));
 }
 
 /** Documents are shared (yoga's parse cache, the REST routes' own), so each one is walked once. */
@@ -176,7 +237,7 @@ function walkForNul(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     StringValue(node) {
-      if (!node.value.includes('\0')) return undefined;
+      if (!unstorable(node.value)) return undefined;
       found = true;
       return BREAK;
     },

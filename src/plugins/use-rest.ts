@@ -3,6 +3,8 @@ import { isAsyncIterable, type Plugin, type YogaServerInstance } from 'graphql-y
 import type { Context } from '../context.js';
 import { clip } from '../clip.js';
 import { isErrorCode } from '../errors.js';
+import { invalidInput } from '../domain/problems.js';
+import { credentialRequiredError } from '../graphql/viewer.js';
 import { compileRoutes, type CompiledRoute } from '../rest/compile-routes.js';
 import { apiDocsResponse } from '../rest/docs-page.js';
 import {
@@ -16,8 +18,9 @@ import {
 import { listVariables } from '../rest/graphql-variables.js';
 import { openApiDocument } from '../rest/openapi.js';
 import { FILTER_OPERATORS, parseListQuery, type ListQuery, type ResourceSpec } from '../rest/query-params.js';
-import { API_PREFIX, DOCS_PATH, OPENAPI_PATH, routes as defaultRoutes, type RouteSpec } from '../rest/routes.js';
+import { API_PREFIX, type BodySpec, DOCS_PATH, OPENAPI_PATH, routes as defaultRoutes, type RouteSpec } from '../rest/routes.js';
 import { GRAPHQL_ENDPOINT } from './error-response.js';
+import { DEFAULT_REQUEST_LIMITS } from './use-limits.js';
 import { requestIdOf } from './use-request-id.js';
 
 type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
@@ -27,7 +30,15 @@ type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
  * auth, masking, logging), then shapes the result into the spec's envelope. Documents are validated here,
  * once, when the plugin is created; a document that does not fit stops the start.
  */
-export function useRest({ schema, routes = defaultRoutes }: { schema: GraphQLSchema; routes?: readonly RouteSpec[] }): Plugin<
+export function useRest({
+  schema,
+  routes = defaultRoutes,
+  maxBodyBytes = DEFAULT_REQUEST_LIMITS.maxBodyBytes,
+}: {
+  schema: GraphQLSchema;
+  routes?: readonly RouteSpec[];
+  maxBodyBytes?: number;
+}): Plugin<
   Record<string, unknown>,
   Context
 > {
@@ -59,10 +70,12 @@ export function useRest({ schema, routes = defaultRoutes }: { schema: GraphQLSch
       const method = isHead ? 'GET' : request.method;
       const send = ({ status, body, headers }: RestResponse) =>
         endResponse(
-          new fetchAPI.Response(isHead ? null : JSON.stringify(body), {
-            status,
-            headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
-          }),
+          status === 204
+            ? new fetchAPI.Response(null, { status, headers })
+            : new fetchAPI.Response(isHead ? null : JSON.stringify(body), {
+                status,
+                headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+              }),
         );
       if (!yoga) throw new Error('useRest: yoga did not initialise the plugin');
 
@@ -101,7 +114,7 @@ export function useRest({ schema, routes = defaultRoutes }: { schema: GraphQLSch
           );
           return;
         }
-        send(await runRoute(yoga, matched.route, matched.values, url, request, serverContext, target));
+        send(await runRoute(yoga, matched.route, matched.values, url, request, serverContext, target, maxBodyBytes));
       } catch (error) {
         send(unexpectedErrorResponse(yoga, error, target));
       }
@@ -117,6 +130,7 @@ async function runRoute(
   request: Request,
   serverContext: object,
   target: ResponseTarget,
+  maxBodyBytes: number,
 ): Promise<RestResponse> {
   const operationName = route.operation.name?.value;
   const { contextFactory, execute, schema } = yoga.getEnveloped({
@@ -131,6 +145,9 @@ async function runRoute(
   } catch (error) {
     return unexpectedErrorResponse(yoga, error, target);
   }
+  // Every route reads tenant data or the catalog, which need a credential: without one the answer is 401
+  // before the query string or the path is read (CONTRACT), whatever else is wrong with the request.
+  if ((contextValue as Context).viewer === null) return graphqlErrorResponse(credentialRequiredError(), target);
 
   let variables: Record<string, unknown> = {};
   let query: ListQuery | null = null;
@@ -154,6 +171,14 @@ async function runRoute(
     }
     variables[param] = value;
   }
+  if (route.spec.body) {
+    const body = await readJsonBody(request, route.spec.body, maxBodyBytes, target);
+    if ('refused' in body) return body.refused;
+    // The body's one schema first, so every problem is named as the body names it; path parameters win.
+    const problems = route.spec.body.problems(body.value);
+    if (problems.length > 0) return graphqlErrorResponse(invalidInput(problems), target);
+    variables = { ...route.spec.body.variables(body.value), ...variables };
+  }
 
   // The schema's own scalars coerce the values; what they refuse is the caller's mistake, not ours.
   const coerced = getVariableValues(schema, route.operation.variableDefinitions ?? [], variables);
@@ -173,6 +198,54 @@ async function runRoute(
   });
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
   return resultResponse(route, result as ExecutionResult, query, target);
+}
+
+/**
+ * The request's JSON body, as an object: 415 for another media type, 413 past the size limit (also for a
+ * chunked body without Content-Length), 400 for text that is not JSON or JSON that is not an object.
+ */
+async function readJsonBody(
+  request: Request,
+  spec: BodySpec,
+  maxBytes: number,
+  target: ResponseTarget,
+): Promise<{ value: Record<string, unknown> } | { refused: RestResponse }> {
+  const contentType = request.headers.get('content-type') ?? '';
+  const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (!spec.mediaTypes.includes(mediaType)) {
+    const expected = spec.mediaTypes.join(' or ');
+    return {
+      refused: errorResponse(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Send the body as ${expected}${contentType ? `, not ${clip(contentType, 100)}` : ' (Content-Type is missing)'}`,
+        target,
+      ),
+    };
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body?.getReader();
+  for (;;) {
+    const next = reader ? await reader.read() : { done: true as const, value: undefined };
+    if (next.done) break;
+    size += next.value.byteLength;
+    if (size > maxBytes) {
+      await reader?.cancel().catch(() => undefined);
+      return { refused: errorResponse('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${maxBytes} bytes`, target) };
+    }
+    chunks.push(next.value);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { refused: invalidQueryResponse([{ parameter: '(body)', message: text.trim() === '' ? 'the body is empty; send a JSON object' : 'the body is not valid JSON' }], target) };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { refused: invalidQueryResponse([{ parameter: '(body)', message: 'the body must be a JSON object' }], target) };
+  }
+  return { value: value as Record<string, unknown> };
 }
 
 const FILTER_FORM = new RegExp(`^(?:not\\.)?(?:${FILTER_OPERATORS.join('|')})\\.`);

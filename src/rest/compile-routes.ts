@@ -82,8 +82,11 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   );
   const operation = operations[0];
   if (operations.length !== 1 || !operation) return fail('the document must hold exactly one operation');
-  if ((operation.operation === 'mutation') !== (route.method === 'DELETE')) {
+  if ((operation.operation === 'mutation') !== (route.method !== 'GET')) {
     fail(`${route.method} must run a ${route.method === 'GET' ? 'query' : 'mutation'}`);
+  }
+  if ((route.body !== undefined) !== (route.method === 'POST' || route.method === 'PATCH')) {
+    fail('POST and PATCH routes, and only they, take a body');
   }
   const rootType = operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType();
   const fragments = new Map(

@@ -72,8 +72,15 @@ export function resultResponse(
     const items = page.nodes.map((node) => withoutNullMembers(node, omit));
     return ok({ msg: countMessage(items.length, response.list), data: items, meta: listMeta(response.list, query, page.totalCount, items.length) });
   }
-  if (value === null || value === undefined) return errorResponse('NOT_FOUND', response.notFound, target);
+  if (value === null || value === undefined) {
+    if (response.kind === 'item' && response.nullIsNoContent) return { status: 204, body: null, headers: {} };
+    return errorResponse('NOT_FOUND', response.notFound, target);
+  }
   const item = withoutNullMembers(value as Record<string, unknown>, omit);
+  if (response.kind === 'item' && response.created) {
+    const location = `${target.origin}${response.created.location.replace('{id}', encodeURIComponent(String(item.id)))}`;
+    return { status: 201, body: { msg: response.msg, data: item }, headers: { Location: location } };
+  }
   return ok({ msg: response.msg, data: response.kind === 'item-in-array' ? [item] : item });
 }
 

@@ -1,5 +1,6 @@
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
+import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';
 import { QUERY_LIMITS } from './query-params.js';
 
 // OpenAPI 3.1 for the REST routes, built from the compiled route table: parameters from each route's
@@ -15,6 +16,8 @@ const ERROR_RESPONSES: Record<number, { name: string; code: ErrorCode; descripti
   403: { name: 'Forbidden', code: 'UNAUTHORIZED', description: 'The credential is valid but its role lacks the permission (e.g. a reader deleting).' },
   404: { name: 'NotFound', code: 'NOT_FOUND', description: "No such item for the calling tenant (another tenant's items are not found either)." },
   409: { name: 'Conflict', code: 'CONFLICT', description: 'The request conflicts with the current state of the resource.' },
+  413: { name: 'PayloadTooLarge', code: 'PAYLOAD_TOO_LARGE', description: 'The request body is over 1 MiB.' },
+  415: { name: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA_TYPE', description: 'The body is not sent as one of the media types the operation takes.' },
   500: { name: 'Internal', code: 'INTERNAL', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
   503: { name: 'Unavailable', code: 'UNAVAILABLE', description: 'The database is unreachable; retry after Retry-After seconds.' },
 };
@@ -27,6 +30,7 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of routes) {
     addComponent(schemas, route.spec.itemSchema, route.itemSchema);
+    if (route.spec.response.kind === 'list') addComponent(schemas, selectionSchemaName(route), selectionSchema(route.itemSchema));
     const operations = (paths[route.spec.path] ??= {});
     operations[route.spec.method.toLowerCase()] = operationObject(route);
   }
@@ -36,7 +40,10 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
       title: 'Integrations & Sync API',
       version: 'v1',
       description: API_DESCRIPTION,
+      license: { name: 'MIT', identifier: 'MIT' },
+      contact: { name: 'Integrations & Sync API maintainers' },
     },
+    servers: [{ url: '/', description: 'The server that serves this document.' }],
     tags: [
       { name: 'Catalog', description: 'Categories and applications that can be connected.' },
       { name: 'Connections', description: "The calling tenant's connected applications." },
@@ -78,23 +85,40 @@ List endpoints accept:
 - **order** \`order=started_at.desc.nullslast,id.asc\`.
 - **limit** with **offset** or **page**. Generic lists answer \`meta.pagination\` as \`{limit, page, pages, total}\` when paginated (an empty object otherwise); the sync list always answers \`{current_count, current_page, per_page, total_pages, total_items}\`.
 
-\`meta.filters\`, \`meta.order\` and \`meta.select\` echo what was applied. Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
+\`meta.filters\`, \`meta.order\` and \`meta.select\` echo what was applied.
+
+Limits, each answered with 400 INVALID_QUERY (414 for the URL): the URL (path and query string) is at most 8 KiB; a parameter's value at most ${QUERY_LIMITS.maxValueLength} characters; at most ${QUERY_LIMITS.maxFilters} filter conditions and ${QUERY_LIMITS.maxInMembers} \`in\` members; \`search\` at most ${QUERY_LIMITS.maxSearchLength} characters; \`offset\` and \`page\` not together (\`x-mutually-exclusive-parameters\`); each parameter once; no NUL character anywhere. An id that names nothing is 404, whatever its shape. The parameter schemas below are the grammar the server parses: a request they allow is not refused. Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
 
 function operationObject(route: CompiledRoute): Record<string, unknown> {
   const { spec } = route;
+  const created = spec.response.kind === 'item' && spec.response.created !== undefined;
   const statuses = [...new Set([...spec.errors, ...ALWAYS_DOCUMENTED])].sort((a, b) => a - b);
   return {
     operationId: spec.operationId,
+    ...(spec.response.kind === 'list' ? { 'x-mutually-exclusive-parameters': [['offset', 'page']] } : {}),
     summary: spec.summary,
     description: spec.description,
     tags: [spec.tag],
     parameters: [...pathParameters(route), ...queryParameters(route)],
+    ...(spec.body
+      ? {
+          requestBody: {
+            required: true,
+            content: Object.fromEntries(spec.body.mediaTypes.map((type) => [type, { schema: spec.body?.schema, example: spec.body?.example }])),
+          },
+        }
+      : {}),
     responses: {
-      200: {
-        description: spec.response.kind === 'list' ? 'The list envelope.' : 'The item envelope.',
-        headers: requestIdHeader(),
+      [created ? 201 : 200]: {
+        description: spec.response.kind === 'list' ? 'The list envelope.' : created ? 'Created: the item envelope.' : 'The item envelope.',
+        headers: created
+          ? { ...requestIdHeader(), Location: { description: 'The URL of the created item.', schema: { type: 'string', format: 'uri' } } }
+          : requestIdHeader(),
         content: { 'application/json': { schema: envelopeSchema(route) } },
       },
+      ...(spec.response.kind === 'item' && spec.response.nullIsNoContent
+        ? { 204: { description: 'Nothing to answer (no body).', headers: requestIdHeader() } }
+        : {}),
       ...Object.fromEntries(
         statuses.map((status) => {
           const response = ERROR_RESPONSES[status];
@@ -111,8 +135,8 @@ function pathParameters(route: CompiledRoute): unknown[] {
     name,
     in: 'path',
     required: true,
-    description: 'Identifier of the item.',
-    schema: { type: 'string' },
+    description: 'Identifier of the item. Any string that names no item of the caller is 404; only one longer than 64 characters (or holding NUL) is 400.',
+    schema: PATH_ID_SCHEMA,
   }));
 }
 
@@ -126,13 +150,14 @@ function queryParameters(route: CompiledRoute): unknown[] {
   const endpointParams = new Set(Object.keys(list.params));
   for (const [name, param] of Object.entries(list.params)) {
     const field = route.fields.find((f) => f.name === name && f.filterKey !== null);
+    const plain = plainParamSchema(name.endsWith('_id') ? 'id' : 'text');
     params.push({
       name,
       in: 'query',
       description: field
         ? `${param.description} A value in filter form (\`${name}=operator.value\`) is a filter on the field instead. ${filterDescription(field)}`
         : param.description,
-      schema: { type: 'string' },
+      schema: field ? { anyOf: [plain, filterSchema(field)] } : plain,
     });
   }
   params.push(
@@ -140,20 +165,20 @@ function queryParameters(route: CompiledRoute): unknown[] {
       name: 'select',
       in: 'query',
       description: `Comma-separated fields to return (the items then carry only those keys): ${fieldNames.join(', ')}.`,
-      schema: { type: 'string' },
+      schema: selectSchema(fieldNames),
       example: fieldNames.slice(0, 2).join(','),
     },
     {
       name: 'search',
       in: 'query',
-      description: `Case-insensitive keyword over ${list.searchFields.join(', ')}.`,
-      schema: { type: 'string', maxLength: QUERY_LIMITS.maxSearchLength },
+      description: `Case-insensitive keyword over ${list.searchFields.join(', ')}; surrounding spaces are ignored.`,
+      schema: SEARCH_SCHEMA,
     },
     {
       name: 'order',
       in: 'query',
-      description: `Comma-separated sort keys \`field[.asc|.desc][.nullsfirst|.nullslast]\` over ${sortable.join(', ')}.`,
-      schema: { type: 'string' },
+      description: `Comma-separated sort keys \`field[.asc|.desc][.nullsfirst|.nullslast]\` over ${sortable.join(', ')}; at most ${QUERY_LIMITS.maxOrderKeys}, each field once.`,
+      schema: orderSchema(sortable),
     },
     {
       name: 'limit',
@@ -171,13 +196,13 @@ function queryParameters(route: CompiledRoute): unknown[] {
     {
       name: 'page',
       in: 'query',
-      description: 'Page number from 1, in pages of limit items; not together with offset.',
-      schema: { type: 'integer', minimum: 1 },
+      description: `Page number from 1, in pages of limit items; not together with offset. The page must start within offset ${QUERY_LIMITS.maxOffset}: ${maxPage(list.maxLimit)} is the last page at every page size.`,
+      schema: { type: 'integer', minimum: 1, maximum: maxPage(list.maxLimit) },
     },
   );
   for (const field of route.fields) {
     if (field.filterKey === null || endpointParams.has(field.name)) continue;
-    params.push({ name: field.name, in: 'query', description: filterDescription(field), schema: { type: 'string' } });
+    params.push({ name: field.name, in: 'query', description: filterDescription(field), schema: filterSchema(field) });
   }
   return params;
 }
@@ -187,6 +212,16 @@ function filterDescription(field: RestField): string {
   const values = spec.type === 'enum' ? ` Values: ${(spec.enumValues ?? []).join(', ')}.` : '';
   const nulls = spec.nullable ? ' Nullable: `is.null`, `is.not_null`.' : '';
   return `Filter on ${field.name} (${spec.type}), as \`${field.name}=operator.value\`.${values}${nulls}`;
+}
+
+/** The item of a list answered with `select`: the selected members only, so every member is optional. */
+function selectionSchemaName(route: CompiledRoute): string {
+  return `${route.spec.itemSchema}Selection`;
+}
+
+function selectionSchema(item: JsonSchema): JsonSchema {
+  const { required: _required, ...rest } = item;
+  return { ...rest, description: 'An item of a list answered with select: only the selected members.' };
 }
 
 function envelopeSchema(route: CompiledRoute): JsonSchema {
@@ -201,7 +236,7 @@ function envelopeSchema(route: CompiledRoute): JsonSchema {
         additionalProperties: false,
         properties: {
           msg,
-          data: { type: 'array', items: item },
+          data: { type: 'array', items: { anyOf: [item, { $ref: `${SCHEMA_REF}${selectionSchemaName(route)}` }] } },
           meta: { $ref: `${SCHEMA_REF}${response.list.pagination === 'sync' ? 'SyncListMeta' : 'ListMeta'}` },
         },
       };

@@ -3,6 +3,8 @@
 // silent. Pure: no I/O and no GraphQL, so it is tested as a plain function.
 
 import { clip } from '../clip.js';
+import { TEXT_LIMITS } from '../input-limits.js';
+import { parseTimestamp } from '../timestamps.js';
 
 export type FieldType = 'string' | 'int' | 'boolean' | 'timestamp' | 'enum' | 'string_array' | 'json';
 
@@ -79,10 +81,10 @@ export type ParseResult = { ok: true; query: ListQuery } | { ok: false; problems
 
 /** Bounds that keep the work done on hostile input small. */
 export const QUERY_LIMITS = {
-  maxValueLength: 4096,
+  maxValueLength: TEXT_LIMITS.maxValueLength,
   maxFilters: 50,
   maxInMembers: 500,
-  maxSearchLength: 200,
+  maxSearchLength: TEXT_LIMITS.maxSearchLength,
   maxOrderKeys: 5,
   maxOffset: 1_000_000,
   maxProblems: 50,
@@ -91,7 +93,7 @@ export const QUERY_LIMITS = {
 const CONTROL_PARAMS: ReadonlySet<string> = new Set(['select', 'search', 'order', 'limit', 'offset', 'page']);
 
 const COMPARISONS: readonly FilterOperator[] = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte'];
-const OPERATORS_BY_TYPE: Record<FieldType, readonly FilterOperator[]> = {
+export const OPERATORS_BY_TYPE: Record<FieldType, readonly FilterOperator[]> = {
   string: [...COMPARISONS, 'like', 'ilike'],
   int: COMPARISONS,
   timestamp: COMPARISONS,
@@ -259,45 +261,6 @@ export function parseInList(raw: string): string[] | { error: string } {
   }
 }
 
-/**
- * Parses an ISO 8601 timestamp that carries `Z` or a numeric offset, or a bare date (midnight UTC).
- * Returns null when the text is not one, or names a day or time that does not exist.
- */
-export function parseTimestamp(text: string): Date | null {
-  // A literal '+' in a query string decodes to a space, so `+02:00` typed unencoded arrives as ` 02:00`;
-  // the space cannot mean anything else there, so it is read as '+'.
-  const match = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:(Z)|([+\- ])(\d{2}):?(\d{2})))?$/.exec(
-    text,
-  );
-  if (match === null) return null;
-  const [, y, mo, d, h, mi, s, frac, , sign, oh, om] = match;
-  const year = Number(y);
-  const month = Number(mo);
-  const day = Number(d);
-  if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
-  const hour = Number(h ?? '0');
-  const minute = Number(mi ?? '0');
-  const second = Number(s ?? '0');
-  const millis = Number((frac ?? '').padEnd(3, '0').slice(0, 3));
-  if (hour > 23 || minute > 59 || second > 59) return null;
-  const offsetHours = Number(oh ?? '0');
-  const offsetMinutes = Number(om ?? '0');
-  if (offsetHours > 23 || offsetMinutes > 59) return null;
-  const offset = (sign === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes);
-
-  // setUTCFullYear rather than Date.UTC, which maps years 0–99 onto 1900–1999.
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  date.setUTCHours(hour, minute, second, millis);
-  return new Date(date.getTime() - offset * 60_000);
-}
-
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31] as const;
-
-function daysInMonth(year: number, month: number): number {
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  return month === 2 && leap ? 29 : (DAYS_IN_MONTH[month - 1] ?? 0);
-}
 
 class ProblemList {
   readonly list: QueryProblem[] = [];

@@ -1,5 +1,10 @@
 import type { DocumentNode } from 'graphql';
+import { CONNECTION_BODY_SCHEMAS, parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
+import type { FieldProblem } from '../domain/problems.js';
+import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
 import {
+  ClaimSyncDocument,
+  CreateConnectionDocument,
   DeleteConnectionDocument,
   GetAvailableApplicationDocument,
   GetConnectionDocument,
@@ -8,6 +13,9 @@ import {
   ListCategoriesDocument,
   ListConnectionsDocument,
   ListSyncsDocument,
+  ReportSyncDocument,
+  TriggerSyncDocument,
+  UpdateConnectionDocument,
 } from '../generated/graphql/graphql.js';
 
 // The REST surface as data, keyed by the operation each route runs. A route says which document it runs,
@@ -15,7 +23,20 @@ import {
 // logic. Field names, their types, and which of them can be filtered or sorted are read from the
 // document's selection (aliases are the REST names) and from the schema at start (see compile-routes.ts).
 
-export type HttpMethod = 'GET' | 'DELETE';
+export type HttpMethod = 'GET' | 'DELETE' | 'POST' | 'PATCH';
+
+/** A JSON request body: how it is checked and which operation variables it sets. */
+export interface BodySpec {
+  /** Media types it may be sent as (the first is the documented one); anything else is 415. */
+  mediaTypes: readonly string[];
+  /** Every problem of the body, named as the body names them, by the domain's one schema; none when valid. */
+  problems: (body: unknown) => readonly FieldProblem[];
+  /** The operation variables a valid body sets; path parameters are added by name. */
+  variables: (body: Record<string, unknown>) => Record<string, unknown>;
+  /** JSON Schema of the body (the same parser's), and an example, for the OpenAPI document. */
+  schema: Record<string, unknown>;
+  example: Record<string, unknown>;
+}
 
 /** A query parameter with its own meaning on an endpoint (not a `field=op.value` filter). */
 export interface EndpointParam {
@@ -40,8 +61,11 @@ export interface ListSpec {
 export type ResponseSpec =
   /** `{msg, data: [...], meta}`. */
   | { kind: 'list'; list: ListSpec }
-  /** `{msg, data: {...}}`; a null result is 404. */
-  | { kind: 'item'; msg: string; notFound: string }
+  /**
+   * `{msg, data: {...}}`; a null result is 404, or 204 without a body with `nullIsNoContent`. `created` answers
+   * 201 with a `Location` of the item's own path (`{id}` is the item's id).
+   */
+  | { kind: 'item'; msg: string; notFound: string; created?: { location: string }; nullIsNoContent?: boolean }
   /** `{msg, data: [item]}`: a single item shown as a one-element array, as the spec does for endpoint 3. */
   | { kind: 'item-in-array'; msg: string; notFound: string };
 
@@ -61,6 +85,26 @@ export interface RouteSpec {
   omitNullMembers?: readonly string[];
   /** Operation-specific statuses to document besides the shared error responses. */
   errors: readonly number[];
+  /** POST and PATCH routes: their JSON body. */
+  body?: BodySpec;
+}
+
+const JSON_BODY = ['application/json'] as const;
+/** PATCH bodies are JSON Merge Patches (RFC 7396), sent with either media type. */
+const MERGE_PATCH_BODY = ['application/merge-patch+json', 'application/json'] as const;
+
+function problemsOf(result: object): readonly FieldProblem[] {
+  return 'problems' in result ? (result.problems as FieldProblem[]) : [];
+}
+
+/** `application_id` → `applicationId`: the members of a REST body as the GraphQL input names them. */
+function camelMembers(body: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(body).map(([key, value]) => [key.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), value]));
+}
+
+function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
 }
 
 export const API_PREFIX = '/api';
@@ -230,5 +274,108 @@ export const routes: readonly RouteSpec[] = [
     itemSchema: 'SyncRecord',
     response: { kind: 'item', msg: 'OK', notFound: 'sync record not found' },
     errors: [400, 404],
+  },
+  // The write side: connections (admin), runs (trigger: admin; claim and reports: engine or admin).
+  {
+    operationId: 'createConnection',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/connected`,
+    document: CreateConnectionDocument,
+    tag: 'Connections',
+    summary: 'Connect an application',
+    description:
+      'Connects a catalog application. It is pending until its first successful run. Name and description default from the application, settings members from its kind. 400 lists every problem of the body. Needs the admin role.',
+    itemSchema: 'ConnectedApplication',
+    omitNullMembers: ['metadata', 'settings'],
+    response: { kind: 'item', msg: 'connection created', notFound: 'connection not found', created: { location: `${INTEGRATIONS_BASE}/connected/{id}` } },
+    errors: [400, 403, 413, 415],
+    body: {
+      mediaTypes: JSON_BODY,
+      problems: (body) => problemsOf(parseCreateConnection(body)),
+      variables: (body) => ({ input: camelMembers(body) }),
+      schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.create),
+      example: { application_id: 'app_…', name: 'Stripe EU', settings: { sync_interval: '1h', retry_attempts: 3 } },
+    },
+  },
+  {
+    operationId: 'updateConnection',
+    method: 'PATCH',
+    path: `${INTEGRATIONS_BASE}/connected/{id}`,
+    document: UpdateConnectionDocument,
+    tag: 'Connections',
+    summary: 'Change a connected application',
+    description:
+      'A JSON Merge Patch (RFC 7396) on name, description, status, metadata and settings: members left out stay, null removes a member. status follows the state machine (active ↔ paused, error → active or paused); another change is 409 and changes nothing. Needs the admin role.',
+    itemSchema: 'ConnectedApplication',
+    omitNullMembers: ['metadata', 'settings'],
+    response: { kind: 'item', msg: 'connection updated', notFound: 'connection not found' },
+    errors: [400, 403, 404, 409, 413, 415],
+    body: {
+      mediaTypes: MERGE_PATCH_BODY,
+      problems: (body) => problemsOf(parseConnectionPatch(body)),
+      variables: (body) => ({ input: camelMembers(body) }),
+      schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.patch),
+      example: { status: 'paused', settings: { retry_attempts: null } },
+    },
+  },
+  {
+    operationId: 'triggerSync',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/syncs`,
+    document: TriggerSyncDocument,
+    tag: 'Syncs',
+    summary: 'Trigger a sync run',
+    description:
+      'Queues a run of the connection now: pending, with summary {queued: true, estimated_items?}. A connection has one pending or in-progress run at a time: a second trigger is 409 and names the active run. Needs the admin role.',
+    itemSchema: 'SyncRecord',
+    response: { kind: 'item', msg: 'sync queued', notFound: 'sync record not found', created: { location: `${INTEGRATIONS_BASE}/syncs/{id}` } },
+    errors: [400, 403, 404, 409, 413, 415],
+    body: {
+      mediaTypes: JSON_BODY,
+      problems: (body) => problemsOf(parseTriggerBody(body)),
+      variables: (body) => camelMembers(body),
+      schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.trigger),
+      example: { connection_id: 'con_…', estimated_items: 1200 },
+    },
+  },
+  {
+    operationId: 'claimSync',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/syncs/claim`,
+    document: ClaimSyncDocument,
+    tag: 'Syncs',
+    summary: 'Claim the oldest due run (engines)',
+    description:
+      'Atomically takes the oldest due pending run of the tenant (optionally of one connection or application), moves it to in_progress with a lease of lease_seconds (default 60) and answers it; 204 when nothing is due. Only the claimer may report on it, within the lease. Needs the engine or admin role.',
+    itemSchema: 'SyncRecord',
+    response: { kind: 'item', msg: 'sync claimed', notFound: 'nothing to claim', nullIsNoContent: true },
+    errors: [400, 403, 413, 415],
+    body: {
+      mediaTypes: JSON_BODY,
+      problems: (body) => problemsOf(parseClaimBody(body)),
+      variables: (body) => camelMembers(body),
+      schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.claim),
+      example: { lease_seconds: 120 },
+    },
+  },
+  {
+    operationId: 'reportSync',
+    method: 'PATCH',
+    path: `${INTEGRATIONS_BASE}/syncs/{id}`,
+    document: ReportSyncDocument,
+    tag: 'Syncs',
+    summary: 'Report progress or the outcome of a claimed run (engines)',
+    description:
+      '{summary: {processed, estimated_items}} records progress and extends the lease (a heartbeat). {status: "success", summary: {processed, inserted, updated, deleted}, file_url?, diff?, checksum?} or {status: "failed", error_message, summary: {errors, processed}} records the outcome; finished_at is the server clock. An illegal transition or a lost lease is 409 naming the current status. Needs the engine or admin role, and the claim.',
+    itemSchema: 'SyncRecord',
+    response: { kind: 'item', msg: 'sync updated', notFound: 'sync record not found' },
+    errors: [400, 403, 404, 409, 413, 415],
+    body: {
+      mediaTypes: MERGE_PATCH_BODY,
+      problems: (body) => problemsOf(parseSyncReport(body)),
+      variables: (body) => ({ report: body }),
+      schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.report),
+      example: { status: 'success', summary: { processed: 1200, inserted: 40, updated: 1100, deleted: 60 } },
+    },
   },
 ];

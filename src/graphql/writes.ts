@@ -1,0 +1,189 @@
+import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
+import type { Context } from '../context.js';
+import { createConnection, updateConnection } from '../db/connection-writes.js';
+import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../db/sync-runs.js';
+import { parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
+import { invalidInput } from '../domain/problems.js';
+import { parseClaimBody, parseSyncReport, parseTriggerBody, type SyncReport } from '../domain/sync-reports.js';
+import { builder } from './builder.js';
+import { Connection, ConnectionStatus, ConnectionVia } from './connection.js';
+import { assertIdLength } from './ids.js';
+import { Sync, SyncStatus } from './sync.js';
+import { requireViewer } from './viewer.js';
+
+// The write side on GraphQL: connect, change and delete connections; trigger, claim, report and finish runs.
+// Each mutation turns its arguments into the body the REST route takes (snake_case members) and parses it
+// with the domain's one schema (src/domain/*), so both surfaces accept and refuse exactly the same inputs;
+// the data layer (src/db/connection-writes.ts, sync-runs.ts) then writes in one transaction, scoped by tenant.
+
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+builder.scalarType('JSONObject', {
+  description: 'A JSON object; its members are checked by the field that takes it (e.g. settings by application kind).',
+  serialize: (value) => value,
+  parseValue: (value) => {
+    if (!isJsonObject(value)) throw new GraphQLError('JSONObject must be a JSON object', { extensions: { code: 'INVALID_QUERY' } });
+    return value;
+  },
+  parseLiteral: (ast, variables) => {
+    if (ast.kind !== Kind.OBJECT) throw new GraphQLError('JSONObject must be a JSON object', { extensions: { code: 'INVALID_QUERY' } });
+    return valueFromASTUntyped(ast, variables) as Record<string, unknown>;
+  },
+});
+
+/** `applicationId` → `application_id`: GraphQL argument names as the REST body names them. */
+function snakeCase(name: string): string {
+  return name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+}
+
+/** The REST body equivalent of GraphQL input arguments: omitted members stay omitted, explicit nulls stay null. */
+function bodyOf(args: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== undefined).map(([key, value]) => [snakeCase(key), value]));
+}
+
+function parsed<T>(result: T | { problems: { field: string; message: string }[] }): T {
+  if (typeof result === 'object' && result !== null && 'problems' in result) throw invalidInput(result.problems);
+  return result as T;
+}
+
+const CreateConnectionInput = builder.inputType('CreateConnectionInput', {
+  description: 'A catalog application to connect. Members left out default from the application (settings: per kind).',
+  fields: (t) => ({
+    applicationId: t.id({ required: true }),
+    name: t.string(),
+    description: t.string(),
+    via: t.field({ type: ConnectionVia }),
+    metadata: t.field({ type: 'JSONObject', description: 'Members the application kind takes (e.g. hotel_id, account_id).' }),
+    settings: t.field({
+      type: 'JSONObject',
+      description: 'Members the application kind takes: sync_interval (15m, 1h, 6h, 24h), retry_attempts (0–10), webhook_enabled…',
+    }),
+  }),
+});
+
+const UpdateConnectionInput = builder.inputType('UpdateConnectionInput', {
+  description:
+    'A JSON Merge Patch (RFC 7396): members left out stay; null removes a metadata/settings member, empties description, or removes all of metadata/settings.',
+  fields: (t) => ({
+    name: t.string(),
+    description: t.string(),
+    status: t.field({ type: ConnectionStatus, description: 'active ↔ paused; error → active | paused. Other changes are CONFLICT.' }),
+    metadata: t.field({ type: 'JSONObject' }),
+    settings: t.field({ type: 'JSONObject' }),
+  }),
+});
+
+const FinishSyncInput = builder.inputType('FinishSyncInput', {
+  description: 'How a run ended: success with its counts (and file, diff, checksum), or failed with its error.',
+  fields: (t) => ({
+    status: t.field({ type: SyncStatus, required: true, description: 'success or failed.' }),
+    summary: t.field({ type: 'JSONObject', description: 'success: processed, inserted, updated, deleted; failed: errors, processed.' }),
+    errorMessage: t.string({ description: 'Required when failed.' }),
+    fileUrl: t.string(),
+    diff: t.field({ type: 'JSONObject', description: '{added, changed, removed}: lists of external record ids.' }),
+    checksum: t.field({ type: 'JSONObject', description: 'Members b, f, ac, ap, ls, file (strings).' }),
+  }),
+});
+
+/** The connection a write returned, read back through plugin-prisma so any selection of it resolves. */
+async function connectionForSelection(context: Context, query: object, id: string) {
+  return context.db.prisma.connection.findUniqueOrThrow({ ...query, where: { id, tenantId: requireViewer(context).tenantId } });
+}
+
+/** A parsed run report applied by the claimer: progress (a heartbeat) or the outcome. */
+async function applyReport(context: Context, id: string, report: SyncReport) {
+  const viewer = requireViewer(context);
+  const syncId = assertIdLength(id, 'sync');
+  if (report.kind === 'progress') {
+    return reportSyncProgress(context.db.raw, viewer.tenantId, { syncId, workerId: viewer.subject, summary: report.summary });
+  }
+  return (await finishSync(context.db.raw, viewer.tenantId, { syncId, workerId: viewer.subject, outcome: report.outcome })).run;
+}
+
+builder.mutationFields((t) => ({
+  createConnection: t.prismaField({
+    type: 'Connection',
+    description: 'Connects a catalog application: pending until its first successful run. 400 lists every problem of the input.',
+    authScopes: { permission: 'connections:write' },
+    args: { input: t.arg({ type: CreateConnectionInput, required: true }) },
+    resolve: async (query, _root, args, context) => {
+      const { input } = parsed(parseCreateConnection(bodyOf(args.input)));
+      const row = await createConnection(context.db.raw, requireViewer(context).tenantId, input);
+      return connectionForSelection(context, query, row.id);
+    },
+  }),
+  updateConnection: t.prismaField({
+    type: 'Connection',
+    description: 'Changes a connection (merge patch); a status change the state machine refuses is CONFLICT, and nothing changes.',
+    authScopes: { permission: 'connections:write' },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateConnectionInput, required: true }) },
+    resolve: async (query, _root, args, context) => {
+      const { patch } = parsed(parseConnectionPatch(bodyOf(args.input)));
+      const id = assertIdLength(args.id, 'connection');
+      await updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch);
+      return connectionForSelection(context, query, id);
+    },
+  }),
+  triggerSync: t.field({
+    type: Sync,
+    description: 'Queues a run of a connection now (pending). CONFLICT when it already has a pending or in-progress run, or is paused.',
+    authScopes: { permission: 'syncs:trigger' },
+    args: { connectionId: t.arg.id({ required: true }), estimatedItems: t.arg.int() },
+    resolve: async (_root, args, context) => {
+      const { trigger } = parsed(parseTriggerBody(bodyOf(args)));
+      return triggerSync(context.db.raw, requireViewer(context).tenantId, {
+        connectionId: trigger.connection_id,
+        ...(trigger.estimated_items === undefined ? {} : { estimatedItems: trigger.estimated_items }),
+      });
+    },
+  }),
+  claimSync: t.field({
+    type: Sync,
+    nullable: true,
+    description:
+      'Takes the oldest due pending run of the tenant (optionally of one connection or application) and moves it to in_progress with a lease; null when nothing is due.',
+    authScopes: { permission: 'syncs:run' },
+    args: { leaseSeconds: t.arg.int(), connectionId: t.arg.id(), applicationSlug: t.arg.string() },
+    resolve: async (_root, args, context) => {
+      const { claim } = parsed(parseClaimBody(bodyOf(args)));
+      const viewer = requireViewer(context);
+      const { lease_seconds: leaseSeconds, connection_id: connectionId, application_slug: applicationSlug } = claim;
+      return claimSync(context.db.raw, viewer.tenantId, {
+        workerId: viewer.subject,
+        ...(leaseSeconds === undefined ? {} : { leaseSeconds }),
+        ...(connectionId === undefined ? {} : { connectionId }),
+        ...(applicationSlug === undefined ? {} : { applicationSlug }),
+      });
+    },
+  }),
+  reportSyncProgress: t.field({
+    type: Sync,
+    description: "Records progress on a run this credential claimed and extends its lease (a heartbeat). CONFLICT once the lease is lost.",
+    authScopes: { permission: 'syncs:run' },
+    args: { id: t.arg.id({ required: true }), summary: t.arg({ type: 'JSONObject', required: true }) },
+    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport({ summary: args.summary })).report),
+  }),
+  finishSync: t.field({
+    type: Sync,
+    description:
+      'Records the outcome of a run this credential claimed; finishedAt is the server clock. A failure with attempts left queues a retry. CONFLICT for a finished run or a lost lease.',
+    authScopes: { permission: 'syncs:run' },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: FinishSyncInput, required: true }) },
+    resolve: async (_root, args, context) => {
+      // FinishSyncInput requires a status, so the report is an outcome, never progress.
+      const { report } = parsed(parseSyncReport(bodyOf(args.input)));
+      return applyReport(context, args.id, report);
+    },
+  }),
+  reportSync: t.field({
+    type: Sync,
+    description:
+      'A run report as PATCH /api/v1/integrations/syncs/{id} takes it: {summary} is progress (a heartbeat), {status: "success" | "failed", …} the outcome.',
+    authScopes: { permission: 'syncs:run' },
+    args: { id: t.arg.id({ required: true }), report: t.arg({ type: 'JSONObject', required: true }) },
+    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport(args.report)).report),
+  }),
+}));
+

@@ -1,0 +1,165 @@
+// The write side through GraphQL, on both databases: connect → trigger → claim → progress → finish, the state
+// machines' refusals (409, row unchanged), input problems (400 listing each, nothing written), roles (403) and
+// tenants (404), and deletion failing the active runs.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { databaseKinds } from './fixtures/databases.js';
+import { writeFingerprint } from './fixtures/fingerprint.js';
+import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
+import { BASE, rest } from './fixtures/rest.js';
+
+const CONNECTION_FIELDS = 'id name slug status applicationId applicationName settings { syncInterval retryAttempts webhookEnabled }';
+const SYNC_FIELDS = 'id status connectionId startedAt finishedAt errorMessage attempt retryOfId workerId leaseExpiresAt summary { queued processed inserted updated deleted estimatedItems errors }';
+
+describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
+  let t: TestGateway;
+  let admin: string;
+  let reader: string;
+  let engine: string;
+  let applicationId: string;
+  let otherConnectionId: string;
+
+  async function ok<T = any>(query: string, variables: Record<string, unknown>, token: string): Promise<T> {
+    const { body } = await graphql<T>(t.gateway, query, { token, variables, expectOk: true });
+    return body.data as T;
+  }
+
+  async function refused(query: string, variables: Record<string, unknown>, token: string) {
+    const { status, body } = await graphql(t.gateway, query, { token, variables });
+    return { status, code: body.errors?.[0]?.extensions?.code as string | undefined, message: body.errors?.[0]?.message ?? '' };
+  }
+
+  const fingerprint = () => writeFingerprint(t.db);
+
+  beforeAll(async () => {
+    t = await createTestGateway(kind);
+    admin = t.tenants.demo.adminToken;
+    reader = t.tenants.demo.readerToken;
+    const user = await ok<{ createServiceUser: { id: string } }>(
+      'mutation { createServiceUser(name: "writes-test-engine", role: engine) { id } }',
+      {},
+      admin,
+    );
+    const token = await ok<{ createToken: { token: string } }>(
+      'mutation($u: ID!, $e: DateTime!) { createToken(serviceUserId: $u, expiresAt: $e) { token } }',
+      { u: user.createServiceUser.id, e: new Date(Date.now() + 86_400_000).toISOString() },
+      admin,
+    );
+    engine = token.createToken.token;
+    const apps = await rest(t.gateway, `${BASE}/available?slug=eq.stripe&select=id`, { token: reader, expectStatus: 200 });
+    applicationId = apps.body.data[0].id;
+    const other = await rest(t.gateway, `${BASE}/connected?limit=1&select=id`, { token: t.tenants.other.adminToken, expectStatus: 200 });
+    otherConnectionId = other.body.data[0].id;
+  });
+  afterAll(() => t?.dispose());
+
+  const CREATE = `mutation($input: CreateConnectionInput!) { createConnection(input: $input) { ${CONNECTION_FIELDS} } }`;
+  const UPDATE = `mutation($id: ID!, $input: UpdateConnectionInput!) { updateConnection(id: $id, input: $input) { ${CONNECTION_FIELDS} } }`;
+  const TRIGGER = `mutation($c: ID!) { triggerSync(connectionId: $c, estimatedItems: 40) { ${SYNC_FIELDS} } }`;
+  const CLAIM = `mutation($c: ID, $lease: Int) { claimSync(connectionId: $c, leaseSeconds: $lease) { ${SYNC_FIELDS} } }`;
+  const PROGRESS = `mutation($id: ID!, $summary: JSONObject!) { reportSyncProgress(id: $id, summary: $summary) { ${SYNC_FIELDS} } }`;
+  const FINISH = `mutation($id: ID!, $input: FinishSyncInput!) { finishSync(id: $id, input: $input) { ${SYNC_FIELDS} } }`;
+
+  it('runs connect → trigger → claim → progress → finish, and the run reads on REST like a seeded one', async () => {
+    const name = `Stripe writes ${kind} ${Date.now()}`;
+    const { createConnection: created } = await ok(CREATE, { input: { applicationId, name, settings: { sync_interval: '1h', retry_attempts: 2 } } }, admin);
+    expect(created).toMatchObject({ name, status: 'pending', applicationId, settings: { syncInterval: '1h', retryAttempts: 2 } });
+
+    const { triggerSync: queued } = await ok(TRIGGER, { c: created.id }, admin);
+    expect(queued).toMatchObject({ status: 'pending', connectionId: created.id, attempt: 1, finishedAt: null, summary: { queued: true, estimatedItems: 40 } });
+    const second = await refused(TRIGGER, { c: created.id }, admin);
+    expect(second).toMatchObject({ status: 409, code: 'CONFLICT' });
+    expect(second.message).toContain(queued.id);
+
+    const { claimSync: claimed } = await ok(CLAIM, { c: created.id, lease: 60 }, engine);
+    expect(claimed).toMatchObject({ id: queued.id, status: 'in_progress', workerId: expect.any(String), leaseExpiresAt: expect.any(String) });
+    expect((await ok(CLAIM, { c: created.id }, engine)).claimSync).toBeNull();
+
+    const { reportSyncProgress: progressed } = await ok(PROGRESS, { id: queued.id, summary: { processed: 10, estimated_items: 42 } }, engine);
+    expect(progressed.summary).toMatchObject({ processed: 10, estimatedItems: 42 });
+    expect(Date.parse(progressed.leaseExpiresAt)).toBeGreaterThanOrEqual(Date.parse(claimed.leaseExpiresAt));
+
+    const { finishSync: finished } = await ok(
+      FINISH,
+      { id: queued.id, input: { status: 'success', summary: { processed: 42, inserted: 30, updated: 10, deleted: 2 } } },
+      engine,
+    );
+    expect(finished).toMatchObject({ status: 'success', finishedAt: expect.any(String), leaseExpiresAt: null, summary: { processed: 42, inserted: 30, updated: 10, deleted: 2 } });
+
+    // The connection's first success makes it active.
+    const connection = await rest(t.gateway, `${BASE}/connected/${created.id}`, { token: reader, expectStatus: 200 });
+    expect(connection.body.data[0]?.status ?? connection.body.data.status).toBe('active');
+    // A run written through the API has exactly the keys of a seeded run on REST.
+    const viaApi = await rest(t.gateway, `${BASE}/syncs/${queued.id}`, { token: reader, expectStatus: 200 });
+    const seeded = await rest(t.gateway, `${BASE}/syncs?limit=1&status=eq.success`, { token: reader, expectStatus: 200 });
+    const item = (body: any) => (Array.isArray(body.data) ? body.data[0] : body.data);
+    expect(Object.keys(item(viaApi.body)).sort()).toEqual(Object.keys(seeded.body.data[0]).sort());
+    expect(JSON.parse(item(viaApi.body).summary)).toEqual({ processed: 42, inserted: 30, updated: 10, deleted: 2 });
+
+    // Nothing leaves success: a second outcome is a CONFLICT naming the status, and the row stays.
+    const before = await fingerprint();
+    const again = await refused(FINISH, { id: queued.id, input: { status: 'failed', errorMessage: 'late' } }, engine);
+    expect(again).toMatchObject({ status: 409, code: 'CONFLICT' });
+    expect(again.message).toMatch(/success/);
+    expect(await fingerprint()).toEqual(before);
+  });
+
+  it('refuses bad input with 400 listing every problem, and writes nothing', async () => {
+    const before = await fingerprint();
+    const bad = await refused(
+      CREATE,
+      { input: { applicationId, settings: { sync_interval: '2h', retry_attempts: 11, colour: 'red' }, metadata: { nope: 1 } } },
+      admin,
+    );
+    expect(bad).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
+    for (const field of ['settings.sync_interval', 'settings.retry_attempts', 'settings.colour', 'metadata.nope']) expect(bad.message).toContain(field);
+    const unknownApp = await refused(CREATE, { input: { applicationId: 'app_doesnotexist' } }, admin);
+    expect(unknownApp).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
+    expect(unknownApp.message).toContain('application_id');
+    const badReport = await refused(FINISH, { id: 'syn_x', input: { status: 'failed' } }, engine);
+    expect(badReport).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
+    expect(badReport.message).toContain('error_message');
+    expect(await fingerprint()).toEqual(before);
+  });
+
+  it('enforces the connection state machine with 409, leaving the row unchanged', async () => {
+    const { createConnection: created } = await ok(CREATE, { input: { applicationId, name: `SM ${kind} ${Date.now()}` } }, admin);
+    const before = await fingerprint();
+    for (const status of ['active', 'paused', 'error']) {
+      const refusedChange = await refused(UPDATE, { id: created.id, input: { status } }, admin);
+      expect({ to: status, ...refusedChange }).toMatchObject({ to: status, status: 409, code: 'CONFLICT' });
+      expect(refusedChange.message).toMatch(/pending/);
+    }
+    expect(await fingerprint()).toEqual(before);
+    // A merge patch: null removes a settings member; other members stay.
+    const { updateConnection: patched } = await ok(UPDATE, { id: created.id, input: { description: null, settings: { retry_attempts: 5 } } }, admin);
+    expect(patched.settings.retryAttempts).toBe(5);
+  });
+
+  it('checks permissions per role (403) and scopes every write to the tenant (404)', async () => {
+    const before = await fingerprint();
+    expect(await refused(CREATE, { input: { applicationId } }, reader)).toMatchObject({ status: 403, code: 'UNAUTHORIZED' });
+    expect(await refused(CREATE, { input: { applicationId } }, engine)).toMatchObject({ status: 403, code: 'UNAUTHORIZED' });
+    expect(await refused(TRIGGER, { c: otherConnectionId }, engine)).toMatchObject({ status: 403, code: 'UNAUTHORIZED' });
+    // claimSync is nullable (null: nothing due), so its refusal is a field error in a 200 (GraphQL over HTTP).
+    expect(await refused(CLAIM, {}, reader)).toMatchObject({ status: 200, code: 'UNAUTHORIZED' });
+    expect(await refused('mutation($id: ID!) { deleteConnection(id: $id) { id } }', { id: otherConnectionId }, engine)).toMatchObject({ status: 403 });
+    // Another tenant's ids are not found, for every write that takes one.
+    expect(await refused(UPDATE, { id: otherConnectionId, input: { name: 'x' } }, admin)).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect(await refused(TRIGGER, { c: otherConnectionId }, admin)).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+    expect((await ok(CLAIM, { c: otherConnectionId }, engine)).claimSync).toBeNull();
+    expect(await refused('mutation($id: ID!) { deleteConnection(id: $id) { id } }', { id: otherConnectionId }, admin)).toMatchObject({ status: 404 });
+    expect(await fingerprint()).toEqual(before);
+  });
+
+  it('deleting a connection fails its active runs; a late report on one is a CONFLICT', async () => {
+    const { createConnection: created } = await ok(CREATE, { input: { applicationId, name: `Del ${kind} ${Date.now()}` } }, admin);
+    const { triggerSync: queued } = await ok(TRIGGER, { c: created.id }, admin);
+    await ok(CLAIM, { c: created.id }, engine);
+    await ok('mutation($id: ID!) { deleteConnection(id: $id) { id } }', { id: created.id }, admin);
+    const run = await rest(t.gateway, `${BASE}/syncs/${queued.id}`, { token: reader, expectStatus: 200 });
+    const item = Array.isArray(run.body.data) ? run.body.data[0] : run.body.data;
+    expect([item.status, item.error_message]).toEqual(['failed', 'connection deleted']);
+    const late = await refused(PROGRESS, { id: queued.id, summary: { processed: 1 } }, engine);
+    expect(late).toMatchObject({ status: 409, code: 'CONFLICT' });
+  });
+});

@@ -1,0 +1,133 @@
+// The write side on REST, on both databases: POST/PATCH /connected, POST /syncs, POST /syncs/claim, PATCH
+// /syncs/{id} run the same mutations as GraphQL; bodies are checked by one schema (400 listing every problem,
+// 415, 413, broken JSON), a refused write changes nothing, and created items answer 201 with Location.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServiceUser } from '../src/auth/service-users.js';
+import { createToken } from '../src/auth/tokens.js';
+import { databaseKinds } from './fixtures/databases.js';
+import { writeFingerprint } from './fixtures/fingerprint.js';
+import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
+import { BASE, ORIGIN, rest } from './fixtures/rest.js';
+
+describe.each(databaseKinds)('REST writes on %s', (kind) => {
+  let t: TestGateway;
+  let admin: string;
+  let reader: string;
+  let engine: string;
+  let applicationId: string;
+
+  async function send(method: string, path: string, token: string, body: unknown, contentType = 'application/json') {
+    const response = await t.gateway.fetch(`${ORIGIN}${BASE}${path}`, {
+      method,
+      headers: { authorization: `Token ${token}`, 'content-type': contentType },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : null };
+  }
+
+  const fingerprint = () => writeFingerprint(t.db);
+
+  beforeAll(async () => {
+    t = await createTestGateway(kind);
+    admin = t.tenants.demo.adminToken;
+    reader = t.tenants.demo.readerToken;
+    const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'rest-writes-engine', role: 'engine' });
+    engine = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    const apps = await rest(t.gateway, `${BASE}/available?slug=eq.stripe&select=id`, { token: reader, expectStatus: 200 });
+    applicationId = apps.body.data[0].id;
+  });
+  afterAll(() => t?.dispose());
+
+  it('connects, triggers, claims, reports and finishes, with the spec shapes and 201/204 where they belong', async () => {
+    const name = `REST Stripe ${kind} ${Date.now()}`;
+    const created = await send('POST', '/connected', admin, { application_id: applicationId, name, settings: { sync_interval: '6h', retry_attempts: 1 } });
+    expect(created.status).toBe(201);
+    const connectionId = created.body.data.id;
+    expect(created.headers.get('location')).toBe(`${ORIGIN}${BASE}/connected/${connectionId}`);
+    expect(created.body.msg).toBe('connection created');
+    // The same shape as GET /connected/{id}.
+    const read = await rest(t.gateway, `${BASE}/connected/${connectionId}`, { token: reader, expectStatus: 200 });
+    expect(created.body.data).toEqual(read.body.data);
+    expect(read.body.data).toMatchObject({ name, status: 'pending', settings: { sync_interval: '6h', retry_attempts: 1 } });
+
+    const patched = await send('PATCH', `/connected/${connectionId}`, admin, { description: 'EU account', settings: { sync_interval: null } }, 'application/merge-patch+json');
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.data.description).toBe('EU account');
+    expect(patched.body.data.settings.sync_interval).toBeUndefined();
+    expect(patched.body.data.settings.retry_attempts).toBe(1);
+
+    const queued = await send('POST', '/syncs', admin, { connection_id: connectionId, estimated_items: 10 });
+    expect(queued.status).toBe(201);
+    const syncId = queued.body.data.id;
+    expect(queued.headers.get('location')).toBe(`${ORIGIN}${BASE}/syncs/${syncId}`);
+    expect(queued.body.data).toMatchObject({ status: 'pending', connection_id: connectionId, finished_at: null });
+    expect(JSON.parse(queued.body.data.summary)).toEqual({ queued: true, estimated_items: 10 });
+    const again = await send('POST', '/syncs', admin, { connection_id: connectionId });
+    expect([again.status, again.body.error.code]).toEqual([409, 'CONFLICT']);
+    expect(again.body.msg).toContain(syncId);
+
+    const claimed = await send('POST', '/syncs/claim', engine, { connection_id: connectionId, lease_seconds: 60 });
+    expect(claimed.status).toBe(200);
+    expect(claimed.body.data).toMatchObject({ id: syncId, status: 'in_progress' });
+    const nothing = await send('POST', '/syncs/claim', engine, { connection_id: connectionId });
+    expect([nothing.status, nothing.body]).toEqual([204, null]);
+
+    const progress = await send('PATCH', `/syncs/${syncId}`, engine, { summary: { processed: 4 } });
+    expect(progress.status).toBe(200);
+    expect(JSON.parse(progress.body.data.summary)).toMatchObject({ processed: 4, in_progress: true });
+    const finished = await send('PATCH', `/syncs/${syncId}`, engine, { status: 'success', summary: { processed: 10, inserted: 10, updated: 0, deleted: 0 } });
+    expect(finished.status).toBe(200);
+    expect(finished.body.data).toMatchObject({ status: 'success', error_message: null });
+    expect(finished.body.data.finished_at).not.toBeNull();
+    // Exactly the keys of a seeded record.
+    const seeded = await rest(t.gateway, `${BASE}/syncs?limit=1`, { token: reader, expectStatus: 200 });
+    expect(Object.keys(finished.body.data).sort()).toEqual(Object.keys(seeded.body.data[0]).sort());
+
+    const before = await fingerprint();
+    const late = await send('PATCH', `/syncs/${syncId}`, engine, { status: 'failed', error_message: 'too late' });
+    expect([late.status, late.body.error.code]).toEqual([409, 'CONFLICT']);
+    expect(late.body.msg).toMatch(/success/);
+    expect(await fingerprint()).toEqual(before);
+  });
+
+  it('refuses bad bodies with the spec error body, and writes nothing', async () => {
+    const before = await fingerprint();
+    const cases: Array<[string, string, unknown, string, number, string]> = [
+      ['POST', '/connected', { application_id: applicationId, colour: 'red', settings: { sync_interval: '2h' } }, 'application/json', 400, 'INVALID_QUERY'],
+      ['POST', '/connected', '{"application_id": ', 'application/json', 400, 'INVALID_QUERY'],
+      ['POST', '/connected', '', 'application/json', 400, 'INVALID_QUERY'],
+      ['POST', '/connected', '[1, 2]', 'application/json', 400, 'INVALID_QUERY'],
+      ['POST', '/connected', `application_id=${applicationId}`, 'application/x-www-form-urlencoded', 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['POST', '/connected', { application_id: 'app_nope' }, 'text/plain', 415, 'UNSUPPORTED_MEDIA_TYPE'],
+      ['POST', '/connected', { application_id: 'app_nope' }, 'application/json', 400, 'INVALID_QUERY'],
+      ['POST', '/syncs', { connection_id: 'con_nope' }, 'application/json', 404, 'NOT_FOUND'],
+      ['POST', '/syncs', {}, 'application/json', 400, 'INVALID_QUERY'],
+      ['POST', '/syncs/claim', { lease_seconds: 0 }, 'application/json', 400, 'INVALID_QUERY'],
+      ['PATCH', '/syncs/syn_nope', { status: 'done' }, 'application/json', 400, 'INVALID_QUERY'],
+      ['PATCH', '/syncs/syn_nope', { summary: { processed: 1 } }, 'application/json', 404, 'NOT_FOUND'],
+      ['PATCH', '/connected/con_nope', { name: 'x' }, 'application/merge-patch+json', 404, 'NOT_FOUND'],
+    ];
+    for (const [method, path, body, type, status, code] of cases) {
+      const token = path.startsWith('/syncs/claim') || (method === 'PATCH' && path.startsWith('/syncs')) ? engine : admin;
+      const response = await send(method, path, token, body, type);
+      expect({ method, path, body, status: response.status, code: response.body?.error?.code }).toEqual({ method, path, body, status, code });
+      expect(Object.keys(response.body).sort()).toEqual(['error', 'msg']);
+    }
+    // Every problem of the body's shape at once; then every problem of the members the application's kind takes.
+    const listed = await send('POST', '/connected', admin, { application_id: applicationId, colour: 'red', name: 5, via: 'fax' });
+    expect(listed.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['colour', 'name', 'via']);
+    const members = await send('POST', '/connected', admin, { application_id: applicationId, settings: { sync_interval: '2h', retry_attempts: 99, colour: 1 } });
+    expect(members.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['settings.colour', 'settings.retry_attempts', 'settings.sync_interval']);
+    const huge = await send('POST', '/connected', admin, { application_id: applicationId, description: 'x'.repeat(1_100_000) });
+    expect([huge.status, huge.body.error.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
+    // Roles: a reader writes nothing, an engine changes no connection.
+    expect((await send('POST', '/connected', reader, { application_id: applicationId })).status).toBe(403);
+    expect((await send('POST', '/syncs/claim', reader, {})).status).toBe(403);
+    expect((await send('PATCH', `/connected/con_nope`, engine, { name: 'x' }, 'application/merge-patch+json')).status).toBe(403);
+    // No credential: 401 before the body is read.
+    const anonymous = await t.gateway.fetch(`${ORIGIN}${BASE}/connected`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    expect(anonymous.status).toBe(401);
+    expect(await fingerprint()).toEqual(before);
+  });
+});
