@@ -100,6 +100,31 @@ describe.each(databaseKinds)('the event hub on %s', (kind) => {
     await polling.stop();
   });
 
+  it.runIf(kind === 'postgres')('the LISTEN connection killed: it is reopened and what committed meanwhile is delivered', async () => {
+    const tenant = await createTenant(db, 'hub-reconnect');
+    const seen: StoredEvent[] = [];
+    const stop = await hub.subscribe(tenant, collect(seen));
+    const killed = await db.raw.query<{ pid: number }>(
+      `SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`,
+    );
+    expect(killed).toHaveLength(1);
+    // Written while the hub has no LISTEN: only the poll after its reconnect can find them.
+    await connectApp(db, tenant);
+    await connectApp(db, tenant);
+    await waitFor(async () => seen.length >= 2, 10_000);
+    expect(seen.map((e) => e.id)).toEqual([1, 2]);
+    // Listening again: the next event comes by NOTIFY (the hub's poll is a minute away).
+    await waitFor(
+      async () =>
+        (await db.raw.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN%'`)).length === 1,
+      10_000,
+    );
+    await connectApp(db, tenant);
+    await waitFor(async () => seen.length >= 3, 5_000);
+    expect(seen.map((e) => e.id)).toEqual([1, 2, 3]);
+    stop();
+  });
+
   it.runIf(kind === 'postgres')('two processes: a listener here sees the events another process writes', async () => {
     const tenant = await createTenant(db, 'hub-processes');
     const seen: StoredEvent[] = [];
