@@ -104,7 +104,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
       }
     }
     const gateway = createGateway({ db, config, logger });
-    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS }) : undefined;
+    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS }) : undefined;
     return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler };
   } catch (error) {
     await db.close().catch(() => {});

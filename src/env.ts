@@ -52,6 +52,7 @@ const envSchema = z
     METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
     SCHEDULER: z.enum(['on', 'off']).default('on'),
     SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
+    EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
   })
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',

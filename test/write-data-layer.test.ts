@@ -20,7 +20,7 @@ import {
   waitFor,
 } from './fixtures/write-side.js';
 
-const TENANT_TABLES = ['connections', 'syncs', 'idempotency_keys'];
+const TENANT_TABLES = ['connections', 'syncs', 'idempotency_keys', 'events', 'event_sequences'];
 const WORKER = 'usr_engine_1';
 
 async function refusal(promise: Promise<unknown>): Promise<ApiError> {

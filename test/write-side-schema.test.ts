@@ -97,7 +97,7 @@ describe.each(databaseKinds)('write-side schema on %s', (kind) => {
       await insert(threeOpen, 'in_progress', '2026-01-01T12:00:00Z');
       await insert(oneRunning, 'in_progress', '2026-01-01T08:00:00Z');
 
-      expect(await migrate(db)).toEqual([WRITE_SIDE]);
+      expect((await migrate(db))[0]).toBe(WRITE_SIDE);
 
       const first = await runsOf(db.raw, queuedBehindRunning);
       expect(first.map((r) => [r.status, r.error_message])).toEqual([

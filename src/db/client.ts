@@ -40,6 +40,12 @@ export interface Database {
   onQuery(listener: (event: QueryEvent) => void): () => void;
   /** Connection pool occupancy, for metrics; PostgreSQL only (PGlite is one in-process connection). */
   poolStats?(): PoolStats;
+  /**
+   * LISTENs on `channel`: PGlite through its own listen API, PostgreSQL on a dedicated connection outside the
+   * pool that is reopened (with `onReconnect` called once it listens again) whenever it is lost; notifications
+   * sent while it was away are lost, which is what `onReconnect` is for. Returns the function that stops.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, onReconnect?: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -94,6 +100,7 @@ function withQueryEvents(
   adapterFactory: SqlMigrationAwareDriverAdapterFactory,
   raw: RawSql,
   closeDriver: () => Promise<void>,
+  listen: Database['listen'],
 ): Database {
   const prisma = new PrismaClient({
     adapter: adapterFactory,
@@ -123,6 +130,7 @@ function withQueryEvents(
       transaction: (work) => raw.transaction((tx) => work({ ...tx, query: observed(tx.query.bind(tx)) })),
     },
     adapterFactory,
+    listen,
     onQuery(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -238,14 +246,26 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
       );
     },
   };
-  return withQueryEvents('pglite', new PrismaPGlite(client), raw, async () => {
-    try {
-      await stopSocket();
-      await client.close();
-    } finally {
-      release();
-    }
-  });
+  const listen: Database['listen'] = async (channel, onNotify) => {
+    const unlisten = await client.listen(channel, onNotify);
+    return async () => {
+      if (!client.closed) await unlisten();
+    };
+  };
+  return withQueryEvents(
+    'pglite',
+    new PrismaPGlite(client),
+    raw,
+    async () => {
+      try {
+        await stopSocket();
+        await client.close();
+      } finally {
+        release();
+      }
+    },
+    listen,
+  );
 }
 
 async function openPostgres(
@@ -310,11 +330,78 @@ async function openPostgres(
       }
     },
   };
-  const database = withQueryEvents(kind, new PrismaPg(pool), raw, async () => {
-    await pool.end();
-    await cancellation.close();
-  });
+  const listen: Database['listen'] = (channel, onNotify, onReconnect) =>
+    listenOnDedicatedClient({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs }, channel, onNotify, onReconnect);
+  const database = withQueryEvents(
+    kind,
+    new PrismaPg(pool),
+    raw,
+    async () => {
+      await pool.end();
+      await cancellation.close();
+    },
+    listen,
+  );
   return Object.assign(database, {
     poolStats: (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
   });
+}
+
+/**
+ * LISTEN on a client of its own (a pooled one would hand the session to others). When the connection is
+ * lost it is reopened after a pause growing from 100 ms to 5 s; `onReconnect` runs once it listens again.
+ */
+async function listenOnDedicatedClient(
+  config: pg.ClientConfig,
+  channel: string,
+  onNotify: (payload: string) => void,
+  onReconnect?: () => void,
+): Promise<() => Promise<void>> {
+  let stopped = false;
+  let current: pg.Client | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let pause = 100;
+  const open = async (): Promise<void> => {
+    const client = new pg.Client(config);
+    client.on('notification', (message) => {
+      if (message.channel === channel) onNotify(message.payload ?? '');
+    });
+    const lost = () => {
+      if (current !== client) return;
+      current = undefined;
+      client.end().catch(() => {});
+      reopen();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    await client.connect();
+    await client.query(`LISTEN "${channel.replace(/"/g, '""')}"`);
+    if (stopped) {
+      await client.end().catch(() => {});
+      return;
+    }
+    current = client;
+    pause = 100;
+  };
+  const reopen = () => {
+    if (stopped) return;
+    retryTimer = setTimeout(() => {
+      open().then(
+        () => onReconnect?.(),
+        () => {
+          pause = Math.min(pause * 2, 5000);
+          reopen();
+        },
+      );
+    }, pause);
+    retryTimer.unref();
+  };
+  await open();
+  return async () => {
+    stopped = true;
+    clearTimeout(retryTimer);
+    const client = current;
+    current = undefined;
+    await client?.end().catch(() => {});
+  };
 }

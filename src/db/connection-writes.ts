@@ -7,6 +7,7 @@ import { ApiError } from '../errors.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import { newId } from '../ids.js';
 import { kindOfCategory } from '../seed/catalog.js';
+import { appendEvents, connectionEvent, syncEvent } from './events.js';
 import {
   CONNECTION_ROW,
   failedSummarySql,
@@ -103,6 +104,7 @@ export async function createConnection(sql: TransactionRunner, tenantId: string,
         application.id,
       ],
     );
+    await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.created')]);
     return connection!;
   });
 }
@@ -165,6 +167,7 @@ export async function updateConnection(
         JSON.stringify(settings),
       ],
     );
+    await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.updated')]);
     return connection!;
   });
 }
@@ -197,6 +200,7 @@ export async function deleteConnection(sql: TransactionRunner, tenantId: string,
        RETURNING ${SYNC_ROW}`,
       [tenantId, id, SYNC_FAILURES.connectionDeleted, ACTIVE_SYNC_STATUSES],
     );
+    await appendEvents(tx, tenantId, [connectionEvent(connection, 'connection.deleted'), ...failedRuns.map((run) => syncEvent(run))]);
     return { connection, failedRuns };
   });
 }

@@ -20,6 +20,7 @@ import { ApiError } from '../errors.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { ConnectionStatus } from '../generated/prisma/enums.js';
 import { newId } from '../ids.js';
+import { appendEvents, connectionEvent, syncEvent } from './events.js';
 import {
   CONNECTION_ROW,
   failedSummarySql,
@@ -109,7 +110,10 @@ export async function triggerSync(sql: TransactionRunner, tenantId: string, inpu
     // Twice at most: the active run met on the first try may finish before it can be named.
     for (let attempt = 0; attempt < 2; attempt++) {
       const run = await queueRun(tx, tenantId, { connectionId: input.connectionId, summary, delaySeconds: 0, attempt: 1, retryOfId: null });
-      if (run) return run;
+      if (run) {
+        await appendEvents(tx, tenantId, [syncEvent(run)]);
+        return run;
+      }
       const active = await activeRunOf(tx, tenantId, input.connectionId);
       if (active) {
         throw new ApiError(
@@ -170,7 +174,9 @@ export async function claimSync(sql: TransactionRunner, tenantId: string, input:
        RETURNING ${SYNC_ROW}`,
       [tenantId, RUNNABLE_CONNECTION_STATUSES, input.connectionId ?? null, input.applicationSlug ?? null, leaseSeconds, input.workerId],
     );
-    return run ?? null;
+    if (!run) return null;
+    await appendEvents(tx, tenantId, [syncEvent(run)]);
+    return run;
   });
 }
 
@@ -230,6 +236,7 @@ export async function reportSyncProgress(sql: TransactionRunner, tenantId: strin
       [tenantId, input.syncId, input.workerId, JSON.stringify(input.summary), LEASE_SECONDS.default],
     );
     if (!run) throw await refusedReport(tx, tenantId, input.syncId, input.workerId, 'in_progress');
+    await appendEvents(tx, tenantId, [syncEvent(run, true)]);
     return run;
   });
 }
@@ -313,7 +320,9 @@ export async function finishSync(
             [tenantId, input.syncId, input.workerId, outcome.errorMessage, JSON.stringify(outcome.summary)],
           );
     if (!run) throw await refusedReport(tx, tenantId, input.syncId, input.workerId, outcome.status);
-    return { run, ...(await settleRunConsequences(tx, tenantId, connection, run, options)) };
+    const consequences = await settleRunConsequences(tx, tenantId, connection, run, options);
+    await appendEvents(tx, tenantId, [syncEvent(run), ...consequenceEvents(consequences)]);
+    return { run, ...consequences };
   });
 }
 
@@ -365,6 +374,11 @@ async function settleRunConsequences(
   return { retry: null, connection: await moveConnectionAfterRun(tx, tenantId, connection, run) };
 }
 
+/** The events of a finished run's consequences: its retry queued, its connection's status changed. */
+function consequenceEvents({ retry, connection }: RunConsequences) {
+  return [...(retry ? [syncEvent(retry)] : []), ...(connection ? [connectionEvent(connection, 'connection.updated')] : [])];
+}
+
 export interface ExpiredLeases {
   /** Runs failed with "worker lost: lease expired". */
   failed: Sync[];
@@ -406,11 +420,14 @@ export async function expireLeases(
       [tenantId, connections.map((c) => c.syncId), SYNC_FAILURES.leaseExpired],
     );
     const connectionOf = new Map(connections.map((c) => [c.syncId, c]));
+    const events = [];
     for (const run of result.failed) {
-      const { retry, connection } = await settleRunConsequences(tx, tenantId, connectionOf.get(run.id)!, run, options);
-      if (retry) result.retries.push(retry);
-      if (connection) result.connections.push(connection);
+      const consequences = await settleRunConsequences(tx, tenantId, connectionOf.get(run.id)!, run, options);
+      if (consequences.retry) result.retries.push(consequences.retry);
+      if (consequences.connection) result.connections.push(consequences.connection);
+      events.push(syncEvent(run), ...consequenceEvents(consequences));
     }
+    await appendEvents(tx, tenantId, events);
     return result;
   });
 }
@@ -449,7 +466,7 @@ export async function scheduleDueSyncs(sql: TransactionRunner, tenantId: string,
       [tenantId, Object.keys(intervals), Object.values(intervals), SCHEDULED_CONNECTION_STATUSES, ACTIVE_SYNC_STATUSES, options.limit ?? 1000],
     );
     if (due.length === 0) return [];
-    return tx.query<Sync>(
+    const queued = await tx.query<Sync>(
       `INSERT INTO "public"."syncs" AS "s" ("id", "tenant_id", "connection_id", "status", "started_at", "due_at", "summary")
        SELECT "n"."id", $1, "n"."connection_id", 'pending', now(), now(), '{"queued": true}'::jsonb
        FROM unnest($2::text[], $3::text[]) AS "n"("id", "connection_id")
@@ -457,5 +474,7 @@ export async function scheduleDueSyncs(sql: TransactionRunner, tenantId: string,
        RETURNING ${SYNC_ROW}`,
       [tenantId, due.map(() => newId('syn')), due.map((c) => c.id)],
     );
+    await appendEvents(tx, tenantId, queued.map((run) => syncEvent(run)));
+    return queued;
   });
 }
