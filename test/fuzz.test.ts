@@ -38,7 +38,7 @@ const SEED = Number(process.env.FUZZ_SEED ?? 20_261_101);
 /** The share of RUNS this run makes: all of them in CI (FUZZ_HEAVY=1), about 2,000 cases otherwise. */
 const SCALE = (process.env.FUZZ_HEAVY === '1' ? 1 : 0.2) * Number(process.env.FUZZ_RUNS ?? 1);
 
-type PropertyName = 'listQuery' | 'pathIds' | 'headers' | 'graphql' | 'mutations';
+type PropertyName = 'listQuery' | 'pathIds' | 'headers' | 'graphql' | 'mutations' | 'writeBodies';
 
 /**
  * Cases per property and database with FUZZ_HEAVY=1: 6,000 on PGlite and 4,000 on PostgreSQL, 10,000 per CI
@@ -46,10 +46,10 @@ type PropertyName = 'listQuery' | 'pathIds' | 'headers' | 'graphql' | 'mutations
  * about a minute, set-up included.
  */
 const RUNS: Record<DatabaseKind, Record<PropertyName, number>> = {
-  pglite: { listQuery: 2000, pathIds: 800, headers: 1000, graphql: 1500, mutations: 700 },
-  postgres: { listQuery: 1300, pathIds: 550, headers: 650, graphql: 1000, mutations: 500 },
+  pglite: { listQuery: 2000, pathIds: 800, headers: 1000, graphql: 1500, mutations: 700, writeBodies: 500 },
+  postgres: { listQuery: 1300, pathIds: 550, headers: 650, graphql: 1000, mutations: 500, writeBodies: 350 },
 };
-const SEED_OFFSET: Record<PropertyName, number> = { listQuery: 0, pathIds: 1, headers: 2, graphql: 3, mutations: 4 };
+const SEED_OFFSET: Record<PropertyName, number> = { listQuery: 0, pathIds: 1, headers: 2, graphql: 3, mutations: 4, writeBodies: 5 };
 
 const runsFor = (kind: DatabaseKind, property: PropertyName) => Math.max(1, Math.round(RUNS[kind][property] * SCALE));
 const optionsFor = (kind: DatabaseKind, property: PropertyName) => ({
@@ -1167,6 +1167,66 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
         },
       ),
       optionsFor(kind, 'mutations'),
+    );
+  });
+
+  it('REST write bodies: never a 5xx, the spec error body, and a refused write changes nothing', { timeout: 300_000 }, async () => {
+    const writeRoutes = [
+      { method: 'POST', path: () => `${BASE}/connected` },
+      { method: 'PATCH', path: (id: string) => `${BASE}/connected/${encodeURIComponent(wellFormed(id))}` },
+      { method: 'POST', path: () => `${BASE}/syncs` },
+      { method: 'POST', path: () => `${BASE}/syncs/claim` },
+      { method: 'PATCH', path: (id: string) => `${BASE}/syncs/${encodeURIComponent(wellFormed(id))}` },
+    ] as const;
+    // The members the bodies take, mixed with strangers, each with any JSON value.
+    const memberNames = fc.constantFrom(
+      'application_id', 'name', 'description', 'via', 'metadata', 'settings', 'status', 'connection_id', 'estimated_items',
+      'lease_seconds', 'application_slug', 'summary', 'error_message', 'file_url', 'diff', 'checksum', 'sync_interval',
+      'retry_attempts', '__proto__', 'constructor', 'x',
+    );
+    const memberValue = fc.oneof(
+      fc.jsonValue({ maxDepth: 3 }),
+      nastyText,
+      fc.constantFrom('active', 'paused', 'error', 'success', 'failed', 'in_progress', 'manual', '1h', '15m', 3, -1, 11, 2 ** 31, null),
+      fc.record({ processed: fc.integer(), sync_interval: fc.constantFrom('1h', '2h'), retry_attempts: fc.integer({ min: -2, max: 12 }) }, { requiredKeys: [] }),
+    );
+    const body = fc.oneof(
+      { weight: 6, arbitrary: fc.dictionary(memberNames, memberValue, { maxKeys: 5 }).map((object) => JSON.stringify(object)) },
+      { weight: 1, arbitrary: nastyText },
+      { weight: 1, arbitrary: fc.jsonValue().map((value) => JSON.stringify(value)) },
+      { weight: 1, arbitrary: fc.constantFrom('', '{', '{"a":', 'null', '[]', '"x"', '{"summary":{"processed":1}}', '{"status":"success"}') },
+    );
+    const contentType = fc.constantFrom('application/json', 'application/json', 'application/json', 'application/merge-patch+json', 'text/plain', 'application/json; charset=utf-8', undefined);
+    const writers = fc.constantFrom(`Token ${creds.demoAdminToken}`, `Bearer ${creds.demoAdminJwt}`);
+    const refused = fc.constantFrom(`Token ${creds.demoReaderToken}`, `Bearer ${creds.demoReaderJwt}`, `Token ${creds.otherReaderToken}`, 'Token igw_pat_nope', undefined);
+    const pathId = idText([...own.connections, ...foreign.connections]);
+    let before = await fingerprint(t);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...writeRoutes),
+        fc.oneof({ weight: 3, arbitrary: writers.map((a) => ({ who: 'writer' as const, authorization: a as string | undefined })) }, { weight: 1, arbitrary: refused.map((a) => ({ who: 'refused' as const, authorization: a })) }),
+        body,
+        contentType,
+        pathId,
+        async (route, { who, authorization }, text, type, id) => {
+          const headers: Record<string, string> = {};
+          if (authorization !== undefined) headers.authorization = authorization;
+          if (type !== undefined) headers['content-type'] = type;
+          const sent: SentRequest = { method: route.method, url: `${ORIGIN}${route.path(id)}`, headers, body: wellFormed(text) };
+          const received = await send(t, sent);
+          if (received.status === 204) {
+            if (received.text !== '') fail('a 204 with a body', sent, received);
+          } else {
+            checkRest(sent, received);
+          }
+          const accepted = received.status < 300;
+          if (accepted && who === 'refused') fail('a write without the permission succeeded', sent, received);
+          const after = await fingerprint(t);
+          if (!accepted && after !== before) fail(`the database changed on a refused write\nbefore ${before}\nafter  ${after}`, sent, received);
+          before = after;
+        },
+      ),
+      optionsFor(kind, 'writeBodies'),
     );
   });
 });
