@@ -33,7 +33,7 @@ interface Credential {
 type Outcome = 'ok' | 'unauthenticated' | 'forbidden' | 'not-found' | 'null' | 'conflict';
 
 type Request =
-  | { surface: 'rest'; method: 'GET' | 'DELETE'; path: string }
+  | { surface: 'rest'; method: 'GET' | 'DELETE' | 'POST' | 'PATCH'; path: string; body?: unknown; okStatus?: number }
   | { surface: 'graphql'; field: string; query: string; variables?: Record<string, unknown> };
 
 interface Cell {
@@ -633,7 +633,104 @@ const operations: Operation[] = [
       };
     },
   },
+  {
+    name: 'POST /connected',
+    adminOnly: true,
+    demoObject: false,
+    cell: async (env) => {
+      const name = `matrix rest created ${env.cell}`;
+      return {
+        request: { surface: 'rest', method: 'POST', path: `${BASE}/connected`, body: { application_id: env.applicationId, name }, okStatus: 201 },
+        sent: [],
+        ok: (body) => expect(body.data).toMatchObject({ name, status: 'pending' }),
+        after: async (succeeded, tenantId) => {
+          const rows = await env.t.db.prisma.connection.findMany({ where: { name }, select: { tenantId: true } });
+          expect(rows).toEqual(succeeded ? [{ tenantId }] : []);
+        },
+      };
+    },
+  },
+  {
+    name: 'PATCH /connected/{id}',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const id = await env.freshConnection();
+      const name = `matrix rest renamed ${env.cell}`;
+      return {
+        request: { surface: 'rest', method: 'PATCH', path: `${BASE}/connected/${id}`, body: { name } },
+        sent: [id],
+        ok: (body) => expect(body.data).toMatchObject({ id, name }),
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.connection.findUniqueOrThrow({ where: { id }, select: { name: true } });
+          expect(row.name).toBe(succeeded ? name : `matrix ${id}`);
+        },
+      };
+    },
+  },
+  {
+    name: 'POST /syncs',
+    adminOnly: true,
+    demoObject: true,
+    cell: async (env) => {
+      const connectionId = await env.freshConnection();
+      return {
+        request: { surface: 'rest', method: 'POST', path: `${BASE}/syncs`, body: { connection_id: connectionId }, okStatus: 201 },
+        sent: [connectionId],
+        ok: (body) => expect(body.data).toMatchObject({ status: 'pending', connection_id: connectionId }),
+        after: async (succeeded) => {
+          expect(await env.t.db.prisma.sync.count({ where: { connectionId } })).toBe(succeeded ? 1 : 0);
+        },
+      };
+    },
+  },
+  {
+    name: 'POST /syncs/claim',
+    adminOnly: false,
+    roles: ['engine', 'admin'],
+    demoObject: true,
+    missingIsNull: true,
+    cell: async (env) => {
+      const { connectionId, syncId } = await env.freshRun(false);
+      return {
+        request: { surface: 'rest', method: 'POST', path: `${BASE}/syncs/claim`, body: { connection_id: connectionId } },
+        sent: [connectionId],
+        ok: (body) => expect(body.data).toMatchObject({ id: syncId, status: 'in_progress' }),
+        after: async (succeeded) => {
+          const row = await env.t.db.prisma.sync.findUniqueOrThrow({ where: { id: syncId }, select: { status: true } });
+          expect(row.status).toBe(succeeded ? 'in_progress' : 'pending');
+        },
+      };
+    },
+  },
+  {
+    name: 'PATCH /syncs/{id}',
+    adminOnly: false,
+    roles: ['engine', 'admin'],
+    demoObject: true,
+    whenAllowed: 'conflict',
+    cell: async (env) => {
+      const { syncId } = await env.freshRun(true);
+      return {
+        request: { surface: 'rest', method: 'PATCH', path: `${BASE}/syncs/${syncId}`, body: { summary: { processed: 3 } } },
+        sent: [syncId],
+        after: async () => {
+          const row = await env.t.db.prisma.sync.findUniqueOrThrow({ where: { id: syncId }, select: { status: true, summary: true } });
+          expect(row).toEqual({ status: 'in_progress', summary: { in_progress: true, processed: 0 } });
+        },
+      };
+    },
+  },
 ];
+
+/** A REST call with a JSON body (the write routes). */
+async function restWithBody(t: TestGateway, method: string, path: string, body: unknown, authorization: string | undefined) {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (authorization !== undefined) headers.authorization = authorization;
+  const response = await t.gateway.fetch(`http://gateway.test${path}`, { method, headers, body: JSON.stringify(body) });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, body: text ? (JSON.parse(text) as unknown) : null };
+}
 
 function base64url(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -771,7 +868,7 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
 
   it('builds the whole matrix', () => {
     expect(credentials).toHaveLength(19);
-    expect(operations).toHaveLength(29);
+    expect(operations).toHaveLength(34);
   });
 
   describe.each(credentials)('$name', (credential) => {
@@ -789,12 +886,21 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
       let data: unknown;
       const request = cell.request;
       if (request.surface === 'rest') {
-        const response = await rest(t.gateway, request.path, { method: request.method, authorization });
+        const response =
+          request.body === undefined
+            ? await rest(t.gateway, request.path, { method: request.method, authorization })
+            : await restWithBody(t, request.method, request.path, request.body, authorization);
         status = response.status;
         body = response.body;
+        if (expected === 'null' && op.missingIsNull) {
+          // A claim that finds nothing of the caller's: 204, no body.
+          expect(status, JSON.stringify(body)).toBe(204);
+          await cell.after?.(false, viewerTenant);
+          return;
+        }
         expect(response.headers.get('content-type')).toMatch(/^application\/json/);
         if (expected === 'ok') {
-          expect(status, JSON.stringify(body)).toBe(200);
+          expect(status, JSON.stringify(body)).toBe(request.okStatus ?? 200);
           expect(typeof body.msg).toBe('string');
           data = body;
         } else {
