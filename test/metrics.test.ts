@@ -45,6 +45,8 @@ describe('route patterns', () => {
     [`${BASE}/connected/con_123`, `${BASE}/connected/{id}`],
     [`${BASE}/connected/con_123/`, `${BASE}/connected/{id}`],
     [`${BASE}/syncs`, `${BASE}/syncs`],
+    [`${BASE}/syncs/claim`, `${BASE}/syncs/claim`],
+    [`${BASE}/syncs/syn_1`, `${BASE}/syncs/{id}`],
     [`${BASE}/available/app_9`, `${BASE}/available/{id}`],
     ['/api/v1/docs/swagger-ui.css', '/api/v1/docs/{asset}'],
     ['/api/v1/openapi.json', '/api/v1/openapi.json'],

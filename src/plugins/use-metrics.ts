@@ -10,10 +10,13 @@ import { earlyErrorResponse, GRAPHQL_ENDPOINT } from './error-response.js';
 
 export const METRICS_PATH = '/metrics';
 
-const REST_ROUTES = [...new Set(routes.map((route) => route.path))].map((path) => ({
-  path,
-  pattern: new RegExp(`^${path.replace(/\{\w+\}/g, '[^/]+')}$`),
-}));
+/** Literal paths before templated ones, so `/syncs/claim` is its own route and not `/syncs/{id}`. */
+const REST_ROUTES = [...new Set(routes.map((route) => route.path))]
+  .sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0))
+  .map((path) => ({
+    path,
+    pattern: new RegExp(`^${path.replace(/\{\w+\}/g, '[^/]+')}$`),
+  }));
 
 const FIXED_ROUTES = new Set(['/', GRAPHQL_ENDPOINT, '/healthz', '/readyz', METRICS_PATH, OPENAPI_PATH, DOCS_PATH, ERROR_DOCS_PATH]);
 
