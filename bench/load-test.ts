@@ -40,7 +40,9 @@ function probes(token: string, connectionId: string, syncId: string): Probe[] {
     { name: 'malformed filter', method: 'GET', path: `${api}/syncs?status=eq`, headers: auth, expect: 400 },
     { name: 'unknown field', method: 'GET', path: `${api}/syncs?colour=eq.red`, headers: auth, expect: 400 },
     { name: 'oversized page', method: 'GET', path: `${api}/syncs?limit=100000`, headers: auth, expect: 400 },
-    { name: 'bad id', method: 'GET', path: `${api}/syncs/not%20an%20id`, headers: auth, expect: 400 },
+    // Any string names an item or nothing (404); only one that cannot be an id (over 64 characters) is 400.
+    { name: 'id naming nothing', method: 'GET', path: `${api}/syncs/not%20an%20id`, headers: auth, expect: 404 },
+    { name: 'over-long id', method: 'GET', path: `${api}/syncs/syn_${'x'.repeat(80)}`, headers: auth, expect: 400 },
     { name: 'missing id', method: 'GET', path: `${api}/connected/con_doesnotexist000000000000000`, headers: auth, expect: 404 },
     { name: 'no credential', method: 'GET', path: `${api}/syncs`, expect: 401 },
     { name: 'bad token', method: 'GET', path: `${api}/syncs`, headers: { authorization: 'Token igw_pat_zzzzzzzzzzzz_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }, expect: 401 },
