@@ -285,7 +285,7 @@ export function createBaseline(pool: pg.Pool) {
   const graphqlHandlers = new Map<string, (tenant: string | null) => Promise<Json>>([
     [TRIVIAL_QUERY, async () => ({ __typename: 'Query' })],
   ]);
-  for (const n of [5, 50, 100, 500]) {
+  for (const n of [5, 50, 100, 200, 500]) {
     graphqlHandlers.set(nestedConnectionsQuery(n), async (tenant) => {
       const owner = requireTenant(tenant);
       const pages = connectionPages(n);

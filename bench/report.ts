@@ -201,7 +201,7 @@ export function renderReport(results: Results, analysis: string): string {
   out.push('## SQL statements per request');
   out.push('');
   out.push(
-    'Counted from the database\'s query events with the gateway in-process (`createGateway` + `db.onQuery`: Prisma\'s statements and the hand-written ones alike), each scenario run once warm. "auth" is the token lookup every authenticated request makes (the throttled `last_used_at` write, at most once a minute per token, is left out); "nested" is the statement that loads the latest syncs of a whole page of connections.',
+    'Counted from the database\'s query events with the gateway in-process (`createGateway` + `db.onQuery`: Prisma\'s statements and the hand-written ones alike), each scenario run once warm. "auth" is the token lookup; each scenario runs warm, so the verified-token cache (`TOKEN_CACHE_TTL_MS`, 5 s) answers for the credential and it is 0 (a process looks a token up once per TTL; the throttled `last_used_at` write, at most once a minute per token, is left out); "nested" is the statement that loads the latest syncs of a whole page of connections.',
   );
   out.push('');
   const countIds = largest?.sqlCounts.map((c) => c.scenario) ?? [];

@@ -123,11 +123,11 @@ export function scenarios(data: ScenarioData): Scenario[] {
     graphql('graphql-nested-5', 'GraphQL 5 connections + application + category + 10 syncs each', nestedConnectionsQuery(5), true, 5),
     graphql('graphql-nested-50', 'GraphQL 50 connections + application + category + 10 syncs each', nestedConnectionsQuery(50), true, 50),
     graphql(
-      'graphql-nested-500',
-      'GraphQL 500 connections (5 aliased pages of 100) + application + category + 10 syncs each',
-      nestedConnectionsQuery(500),
+      'graphql-nested-200',
+      'GraphQL 200 connections (2 aliased pages of 100) + application + category + 10 syncs each',
+      nestedConnectionsQuery(200),
       true,
-      500,
+      200,
     ),
     graphql('graphql-trivial', 'GraphQL `{ __typename }` without credential (framework floor)', TRIVIAL_QUERY, false),
   ];

@@ -7,6 +7,7 @@ import type { Logger } from './logger.js';
 import { DEFAULT_REQUEST_LIMITS } from './plugins/use-limits.js';
 import { startScheduler, type Scheduler } from './scheduler.js';
 import { DEMO_TENANT_SLUG, ensureDemo } from './seed/demo.js';
+import { DeliveryWorker } from './webhooks/delivery-worker.js';
 import { createGateway, type Gateway } from './yoga.js';
 
 export interface App {
@@ -18,6 +19,20 @@ export interface App {
   demoTokenAdvice?: string;
   /** Queues due runs and expires leases (unless SCHEDULER=off); stop it before closing the database. */
   scheduler?: Scheduler | undefined;
+  /** Sends the webhooks (unless WEBHOOKS=off); stop it before closing the database. */
+  webhooks?: DeliveryWorker | undefined;
+}
+
+/** The webhook delivery worker the configuration asks for, not yet started. */
+export function deliveryWorkerOf(db: Database, config: Config, logger: Logger): DeliveryWorker {
+  return new DeliveryWorker({
+    db,
+    logger,
+    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1',
+    retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
+    disableAfter: config.WEBHOOK_DISABLE_AFTER,
+    pollMs: config.WEBHOOK_POLL_MS,
+  });
 }
 
 /**
@@ -83,6 +98,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
   const db = await openDatabase({
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATA_DIR,
+    poolSize: config.DATABASE_POOL_SIZE,
     queryTimeoutMs: SERVER_QUERY_TIMEOUT_MS,
     statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,
     localSocket: 'serve',
@@ -105,7 +121,9 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     }
     const gateway = createGateway({ db, config, logger });
     const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS }) : undefined;
-    return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler };
+    const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger) : undefined;
+    await webhooks?.start();
+    return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler, webhooks };
   } catch (error) {
     await db.close().catch(() => {});
     throw error;

@@ -1,6 +1,7 @@
 import type { IdempotencyRecord } from './db/idempotency.js';
 import type { Permission } from './auth/permissions.js';
 import type { Database } from './db/client.js';
+import type { Live } from './live/live.js';
 import type { Role } from './generated/prisma/enums.js';
 
 /** The authenticated caller. Every tenant-owned query is scoped by `tenantId` in SQL. */
@@ -25,4 +26,15 @@ export interface Context {
    * claimSync). `outcome` is set by the mutation: whether it did the work or found an earlier request's.
    */
   idempotency: { key: string; outcome?: { replayed: boolean; record?: IdempotencyRecord } } | null;
+  /** The request's Authorization header: open streams check it again while they last. */
+  authorization: string | null;
+  /** What the SSRF guard allows webhook endpoints (WEBHOOK_ALLOW_PRIVATE). */
+  webhooks: { allowPrivate: boolean };
+  /** The event hub, credential watch and stream caps the subscriptions use. */
+  live: Live;
+  /**
+   * Set by a REST event stream, which runs a subscription: where to resume (its Last-Event-ID), and the id of
+   * the event being delivered, written by the subscription before each item for the stream's `id:` line.
+   */
+  streamCursor?: { after?: number; current: number };
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 const optionalString = z
   .string()
@@ -17,6 +18,7 @@ const envSchema = z
         .optional(),
     ),
     DATA_DIR: z.string().trim().min(1).default('./.data'),
+    DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
     SEED: z.enum(['demo', 'none']).default('demo'),
     JWT_SECRET: optionalString.pipe(
       z.string().min(32, 'must be at least 32 characters (HS256 key)').optional(),
@@ -53,6 +55,25 @@ const envSchema = z
     SCHEDULER: z.enum(['on', 'off']).default('on'),
     SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
     EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
+    STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
+    STREAMS_PER_PROCESS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
+    TOKEN_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
+    SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
+    WEBHOOKS: z.enum(['on', 'off']).default('on'),
+    WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
+    WEBHOOK_RETRY_SCHEDULE: z
+      .string()
+      .default(DEFAULT_RETRY_SCHEDULE_SECONDS.join(','))
+      .transform((raw, ctx) => {
+        try {
+          return parseRetrySchedule(raw);
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message });
+          return z.NEVER;
+        }
+      }),
+    WEBHOOK_DISABLE_AFTER: z.coerce.number().int().min(1).max(1000).default(10),
+    WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   })
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',

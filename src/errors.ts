@@ -53,11 +53,17 @@ export const ERROR_CODES = {
     description:
       'The `Idempotency-Key` was already used within the last 24 hours for a different request (another body, method or path). Send a new key for a new request.',
   },
+  EVENTS_EXPIRED: {
+    status: 410,
+    title: 'Events expired',
+    description:
+      'A stream was asked to resume (`Last-Event-ID`) after an event older than the event retention window (`EVENT_RETENTION_HOURS`): some changes since then can no longer be replayed. Read the current state again (`GET` without `Accept: text/event-stream`), then open the stream without `Last-Event-ID`. Sent as an `event: error` message on the stream.',
+  },
   RATE_LIMITED: {
     status: 429,
     title: 'Rate limited',
     description:
-      'Too many requests for this credential. Wait the number of seconds in `Retry-After`; `RateLimit-*` headers describe the budget.',
+      'Too many requests for this credential, or too many open streams (subscriptions and event streams) for it. Wait the number of seconds in `Retry-After`; `RateLimit-*` headers describe the budget.',
   },
   INTERNAL: {
     status: 500,
@@ -68,7 +74,7 @@ export const ERROR_CODES = {
     status: 503,
     title: 'Service unavailable',
     description:
-      'The database is unreachable, or the request did not finish within the time limit (15 s by default). Retry later; `/readyz` reports when the service is ready again. With HTTP 408: the client sent its request too slowly (headers within 10 s, the whole request within 30 s); send it again.',
+      'The database is unreachable, the request did not finish within the time limit (15 s by default), or the server holds as many open streams as it serves. Retry later; `/readyz` reports when the service is ready again. With HTTP 408: the client sent its request too slowly (headers within 10 s, the whole request within 30 s); send it again.',
   },
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** Prefixes make ids self-describing in logs and URLs (`con_…` is a connection). */
-export type IdPrefix = 'ten' | 'cat' | 'app' | 'con' | 'syn' | 'usr' | 'tok';
+export type IdPrefix = 'ten' | 'cat' | 'app' | 'con' | 'syn' | 'usr' | 'tok' | 'whk';
 
 /** Encodes 16 bytes (or fewer) as lowercase Crockford-like base32 behind the prefix. */
 export function formatId(prefix: IdPrefix, bytes: Uint8Array): string {

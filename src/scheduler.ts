@@ -1,13 +1,14 @@
 import type { Database } from './db/client.js';
 import { deleteOldEvents } from './db/events.js';
 import { deleteExpiredIdempotencyKeys } from './db/idempotency.js';
+import { deleteOldDeliveries } from './db/webhooks.js';
 import { expireLeases, scheduleDueSyncs, type ScheduleOptions } from './db/sync-runs.js';
 import type { RetryPolicy } from './domain/sync-lifecycle.js';
 import type { Logger } from './logger.js';
 
 // The in-process scheduler: every tick it fails runs whose lease expired (retrying them as their connection
 // allows), queues the runs that are due, deletes expired Idempotency-Keys and
-// events past their retention (EVENT_RETENTION_HOURS). Every server process runs one;
+// events and finished webhook deliveries past their retention (EVENT_RETENTION_HOURS). Every server process runs one;
 // the data layer makes concurrent ticks safe (see scheduleDueSyncs and expireLeases).
 
 export interface SchedulerOptions extends Pick<ScheduleOptions, 'intervalSeconds'> {
@@ -26,12 +27,13 @@ export interface TickResult {
   retried: number;
   expiredKeys: number;
   deletedEvents: number;
+  deletedDeliveries: number;
 }
 
 /** One pass over every tenant. */
 export async function runSchedulerTick(options: Omit<SchedulerOptions, 'tickMs' | 'logger'>): Promise<TickResult> {
   const { db } = options;
-  const result: TickResult = { scheduled: 0, expired: 0, retried: 0, expiredKeys: 0, deletedEvents: 0 };
+  const result: TickResult = { scheduled: 0, expired: 0, retried: 0, expiredKeys: 0, deletedEvents: 0, deletedDeliveries: 0 };
   const tenants = await db.raw.query<{ id: string }>('SELECT "t"."id" FROM "public"."tenants" AS "t" ORDER BY "t"."id"');
   for (const { id } of tenants) {
     // Leases first: a run failed now may be retried, and its connection must not also be scheduled anew.
@@ -42,7 +44,10 @@ export async function runSchedulerTick(options: Omit<SchedulerOptions, 'tickMs' 
     result.scheduled += scheduled.length;
   }
   result.expiredKeys = await deleteExpiredIdempotencyKeys(db.raw);
-  if (options.eventRetentionHours !== undefined) result.deletedEvents = await deleteOldEvents(db.raw, options.eventRetentionHours);
+  if (options.eventRetentionHours !== undefined) {
+    result.deletedEvents = await deleteOldEvents(db.raw, options.eventRetentionHours);
+    result.deletedDeliveries = await deleteOldDeliveries(db.raw, options.eventRetentionHours);
+  }
   return result;
 }
 
@@ -61,7 +66,7 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
   const tick = async (): Promise<void> => {
     try {
       const result = await runSchedulerTick(options);
-      if (result.scheduled + result.expired + result.expiredKeys + result.deletedEvents > 0) logger.info(result, 'scheduler tick');
+      if (result.scheduled + result.expired + result.expiredKeys + result.deletedEvents + result.deletedDeliveries > 0) logger.info(result, 'scheduler tick');
     } catch (error) {
       // A database outage must not stop the scheduler: the next tick tries again.
       logger.warn({ err: error }, 'scheduler tick failed');

@@ -1,6 +1,7 @@
 import { databaseEnvironment, startApp } from './app.js';
 import { loadConfigOrExit } from './env.js';
 import { createHttpServer } from './http-server.js';
+import { attachGraphqlWebSocket } from './live/websocket.js';
 import { createLogger } from './logger.js';
 
 const config = loadConfigOrExit();
@@ -16,6 +17,7 @@ const app = await startApp(config, logger).catch((error: unknown) => {
 });
 
 const server = createHttpServer(app.gateway, { logger });
+const closeWebSockets = attachGraphqlWebSocket(server, app.gateway, logger);
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -48,7 +50,15 @@ let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
-  logger.info({ signal }, 'shutting down');
+  logger.info({ signal, delay_ms: config.SHUTDOWN_DELAY_MS }, 'shutting down');
+  // Behind a load balancer: /readyz answers 503 from now on, and requests are still served for
+  // SHUTDOWN_DELAY_MS, long enough for the balancer's health check to take this process out of rotation.
+  app.gateway.startDraining();
+  if (config.SHUTDOWN_DELAY_MS > 0) await new Promise((resolve) => setTimeout(resolve, config.SHUTDOWN_DELAY_MS));
+  // Streams never finish by themselves: end them first (their clients reconnect, to another replica behind a
+  // balancer, and resume from Last-Event-ID), and close the WebSockets.
+  app.gateway.live.endStreams();
+  await closeWebSockets().catch((error: unknown) => logger.warn({ err: error }, 'closing websockets failed'));
   // Stop accepting, let in-flight requests finish, then close idle keep-alive sockets.
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   // close() only closes the connections idle at that moment. A keep-alive connection whose request finishes
@@ -65,6 +75,8 @@ async function shutdown(signal: string): Promise<void> {
     server.closeAllConnections();
   }
   await app.scheduler?.stop();
+  await app.webhooks?.stop();
+  await app.gateway.dispose();
   await app.db.close().catch((error: unknown) => logger.error({ err: error }, 'closing the database failed'));
   logger.info('stopped');
   process.exit(0);

@@ -1,10 +1,13 @@
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } from './auth/credential-cache.js';
+import { authenticate } from './auth/credentials.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import { createKnownTenants } from './auth/known-tenants.js';
 import type { Context, Viewer } from './context.js';
 import type { Database } from './db/client.js';
 import type { Config } from './env.js';
 import { schema } from './graphql/schema.js';
+import { createLive, type Live, type LiveOptions } from './live/live.js';
 import type { Logger } from './logger.js';
 import { resolveViewer, useAuth } from './plugins/use-auth.js';
 import { useErrorDocs } from './plugins/use-error-docs.js';
@@ -29,33 +32,56 @@ const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 export interface GatewayOptions {
   db: Database;
   config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'> &
-    Partial<Pick<Config, 'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN'>>;
+    Partial<
+      Pick<
+        Config,
+        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
+      >
+    >;
   logger: Logger;
   /** Request size, GraphQL document and time limits; each one left out keeps its default. */
   limits?: Partial<RequestLimits>;
   /** Tenant budget as a multiple of the credential budget (default 5), and the Redis key prefix. */
   rateLimit?: { tenantMultiplier?: number; keyPrefix?: string };
+  /** Stream caps, credential checks and heartbeats of the live surfaces (defaults in src/live/live.ts). */
+  live?: LiveOptions;
 }
 
-export type Gateway = YogaServerInstance<Record<string, unknown>, Context>;
+export type Gateway = YogaServerInstance<Record<string, unknown>, Context> & {
+  /** The live services of this gateway; `dispose()` stops them. */
+  live: Live;
+  /** From now on `/readyz` answers 503 `draining` (at shutdown), while every other request is still served. */
+  startDraining(): void;
+};
 
 /** The whole HTTP surface: GraphQL at /graphql and the plugins every request passes through. */
-export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit }: GatewayOptions): Gateway {
+export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit, live: liveOptions }: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
   const tenants = createKnownTenants(db);
+  // Verified tokens, kept TOKEN_CACHE_TTL_MS (src/auth/credential-cache.ts); revocations evict them everywhere.
+  const tokenCache = new CredentialCache(config.TOKEN_CACHE_TTL_MS ?? DEFAULT_TOKEN_CACHE_TTL_MS);
+  const cacheRegistration = registerCredentialCache(db, tokenCache);
+  const credentials = { db, jwt, tenants, tokenCache: { cache: tokenCache, onStore: () => cacheRegistration.listen() } };
+  const live = createLive(db, async (authorization) => (await authenticate(authorization, credentials)).viewer ?? null, logger, {
+    perCredential: config.STREAMS_PER_CREDENTIAL,
+    perProcess: config.STREAMS_PER_PROCESS,
+    ...liveOptions,
+  });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
   // The rate limiter and the context both need the viewer: one lookup per request, shared even while pending.
   const viewers = new WeakMap<Request, Promise<Viewer | null>>();
   const viewerOf = (request: Request): Promise<Viewer | null> => {
     let viewer = viewers.get(request);
     if (!viewer) {
-      viewer = withinRequestTime(request, resolveViewer(request, { db, jwt, tenants }));
+      viewer = withinRequestTime(request, resolveViewer(request, credentials));
       viewers.set(request, viewer);
     }
     return viewer;
   };
   const corsOrigins = config.CORS_ORIGINS ?? [];
-  return createYoga<Record<string, unknown>, Context>({
+  const webhooks = { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1' };
+  let draining = false;
+  const yoga = createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: GRAPHQL_ENDPOINT,
     // yoga's built-in check answers an empty 200 to every URL that *ends with* this value, before auth, rate
@@ -100,8 +126,8 @@ query Connections {
       useRequestId(),
       useRequestLog({ logger }),
       useSecurityHeaders({ cors: corsOrigins.length > 0 }),
-      useMetrics({ db, token: config.METRICS_TOKEN }),
-      useHealth({ db }),
+      useMetrics({ db, token: config.METRICS_TOKEN, live }),
+      useHealth({ db, draining: () => draining }),
       useErrorDocs(),
       usePages(),
       useLimits(limits),
@@ -115,14 +141,19 @@ query Connections {
       useAuth(),
       useRequestErrorCodes(),
       useRest({ schema, maxBodyBytes: limits.maxBodyBytes }),
+      { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
     ],
     context: async ({ request }) => ({
       db,
       requestId: requestIdOf(request),
       viewer: await viewerOf(request),
       idempotency: idempotencyOf(request),
+      authorization: request.headers.get('authorization'),
+      webhooks,
+      live,
     }),
   });
+  return Object.assign(yoga, { live, startDraining: () => void (draining = true) });
 }
 
 /** The request's Idempotency-Key, when it sends one (checked by the mutation that uses it). */

@@ -1,3 +1,4 @@
+import { credentialsChanged } from '../src/auth/credential-cache.js';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
@@ -790,6 +791,8 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
       `UPDATE tokens SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day' WHERE id = $1`,
       [expiring.id],
     );
+    // Changed behind the API's back: the gateway's token cache would take it for TOKEN_CACHE_TTL_MS; evict it now.
+    await credentialsChanged(t.db, { tokenIds: [expiring.id] });
     headers.set('expired', `Token ${expiring.token}`);
 
     // A PAT that worked, then was revoked through the API.

@@ -112,6 +112,10 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     );
     expect(bad).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
     for (const field of ['settings.sync_interval', 'settings.retry_attempts', 'settings.colour', 'metadata.nope']) expect(bad.message).toContain(field);
+    // A shape problem (an empty name) and member problems together: one error naming all of them.
+    const both = await refused(CREATE, { input: { applicationId, name: '  ', settings: { retry_attempts: 11 }, metadata: { nope: 1 } } }, admin);
+    expect(both).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
+    for (const field of ['name', 'settings.retry_attempts', 'metadata.nope']) expect(both.message).toContain(field);
     const unknownApp = await refused(CREATE, { input: { applicationId: 'app_doesnotexist' } }, admin);
     expect(unknownApp).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
     expect(unknownApp.message).toContain('application_id');

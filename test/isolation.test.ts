@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { getNamedType, isInputObjectType, isObjectType, type GraphQLNamedType } from 'graphql';
 import { SignJWT } from 'jose';
@@ -20,7 +20,7 @@ import { tableReferences, tenantScopeProblems as scopeProblems } from './fixture
 // read-only, and a token value is never stored, logged or listed.
 
 const DAY = 86_400_000;
-const TENANT_TABLES = ['connections', 'syncs', 'service_users', 'tokens'] as const;
+const TENANT_TABLES = ['connections', 'syncs', 'service_users', 'tokens', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts'] as const;
 const CATALOG_TABLES = ['categories', 'applications'] as const;
 
 const tenantScopeProblems = (sql: string) => scopeProblems(sql, TENANT_TABLES);
@@ -85,6 +85,20 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
     (await createServiceUser(t.db, { tenantId, name: `iso-user-${++counter}`, role: 'reader' })).id;
   const freshToken = async (tenantId: string, serviceUserId?: string) =>
     createToken(t.db, { tenantId, serviceUserId: serviceUserId ?? (await freshServiceUser(tenantId)), expiresAt: new Date(Date.now() + DAY) });
+
+  /** An endpoint with one failed delivery and its attempt, written directly (no worker runs here). */
+  const freshWebhook = async (tenantId: string) => {
+    const endpoint = newId('whk');
+    const delivery = `msg_${randomUUID().replaceAll('-', '')}`;
+    await t.db.raw.query(`INSERT INTO webhook_endpoints (id, tenant_id, url, secret) VALUES ($1, $2, 'https://93.184.216.34/hook', 'whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0')`, [endpoint, tenantId]);
+    await t.db.raw.query(
+      `INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at)
+       VALUES ($1, $2, $3, 1, 'sync.failed', '{}', 'failed', 1, NULL)`,
+      [delivery, tenantId, endpoint],
+    );
+    await t.db.raw.query(`INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, status_code, latency_ms) VALUES ($1, $2, 1, now(), 500, 12)`, [tenantId, delivery]);
+    return { endpoint, delivery };
+  };
 
   beforeAll(async () => {
     t = await createTestGateway(kind);
@@ -189,6 +203,31 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const token = await freshToken(tenantId, user);
       await captured('revokeToken', gql('mutation($id: ID!) { revokeToken(id: $id) { id revokedAt serviceUser { id } } }', { id: token.id }));
       await captured('deleteServiceUser', gql('mutation($id: ID!) { deleteServiceUser(id: $id) { id deletedTokens } }', { id: user }));
+    });
+
+    it('scopes every webhook read and write: endpoints, deliveries, attempts, on GraphQL and REST', async () => {
+      await freshWebhook(t.tenants.other.id);
+      const { endpoint, delivery } = await freshWebhook(t.tenants.demo.id);
+      const ids = { e: endpoint, d: delivery };
+      await captured('webhookEndpoints', gql('{ webhookEndpoints(search: "hook") { totalCount nodes { id url } } }'));
+      await captured('webhookEndpoint', gql('query($e: ID!) { webhookEndpoint(id: $e) { id } }', ids));
+      await captured(
+        'webhookDeliveries + webhookDelivery with attempts',
+        gql('query($e: ID!, $d: ID!) { webhookDeliveries(endpointId: $e) { totalCount nodes { id } } webhookDelivery(endpointId: $e, id: $d) { id attemptLog { attempt statusCode } } }', ids),
+      );
+      await captured('REST GET /webhooks', get('/webhooks'));
+      await captured('REST GET /webhooks/{id}/deliveries', get(`/webhooks/${endpoint}/deliveries?status=eq.failed`));
+      await captured('REST GET /webhooks/{id}/deliveries/{delivery_id}', get(`/webhooks/${endpoint}/deliveries/${delivery}`));
+      const created = await captured(
+        'createWebhookEndpoint',
+        gql('mutation { createWebhookEndpoint(input: { url: "https://93.184.216.34/other" }) { id secret } }'),
+      );
+      expect(created.length).toBeGreaterThan(0);
+      await captured('updateWebhookEndpoint', gql('mutation($e: ID!) { updateWebhookEndpoint(id: $e, input: { description: "x" }) { id } }', ids));
+      await captured('rotateWebhookSecret', gql('mutation($e: ID!) { rotateWebhookSecret(id: $e) { id secret } }', ids));
+      await captured('redeliverWebhook', gql('mutation($e: ID!, $d: ID!) { redeliverWebhook(endpointId: $e, id: $d) { id status } }', ids));
+      await captured('updateWebhookEndpoint (disable: fails pending deliveries)', gql('mutation($e: ID!) { updateWebhookEndpoint(id: $e, input: { enabled: false }) { id } }', ids));
+      await captured('deleteWebhookEndpoint', gql('mutation($e: ID!) { deleteWebhookEndpoint(id: $e) { id } }', ids));
     });
 
     it('covered every tenant-owned table, and no statement wrote the catalog', () => {
@@ -359,6 +398,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const connection = await freshConnection(otherTenant);
       const user = await freshServiceUser(otherTenant);
       const token = await freshToken(otherTenant);
+      const webhook = await freshWebhook(otherTenant);
       const mutations = [
         { query: 'mutation($id: ID!) { deleteConnection(id: $id) { id } }', foreign: connection, missing: newId('con') },
         { query: 'mutation($id: ID!) { changeServiceUserRole(id: $id, role: admin) { id } }', foreign: user, missing: newId('usr') },
@@ -369,6 +409,14 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           missing: newId('usr'),
         },
         { query: 'mutation($id: ID!) { revokeToken(id: $id) { id } }', foreign: token.id, missing: newId('tok') },
+        { query: 'mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: { enabled: false }) { id } }', foreign: webhook.endpoint, missing: newId('whk') },
+        { query: 'mutation($id: ID!) { rotateWebhookSecret(id: $id) { id secret } }', foreign: webhook.endpoint, missing: newId('whk') },
+        { query: 'mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id } }', foreign: webhook.endpoint, missing: newId('whk') },
+        {
+          query: `mutation($id: ID!) { redeliverWebhook(endpointId: "${webhook.endpoint}", id: $id) { id } }`,
+          foreign: webhook.delivery,
+          missing: `msg_${randomUUID().replaceAll('-', '')}`,
+        },
       ];
       for (const { query, foreign, missing } of mutations) {
         const a = await graphql(t.gateway, query, { authorization: demoAdmin, variables: { id: foreign } });
@@ -383,6 +431,8 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       expect((await prisma.serviceUser.findUniqueOrThrow({ where: { id: user } })).role).toBe('reader');
       expect(await prisma.token.count({ where: { serviceUserId: user } })).toBe(0);
       expect((await prisma.token.findUniqueOrThrow({ where: { id: token.id } })).revokedAt).toBeNull();
+      expect(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: webhook.endpoint } })).toMatchObject({ enabled: true, secret: 'whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0' });
+      expect((await prisma.webhookDelivery.findUniqueOrThrow({ where: { id: webhook.delivery } })).status).toBe('failed');
     });
   });
 
@@ -399,8 +449,13 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           'createConnection',
           'createServiceUser',
           'createToken',
+          'createWebhookEndpoint',
           'deleteConnection',
           'deleteServiceUser',
+          'deleteWebhookEndpoint',
+          'redeliverWebhook',
+          'rotateWebhookSecret',
+          'updateWebhookEndpoint',
           'finishSync',
           'reportSync',
           'reportSyncProgress',

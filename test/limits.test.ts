@@ -219,7 +219,8 @@ describe('default limits admit every document this project ships', () => {
     for (const { name, query, variables } of shippedDocuments()) {
       // The REST operations take their page size as $limit: measured at the largest one a route accepts.
       // Required inputs of the write operations get placeholders: a cost depends on no input's value.
-      const placeholders = { connectionId: 'con_x', report: {}, input: name.startsWith('CreateConnection') ? { applicationId: 'app_x' } : {} };
+      const inputs: Record<string, Record<string, unknown>> = { CreateConnection: { applicationId: 'app_x' }, CreateWebhookEndpoint: { url: 'https://example.com/x' } };
+      const placeholders = { connectionId: 'con_x', delivery_id: 'msg_x', report: {}, input: inputs[name.replace(/\.graphql$/, '')] ?? {} };
       const cost = operationCost({ schema, document: parse(query), contextValue: {}, variableValues: { ...placeholders, ...variables, limit: 100 } });
       expect({ name, measured: cost !== null }).toEqual({ name, measured: true });
       expect({ name, withinHalf: (cost ?? 0) <= DEFAULT_REQUEST_LIMITS.maxCost / 2 }).toEqual({ name, withinHalf: true });

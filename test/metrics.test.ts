@@ -102,7 +102,9 @@ describe.each(databaseKinds)('metrics on %s', (kind) => {
     if (kind === 'postgres') {
       expect(sample(text, 'db_pool_connections', { state: 'max' })).toBe(5);
       expect(sample(text, 'db_pool_connections', { state: 'total' })).toBeGreaterThanOrEqual(1);
-      expect(sample(text, 'db_pool_connections', { state: 'idle' })).toBeGreaterThanOrEqual(0);
+      const idle = sample(text, 'db_pool_connections', { state: 'idle' });
+      expect(idle).toBeGreaterThanOrEqual(0);
+      expect(idle).toBeLessThanOrEqual(sample(text, 'db_pool_connections', { state: 'total' }) ?? -1);
       expect(sample(text, 'db_pool_connections', { state: 'waiting' })).toBe(0);
     } else {
       expect(text).not.toContain('db_pool_connections');

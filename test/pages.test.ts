@@ -135,6 +135,43 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     expectCleanRun();
   }, 90_000);
 
+  it('GraphiQL runs a subscription and shows each change as it arrives', async () => {
+    const page = await open('/graphql');
+    await page.locator('.graphiql-container').first().waitFor({ timeout: 30_000 });
+    await page.getByText('Headers', { exact: true }).click();
+    // GraphiQL keeps the previous test's headers and query (localStorage): replace both, not append to them.
+    await page.locator('.graphiql-editor-tool .monaco-editor').last().click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText(JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.adminToken}` }));
+    await page.locator('.graphiql-query-editor .monaco-editor').first().click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText('subscription Watch { syncChanged { id status } }');
+    // yoga's GraphiQL subscribes over SSE (a GET or POST to /graphql whose answer is text/event-stream).
+    const subscribed = page.waitForResponse(
+      (response) => decodeURIComponent(response.url()).includes('syncChanged') || response.request().postData()?.includes('syncChanged') === true,
+    );
+    await page.locator('.graphiql-execute-button').click();
+    const response = await subscribed;
+    expect(response.headers()['content-type']).toMatch(/^text\/event-stream/);
+    // A change made elsewhere (here: a trigger through REST) shows up in the result pane.
+    const headers = { authorization: `Token ${fixture.tenants.demo.adminToken}`, 'content-type': 'application/json' };
+    const connections = await fixture.gateway.fetch(`${origin}/api/v1/integrations/connected?limit=20&select=id`, { headers });
+    let queuedId: string | undefined;
+    for (const { id } of ((await connections.json()) as { data: { id: string }[] }).data) {
+      const queued = await fixture.gateway.fetch(`${origin}/api/v1/integrations/syncs`, { method: 'POST', headers, body: JSON.stringify({ connection_id: id }) });
+      if (queued.status === 201) {
+        queuedId = ((await queued.json()) as { data: { id: string } }).data.id;
+        break;
+      }
+    }
+    expect(queuedId).toBeDefined();
+    await page.locator('.result-window', { hasText: queuedId! }).waitFor({ timeout: 10_000 });
+    await page.close();
+    expectCleanRun();
+  }, 90_000);
+
   it('the API reference takes the bare token, and "Try it out" on each list endpoint answers 200 with its defaults', async () => {
     const page = await open('/api/v1/docs');
     await page.locator('.info .title', { hasText: 'Integrations & Sync API' }).waitFor({ timeout: 30_000 });

@@ -6,7 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 import { printedToken, startServer, type LogLine, type RunningServer } from './fixtures/server-process.js';
+import { readSse } from './fixtures/sse.js';
 
 // The real server, started as users start it (`npm start`, which runs `node dist/server.js`), receives
 // SIGTERM or SIGINT while a request is still arriving; nothing here imports the server, so what is checked
@@ -180,5 +183,34 @@ describe.concurrent('graceful shutdown of the real server (npm start)', () => {
     url.pathname = `/${name}`;
     const server = await startServerWithToken({ DATABASE_URL: url.toString() });
     await expectGracefulShutdown(server, 'SIGTERM', 'node');
+  }, 90_000);
+
+  it('with open streams (REST event stream, GraphQL over SSE and WebSocket): ends them at SIGTERM and exits without waiting for the drain bound', async () => {
+    const server = await startServerWithToken({});
+    const headers = { authorization: `Token ${server.token}`, accept: 'text/event-stream' };
+    const rest = readSse(await fetch(`${server.url}/api/v1/integrations/syncs`, { headers }));
+    const graphql = readSse(
+      await fetch(`${server.url}/graphql`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: 'subscription { syncChanged { id } }' }),
+      }),
+    );
+    const ws = createClient({ url: `${server.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { Authorization: `Token ${server.token}` }, retryAttempts: 0 });
+    const wsClosed = new Promise<void>((resolve) => ws.on('closed', () => resolve()));
+    const connected = new Promise<void>((resolve) => ws.on('connected', () => resolve()));
+    ws.subscribe({ query: 'subscription { syncChanged { id } }' }, { next: () => {}, error: () => {}, complete: () => {} });
+    await connected;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const signalled = performance.now();
+    process.kill(server.nodePid, 'SIGTERM');
+    await Promise.all([rest.ended, graphql.ended, wsClosed]);
+    const exit = await server.exited;
+    expect(exit.code, server.stderr()).toBe(0);
+    expect(exit.at - signalled).toBeLessThan(5000);
+    expect(server.logs.map((l) => l.msg)).not.toContain('drain timeout: closing remaining connections');
+    // The REST client is told why, and reconnects (EventSource does by itself) to resume with Last-Event-ID.
+    expect(JSON.parse(rest.messages.at(-1)!.data)).toMatchObject({ error: { code: 'UNAVAILABLE' } });
+    await ws.dispose();
   }, 90_000);
 });

@@ -2,7 +2,7 @@ import type { Viewer } from '../context.js';
 import type { Database } from '../db/client.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt.js';
 import { createKnownTenants, type KnownTenants } from './known-tenants.js';
-import { parsePersonalAccessToken, verifyPersonalAccessToken } from './tokens.js';
+import { parsePersonalAccessToken, type TokenCacheUse, verifyPersonalAccessToken } from './tokens.js';
 
 export type AuthFailureReason = 'missing' | 'malformed' | 'invalid';
 
@@ -25,7 +25,7 @@ const AUTHORIZATION_PATTERN = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
  */
 export async function authenticate(
   authorization: string | null | undefined,
-  deps: { db: Database; jwt: JwtVerifier; tenants?: KnownTenants },
+  deps: { db: Database; jwt: JwtVerifier; tenants?: KnownTenants; tokenCache?: TokenCacheUse },
 ): Promise<AuthResult> {
   if (authorization === undefined || authorization === null || authorization === '') {
     return { viewer: null, reason: 'missing' };
@@ -40,7 +40,7 @@ export async function authenticate(
 
   if (scheme === 'token' || (scheme === 'bearer' && credential.startsWith('igw_pat_'))) {
     if (!parsePersonalAccessToken(credential)) return { viewer: null, reason: 'malformed' };
-    const viewer = await verifyPersonalAccessToken(deps.db, credential);
+    const viewer = await verifyPersonalAccessToken(deps.db, credential, new Date(), deps.tokenCache);
     return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
   }
   if (scheme === 'bearer') {

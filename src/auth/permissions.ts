@@ -12,6 +12,8 @@ export const PERMISSIONS = [
   /** Claim due runs and report their progress and outcome: what a sync engine does. */
   'syncs:run',
   'access:manage',
+  /** Webhook endpoints: create, change, delete, rotate secrets, read the delivery log, redeliver. */
+  'webhooks:manage',
 ] as const;
 
 export type Permission = (typeof PERMISSIONS)[number];

@@ -1,3 +1,4 @@
+import { credentialsChanged } from './credential-cache.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
 import { Prisma } from '../generated/prisma/client.js';
@@ -94,15 +95,17 @@ export async function createServiceUser(
   }
 }
 
-/** The new role applies to the user's existing tokens at their next request (roles are read per request). */
+/** The new role applies to the user's existing tokens at their next request, on every process (credentialsChanged). */
 export async function changeServiceUserRole(
   db: Database,
   input: { tenantId: string; serviceUserId: string; role: Role },
 ): Promise<ServiceUserInfo> {
   const role = parseRole(input.role);
-  return withAdminKept(db, input, role === 'admin' ? null : 'demote', (tx, where) =>
+  const changed = await withAdminKept(db, input, role === 'admin' ? null : 'demote', (tx, where) =>
     tx.serviceUser.update({ where, data: { role }, select: serviceUserSelect }),
   );
+  await credentialsChanged(db, { serviceUserIds: [input.serviceUserId] });
+  return changed;
 }
 
 /**
@@ -114,11 +117,13 @@ export async function deleteServiceUser(
   db: Database,
   input: { tenantId: string; serviceUserId: string },
 ): Promise<{ id: string; deletedTokens: number }> {
-  return withAdminKept(db, input, 'delete', async (tx, where) => {
+  const deleted = await withAdminKept(db, input, 'delete', async (tx, where) => {
     const tokens = await tx.token.deleteMany({ where: { tenantId: input.tenantId, serviceUserId: input.serviceUserId } });
     const user = await tx.serviceUser.delete({ where, select: { id: true } });
     return { id: user.id, deletedTokens: tokens.count };
   });
+  await credentialsChanged(db, { serviceUserIds: [input.serviceUserId] });
+  return deleted;
 }
 
 type Transaction = Prisma.TransactionClient;

@@ -217,9 +217,15 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
     release();
     throw error;
   }
+  // Listeners by channel, so NOTIFYs sent by local socket clients reach them too (see serveLocalSocket).
+  const listeners = new Map<string, Set<(payload: string) => void>>();
   if (localSocket === 'serve' && !dataDir.startsWith('memory://')) {
     try {
-      stopSocket = await serveLocalSocket(client, dataDir);
+      stopSocket = await serveLocalSocket(client, dataDir, {
+        onNotification: (channel, payload) => {
+          for (const listener of listeners.get(channel) ?? []) listener(payload);
+        },
+      });
     } catch (error) {
       await client.close().catch(() => {});
       release();
@@ -248,7 +254,11 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
   };
   const listen: Database['listen'] = async (channel, onNotify) => {
     const unlisten = await client.listen(channel, onNotify);
+    let set = listeners.get(channel);
+    if (!set) listeners.set(channel, (set = new Set()));
+    set.add(onNotify);
     return async () => {
+      set.delete(onNotify);
       if (!client.closed) await unlisten();
     };
   };

@@ -1,5 +1,7 @@
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { RawSql } from './client.js';
+import { connectionMessageData, syncMessageData } from '../webhooks/messages.js';
+import type { EventType } from './event-types.js';
 import type { Tx } from './write-transactions.js';
 
 // The durable event log (issue #13 item 1). Every state change of a connection or a run appends one event in
@@ -12,73 +14,120 @@ import type { Tx } from './write-transactions.js';
 // is never held while waiting for another lock, so it cannot deadlock with the connection/run lock order.
 //
 // NOTIFY carries ids only ("<tenant_id>:<last id>"), delivered by PostgreSQL (and PGlite) at commit.
+//
+// The webhook outbox is written by the same statement: one delivery per event and enabled endpoint of the
+// tenant that takes its type, for events of connections whose settings.webhook_enabled is true (see
+// src/webhooks/). Sequence, log, outbox and notifications are one statement, so the tenant's row lock is held
+// for one round trip, not four.
+
+export const WEBHOOKS_CHANNEL = 'ig_webhooks';
 
 export const EVENTS_CHANNEL = 'ig_events';
 
-export const EVENT_TYPES = [
-  'connection.created',
-  'connection.updated',
-  'connection.deleted',
-  'sync.pending',
-  'sync.in_progress',
-  'sync.progress',
-  'sync.success',
-  'sync.failed',
-] as const;
-export type EventType = (typeof EVENT_TYPES)[number];
+export { EVENT_TYPES, type EventType } from './event-types.js';
 
 export interface NewEvent {
   type: EventType;
   subjectId: string;
   payload: Record<string, unknown>;
+  /** The `data` of its webhook message; the event is sent to no endpoint without one. */
+  webhookData?: Record<string, unknown>;
+  /** The connection it is about: its webhooks are sent only while that connection's settings.webhook_enabled is true. */
+  connectionId?: string;
 }
 
-export interface StoredEvent extends NewEvent {
+export interface StoredEvent extends Omit<NewEvent, 'webhookData' | 'connectionId'> {
   tenantId: string;
   id: number;
   createdAt: Date;
 }
 
-/** The event of a run's state: `sync.<status>`, or `sync.progress` for a progress report. */
+/**
+ * The event of a run's state: `sync.<status>`, or `sync.progress` for a progress report. The payload holds the
+ * whole row as it was written (`run`), so a subscriber is shown the run at that change, not as it is by the
+ * time it reads, and a resumed stream replays the history exactly.
+ */
 export function syncEvent(run: Sync, progress = false): NewEvent {
   return {
     type: progress ? 'sync.progress' : (`sync.${run.status}` as EventType),
     subjectId: run.id,
-    payload: { connection_id: run.connectionId, status: run.status, attempt: run.attempt },
+    payload: { connection_id: run.connectionId, status: run.status, attempt: run.attempt, run },
+    webhookData: syncMessageData(run),
+    connectionId: run.connectionId,
   };
 }
 
 export function connectionEvent(connection: Connection, type: 'connection.created' | 'connection.updated' | 'connection.deleted'): NewEvent {
-  return { type, subjectId: connection.id, payload: { status: connection.status } };
+  return { type, subjectId: connection.id, payload: { status: connection.status }, webhookData: connectionMessageData(connection), connectionId: connection.id };
+}
+
+const SYNC_DATE_MEMBERS = ['startedAt', 'finishedAt', 'dueAt', 'leaseExpiresAt', 'updatedAt'] as const;
+
+/** The run a `sync.*` event recorded (its `run` payload member, dates revived); null for older events without one. */
+export function syncOfEvent(event: Pick<StoredEvent, 'payload'>): Sync | null {
+  const run = event.payload.run;
+  if (typeof run !== 'object' || run === null) return null;
+  const revived: Record<string, unknown> = { ...(run as Record<string, unknown>) };
+  for (const member of SYNC_DATE_MEMBERS) {
+    const value = revived[member];
+    if (typeof value === 'string') revived[member] = new Date(value);
+  }
+  return revived as unknown as Sync;
 }
 
 /**
- * Appends the events of one transaction, in order, and notifies listeners at commit. Must be the last
- * statement of the transaction (see above). Returns the ids given.
+ * Appends the events of one transaction, in order, queues their webhook deliveries and notifies listeners at
+ * commit, in one statement. Must be the last statement of the transaction (see above). Returns the ids given.
  */
 export async function appendEvents(tx: Tx, tenantId: string, events: readonly NewEvent[]): Promise<number[]> {
   if (events.length === 0) return [];
-  const [sequence] = await tx.query<{ lastId: string | number }>(
-    `INSERT INTO "public"."event_sequences" AS "q" ("tenant_id", "last_id") VALUES ($1, $2)
-     ON CONFLICT ("tenant_id") DO UPDATE SET "last_id" = "q"."last_id" + $2
-     RETURNING "q"."last_id"::text AS "lastId"`,
-    [tenantId, events.length],
-  );
-  const last = Number(sequence!.lastId);
-  const first = last - events.length + 1;
-  await tx.query(
-    `INSERT INTO "public"."events" ("tenant_id", "id", "type", "subject_id", "payload")
-     SELECT $1, "e"."id", "e"."type", "e"."subject_id", "e"."payload"
-     FROM unnest($2::bigint[], $3::text[], $4::text[], $5::jsonb[]) AS "e"("id", "type", "subject_id", "payload")`,
+  const [row] = await tx.query<{ lastId: string }>(
+    `WITH "seq" AS (
+       INSERT INTO "public"."event_sequences" AS "q" ("tenant_id", "last_id") VALUES ($1, $2)
+       ON CONFLICT ("tenant_id") DO UPDATE SET "last_id" = "q"."last_id" + $2
+       RETURNING "q"."last_id"
+     ), "new" AS (
+       SELECT "seq"."last_id" - $2 + "e"."n" AS "id", "e"."type", "e"."subject_id", "e"."payload", "e"."message", "e"."connection_id"
+       FROM "seq", unnest($3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[])
+         WITH ORDINALITY AS "e"("type", "subject_id", "payload", "message", "connection_id", "n")
+     ), "logged" AS (
+       INSERT INTO "public"."events" ("tenant_id", "id", "type", "subject_id", "payload")
+       SELECT $1, "new"."id", "new"."type", "new"."subject_id", "new"."payload" FROM "new"
+     ), "outbox" AS (
+       INSERT INTO "public"."webhook_deliveries" ("id", "tenant_id", "endpoint_id", "event_id", "event_type", "payload")
+       SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), $1, "w"."id", "new"."id", "new"."type",
+              jsonb_build_object(
+                'type', "new"."type",
+                'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'),
+                'event_id', "new"."id",
+                'data', "new"."message")
+       FROM "new"
+       JOIN "public"."webhook_endpoints" AS "w"
+         ON "w"."tenant_id" = $1 AND "w"."enabled"
+        AND (coalesce(cardinality("w"."event_types"), 0) = 0 OR "new"."type" = ANY ("w"."event_types"))
+       LEFT JOIN "public"."connections" AS "c" ON "c"."tenant_id" = $1 AND "c"."id" = "new"."connection_id"
+       WHERE "new"."message" IS NOT NULL
+         AND ("new"."connection_id" IS NULL OR "c"."settings" -> 'webhook_enabled' = 'true'::jsonb)
+       RETURNING 1
+     )
+     SELECT "seq"."last_id"::text AS "lastId",
+            pg_notify($8, $1 || ':' || "seq"."last_id"::text),
+            CASE WHEN EXISTS (SELECT 1 FROM "outbox") THEN pg_notify($9, $1) END
+     FROM "seq"`,
     [
       tenantId,
-      events.map((_, i) => String(first + i)),
+      events.length,
       events.map((e) => e.type),
       events.map((e) => e.subjectId),
       events.map((e) => JSON.stringify(e.payload)),
+      events.map((e) => (e.webhookData ? JSON.stringify(e.webhookData) : null)),
+      events.map((e) => e.connectionId ?? null),
+      EVENTS_CHANNEL,
+      WEBHOOKS_CHANNEL,
     ],
   );
-  await tx.query('SELECT pg_notify($1, $2)', [EVENTS_CHANNEL, `${tenantId}:${last}`]);
+  const last = Number(row!.lastId);
+  const first = last - events.length + 1;
   return events.map((_, i) => first + i);
 }
 
@@ -119,28 +168,53 @@ export async function lastEventId(sql: Pick<RawSql, 'query'>, tenantId: string):
   return row ? Number(row.lastId) : 0;
 }
 
+/** The tenant's oldest event still kept (retention deletes the older ones); null when it has none. */
+export async function oldestEventId(sql: Pick<RawSql, 'query'>, tenantId: string): Promise<number | null> {
+  const [row] = await sql.query<{ id: string | null }>(
+    `SELECT min("e"."id")::text AS "id" FROM "public"."events" AS "e" WHERE "e"."tenant_id" = $1`,
+    [tenantId],
+  );
+  return row?.id ? Number(row.id) : null;
+}
+
 /**
  * Retention: deletes events older than `retentionHours`, at most `batch` rows per statement, until none is
  * left or `maxBatches` ran. The sequence rows stay, so ids are never reused. Returns how many were deleted.
  */
-export async function deleteOldEvents(
+export async function deleteOldEvents(sql: Pick<RawSql, 'query'>, retentionHours: number, options: BatchOptions = {}): Promise<number> {
+  return deleteInBatches(
+    sql,
+    `WITH "old" AS (
+       SELECT "e"."tenant_id", "e"."id" FROM "public"."events" AS "e"
+       WHERE "e"."created_at" < now() - make_interval(secs => $1::double precision)
+       LIMIT $2
+     )
+     DELETE FROM "public"."events" AS "e" USING "old"
+     WHERE "e"."tenant_id" = "old"."tenant_id" AND "e"."id" = "old"."id"
+     RETURNING 1 AS "n"`,
+    retentionHours,
+    options,
+  );
+}
+
+export interface BatchOptions {
+  batch?: number;
+  maxBatches?: number;
+}
+
+/**
+ * Runs a retention DELETE (`$1`: the retention in hours, `$2`: the batch size; `RETURNING 1`) until a batch
+ * deletes fewer rows than its size, or `maxBatches` ran. Returns how many rows were deleted.
+ */
+export async function deleteInBatches(
   sql: Pick<RawSql, 'query'>,
+  statement: string,
   retentionHours: number,
-  { batch = 5000, maxBatches = 20 }: { batch?: number; maxBatches?: number } = {},
+  { batch = 5000, maxBatches = 20 }: BatchOptions = {},
 ): Promise<number> {
   let deleted = 0;
   for (let i = 0; i < maxBatches; i++) {
-    const rows = await sql.query<{ n: number }>(
-      `WITH "old" AS (
-         SELECT "e"."tenant_id", "e"."id" FROM "public"."events" AS "e"
-         WHERE "e"."created_at" < now() - make_interval(secs => $1::double precision)
-         LIMIT $2
-       )
-       DELETE FROM "public"."events" AS "e" USING "old"
-       WHERE "e"."tenant_id" = "old"."tenant_id" AND "e"."id" = "old"."id"
-       RETURNING 1 AS "n"`,
-      [retentionHours * 3600, batch],
-    );
+    const rows = await sql.query<{ n: number }>(statement, [retentionHours * 3600, batch]);
     deleted += rows.length;
     if (rows.length < batch) break;
   }

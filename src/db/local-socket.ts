@@ -93,7 +93,7 @@ const IDLE = 0x49; // 'I'
  * mutex from a socket session's first message until PGlite answers ReadyForQuery with status idle, so a unit
  * of the client's work and a query of the server each run whole.
  */
-function exclusiveSessionView(db: PGlite): PGlite {
+function exclusiveSessionView(db: PGlite, onNotification?: NotificationHandler): PGlite {
   let releaseSession: (() => void) | null = null;
   let tail = Buffer.alloc(0);
 
@@ -136,9 +136,11 @@ function exclusiveSessionView(db: PGlite): PGlite {
       return result;
     },
     execProtocolRawStream(message: Uint8Array, options: { onRawData: (data: Uint8Array) => void }) {
+      const notifications = onNotification ? notificationReader(onNotification) : undefined;
       return db.execProtocolRawStream(message, {
         onRawData: (data) => {
           tail = Buffer.concat([tail, data]).subarray(-6);
+          notifications?.(data);
           options.onRawData(data);
         },
       });
@@ -157,6 +159,39 @@ function exclusiveSessionView(db: PGlite): PGlite {
   return view as unknown as PGlite;
 }
 
+/** A NOTIFY seen on its way to a socket client: (channel, payload). */
+export type NotificationHandler = (channel: string, payload: string) => void;
+
+const NOTIFICATION_RESPONSE = 0x41; // 'A'
+
+/**
+ * PGlite is one backend, so a NOTIFY a socket client sends (the CLI beside the server) comes back in that
+ * client's own output, and PGlite's in-process listeners never see it. This reads the NotificationResponse
+ * messages ('A': pid, channel, payload) out of one execution's output, across chunk boundaries, and hands them
+ * to the server's listeners too.
+ */
+function notificationReader(onNotification: NotificationHandler): (data: Uint8Array) => void {
+  let pending = Buffer.alloc(0);
+  return (data) => {
+    pending = pending.length === 0 ? Buffer.from(data) : Buffer.concat([pending, data]);
+    let at = 0;
+    while (pending.length - at >= 5) {
+      const length = pending.readInt32BE(at + 1);
+      if (pending.length - at < 1 + length) break;
+      if (pending[at] === NOTIFICATION_RESPONSE) {
+        const body = pending.subarray(at + 9, at + 1 + length);
+        const channelEnd = body.indexOf(0);
+        const payloadEnd = body.indexOf(0, channelEnd + 1);
+        if (channelEnd >= 0 && payloadEnd >= 0) {
+          onNotification(body.subarray(0, channelEnd).toString('utf8'), body.subarray(channelEnd + 1, payloadEnd).toString('utf8'));
+        }
+      }
+      at += 1 + length;
+    }
+    pending = pending.subarray(at);
+  };
+}
+
 /**
  * Serves the PGlite instance on `<dataDir>/socket/.s.PGSQL.5432` for the user running the server; returns
  * the function that stops it and removes the socket.
@@ -164,7 +199,11 @@ function exclusiveSessionView(db: PGlite): PGlite {
 export async function serveLocalSocket(
   db: PGlite,
   dataDir: string,
-  { maxConnections = LOCAL_SOCKET_MAX_CONNECTIONS, idleTimeoutMs = LOCAL_SOCKET_IDLE_TIMEOUT_MS } = {},
+  {
+    maxConnections = LOCAL_SOCKET_MAX_CONNECTIONS,
+    idleTimeoutMs = LOCAL_SOCKET_IDLE_TIMEOUT_MS,
+    onNotification,
+  }: { maxConnections?: number; idleTimeoutMs?: number; onNotification?: NotificationHandler } = {},
 ): Promise<() => Promise<void>> {
   const dir = localSocketDir(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -173,7 +212,7 @@ export async function serveLocalSocket(
   // The caller holds the data directory, so a socket file left here belongs to a server that died.
   rmSync(path, { force: true });
   const server = new PGLiteSocketServer({
-    db: exclusiveSessionView(db),
+    db: exclusiveSessionView(db, onNotification),
     path,
     maxConnections,
     idleTimeout: idleTimeoutMs,

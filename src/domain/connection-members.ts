@@ -92,12 +92,22 @@ export const CONNECTION_MEMBERS: Readonly<
   analytics: { metadata: COMMON_METADATA, settings: [...COMMON_SETTINGS, 'track_users', 'anonymize_ip'] },
 };
 
-/** An application whose category the catalog does not know (added by an operator) takes the common members. */
-export function membersOf(kind: ConnectionKind | null): { metadata: readonly MetadataKey[]; settings: readonly SettingsKey[] } {
+/** Every member some kind takes: what a body naming no known application is judged against. */
+const ANY_KIND_MEMBERS = {
+  metadata: [...new Set(CONNECTION_KINDS.flatMap((kind) => CONNECTION_MEMBERS[kind].metadata))],
+  settings: [...new Set(CONNECTION_KINDS.flatMap((kind) => CONNECTION_MEMBERS[kind].settings))],
+};
+
+/**
+ * The members a kind takes. An application whose category the catalog does not know (added by an operator)
+ * takes the common members; `any` is every member some kind takes.
+ */
+export function membersOf(kind: ConnectionKind | null | 'any'): { metadata: readonly MetadataKey[]; settings: readonly SettingsKey[] } {
+  if (kind === 'any') return ANY_KIND_MEMBERS;
   return kind ? CONNECTION_MEMBERS[kind] : { metadata: COMMON_METADATA, settings: COMMON_SETTINGS };
 }
 
-export function defaultSettings(kind: ConnectionKind | null): ConnectionSettings {
+export function defaultSettings(kind: ConnectionKind | null | 'any'): ConnectionSettings {
   const settings: Record<string, unknown> = {};
   for (const key of membersOf(kind).settings) settings[key] = SETTINGS_MEMBERS[key].default;
   return settings as unknown as ConnectionSettings;
@@ -140,7 +150,7 @@ function checkMembers(
  * empty when both are valid.
  */
 export function connectionMemberProblems(
-  kind: ConnectionKind | null,
+  kind: ConnectionKind | null | 'any',
   input: { metadata: unknown; settings: unknown },
 ): FieldProblem[] {
   const members = membersOf(kind);

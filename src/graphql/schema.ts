@@ -7,6 +7,8 @@ import './connection.js';
 import './sync.js';
 import './access.js';
 import './writes.js';
+import './live.js';
+import './webhooks.js';
 
 /** The whole GraphQL schema; domain modules register their types on import. */
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -1,6 +1,6 @@
 import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
 import type { Context } from '../context.js';
-import { createConnection, updateConnection } from '../db/connection-writes.js';
+import { createConnection, createConnectionProblems, updateConnection } from '../db/connection-writes.js';
 import { hashRequestBody, IDEMPOTENCY_KEY_PATTERN, type IdempotentResource, runIdempotently } from '../db/idempotency.js';
 import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../db/sync-runs.js';
 import type { TransactionRunner } from '../db/write-transactions.js';
@@ -42,11 +42,11 @@ function snakeCase(name: string): string {
 }
 
 /** The REST body equivalent of GraphQL input arguments: omitted members stay omitted, explicit nulls stay null. */
-function bodyOf(args: Record<string, unknown>): Record<string, unknown> {
+export function bodyOf(args: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== undefined).map(([key, value]) => [snakeCase(key), value]));
 }
 
-function parsed<T>(result: T | { problems: { field: string; message: string }[] }): T {
+export function parsed<T>(result: T | { problems: { field: string; message: string }[] }): T {
   if (typeof result === 'object' && result !== null && 'problems' in result) throw invalidInput(result.problems);
   return result as T;
 }
@@ -101,7 +101,7 @@ async function connectionForSelection(context: Context, query: object, id: strin
  * The same key again with the same operation and arguments answers what the first request wrote (loaded by
  * `replay` from the resource it recorded); with anything else it is IDEMPOTENCY_KEY_REUSED (422).
  */
-async function once<T>(
+export async function once<T>(
   context: Context,
   operation: string,
   args: unknown,
@@ -148,7 +148,10 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'connections:write' },
     args: { input: t.arg({ type: CreateConnectionInput, required: true }) },
     resolve: async (query, _root, args, context) => {
-      const { input } = parsed(parseCreateConnection(bodyOf(args.input)));
+      const body = bodyOf(args.input);
+      const problems = await createConnectionProblems(context.db.raw, body);
+      if (problems.length > 0) throw invalidInput(problems);
+      const { input } = parsed(parseCreateConnection(body));
       const tenantId = requireViewer(context).tenantId;
       const id = await once(
         context,

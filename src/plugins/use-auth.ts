@@ -1,10 +1,7 @@
-import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type SelectionSetNode } from 'graphql';
+import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLError, type SelectionSetNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context, Viewer } from '../context.js';
-import type { Database } from '../db/client.js';
 import { authenticate } from '../auth/credentials.js';
-import type { JwtVerifier } from '../auth/jwt.js';
-import type { KnownTenants } from '../auth/known-tenants.js';
 import { ApiError } from '../errors.js';
 import { credentialRequiredError } from '../graphql/viewer.js';
 
@@ -21,7 +18,7 @@ export function viewerOf(request: Request): Viewer | null | undefined {
  */
 export async function resolveViewer(
   request: Request,
-  deps: { db: Database; jwt: JwtVerifier; tenants: KnownTenants },
+  deps: Parameters<typeof authenticate>[1],
 ): Promise<Viewer | null> {
   if (viewers.has(request)) return viewers.get(request) ?? null;
   const result = await authenticate(request.headers.get('authorization'), deps);
@@ -46,14 +43,23 @@ export async function resolveViewer(
  */
 export function useAuth(): Plugin<Record<string, unknown>, Context> {
   return {
-    onExecute({ args, setResultAndStopExecution }) {
-      if ((args.contextValue as unknown as Context).viewer !== null) return;
-      const operation = getOperationAST(args.document, args.operationName);
-      if (operation && asksForData(operation.selectionSet, fragmentsOf(args.document), new Set())) {
-        setResultAndStopExecution({ errors: [credentialRequiredError()] });
-      }
-    },
+    onExecute: refuseWithoutCredential,
+    onSubscribe: refuseWithoutCredential,
   };
+}
+
+function refuseWithoutCredential({
+  args,
+  setResultAndStopExecution,
+}: {
+  args: { contextValue: unknown; document: DocumentNode; operationName?: string | null | undefined };
+  setResultAndStopExecution: (result: { errors: GraphQLError[] }) => void;
+}): void {
+  if ((args.contextValue as Context).viewer !== null) return;
+  const operation = getOperationAST(args.document, args.operationName);
+  if (operation && asksForData(operation.selectionSet, fragmentsOf(args.document), new Set())) {
+    setResultAndStopExecution({ errors: [credentialRequiredError()] });
+  }
 }
 
 function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {

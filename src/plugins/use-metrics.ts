@@ -3,6 +3,7 @@ import { getOperationAST } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/client.js';
+import type { Live } from '../live/live.js';
 import { ApiError, ERROR_DOCS_PATH } from '../errors.js';
 import { ASSETS_PATH } from '../pages/layout.js';
 import { API_PREFIX, DOCS_PATH, OPENAPI_PATH, routes } from '../rest/routes.js';
@@ -56,7 +57,7 @@ function processMetrics(): Registry {
  * Prometheus metrics at GET /metrics: requests by route and status, GraphQL operations by name, the
  * PostgreSQL pool, and the process. Open unless `token` is set; then it needs `Authorization: Bearer <token>`.
  */
-export function useMetrics({ db, token }: { db: Database; token?: string | undefined }): Plugin {
+export function useMetrics({ db, token, live }: { db: Database; token?: string | undefined; live?: Pick<Live, 'slots' | 'hub'> }): Plugin {
   const registry = new Registry();
   const requests = new Counter({
     name: 'http_requests_total',
@@ -97,6 +98,19 @@ export function useMetrics({ db, token }: { db: Database; token?: string | undef
         this.set({ state: 'idle' }, stats.idle);
         this.set({ state: 'waiting' }, stats.waiting);
         this.set({ state: 'max' }, stats.max);
+      },
+    });
+  }
+
+  if (live) {
+    new Gauge({
+      name: 'live_open_streams',
+      help: 'Open streams (GraphQL subscriptions over SSE or WebSocket, REST event streams), and the tenants the event hub follows',
+      labelNames: ['kind'] as const,
+      registers: [registry],
+      collect() {
+        this.set({ kind: 'streams' }, live.slots.stats().open);
+        this.set({ kind: 'followed_tenants' }, live.hub.stats().tenants);
       },
     });
   }

@@ -1,4 +1,4 @@
-import { getVariableValues, GraphQLError, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { getOperationAST, getVariableValues, GraphQLError, validate, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import { isAsyncIterable, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { Context } from '../context.js';
 import { clip } from '../clip.js';
@@ -8,6 +8,7 @@ import { invalidInput } from '../domain/problems.js';
 import { credentialRequiredError } from '../graphql/viewer.js';
 import { compileRoutes, type CompiledRoute } from '../rest/compile-routes.js';
 import { apiDocsResponse } from '../rest/docs-page.js';
+import { acceptsEventStream, eventStreamResponse, parseLastEventId } from '../rest/event-stream.js';
 import {
   errorResponse,
   graphqlErrorResponse,
@@ -44,6 +45,10 @@ export function useRest({
   Context
 > {
   const compiled = compileRoutes(schema, routes);
+  for (const route of routes) {
+    const errors = route.stream ? validate(schema, route.stream.document) : [];
+    if (errors.length > 0) throw new Error(`stream of ${route.operationId} does not fit the schema: ${errors.map((e) => e.message).join('; ')}`);
+  }
   const openApi = JSON.stringify(openApiDocument(compiled));
   let yoga: Yoga | undefined;
 
@@ -115,7 +120,14 @@ export function useRest({
           );
           return;
         }
-        send(await runRoute(yoga, matched.route, matched.values, url, request, serverContext, target, maxBodyBytes));
+        const routeRequest: RouteRequest = { yoga, route: matched.route, pathValues: matched.values, url, request, serverContext, target };
+        if (matched.route.spec.stream && !isHead && acceptsEventStream(request)) {
+          const streamed = await runStream(routeRequest);
+          if (streamed instanceof fetchAPI.Response) endResponse(streamed);
+          else send(streamed as RestResponse);
+          return;
+        }
+        send(await runRoute(routeRequest, maxBodyBytes));
       } catch (error) {
         send(unexpectedErrorResponse(yoga, error, target));
       }
@@ -123,32 +135,46 @@ export function useRest({
   };
 }
 
-async function runRoute(
+/** A request's pass through yoga's enveloped pipeline for one operation: its context, authenticated, or the refusal. */
+async function enveloped(
   yoga: Yoga,
-  route: CompiledRoute,
-  pathValues: string[],
-  url: URL,
   request: Request,
   serverContext: object,
+  operationName: string | undefined,
+  rest: string,
   target: ResponseTarget,
-  maxBodyBytes: number,
-): Promise<RestResponse> {
-  const operationName = route.operation.name?.value;
-  const { contextFactory, execute, schema } = yoga.getEnveloped({
-    ...serverContext,
-    request,
-    params: { operationName, extensions: { rest: `${route.spec.method} ${route.spec.path}` } },
-  });
-  let contextValue: unknown;
+): Promise<{ run: ReturnType<Yoga['getEnveloped']>; context: Context } | { refused: RestResponse }> {
+  const run = yoga.getEnveloped({ ...serverContext, request, params: { operationName, extensions: { rest } } });
+  let context: Context;
   try {
     // Yoga's context function authenticates; a rejected credential is thrown from here, already masked.
-    contextValue = await contextFactory();
+    context = (await run.contextFactory()) as unknown as Context;
   } catch (error) {
-    return unexpectedErrorResponse(yoga, error, target);
+    return { refused: unexpectedErrorResponse(yoga, error, target) };
   }
   // Every route reads tenant data or the catalog, which need a credential: without one the answer is 401
   // before the query string or the path is read (CONTRACT), whatever else is wrong with the request.
-  if ((contextValue as Context).viewer === null) return graphqlErrorResponse(credentialRequiredError(), target);
+  if (context.viewer === null) return { refused: graphqlErrorResponse(credentialRequiredError(), target) };
+  return { run, context };
+}
+
+/** A request matched to a route: what running it (as JSON, or as an event stream) needs. */
+interface RouteRequest {
+  yoga: Yoga;
+  route: CompiledRoute;
+  pathValues: string[];
+  url: URL;
+  request: Request;
+  serverContext: object;
+  target: ResponseTarget;
+}
+
+async function runRoute({ yoga, route, pathValues, url, request, serverContext, target }: RouteRequest, maxBodyBytes: number): Promise<RestResponse> {
+  const operationName = route.operation.name?.value;
+  const pipeline = await enveloped(yoga, request, serverContext, operationName, `${route.spec.method} ${route.spec.path}`, target);
+  if ('refused' in pipeline) return pipeline.refused;
+  const { execute, schema } = pipeline.run;
+  const contextValue = pipeline.context;
 
   let variables: Record<string, unknown> = {};
   let query: ListQuery | null = null;
@@ -176,7 +202,7 @@ async function runRoute(
     const body = await readJsonBody(request, route.spec.body, maxBodyBytes, target);
     if ('refused' in body) return body.refused;
     // The body's one schema first, so every problem is named as the body names it; path parameters win.
-    const problems = route.spec.body.problems(body.value);
+    const problems = await route.spec.body.problems(body.value, contextValue as Context);
     if (problems.length > 0) return graphqlErrorResponse(invalidInput(problems), target);
     variables = { ...route.spec.body.variables(body.value), ...variables };
   }
@@ -200,6 +226,53 @@ async function runRoute(
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
   const answer = resultResponse(route, result as ExecutionResult, query, target);
   return withIdempotency(route, contextValue as Context, answer, target);
+}
+
+/**
+ * A route's event stream (`Accept: text/event-stream`): its subscription runs through yoga's enveloped pipeline
+ * like any operation (auth, limits, masking), with the path parameter as the run's id and the query parameters
+ * the stream takes; `Last-Event-ID` resumes from the event log.
+ */
+async function runStream({ yoga, route, pathValues, url, request, serverContext, target }: RouteRequest): Promise<Response | RestResponse> {
+  const stream = route.spec.stream!;
+  const operationName = getOperationAST(stream.document)?.name?.value;
+  const pipeline = await enveloped(yoga, request, serverContext, operationName, `${route.spec.method} ${route.spec.path} (stream)`, target);
+  if ('refused' in pipeline) return pipeline.refused;
+  const { subscribe, schema } = pipeline.run;
+  const { context } = pipeline;
+
+  const variables: Record<string, unknown> = {};
+  const problems: { parameter: string; message: string }[] = [];
+  for (const name of new Set(url.searchParams.keys())) {
+    const param = stream.params[name];
+    const values = url.searchParams.getAll(name);
+    if (!param) problems.push({ parameter: name, message: `a stream takes ${Object.keys(stream.params).map((p) => `'${p}'`).join(', ') || 'no query parameters'}, not '${clip(name, 64)}'` });
+    else if (values.length > 1) problems.push({ parameter: name, message: `'${name}' may be given only once` });
+    else variables[param.variable] = values[0]!.replace(/^eq\./, '');
+  }
+  const lastEventId = parseLastEventId(request.headers.get('last-event-id'));
+  if (lastEventId === null) problems.push({ parameter: 'Last-Event-ID', message: 'Last-Event-ID must be an event id: the digits of a message id this stream sent' });
+  if (problems.length > 0) return invalidQueryResponse(problems, target);
+  for (const [index, param] of route.pathParams.entries()) {
+    try {
+      variables[param === 'id' ? 'syncId' : param] = decodeURIComponent(pathValues[index] ?? '');
+    } catch {
+      return invalidQueryResponse([{ parameter: param, message: `path parameter ${param} is not valid percent-encoding` }], target);
+    }
+  }
+
+  const cursor = { after: lastEventId ?? undefined, current: lastEventId ?? 0 };
+  context.streamCursor = cursor;
+  const result = await subscribe({ schema, document: stream.document, operationName, variableValues: variables, contextValue: context });
+  return eventStreamResponse({
+    result: result as AsyncIterable<ExecutionResult> | ExecutionResult,
+    event: stream.event,
+    currentId: () => cursor.current,
+    heartbeatMs: context.live.heartbeatMs,
+    signal: request.signal,
+    target,
+    fetchAPI: yoga.fetchAPI,
+  });
 }
 
 /**
@@ -244,7 +317,9 @@ async function readJsonBody(
 ): Promise<{ value: Record<string, unknown> } | { refused: RestResponse }> {
   const contentType = request.headers.get('content-type') ?? '';
   const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
-  if (!spec.mediaTypes.includes(mediaType)) {
+  // A body that may be left out: no Content-Type is taken as no body (checked once it is read).
+  const bodiless = spec.optional === true && contentType === '';
+  if (!spec.mediaTypes.includes(mediaType) && !bodiless) {
     const expected = spec.mediaTypes.join(' or ');
     return {
       refused: errorResponse(
@@ -268,6 +343,10 @@ async function readJsonBody(
     chunks.push(next.value);
   }
   const text = Buffer.concat(chunks).toString('utf8');
+  if (bodiless) {
+    if (size === 0) return { value: {} };
+    return { refused: errorResponse('UNSUPPORTED_MEDIA_TYPE', `Send the body as ${spec.mediaTypes.join(' or ')} (Content-Type is missing)`, target) };
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);

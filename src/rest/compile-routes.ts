@@ -223,6 +223,7 @@ const SCALAR_FIELD_TYPES: Record<string, FieldType> = {
   Int: 'int',
   Boolean: 'boolean',
   DateTime: 'timestamp',
+  JSONObject: 'json',
 };
 
 function fieldSpecOf(type: GraphQLOutputType): FieldSpec {
@@ -310,6 +311,8 @@ function nonNullSchema(type: GraphQLOutputType, selectionSet: SelectionSetNode |
         return { type: 'boolean' };
       case 'DateTime':
         return { type: 'string', format: 'date-time' };
+      case 'JSONObject':
+        return { type: 'object' };
       default:
         return { type: 'string' };
     }

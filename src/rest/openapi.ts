@@ -1,3 +1,4 @@
+import { messageSchema, WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
 import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';
@@ -19,8 +20,17 @@ const ERROR_RESPONSES: Record<number, { name: string; code: ErrorCode; descripti
   413: { name: 'PayloadTooLarge', code: 'PAYLOAD_TOO_LARGE', description: 'The request body is over 1 MiB.' },
   422: { name: 'IdempotencyKeyReused', code: 'IDEMPOTENCY_KEY_REUSED', description: 'The Idempotency-Key was used within 24 hours for another request.' },
   415: { name: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA_TYPE', description: 'The body is not sent as one of the media types the operation takes.' },
+  429: {
+    name: 'RateLimited',
+    code: 'RATE_LIMITED',
+    description: 'Too many requests for this credential, or (event streams) too many open streams for it; retry after Retry-After seconds.',
+  },
   500: { name: 'Internal', code: 'INTERNAL', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
-  503: { name: 'Unavailable', code: 'UNAVAILABLE', description: 'The database is unreachable; retry after Retry-After seconds.' },
+  503: {
+    name: 'Unavailable',
+    code: 'UNAVAILABLE',
+    description: 'The database is unreachable, or (event streams) the server holds as many open streams as it serves; retry after Retry-After seconds.',
+  },
 };
 
 const ALWAYS_DOCUMENTED = [401, 500, 503];
@@ -49,9 +59,15 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
       { name: 'Catalog', description: 'Categories and applications that can be connected.' },
       { name: 'Connections', description: "The calling tenant's connected applications." },
       { name: 'Syncs', description: 'Records of synchronization runs.' },
+      {
+        name: 'Webhooks',
+        description:
+          'Endpoints that receive the events, signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256>), and their delivery log. The messages are listed under webhooks.',
+      },
     ],
     security: [{ token: [] }, { bearer: [] }],
     paths,
+    webhooks: webhookMessages(),
     components: {
       schemas,
       responses: Object.fromEntries(
@@ -98,9 +114,14 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
     operationId: spec.operationId,
     ...(spec.response.kind === 'list' ? { 'x-mutually-exclusive-parameters': [['offset', 'page']] } : {}),
     summary: spec.summary,
-    description: spec.description,
+    description: spec.stream ? `${spec.description}\n\n**Event stream.** ${spec.stream.description}` : spec.description,
     tags: [spec.tag],
-    parameters: [...pathParameters(route), ...queryParameters(route), ...(spec.method === 'POST' ? [IDEMPOTENCY_KEY_PARAMETER] : [])],
+    parameters: [
+      ...pathParameters(route),
+      ...queryParameters(route),
+      ...(spec.method === 'POST' ? [IDEMPOTENCY_KEY_PARAMETER] : []),
+      ...(spec.stream ? [LAST_EVENT_ID_PARAMETER] : []),
+    ],
     ...(spec.body
       ? {
           requestBody: {
@@ -115,7 +136,10 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
         headers: created
           ? { ...requestIdHeader(), Location: { description: 'The URL of the created item.', schema: { type: 'string', format: 'uri' } } }
           : requestIdHeader(),
-        content: { 'application/json': { schema: envelopeSchema(route) } },
+        content: {
+          'application/json': { schema: envelopeSchema(route) },
+          ...(spec.stream ? { 'text/event-stream': eventStreamContent(route) } : {}),
+        },
       },
       ...(spec.response.kind === 'item' && spec.response.nullIsNoContent
         ? { 204: { description: 'Nothing to answer (no body).', headers: requestIdHeader() } }
@@ -128,6 +152,27 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
         }),
       ),
     },
+  };
+}
+
+const LAST_EVENT_ID_PARAMETER = {
+  name: 'Last-Event-ID',
+  in: 'header',
+  required: false,
+  description:
+    'With Accept: text/event-stream only: resume after this event (the `id` of the last message received; EventSource sends it when it reconnects). An id past the tenant\'s last event is 400; one older than the event retention window gets an `event: error` message with code EVENTS_EXPIRED, then the end of the stream.',
+  schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
+};
+
+/** The `text/event-stream` answer of a streamed route: its messages, each an event of the item schema. */
+function eventStreamContent(route: CompiledRoute): Record<string, unknown> {
+  const stream = route.spec.stream!;
+  return {
+    schema: {
+      type: 'string',
+      description: `Server-Sent Events. Each change is a message \`id: <event id>\`, \`event: ${stream.event}\`, \`data: <${route.spec.itemSchema} as JSON>\`; an \`event: error\` message carries the error body ({msg, error}) and ends the stream (credential revoked or expired: UNAUTHORIZED; resume point past retention: EVENTS_EXPIRED; the server shutting down or the client too far behind: UNAVAILABLE). Comment lines (\`: heartbeat\`) every 15 s keep an idle stream open. Open streams are capped per credential (429 RATE_LIMITED beyond STREAMS_PER_CREDENTIAL) and per process (503 UNAVAILABLE beyond STREAMS_PER_PROCESS).`,
+    },
+    example: `id: 42\nevent: ${stream.event}\ndata: {"id":"syn_…","status":"in_progress",…}\n\n`,
   };
 }
 
@@ -351,4 +396,36 @@ function addComponent(schemas: Record<string, JsonSchema>, name: string, schema:
     throw new Error(`OpenAPI schema ${name} is derived differently by two routes`);
   }
   schemas[name] = schema;
+}
+
+/**
+ * OpenAPI 3.1 `webhooks`: the message each event type sends to an endpoint (POST, JSON, signed), and what the
+ * receiver answers.
+ */
+function webhookMessages(): Record<string, unknown> {
+  const signatureHeaders = [
+    { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'The message id (msg_…): the same on every attempt of this message. De-duplicate by it.' },
+    { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Unix seconds when this attempt was signed. Refuse old ones (Standard Webhooks libraries allow 5 minutes).' },
+    {
+      name: 'webhook-signature',
+      in: 'header',
+      required: true,
+      schema: { type: 'string' },
+      description: 'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" keyed with the base64-decoded secret after whsec_>.',
+    },
+  ];
+  return Object.fromEntries(
+    WEBHOOK_EVENT_TYPES.map((type) => [
+      type,
+      {
+        post: {
+          summary: `${type} message`,
+          description: `Sent to every enabled endpoint whose event_types include ${type} (or are empty)${type.startsWith('webhook.') ? '' : ", while the connection's settings.webhook_enabled is true"}. Answer 2xx within 10 s; anything else (a redirect too) is retried.`,
+          parameters: signatureHeaders,
+          requestBody: { required: true, content: { 'application/json': { schema: messageSchema(type) } } },
+          responses: { '2XX': { description: 'Received: no retry.' }, default: { description: 'Not received: retried on the documented schedule.' } },
+        },
+      },
+    ]),
+  );
 }

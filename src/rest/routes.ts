@@ -1,11 +1,23 @@
 import type { DocumentNode } from 'graphql';
-import { CONNECTION_BODY_SCHEMAS, parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
+import type { Context } from '../context.js';
+import { createConnectionProblems } from '../db/connection-writes.js';
+import { CONNECTION_BODY_SCHEMAS, parseConnectionPatch } from '../domain/connection-input.js';
 import type { FieldProblem } from '../domain/problems.js';
+import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
 import {
   ClaimSyncDocument,
   CreateConnectionDocument,
+  CreateWebhookEndpointDocument,
   DeleteConnectionDocument,
+  DeleteWebhookEndpointDocument,
+  GetWebhookDeliveryDocument,
+  GetWebhookEndpointDocument,
+  ListWebhookDeliveriesDocument,
+  ListWebhookEndpointsDocument,
+  RedeliverWebhookDocument,
+  RotateWebhookSecretDocument,
+  UpdateWebhookEndpointDocument,
   GetAvailableApplicationDocument,
   GetConnectionDocument,
   GetSyncDocument,
@@ -14,6 +26,7 @@ import {
   ListConnectionsDocument,
   ListSyncsDocument,
   ReportSyncDocument,
+  StreamSyncsDocument,
   TriggerSyncDocument,
   UpdateConnectionDocument,
 } from '../generated/graphql/graphql.js';
@@ -29,8 +42,13 @@ export type HttpMethod = 'GET' | 'DELETE' | 'POST' | 'PATCH';
 export interface BodySpec {
   /** Media types it may be sent as (the first is the documented one); anything else is 415. */
   mediaTypes: readonly string[];
-  /** Every problem of the body, named as the body names them, by the domain's one schema; none when valid. */
-  problems: (body: unknown) => readonly FieldProblem[];
+  /** The body may be left out (no Content-Type, no bytes): it is then `{}`. */
+  optional?: boolean;
+  /**
+   * Every problem of the body, named as the body names them, by the domain's one schema (and the catalog, for
+   * what depends on it); none when valid.
+   */
+  problems: (body: unknown, context: Context) => readonly FieldProblem[] | Promise<readonly FieldProblem[]>;
   /** The operation variables a valid body sets; path parameters are added by name. */
   variables: (body: Record<string, unknown>) => Record<string, unknown>;
   /** JSON Schema of the body (the same parser's), and an example, for the OpenAPI document. */
@@ -77,12 +95,18 @@ export interface RouteSpec {
   document: DocumentNode;
   summary: string;
   description: string;
-  tag: 'Catalog' | 'Connections' | 'Syncs';
+  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks';
   response: ResponseSpec;
   /** Name of the data item's schema in the OpenAPI components. */
   itemSchema: string;
   /** Object-valued fields whose null members are left out rather than shown as null. */
   omitNullMembers?: readonly string[];
+  /**
+   * Served as a stream of `event` messages (Server-Sent Events) when the request asks for
+   * `Accept: text/event-stream`: the subscription `document` runs with the path parameters and the query
+   * parameters named in `params` (each sets its variable), and each result's root field is one message.
+   */
+  stream?: { document: DocumentNode; event: string; params: Record<string, { variable: string; description: string }>; description: string };
   /** Operation-specific statuses to document besides the shared error responses. */
   errors: readonly number[];
   /** POST and PATCH routes: their JSON body. */
@@ -90,6 +114,16 @@ export interface RouteSpec {
 }
 
 const JSON_BODY = ['application/json'] as const;
+/** A POST that takes nothing: no body at all, or `{}`. */
+const NO_BODY: BodySpec = {
+  mediaTypes: JSON_BODY,
+  optional: true,
+  problems: (body) => Object.keys(body as object).map((key) => ({ field: key, message: 'unknown member (this request takes no body)' })),
+  variables: () => ({}),
+  schema: { type: 'object', additionalProperties: false },
+  example: {},
+};
+
 /** PATCH bodies are JSON Merge Patches (RFC 7396), sent with either media type. */
 const MERGE_PATCH_BODY = ['application/merge-patch+json', 'application/json'] as const;
 
@@ -261,7 +295,14 @@ export const routes: readonly RouteSpec[] = [
         noun: { one: 'sync record', many: 'sync records' },
       },
     },
-    errors: [400],
+    stream: {
+      document: StreamSyncsDocument,
+      event: 'sync',
+      params: { connection_id: { variable: 'connectionId', description: 'Only runs of this connection (404 when it names none).' } },
+      description:
+        'With Accept: text/event-stream: every change of the tenant\'s runs (of one connection with connection_id) from now on, as `event: sync` messages whose data is the sync record and whose id is the event id; Last-Event-ID resumes after it. No other query parameter is taken.',
+    },
+    errors: [400, 404, 429],
   },
   {
     operationId: 'getSync',
@@ -273,7 +314,14 @@ export const routes: readonly RouteSpec[] = [
     description: 'One sync record of the calling tenant, also when its connection was deleted.',
     itemSchema: 'SyncRecord',
     response: { kind: 'item', msg: 'OK', notFound: 'sync record not found' },
-    errors: [400, 404],
+    stream: {
+      document: StreamSyncsDocument,
+      event: 'sync',
+      params: {},
+      description:
+        'With Accept: text/event-stream: the run as it is now, then at each change, as `event: sync` messages whose data is the sync record and whose id is the event id; the stream ends after the terminal status (success or failed). Last-Event-ID resumes after that event instead of starting with the current state.',
+    },
+    errors: [400, 404, 429],
   },
   // The write side: connections (admin), runs (trigger: admin; claim and reports: engine or admin).
   {
@@ -291,7 +339,7 @@ export const routes: readonly RouteSpec[] = [
     errors: [400, 403, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
-      problems: (body) => problemsOf(parseCreateConnection(body)),
+      problems: (body, context) => createConnectionProblems(context.db.raw, body),
       variables: (body) => ({ input: camelMembers(body) }),
       schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.create),
       example: { application_id: 'app_…', name: 'Stripe EU', settings: { sync_interval: '1h', retry_attempts: 3 } },
@@ -377,5 +425,138 @@ export const routes: readonly RouteSpec[] = [
       schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.report),
       example: { status: 'success', summary: { processed: 1200, inserted: 40, updated: 1100, deleted: 60 } },
     },
+  },
+  // Webhooks: the tenant's endpoints and their delivery log (admin only).
+  {
+    operationId: 'listWebhookEndpoints',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/webhooks`,
+    document: ListWebhookEndpointsDocument,
+    tag: 'Webhooks',
+    summary: 'List webhook endpoints',
+    description: "The calling tenant's webhook endpoints, oldest first. The secret is never shown here. Needs the admin role.",
+    itemSchema: 'WebhookEndpointListEntry',
+    response: {
+      kind: 'list',
+      list: { pagination: 'generic', defaultLimit: 100, maxLimit: 100, params: {}, searchFields: ['url', 'description'], noun: { one: 'webhook endpoint', many: 'webhook endpoints' } },
+    },
+    errors: [400, 403],
+  },
+  {
+    operationId: 'createWebhookEndpoint',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/webhooks`,
+    document: CreateWebhookEndpointDocument,
+    tag: 'Webhooks',
+    summary: 'Add a webhook endpoint',
+    description:
+      'Adds an endpoint that receives the events of event_types (all when left out), signed with Standard Webhooks. The answer carries the secret (whsec_…), shown this once. The URL must be https and must not resolve to a loopback, private, link-local or metadata address (unless the server runs with WEBHOOK_ALLOW_PRIVATE=1). 400 lists every problem. Needs the admin role.',
+    itemSchema: 'WebhookEndpoint',
+    response: { kind: 'item', msg: 'webhook endpoint created', notFound: 'webhook endpoint not found', created: { location: `${INTEGRATIONS_BASE}/webhooks/{id}` } },
+    errors: [400, 403, 413, 415, 422],
+    body: {
+      mediaTypes: JSON_BODY,
+      problems: (body, context) => webhookBodyProblems('create', body, context),
+      variables: (body) => ({ input: camelMembers(body) }),
+      schema: withoutSchemaKeyword(WEBHOOK_BODY_SCHEMAS.create),
+      example: { url: 'https://example.com/hooks/integrations', event_types: ['sync.success', 'sync.failed'] },
+    },
+  },
+  {
+    operationId: 'getWebhookEndpoint',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/webhooks/{id}`,
+    document: GetWebhookEndpointDocument,
+    tag: 'Webhooks',
+    summary: 'Read one webhook endpoint',
+    description: 'One endpoint of the calling tenant (secret: null). Needs the admin role.',
+    itemSchema: 'WebhookEndpoint',
+    response: { kind: 'item', msg: 'OK', notFound: 'webhook endpoint not found' },
+    errors: [400, 403, 404],
+  },
+  {
+    operationId: 'updateWebhookEndpoint',
+    method: 'PATCH',
+    path: `${INTEGRATIONS_BASE}/webhooks/{id}`,
+    document: UpdateWebhookEndpointDocument,
+    tag: 'Webhooks',
+    summary: 'Change a webhook endpoint',
+    description:
+      'A JSON Merge Patch on url, description, event_types (null: every type) and enabled. enabled: false fails its pending deliveries; enabled: true again clears disabled_reason and the failure count. Needs the admin role.',
+    itemSchema: 'WebhookEndpoint',
+    response: { kind: 'item', msg: 'webhook endpoint updated', notFound: 'webhook endpoint not found' },
+    errors: [400, 403, 404, 413, 415],
+    body: {
+      mediaTypes: MERGE_PATCH_BODY,
+      problems: (body, context) => webhookBodyProblems('patch', body, context),
+      variables: (body) => ({ input: camelMembers(body) }),
+      schema: withoutSchemaKeyword(WEBHOOK_BODY_SCHEMAS.patch),
+      example: { enabled: true },
+    },
+  },
+  {
+    operationId: 'deleteWebhookEndpoint',
+    method: 'DELETE',
+    path: `${INTEGRATIONS_BASE}/webhooks/{id}`,
+    document: DeleteWebhookEndpointDocument,
+    tag: 'Webhooks',
+    summary: 'Delete a webhook endpoint',
+    description: 'Deletes the endpoint with its delivery log; nothing more is sent to it. Needs the admin role.',
+    itemSchema: 'DeletedWebhookEndpoint',
+    response: { kind: 'item', msg: 'webhook endpoint deleted', notFound: 'webhook endpoint not found' },
+    errors: [400, 403, 404],
+  },
+  {
+    operationId: 'rotateWebhookSecret',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/webhooks/{id}/rotate-secret`,
+    document: RotateWebhookSecretDocument,
+    tag: 'Webhooks',
+    summary: 'Rotate the signing secret',
+    description: 'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. No body. Needs the admin role.',
+    itemSchema: 'WebhookEndpoint',
+    response: { kind: 'item', msg: 'webhook secret rotated', notFound: 'webhook endpoint not found' },
+    errors: [400, 403, 404, 415, 422],
+    body: NO_BODY,
+  },
+  {
+    operationId: 'listWebhookDeliveries',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/webhooks/{id}/deliveries`,
+    document: ListWebhookDeliveriesDocument,
+    tag: 'Webhooks',
+    summary: "List an endpoint's deliveries",
+    description: "The endpoint's delivery log, newest first: each event sent (or to send) to it, its status, attempts and next attempt. Needs the admin role.",
+    itemSchema: 'WebhookDeliveryListEntry',
+    response: {
+      kind: 'list',
+      list: { pagination: 'generic', defaultLimit: 20, maxLimit: 100, params: {}, searchFields: ['event_type'], noun: { one: 'delivery', many: 'deliveries' } },
+    },
+    errors: [400, 403, 404],
+  },
+  {
+    operationId: 'getWebhookDelivery',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/webhooks/{id}/deliveries/{delivery_id}`,
+    document: GetWebhookDeliveryDocument,
+    tag: 'Webhooks',
+    summary: 'Read one delivery with its attempts',
+    description: 'One delivery: the message sent (payload), and every attempt with its status code, latency, the first 1 KB of the answer and the retry it led to. Needs the admin role.',
+    itemSchema: 'WebhookDelivery',
+    response: { kind: 'item', msg: 'OK', notFound: 'webhook delivery not found' },
+    errors: [400, 403, 404],
+  },
+  {
+    operationId: 'redeliverWebhook',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/webhooks/{id}/deliveries/{delivery_id}/redeliver`,
+    document: RedeliverWebhookDocument,
+    tag: 'Webhooks',
+    summary: 'Send a delivery again',
+    description: 'Sends the delivery again now, with the same webhook-id; its attempts keep counting. 409 while the endpoint is disabled. No body. Needs the admin role.',
+    itemSchema: 'WebhookDelivery',
+    response: { kind: 'item', msg: 'webhook redelivery queued', notFound: 'webhook delivery not found' },
+    errors: [400, 403, 404, 409, 415, 422],
+    body: NO_BODY,
   },
 ];

@@ -1,0 +1,128 @@
+import type { Permission } from '../auth/permissions.js';
+import type { Context } from '../context.js';
+import { syncOfEvent, type StoredEvent } from '../db/events.js';
+import { connectionExists, runOf } from '../db/stream-reads.js';
+import { SYNC_TRANSITIONS } from '../domain/sync-lifecycle.js';
+import type { SyncStatus } from '../generated/prisma/enums.js';
+import { ApiError } from '../errors.js';
+import { changeStream, streamStart, type ChangeItem, type ChangeStreamOptions, type StreamStart } from '../live/change-stream.js';
+import { builder } from './builder.js';
+import { assertIdLength } from './ids.js';
+import { Sync } from './sync.js';
+import { requireViewer } from './viewer.js';
+
+// Subscriptions: each change of a run or a connection, from the durable event log (src/live/change-stream.ts),
+// served over SSE (yoga) and WebSocket (graphql-ws, src/live/websocket.ts), and run by the REST event streams.
+// Authorised like a query (the same scopes) when they open, checked again while open (CredentialWatch), and
+// scoped to the caller's tenant in every statement that reads an event or a row.
+
+builder.subscriptionType({
+  description: 'Changes as they are committed. A stream ends when its credential is revoked or expires (within ~2 s).',
+});
+
+/**
+ * The caller's changes that `matches` accepts, delivered as ChangeItems (an error item ends the stream): one
+ * open-stream slot of the caller's, given back when it ends.
+ */
+async function subscribeChanges(
+  context: Context,
+  permission: Permission,
+  start: StreamStart,
+  stream: Pick<ChangeStreamOptions, 'matches' | 'initial' | 'isLast'>,
+): Promise<AsyncIterable<ChangeItem>> {
+  const viewer = requireViewer(context);
+  const release = context.live.slots.acquire(viewer.tokenId ?? `jwt:${viewer.tenantId}:${viewer.subject}`);
+  try {
+    const hub = await context.live.startedHub();
+    const authorization = context.authorization ?? '';
+    const items = changeStream({
+      ...stream,
+      hub,
+      sql: context.db.raw,
+      tenantId: viewer.tenantId,
+      start,
+      guard: (end) => {
+        const unwatch = context.live.credentials.watch(authorization, permission, (reason) => end(new ApiError('UNAUTHORIZED', reason)));
+        const untrack = context.live.track(() => end(new ApiError('UNAVAILABLE', 'The server is shutting down; reconnect to resume')));
+        return () => {
+          unwatch();
+          untrack();
+        };
+      },
+      onEnd: release,
+    });
+    return items;
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+/**
+ * The event an item carries, or its error thrown (the stream's last result). A REST stream names each message
+ * after its event: results are resolved one at a time, so the id set here is that of the result it receives.
+ */
+function itemValue(item: ChangeItem, context: Context): StoredEvent {
+  if ('error' in item) throw item.error;
+  if (context.streamCursor) context.streamCursor.current = item.event.id;
+  return item.event;
+}
+
+builder.subscriptionFields((t) => ({
+  syncChanged: t.field({
+    type: Sync,
+    description:
+      'The run at each change: queued, claimed, each progress report (coalesced to a few per second), finished. With syncId: that run, starting with its current state and ending after its terminal status; with connectionId: every run of that connection; with neither: every run of the caller. NOT_FOUND for an id that names nothing.',
+    authScopes: { permission: 'syncs:read' },
+    args: {
+      connectionId: t.arg.id({ description: 'Only runs of this connection.' }),
+      syncId: t.arg.id({ description: 'Only this run.' }),
+    },
+    subscribe: async (_root, args, context) => {
+      const tenantId = requireViewer(context).tenantId;
+      const syncId = args.syncId ? assertIdLength(args.syncId, 'sync') : null;
+      const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
+      const start = await streamStart(context.db.raw, tenantId, context.streamCursor?.after);
+      // Read after the start id: the run as of that event or later, so no change after it is missed.
+      const run = syncId ? await runOf(context.db.raw, tenantId, syncId) : undefined;
+      if (syncId && (!run || (connectionId && run.connectionId !== connectionId))) throw new ApiError('NOT_FOUND', `sync record ${syncId} not found`);
+      if (connectionId && !syncId && !(await connectionExists(context.db.raw, tenantId, connectionId))) {
+        throw new ApiError('NOT_FOUND', `connection ${connectionId} not found`);
+      }
+      return subscribeChanges(context, 'syncs:read', start, {
+        matches: (event) =>
+          event.type.startsWith('sync.') && (!syncId || event.subjectId === syncId) && (!connectionId || event.payload.connection_id === connectionId),
+        // A resumed stream continues where it was; a new one on one run starts with the run as it is.
+        initial: run && !start.resumed ? [{ id: start.after, tenantId, type: `sync.${run.status}`, subjectId: run.id, payload: { run }, createdAt: new Date() }] : undefined,
+        isLast: syncId ? (event) => event.type !== 'sync.progress' && SYNC_TRANSITIONS[event.type.slice(5) as SyncStatus]?.length === 0 : undefined,
+      });
+    },
+    resolve: (item: ChangeItem, _args, context) => {
+      const run = syncOfEvent(itemValue(item, context));
+      if (!run) throw new ApiError('UNAVAILABLE', 'This event was recorded before runs were kept in events; read the run instead');
+      return run;
+    },
+  }),
+  connectionChanged: t.prismaField({
+    type: 'Connection',
+    description:
+      'The connection at each change: created, updated (also by its runs: pending → active, → error), deleted. With id: that connection only (deleted ones included); without: every connection of the caller.',
+    authScopes: { permission: 'connections:read' },
+    args: { id: t.arg.id({ description: 'Only this connection.' }) },
+    subscribe: async (_root, args, context) => {
+      const tenantId = requireViewer(context).tenantId;
+      const id = args.id ? assertIdLength(args.id, 'connection') : null;
+      if (id && !(await connectionExists(context.db.raw, tenantId, id))) throw new ApiError('NOT_FOUND', `connection ${id} not found`);
+      const start = await streamStart(context.db.raw, tenantId, context.streamCursor?.after);
+      return subscribeChanges(context, 'connections:read', start, {
+        matches: (event) => event.type.startsWith('connection.') && (!id || event.subjectId === id),
+      });
+    },
+    // The connection as it is when the change is delivered, read with the selection's relations in one query.
+    resolve: (query, item: ChangeItem, _args, context) =>
+      context.db.prisma.connection.findUniqueOrThrow({
+        ...query,
+        where: { id: itemValue(item, context).subjectId, tenantId: requireViewer(context).tenantId },
+      }),
+  }),
+}));

@@ -1,0 +1,389 @@
+import type { Context } from '../context.js';
+import {
+  createWebhookEndpoint,
+  deleteWebhookEndpoint,
+  redeliverWebhook,
+  rotateWebhookSecret,
+  updateWebhookEndpoint,
+  type WebhookEndpointRow,
+} from '../db/webhooks.js';
+import { parseCreateWebhookEndpoint, parseWebhookEndpointPatch } from '../domain/webhook-input.js';
+import { invalidInput } from '../domain/problems.js';
+import { ApiError } from '../errors.js';
+import { WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
+import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
+import { type ColumnSpec, DateTimeFilter, enumFilter, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter, BooleanFilter } from './filters.js';
+import { assertIdLength } from './ids.js';
+import { listPage, listType, pageWindow } from './list.js';
+import { requireViewer } from './viewer.js';
+import { bodyOf, once } from './writes.js';
+
+// Webhooks on GraphQL (issue #13 item 4), admin only (webhooks:manage): the tenant's endpoints, their delivery
+// log, and the writes (create, change, delete, rotate the secret, redeliver). The secret is in the answer of
+// createWebhookEndpoint and rotateWebhookSecret only. The REST routes under /webhooks run these operations.
+
+/** An endpoint as the API shows it; `secret` only right after create or rotate. */
+type EndpointView = WebhookEndpointRow & { secret?: string | undefined };
+
+interface DeliveryView {
+  id: string;
+  endpointId: string;
+  eventId: bigint;
+  eventType: string;
+  payload: unknown;
+  status: string;
+  attempts: number;
+  nextAttemptAt: Date | null;
+  lastStatusCode: number | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+interface AttemptView {
+  attempt: number;
+  startedAt: Date;
+  statusCode: number | null;
+  latencyMs: number;
+  responseBody: string;
+  error: string | null;
+  nextRetryAt: Date | null;
+}
+
+const retryScheduleText = DEFAULT_RETRY_SCHEDULE_SECONDS.map((s) => (s < 60 ? `${s} s` : s < 3600 ? `${s / 60} min` : `${s / 3600} h`)).join(', ');
+
+/** The event types, as REST and the messages name them (strings, not a GraphQL enum, so both surfaces say `sync.failed`). */
+const EVENT_TYPES_TEXT = WEBHOOK_EVENT_TYPES.join(', ');
+
+export const WebhookDeliveryStatus = builder.enumType('WebhookDeliveryStatus', {
+  description: `pending: to be sent (again) at nextAttemptAt. succeeded: an attempt got a 2xx. failed: the retries (${retryScheduleText}, ±20%) are spent, or the endpoint was disabled.`,
+  values: ['pending', 'succeeded', 'failed'] as const,
+});
+
+const WebhookAttempt = builder.objectRef<AttemptView>('WebhookAttempt').implement({
+  description: 'One HTTP attempt of a delivery.',
+  fields: (t) => ({
+    attempt: t.exposeInt('attempt', { description: '1 for the first attempt.' }),
+    startedAt: t.expose('startedAt', { type: 'DateTime' }),
+    statusCode: t.exposeInt('statusCode', { nullable: true, description: 'null when no HTTP answer came (timeout, refused, SSRF guard).' }),
+    latencyMs: t.exposeInt('latencyMs'),
+    responseBody: t.exposeString('responseBody', { description: 'The first 1 KB of the answer.' }),
+    error: t.exposeString('error', { nullable: true, description: 'Why the attempt failed; null after a 2xx.' }),
+    nextRetryAt: t.expose('nextRetryAt', { type: 'DateTime', nullable: true, description: 'When the next attempt was planned; null after a 2xx or the last retry.' }),
+  }),
+});
+
+export const WebhookDelivery = builder.objectRef<DeliveryView>('WebhookDelivery').implement({
+  description: 'One event to send to one endpoint. Its id is the Standard Webhooks message id (webhook-id header), the same on every attempt.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    endpointId: t.exposeID('endpointId'),
+    eventId: t.int({ description: "The event's id in the tenant's event log.", resolve: (d) => Number(d.eventId) }),
+    eventType: t.exposeString('eventType', { description: `One of ${EVENT_TYPES_TEXT}.` }),
+    status: t.field({ type: WebhookDeliveryStatus, resolve: (d) => d.status as 'pending' | 'succeeded' | 'failed' }),
+    attempts: t.exposeInt('attempts', { description: 'Attempts made so far.' }),
+    nextAttemptAt: t.expose('nextAttemptAt', { type: 'DateTime', nullable: true }),
+    lastStatusCode: t.exposeInt('lastStatusCode', { nullable: true }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    payload: t.field({ type: 'JSONObject', description: 'The message body sent: {type, timestamp, event_id, data}.', resolve: (d) => d.payload as Record<string, unknown> }),
+    attemptLog: t.field({
+      type: [WebhookAttempt],
+      description: 'Every attempt, first to last.',
+      resolve: (d, _args, context) =>
+        context.db.prisma.webhookAttempt.findMany({
+          where: { tenantId: requireViewer(context).tenantId, deliveryId: d.id },
+          orderBy: { attempt: 'asc' },
+        }),
+    }),
+  }),
+});
+
+export const WebhookEndpoint = builder.objectRef<EndpointView>('WebhookEndpoint').implement({
+  description: "A tenant's webhook endpoint. Events are POSTed to it signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).",
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    url: t.exposeString('url'),
+    description: t.exposeString('description'),
+    eventTypes: t.exposeStringList('eventTypes', { description: `The event types sent (${EVENT_TYPES_TEXT}); empty: every type.` }),
+    enabled: t.exposeBoolean('enabled'),
+    disabledReason: t.exposeString('disabledReason', { nullable: true, description: 'Set when the service disabled it after consecutive failed deliveries.' }),
+    consecutiveFailures: t.exposeInt('consecutiveFailures', { description: 'Failed deliveries since the last one that succeeded.' }),
+    secret: t.string({
+      nullable: true,
+      description: 'The signing secret (whsec_…). Only in the answer of createWebhookEndpoint and rotateWebhookSecret: store it then.',
+      resolve: (e) => e.secret ?? null,
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+  }),
+});
+
+const ENDPOINT_COLUMNS: Record<string, ColumnSpec> = {
+  id: { column: 'id', kind: 'string', nullable: false },
+  url: { column: 'url', kind: 'string', nullable: false },
+  description: { column: 'description', kind: 'string', nullable: false },
+  enabled: { column: 'enabled', kind: 'boolean', nullable: false },
+  createdAt: { column: 'createdAt', kind: 'dateTime', nullable: false },
+  updatedAt: { column: 'updatedAt', kind: 'dateTime', nullable: false },
+};
+
+const DELIVERY_COLUMNS: Record<string, ColumnSpec> = {
+  id: { column: 'id', kind: 'string', nullable: false },
+  eventType: { column: 'eventType', kind: 'string', nullable: false },
+  status: { column: 'status', kind: 'enum', nullable: false },
+  createdAt: { column: 'createdAt', kind: 'dateTime', nullable: false },
+  updatedAt: { column: 'updatedAt', kind: 'dateTime', nullable: false },
+  nextAttemptAt: { column: 'nextAttemptAt', kind: 'dateTime', nullable: true },
+};
+
+export const WEBHOOK_ENDPOINT_PAGE = { defaultLimit: 100, maxLimit: 100 };
+export const WEBHOOK_DELIVERY_PAGE = { defaultLimit: 20, maxLimit: 100 };
+
+const WebhookEndpointFilter = resourceFilter('WebhookEndpointFilter', (t) => ({
+  id: t.field({ type: StringFilter }),
+  url: t.field({ type: StringFilter }),
+  description: t.field({ type: StringFilter }),
+  enabled: t.field({ type: BooleanFilter }),
+  createdAt: t.field({ type: DateTimeFilter }),
+  updatedAt: t.field({ type: DateTimeFilter }),
+}));
+
+const WebhookDeliveryFilter = resourceFilter('WebhookDeliveryFilter', (t) => ({
+  id: t.field({ type: StringFilter }),
+  eventType: t.field({ type: StringFilter }),
+  status: t.field({ type: enumFilter('WebhookDeliveryStatusFilter', WebhookDeliveryStatus) }),
+  createdAt: t.field({ type: DateTimeFilter }),
+  updatedAt: t.field({ type: DateTimeFilter }),
+  nextAttemptAt: t.field({ type: DateTimeFilter }),
+}));
+
+const WebhookEndpointOrder = resourceOrder('WebhookEndpointOrder', ENDPOINT_COLUMNS);
+const WebhookDeliveryOrder = resourceOrder('WebhookDeliveryOrder', DELIVERY_COLUMNS);
+const WebhookEndpointList = listType('WebhookEndpointList', WebhookEndpoint, 'A page of webhook endpoints.');
+const WebhookDeliveryList = listType('WebhookDeliveryList', WebhookDelivery, 'A page of deliveries, newest first unless orderBy says otherwise.');
+
+/** Columns an endpoint read shows: never the secret or the lease. */
+const ENDPOINT_OMIT = { secret: true, leaseOwner: true, leaseUntil: true } as const;
+
+function searchWhere(search: string | null | undefined, columns: readonly string[]) {
+  const term = search?.trim();
+  if (!term) return {};
+  return { OR: columns.map((column) => ({ [column]: { contains: escapeLike(term), mode: 'insensitive' as const } })) };
+}
+
+async function endpointOf(context: Context, id: string, withSecret = false): Promise<EndpointView | null> {
+  const row = await context.db.prisma.webhookEndpoint.findUnique({
+    where: { id: assertIdLength(id, 'webhook endpoint'), tenantId: requireViewer(context).tenantId },
+    omit: { leaseOwner: true, leaseUntil: true },
+  });
+  if (!row) return null;
+  const { secret, ...endpoint } = row;
+  return { ...endpoint, ...(withSecret ? { secret } : {}) };
+}
+
+function guardOf(context: Context) {
+  return { allowPrivate: context.webhooks.allowPrivate };
+}
+
+builder.queryFields((t) => ({
+  webhookEndpoints: t.field({
+    type: WebhookEndpointList,
+    complexity: pageComplexity(WEBHOOK_ENDPOINT_PAGE),
+    description: "The tenant's webhook endpoints, oldest first unless orderBy says otherwise.",
+    authScopes: { permission: 'webhooks:manage' },
+    args: {
+      filter: t.arg({ type: WebhookEndpointFilter }),
+      search: t.arg.string({ description: 'Case-insensitive text in url or description.' }),
+      orderBy: t.arg({ type: [WebhookEndpointOrder] }),
+      limit: t.arg.int({ description: `Default ${WEBHOOK_ENDPOINT_PAGE.defaultLimit}, at most ${WEBHOOK_ENDPOINT_PAGE.maxLimit}.` }),
+      offset: t.arg.int(),
+    },
+    resolve: (_root, args, context) => {
+      const { take, skip } = pageWindow(args, WEBHOOK_ENDPOINT_PAGE);
+      const where = {
+        tenantId: requireViewer(context).tenantId,
+        AND: [filterWhere(args.filter, ENDPOINT_COLUMNS), searchWhere(args.search, ['url', 'description'])],
+      };
+      const orderBy = orderByOf(args.orderBy as OrderInput[] | null | undefined, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]);
+      const prisma = context.db.prisma;
+      return listPage(
+        () => prisma.webhookEndpoint.findMany({ where, orderBy, take, skip, omit: ENDPOINT_OMIT }),
+        () => prisma.webhookEndpoint.count({ where }),
+        take,
+        skip,
+      );
+    },
+  }),
+  webhookEndpoint: t.field({
+    type: WebhookEndpoint,
+    nullable: true,
+    description: 'One webhook endpoint of the tenant, or null.',
+    authScopes: { permission: 'webhooks:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) => endpointOf(context, args.id),
+  }),
+  webhookDeliveries: t.field({
+    type: WebhookDeliveryList,
+    complexity: pageComplexity(WEBHOOK_DELIVERY_PAGE),
+    description: "An endpoint's delivery log, newest first unless orderBy says otherwise. NOT_FOUND when the tenant has no such endpoint.",
+    authScopes: { permission: 'webhooks:manage' },
+    args: {
+      endpointId: t.arg.id({ required: true }),
+      filter: t.arg({ type: WebhookDeliveryFilter }),
+      search: t.arg.string({ description: 'Case-insensitive text in the event type.' }),
+      orderBy: t.arg({ type: [WebhookDeliveryOrder] }),
+      limit: t.arg.int({ description: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.` }),
+      offset: t.arg.int(),
+    },
+    resolve: async (_root, args, context) => {
+      const { take, skip } = pageWindow(args, WEBHOOK_DELIVERY_PAGE);
+      const endpoint = await endpointOf(context, args.endpointId);
+      if (!endpoint) throw new ApiError('NOT_FOUND', 'webhook endpoint not found');
+      const where = {
+        tenantId: endpoint.tenantId,
+        endpointId: endpoint.id,
+        AND: [filterWhere(args.filter, DELIVERY_COLUMNS), searchWhere(args.search, ['eventType'])],
+      };
+      const orderBy = args.orderBy?.length
+        ? orderByOf(args.orderBy as OrderInput[], DELIVERY_COLUMNS, [])
+        : [{ createdAt: 'desc' as const }, { eventId: 'desc' as const }];
+      const prisma = context.db.prisma;
+      return listPage(
+        () => prisma.webhookDelivery.findMany({ where, orderBy, take, skip }),
+        () => prisma.webhookDelivery.count({ where }),
+        take,
+        skip,
+      );
+    },
+  }),
+  webhookDelivery: t.field({
+    type: WebhookDelivery,
+    nullable: true,
+    description: 'One delivery of one of the tenant\'s endpoints, with its attempts, or null.',
+    authScopes: { permission: 'webhooks:manage' },
+    args: { endpointId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) =>
+      context.db.prisma.webhookDelivery.findUnique({
+        where: {
+          id: assertIdLength(args.id, 'webhook delivery'),
+          tenantId: requireViewer(context).tenantId,
+          endpointId: assertIdLength(args.endpointId, 'webhook endpoint'),
+        },
+      }),
+  }),
+}));
+
+const CreateWebhookEndpointInput = builder.inputType('CreateWebhookEndpointInput', {
+  fields: (t) => ({
+    url: t.string({ required: true, description: 'https (http and private addresses only with WEBHOOK_ALLOW_PRIVATE=1).' }),
+    description: t.string(),
+    eventTypes: t.stringList({ description: `Of ${EVENT_TYPES_TEXT}. Left out or empty: every type.` }),
+    enabled: t.boolean({ description: 'Default true.' }),
+  }),
+});
+
+const UpdateWebhookEndpointInput = builder.inputType('UpdateWebhookEndpointInput', {
+  description: 'A merge patch: members left out stay; null empties description and eventTypes (every type). enabled: true again clears the failure count.',
+  fields: (t) => ({
+    url: t.string(),
+    description: t.string(),
+    eventTypes: t.stringList(),
+    enabled: t.boolean(),
+  }),
+});
+
+/** A write's result, or NOT_FOUND when the tenant has no such endpoint or delivery (another tenant's included). */
+function found<T>(value: T | null, what: string, id: string): T {
+  if (value === null) throw new ApiError('NOT_FOUND', `${what} ${id} not found`);
+  return value;
+}
+
+function problemsOrValue<T>(result: { value: T } | { problems: { field: string; message: string }[] }): T {
+  if ('problems' in result) throw invalidInput(result.problems);
+  return result.value;
+}
+
+builder.mutationFields((t) => ({
+  createWebhookEndpoint: t.field({
+    type: WebhookEndpoint,
+    description: 'Adds a webhook endpoint; the answer carries its secret, shown this once. 400 lists every problem (the SSRF guard among them).',
+    authScopes: { permission: 'webhooks:manage' },
+    args: { input: t.arg({ type: CreateWebhookEndpointInput, required: true }) },
+    resolve: async (_root, args, context) => {
+      const input = problemsOrValue(await parseCreateWebhookEndpoint(bodyOf(args.input), guardOf(context)));
+      const tenantId = requireViewer(context).tenantId;
+      return once<EndpointView>(
+        context,
+        'createWebhookEndpoint',
+        args.input,
+        (sql) => createWebhookEndpoint(sql, tenantId, input),
+        (created) => ({ type: 'webhook_endpoint', id: created.id }),
+        async (resource) => (await endpointOf(context, resource?.id ?? '', true))!,
+      );
+    },
+  }),
+  updateWebhookEndpoint: t.field({
+    type: WebhookEndpoint,
+    description: 'Changes an endpoint (merge patch); NOT_FOUND when the tenant has none with this id. Disabling it fails its pending deliveries.',
+    authScopes: { permission: 'webhooks:manage' },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateWebhookEndpointInput, required: true }) },
+    resolve: async (_root, args, context) => {
+      const patch = problemsOrValue(await parseWebhookEndpointPatch(bodyOf(args.input), guardOf(context)));
+      const id = assertIdLength(args.id, 'webhook endpoint');
+      return found(await updateWebhookEndpoint(context.db.raw, requireViewer(context).tenantId, id, patch), 'webhook endpoint', id);
+    },
+  }),
+  deleteWebhookEndpoint: t.field({
+    type: builder.objectRef<{ id: string }>('DeletedWebhookEndpoint').implement({ fields: (f) => ({ id: f.exposeID('id') }) }),
+    description: 'Deletes an endpoint with its delivery log; NOT_FOUND when the tenant has none with this id.',
+    authScopes: { permission: 'webhooks:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, args, context) => {
+      const id = assertIdLength(args.id, 'webhook endpoint');
+      return found(await deleteWebhookEndpoint(context.db.raw, requireViewer(context).tenantId, id), 'webhook endpoint', id);
+    },
+  }),
+  rotateWebhookSecret: t.field({
+    type: WebhookEndpoint,
+    description: 'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. NOT_FOUND when the tenant has no such endpoint.',
+    authScopes: { permission: 'webhooks:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, args, context) => {
+      const id = assertIdLength(args.id, 'webhook endpoint');
+      const tenantId = requireViewer(context).tenantId;
+      const rotated = await once<EndpointView | null>(
+        context,
+        'rotateWebhookSecret',
+        args,
+        (sql) => rotateWebhookSecret(sql, tenantId, id),
+        (result) => (result ? { type: 'webhook_endpoint', id: result.id } : null),
+        async (resource) => (resource ? endpointOf(context, resource.id, true) : null),
+      );
+      return found(rotated, 'webhook endpoint', id);
+    },
+  }),
+  redeliverWebhook: t.field({
+    type: WebhookDelivery,
+    description: 'Sends a delivery again now (its attempts keep counting); NOT_FOUND when the tenant has no such delivery. CONFLICT while the endpoint is disabled.',
+    authScopes: { permission: 'webhooks:manage' },
+    args: { endpointId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
+    resolve: async (_root, args, context) => {
+      const tenantId = requireViewer(context).tenantId;
+      const endpointId = assertIdLength(args.endpointId, 'webhook endpoint');
+      const id = assertIdLength(args.id, 'webhook delivery');
+      const delivery = () => context.db.prisma.webhookDelivery.findUnique({ where: { id, tenantId, endpointId } });
+      found(await delivery(), 'webhook delivery', id);
+      await once(
+        context,
+        'redeliverWebhook',
+        args,
+        (sql) => redeliverWebhook(sql, tenantId, id),
+        (redelivered) => (redelivered ? { type: 'webhook_delivery', id: redelivered.id } : null),
+        async (resource) => resource,
+      );
+      return found(await delivery(), 'webhook delivery', id);
+    },
+  }),
+}));

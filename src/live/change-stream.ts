@@ -1,0 +1,141 @@
+import { Repeater } from 'graphql-yoga';
+import type { RawSql } from '../db/client.js';
+import { lastEventId, oldestEventId, readEvents, type StoredEvent } from '../db/events.js';
+import { ApiError } from '../errors.js';
+import type { EventHub } from './event-hub.js';
+
+// One tenant's changes as an async iterator: what a GraphQL subscription and a REST event stream deliver.
+//
+// It starts at an event id: the one a client resumes after (Last-Event-ID), or the tenant's last id when it
+// opens. Everything after it comes from the event log (replayed in id order), then live from the process's
+// event hub, with the overlap between the two delivered once. Both reads are scoped to the tenant in SQL.
+//
+// A stream ends with an `error` item, never a thrown one, so the transports can say why: the resume point is
+// older than the retention window, the subscriber fell too far behind, or its credential was revoked.
+
+export type ChangeItem = { event: StoredEvent } | { error: ApiError };
+
+export interface ChangeStreamOptions {
+  hub: EventHub;
+  sql: Pick<RawSql, 'query'>;
+  tenantId: string;
+  /** Which events this stream delivers. */
+  matches: (event: StoredEvent) => boolean;
+  /**
+   * Where the stream starts: after this event id (see `streamStart`). `resumed` when a client asked for it
+   * (Last-Event-ID): the stream then first checks that retention kept every event since.
+   */
+  start: StreamStart;
+  /** Items to deliver first: the state as of `start.after` (e.g. a run's row read after that id was). */
+  initial?: StoredEvent[];
+  /** The stream ends after delivering an event for which this is true (a run's terminal status). */
+  isLast?: (event: StoredEvent) => boolean;
+  /** Called with a function that ends the stream with an error; returns the function that stops watching. */
+  guard?: (end: (error: ApiError) => void) => () => void;
+  /** Called once when the stream ends, however it ends. */
+  onEnd?: () => void;
+  /** Items a subscriber may leave unread before it is ended (it can resume with the last id it read). */
+  maxPending?: number;
+}
+
+/** A stream of the tenant's changes; `return()` ends it and releases everything it held. */
+export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem> {
+  const { hub, sql, tenantId, matches, isLast, maxPending = 1000 } = options;
+  return new Repeater<ChangeItem>(async (push, stop) => {
+    let pending = 0;
+    let ended = false;
+    const end = (item?: ChangeItem) => {
+      if (ended) return;
+      ended = true;
+      if (item) void push(item).catch(() => {});
+      stop();
+    };
+    const deliver = (event: StoredEvent) => {
+      if (ended) return;
+      if (pending >= maxPending) {
+        end({ error: new ApiError('UNAVAILABLE', `The stream fell more than ${maxPending} events behind; reconnect with Last-Event-ID ${lastDelivered} to resume`) });
+        return;
+      }
+      pending++;
+      lastDelivered = event.id;
+      push({ event }).then(
+        () => pending--,
+        () => {},
+      );
+      if (isLast?.(event)) end();
+    };
+    const startId = options.start.after;
+    let lastDelivered = startId;
+    const unguard = options.guard?.((error) => end({ error }));
+    let unsubscribe: (() => void) | undefined;
+    try {
+      if (options.start.resumed && (await eventsWereDeletedAfter(sql, tenantId, startId))) {
+        end({
+          error: new ApiError(
+            'EVENTS_EXPIRED',
+            `Event ${startId} is older than the event retention window: read the current state again, then stream without Last-Event-ID`,
+          ),
+        });
+      }
+      const initial = ended ? [] : (options.initial ?? []);
+      // Live events arriving while the log is replayed wait here; those the replay covered are dropped. The
+      // hub may also hand over, after the replay, an event it read before this stream subscribed: every event
+      // at or below the highest id this stream has taken (from the log or the hub) is dropped, so none is
+      // delivered twice (the hub delivers a tenant's events in id order).
+      const queued: StoredEvent[] = [];
+      let replaying = true;
+      let takenUpTo = startId;
+      const live = (event: StoredEvent) => {
+        if (event.id <= takenUpTo) return;
+        takenUpTo = event.id;
+        if (matches(event)) deliver(event);
+      };
+      unsubscribe = await hub.subscribe(tenantId, (event) => {
+        if (replaying) queued.push(event);
+        else live(event);
+      });
+      for (const event of initial) deliver(event);
+      while (!ended) {
+        const events = await readEvents(sql, tenantId, takenUpTo, 500);
+        for (const event of events) {
+          takenUpTo = event.id;
+          if (matches(event)) deliver(event);
+        }
+        if (events.length < 500) break;
+      }
+      replaying = false;
+      for (const event of queued) live(event);
+    } catch (error) {
+      end({ error: error instanceof ApiError ? error : new ApiError('UNAVAILABLE', 'The event log could not be read; reconnect to resume') });
+    }
+    await stop;
+    ended = true;
+    unsubscribe?.();
+    unguard?.();
+    options.onEnd?.();
+  });
+}
+
+export interface StreamStart {
+  after: number;
+  resumed: boolean;
+}
+
+/**
+ * Where a new stream starts: after `resumeAfter` (a client's Last-Event-ID; INVALID_QUERY when the tenant has no
+ * such event yet), or after the tenant's last event now. Read before anything the stream shows first, so every
+ * change committed after that state is delivered.
+ */
+export async function streamStart(sql: Pick<RawSql, 'query'>, tenantId: string, resumeAfter: number | undefined): Promise<StreamStart> {
+  const last = await lastEventId(sql, tenantId);
+  if (resumeAfter === undefined) return { after: last, resumed: false };
+  if (resumeAfter > last) throw new ApiError('INVALID_QUERY', `Last-Event-ID ${resumeAfter} names no event of this tenant yet (its last is ${last})`);
+  return { after: resumeAfter, resumed: true };
+}
+
+/** Whether retention deleted events after `after` (so a resume from it would miss some). */
+async function eventsWereDeletedAfter(sql: Pick<RawSql, 'query'>, tenantId: string, after: number): Promise<boolean> {
+  if ((await lastEventId(sql, tenantId)) === after) return false;
+  const oldest = await oldestEventId(sql, tenantId);
+  return oldest === null || oldest > after + 1;
+}
