@@ -119,8 +119,9 @@ async function startProcesses(options: ClusterOptions, children: ChildProcess[])
     HOST: '127.0.0.1',
     SEED: 'none',
     LOG_LEVEL: 'info',
-    // The balancer checks /readyz every 500 ms: 2 s of "draining" takes a stopping replica out of rotation.
-    SHUTDOWN_DELAY_MS: '2000',
+    // The balancer checks /readyz every 500 ms and needs 2 failures: 3 s of "draining" takes a stopping
+    // replica out of rotation before it stops accepting.
+    SHUTDOWN_DELAY_MS: '3000',
     ...options.env,
     DATABASE_URL: options.databaseUrl,
     REDIS_URL: redisUrl,
