@@ -1,19 +1,22 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
-import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, searchTerm, StringFilter } from './filters.js';
+import type { Columns, PrismaColumn } from '../query/columns.js';
+import { escapeLike, type OrderInput, searchTerm } from '../query/filter.js';
+import { filterWhere, orderByOf } from '../query/prisma.js';
+import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
 
-export const APPLICATION_COLUMNS: Record<string, ColumnSpec> = {
-  id: { column: 'id', kind: 'string', nullable: false },
-  name: { column: 'name', kind: 'string', nullable: false },
-  slug: { column: 'slug', kind: 'string', nullable: false },
-  description: { column: 'description', kind: 'string', nullable: false },
-  logoUrl: { column: 'logoUrl', kind: 'string', nullable: false },
-  additionalInformation: { column: 'additionalInformation', kind: 'string', nullable: false },
-  categoryId: { column: 'categoryId', kind: 'string', nullable: false },
+export const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  name: { field: 'name', kind: 'string', nullable: false },
+  slug: { field: 'slug', kind: 'string', nullable: false },
+  description: { field: 'description', kind: 'string', nullable: false },
+  logoUrl: { field: 'logoUrl', kind: 'string', nullable: false },
+  additionalInformation: { field: 'additionalInformation', kind: 'string', nullable: false },
+  categoryId: { field: 'categoryId', kind: 'string', nullable: false },
 };
 
 export const APPLICATION_PAGE = { defaultLimit: 100, maxLimit: 100 };
@@ -66,15 +69,7 @@ export const Application = builder.prismaObject('Application', {
   }),
 });
 
-const ApplicationFilter = resourceFilter('ApplicationFilter', (t) => ({
-  id: t.field({ type: StringFilter }),
-  name: t.field({ type: StringFilter }),
-  slug: t.field({ type: StringFilter }),
-  description: t.field({ type: StringFilter }),
-  logoUrl: t.field({ type: StringFilter }),
-  additionalInformation: t.field({ type: StringFilter }),
-  categoryId: t.field({ type: StringFilter }),
-}));
+const ApplicationFilter = resourceFilter('ApplicationFilter', APPLICATION_COLUMNS);
 
 const ApplicationOrder = resourceOrder('ApplicationOrder', APPLICATION_COLUMNS);
 const ApplicationList = listType('ApplicationList', Application, 'A page of catalog applications.');

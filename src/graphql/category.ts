@@ -1,15 +1,18 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
-import { type ColumnSpec, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter } from './filters.js';
+import type { Columns, PrismaColumn } from '../query/columns.js';
+import { escapeLike, type OrderInput } from '../query/filter.js';
+import { filterWhere, orderByOf } from '../query/prisma.js';
+import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageWindow } from './list.js';
 
-export const CATEGORY_COLUMNS: Record<string, ColumnSpec> = {
-  id: { column: 'id', kind: 'string', nullable: false },
-  slug: { column: 'slug', kind: 'string', nullable: false },
-  name: { column: 'name', kind: 'string', nullable: false },
-  description: { column: 'description', kind: 'string', nullable: false },
+export const CATEGORY_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  slug: { field: 'slug', kind: 'string', nullable: false },
+  name: { field: 'name', kind: 'string', nullable: false },
+  description: { field: 'description', kind: 'string', nullable: false },
 };
 
 export const CATEGORY_PAGE = { defaultLimit: 100, maxLimit: 100 };
@@ -30,12 +33,7 @@ export const Category = builder.prismaObject('Category', {
   }),
 });
 
-const CategoryFilter = resourceFilter('CategoryFilter', (t) => ({
-  id: t.field({ type: StringFilter }),
-  slug: t.field({ type: StringFilter }),
-  name: t.field({ type: StringFilter }),
-  description: t.field({ type: StringFilter }),
-}));
+const CategoryFilter = resourceFilter('CategoryFilter', CATEGORY_COLUMNS);
 
 const CategoryOrder = resourceOrder('CategoryOrder', CATEGORY_COLUMNS);
 

@@ -6,41 +6,31 @@ import { deleteConnection } from '../db/connection-writes.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { Category } from './category.js';
-import {
-  assertValueLength,
-  type ColumnSpec,
-  DateTimeFilter,
-  enumFilter,
-  escapeLike,
-  filterWhere,
-  type OrderInput,
-  orderByOf,
-  resourceFilter,
-  resourceOrder,
-  StringFilter,
-} from './filters.js';
+import type { Columns, PrismaColumn } from '../query/columns.js';
+import { assertValueLength, escapeLike, type OrderInput } from '../query/filter.js';
+import { filterWhere, orderByOf } from '../query/prisma.js';
+import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
-import { countConnectionSyncs, loadConnectionSyncs, Sync, SYNC_PAGE, SyncFilter, SyncOrder } from './sync.js';
 import { requireViewer } from './viewer.js';
 
-export const CONNECTION_COLUMNS: Record<string, ColumnSpec> = {
-  id: { column: 'id', kind: 'string', nullable: false },
-  name: { column: 'name', kind: 'string', nullable: false },
-  slug: { column: 'slug', kind: 'string', nullable: false },
-  description: { column: 'description', kind: 'string', nullable: false },
-  logoUrl: { column: 'logoUrl', kind: 'string', nullable: false },
-  applicationId: { column: 'applicationId', kind: 'string', nullable: false },
-  applicationName: { column: 'application.name', kind: 'string', nullable: false },
-  applicationSlug: { column: 'application.slug', kind: 'string', nullable: false },
-  categoryId: { column: 'application.categoryId', kind: 'string', nullable: false },
-  categorySlug: { column: 'application.category.slug', kind: 'string', nullable: false },
-  categoryName: { column: 'application.category.name', kind: 'string', nullable: false },
-  via: { column: 'via', kind: 'enum', nullable: false },
-  status: { column: 'status', kind: 'enum', nullable: false },
-  createdAt: { column: 'createdAt', kind: 'dateTime', nullable: false },
-  updatedAt: { column: 'updatedAt', kind: 'dateTime', nullable: false },
+export const CONNECTION_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  name: { field: 'name', kind: 'string', nullable: false },
+  slug: { field: 'slug', kind: 'string', nullable: false },
+  description: { field: 'description', kind: 'string', nullable: false },
+  logoUrl: { field: 'logoUrl', kind: 'string', nullable: false },
+  applicationId: { field: 'applicationId', kind: 'string', nullable: false },
+  applicationName: { field: 'application.name', kind: 'string', nullable: false },
+  applicationSlug: { field: 'application.slug', kind: 'string', nullable: false },
+  categoryId: { field: 'application.categoryId', kind: 'string', nullable: false },
+  categorySlug: { field: 'application.category.slug', kind: 'string', nullable: false },
+  categoryName: { field: 'application.category.name', kind: 'string', nullable: false },
+  via: { field: 'via', kind: 'enum', nullable: false },
+  status: { field: 'status', kind: 'enum', nullable: false },
+  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
+  updatedAt: { field: 'updatedAt', kind: 'dateTime', nullable: false },
 };
 
 export const CONNECTION_PAGE = { defaultLimit: 100, maxLimit: 100 };
@@ -136,55 +126,22 @@ export const Connection = builder.prismaObject('Connection', {
       }),
       resolve: (c) => c.application.category,
     }),
-    // Loaded with hand-written SQL (sync.ts), one statement for all the connections of a page: per-connection
-    // pages through a LATERAL join, counts grouped by connection.
-    syncs: t.loadableGroup({
-      type: Sync,
-      complexity: pageComplexity(SYNC_PAGE),
-      description: `Runs of this connection, newest first unless orderBy says otherwise; limit 1 to ${SYNC_PAGE.maxLimit}.`,
-      authScopes: { permission: 'syncs:read' },
-      args: {
-        filter: t.arg({ type: SyncFilter }),
-        search: t.arg.string(),
-        orderBy: t.arg({ type: [SyncOrder] }),
-        limit: t.arg.int({ defaultValue: SYNC_PAGE.defaultLimit }),
-        offset: t.arg.int({ defaultValue: 0 }),
-      },
-      // One loader per place in the operation, so each place's arguments and selection hold for its batch.
-      byPath: true,
-      load: (ids: string[], context, args, info) => loadConnectionSyncs(ids, context, args, info),
-      group: (sync) => sync.connectionId,
-      resolve: (connection) => connection.id,
-    }),
-    syncCount: t.loadable({
-      type: 'Int',
-      description: 'Number of runs matching the filter and search.',
-      authScopes: { permission: 'syncs:read' },
-      args: { filter: t.arg({ type: SyncFilter }), search: t.arg.string() },
-      byPath: true,
-      load: (ids: string[], context, args) => countConnectionSyncs(ids, context, args),
-      resolve: (connection) => connection.id,
-    }),
   }),
 });
 
-const ConnectionFilter = resourceFilter('ConnectionFilter', (t) => ({
-  id: t.field({ type: StringFilter }),
-  name: t.field({ type: StringFilter }),
-  slug: t.field({ type: StringFilter }),
-  description: t.field({ type: StringFilter }),
-  logoUrl: t.field({ type: StringFilter }),
-  applicationId: t.field({ type: StringFilter }),
-  applicationName: t.field({ type: StringFilter }),
-  applicationSlug: t.field({ type: StringFilter }),
-  categoryId: t.field({ type: StringFilter }),
-  categorySlug: t.field({ type: StringFilter }),
-  categoryName: t.field({ type: StringFilter }),
-  via: t.field({ type: enumFilter('ConnectionViaFilter', ConnectionVia) }),
-  status: t.field({ type: enumFilter('ConnectionStatusFilter', ConnectionStatus) }),
-  createdAt: t.field({ type: DateTimeFilter }),
-  updatedAt: t.field({ type: DateTimeFilter }),
+// Sync.connection, declared here where Connection lives (sync.ts declares Connection.syncs).
+builder.prismaObjectFields('Sync', (t) => ({
+    connection: t.field({
+      type: Connection,
+      nullable: true,
+      description: 'The synchronized connection; null once it was deleted (its history stays readable).',
+      authScopes: { permission: 'connections:read' },
+      select: (_args, _context, nestedSelection) => ({ connection: nestedSelection() }),
+      resolve: (sync) => (sync.connection.deletedAt ? null : sync.connection),
+    }),
 }));
+
+const ConnectionFilter = resourceFilter('ConnectionFilter', CONNECTION_COLUMNS, { via: ConnectionVia, status: ConnectionStatus });
 
 const ConnectionOrder = resourceOrder('ConnectionOrder', CONNECTION_COLUMNS);
 const ConnectionList = listType('ConnectionList', Connection, "A page of the caller's connections.");

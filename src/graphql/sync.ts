@@ -1,88 +1,50 @@
-import type { PrismaObjectRef } from '@pothos/plugin-prisma';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Context } from '../context.js';
-import type { Prisma } from '../generated/prisma/client.js';
-import type PrismaTypes from '../generated/pothos-prisma-types.js';
+import {
+  countConnectionSyncs,
+  countSyncs,
+  isSyncProperty,
+  readConnectionSyncPages,
+  readSyncPage,
+  SYNC_COLUMNS,
+  type SyncListQuery,
+  type SyncProperty,
+  syncSearchSql,
+} from '../db/sync-queries.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
+import { type OrderInput, searchTerm } from '../query/filter.js';
+import { allOf, filterSql, orderSql } from '../query/sql.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
-import { Connection } from './connection.js';
-import {
-  BooleanFilter,
-  type ColumnSpec,
-  DateTimeFilter,
-  enumFilter,
-  type FilterRenderer,
-  type OrderInput,
-  resourceFilter,
-  resourceOrder,
-  searchTerm,
-  StringFilter,
-} from './filters.js';
+import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageWindow } from './list.js';
-import { arrayLiteral, filterSql, orderSql, selectedFields, SqlParams, sqlRenderer } from './sql.js';
+import { selectedFields } from './selection.js';
 import { requireViewer } from './viewer.js';
 
-/** The filterable and sortable columns; `sql` as the hand-written list statements write them (alias "t0"). */
-export const SYNC_COLUMNS: Record<string, ColumnSpec> = {
-  id: { column: 'id', sql: '"t0"."id"', kind: 'string', nullable: false },
-  connectionId: { column: 'connectionId', sql: '"t0"."connection_id"', kind: 'string', nullable: false },
-  status: { column: 'status', sql: '"t0"."status"', sqlType: 'sync_status', kind: 'enum', nullable: false },
-  startedAt: { column: 'startedAt', sql: '"t0"."started_at"', kind: 'dateTime', nullable: false },
-  finishedAt: { column: 'finishedAt', sql: '"t0"."finished_at"', kind: 'dateTime', nullable: true },
-  errorMessage: { column: 'errorMessage', sql: '"t0"."error_message"', kind: 'string', nullable: true },
-  fileUrl: { column: 'fileUrl', sql: '"t0"."file_url"', kind: 'string', nullable: true },
-  isAutoMigrate: { column: 'isAutoMigrate', sql: '"t0"."is_auto_migrate"', kind: 'boolean', nullable: true },
-};
-
-/** Every property of a sync row (as Prisma names it) and the SQL that reads it into that name. */
-const SYNC_ROW_SQL: Record<string, string> = {
-  id: '"t0"."id"',
-  tenantId: '"t0"."tenant_id" AS "tenantId"',
-  connectionId: '"t0"."connection_id" AS "connectionId"',
-  status: '"t0"."status"::text',
-  startedAt: '"t0"."started_at" AS "startedAt"',
-  finishedAt: '"t0"."finished_at" AS "finishedAt"',
-  errorMessage: '"t0"."error_message" AS "errorMessage"',
-  summary: '"t0"."summary"',
-  fileUrl: '"t0"."file_url" AS "fileUrl"',
-  isAutoMigrate: '"t0"."is_auto_migrate" AS "isAutoMigrate"',
-  diff: '"t0"."diff"',
-  checksum: '"t0"."checksum"',
-  attempt: '"t0"."attempt"',
-  retryOfId: '"t0"."retry_of_id" AS "retryOfId"',
-  dueAt: '"t0"."due_at" AS "dueAt"',
-  leaseExpiresAt: '"t0"."lease_expires_at" AS "leaseExpiresAt"',
-  workerId: '"t0"."worker_id" AS "workerId"',
-};
-
 /** Sync fields that read row properties of another name; every other field reads its namesake. */
-const SYNC_FIELD_READS: Record<string, string[]> = {
+const SYNC_FIELD_READS: Record<string, SyncProperty[]> = {
   __typename: [],
   summaryJson: ['summary'],
   diffJson: ['diff'],
   checksumJson: ['checksum'],
-  // Loaded by plugin-prisma from the row's id (one batched statement for the page).
+  // Declared in connection.ts; loaded by plugin-prisma from the row's id (one batched statement for the page).
   connection: [],
 };
 
 /**
- * The SELECT list for the Sync fields an operation asks for: the REST `select` (through @include) and
- * GraphQL selections reach the SQL. The id is always read; an unknown field reads the whole row.
+ * The row properties the selected Sync fields read: the REST `select` (through @include) and GraphQL
+ * selections reach the SQL. null (the whole row) when a field is not known here.
  */
-function syncSelectList(fields: Set<string> | null, always: string[] = []): string {
-  const properties = new Set(['id', ...always]);
+function syncProperties(fields: Set<string> | null): Set<SyncProperty> | null {
+  const properties = new Set<SyncProperty>();
   for (const field of fields ?? []) {
-    const reads = SYNC_FIELD_READS[field] ?? (field in SYNC_ROW_SQL ? [field] : null);
-    if (!reads) return Object.values(SYNC_ROW_SQL).join(', ');
+    const reads = SYNC_FIELD_READS[field] ?? (isSyncProperty(field) ? [field] : null);
+    if (!reads) return null;
     for (const property of reads) properties.add(property);
   }
-  return Object.keys(SYNC_ROW_SQL)
-    .filter((property) => properties.has(property))
-    .map((property) => SYNC_ROW_SQL[property])
-    .join(', ');
+  return properties;
 }
 
 /** Sync lists: 10 per page by default (the spec's observed per_page), at most 100. */
@@ -90,9 +52,6 @@ export const SYNC_PAGE = { defaultLimit: 10, maxLimit: 100 };
 
 /** Newest first, as the spec observes. */
 export const SYNC_DEFAULT_ORDER: OrderInput[] = [{ field: 'startedAt', direction: 'DESC' }];
-
-/** A sync row as the list statements read it: the selected properties of Prisma's Sync. */
-export type SyncRow = Prisma.SyncGetPayload<object>;
 
 export const SyncStatus = builder.enumType(SyncStatusValues, {
   name: 'SyncStatus',
@@ -134,8 +93,7 @@ const SyncChecksum = builder.objectRef<JsonObject>('SyncChecksum').implement({
   }),
 });
 
-/** Annotated: Sync and Connection refer to each other, which TypeScript cannot infer through. */
-export const Sync: PrismaObjectRef<typeof builder.$inferSchemaTypes, PrismaTypes['Sync'], SyncRow> = builder.prismaObject('Sync', {
+export const Sync = builder.prismaObject('Sync', {
   description: 'One synchronization run of a connection.',
   // Whole rows, not plugin-prisma's per-field select mode: the lists read rows with hand-written SQL
   // (column pushdown done there), and without `select` plain fields resolve without per-field bookkeeping.
@@ -169,42 +127,16 @@ export const Sync: PrismaObjectRef<typeof builder.$inferSchemaTypes, PrismaTypes
       description: 'While in progress: when the claim lapses without a progress report.',
     }),
     workerId: t.exposeString('workerId', { nullable: true, description: 'Who claimed the run (the credential\'s subject).' }),
-    connection: t.field({
-      type: Connection,
-      nullable: true,
-      description: 'The synchronized connection; null once it was deleted (its history stays readable).',
-      authScopes: { permission: 'connections:read' },
-      select: (_args, _context, nestedSelection) => ({ connection: nestedSelection() }),
-      resolve: (sync) => (sync.connection.deletedAt ? null : sync.connection),
-    }),
   }),
 });
 
-export const SyncFilter = resourceFilter('SyncFilter', (t) => ({
-  id: t.field({ type: StringFilter }),
-  connectionId: t.field({ type: StringFilter }),
-  status: t.field({ type: enumFilter('SyncStatusFilter', SyncStatus) }),
-  startedAt: t.field({ type: DateTimeFilter }),
-  finishedAt: t.field({ type: DateTimeFilter }),
-  errorMessage: t.field({ type: StringFilter }),
-  fileUrl: t.field({ type: StringFilter }),
-  isAutoMigrate: t.field({ type: BooleanFilter }),
-}));
+const SyncFilter = resourceFilter('SyncFilter', SYNC_COLUMNS, { status: SyncStatus });
 
-export const SyncOrder = resourceOrder('SyncOrder', SYNC_COLUMNS);
+const SyncOrder = resourceOrder('SyncOrder', SYNC_COLUMNS);
 const SyncList = listType('SyncList', Sync, 'A page of sync records.');
 
-/** `search`: case-insensitive substring of error_message, or of the status name. */
-function syncSearch<Condition>(search: string | null | undefined, renderer: FilterRenderer<Condition>): Condition {
-  const term = searchTerm(search);
-  if (!term) return renderer.all([]);
-  const statuses = Object.values(SyncStatusValues).filter((status) => status.includes(term));
-  const errorMessage = renderer.compare(SYNC_COLUMNS.errorMessage!, 'contains', term);
-  return statuses.length > 0 ? renderer.any([errorMessage, renderer.compare(SYNC_COLUMNS.status!, 'in', statuses)]) : errorMessage;
-}
-
 /** The arguments every sync list takes: the root `syncs` field and `Connection.syncs`. */
-export interface SyncListArgs {
+interface SyncListArgs {
   filter?: Record<string, unknown> | null;
   search?: string | null;
   orderBy?: readonly unknown[] | null;
@@ -212,48 +144,52 @@ export interface SyncListArgs {
   offset?: number | null;
 }
 
-/**
- * A sync list as SQL: the caller's tenant first, then `scope` (one connection, or the batch's parent), the
- * filter and the search. `params` holds the bind values of every part.
- */
-function syncListSql(args: SyncListArgs, context: Context, scope: (params: SqlParams) => string[]) {
+/** A sync list's arguments as the data layer's question: the caller's tenant, conditions, order and page. */
+function syncListQuery(args: SyncListArgs, context: Context, fields: Set<string> | null): SyncListQuery {
   const { take, skip } = pageWindow(args, SYNC_PAGE);
-  const params = new SqlParams();
-  const render = sqlRenderer(params);
-  const tenant = `"t0"."tenant_id" = ${params.add(requireViewer(context).tenantId)}`;
-  const where = render.all([tenant, ...scope(params), filterSql(args.filter, SYNC_COLUMNS, params), syncSearch(args.search, render)]);
-  const orderBy = orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER);
-  return { params, where, orderBy, take, skip, from: `FROM "public"."syncs" AS "t0"` };
+  return {
+    tenantId: requireViewer(context).tenantId,
+    where: allOf([filterSql(args.filter, SYNC_COLUMNS), syncSearchSql(searchTerm(args.search))]),
+    orderBy: orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER),
+    take,
+    skip,
+    properties: syncProperties(fields),
+  };
 }
 
-/** The latest syncs (a page of each) of several connections in one statement: `Connection.syncs`. */
-export async function loadConnectionSyncs(
-  connectionIds: readonly string[],
-  context: Context,
-  args: SyncListArgs,
-  info: GraphQLResolveInfo,
-): Promise<SyncRow[]> {
-  const sql = syncListSql(args, context, () => ['"t0"."connection_id" = "parent"."id"']);
-  const parents = sql.params.add(arrayLiteral(connectionIds));
-  // The rows are grouped by connection afterwards, so the connection id is always read.
-  const select = syncSelectList(selectedFields(info, []), ['connectionId']);
-  const page = `SELECT ${select} ${sql.from} WHERE ${sql.where} ORDER BY ${sql.orderBy} LIMIT ${sql.take} OFFSET ${sql.skip}`;
-  return context.db.raw.query<SyncRow>(
-    `SELECT "page".* FROM unnest(${parents}::text[]) AS "parent"("id") CROSS JOIN LATERAL (${page}) AS "page"`,
-    sql.params.values,
-  );
-}
-
-/** How many syncs of each connection match the filter and search, in one statement: `Connection.syncCount`. */
-export async function countConnectionSyncs(connectionIds: readonly string[], context: Context, args: SyncListArgs): Promise<number[]> {
-  const sql = syncListSql(args, context, (params) => [`"t0"."connection_id" = ANY(${params.add(arrayLiteral(connectionIds))}::text[])`]);
-  const rows = await context.db.raw.query<{ connectionId: string; count: number }>(
-    `SELECT "t0"."connection_id" AS "connectionId", count(*)::int AS "count" ${sql.from} WHERE ${sql.where} GROUP BY "t0"."connection_id"`,
-    sql.params.values,
-  );
-  const counts = new Map(rows.map((row) => [row.connectionId, row.count]));
-  return connectionIds.map((id) => counts.get(id) ?? 0);
-}
+// Connection.syncs and Connection.syncCount, declared here where the sync list lives. Loaded with one
+// statement for all the connections of a page: per-connection pages through a LATERAL join, counts
+// grouped by connection. One loader per place in the operation (`byPath`), so each place's arguments and
+// selection hold for its batch.
+builder.prismaObjectFields('Connection', (t) => ({
+  syncs: t.loadableGroup({
+    type: Sync,
+    complexity: pageComplexity(SYNC_PAGE),
+    description: `Runs of this connection, newest first unless orderBy says otherwise; limit 1 to ${SYNC_PAGE.maxLimit}.`,
+    authScopes: { permission: 'syncs:read' },
+    args: {
+      filter: t.arg({ type: SyncFilter }),
+      search: t.arg.string(),
+      orderBy: t.arg({ type: [SyncOrder] }),
+      limit: t.arg.int({ defaultValue: SYNC_PAGE.defaultLimit }),
+      offset: t.arg.int({ defaultValue: 0 }),
+    },
+    byPath: true,
+    load: (ids: string[], context, args, info: GraphQLResolveInfo) =>
+      readConnectionSyncPages(context.db.raw, ids, syncListQuery(args, context, selectedFields(info, []))),
+    group: (sync) => sync.connectionId,
+    resolve: (connection) => connection.id,
+  }),
+  syncCount: t.loadable({
+    type: 'Int',
+    description: 'Number of runs matching the filter and search.',
+    authScopes: { permission: 'syncs:read' },
+    args: { filter: t.arg({ type: SyncFilter }), search: t.arg.string() },
+    byPath: true,
+    load: (ids: string[], context, args) => countConnectionSyncs(context.db.raw, ids, syncListQuery(args, context, new Set())),
+    resolve: (connection) => connection.id,
+  }),
+}));
 
 builder.queryFields((t) => ({
   syncs: t.field({
@@ -273,20 +209,13 @@ builder.queryFields((t) => ({
     // more than the rest of the request (BENCHMARKS.md).
     resolve: (_root, args, context, info) => {
       const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
-      const sql = syncListSql(args, context, (params) => (connectionId ? [`"t0"."connection_id" = ${params.add(connectionId)}`] : []));
+      const query = syncListQuery(args, context, selectedFields(info, ['nodes']));
       const raw = context.db.raw;
       return listPage(
-        () => {
-          const select = syncSelectList(selectedFields(info, ['nodes']));
-          const page = `SELECT ${select} ${sql.from} WHERE ${sql.where} ORDER BY ${sql.orderBy} LIMIT ${sql.take} OFFSET ${sql.skip}`;
-          return raw.query<SyncRow>(page, sql.params.values);
-        },
-        async () => {
-          const [row] = await raw.query<{ count: number }>(`SELECT count(*)::int AS "count" ${sql.from} WHERE ${sql.where}`, sql.params.values);
-          return row?.count ?? 0;
-        },
-        sql.take,
-        sql.skip,
+        () => readSyncPage(raw, query, connectionId),
+        () => countSyncs(raw, query, connectionId),
+        query.take,
+        query.skip,
       );
     },
   }),

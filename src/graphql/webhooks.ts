@@ -14,7 +14,10 @@ import { WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
-import { type ColumnSpec, DateTimeFilter, enumFilter, escapeLike, filterWhere, type OrderInput, orderByOf, resourceFilter, resourceOrder, StringFilter, BooleanFilter } from './filters.js';
+import type { Columns, PrismaColumn } from '../query/columns.js';
+import { escapeLike, type OrderInput } from '../query/filter.js';
+import { filterWhere, orderByOf } from '../query/prisma.js';
+import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageWindow } from './list.js';
 import { requireViewer } from './viewer.js';
@@ -120,44 +123,30 @@ export const WebhookEndpoint = builder.objectRef<EndpointView>('WebhookEndpoint'
   }),
 });
 
-const ENDPOINT_COLUMNS: Record<string, ColumnSpec> = {
-  id: { column: 'id', kind: 'string', nullable: false },
-  url: { column: 'url', kind: 'string', nullable: false },
-  description: { column: 'description', kind: 'string', nullable: false },
-  enabled: { column: 'enabled', kind: 'boolean', nullable: false },
-  createdAt: { column: 'createdAt', kind: 'dateTime', nullable: false },
-  updatedAt: { column: 'updatedAt', kind: 'dateTime', nullable: false },
+const ENDPOINT_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  url: { field: 'url', kind: 'string', nullable: false },
+  description: { field: 'description', kind: 'string', nullable: false },
+  enabled: { field: 'enabled', kind: 'boolean', nullable: false },
+  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
+  updatedAt: { field: 'updatedAt', kind: 'dateTime', nullable: false },
 };
 
-const DELIVERY_COLUMNS: Record<string, ColumnSpec> = {
-  id: { column: 'id', kind: 'string', nullable: false },
-  eventType: { column: 'eventType', kind: 'string', nullable: false },
-  status: { column: 'status', kind: 'enum', nullable: false },
-  createdAt: { column: 'createdAt', kind: 'dateTime', nullable: false },
-  updatedAt: { column: 'updatedAt', kind: 'dateTime', nullable: false },
-  nextAttemptAt: { column: 'nextAttemptAt', kind: 'dateTime', nullable: true },
+const DELIVERY_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  eventType: { field: 'eventType', kind: 'string', nullable: false },
+  status: { field: 'status', kind: 'enum', nullable: false },
+  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
+  updatedAt: { field: 'updatedAt', kind: 'dateTime', nullable: false },
+  nextAttemptAt: { field: 'nextAttemptAt', kind: 'dateTime', nullable: true },
 };
 
 export const WEBHOOK_ENDPOINT_PAGE = { defaultLimit: 100, maxLimit: 100 };
 export const WEBHOOK_DELIVERY_PAGE = { defaultLimit: 20, maxLimit: 100 };
 
-const WebhookEndpointFilter = resourceFilter('WebhookEndpointFilter', (t) => ({
-  id: t.field({ type: StringFilter }),
-  url: t.field({ type: StringFilter }),
-  description: t.field({ type: StringFilter }),
-  enabled: t.field({ type: BooleanFilter }),
-  createdAt: t.field({ type: DateTimeFilter }),
-  updatedAt: t.field({ type: DateTimeFilter }),
-}));
+const WebhookEndpointFilter = resourceFilter('WebhookEndpointFilter', ENDPOINT_COLUMNS);
 
-const WebhookDeliveryFilter = resourceFilter('WebhookDeliveryFilter', (t) => ({
-  id: t.field({ type: StringFilter }),
-  eventType: t.field({ type: StringFilter }),
-  status: t.field({ type: enumFilter('WebhookDeliveryStatusFilter', WebhookDeliveryStatus) }),
-  createdAt: t.field({ type: DateTimeFilter }),
-  updatedAt: t.field({ type: DateTimeFilter }),
-  nextAttemptAt: t.field({ type: DateTimeFilter }),
-}));
+const WebhookDeliveryFilter = resourceFilter('WebhookDeliveryFilter', DELIVERY_COLUMNS, { status: WebhookDeliveryStatus });
 
 const WebhookEndpointOrder = resourceOrder('WebhookEndpointOrder', ENDPOINT_COLUMNS);
 const WebhookDeliveryOrder = resourceOrder('WebhookDeliveryOrder', DELIVERY_COLUMNS);

@@ -1,0 +1,119 @@
+import type { Prisma } from '../generated/prisma/client.js';
+import { SyncStatus } from '../generated/prisma/enums.js';
+import type { Columns, SqlColumn } from '../query/columns.js';
+import { allOf, anyOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
+import type { RawSql } from './client.js';
+
+// The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
+// work cost more than the rest of the request (BENCHMARKS.md). Every statement is scoped by the tenant
+// first. Callers hand in the conditions, order and page of the list query language (query/sql.ts) and the
+// row properties they need; this module knows statements, not the API that asks for them.
+
+/** The filterable and sortable columns of a sync, by field name (alias "t0"). */
+export const SYNC_COLUMNS: Columns<SqlColumn> = {
+  id: { sql: '"t0"."id"', kind: 'string', nullable: false },
+  connectionId: { sql: '"t0"."connection_id"', kind: 'string', nullable: false },
+  status: { sql: '"t0"."status"', sqlType: 'sync_status', kind: 'enum', nullable: false },
+  startedAt: { sql: '"t0"."started_at"', kind: 'dateTime', nullable: false },
+  finishedAt: { sql: '"t0"."finished_at"', kind: 'dateTime', nullable: true },
+  errorMessage: { sql: '"t0"."error_message"', kind: 'string', nullable: true },
+  fileUrl: { sql: '"t0"."file_url"', kind: 'string', nullable: true },
+  isAutoMigrate: { sql: '"t0"."is_auto_migrate"', kind: 'boolean', nullable: true },
+};
+
+/** Every property of a sync row (as Prisma names it) and the SQL that reads it into that name. */
+const SYNC_ROW_SQL = {
+  id: '"t0"."id"',
+  tenantId: '"t0"."tenant_id" AS "tenantId"',
+  connectionId: '"t0"."connection_id" AS "connectionId"',
+  status: '"t0"."status"::text',
+  startedAt: '"t0"."started_at" AS "startedAt"',
+  finishedAt: '"t0"."finished_at" AS "finishedAt"',
+  errorMessage: '"t0"."error_message" AS "errorMessage"',
+  summary: '"t0"."summary"',
+  fileUrl: '"t0"."file_url" AS "fileUrl"',
+  isAutoMigrate: '"t0"."is_auto_migrate" AS "isAutoMigrate"',
+  diff: '"t0"."diff"',
+  checksum: '"t0"."checksum"',
+  attempt: '"t0"."attempt"',
+  retryOfId: '"t0"."retry_of_id" AS "retryOfId"',
+  dueAt: '"t0"."due_at" AS "dueAt"',
+  leaseExpiresAt: '"t0"."lease_expires_at" AS "leaseExpiresAt"',
+  workerId: '"t0"."worker_id" AS "workerId"',
+} as const;
+
+export type SyncProperty = keyof typeof SYNC_ROW_SQL;
+
+export function isSyncProperty(name: string): name is SyncProperty {
+  return Object.hasOwn(SYNC_ROW_SQL, name);
+}
+
+/** A sync row as the list statements read it: the selected properties of Prisma's Sync. */
+export type SyncRow = Prisma.SyncGetPayload<object>;
+
+/** `search`: a case-insensitive substring of error_message, or of the status name. */
+export function syncSearchSql(term: string | null): Sql {
+  if (!term) return allOf([]);
+  const statuses = Object.values(SyncStatus).filter((status) => status.includes(term));
+  const errorMessage = compareSql(SYNC_COLUMNS.errorMessage!, 'contains', term);
+  return statuses.length > 0 ? anyOf([errorMessage, compareSql(SYNC_COLUMNS.status!, 'in', statuses)]) : errorMessage;
+}
+
+/** One list's question: conditions (filter and search; the tenant is added here), order, page, properties. */
+export interface SyncListQuery {
+  tenantId: string;
+  where: Sql;
+  orderBy: Sql;
+  take: number;
+  skip: number;
+  /** The row properties to read (the id always); null for all. */
+  properties: ReadonlySet<SyncProperty> | null;
+}
+
+function selectList(properties: ReadonlySet<SyncProperty> | null, always: readonly SyncProperty[] = []): Sql {
+  const read = (Object.keys(SYNC_ROW_SQL) as SyncProperty[]).filter(
+    (property) => !properties || property === 'id' || properties.has(property) || always.includes(property),
+  );
+  return raw(read.map((property) => SYNC_ROW_SQL[property]).join(', '));
+}
+
+const FROM = raw('FROM "public"."syncs" AS "t0"');
+
+function whereOf(query: SyncListQuery, scope: Sql | null): Sql {
+  return allOf([sql`"t0"."tenant_id" = ${query.tenantId}`, ...(scope ? [scope] : []), query.where]);
+}
+
+function pageOf(query: SyncListQuery, select: Sql, scope: Sql | null): Sql {
+  return sql`SELECT ${select} ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))} OFFSET ${raw(String(query.skip))}`;
+}
+
+/** A page of the tenant's syncs, of one connection when `connectionId` is given. */
+export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, connectionId: string | null): Promise<SyncRow[]> {
+  const statement = pageOf(query, selectList(query.properties), connectionId ? sql`"t0"."connection_id" = ${connectionId}` : null);
+  return db.query<SyncRow>(statement.text, statement.values);
+}
+
+/** How many of the tenant's syncs (of one connection when given) the query matches. */
+export async function countSyncs(db: Pick<RawSql, 'query'>, query: SyncListQuery, connectionId: string | null): Promise<number> {
+  const scope = connectionId ? sql`"t0"."connection_id" = ${connectionId}` : null;
+  const statement = sql`SELECT count(*)::int AS "count" ${FROM} WHERE ${whereOf(query, scope)}`;
+  const [row] = await db.query<{ count: number }>(statement.text, statement.values);
+  return row?.count ?? 0;
+}
+
+/** A page of syncs of each of several connections, in one statement (a LATERAL page per connection). */
+export function readConnectionSyncPages(db: Pick<RawSql, 'query'>, connectionIds: readonly string[], query: SyncListQuery): Promise<SyncRow[]> {
+  // The rows are grouped by connection afterwards, so the connection id is always read.
+  const page = pageOf(query, selectList(query.properties, ['connectionId']), raw('"t0"."connection_id" = "parent"."id"'));
+  const statement = sql`SELECT "page".* FROM unnest(${arrayLiteral(connectionIds)}::text[]) AS "parent"("id") CROSS JOIN LATERAL (${page}) AS "page"`;
+  return db.query<SyncRow>(statement.text, statement.values);
+}
+
+/** How many syncs of each connection the query matches, in one statement, in the order of `connectionIds`. */
+export async function countConnectionSyncs(db: Pick<RawSql, 'query'>, connectionIds: readonly string[], query: SyncListQuery): Promise<number[]> {
+  const scope = sql`"t0"."connection_id" = ANY(${arrayLiteral(connectionIds)}::text[])`;
+  const statement = sql`SELECT "t0"."connection_id" AS "connectionId", count(*)::int AS "count" ${FROM} WHERE ${whereOf(query, scope)} GROUP BY "t0"."connection_id"`;
+  const rows = await db.query<{ connectionId: string; count: number }>(statement.text, statement.values);
+  const counts = new Map(rows.map((row) => [row.connectionId, row.count]));
+  return connectionIds.map((id) => counts.get(id) ?? 0);
+}

@@ -1,0 +1,96 @@
+import type { Columns, PrismaColumn } from './columns.js';
+import {
+  escapeLike,
+  type FilterOperator,
+  type FilterRenderer,
+  likeMatch,
+  type OrderInput,
+  orderKeys,
+  renderFilter,
+} from './filter.js';
+
+// The list query language (query/filter.ts) written as Prisma `where` and `orderBy` objects: the lists read
+// through Prisma (the catalog, connections, webhook endpoints and deliveries).
+
+type Where = Record<string, unknown>;
+
+/** `{ 'a.b.c': x }` → `{ a: { b: { c: x } } }`: Prisma's shape for filtering and ordering through relations. */
+export function nestPath(path: string, value: unknown): Where {
+  return path
+    .split('.')
+    .reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as Where;
+}
+
+const prismaWhere: FilterRenderer<Where, PrismaColumn> = {
+  all: (parts) => (parts.length === 0 ? {} : { AND: parts }),
+  any: (parts) => ({ OR: parts }),
+  not: (part) => ({ NOT: part }),
+  compare(column, operator, value) {
+    const dot = column.field.lastIndexOf('.');
+    const condition = fieldCondition(column.field.slice(dot + 1), column.nullable, operator, value);
+    return dot < 0 ? condition : nestPath(column.field.slice(0, dot), condition);
+  },
+};
+
+function fieldCondition(field: string, nullable: boolean, operator: FilterOperator, value: unknown): Where {
+  switch (operator) {
+    case 'eq':
+      return { [field]: { equals: value } };
+    case 'neq':
+      // SQL semantics: a null is neither equal nor unequal. Prisma's `not` alone would let nulls through.
+      return nullable ? { AND: [{ [field]: { not: value } }, { [field]: { not: null } }] } : { [field]: { not: value } };
+    case 'in':
+      return { [field]: { in: value } };
+    case 'isNull':
+      // Prisma refuses null tests on required fields; there `isNull: true` matches nothing, `false` everything.
+      if (nullable) return value ? { [field]: null } : { [field]: { not: null } };
+      return value ? { [field]: { in: [] } } : {};
+    case 'gt':
+    case 'lt':
+    case 'gte':
+    case 'lte':
+      return { [field]: { [operator]: value } };
+    case 'like':
+    case 'ilike':
+      return likeCondition(field, String(value), operator === 'ilike');
+    case 'contains':
+      return { [field]: { contains: escapeLike(String(value)), mode: 'insensitive' } };
+  }
+}
+
+/** A `*` wildcard pattern as Prisma's equals/startsWith/endsWith/contains. */
+function likeCondition(field: string, pattern: string, insensitive: boolean): Where {
+  const mode = insensitive ? { mode: 'insensitive' as const } : {};
+  const match = likeMatch(pattern);
+  switch (match.kind) {
+    case 'anything':
+      // Every non-null value: `LIKE '%%'` says so on any field; Prisma refuses `not: null` on required ones.
+      return { [field]: { contains: '' } };
+    case 'substring':
+      return { [field]: { contains: escapeLike(match.text), ...mode } };
+    case 'suffix':
+      return { [field]: { endsWith: escapeLike(match.text), ...mode } };
+    case 'prefix':
+      return { [field]: { startsWith: escapeLike(match.text), ...mode } };
+    case 'equals':
+      // Prisma's case-insensitive equals is an ILIKE, so it needs the escaping; plain equals is `=`.
+      return { [field]: { equals: insensitive ? escapeLike(match.text) : match.text, ...mode } };
+  }
+}
+
+/** A resource filter input as a Prisma `where`. */
+export function filterWhere(filter: Record<string, unknown> | null | undefined, columns: Columns<PrismaColumn>): Where {
+  return renderFilter(filter, columns, prismaWhere);
+}
+
+/** A Prisma `orderBy` for order inputs (query/filter.ts decides nulls and the `id` tie-break). */
+export function orderByOf(
+  order: readonly OrderInput[] | null | undefined,
+  columns: Columns<PrismaColumn>,
+  fallback: readonly OrderInput[],
+): Where[] {
+  return orderKeys(order, columns, fallback).map(({ column, descending, nulls }) => {
+    const sort = descending ? 'desc' : 'asc';
+    return nestPath(column.field, nulls ? { sort, nulls } : sort);
+  });
+}

@@ -1,0 +1,110 @@
+import { Prisma } from '../generated/prisma/client.js';
+import type { Columns, SqlColumn } from './columns.js';
+import { type FilterOperator, type FilterRenderer, likeMatch, likePattern, type OrderInput, orderKeys, renderFilter } from './filter.js';
+
+// The list query language (query/filter.ts) written as SQL: composed with Prisma's tagged template
+// (`Prisma.sql`, sql-template-tag), so every value is a bind parameter and fragments nest without counting
+// placeholders, and run through the raw driver path (`db.raw.query(statement.text, statement.values)`). Column
+// references are quoted and qualified as Prisma writes them (`"t0"."tenant_id"`), so statement checks
+// (tenant scope, column pushdown) read both alike.
+
+export type Sql = Prisma.Sql;
+export const sql = Prisma.sql;
+export const raw = Prisma.raw;
+
+const TRUE = Prisma.raw('TRUE');
+const FALSE = Prisma.raw('FALSE');
+
+/** `parts` joined with AND, in parentheses; `TRUE` parts are left out and none at all is `TRUE`. */
+export function allOf(parts: readonly Sql[]): Sql {
+  const kept = parts.filter((part) => part !== TRUE);
+  if (kept.length === 0) return TRUE;
+  return kept.length === 1 ? kept[0]! : Prisma.join(kept, ' AND ', '(', ')');
+}
+
+/** `parts` joined with OR, in parentheses; none at all is `FALSE`. */
+export function anyOf(parts: readonly Sql[]): Sql {
+  if (parts.length === 0) return FALSE;
+  return parts.length === 1 ? parts[0]! : Prisma.join(parts, ' OR ', '(', ')');
+}
+
+const sqlRenderer: FilterRenderer<Sql, SqlColumn> = {
+  all: allOf,
+  any: anyOf,
+  not: (part) => sql`(NOT ${part})`,
+  compare: compareSql,
+};
+
+/** One operator of one column; `compare` of the renderer, and of searches that build their own conditions. */
+export function compareSql(column: SqlColumn, operator: FilterOperator, value: unknown): Sql {
+  const ref = raw(column.sql);
+  switch (operator) {
+    case 'eq':
+      return sql`${ref} = ${value}`;
+    case 'neq':
+      // `<>` is not true for a null: the SQL semantics the filter documents.
+      return sql`${ref} <> ${value}`;
+    case 'in':
+      return sql`${ref} = ANY(${arrayLiteral(value as unknown[])}::${raw(arrayType(column))})`;
+    case 'isNull':
+      if (!column.nullable) return value ? FALSE : TRUE;
+      return value ? sql`${ref} IS NULL` : sql`${ref} IS NOT NULL`;
+    case 'gt':
+      return sql`${ref} > ${value}`;
+    case 'lt':
+      return sql`${ref} < ${value}`;
+    case 'gte':
+      return sql`${ref} >= ${value}`;
+    case 'lte':
+      return sql`${ref} <= ${value}`;
+    case 'like':
+    case 'ilike': {
+      const match = likeMatch(String(value));
+      if (match.kind === 'anything') return sql`${ref} IS NOT NULL`;
+      // A case-sensitive exact match is plain equality, as in the Prisma rendering.
+      if (match.kind === 'equals' && operator === 'like') return sql`${ref} = ${match.text}`;
+      return sql`${ref} ${raw(operator === 'ilike' ? 'ILIKE' : 'LIKE')} ${likePattern(match)}`;
+    }
+    case 'contains':
+      return sql`${ref} ILIKE ${likePattern({ kind: 'substring', text: String(value) })}`;
+  }
+}
+
+/**
+ * An array parameter as PostgreSQL's array text (`{"a","b"}`), which the cast in the statement types: both
+ * drivers pass text through unchanged, whereas their own array serialization differs (PGlite cannot
+ * serialize arrays of an enum type it does not know).
+ */
+export function arrayLiteral(values: readonly unknown[]): string {
+  const members = values.map((value) => {
+    const text = value instanceof Date ? value.toISOString() : String(value);
+    return `"${text.replace(/["\\]/g, (c) => `\\${c}`)}"`;
+  });
+  return `{${members.join(',')}}`;
+}
+
+/** The array type of `= ANY($n::…)`, so PostgreSQL compares in the column's type and can use its index. */
+function arrayType(column: SqlColumn): string {
+  if (column.sqlType) return `${column.sqlType}[]`;
+  switch (column.kind) {
+    case 'dateTime':
+      return 'timestamptz[]';
+    case 'boolean':
+      return 'boolean[]';
+    default:
+      return 'text[]';
+  }
+}
+
+/** A resource filter input as one SQL condition (`TRUE` when it has none). */
+export function filterSql(filter: Record<string, unknown> | null | undefined, columns: Columns<SqlColumn>): Sql {
+  return renderFilter(filter, columns, sqlRenderer);
+}
+
+/** ORDER BY items for order inputs (query/filter.ts decides nulls and the `id` tie-break). */
+export function orderSql(order: readonly OrderInput[] | null | undefined, columns: Columns<SqlColumn>, fallback: readonly OrderInput[]): Sql {
+  const items = orderKeys(order, columns, fallback).map(({ column, descending, nulls }) =>
+    raw(`${column.sql} ${descending ? 'DESC' : 'ASC'}${nulls ? ` NULLS ${nulls.toUpperCase()}` : ''}`),
+  );
+  return Prisma.join(items, ', ');
+}
