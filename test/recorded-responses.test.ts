@@ -138,6 +138,8 @@ describe.each(databaseKinds)('recorded answers on %s', (kind) => {
       const path = template.replace(/\{(\w+)\}/g, (_, name: string) => ids[name]!);
       recorded.push({ ...(await call(`${BASE}${path}`)), request: `GET ${template}` });
     }
+    // The OpenAPI document: every route's parameters, grammars, bounds and schemas.
+    recorded.push(await call('/api/v1/openapi.json'));
     for (const query of GRAPHQL_QUERIES) {
       const body = JSON.stringify({ query: query.replace(/\s+/g, ' ') });
       recorded.push(
