@@ -34,6 +34,7 @@ const resource: ResourceSpec = {
   reserved: ['connection_id', 'category_id', 'limit', 'offset'],
   maxLimit: 100,
   defaultLimit: 10,
+  maxOffset: 1_000_000,
 };
 
 function parsePairs(pairs: Array<[string, string]>, spec: ResourceSpec = resource) {

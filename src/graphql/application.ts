@@ -7,7 +7,7 @@ import { filterWhere, orderByOf } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { listPage, listType, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
 
 export const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
   id: { field: 'id', kind: 'string', nullable: false },
@@ -19,7 +19,7 @@ export const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
   categoryId: { field: 'categoryId', kind: 'string', nullable: false },
 };
 
-export const APPLICATION_PAGE = { defaultLimit: 100, maxLimit: 100 };
+export const APPLICATION_PAGE = pageBounds(100, 100);
 
 /** `search`: case-insensitive substring of name, slug, description or a keyword (the generated search_text). */
 export function keywordSearchWhere(search: string | null | undefined) {
@@ -84,8 +84,7 @@ builder.queryFields((t) => ({
       filter: t.arg({ type: ApplicationFilter }),
       search: t.arg.string({ description: 'Case-insensitive keyword over name, slug, description and keywords.' }),
       orderBy: t.arg({ type: [ApplicationOrder] }),
-      limit: t.arg.int(),
-      offset: t.arg.int(),
+      ...pageArgs(t.arg, APPLICATION_PAGE),
     },
     resolve: (_root, args, context, info) => {
       const { take, skip } = pageWindow(args, APPLICATION_PAGE);

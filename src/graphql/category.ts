@@ -6,7 +6,7 @@ import { escapeLike, type OrderInput } from '../query/filter.js';
 import { filterWhere, orderByOf } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
-import { listPage, listType, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
 
 export const CATEGORY_COLUMNS: Columns<PrismaColumn> = {
   id: { field: 'id', kind: 'string', nullable: false },
@@ -15,7 +15,7 @@ export const CATEGORY_COLUMNS: Columns<PrismaColumn> = {
   description: { field: 'description', kind: 'string', nullable: false },
 };
 
-export const CATEGORY_PAGE = { defaultLimit: 100, maxLimit: 100 };
+export const CATEGORY_PAGE = pageBounds(100, 100);
 
 export const Category = builder.prismaObject('Category', {
   description: 'A group of catalog applications (smart locks, payments, …). Global: the same for every tenant.',
@@ -59,8 +59,7 @@ builder.queryFields((t) => ({
       filter: t.arg({ type: CategoryFilter }),
       search: t.arg.string({ description: 'Case-insensitive keyword over name, slug and description.' }),
       orderBy: t.arg({ type: [CategoryOrder] }),
-      limit: t.arg.int(),
-      offset: t.arg.int(),
+      ...pageArgs(t.arg, CATEGORY_PAGE),
     },
     resolve: (_root, args, context, info) => {
       const { take, skip } = pageWindow(args, CATEGORY_PAGE);

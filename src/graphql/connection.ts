@@ -12,7 +12,7 @@ import { filterWhere, orderByOf } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
-import { listPage, listType, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
 import { requireViewer } from './viewer.js';
 
 export const CONNECTION_COLUMNS: Columns<PrismaColumn> = {
@@ -33,7 +33,7 @@ export const CONNECTION_COLUMNS: Columns<PrismaColumn> = {
   updatedAt: { field: 'updatedAt', kind: 'dateTime', nullable: false },
 };
 
-export const CONNECTION_PAGE = { defaultLimit: 100, maxLimit: 100 };
+export const CONNECTION_PAGE = pageBounds(100, 100);
 
 export const ConnectionStatus = builder.enumType(ConnectionStatusValues, { name: 'ConnectionStatus' });
 export const ConnectionVia = builder.enumType(ConnectionViaValues, {
@@ -163,8 +163,7 @@ builder.queryFields((t) => ({
       filter: t.arg({ type: ConnectionFilter }),
       search: t.arg.string({ description: 'Case-insensitive keyword over name, slug, description and keywords.' }),
       orderBy: t.arg({ type: [ConnectionOrder] }),
-      limit: t.arg.int(),
-      offset: t.arg.int(),
+      ...pageArgs(t.arg, CONNECTION_PAGE),
     },
     resolve: (_root, args, context, info) => {
       const viewer = requireViewer(context);

@@ -1,4 +1,5 @@
-import type { ObjectRef } from '@pothos/core';
+import type { ArgBuilder, ObjectRef } from '@pothos/core';
+import type { GraphQLField } from 'graphql';
 import { ApiError } from '../errors.js';
 import { builder } from './builder.js';
 import { PAGE_ITEMS_COMPLEXITY } from './complexity.js';
@@ -41,20 +42,54 @@ export function listType<T>(name: string, item: ObjectRef<typeof builder.$inferS
   });
 }
 
+/** How far any list may be paged: the same for every list, and for the REST `offset`/`page`. */
 export const MAX_OFFSET = 1_000_000;
 
+/** A paginated field's page sizes and how far it may be paged. */
+export interface PageBounds {
+  defaultLimit: number;
+  maxLimit: number;
+  maxOffset: number;
+}
+
+export function pageBounds(defaultLimit: number, maxLimit: number): PageBounds {
+  return { defaultLimit, maxLimit, maxOffset: MAX_OFFSET };
+}
+
+/**
+ * The `limit` and `offset` arguments of a paginated field. `limit` carries the field's bounds in its
+ * extensions, where the REST routes read their defaults and maxima (rest/compile-routes.ts): the bounds are
+ * written once, on the field. `defaults` shows them as argument defaults in the schema.
+ */
+export function pageArgs(
+  arg: ArgBuilder<typeof builder.$inferSchemaTypes>,
+  bounds: PageBounds,
+  options: { limitDescription?: string; defaults?: boolean } = {},
+) {
+  const extensions = { pageBounds: bounds };
+  return {
+    limit: options.defaults
+      ? arg.int({ description: options.limitDescription, defaultValue: bounds.defaultLimit, extensions })
+      : arg.int({ description: options.limitDescription, extensions }),
+    offset: options.defaults ? arg.int({ defaultValue: 0 }) : arg.int(),
+  };
+}
+
+/** The bounds a field's `limit` argument carries (see pageArgs), or null for a field that is not paginated. */
+export function pageBoundsOf(field: GraphQLField<unknown, unknown>): PageBounds | null {
+  const limit = field.args.find((argument) => argument.name === 'limit');
+  return (limit?.extensions.pageBounds as PageBounds | undefined) ?? null;
+}
+
 /** Validates limit/offset arguments; out-of-range values are a client error, not a silent clamp. */
-export function pageWindow(
-  args: { limit?: number | null; offset?: number | null },
-  bounds: { defaultLimit: number; maxLimit: number },
-): { take: number; skip: number } {
+export function pageWindow(args: { limit?: number | null; offset?: number | null }, bounds: PageBounds): { take: number; skip: number } {
   const take = args.limit ?? bounds.defaultLimit;
   const skip = args.offset ?? 0;
   if (!Number.isInteger(take) || take < 1 || take > bounds.maxLimit) {
     throw new ApiError('INVALID_QUERY', `limit must be an integer from 1 to ${bounds.maxLimit}`);
   }
-  if (!Number.isInteger(skip) || skip < 0 || skip > MAX_OFFSET) {
-    throw new ApiError('INVALID_QUERY', `offset must be an integer from 0 to ${MAX_OFFSET}`);
+  if (!Number.isInteger(skip) || skip < 0 || skip > bounds.maxOffset) {
+    throw new ApiError('INVALID_QUERY', `offset must be an integer from 0 to ${bounds.maxOffset}`);
   }
   return { take, skip };
 }

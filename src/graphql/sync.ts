@@ -19,7 +19,7 @@ import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { listPage, listType, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
 import { selectedFields } from './selection.js';
 import { requireViewer } from './viewer.js';
 
@@ -48,7 +48,7 @@ function syncProperties(fields: Set<string> | null): Set<SyncProperty> | null {
 }
 
 /** Sync lists: 10 per page by default (the spec's observed per_page), at most 100. */
-export const SYNC_PAGE = { defaultLimit: 10, maxLimit: 100 };
+export const SYNC_PAGE = pageBounds(10, 100);
 
 /** Newest first, as the spec observes. */
 export const SYNC_DEFAULT_ORDER: OrderInput[] = [{ field: 'startedAt', direction: 'DESC' }];
@@ -171,8 +171,7 @@ builder.prismaObjectFields('Connection', (t) => ({
       filter: t.arg({ type: SyncFilter }),
       search: t.arg.string(),
       orderBy: t.arg({ type: [SyncOrder] }),
-      limit: t.arg.int({ defaultValue: SYNC_PAGE.defaultLimit }),
-      offset: t.arg.int({ defaultValue: 0 }),
+      ...pageArgs(t.arg, SYNC_PAGE, { defaults: true }),
     },
     byPath: true,
     load: (ids: string[], context, args, info: GraphQLResolveInfo) =>
@@ -202,8 +201,7 @@ builder.queryFields((t) => ({
       filter: t.arg({ type: SyncFilter }),
       search: t.arg.string({ description: 'Case-insensitive keyword over error message and status.' }),
       orderBy: t.arg({ type: [SyncOrder] }),
-      limit: t.arg.int({ description: `Page size, 1 to ${SYNC_PAGE.maxLimit}; default ${SYNC_PAGE.defaultLimit}.` }),
-      offset: t.arg.int(),
+      ...pageArgs(t.arg, SYNC_PAGE, { limitDescription: `Page size, 1 to ${SYNC_PAGE.maxLimit}; default ${SYNC_PAGE.defaultLimit}.` }),
     },
     // Hand-written SQL rather than Prisma: the history is the hot read, and Prisma's per-statement work cost
     // more than the rest of the request (BENCHMARKS.md).

@@ -19,7 +19,7 @@ import { escapeLike, type OrderInput } from '../query/filter.js';
 import { filterWhere, orderByOf } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
-import { listPage, listType, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
 import { requireViewer } from './viewer.js';
 import { bodyOf, once } from './writes.js';
 
@@ -141,8 +141,8 @@ const DELIVERY_COLUMNS: Columns<PrismaColumn> = {
   nextAttemptAt: { field: 'nextAttemptAt', kind: 'dateTime', nullable: true },
 };
 
-export const WEBHOOK_ENDPOINT_PAGE = { defaultLimit: 100, maxLimit: 100 };
-export const WEBHOOK_DELIVERY_PAGE = { defaultLimit: 20, maxLimit: 100 };
+export const WEBHOOK_ENDPOINT_PAGE = pageBounds(100, 100);
+export const WEBHOOK_DELIVERY_PAGE = pageBounds(20, 100);
 
 const WebhookEndpointFilter = resourceFilter('WebhookEndpointFilter', ENDPOINT_COLUMNS);
 
@@ -186,8 +186,7 @@ builder.queryFields((t) => ({
       filter: t.arg({ type: WebhookEndpointFilter }),
       search: t.arg.string({ description: 'Case-insensitive text in url or description.' }),
       orderBy: t.arg({ type: [WebhookEndpointOrder] }),
-      limit: t.arg.int({ description: `Default ${WEBHOOK_ENDPOINT_PAGE.defaultLimit}, at most ${WEBHOOK_ENDPOINT_PAGE.maxLimit}.` }),
-      offset: t.arg.int(),
+      ...pageArgs(t.arg, WEBHOOK_ENDPOINT_PAGE, { limitDescription: `Default ${WEBHOOK_ENDPOINT_PAGE.defaultLimit}, at most ${WEBHOOK_ENDPOINT_PAGE.maxLimit}.` }),
     },
     resolve: (_root, args, context) => {
       const { take, skip } = pageWindow(args, WEBHOOK_ENDPOINT_PAGE);
@@ -223,8 +222,7 @@ builder.queryFields((t) => ({
       filter: t.arg({ type: WebhookDeliveryFilter }),
       search: t.arg.string({ description: 'Case-insensitive text in the event type.' }),
       orderBy: t.arg({ type: [WebhookDeliveryOrder] }),
-      limit: t.arg.int({ description: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.` }),
-      offset: t.arg.int(),
+      ...pageArgs(t.arg, WEBHOOK_DELIVERY_PAGE, { limitDescription: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.` }),
     },
     resolve: async (_root, args, context) => {
       const { take, skip } = pageWindow(args, WEBHOOK_DELIVERY_PAGE);

@@ -22,6 +22,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
+import { pageBoundsOf } from '../graphql/list.js';
 import type { FieldSpec, FieldType, ResourceSpec } from './query-params.js';
 import type { RouteSpec } from './routes.js';
 
@@ -153,11 +154,13 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     for (const [param, { variable }] of Object.entries(list.params)) {
       if (!variables.has(variable)) fail(`parameter ${param} sets $${variable}, which is not declared`);
     }
+    // Page sizes and how far one may page: the GraphQL field's, read off its `limit` argument.
+    const bounds = pageBoundsOf(rootDef);
+    if (!bounds) return fail(`${rootField.name.value} does not declare its page bounds (pageArgs)`);
     resource = {
       fields: Object.fromEntries(fields.map((f) => [f.name, f.spec])),
       reserved: Object.keys(list.params),
-      maxLimit: list.maxLimit,
-      defaultLimit: list.defaultLimit,
+      ...bounds,
     };
   }
 

@@ -119,6 +119,6 @@ export const SEARCH_SCHEMA: JsonSchema = {
 export const PATH_ID_SCHEMA: JsonSchema = { type: 'string', minLength: 1, maxLength: MAX_ID_LENGTH, pattern: '^(?!\\.{1,2}$)[^\\u0000]+$' };
 
 /** The largest page that starts within the maximum offset at every page size. */
-export function maxPage(maxLimit: number): number {
-  return Math.floor(QUERY_LIMITS.maxOffset / maxLimit) + 1;
+export function maxPage({ maxLimit, maxOffset }: { maxLimit: number; maxOffset: number }): number {
+  return Math.floor(maxOffset / maxLimit) + 1;
 }

@@ -199,6 +199,7 @@ function queryParameters(route: CompiledRoute): unknown[] {
   const { response } = route.spec;
   if (response.kind !== 'list') return [];
   const { list } = response;
+  const page = route.resource!;
   const fieldNames = route.fields.map((f) => f.name);
   const sortable = route.fields.filter((f) => f.orderValue !== null).map((f) => f.name);
   const params: Array<Record<string, unknown>> = [];
@@ -238,21 +239,21 @@ function queryParameters(route: CompiledRoute): unknown[] {
     {
       name: 'limit',
       in: 'query',
-      description: `Page size, 1 to ${list.maxLimit}; default ${list.defaultLimit}.`,
-      schema: { type: 'integer', minimum: 1, maximum: list.maxLimit, default: list.defaultLimit },
+      description: `Page size, 1 to ${page.maxLimit}; default ${page.defaultLimit}.`,
+      schema: { type: 'integer', minimum: 1, maximum: page.maxLimit, default: page.defaultLimit },
     },
     {
       name: 'offset',
       in: 'query',
       // No `default`: a client that fills in defaults (Swagger UI's "Try it out") would send offset and page together.
       description: 'Items to skip (0 when neither offset nor page is given); not together with page.',
-      schema: { type: 'integer', minimum: 0, maximum: QUERY_LIMITS.maxOffset },
+      schema: { type: 'integer', minimum: 0, maximum: page.maxOffset },
     },
     {
       name: 'page',
       in: 'query',
-      description: `Page number from 1, in pages of limit items; not together with offset. The page must start within offset ${QUERY_LIMITS.maxOffset}: ${maxPage(list.maxLimit)} is the last page at every page size.`,
-      schema: { type: 'integer', minimum: 1, maximum: maxPage(list.maxLimit) },
+      description: `Page number from 1, in pages of limit items; not together with offset. The page must start within offset ${page.maxOffset}: ${maxPage(page)} is the last page at every page size.`,
+      schema: { type: 'integer', minimum: 1, maximum: maxPage(page) },
     },
   );
   for (const field of route.fields) {

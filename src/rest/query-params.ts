@@ -23,8 +23,10 @@ export interface ResourceSpec {
   fields: Record<string, FieldSpec>;
   /** Query parameters with their own meaning on this endpoint (e.g. connection_id, category_id, name, limit, offset, page); they are not filters. */
   reserved: readonly string[];
+  /** The GraphQL field's page bounds (rest/compile-routes.ts reads them off its `limit` argument). */
   maxLimit: number;
   defaultLimit: number;
+  maxOffset: number;
 }
 
 export const FILTER_OPERATORS = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte', 'like', 'ilike'] as const;
@@ -86,7 +88,6 @@ export const QUERY_LIMITS = {
   maxInMembers: 500,
   maxSearchLength: TEXT_LIMITS.maxSearchLength,
   maxOrderKeys: 5,
-  maxOffset: 1_000_000,
   maxProblems: 50,
 } as const;
 
@@ -492,19 +493,19 @@ function parsePagination(
   if (paging.offset !== undefined && paging.page !== undefined) {
     problems.add('page', 'offset and page cannot be combined; give one of them');
   } else if (paging.offset !== undefined) {
-    const n = parseBoundedCount(paging.offset, 0, QUERY_LIMITS.maxOffset);
+    const n = parseBoundedCount(paging.offset, 0, resource.maxOffset);
     if (n === undefined) {
-      problems.add('offset', `offset must be an integer from 0 to ${QUERY_LIMITS.maxOffset}, got ${quote(paging.offset)}`);
+      problems.add('offset', `offset must be an integer from 0 to ${resource.maxOffset}, got ${quote(paging.offset)}`);
     } else {
       offset = n;
       page = Math.floor(offset / limit) + 1;
     }
   } else if (paging.page !== undefined) {
-    const n = parseBoundedCount(paging.page, 1, QUERY_LIMITS.maxOffset + 1);
+    const n = parseBoundedCount(paging.page, 1, resource.maxOffset + 1);
     if (n === undefined) {
       problems.add('page', `page must be an integer of at least 1, got ${quote(paging.page)}`);
-    } else if ((n - 1) * limit > QUERY_LIMITS.maxOffset) {
-      problems.add('page', `page ${n} with limit ${limit} starts beyond the maximum offset ${QUERY_LIMITS.maxOffset}`);
+    } else if ((n - 1) * limit > resource.maxOffset) {
+      problems.add('page', `page ${n} with limit ${limit} starts beyond the maximum offset ${resource.maxOffset}`);
     } else {
       page = n;
       offset = (n - 1) * limit;

@@ -68,8 +68,6 @@ export interface EndpointParam {
 export interface ListSpec {
   /** Pagination members of meta: the generic `{limit, page, pages, total}` or the sync list's own shape. */
   pagination: 'generic' | 'sync';
-  defaultLimit: number;
-  maxLimit: number;
   params: Record<string, EndpointParam>;
   /** Which fields `search` scans, for the docs (the GraphQL field's `search` argument does the work). */
   searchFields: readonly string[];
@@ -146,9 +144,6 @@ export const INTEGRATIONS_BASE = '/api/v1/integrations';
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 export const DOCS_PATH = '/api/v1/docs';
 
-/** Generic lists answer everything up to this many items when no pagination is asked for. */
-const CATALOG_LIMIT = { defaultLimit: 100, maxLimit: 100 };
-
 const KEYWORD_SEARCH = ['name', 'slug', 'description', 'keywords'] as const;
 
 export const routes: readonly RouteSpec[] = [
@@ -166,7 +161,7 @@ export const routes: readonly RouteSpec[] = [
       kind: 'list',
       list: {
         pagination: 'generic',
-        ...CATALOG_LIMIT,
+       
         params: {},
         searchFields: ['name', 'slug', 'description'],
         noun: { one: 'category', many: 'categories' },
@@ -187,7 +182,7 @@ export const routes: readonly RouteSpec[] = [
       kind: 'list',
       list: {
         pagination: 'generic',
-        ...CATALOG_LIMIT,
+       
         params: {},
         searchFields: KEYWORD_SEARCH,
         noun: { one: 'application', many: 'applications' },
@@ -222,7 +217,7 @@ export const routes: readonly RouteSpec[] = [
       kind: 'list',
       list: {
         pagination: 'generic',
-        ...CATALOG_LIMIT,
+       
         params: {
           category_id: {
             variable: 'categoryId',
@@ -282,8 +277,6 @@ export const routes: readonly RouteSpec[] = [
       kind: 'list',
       list: {
         pagination: 'sync',
-        defaultLimit: 10,
-        maxLimit: 100,
         params: {
           connection_id: {
             variable: 'connectionId',
@@ -438,7 +431,7 @@ export const routes: readonly RouteSpec[] = [
     itemSchema: 'WebhookEndpointListEntry',
     response: {
       kind: 'list',
-      list: { pagination: 'generic', defaultLimit: 100, maxLimit: 100, params: {}, searchFields: ['url', 'description'], noun: { one: 'webhook endpoint', many: 'webhook endpoints' } },
+      list: { pagination: 'generic', params: {}, searchFields: ['url', 'description'], noun: { one: 'webhook endpoint', many: 'webhook endpoints' } },
     },
     errors: [400, 403],
   },
@@ -530,7 +523,7 @@ export const routes: readonly RouteSpec[] = [
     itemSchema: 'WebhookDeliveryListEntry',
     response: {
       kind: 'list',
-      list: { pagination: 'generic', defaultLimit: 20, maxLimit: 100, params: {}, searchFields: ['event_type'], noun: { one: 'delivery', many: 'deliveries' } },
+      list: { pagination: 'generic', params: {}, searchFields: ['event_type'], noun: { one: 'delivery', many: 'deliveries' } },
     },
     errors: [400, 403, 404],
   },
