@@ -1,4 +1,6 @@
+import { GraphQLBoolean, GraphQLEnumType, GraphQLInt, GraphQLString, type GraphQLScalarType } from 'graphql';
 import { describe, it, expect } from 'vitest';
+import { schema } from '../src/graphql/schema.js';
 import { parseTimestamp } from '../src/timestamps.js';
 import {
   describeFilters,
@@ -6,14 +8,43 @@ import {
   parseInList,
   parseListQuery,
   QUERY_LIMITS,
+  type FieldSpec,
   type FilterCondition,
   type ListQuery,
   type QueryProblem,
   type ResourceSpec,
 } from '../src/rest/query-params.js';
 
+const DateTime = schema.getType('DateTime') as GraphQLScalarType;
+
+/**
+ * Each field with the coercion compile-routes attaches on the real routes: the GraphQL type of its filter
+ * member (the schema's own scalars, an enum of its values).
+ */
+function withParsers(fields: Record<string, FieldSpec>): Record<string, FieldSpec> {
+  const parserOf = (name: string, spec: FieldSpec): FieldSpec['parseValue'] => {
+    switch (spec.type) {
+      case 'string':
+        return (input) => GraphQLString.parseValue(input);
+      case 'int':
+        return (input) => GraphQLInt.parseValue(input);
+      case 'boolean':
+        return (input) => GraphQLBoolean.parseValue(input);
+      case 'timestamp':
+        return (input) => DateTime.parseValue(input);
+      case 'enum': {
+        const type = new GraphQLEnumType({ name: `${name}_enum`, values: Object.fromEntries((spec.enumValues ?? []).map((v) => [v, { value: v }])) });
+        return (input) => type.parseValue(input);
+      }
+      default:
+        return undefined;
+    }
+  };
+  return Object.fromEntries(Object.entries(fields).map(([name, spec]) => [name, { ...spec, parseValue: parserOf(name, spec) }]));
+}
+
 const resource: ResourceSpec = {
-  fields: {
+  fields: withParsers({
     id: { type: 'string' },
     name: { type: 'string' },
     connection_id: { type: 'string' },
@@ -30,7 +61,7 @@ const resource: ResourceSpec = {
     summary: { type: 'json' },
     secret: { type: 'string', filterable: false, sortable: false },
     tags: { type: 'string_array', sortable: true },
-  },
+  }),
   reserved: ['connection_id', 'category_id', 'limit', 'offset'],
   maxLimit: 100,
   defaultLimit: 10,
@@ -99,7 +130,7 @@ describe('defaults', () => {
 
 describe('operators on string fields', () => {
   it.each(['eq', 'neq', 'gt', 'lt', 'gte', 'lte'] as const)('%s keeps the value as a string', (op) => {
-    expect(condition('name', `${op}.Slack`)).toEqual({ field: 'name', operator: op, negated: false, value: 'Slack', raw: 'Slack' });
+    expect(condition('name', `${op}.Slack`)).toEqual({ field: 'name', operator: op, negated: false, input: 'Slack', value: 'Slack', raw: 'Slack' });
   });
 
   it('keeps dots, spaces and an empty value after the operator', () => {
@@ -125,7 +156,7 @@ describe('operators on string fields', () => {
 
 describe('operators on int fields', () => {
   it.each(['eq', 'neq', 'gt', 'lt', 'gte', 'lte'] as const)('%s coerces to a number', (op) => {
-    expect(condition('attempts', `${op}.42`)).toEqual({ field: 'attempts', operator: op, negated: false, value: 42, raw: '42' });
+    expect(condition('attempts', `${op}.42`)).toEqual({ field: 'attempts', operator: op, negated: false, input: 42, value: 42, raw: '42' });
   });
 
   it('accepts negatives, zero and the 32-bit bounds', () => {
@@ -332,6 +363,7 @@ describe('not. prefix', () => {
       field: 'status',
       operator: 'in',
       negated: true,
+      input: ['success', 'failed'],
       value: ['success', 'failed'],
       raw: '(success,failed)',
     });

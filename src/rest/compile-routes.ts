@@ -141,7 +141,7 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     if (isList && !variables.has(`with_${name}`)) fail(`$with_${name} is not declared`);
     const spec = fieldSpecOf(def.type);
     const filterKey = filterInput?.getFields()[node.name.value] ? node.name.value : null;
-    if (filterKey && filterInput) checkFilterType(filterInput, filterKey, spec, fail);
+    if (filterKey && filterInput) spec.parseValue = filterValueParser(filterInput, filterKey, spec, fail);
     const orderValue = orderEnum?.getValue(node.name.value) ? node.name.value : null;
     spec.filterable = filterKey !== null;
     spec.sortable = orderValue !== null;
@@ -246,19 +246,20 @@ const FILTER_INPUT_FOR: Partial<Record<FieldType, string>> = {
   boolean: 'BooleanFilter',
 };
 
-/** The filter input member must take the operators the grammar allows for the field's type. */
-function checkFilterType(filter: GraphQLInputObjectType, key: string, spec: FieldSpec, fail: (message: string) => never) {
+/**
+ * The filter input member must take the operators the grammar allows for the field's type; its `eq` type
+ * (a scalar or an enum) then coerces the REST values of the field, as it coerces GraphQL's.
+ */
+function filterValueParser(filter: GraphQLInputObjectType, key: string, spec: FieldSpec, fail: (message: string) => never): FieldSpec['parseValue'] {
   const member = getNamedType(filter.getFields()[key]?.type);
-  if (!isInputObjectType(member)) fail(`filter member ${key} is not an input object`);
+  if (!isInputObjectType(member)) return fail(`filter member ${key} is not an input object`);
   const expected = FILTER_INPUT_FOR[spec.type];
-  if (expected) {
-    if (member.name !== expected) fail(`filter member ${key} is ${member.name}; a ${spec.type} field needs ${expected}`);
-    return;
-  }
-  const eq = (member as GraphQLInputObjectType).getFields().eq;
-  if (spec.type !== 'enum' || !eq || !isEnumType(getNamedType(eq.type))) {
-    fail(`filter member ${key} does not fit a ${spec.type} field`);
-  }
+  if (expected && member.name !== expected) fail(`filter member ${key} is ${member.name}; a ${spec.type} field needs ${expected}`);
+  const eq = member.getFields().eq;
+  const type = eq ? getNamedType(eq.type) : null;
+  if (!expected && (spec.type !== 'enum' || !type || !isEnumType(type))) fail(`filter member ${key} does not fit a ${spec.type} field`);
+  if (!type || !(isEnumType(type) || type instanceof GraphQLScalarType)) return fail(`filter member ${key} has no eq value type`);
+  return (input) => type.parseValue(input);
 }
 
 function pathPatternOf(path: string): RegExp {

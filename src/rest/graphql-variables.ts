@@ -1,5 +1,5 @@
 import type { CompiledRoute, RestField } from './compile-routes.js';
-import type { FilterCondition, ListQuery, ScalarValue } from './query-params.js';
+import type { FilterCondition, ListQuery } from './query-params.js';
 import type { ListSpec } from './routes.js';
 
 // How a parsed REST list request becomes the operation's variables. The filter inputs mirror the grammar's
@@ -52,17 +52,11 @@ function operatorInput(condition: FilterCondition): Record<string, unknown> {
       if (condition.value === null) return { isNull: true };
       if (condition.value === 'not_null') return { isNull: false };
       return { eq: condition.value };
-    case 'in':
-      return { in: condition.value.map(variableValue) };
     case 'like':
     case 'ilike':
       return { [condition.operator]: condition.value };
     default:
-      return { [condition.operator]: variableValue(condition.value) };
+      // The value as the caller wrote it; the schema's scalars coerce it, as they checked it (query-params.ts).
+      return { [condition.operator]: condition.input };
   }
-}
-
-/** Timestamps travel as ISO strings, which the DateTime scalar parses back. */
-function variableValue(value: ScalarValue): string | number | boolean {
-  return value instanceof Date ? value.toISOString() : value;
 }

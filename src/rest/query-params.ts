@@ -4,7 +4,6 @@
 
 import { clip } from '../clip.js';
 import { TEXT_LIMITS } from '../input-limits.js';
-import { parseTimestamp } from '../timestamps.js';
 
 export type FieldType = 'string' | 'int' | 'boolean' | 'timestamp' | 'enum' | 'string_array' | 'json';
 
@@ -16,6 +15,13 @@ export interface FieldSpec {
   sortable?: boolean;
   enumValues?: readonly string[];
   nullable?: boolean;
+  /**
+   * The GraphQL input type's own coercion of a filter value (the filter member's scalar or enum, attached by
+   * compile-routes): it returns the value or throws when it refuses it. The grammar reads the text into the
+   * variable's JSON form (a boolean for `true`, an integer for digits, the text otherwise) and lets this
+   * decide, so REST accepts exactly what the GraphQL surface accepts. A field without it cannot be compared.
+   */
+  parseValue?: (input: VariableValue) => unknown;
 }
 
 export interface ResourceSpec {
@@ -32,7 +38,8 @@ export interface ResourceSpec {
 export const FILTER_OPERATORS = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte', 'like', 'ilike'] as const;
 export type FilterOperator = (typeof FILTER_OPERATORS)[number];
 
-export type ScalarValue = string | number | boolean | Date;
+/** A filter value as the operation variable carries it (JSON), which the schema's scalars then coerce. */
+export type VariableValue = string | number | boolean;
 /** `is.null` → null, `is.not_null` → 'not_null', `is.true`/`is.false` → boolean. */
 export type IsValue = null | 'not_null' | boolean;
 
@@ -43,17 +50,21 @@ interface ConditionBase {
   raw: string;
 }
 
+/** A compared value: as the operation variable carries it, and as the field's GraphQL type coerced it. */
+export interface ComparedValue {
+  input: VariableValue;
+  value: unknown;
+}
+
 export type FilterCondition =
-  | (ConditionBase & { operator: 'eq' | 'neq' | 'gt' | 'lt' | 'gte' | 'lte'; value: ScalarValue })
-  | (ConditionBase & { operator: 'in'; value: ScalarValue[] })
+  | (ConditionBase & { operator: 'eq' | 'neq' | 'gt' | 'lt' | 'gte' | 'lte' } & ComparedValue)
+  | (ConditionBase & { operator: 'in'; input: VariableValue[]; value: unknown[] })
   | (ConditionBase & { operator: 'is'; value: IsValue })
   | (ConditionBase & {
       operator: 'like' | 'ilike';
       /** The pattern keeps the caller's `*` wildcards; the GraphQL layer translates them. */
       value: string;
     });
-
-export type FilterValue = FilterCondition['value'];
 
 export interface OrderKey {
   field: string;
@@ -328,41 +339,39 @@ function parseCondition(field: string, spec: FieldSpec, text: string): FilterCon
     case 'in': {
       const members = parseInList(raw);
       if (!Array.isArray(members)) return [`malformed list in '${field}=in.': ${members.error}`];
-      const values: ScalarValue[] = [];
+      const inputs: VariableValue[] = [];
+      const values: unknown[] = [];
       const errors: string[] = [];
       for (const member of members) {
-        const coerced = coerceScalar(member, spec);
-        if (coerced === undefined) errors.push(`expected ${expectation(spec)} in '${field}=in.(…)', got ${quote(member)}`);
-        else values.push(coerced);
+        const compared = comparedValue(member, spec);
+        if (compared === undefined) errors.push(`expected ${expectation(spec)} in '${field}=in.(…)', got ${quote(member)}`);
+        else {
+          inputs.push(compared.input);
+          values.push(compared.value);
+        }
       }
-      return errors.length > 0 ? errors : { field, operator, negated, raw, value: values };
+      return errors.length > 0 ? errors : { field, operator, negated, raw, input: inputs, value: values };
     }
     case 'like':
     case 'ilike':
       return { field, operator, negated, raw, value: raw };
     default: {
-      const value = coerceScalar(raw, spec);
-      if (value === undefined) return [`expected ${expectation(spec)} after '${operator}.' in '${field}', got ${quote(raw)}`];
-      return { field, operator, negated, raw, value };
+      const compared = comparedValue(raw, spec);
+      if (compared === undefined) return [`expected ${expectation(spec)} after '${operator}.' in '${field}', got ${quote(raw)}`];
+      return { field, operator, negated, raw, ...compared };
     }
   }
 }
 
-function coerceScalar(text: string, spec: FieldSpec): ScalarValue | undefined {
-  switch (spec.type) {
-    case 'string':
-      return text;
-    case 'int':
-      return parseInt32(text);
-    case 'boolean':
-      return text === 'true' ? true : text === 'false' ? false : undefined;
-    case 'timestamp':
-      return parseTimestamp(text) ?? undefined;
-    case 'enum':
-      return (spec.enumValues ?? []).includes(text) ? text : undefined;
-    case 'string_array':
-    case 'json':
-      return undefined;
+/** The text after `op.` read into the variable's JSON form and coerced by the field's GraphQL type; undefined when refused. */
+function comparedValue(text: string, spec: FieldSpec): ComparedValue | undefined {
+  const input = spec.type === 'boolean' ? (text === 'true' ? true : text === 'false' ? false : undefined) : spec.type === 'int' ? parseInt32(text) : text;
+  if (input === undefined || !spec.parseValue) return undefined;
+  try {
+    const value = spec.parseValue(input);
+    return value === undefined ? undefined : { input, value };
+  } catch {
+    return undefined;
   }
 }
 
