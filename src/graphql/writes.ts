@@ -141,6 +141,15 @@ async function applyReport(context: Context, id: string, report: SyncReport) {
   return (await finishSync(context.db.raw, viewer.tenantId, { syncId, workerId: viewer.subject, outcome: report.outcome })).run;
 }
 
+/**
+ * Every problem of a new connection's input in its body form (snake_case, as the mutation's arguments are
+ * mapped to it), shape and catalog alike: the resolver asks before writing, and the REST route before running
+ * the mutation, so a body wrong in several ways hears of all of it at once.
+ */
+export function createConnectionInputProblems(body: unknown, context: Context) {
+  return createConnectionProblems(context.db.raw, body);
+}
+
 builder.mutationFields((t) => ({
   createConnection: t.prismaField({
     type: 'Connection',
@@ -149,7 +158,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: CreateConnectionInput, required: true }) },
     resolve: async (query, _root, args, context) => {
       const body = bodyOf(args.input);
-      const problems = await createConnectionProblems(context.db.raw, body);
+      const problems = await createConnectionInputProblems(body, context);
       if (problems.length > 0) throw invalidInput(problems);
       const { input } = parsed(parseCreateConnection(body));
       const tenantId = requireViewer(context).tenantId;

@@ -1,9 +1,9 @@
 import type { DocumentNode } from 'graphql';
 import type { Context } from '../context.js';
-import { createConnectionProblems } from '../db/connection-writes.js';
 import { CONNECTION_BODY_SCHEMAS, parseConnectionPatch } from '../domain/connection-input.js';
 import type { FieldProblem } from '../domain/problems.js';
 import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
+import { createConnectionInputProblems } from '../graphql/writes.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
 import {
   ClaimSyncDocument,
@@ -332,7 +332,7 @@ export const routes: readonly RouteSpec[] = [
     errors: [400, 403, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
-      problems: (body, context) => createConnectionProblems(context.db.raw, body),
+      problems: createConnectionInputProblems,
       variables: (body) => ({ input: camelMembers(body) }),
       schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.create),
       example: { application_id: 'app_…', name: 'Stripe EU', settings: { sync_interval: '1h', retry_attempts: 3 } },

@@ -1,0 +1,92 @@
+// The layering that src/*/README.md states, checked on the import statements themselves: no import cycle in
+// src/ (type-only imports included, as a reader follows them too), and each folder's "never imports" rule.
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(import.meta.dirname, '../src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return entry.name === 'generated' ? [] : sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Each module's relative imports (`import … from`, `export … from`, `import('…')`) inside src/, as paths from src/. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sourceFiles(SRC)) {
+    const text = readFileSync(file, 'utf8');
+    const targets = [...text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)'(\.{1,2}\/[^']+)'/gm)]
+      .map((match) => resolve(dirname(file), match[1]!.replace(/\.js$/, '.ts')))
+      .filter((target) => target.startsWith(SRC) && !target.includes('/generated/'))
+      .map((target) => relative(SRC, target));
+    graph.set(relative(SRC, file), [...new Set(targets)]);
+  }
+  return graph;
+}
+
+function cycles(graph: Map<string, string[]>): string[][] {
+  const found: string[][] = [];
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const visit = (node: string) => {
+    state.set(node, 'open');
+    stack.push(node);
+    for (const next of graph.get(node) ?? []) {
+      if (state.get(next) === 'open') found.push([...stack.slice(stack.indexOf(next)), next]);
+      else if (!state.has(next)) visit(next);
+    }
+    stack.pop();
+    state.set(node, 'done');
+  };
+  for (const node of graph.keys()) if (!state.has(node)) visit(node);
+  return found;
+}
+
+/** Folder → folders (or top-level modules) it must never import, as its README says. */
+const NEVER_IMPORTS: Record<string, readonly string[]> = {
+  query: ['graphql', 'rest', 'db', 'plugins', 'live', 'auth', 'domain'],
+  rest: ['db'],
+  graphql: ['rest', 'plugins'],
+  db: ['graphql', 'rest', 'plugins', 'live'],
+  domain: ['graphql', 'rest', 'plugins'],
+  cli: ['graphql', 'rest', 'plugins'],
+  seed: ['graphql', 'rest', 'plugins', 'live'],
+  webhooks: ['graphql', 'rest', 'plugins'],
+  pages: ['db', 'graphql', 'auth'],
+  auth: ['graphql', 'rest', 'plugins'],
+};
+
+describe('the layering of src/', () => {
+  const graph = importGraph();
+
+  it('reads the whole tree', () => {
+    expect(graph.size).toBeGreaterThan(100);
+    expect(graph.get('graphql/sync.ts')).toContain('db/sync-queries.ts');
+  });
+
+  it('has no import cycle', () => {
+    expect(cycles(graph).map((cycle) => cycle.join(' → '))).toEqual([]);
+  });
+
+  it('keeps each folder to what its README allows', () => {
+    const breaches: string[] = [];
+    for (const [file, targets] of graph) {
+      const folder = file.split('/')[0]!;
+      for (const target of targets) {
+        const targetFolder = target.split('/')[0]!;
+        if (NEVER_IMPORTS[folder]?.includes(targetFolder)) breaches.push(`${file} imports ${target}`);
+      }
+    }
+    expect(breaches).toEqual([]);
+  });
+
+  it('has a README in every folder', () => {
+    const folders = readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== 'generated');
+    expect(folders.length).toBeGreaterThan(10);
+    for (const folder of folders) expect(readFileSync(join(SRC, folder.name, 'README.md'), 'utf8')).toMatch(/^# src\//);
+  });
+});
