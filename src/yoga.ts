@@ -3,7 +3,8 @@ import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } 
 import { authenticate } from './auth/credentials.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import { createKnownTenants } from './auth/known-tenants.js';
-import type { Context, Viewer } from './context.js';
+import type { Viewer } from './auth/viewer.js';
+import type { Context } from './context.js';
 import type { Database } from './db/client.js';
 import type { Config } from './env.js';
 import { schema } from './graphql/schema.js';

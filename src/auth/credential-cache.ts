@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Viewer } from '../context.js';
+import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 
 // Verified personal access tokens, kept in-process for a few seconds (TOKEN_CACHE_TTL_MS, default 5 s) so a

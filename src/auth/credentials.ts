@@ -1,4 +1,4 @@
-import type { Viewer } from '../context.js';
+import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt.js';
 import { createKnownTenants, type KnownTenants } from './known-tenants.js';

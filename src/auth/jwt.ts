@@ -7,7 +7,7 @@ import {
   type CryptoKey,
   type JWTVerifyGetKey,
 } from 'jose';
-import type { Viewer } from '../context.js';
+import type { Viewer } from './viewer.js';
 import type { Config } from '../env.js';
 import { ApiError } from '../errors.js';
 import { Role } from '../generated/prisma/enums.js';

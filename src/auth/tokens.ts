@@ -1,6 +1,6 @@
 import { type CredentialCache, credentialsChanged } from './credential-cache.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Viewer } from '../context.js';
+import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
 import { Prisma, Role } from '../generated/prisma/client.js';

@@ -73,3 +73,14 @@ export function integerOption(input: CommandInput, name: string, required = fals
   }
   return value;
 }
+
+/** Left-aligned columns; for people, so `--json` exists for scripts. */
+export function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
+}

@@ -1,8 +1,7 @@
 import type { Database } from '../db/client.js';
 import { Prisma } from '../generated/prisma/client.js';
 import { newId } from '../ids.js';
-import { CliError, stringOption, UsageError, type Command, type CommandInput } from './commands.js';
-import { table } from './service-user.js';
+import { CliError, stringOption, table, UsageError, type Command, type CommandInput } from './commands.js';
 
 export const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
 

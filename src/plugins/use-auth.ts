@@ -1,6 +1,7 @@
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLError, type SelectionSetNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context, Viewer } from '../context.js';
+import type { Viewer } from '../auth/viewer.js';
+import type { Context } from '../context.js';
 import { authenticate } from '../auth/credentials.js';
 import { ApiError } from '../errors.js';
 import { credentialRequiredError } from '../graphql/viewer.js';

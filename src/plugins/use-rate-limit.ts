@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Viewer } from '../context.js';
+import type { Viewer } from '../auth/viewer.js';
 import { ApiError } from '../errors.js';
 import { ASSETS_PATH } from '../pages/layout.js';
 import { DOCS_PATH, OPENAPI_PATH } from '../rest/routes.js';
