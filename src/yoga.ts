@@ -6,7 +6,7 @@ import { createKnownTenants } from './auth/known-tenants.js';
 import type { Viewer } from './auth/viewer.js';
 import type { Context } from './context.js';
 import type { Database } from './db/client.js';
-import type { Config } from './env.js';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
 import { schema } from './graphql/schema.js';
 import { createLive, type Live, type LiveOptions } from './live/live.js';
 import type { Logger } from './logger.js';
@@ -26,9 +26,6 @@ import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
 import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
-
-/** The documented default of RATE_LIMIT_PER_MINUTE, for callers that pass no value. */
-const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 
 export interface GatewayOptions {
   db: Database;

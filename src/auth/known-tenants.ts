@@ -1,5 +1,5 @@
 import type { Database } from '../db/client.js';
-import { MAX_ID_LENGTH } from '../ids.js';
+import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 
 /**
  * Which tenant ids exist. A JWT names its tenant in a claim that only its signature vouches for; the tenant must

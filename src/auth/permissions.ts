@@ -1,4 +1,4 @@
-import type { Role } from '../generated/prisma/enums.js';
+import { Role } from '../generated/prisma/enums.js';
 
 export const PERMISSIONS = [
   'catalog:read',
@@ -26,6 +26,11 @@ export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
   // anything, read the catalog or manage users and tokens.
   engine: new Set<Permission>(['connections:read', 'syncs:read', 'syncs:run']),
 };
+
+/** Whether `value` names a role: for roles read from outside the type system (rows, JWT claims, flags, input). */
+export function isRole(value: unknown): value is Role {
+  return typeof value === 'string' && Object.hasOwn(Role, value);
+}
 
 export function permissionsOf(role: Role): ReadonlySet<Permission> {
   return ROLE_PERMISSIONS[role];

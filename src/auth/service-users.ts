@@ -1,9 +1,11 @@
 import { credentialsChanged } from './credential-cache.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
-import { Prisma } from '../generated/prisma/client.js';
+import { isConstraintViolation } from '../db/constraint-violations.js';
+import type { Prisma } from '../generated/prisma/client.js';
 import { Role } from '../generated/prisma/enums.js';
-import { MAX_ID_LENGTH, newId } from '../ids.js';
+import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
+import { isRole } from './permissions.js';
 import type { TokenInfo } from './tokens.js';
 
 export const MAX_SERVICE_USER_NAME_LENGTH = 100;
@@ -29,10 +31,6 @@ const serviceUserSelect = {
   createdAt: true,
   updatedAt: true,
 } as const;
-
-export function isRole(value: unknown): value is Role {
-  return typeof value === 'string' && Object.hasOwn(Role, value);
-}
 
 /** For input from outside the type system (CLI flags, GraphQL strings). */
 export function parseRole(value: unknown): Role {
@@ -66,10 +64,6 @@ export function normalizeServiceUserName(name: string): string {
  */
 const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
-function prismaCode(error: unknown): string | undefined {
-  return error instanceof Prisma.PrismaClientKnownRequestError ? error.code : undefined;
-}
-
 function notFound(): ApiError {
   return new ApiError('NOT_FOUND', 'no such service user');
 }
@@ -87,10 +81,10 @@ export async function createServiceUser(
     });
   } catch (error) {
     // The unique index decides, not a prior lookup: two concurrent creates cannot both succeed.
-    if (prismaCode(error) === 'P2002') {
+    if (isConstraintViolation(error, 'unique')) {
       throw new ApiError('INVALID_QUERY', `a service user named ${JSON.stringify(name)} already exists`);
     }
-    if (prismaCode(error) === 'P2003') throw new ApiError('NOT_FOUND', 'no such tenant');
+    if (isConstraintViolation(error, 'foreignKey')) throw new ApiError('NOT_FOUND', 'no such tenant');
     throw error;
   }
 }
@@ -170,28 +164,11 @@ export async function findServiceUserByName(
   });
 }
 
-export async function getServiceUser(
-  db: Database,
-  tenantId: string,
-  serviceUserId: string,
-): Promise<ServiceUserWithTokens | null> {
-  if (serviceUserId.length > MAX_ID_LENGTH) return null;
-  const [user] = await listServiceUsersWhere(db, { tenantId, id: serviceUserId });
-  return user ?? null;
-}
-
 /** A tenant's service users by name, each with its tokens' metadata (newest first). */
 export function listServiceUsers(db: Database, tenantId: string): Promise<ServiceUserWithTokens[]> {
-  return listServiceUsersWhere(db, { tenantId });
-}
-
-async function listServiceUsersWhere(
-  db: Database,
-  where: { tenantId: string; id?: string },
-): Promise<ServiceUserWithTokens[]> {
   return db.prisma.serviceUser.findMany({
     relationLoadStrategy: 'join',
-    where,
+    where: { tenantId },
     orderBy: [{ name: 'asc' }, { id: 'asc' }],
     select: {
       ...serviceUserSelect,

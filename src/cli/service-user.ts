@@ -1,4 +1,5 @@
 import { createServiceUser, deleteServiceUser, findServiceUserByName, listServiceUsers } from '../auth/service-users.js';
+import { isRole } from '../auth/permissions.js';
 import { Role } from '../generated/prisma/enums.js';
 import { CliError, stringOption, table, UsageError, type Command } from './commands.js';
 import { requireTenant } from './tenant.js';
@@ -6,10 +7,10 @@ import { requireTenant } from './tenant.js';
 const ROLES = Object.keys(Role) as Role[];
 
 function roleOption(value: string): Role {
-  if (!(ROLES as string[]).includes(value)) {
+  if (!isRole(value)) {
     throw new UsageError(`--role must be one of ${ROLES.join(', ')}, got "${value}"`);
   }
-  return value as Role;
+  return value;
 }
 
 export const serviceUserCommands: Command[] = [

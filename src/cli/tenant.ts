@@ -1,6 +1,6 @@
 import type { Database } from '../db/client.js';
-import { Prisma } from '../generated/prisma/client.js';
-import { newId } from '../ids.js';
+import { isConstraintViolation } from '../db/constraint-violations.js';
+import { newId } from '../prefixed-ids.js';
 import { CliError, stringOption, table, UsageError, type Command, type CommandInput } from './commands.js';
 
 export const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
@@ -24,7 +24,7 @@ export async function createTenant(db: Database, slug: string, name: string): Pr
     return tenant.id;
   } catch (error) {
     // Another process created the same slug between the check and the insert.
-    if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002') {
+    if (isConstraintViolation(error, 'unique')) {
       throw new CliError(`tenant "${slug}" already exists`);
     }
     throw error;

@@ -19,7 +19,7 @@ import type { ProgressSummary, SyncOutcome } from '../domain/sync-reports.js';
 import { ApiError } from '../errors.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { ConnectionStatus } from '../generated/prisma/enums.js';
-import { newId } from '../ids.js';
+import { newId } from '../prefixed-ids.js';
 import { appendEvents, connectionEvent, syncEvent } from './events.js';
 import {
   CONNECTION_ROW,

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.js';
-import { newId } from '../ids.js';
+import { newId } from '../prefixed-ids.js';
 import { endpointDisabledData } from '../webhooks/messages.js';
 import type { RawSql } from './client.js';
 import { appendEvents, type BatchOptions, deleteInBatches } from './events.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConnectionStatus, ConnectionVia } from '../generated/prisma/enums.js';
-import { MAX_ID_LENGTH } from '../ids.js';
+import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 import type { FieldProblem } from './problems.js';
 import { zodProblems } from './sync-reports.js';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Database } from '../db/client.js';
 import type { ConnectionKind } from '../domain/connection-members.js';
-import { formatId, type IdPrefix } from '../ids.js';
+import { formatId, type IdPrefix } from '../prefixed-ids.js';
 
 /**
  * Which `metadata`/`settings` members a connection carries depends on what the application does

@@ -1,6 +1,6 @@
 import type { RawSql } from '../db/client.js';
 import type { ConnectionStatus, ConnectionVia } from '../generated/prisma/enums.js';
-import { formatId } from '../ids.js';
+import { formatId } from '../prefixed-ids.js';
 import {
   connectionMemberProblems,
   type ConnectionKind,

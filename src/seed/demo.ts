@@ -1,7 +1,7 @@
 import type { Database } from '../db/client.js';
 import type { ConnectionMetadata } from '../domain/connection-members.js';
 import type { ConnectionStatus, ConnectionVia, SyncStatus } from '../generated/prisma/enums.js';
-import { newId } from '../ids.js';
+import { newId } from '../prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from './catalog.js';
 import { buildConnection, insertConnections, type ConnectionRow } from './connections.js';
 import { createRng } from './random.js';

@@ -1,7 +1,7 @@
 import type { RawSql } from '../db/client.js';
 import { ACTIVE_SYNC_STATUSES, LEASE_SECONDS } from '../domain/sync-lifecycle.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
-import { formatId } from '../ids.js';
+import { formatId } from '../prefixed-ids.js';
 import type { Rng } from './random.js';
 
 export type SyncSummary = Record<string, boolean | number | string[]>;
