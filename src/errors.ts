@@ -1,4 +1,5 @@
 import { GraphQLError } from 'graphql';
+import { ERROR_DOCS_PATH } from './paths.js';
 
 /** Every error code the API answers with, its HTTP status and what it means (served at /docs/errors/<code>). */
 export const ERROR_CODES = {
@@ -79,9 +80,6 @@ export const ERROR_CODES = {
 } as const satisfies Record<string, { status: number; title: string; description: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
-
-/** Path under which each code's documentation page is served. */
-export const ERROR_DOCS_PATH = '/docs/errors';
 
 export function docsUrl(code: ErrorCode, origin: string): string {
   return `${origin}${ERROR_DOCS_PATH}/${code}`;

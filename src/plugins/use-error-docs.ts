@@ -1,5 +1,6 @@
 import type { Plugin } from 'graphql-yoga';
-import { ERROR_CODES, ERROR_DOCS_PATH, isErrorCode } from '../errors.js';
+import { ERROR_CODES, isErrorCode } from '../errors.js';
+import { ERROR_DOCS_PATH } from '../paths.js';
 import { escapeHtml, htmlPage as page, renderInline } from '../pages/layout.js';
 
 const statusBadge = (status: number | string) => `<span class="status s${String(status)[0]}">${status}</span>`;

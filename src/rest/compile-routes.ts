@@ -258,7 +258,7 @@ function checkFilterType(filter: GraphQLInputObjectType, key: string, spec: Fiel
   }
 }
 
-function pathPatternOf(path: string): RegExp {
+export function pathPatternOf(path: string): RegExp {
   const source = path
     .split('/')
     .map((segment) => (/^\{\w+\}$/.test(segment) ? '([^/]+)' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
