@@ -13,7 +13,7 @@ import { UNREACHABLE_CODES } from './db/unreachable.js';
 import { ConfigError, parseConfig, type Config } from './env.js';
 
 /** Every command the CLI knows; a new feature appends its module's array here. */
-export const COMMANDS: Command[] = [
+const COMMANDS: Command[] = [
   ...dbCommands,
   ...tenantCommands,
   ...seedCommands,
@@ -21,7 +21,7 @@ export const COMMANDS: Command[] = [
   ...tokenCommands,
 ];
 
-export interface CliIo {
+interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
   env: Record<string, string | undefined>;
@@ -39,7 +39,7 @@ function commandLine(command: Command): string {
   return [...command.name, command.usage].filter(Boolean).join(' ');
 }
 
-export function usage(commands: Command[] = COMMANDS): string {
+function usage(commands: Command[] = COMMANDS): string {
   const lines = commands.map((c) => [commandLine(c), c.summary] as const);
   const width = Math.max(...lines.map(([line]) => line.length));
   return [

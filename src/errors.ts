@@ -81,7 +81,7 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-export function docsUrl(code: ErrorCode, origin: string): string {
+function docsUrl(code: ErrorCode, origin: string): string {
   return `${origin}${ERROR_DOCS_PATH}/${code}`;
 }
 
@@ -118,7 +118,7 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 }
 
 /** The spec's error body. */
-export interface ErrorBody {
+interface ErrorBody {
   msg: string;
   error: { code: ErrorCode; docs: string; req_id: string };
 }

@@ -11,13 +11,13 @@ import type { Database } from '../db/client.js';
 // milliseconds; a change made behind their back (SQL) takes effect within the TTL. A token's expiry is checked on
 // every hit.
 
-export const CREDENTIALS_CHANNEL = 'ig_credentials';
+const CREDENTIALS_CHANNEL = 'ig_credentials';
 export const DEFAULT_TOKEN_CACHE_TTL_MS = 5000;
 /** Entries kept at most; the least recently used go first. */
 const MAX_ENTRIES = 10_000;
 
 /** What changed: these tokens, or every token of these service users. */
-export interface CredentialChange {
+interface CredentialChange {
   tokenIds?: string[];
   serviceUserIds?: string[];
 }

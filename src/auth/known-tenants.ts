@@ -12,7 +12,7 @@ export interface KnownTenants {
 }
 
 /** How long a tenant seen to exist is taken to exist without asking again. */
-export const KNOWN_TENANT_TTL_MS = 60_000;
+const KNOWN_TENANT_TTL_MS = 60_000;
 
 /** Bound on the remembered ids; past it the oldest is forgotten first. */
 const MAX_REMEMBERED = 10_000;

@@ -1,6 +1,6 @@
 import { Role } from '../generated/prisma/enums.js';
 
-export const PERMISSIONS = [
+const PERMISSIONS = [
   'catalog:read',
   'connections:read',
   /** Create connections and change them (name, description, status, metadata, settings). */
@@ -19,7 +19,7 @@ export const PERMISSIONS = [
 export type Permission = (typeof PERMISSIONS)[number];
 
 /** Roles are data: a new role is a new entry here, not new checks in resolvers. */
-export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
+const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
   admin: new Set(PERMISSIONS),
   reader: new Set<Permission>(['catalog:read', 'connections:read', 'syncs:read']),
   // An engine reads what it synchronizes and records runs; it cannot change connections, trigger runs, delete

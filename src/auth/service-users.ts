@@ -8,9 +8,9 @@ import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
 import { isRole } from './permissions.js';
 import type { TokenInfo } from './tokens.js';
 
-export const MAX_SERVICE_USER_NAME_LENGTH = 100;
+const MAX_SERVICE_USER_NAME_LENGTH = 100;
 
-export interface ServiceUserInfo {
+interface ServiceUserInfo {
   id: string;
   tenantId: string;
   name: string;
@@ -19,7 +19,7 @@ export interface ServiceUserInfo {
   updatedAt: Date;
 }
 
-export interface ServiceUserWithTokens extends ServiceUserInfo {
+interface ServiceUserWithTokens extends ServiceUserInfo {
   tokens: Omit<TokenInfo, 'serviceUserId' | 'serviceUserName'>[];
 }
 
@@ -33,7 +33,7 @@ const serviceUserSelect = {
 } as const;
 
 /** For input from outside the type system (CLI flags, GraphQL strings). */
-export function parseRole(value: unknown): Role {
+function parseRole(value: unknown): Role {
   if (!isRole(value)) {
     throw new ApiError('INVALID_QUERY', `role must be one of ${Object.keys(Role).join(', ')}`);
   }
@@ -41,7 +41,7 @@ export function parseRole(value: unknown): Role {
 }
 
 /** Names are shown in listings and used by the CLI to pick a service user, so they must be printable. */
-export function normalizeServiceUserName(name: string): string {
+function normalizeServiceUserName(name: string): string {
   const trimmed = typeof name === 'string' ? name.trim() : '';
   if (trimmed.length < 1 || trimmed.length > MAX_SERVICE_USER_NAME_LENGTH) {
     throw new ApiError(

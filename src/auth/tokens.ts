@@ -16,11 +16,11 @@ import { isRole, permissionsOf } from './permissions.js';
  *   a plain hash is enough because the secret has 256 bits of entropy (nothing to brute-force, no need for a
  *   slow KDF that would cost CPU on every request).
  */
-export const TOKEN_MARKER = 'igw_pat_';
-export const TOKEN_PREFIX_LENGTH = 12;
+const TOKEN_MARKER = 'igw_pat_';
+const TOKEN_PREFIX_LENGTH = 12;
 const SECRET_BYTES = 32;
 const SECRET_LENGTH = 43;
-export const TOKEN_LENGTH = TOKEN_MARKER.length + TOKEN_PREFIX_LENGTH + 1 + SECRET_LENGTH;
+const TOKEN_LENGTH = TOKEN_MARKER.length + TOKEN_PREFIX_LENGTH + 1 + SECRET_LENGTH;
 const TOKEN_PATTERN = new RegExp(
   `^${TOKEN_MARKER}([${ID_ALPHABET}]{${TOKEN_PREFIX_LENGTH}})_([A-Za-z0-9_-]{${SECRET_LENGTH}})$`,
 );
@@ -31,7 +31,7 @@ export const LAST_USED_THROTTLE_MS = 60_000;
 
 const DAY_MS = 86_400_000;
 
-export interface CreatedToken {
+interface CreatedToken {
   id: string;
   /** The full token value. Returned once, never stored. */
   token: string;
@@ -208,7 +208,7 @@ function touchLastUsed(db: Database, tokenId: string, now: Date): void {
     .catch(() => {});
 }
 
-export type RevokeResult = 'revoked' | 'already_revoked' | 'not_found';
+type RevokeResult = 'revoked' | 'already_revoked' | 'not_found';
 
 /**
  * Revokes a token (idempotent: revoking twice keeps the first revocation time). With `tenantId` the token

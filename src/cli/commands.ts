@@ -29,7 +29,7 @@ export interface CommandInput {
   values: Record<string, string | boolean | (string | boolean)[] | undefined>;
 }
 
-export interface CommandContext {
+interface CommandContext {
   /** Migrated already: every command may assume the current schema. */
   db: Database;
   /** Migrations this invocation applied before the command ran. */

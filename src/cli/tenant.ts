@@ -3,7 +3,7 @@ import { isConstraintViolation } from '../db/constraint-violations.js';
 import { newId } from '../prefixed-ids.js';
 import { CliError, stringOption, table, UsageError, type Command, type CommandInput } from './commands.js';
 
-export const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
+const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
 
 function checkTenant(slug: string, name: string): void {
   if (!TENANT_SLUG.test(slug)) {
@@ -14,7 +14,7 @@ function checkTenant(slug: string, name: string): void {
   if (name.trim() === '' || name.length > 200) throw new UsageError('--name must be 1-200 characters');
 }
 
-export async function createTenant(db: Database, slug: string, name: string): Promise<string> {
+async function createTenant(db: Database, slug: string, name: string): Promise<string> {
   checkTenant(slug, name);
   if (await db.prisma.tenant.findUnique({ where: { slug }, select: { id: true } })) {
     throw new CliError(`tenant "${slug}" already exists`);

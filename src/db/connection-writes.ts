@@ -224,7 +224,7 @@ export async function updateConnection(
   });
 }
 
-export interface DeletedConnection {
+interface DeletedConnection {
   connection: Connection;
   /** Its runs that were pending or in progress, now failed with "connection deleted". */
   failedRuns: Sync[];

@@ -8,7 +8,7 @@ import { ApiError } from '../errors.js';
 import { ASSETS_PATH, DOCS_PATH, OPENAPI_PATH } from '../paths.js';
 import { earlyErrorResponse } from './error-response.js';
 
-export interface RateLimitOptions {
+interface RateLimitOptions {
   /** Requests per credential per minute; 0 turns rate limiting off. */
   perMinute: number;
   /** A tenant's budget, shared by all its credentials, is this many credential budgets. */

@@ -27,7 +27,7 @@ export interface ConnectionRow {
   createdAt: Date;
 }
 
-export interface ConnectionSpec {
+interface ConnectionSpec {
   tenantId: string;
   application: CatalogApplication;
   /** Shown after the application name: "Stripe – EU account". */
