@@ -10,7 +10,7 @@ import { DEMO_TENANT_SLUG, ensureDemo } from './seed/demo.js';
 import { DeliveryWorker } from './webhooks/delivery-worker.js';
 import { createGateway, type Gateway } from './yoga.js';
 
-export interface App {
+interface App {
   db: Database;
   gateway: Gateway;
   /** Set only on the first start of a new database: the demo admin token, shown once. */
@@ -24,7 +24,7 @@ export interface App {
 }
 
 /** The webhook delivery worker the configuration asks for, not yet started. */
-export function deliveryWorkerOf(db: Database, config: Config, logger: Logger): DeliveryWorker {
+function deliveryWorkerOf(db: Database, config: Config, logger: Logger): DeliveryWorker {
   return new DeliveryWorker({
     db,
     logger,
@@ -40,7 +40,7 @@ export function deliveryWorkerOf(db: Database, config: Config, logger: Logger): 
  * a database host that vanished without closing its connections cannot hold the pool. It applies to the
  * migrations at start too; a longer one is applied beforehand with `cli db migrate`, which has no bound.
  */
-export const SERVER_QUERY_TIMEOUT_MS = 15_000;
+const SERVER_QUERY_TIMEOUT_MS = 15_000;
 
 /**
  * PostgreSQL's own `statement_timeout` on every connection the server opens: the request time limit, so even a
@@ -49,10 +49,10 @@ export const SERVER_QUERY_TIMEOUT_MS = 15_000;
 export const SERVER_STATEMENT_TIMEOUT_MS = DEFAULT_REQUEST_LIMITS.timeoutMs;
 
 /** Days the printed demo token stays valid. */
-export const DEMO_TOKEN_DAYS = 90;
+const DEMO_TOKEN_DAYS = 90;
 
 /** The name of the demo tenant's admin service user, created with the database. */
-export const DEMO_ADMIN_NAME = 'demo-admin';
+const DEMO_ADMIN_NAME = 'demo-admin';
 
 /** The environment a CLI command needs to reach the same database as this server, as shell assignments. */
 export function databaseEnvironment(config: Config): string {

@@ -9,10 +9,11 @@ import { tenantCommands } from './cli/tenant.js';
 import { tokenCommands } from './cli/token.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate, MigrationError } from './db/migrate.js';
+import { UNREACHABLE_CODES } from './db/unreachable.js';
 import { ConfigError, parseConfig, type Config } from './env.js';
 
 /** Every command the CLI knows; a new feature appends its module's array here. */
-export const COMMANDS: Command[] = [
+const COMMANDS: Command[] = [
   ...dbCommands,
   ...tenantCommands,
   ...seedCommands,
@@ -20,7 +21,7 @@ export const COMMANDS: Command[] = [
   ...tokenCommands,
 ];
 
-export interface CliIo {
+interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
   env: Record<string, string | undefined>;
@@ -38,7 +39,7 @@ function commandLine(command: Command): string {
   return [...command.name, command.usage].filter(Boolean).join(' ');
 }
 
-export function usage(commands: Command[] = COMMANDS): string {
+function usage(commands: Command[] = COMMANDS): string {
   const lines = commands.map((c) => [commandLine(c), c.summary] as const);
   const width = Math.max(...lines.map(([line]) => line.length));
   return [
@@ -62,6 +63,9 @@ function findCommand(argv: string[], commands: Command[]): Command | undefined {
   return found;
 }
 
+/** PostgreSQL refused the login: wrong password (28P01), no such database (3D000). */
+const LOGIN_REFUSED_CODES = ['28P01', '3D000'];
+
 function oneLine(message: string): string {
   return message.trim().replace(/\s*\n\s*/g, '; ');
 }
@@ -71,7 +75,7 @@ function describeError(error: unknown): string {
   if (error instanceof ConfigError) return `invalid configuration: ${error.problems.join('; ')}`;
   if (error instanceof CliError || error instanceof MigrationError) return oneLine(error.message);
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EHOSTUNREACH|ECONNRESET|28P01|3D000)$/.test(code)) {
+  if (typeof code === 'string' && (UNREACHABLE_CODES.includes(code) || LOGIN_REFUSED_CODES.includes(code))) {
     return `cannot connect to the database: ${oneLine((error as Error).message)}`;
   }
   return oneLine(error instanceof Error ? error.message : String(error));

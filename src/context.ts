@@ -1,20 +1,7 @@
 import type { IdempotencyRecord } from './db/idempotency.js';
-import type { Permission } from './auth/permissions.js';
+import type { Viewer } from './auth/viewer.js';
 import type { Database } from './db/client.js';
 import type { Live } from './live/live.js';
-import type { Role } from './generated/prisma/enums.js';
-
-/** The authenticated caller. Every tenant-owned query is scoped by `tenantId` in SQL. */
-export interface Viewer {
-  tenantId: string;
-  role: Role;
-  permissions: ReadonlySet<Permission>;
-  /** Service user id (token) or JWT `sub`. */
-  subject: string;
-  credential: 'token' | 'jwt';
-  /** Token id, for throttled last_used_at updates and logs; never the secret. */
-  tokenId?: string;
-}
 
 export interface Context {
   db: Database;

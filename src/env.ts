@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
+/** The documented default of RATE_LIMIT_PER_MINUTE, also for gateways built without a configuration's value. */
+export const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
+
 const optionalString = z
   .string()
   .trim()
@@ -39,7 +42,7 @@ const envSchema = z
       z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
     ),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(600),
+    RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(DEFAULT_RATE_LIMIT_PER_MINUTE),
     CORS_ORIGINS: optionalString.pipe(
       z
         .string()

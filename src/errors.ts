@@ -1,4 +1,5 @@
 import { GraphQLError } from 'graphql';
+import { ERROR_DOCS_PATH } from './paths.js';
 
 /** Every error code the API answers with, its HTTP status and what it means (served at /docs/errors/<code>). */
 export const ERROR_CODES = {
@@ -80,10 +81,7 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** Path under which each code's documentation page is served. */
-export const ERROR_DOCS_PATH = '/docs/errors';
-
-export function docsUrl(code: ErrorCode, origin: string): string {
+function docsUrl(code: ErrorCode, origin: string): string {
   return `${origin}${ERROR_DOCS_PATH}/${code}`;
 }
 
@@ -120,7 +118,7 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 }
 
 /** The spec's error body. */
-export interface ErrorBody {
+interface ErrorBody {
   msg: string;
   error: { code: ErrorCode; docs: string; req_id: string };
 }

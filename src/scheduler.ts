@@ -11,7 +11,7 @@ import type { Logger } from './logger.js';
 // events and finished webhook deliveries past their retention (EVENT_RETENTION_HOURS). Every server process runs one;
 // the data layer makes concurrent ticks safe (see scheduleDueSyncs and expireLeases).
 
-export interface SchedulerOptions extends Pick<ScheduleOptions, 'intervalSeconds'> {
+interface SchedulerOptions extends Pick<ScheduleOptions, 'intervalSeconds'> {
   db: Pick<Database, 'raw'>;
   logger: Logger;
   /** Pause between the end of one tick and the start of the next. */
@@ -21,7 +21,7 @@ export interface SchedulerOptions extends Pick<ScheduleOptions, 'intervalSeconds
   eventRetentionHours?: number;
 }
 
-export interface TickResult {
+interface TickResult {
   scheduled: number;
   expired: number;
   retried: number;

@@ -3,15 +3,16 @@ import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } 
 import { authenticate } from './auth/credentials.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import { createKnownTenants } from './auth/known-tenants.js';
-import type { Context, Viewer } from './context.js';
+import { RequestViewers } from './auth/request-viewers.js';
+import type { Context } from './context.js';
 import type { Database } from './db/client.js';
-import type { Config } from './env.js';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
 import { schema } from './graphql/schema.js';
 import { createLive, type Live, type LiveOptions } from './live/live.js';
 import type { Logger } from './logger.js';
-import { resolveViewer, useAuth } from './plugins/use-auth.js';
+import { GRAPHQL_ENDPOINT } from './paths.js';
+import { useAuth } from './plugins/use-auth.js';
 import { useErrorDocs } from './plugins/use-error-docs.js';
-import { GRAPHQL_ENDPOINT } from './plugins/error-response.js';
 import { createMaskError } from './plugins/use-error-masking.js';
 import { useHealth } from './plugins/use-health.js';
 import { useDeadline, withinRequestTime } from './plugins/use-deadline.js';
@@ -25,9 +26,6 @@ import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
 import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
-
-/** The documented default of RATE_LIMIT_PER_MINUTE, for callers that pass no value. */
-const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 
 export interface GatewayOptions {
   db: Database;
@@ -68,16 +66,8 @@ export function createGateway({ db, config, logger, limits: limitOverrides, rate
     ...liveOptions,
   });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
-  // The rate limiter and the context both need the viewer: one lookup per request, shared even while pending.
-  const viewers = new WeakMap<Request, Promise<Viewer | null>>();
-  const viewerOf = (request: Request): Promise<Viewer | null> => {
-    let viewer = viewers.get(request);
-    if (!viewer) {
-      viewer = withinRequestTime(request, resolveViewer(request, credentials));
-      viewers.set(request, viewer);
-    }
-    return viewer;
-  };
+  // The rate limiter, the context and the request log all need the viewer: one lookup per request, within its time.
+  const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
   const webhooks = { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1' };
   let draining = false;
@@ -124,7 +114,7 @@ query Connections {
     plugins: [
       useDeadline({ timeoutMs: limits.timeoutMs }),
       useRequestId(),
-      useRequestLog({ logger }),
+      useRequestLog({ logger, viewers }),
       useSecurityHeaders({ cors: corsOrigins.length > 0 }),
       useMetrics({ db, token: config.METRICS_TOKEN, live }),
       useHealth({ db, draining: () => draining }),
@@ -134,7 +124,7 @@ query Connections {
       useRateLimit({
         perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
         redisUrl: config.REDIS_URL,
-        viewerOf,
+        viewers,
         logger,
         ...rateLimit,
       }),
@@ -146,7 +136,7 @@ query Connections {
     context: async ({ request }) => ({
       db,
       requestId: requestIdOf(request),
-      viewer: await viewerOf(request),
+      viewer: await viewers.of(request),
       idempotency: idempotencyOf(request),
       authorization: request.headers.get('authorization'),
       webhooks,

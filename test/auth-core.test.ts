@@ -21,7 +21,7 @@ import {
   verifyPersonalAccessToken,
 } from '../src/auth/tokens.js';
 import { ApiError } from '../src/errors.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/prefixed-ids.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 
 const DAY = 86_400_000;

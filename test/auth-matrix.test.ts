@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { claimSync, triggerSync } from '../src/db/sync-runs.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/prefixed-ids.js';
 import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { BASE, rest } from './fixtures/rest.js';

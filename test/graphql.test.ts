@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { seedLoad } from '../src/seed/load.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/prefixed-ids.js';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 

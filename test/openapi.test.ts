@@ -4,7 +4,7 @@ import { dereference, validate } from '@readme/openapi-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/prefixed-ids.js';
 import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';

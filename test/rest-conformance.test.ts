@@ -1,7 +1,7 @@
 // Walks the spec (shared/spec/integrations-api.md) section by section against the REST facade, on a real,
 // seeded database of each kind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/prefixed-ids.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest, restOk } from './fixtures/rest.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { Database } from '../src/db/client.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/prefixed-ids.js';
 import { CONNECTION_MEMBERS, SYNC_INTERVALS, type ConnectionKind } from '../src/domain/connection-members.js';
 import { APPLICATIONS, CATEGORIES, seedCatalog } from '../src/seed/catalog.js';
 import { DEMO_TENANT_SLUG, ensureDemo, seedDemoTenant } from '../src/seed/demo.js';

@@ -6,7 +6,7 @@ import { LEASE_SECONDS } from '../src/domain/sync-lifecycle.js';
 import type { TransactionRunner } from '../src/db/write-transactions.js';
 import type { ApiError } from '../src/errors.js';
 import type { Sync } from '../src/generated/prisma/client.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 import { tenantScopeProblems } from './fixtures/tenant-scope.js';

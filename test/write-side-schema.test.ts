@@ -6,7 +6,7 @@ import type { RawSql } from '../src/db/client.js';
 import { MIGRATIONS_DIR, migrate, readMigrations } from '../src/db/migrate.js';
 import { SYNC_TRANSITIONS } from '../src/domain/sync-lifecycle.js';
 import { SyncStatus } from '../src/generated/prisma/enums.js';
-import { newId } from '../src/ids.js';
+import { newId } from '../src/prefixed-ids.js';
 import { APPLICATIONS } from '../src/seed/catalog.js';
 import { seedDemoTenant } from '../src/seed/demo.js';
 import { seedLoad } from '../src/seed/load.js';

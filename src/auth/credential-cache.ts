@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Viewer } from '../context.js';
+import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 
 // Verified personal access tokens, kept in-process for a few seconds (TOKEN_CACHE_TTL_MS, default 5 s) so a
@@ -11,13 +11,13 @@ import type { Database } from '../db/client.js';
 // milliseconds; a change made behind their back (SQL) takes effect within the TTL. A token's expiry is checked on
 // every hit.
 
-export const CREDENTIALS_CHANNEL = 'ig_credentials';
+const CREDENTIALS_CHANNEL = 'ig_credentials';
 export const DEFAULT_TOKEN_CACHE_TTL_MS = 5000;
 /** Entries kept at most; the least recently used go first. */
 const MAX_ENTRIES = 10_000;
 
 /** What changed: these tokens, or every token of these service users. */
-export interface CredentialChange {
+interface CredentialChange {
   tokenIds?: string[];
   serviceUserIds?: string[];
 }

@@ -1,15 +1,15 @@
-import type { Viewer } from '../context.js';
+import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt.js';
 import { createKnownTenants, type KnownTenants } from './known-tenants.js';
 import { parsePersonalAccessToken, type TokenCacheUse, verifyPersonalAccessToken } from './tokens.js';
 
-export type AuthFailureReason = 'missing' | 'malformed' | 'invalid';
+type AuthFailureReason = 'missing' | 'malformed' | 'invalid';
 
-export type AuthResult = { viewer: Viewer } | { viewer: null; reason: AuthFailureReason };
+type AuthResult = { viewer: Viewer } | { viewer: null; reason: AuthFailureReason };
 
 /** Longer headers are refused before any parsing or database work. */
-export const MAX_AUTHORIZATION_LENGTH = 4096;
+const MAX_AUTHORIZATION_LENGTH = 4096;
 
 /** `<scheme> <credential>`: one token68-ish credential, no further parameters (RFC 9110 allows 1*SP). */
 const AUTHORIZATION_PATTERN = /^([A-Za-z]+) +([\x21-\x7e]+)$/;

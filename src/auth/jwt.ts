@@ -7,11 +7,11 @@ import {
   type CryptoKey,
   type JWTVerifyGetKey,
 } from 'jose';
-import type { Viewer } from '../context.js';
+import type { Viewer } from './viewer.js';
 import type { Config } from '../env.js';
 import { ApiError } from '../errors.js';
-import { Role } from '../generated/prisma/enums.js';
-import { permissionsOf } from './permissions.js';
+import type { Role } from '../generated/prisma/enums.js';
+import { isRole, permissionsOf } from './permissions.js';
 
 export type JwtConfig = Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'> &
   Partial<Pick<Config, 'JWT_MAX_LIFETIME_SECONDS'>>;
@@ -137,8 +137,8 @@ export function createJwtVerifier(config: JwtConfig): JwtVerifier {
       if (typeof tenantId !== 'string' || tenantId.trim() === '') return null;
       let role: Role = 'reader';
       if (payload.role !== undefined) {
-        if (typeof payload.role !== 'string' || !Object.hasOwn(Role, payload.role)) return null;
-        role = payload.role as Role;
+        if (!isRole(payload.role)) return null;
+        role = payload.role;
       }
       return { tenantId, role, permissions: permissionsOf(role), subject: sub, credential: 'jwt' };
     },

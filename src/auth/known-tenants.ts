@@ -1,5 +1,5 @@
 import type { Database } from '../db/client.js';
-import { MAX_ID_LENGTH } from '../ids.js';
+import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 
 /**
  * Which tenant ids exist. A JWT names its tenant in a claim that only its signature vouches for; the tenant must
@@ -12,7 +12,7 @@ export interface KnownTenants {
 }
 
 /** How long a tenant seen to exist is taken to exist without asking again. */
-export const KNOWN_TENANT_TTL_MS = 60_000;
+const KNOWN_TENANT_TTL_MS = 60_000;
 
 /** Bound on the remembered ids; past it the oldest is forgotten first. */
 const MAX_REMEMBERED = 10_000;

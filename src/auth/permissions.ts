@@ -1,6 +1,6 @@
-import type { Role } from '../generated/prisma/enums.js';
+import { Role } from '../generated/prisma/enums.js';
 
-export const PERMISSIONS = [
+const PERMISSIONS = [
   'catalog:read',
   'connections:read',
   /** Create connections and change them (name, description, status, metadata, settings). */
@@ -19,13 +19,18 @@ export const PERMISSIONS = [
 export type Permission = (typeof PERMISSIONS)[number];
 
 /** Roles are data: a new role is a new entry here, not new checks in resolvers. */
-export const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
+const ROLE_PERMISSIONS: Record<Role, ReadonlySet<Permission>> = {
   admin: new Set(PERMISSIONS),
   reader: new Set<Permission>(['catalog:read', 'connections:read', 'syncs:read']),
   // An engine reads what it synchronizes and records runs; it cannot change connections, trigger runs, delete
   // anything, read the catalog or manage users and tokens.
   engine: new Set<Permission>(['connections:read', 'syncs:read', 'syncs:run']),
 };
+
+/** Whether `value` names a role: for roles read from outside the type system (rows, JWT claims, flags, input). */
+export function isRole(value: unknown): value is Role {
+  return typeof value === 'string' && Object.hasOwn(Role, value);
+}
 
 export function permissionsOf(role: Role): ReadonlySet<Permission> {
   return ROLE_PERMISSIONS[role];

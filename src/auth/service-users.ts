@@ -1,14 +1,16 @@
 import { credentialsChanged } from './credential-cache.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
-import { Prisma } from '../generated/prisma/client.js';
+import { isConstraintViolation } from '../db/constraint-violations.js';
+import type { Prisma } from '../generated/prisma/client.js';
 import { Role } from '../generated/prisma/enums.js';
-import { MAX_ID_LENGTH, newId } from '../ids.js';
+import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
+import { isRole } from './permissions.js';
 import type { TokenInfo } from './tokens.js';
 
-export const MAX_SERVICE_USER_NAME_LENGTH = 100;
+const MAX_SERVICE_USER_NAME_LENGTH = 100;
 
-export interface ServiceUserInfo {
+interface ServiceUserInfo {
   id: string;
   tenantId: string;
   name: string;
@@ -17,7 +19,7 @@ export interface ServiceUserInfo {
   updatedAt: Date;
 }
 
-export interface ServiceUserWithTokens extends ServiceUserInfo {
+interface ServiceUserWithTokens extends ServiceUserInfo {
   tokens: Omit<TokenInfo, 'serviceUserId' | 'serviceUserName'>[];
 }
 
@@ -30,12 +32,8 @@ const serviceUserSelect = {
   updatedAt: true,
 } as const;
 
-export function isRole(value: unknown): value is Role {
-  return typeof value === 'string' && Object.hasOwn(Role, value);
-}
-
 /** For input from outside the type system (CLI flags, GraphQL strings). */
-export function parseRole(value: unknown): Role {
+function parseRole(value: unknown): Role {
   if (!isRole(value)) {
     throw new ApiError('INVALID_QUERY', `role must be one of ${Object.keys(Role).join(', ')}`);
   }
@@ -43,7 +41,7 @@ export function parseRole(value: unknown): Role {
 }
 
 /** Names are shown in listings and used by the CLI to pick a service user, so they must be printable. */
-export function normalizeServiceUserName(name: string): string {
+function normalizeServiceUserName(name: string): string {
   const trimmed = typeof name === 'string' ? name.trim() : '';
   if (trimmed.length < 1 || trimmed.length > MAX_SERVICE_USER_NAME_LENGTH) {
     throw new ApiError(
@@ -66,10 +64,6 @@ export function normalizeServiceUserName(name: string): string {
  */
 const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
-function prismaCode(error: unknown): string | undefined {
-  return error instanceof Prisma.PrismaClientKnownRequestError ? error.code : undefined;
-}
-
 function notFound(): ApiError {
   return new ApiError('NOT_FOUND', 'no such service user');
 }
@@ -87,10 +81,10 @@ export async function createServiceUser(
     });
   } catch (error) {
     // The unique index decides, not a prior lookup: two concurrent creates cannot both succeed.
-    if (prismaCode(error) === 'P2002') {
+    if (isConstraintViolation(error, 'unique')) {
       throw new ApiError('INVALID_QUERY', `a service user named ${JSON.stringify(name)} already exists`);
     }
-    if (prismaCode(error) === 'P2003') throw new ApiError('NOT_FOUND', 'no such tenant');
+    if (isConstraintViolation(error, 'foreignKey')) throw new ApiError('NOT_FOUND', 'no such tenant');
     throw error;
   }
 }
@@ -170,28 +164,11 @@ export async function findServiceUserByName(
   });
 }
 
-export async function getServiceUser(
-  db: Database,
-  tenantId: string,
-  serviceUserId: string,
-): Promise<ServiceUserWithTokens | null> {
-  if (serviceUserId.length > MAX_ID_LENGTH) return null;
-  const [user] = await listServiceUsersWhere(db, { tenantId, id: serviceUserId });
-  return user ?? null;
-}
-
 /** A tenant's service users by name, each with its tokens' metadata (newest first). */
 export function listServiceUsers(db: Database, tenantId: string): Promise<ServiceUserWithTokens[]> {
-  return listServiceUsersWhere(db, { tenantId });
-}
-
-async function listServiceUsersWhere(
-  db: Database,
-  where: { tenantId: string; id?: string },
-): Promise<ServiceUserWithTokens[]> {
   return db.prisma.serviceUser.findMany({
     relationLoadStrategy: 'join',
-    where,
+    where: { tenantId },
     orderBy: [{ name: 'asc' }, { id: 'asc' }],
     select: {
       ...serviceUserSelect,

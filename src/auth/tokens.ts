@@ -1,11 +1,11 @@
 import { type CredentialCache, credentialsChanged } from './credential-cache.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Viewer } from '../context.js';
+import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
-import { Prisma, Role } from '../generated/prisma/client.js';
-import { MAX_ID_LENGTH, newId } from '../ids.js';
-import { permissionsOf } from './permissions.js';
+import { isConstraintViolation } from '../db/constraint-violations.js';
+import { ID_ALPHABET, MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
+import { isRole, permissionsOf } from './permissions.js';
 
 /**
  * Personal access tokens look like `igw_pat_<prefix>_<secret>`:
@@ -16,14 +16,13 @@ import { permissionsOf } from './permissions.js';
  *   a plain hash is enough because the secret has 256 bits of entropy (nothing to brute-force, no need for a
  *   slow KDF that would cost CPU on every request).
  */
-export const TOKEN_MARKER = 'igw_pat_';
-export const TOKEN_PREFIX_LENGTH = 12;
+const TOKEN_MARKER = 'igw_pat_';
+const TOKEN_PREFIX_LENGTH = 12;
 const SECRET_BYTES = 32;
 const SECRET_LENGTH = 43;
-export const TOKEN_LENGTH = TOKEN_MARKER.length + TOKEN_PREFIX_LENGTH + 1 + SECRET_LENGTH;
-const PREFIX_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const TOKEN_LENGTH = TOKEN_MARKER.length + TOKEN_PREFIX_LENGTH + 1 + SECRET_LENGTH;
 const TOKEN_PATTERN = new RegExp(
-  `^${TOKEN_MARKER}([${PREFIX_ALPHABET}]{${TOKEN_PREFIX_LENGTH}})_([A-Za-z0-9_-]{${SECRET_LENGTH}})$`,
+  `^${TOKEN_MARKER}([${ID_ALPHABET}]{${TOKEN_PREFIX_LENGTH}})_([A-Za-z0-9_-]{${SECRET_LENGTH}})$`,
 );
 
 export const MAX_TOKEN_LIFETIME_DAYS = 366;
@@ -32,7 +31,7 @@ export const LAST_USED_THROTTLE_MS = 60_000;
 
 const DAY_MS = 86_400_000;
 
-export interface CreatedToken {
+interface CreatedToken {
   id: string;
   /** The full token value. Returned once, never stored. */
   token: string;
@@ -54,7 +53,7 @@ export interface TokenInfo {
 function newPrefix(): string {
   // 256 is a multiple of 32, so `byte % 32` is unbiased.
   let out = '';
-  for (const byte of randomBytes(TOKEN_PREFIX_LENGTH)) out += PREFIX_ALPHABET[byte % 32];
+  for (const byte of randomBytes(TOKEN_PREFIX_LENGTH)) out += ID_ALPHABET[byte % 32];
   return out;
 }
 
@@ -87,14 +86,6 @@ export function validateTokenExpiry(expiresAt: Date, now: Date = new Date()): vo
   }
 }
 
-function isUniqueViolation(error: unknown): boolean {
-  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002';
-}
-
-function isForeignKeyViolation(error: unknown): boolean {
-  return error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2003';
-}
-
 export async function createToken(
   db: Database,
   input: { tenantId: string; serviceUserId: string; expiresAt: Date },
@@ -122,8 +113,8 @@ export async function createToken(
       });
       return { id: row.id, token: `${TOKEN_MARKER}${prefix}_${secret}`, prefix: row.prefix, expiresAt: row.expiresAt };
     } catch (error) {
-      if (isForeignKeyViolation(error)) throw new ApiError('NOT_FOUND', 'no such service user');
-      if (isUniqueViolation(error) && attempt < 3) continue;
+      if (isConstraintViolation(error, 'foreignKey')) throw new ApiError('NOT_FOUND', 'no such service user');
+      if (isConstraintViolation(error, 'unique') && attempt < 3) continue;
       throw error;
     }
   }
@@ -145,12 +136,6 @@ interface TokenRow {
   revoked_at: Date | string | null;
   last_used_at: Date | string | null;
   role: string;
-}
-
-const ROLES: ReadonlySet<string> = new Set(Object.values(Role));
-
-function isRole(value: string): value is Role {
-  return ROLES.has(value);
 }
 
 /** Where verified tokens are kept for a few seconds (see credential-cache.ts), and what to do on the first store. */
@@ -223,7 +208,7 @@ function touchLastUsed(db: Database, tokenId: string, now: Date): void {
     .catch(() => {});
 }
 
-export type RevokeResult = 'revoked' | 'already_revoked' | 'not_found';
+type RevokeResult = 'revoked' | 'already_revoked' | 'not_found';
 
 /**
  * Revokes a token (idempotent: revoking twice keeps the first revocation time). With `tenantId` the token

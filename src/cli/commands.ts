@@ -29,7 +29,7 @@ export interface CommandInput {
   values: Record<string, string | boolean | (string | boolean)[] | undefined>;
 }
 
-export interface CommandContext {
+interface CommandContext {
   /** Migrated already: every command may assume the current schema. */
   db: Database;
   /** Migrations this invocation applied before the command ran. */
@@ -72,4 +72,15 @@ export function integerOption(input: CommandInput, name: string, required = fals
     throw new UsageError(`--${name} must be a non-negative integer, got "${raw}"`);
   }
   return value;
+}
+
+/** Left-aligned columns; for people, so `--json` exists for scripts. */
+export function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
 }

@@ -1,15 +1,16 @@
 import { createServiceUser, deleteServiceUser, findServiceUserByName, listServiceUsers } from '../auth/service-users.js';
+import { isRole } from '../auth/permissions.js';
 import { Role } from '../generated/prisma/enums.js';
-import { CliError, stringOption, UsageError, type Command } from './commands.js';
+import { CliError, stringOption, table, UsageError, type Command } from './commands.js';
 import { requireTenant } from './tenant.js';
 
 const ROLES = Object.keys(Role) as Role[];
 
 function roleOption(value: string): Role {
-  if (!(ROLES as string[]).includes(value)) {
+  if (!isRole(value)) {
     throw new UsageError(`--role must be one of ${ROLES.join(', ')}, got "${value}"`);
   }
-  return value as Role;
+  return value;
 }
 
 export const serviceUserCommands: Command[] = [
@@ -71,14 +72,3 @@ export const serviceUserCommands: Command[] = [
     },
   },
 ];
-
-/** Left-aligned columns; for people, so `--json` exists for scripts. */
-export function table(header: string[], rows: string[][]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), ...rows.map(line)];
-}

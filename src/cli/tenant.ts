@@ -1,10 +1,9 @@
 import type { Database } from '../db/client.js';
-import { Prisma } from '../generated/prisma/client.js';
-import { newId } from '../ids.js';
-import { CliError, stringOption, UsageError, type Command, type CommandInput } from './commands.js';
-import { table } from './service-user.js';
+import { isConstraintViolation } from '../db/constraint-violations.js';
+import { newId } from '../prefixed-ids.js';
+import { CliError, stringOption, table, UsageError, type Command, type CommandInput } from './commands.js';
 
-export const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
+const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
 
 function checkTenant(slug: string, name: string): void {
   if (!TENANT_SLUG.test(slug)) {
@@ -15,7 +14,7 @@ function checkTenant(slug: string, name: string): void {
   if (name.trim() === '' || name.length > 200) throw new UsageError('--name must be 1-200 characters');
 }
 
-export async function createTenant(db: Database, slug: string, name: string): Promise<string> {
+async function createTenant(db: Database, slug: string, name: string): Promise<string> {
   checkTenant(slug, name);
   if (await db.prisma.tenant.findUnique({ where: { slug }, select: { id: true } })) {
     throw new CliError(`tenant "${slug}" already exists`);
@@ -25,7 +24,7 @@ export async function createTenant(db: Database, slug: string, name: string): Pr
     return tenant.id;
   } catch (error) {
     // Another process created the same slug between the check and the insert.
-    if (error instanceof Prisma.PrismaClientKnownRequestError && error.code === 'P2002') {
+    if (isConstraintViolation(error, 'unique')) {
       throw new CliError(`tenant "${slug}" already exists`);
     }
     throw error;

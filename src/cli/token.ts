@@ -1,8 +1,7 @@
 import { findServiceUserByName } from '../auth/service-users.js';
 import { createToken, listTokens, MAX_TOKEN_LIFETIME_DAYS, revokeToken, validateTokenExpiry } from '../auth/tokens.js';
 import { ApiError } from '../errors.js';
-import { CliError, stringOption, UsageError, type Command } from './commands.js';
-import { table } from './service-user.js';
+import { CliError, stringOption, table, UsageError, type Command } from './commands.js';
 import { requireTenant } from './tenant.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;

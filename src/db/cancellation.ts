@@ -16,7 +16,7 @@ export function withStatementSignal<T>(signal: AbortSignal, work: () => T): T {
 }
 
 /** A pool's statements made cancellable; `close` ends the connections cancelling takes. */
-export interface Cancellation {
+interface Cancellation {
   close(): Promise<void>;
 }
 

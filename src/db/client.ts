@@ -20,7 +20,7 @@ export interface RawSql {
   transaction<T>(work: (tx: Omit<RawSql, 'transaction'>) => Promise<T>): Promise<T>;
 }
 
-export interface QueryEvent {
+interface QueryEvent {
   query: string;
   durationMs: number;
   /** The statement's parameters as a JSON array (Prisma's own rendering for its statements). */
@@ -49,7 +49,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export interface PoolStats {
+interface PoolStats {
   /** Open connections, idle ones, and queries waiting for a connection; `max` is the pool size. */
   total: number;
   idle: number;
@@ -57,7 +57,7 @@ export interface PoolStats {
   max: number;
 }
 
-export interface DatabaseOptions {
+interface DatabaseOptions {
   /** postgres:// URL; without it the embedded PGlite is used. */
   databaseUrl?: string | undefined;
   /** PGlite data directory, or `memory://` for a throwaway in-memory database. */
@@ -143,7 +143,7 @@ function withQueryEvents(
 }
 
 /** A PGlite data directory that another process holds open. */
-export class DataDirectoryInUseError extends Error {
+class DataDirectoryInUseError extends Error {
   constructor(dataDir: string, pid: number) {
     super(
       `the PGlite data directory ${dataDir} is in use by process ${pid} (a server still starting, or another CLI command): ` +

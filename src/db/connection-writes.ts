@@ -5,7 +5,7 @@ import { invalidInput, type FieldProblem } from '../domain/problems.js';
 import { ACTIVE_SYNC_STATUSES, SYNC_FAILURES } from '../domain/sync-lifecycle.js';
 import { ApiError } from '../errors.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
-import { newId } from '../ids.js';
+import { newId } from '../prefixed-ids.js';
 import { kindOfCategory } from '../seed/catalog.js';
 import type { RawSql } from './client.js';
 import { appendEvents, connectionEvent, syncEvent } from './events.js';
@@ -224,7 +224,7 @@ export async function updateConnection(
   });
 }
 
-export interface DeletedConnection {
+interface DeletedConnection {
   connection: Connection;
   /** Its runs that were pending or in progress, now failed with "connection deleted". */
   failedRuns: Sync[];

@@ -24,9 +24,7 @@ export const WEBHOOKS_CHANNEL = 'ig_webhooks';
 
 export const EVENTS_CHANNEL = 'ig_events';
 
-export { EVENT_TYPES, type EventType } from './event-types.js';
-
-export interface NewEvent {
+interface NewEvent {
   type: EventType;
   subjectId: string;
   payload: Record<string, unknown>;

@@ -13,7 +13,7 @@ import { inTransaction, withinTransaction, type TransactionRunner, type Tx } fro
 // resource then (re-rendered in its current state); a record with neither is a claim that found nothing (204).
 
 /** How long a key is remembered. */
-export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
+const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 /** Keys are opaque strings of visible ASCII, at most this long (a UUID is 36). */
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -106,7 +106,7 @@ export async function findIdempotencyKey(sql: Pick<RawSql, 'query'>, tenantId: s
  * for another method, path or body is IDEMPOTENCY_KEY_REUSED (422). Waits while another transaction holds
  * the same key.
  */
-export async function reserveIdempotencyKey(tx: Tx, tenantId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
+async function reserveIdempotencyKey(tx: Tx, tenantId: string, request: IdempotentRequest): Promise<IdempotencyRecord | null> {
   const [reserved] = await tx.query<{ key: string }>(
     `INSERT INTO "public"."idempotency_keys" AS "k" ("tenant_id", "key", "method", "path", "request_hash", "expires_at")
      VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6))
@@ -133,7 +133,7 @@ export async function reserveIdempotencyKey(tx: Tx, tenantId: string, request: I
 }
 
 /** Records, in the work's transaction, what the work created or changed (null: nothing). */
-export async function recordIdempotentResource(tx: Tx, tenantId: string, key: string, resource: IdempotentResource | null): Promise<void> {
+async function recordIdempotentResource(tx: Tx, tenantId: string, key: string, resource: IdempotentResource | null): Promise<void> {
   await tx.query(
     `UPDATE "public"."idempotency_keys" AS "k" SET "resource_type" = $3, "resource_id" = $4
      WHERE "k"."tenant_id" = $1 AND "k"."key" = $2`,
@@ -155,7 +155,7 @@ export async function storeIdempotentResponse(
   );
 }
 
-export type IdempotentOutcome<T> = { replayed: false; result: T } | { replayed: true; record: IdempotencyRecord };
+type IdempotentOutcome<T> = { replayed: false; result: T } | { replayed: true; record: IdempotencyRecord };
 
 /**
  * Does `work` once per key: reserves the key, runs `work` in the same transaction (a write function given

@@ -9,19 +9,19 @@ import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 // the socket's sessions and the server's own queries never interleave inside one another's work.
 
 /** pg addresses a Unix socket by directory and port: `<dir>/.s.PGSQL.<port>`, as PostgreSQL names its own. */
-export const LOCAL_SOCKET_PORT = 5432;
+const LOCAL_SOCKET_PORT = 5432;
 
 /**
  * Connections the socket serves at once (pglite-socket's default is 1, and a connection over the limit is
  * closed unanswered). Their statements are queued and run one unit at a time; each CLI command opens one.
  */
-export const LOCAL_SOCKET_MAX_CONNECTIONS = 8;
+const LOCAL_SOCKET_MAX_CONNECTIONS = 8;
 
 /**
  * A socket session that stops sending in the middle of its work (an open transaction) holds every other
  * query of the server; after this long without a message its connection is closed and its work rolled back.
  */
-export const LOCAL_SOCKET_IDLE_TIMEOUT_MS = 30_000;
+const LOCAL_SOCKET_IDLE_TIMEOUT_MS = 30_000;
 
 /** The directory (mode 0700: only the owner may enter it, so only the owner may connect) holding the socket. */
 export function localSocketDir(dataDir: string): string {
@@ -43,10 +43,10 @@ export function localSocketUrl(dataDir: string): string {
 }
 
 /** How long a CLI command waits for one of the socket's connections before giving up. */
-export const LOCAL_SOCKET_ADMISSION_TIMEOUT_MS = 30_000;
+const LOCAL_SOCKET_ADMISSION_TIMEOUT_MS = 30_000;
 
 /** The server kept refusing this process a connection (all of them in use), or stopped meanwhile. */
-export class LocalSocketUnavailableError extends Error {
+class LocalSocketUnavailableError extends Error {
   constructor(dataDir: string, cause: unknown) {
     super(
       `the server holding the PGlite data directory ${dataDir} did not admit a connection on its socket within ` +
@@ -160,7 +160,7 @@ function exclusiveSessionView(db: PGlite, onNotification?: NotificationHandler):
 }
 
 /** A NOTIFY seen on its way to a socket client: (channel, payload). */
-export type NotificationHandler = (channel: string, payload: string) => void;
+type NotificationHandler = (channel: string, payload: string) => void;
 
 const NOTIFICATION_RESPONSE = 0x41; // 'A'
 

@@ -8,7 +8,7 @@ export const MIGRATIONS_DIR = 'prisma/migrations';
 /** Prisma Migrate's own advisory lock id, so this runner and `prisma migrate deploy` exclude each other. */
 const PRISMA_ADVISORY_LOCK = 72707369;
 
-export interface MigrationFile {
+interface MigrationFile {
   name: string;
   sql: string;
   /** sha256 of migration.sql, as Prisma computes it. */

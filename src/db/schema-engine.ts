@@ -5,7 +5,7 @@ import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapt
 import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
 
 type SchemaEngineModule = typeof import('@prisma/schema-engine-wasm');
-export type SchemaEngine = import('@prisma/schema-engine-wasm').SchemaEngine;
+type SchemaEngine = import('@prisma/schema-engine-wasm').SchemaEngine;
 
 let loaded: Promise<SchemaEngineModule> | undefined;
 

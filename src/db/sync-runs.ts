@@ -19,7 +19,7 @@ import type { ProgressSummary, SyncOutcome } from '../domain/sync-reports.js';
 import { ApiError } from '../errors.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { ConnectionStatus } from '../generated/prisma/enums.js';
-import { newId } from '../ids.js';
+import { newId } from '../prefixed-ids.js';
 import { appendEvents, connectionEvent, syncEvent } from './events.js';
 import {
   CONNECTION_ROW,
@@ -79,7 +79,7 @@ async function activeRunOf(tx: Tx, tenantId: string, connectionId: string): Prom
   return row;
 }
 
-export interface TriggerSyncInput {
+interface TriggerSyncInput {
   connectionId: string;
   /** Shown in the queued run's summary. */
   estimatedItems?: number;
@@ -126,7 +126,7 @@ export async function triggerSync(sql: TransactionRunner, tenantId: string, inpu
   });
 }
 
-export interface ClaimSyncInput {
+interface ClaimSyncInput {
   /** Who claims (the credential's subject): only they may report on the run. */
   workerId: string;
   /** How long the run stays theirs without a progress report; LEASE_SECONDS bounds it. */
@@ -213,7 +213,7 @@ async function refusedReport(tx: Tx, tenantId: string, syncId: string, workerId:
 /** The live-lease condition of every report: the run is in progress, claimed by this worker, lease not over. */
 const CLAIMED_BY_WORKER = `"s"."tenant_id" = $1 AND "s"."id" = $2 AND "s"."status" = 'in_progress' AND "s"."worker_id" = $3 AND "s"."lease_expires_at" > now()`;
 
-export interface SyncProgressInput {
+interface SyncProgressInput {
   syncId: string;
   workerId: string;
   /** Merged into the run's summary, member by member. */
@@ -241,20 +241,20 @@ export async function reportSyncProgress(sql: TransactionRunner, tenantId: strin
   });
 }
 
-export interface FinishSyncInput {
+interface FinishSyncInput {
   syncId: string;
   workerId: string;
   outcome: SyncOutcome;
 }
 
-export interface RunConsequences {
+interface RunConsequences {
   /** The retry queued for a failed run, when its connection's retry_attempts allows another attempt. */
   retry: Sync | null;
   /** The connection, when the run's outcome changed its status. */
   connection: Connection | null;
 }
 
-export interface FinishedSync extends RunConsequences {
+interface FinishedSync extends RunConsequences {
   run: Sync;
 }
 
@@ -266,7 +266,7 @@ interface RunConnection {
   deletedAt: Date | null;
 }
 
-export interface RetryOptions {
+interface RetryOptions {
   retryPolicy?: RetryPolicy;
 }
 
@@ -379,7 +379,7 @@ function consequenceEvents({ retry, connection }: RunConsequences) {
   return [...(retry ? [syncEvent(retry)] : []), ...(connection ? [connectionEvent(connection, 'connection.updated')] : [])];
 }
 
-export interface ExpiredLeases {
+interface ExpiredLeases {
   /** Runs failed with "worker lost: lease expired". */
   failed: Sync[];
   retries: Sync[];

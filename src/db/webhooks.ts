@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.js';
-import { newId } from '../ids.js';
+import { newId } from '../prefixed-ids.js';
 import { endpointDisabledData } from '../webhooks/messages.js';
 import type { RawSql } from './client.js';
 import { appendEvents, type BatchOptions, deleteInBatches } from './events.js';
@@ -17,7 +17,7 @@ import { inTransaction, type TransactionRunner, type Tx } from './write-transact
 // record is made again by the next holder (delivery is at least once).
 
 /** `whsec_` and 24 random bytes in base64: the form Standard Webhooks libraries take. */
-export function newWebhookSecret(): string {
+function newWebhookSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
 }
 
@@ -48,7 +48,7 @@ export interface EndpointInput {
 export type EndpointPatch = Partial<{ url: string; description: string; eventTypes: readonly string[]; enabled: boolean }>;
 
 /** An endpoint with its secret: only the answers of create and rotate carry it. */
-export type EndpointWithSecret = WebhookEndpointRow & { secret: string };
+type EndpointWithSecret = WebhookEndpointRow & { secret: string };
 
 export async function createWebhookEndpoint(runner: TransactionRunner, tenantId: string, input: EndpointInput): Promise<EndpointWithSecret> {
   const secret = newWebhookSecret();
@@ -155,7 +155,7 @@ async function failPendingDeliveries(tx: Tx, tenantId: string, endpointId: strin
 // ---- The delivery worker's side ----
 
 /** How long a worker holds an endpoint between renewals: well over one attempt's 10 s. */
-export const LEASE_SECONDS = 30;
+const LEASE_SECONDS = 30;
 
 export interface LeasedEndpoint {
   id: string;
@@ -203,7 +203,7 @@ export async function releaseEndpointLease(sql: Pick<RawSql, 'query'>, endpoint:
   );
 }
 
-export interface DueDelivery {
+interface DueDelivery {
   id: string;
   attempts: number;
   /** The message body, exactly as it is signed and sent. */
@@ -221,7 +221,7 @@ export async function dueDeliveries(sql: Pick<RawSql, 'query'>, endpoint: Leased
   );
 }
 
-export interface AttemptRecord {
+interface AttemptRecord {
   startedAt: Date;
   ok: boolean;
   statusCode: number | null;
@@ -232,7 +232,7 @@ export interface AttemptRecord {
   retryDelayMs: number | null;
 }
 
-export interface RecordedAttempt {
+interface RecordedAttempt {
   /** The delivery failed for good and that made the endpoint reach the limit: it is now disabled. */
   endpointDisabled: boolean;
 }

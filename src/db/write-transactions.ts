@@ -22,8 +22,8 @@ export function withinTransaction(tx: Tx): TransactionRunner {
 }
 
 /** SQLSTATE raised by the `syncs_status_transition_guard` trigger. */
-export const TRANSITION_REFUSED = 'IG409';
-export const ONE_ACTIVE_RUN_INDEX = 'syncs_one_active_run_per_connection';
+const TRANSITION_REFUSED = 'IG409';
+const ONE_ACTIVE_RUN_INDEX = 'syncs_one_active_run_per_connection';
 
 interface DatabaseError {
   code?: string;
@@ -32,7 +32,7 @@ interface DatabaseError {
 }
 
 /** The database's own refusals that mean CONFLICT: the transition trigger and the one-active-run index. */
-export function conflictFromDatabase(error: unknown): ApiError | undefined {
+function conflictFromDatabase(error: unknown): ApiError | undefined {
   if (typeof error !== 'object' || error === null) return undefined;
   const { code, constraint, message } = error as DatabaseError;
   if (code === TRANSITION_REFUSED) return new ApiError('CONFLICT', message);

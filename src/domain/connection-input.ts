@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { ConnectionStatus, ConnectionVia } from '../generated/prisma/enums.js';
-import { MAX_ID_LENGTH } from '../ids.js';
+import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 import type { FieldProblem } from './problems.js';
 import { zodProblems } from './sync-reports.js';
 
 // The shapes of the connection write bodies. Which metadata/settings members are allowed depends on the
 // application's kind, which only the database knows: the data layer checks those after reading it.
 
-export const CONNECTION_NAME_MAX = 200;
-export const CONNECTION_DESCRIPTION_MAX = 2000;
+const CONNECTION_NAME_MAX = 200;
+const CONNECTION_DESCRIPTION_MAX = 2000;
 
 const name = z.string().trim().min(1, 'must not be empty').max(CONNECTION_NAME_MAX);
 const description = z.string().trim().max(CONNECTION_DESCRIPTION_MAX);

@@ -21,12 +21,12 @@ export const SYNC_INTERVAL_SECONDS: Readonly<Record<SyncInterval, number>> = {
 };
 
 /** `retry_attempts`: retries after a failed first attempt. */
-export const RETRY_ATTEMPTS = { min: 0, max: 10 } as const;
+const RETRY_ATTEMPTS = { min: 0, max: 10 } as const;
 
 const label = (max: number) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
 
 /** Every metadata member: all strings, descriptive, none required. */
-export const METADATA_MEMBERS = {
+const METADATA_MEMBERS = {
   region: label(64),
   version: label(64),
   location: label(200),
@@ -36,7 +36,7 @@ export const METADATA_MEMBERS = {
   channel: label(200),
   bot_name: label(100),
 } as const satisfies Record<string, z.ZodType>;
-export type MetadataKey = keyof typeof METADATA_MEMBERS;
+type MetadataKey = keyof typeof METADATA_MEMBERS;
 
 interface SettingSpec<T> {
   schema: z.ZodType<T>;
@@ -62,7 +62,7 @@ export const SETTINGS_MEMBERS = {
   mention_users: flag(false),
   thread_enabled: flag(true),
 } as const;
-export type SettingsKey = keyof typeof SETTINGS_MEMBERS;
+type SettingsKey = keyof typeof SETTINGS_MEMBERS;
 
 export type ConnectionMetadata = Partial<Record<MetadataKey, string>>;
 
@@ -102,7 +102,7 @@ const ANY_KIND_MEMBERS = {
  * The members a kind takes. An application whose category the catalog does not know (added by an operator)
  * takes the common members; `any` is every member some kind takes.
  */
-export function membersOf(kind: ConnectionKind | null | 'any'): { metadata: readonly MetadataKey[]; settings: readonly SettingsKey[] } {
+function membersOf(kind: ConnectionKind | null | 'any'): { metadata: readonly MetadataKey[]; settings: readonly SettingsKey[] } {
   if (kind === 'any') return ANY_KIND_MEMBERS;
   return kind ? CONNECTION_MEMBERS[kind] : { metadata: COMMON_METADATA, settings: COMMON_SETTINGS };
 }
@@ -161,7 +161,7 @@ export function connectionMemberProblems(
   return problems;
 }
 
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 /**
  * RFC 7396 JSON Merge Patch: members of an object patch replace the target's, `null` removes one, nested

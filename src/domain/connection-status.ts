@@ -19,7 +19,7 @@ export const ADMIN_CONNECTION_TRANSITIONS: Readonly<Record<ConnectionStatus, rea
 };
 
 /** How a finished run moves its connection: `failed` means failed with no retry queued. */
-export type RunOutcome = 'success' | 'failed';
+type RunOutcome = 'success' | 'failed';
 
 /**
  * The connection's status after one of its runs finished. A paused connection stays paused whatever the

@@ -8,7 +8,7 @@ import type { FieldProblem } from './problems.js';
 
 const count = z.int().min(0).max(2 ** 31 - 1);
 
-export const SUMMARY_MEMBERS = {
+const SUMMARY_MEMBERS = {
   queued: z.boolean(),
   estimated_items: count,
   processed: count,
@@ -18,7 +18,7 @@ export const SUMMARY_MEMBERS = {
   deleted: count,
   errors: z.array(z.string().min(1).max(1000)).max(100),
 } as const;
-export type SummaryKey = keyof typeof SUMMARY_MEMBERS;
+type SummaryKey = keyof typeof SUMMARY_MEMBERS;
 
 /**
  * The summary members a run of each status may hold. The spec's table, plus `estimated_items` while in
@@ -37,25 +37,25 @@ function summarySchema<S extends SyncStatus>(status: S) {
   return z.strictObject(shape);
 }
 
-export type SyncSummary = { queued?: boolean; estimated_items?: number; processed?: number; in_progress?: boolean } & {
+type SyncSummary = { queued?: boolean; estimated_items?: number; processed?: number; in_progress?: boolean } & {
   inserted?: number;
   updated?: number;
   deleted?: number;
   errors?: string[];
 };
 export type ProgressSummary = Pick<SyncSummary, 'processed' | 'in_progress' | 'estimated_items'>;
-export type SuccessSummary = Pick<SyncSummary, 'processed' | 'inserted' | 'updated' | 'deleted'>;
-export type FailedSummary = Pick<SyncSummary, 'errors' | 'processed'>;
+type SuccessSummary = Pick<SyncSummary, 'processed' | 'inserted' | 'updated' | 'deleted'>;
+type FailedSummary = Pick<SyncSummary, 'errors' | 'processed'>;
 
 const ids = z.array(z.string().min(1).max(200)).max(10_000);
-export const diffSchema = z.strictObject({ added: ids.optional(), changed: ids.optional(), removed: ids.optional() });
-export type SyncDiff = z.infer<typeof diffSchema>;
+const diffSchema = z.strictObject({ added: ids.optional(), changed: ids.optional(), removed: ids.optional() });
+type SyncDiff = z.infer<typeof diffSchema>;
 
-export const CHECKSUM_KEYS = ['b', 'f', 'ac', 'ap', 'ls', 'file'] as const;
-export type SyncChecksum = Record<(typeof CHECKSUM_KEYS)[number], string>;
+const CHECKSUM_KEYS = ['b', 'f', 'ac', 'ap', 'ls', 'file'] as const;
+type SyncChecksum = Record<(typeof CHECKSUM_KEYS)[number], string>;
 const checksumValue = z.string().max(256);
 /** Members left out are stored as empty strings, as the spec observes. */
-export const checksumSchema = z
+const checksumSchema = z
   .strictObject(Object.fromEntries(CHECKSUM_KEYS.map((key) => [key, checksumValue.optional()])) as Record<
     (typeof CHECKSUM_KEYS)[number],
     z.ZodOptional<typeof checksumValue>
@@ -66,7 +66,7 @@ export const checksumSchema = z
     return filled;
   });
 
-export const leaseSecondsSchema = z.int().min(LEASE_SECONDS.min).max(LEASE_SECONDS.max);
+const leaseSecondsSchema = z.int().min(LEASE_SECONDS.min).max(LEASE_SECONDS.max);
 
 /** How a run ended, as the engine reports it; `finished_at` is always the server's clock. */
 export type SyncOutcome =
@@ -145,7 +145,7 @@ const triggerBody = z.strictObject({
   connection_id: z.string().min(1).max(64),
   estimated_items: count.optional(),
 });
-export type TriggerBody = z.infer<typeof triggerBody>;
+type TriggerBody = z.infer<typeof triggerBody>;
 
 export function parseTriggerBody(body: unknown): { trigger: TriggerBody } | { problems: FieldProblem[] } {
   const parsed = triggerBody.safeParse(body);
@@ -158,7 +158,7 @@ const claimBody = z.strictObject({
   connection_id: z.string().min(1).max(64).optional(),
   application_slug: z.string().min(1).max(100).optional(),
 });
-export type ClaimBody = z.infer<typeof claimBody>;
+type ClaimBody = z.infer<typeof claimBody>;
 
 export function parseClaimBody(body: unknown): { claim: ClaimBody } | { problems: FieldProblem[] } {
   const parsed = claimBody.safeParse(body);

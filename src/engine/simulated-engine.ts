@@ -3,7 +3,7 @@
 // realistic counts and occasional failures. It never touches the database. A real engine replaces
 // `simulateWork` with calls to Mews, Stripe, Salto…; the claim / heartbeat / finish protocol stays the same.
 
-export interface EngineOptions {
+interface EngineOptions {
   /** Where the gateway listens, e.g. http://127.0.0.1:4000. */
   baseUrl: string;
   /** An `engine` (or admin) personal access token, or a JWT with role engine. */
@@ -27,7 +27,7 @@ export interface EngineOptions {
 }
 
 /** What the engine did, for its caller. */
-export interface EngineTally {
+interface EngineTally {
   claimed: number;
   succeeded: number;
   failed: number;

@@ -28,7 +28,6 @@ export const builder = new SchemaBuilder<{
     client: (context) => context.db.prisma,
     dmmf: getDatamodel(),
     exposeDescriptions: true,
-    filterConnectionTotalCount: true,
     onUnusedQuery: process.env.NODE_ENV === 'production' ? null : 'warn',
   },
   // Each field costs 1; a field's selection counts once per item its list may hold (see pageComplexity in

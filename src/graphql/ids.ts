@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js';
-import { MAX_ID_LENGTH } from '../ids.js';
+import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 
 /**
  * The spec types ids as strings, so any string may be asked for: one that names nothing the caller can see

@@ -1,4 +1,5 @@
-import type { Context, Viewer } from '../context.js';
+import type { Viewer } from '../auth/viewer.js';
+import type { Context } from '../context.js';
 import { ApiError } from '../errors.js';
 
 /** The caller, for resolvers behind an auth scope; narrows the type and guards against a missing scope. */

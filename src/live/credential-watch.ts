@@ -1,5 +1,5 @@
 import type { Permission } from '../auth/permissions.js';
-import type { Viewer } from '../context.js';
+import type { Viewer } from '../auth/viewer.js';
 import type { Logger } from '../logger.js';
 
 // Long-lived streams (GraphQL subscriptions, REST event streams) were authorised when they opened. This checks

@@ -14,9 +14,9 @@ import type { Logger } from '../logger.js';
 // Progress events (`sync.progress`) are coalesced per run at delivery: at most one per `progressMs`, the
 // latest one wins; a held one is delivered before the next status change of its run, which is never held.
 
-export type EventListener = (event: StoredEvent) => void;
+type EventListener = (event: StoredEvent) => void;
 
-export interface EventHubOptions {
+interface EventHubOptions {
   db: Pick<Database, 'raw' | 'listen'>;
   logger?: Pick<Logger, 'warn'>;
   /** Safety-net poll of every followed tenant (default 5 s). */

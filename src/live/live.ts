@@ -20,7 +20,7 @@ export interface LiveOptions {
 }
 
 /** Documented defaults: STREAMS_PER_CREDENTIAL and STREAMS_PER_PROCESS. */
-export const DEFAULT_STREAM_LIMITS: StreamLimits = { perCredential: 20, perProcess: 2000 };
+const DEFAULT_STREAM_LIMITS: StreamLimits = { perCredential: 20, perProcess: 2000 };
 
 export interface Live {
   hub: EventHub;

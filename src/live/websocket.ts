@@ -3,7 +3,7 @@ import type { ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
 import type { Logger } from '../logger.js';
-import { GRAPHQL_ENDPOINT } from '../plugins/error-response.js';
+import { GRAPHQL_ENDPOINT } from '../paths.js';
 import type { Gateway } from '../yoga.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP

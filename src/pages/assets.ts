@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import { ASSETS_PATH } from './layout.js';
+import { ASSETS_PATH } from '../paths.js';
 
 // Static files of the pages (`static/` in the repository: the stylesheet, and the scripts that start GraphiQL
 // and the API reference, kept out of the HTML so the pages' CSP can forbid inline scripts) and GraphiQL's

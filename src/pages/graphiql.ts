@@ -1,4 +1,5 @@
-import { ASSETS_PATH, escapeHtml } from './layout.js';
+import { ASSETS_PATH } from '../paths.js';
+import { escapeHtml } from './layout.js';
 
 // GraphiQL as yoga builds it (@graphql-yoga/render-graphiql: GraphiQL with yoga's fetcher, which also runs
 // subscriptions over SSE), but with its script, styles and Monaco's workers served as files by this server

@@ -1,8 +1,7 @@
 // The server's own HTML pages (landing page, error codes) share one look, taken from the API reference
 // (Swagger UI): its fonts, colours and code spans. Everything they load comes from this server.
 
-/** Where the pages' own static files (`static/`) are served. */
-export const ASSETS_PATH = '/assets';
+import { ASSETS_PATH } from '../paths.js';
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);

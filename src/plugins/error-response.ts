@@ -1,9 +1,10 @@
 import { ERROR_CODES, type ApiError } from '../errors.js';
+import { GRAPHQL_ENDPOINT, jsonResponse } from '../paths.js';
 import { errorResponse } from '../rest/envelope.js';
 import { requestIdOf } from './use-request-id.js';
 
-/** Where GraphQL is served; everything else answers errors with the REST error body. */
-export const GRAPHQL_ENDPOINT = '/graphql';
+// Defined in src/paths.ts; re-exported while plugins/use-rest.ts (moving to rest/handler.ts) imports it here.
+export { GRAPHQL_ENDPOINT } from '../paths.js';
 
 const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
 
@@ -28,10 +29,7 @@ export function earlyErrorResponse(
       ? GRAPHQL_RESPONSE_TYPE
       : 'application/json';
     const body = { errors: [{ message: error.message, extensions: { code: error.code } }] };
-    return new fetchAPI.Response(withoutBody ? null : JSON.stringify(body), {
-      status: http.status ?? ERROR_CODES[error.code].status,
-      headers: { 'content-type': `${contentType}; charset=utf-8`, ...headers },
-    });
+    return jsonResponse(fetchAPI, body, { status: http.status ?? ERROR_CODES[error.code].status, headers, contentType: `${contentType}; charset=utf-8`, withoutBody });
   }
   const rest = errorResponse(
     error.code,
@@ -39,10 +37,7 @@ export function earlyErrorResponse(
     { requestId: requestIdOf(request), origin: url.origin },
     { status: http.status, headers },
   );
-  return new fetchAPI.Response(withoutBody ? null : JSON.stringify(rest.body), {
-    status: rest.status,
-    headers: { 'content-type': 'application/json; charset=utf-8', ...rest.headers },
-  });
+  return jsonResponse(fetchAPI, rest.body, { status: rest.status, headers: rest.headers, withoutBody });
 }
 
 /** `replacement` for `original`, keeping the headers earlier plugins set on it (request id, CORS, security). */

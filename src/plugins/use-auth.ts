@@ -1,39 +1,7 @@
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLError, type SelectionSetNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import type { Context, Viewer } from '../context.js';
-import { authenticate } from '../auth/credentials.js';
-import { ApiError } from '../errors.js';
+import type { Context } from '../context.js';
 import { credentialRequiredError } from '../graphql/viewer.js';
-
-const viewers = new WeakMap<Request, Viewer | null>();
-
-/** The viewer resolved for a request, for logging and rate limiting after the context was built. */
-export function viewerOf(request: Request): Viewer | null | undefined {
-  return viewers.get(request);
-}
-
-/**
- * Resolves the request's credential once. No credential gives a null viewer (protected fields then answer
- * 401); a credential that is present but malformed, unknown, expired or revoked fails the whole request.
- */
-export async function resolveViewer(
-  request: Request,
-  deps: Parameters<typeof authenticate>[1],
-): Promise<Viewer | null> {
-  if (viewers.has(request)) return viewers.get(request) ?? null;
-  const result = await authenticate(request.headers.get('authorization'), deps);
-  if (!result.viewer && result.reason !== 'missing') {
-    throw new ApiError(
-      'UNAUTHORIZED',
-      result.reason === 'malformed'
-        ? 'The Authorization header is malformed: use "Token <personal access token>" or "Bearer <JWT>"'
-        : 'The credential is unknown, expired or revoked',
-      { headers: { 'WWW-Authenticate': 'Bearer, Token' } },
-    );
-  }
-  viewers.set(request, result.viewer);
-  return result.viewer;
-}
 
 /**
  * A request without a credential that asks for any data is refused before execution, with 401, as one with a

@@ -1,6 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
-import { ERROR_CODES, ERROR_DOCS_PATH, isErrorCode } from '../errors.js';
-import { escapeHtml, htmlPage as page, renderInline } from '../pages/layout.js';
+import { ERROR_CODES, isErrorCode } from '../errors.js';
+import { ERROR_DOCS_PATH } from '../paths.js';
+import { escapeHtml, htmlPage as page, htmlResponse, renderInline } from '../pages/layout.js';
 
 const statusBadge = (status: number | string) => `<span class="status s${String(status)[0]}">${status}</span>`;
 
@@ -10,8 +11,7 @@ export function useErrorDocs(): Plugin {
     onRequest({ url, endResponse, fetchAPI }) {
       if (url.pathname !== ERROR_DOCS_PATH && !url.pathname.startsWith(`${ERROR_DOCS_PATH}/`)) return;
       const code = url.pathname.slice(ERROR_DOCS_PATH.length + 1);
-      const html = (status: number, body: string) =>
-        endResponse(new fetchAPI.Response(body, { status, headers: { 'content-type': 'text/html; charset=utf-8' } }));
+      const html = (status: number, body: string) => endResponse(htmlResponse(fetchAPI, body, status));
       if (code === '') {
         const rows = Object.entries(ERROR_CODES)
           .map(([name, info]) => `<tr><td><a href="${ERROR_DOCS_PATH}/${name}"><code>${name}</code></a></td><td>${statusBadge(info.status)}</td><td>${escapeHtml(info.title)}</td></tr>`)

@@ -1,15 +1,13 @@
 import { GraphQLError, Kind } from 'graphql';
 import type { Logger } from 'pino';
+import { UNREACHABLE_CODES } from '../db/unreachable.js';
 import { ApiError, isErrorCode } from '../errors.js';
 import { timeoutError } from './use-deadline.js';
 
+/** The server cannot be reached, or it went away or refused a connection while one was in use. */
 const CONNECTION_FAILURE_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ETIMEDOUT',
+  ...UNREACHABLE_CODES,
   'EPIPE',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now

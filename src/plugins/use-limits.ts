@@ -135,7 +135,7 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugi
   };
 }
 
-export interface OperationArgs {
+interface OperationArgs {
   schema: GraphQLSchema;
   document: DocumentNode;
   contextValue: unknown;

@@ -4,29 +4,39 @@ import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/client.js';
 import type { Live } from '../live/live.js';
-import { ApiError, ERROR_DOCS_PATH } from '../errors.js';
-import { ASSETS_PATH } from '../pages/layout.js';
-import { API_PREFIX, DOCS_PATH, OPENAPI_PATH, routes } from '../rest/routes.js';
-import { earlyErrorResponse, GRAPHQL_ENDPOINT } from './error-response.js';
+import { ApiError } from '../errors.js';
+import {
+  API_PREFIX,
+  ASSETS_PATH,
+  DOCS_PATH,
+  ERROR_DOCS_PATH,
+  GRAPHQL_ENDPOINT,
+  HEALTH_PATH,
+  METRICS_PATH,
+  OPENAPI_PATH,
+  READY_PATH,
+  withoutTrailingSlash,
+} from '../paths.js';
+import { pathPatternOf } from '../rest/compile-routes.js';
+import { routes } from '../rest/routes.js';
+import { earlyErrorResponse } from './error-response.js';
 
-export const METRICS_PATH = '/metrics';
-
-/** Literal paths before templated ones, so `/syncs/claim` is its own route and not `/syncs/{id}`. */
+/**
+ * The REST routes' paths with the patterns the REST facade matches them by; literal paths before templated
+ * ones, so `/syncs/claim` is its own route and not `/syncs/{id}`.
+ */
 const REST_ROUTES = [...new Set(routes.map((route) => route.path))]
-  .sort((a, b) => (a.match(/\{/g)?.length ?? 0) - (b.match(/\{/g)?.length ?? 0))
-  .map((path) => ({
-    path,
-    pattern: new RegExp(`^${path.replace(/\{\w+\}/g, '[^/]+')}$`),
-  }));
+  .map((path) => ({ path, pattern: pathPatternOf(path), templated: path.split('{').length - 1 }))
+  .sort((a, b) => a.templated - b.templated);
 
-const FIXED_ROUTES = new Set(['/', GRAPHQL_ENDPOINT, '/healthz', '/readyz', METRICS_PATH, OPENAPI_PATH, DOCS_PATH, ERROR_DOCS_PATH]);
+const FIXED_ROUTES = new Set(['/', GRAPHQL_ENDPOINT, HEALTH_PATH, READY_PATH, METRICS_PATH, OPENAPI_PATH, DOCS_PATH, ERROR_DOCS_PATH]);
 
 /**
  * The route a path belongs to, as a pattern (`/api/v1/integrations/connected/{id}`), for metric labels and
  * log lines: raw paths carry ids, which would make every request its own time series.
  */
 export function routeOf(pathname: string): string {
-  const path = pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname;
+  const path = withoutTrailingSlash(pathname);
   if (FIXED_ROUTES.has(path)) return path;
   if (path.startsWith(`${API_PREFIX}/`)) {
     const rest = REST_ROUTES.find((route) => route.pattern.test(path));

@@ -1,7 +1,8 @@
 import type { Plugin } from 'graphql-yoga';
 import { assetResponse } from '../pages/assets.js';
 import { landingPage } from '../pages/landing.js';
-import { ASSETS_PATH, htmlResponse } from '../pages/layout.js';
+import { htmlResponse } from '../pages/layout.js';
+import { ASSETS_PATH } from '../paths.js';
 
 /** The landing page at `/` and the pages' static files under `/assets/` (GraphiQL's bundle among them). */
 export function usePages(): Plugin {

@@ -2,13 +2,13 @@ import { Redis } from 'ioredis';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
-import type { Viewer } from '../context.js';
+import type { RequestViewers } from '../auth/request-viewers.js';
+import type { Viewer } from '../auth/viewer.js';
 import { ApiError } from '../errors.js';
-import { ASSETS_PATH } from '../pages/layout.js';
-import { DOCS_PATH, OPENAPI_PATH } from '../rest/routes.js';
+import { ASSETS_PATH, DOCS_PATH, OPENAPI_PATH } from '../paths.js';
 import { earlyErrorResponse } from './error-response.js';
 
-export interface RateLimitOptions {
+interface RateLimitOptions {
   /** Requests per credential per minute; 0 turns rate limiting off. */
   perMinute: number;
   /** A tenant's budget, shared by all its credentials, is this many credential budgets. */
@@ -16,8 +16,8 @@ export interface RateLimitOptions {
   /** With a Redis URL every replica counts against the same budgets; without one each process counts alone. */
   redisUrl?: string | undefined;
   keyPrefix?: string;
-  /** The request's viewer (cached per request, so the context does not look it up again). */
-  viewerOf: (request: Request) => Promise<Viewer | null>;
+  /** The request's viewer, looked up once per request (the context gets the same one). */
+  viewers: Pick<RequestViewers, 'of'>;
   logger: Logger;
   /** Longest wait for Redis before the request goes through uncounted. */
   redisTimeoutMs?: number;
@@ -45,7 +45,7 @@ export function useRateLimit({
   tenantMultiplier = 5,
   redisUrl,
   keyPrefix = 'igw:rl',
-  viewerOf,
+  viewers,
   logger,
   redisTimeoutMs = 500,
 }: RateLimitOptions): Plugin {
@@ -64,7 +64,7 @@ export function useRateLimit({
   return {
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
       if (isExempt(url.pathname)) return;
-      const viewer = await viewerOf(request).catch(() => null);
+      const viewer = await viewers.of(request).catch(() => null);
       const checks: Array<{ budget: RateLimiterAbstract; key: string; who: string }> = viewer
         ? [
             { budget: callerBudget, key: callerKey(viewer), who: 'this credential' },

@@ -1,11 +1,11 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
+import type { RequestViewers } from '../auth/request-viewers.js';
 import { requestIdOf } from './use-request-id.js';
-import { viewerOf } from './use-auth.js';
 import { routeOf } from './use-metrics.js';
 
 /** One log line per request: id, method, path, route pattern, status, duration and tenant. Never headers or tokens. */
-export function useRequestLog({ logger }: { logger: Logger }): Plugin {
+export function useRequestLog({ logger, viewers }: { logger: Logger; viewers: Pick<RequestViewers, 'resolved'> }): Plugin {
   // Start time and path (from the URL yoga already parsed); nothing is kept while info lines are not logged.
   const started = new WeakMap<Request, { at: number; pathname: string }>();
   return {
@@ -22,7 +22,7 @@ export function useRequestLog({ logger }: { logger: Logger }): Plugin {
         route: routeOf(start.pathname),
         status: response.status,
         duration_ms: Math.round((performance.now() - start.at) * 100) / 100,
-        tenant: viewerOf(request)?.tenantId,
+        tenant: viewers.resolved(request)?.tenantId,
       }, 'request');
     },
   };

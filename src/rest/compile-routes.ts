@@ -262,7 +262,7 @@ function filterValueParser(filter: GraphQLInputObjectType, key: string, spec: Fi
   return (input) => type.parseValue(input);
 }
 
-function pathPatternOf(path: string): RegExp {
+export function pathPatternOf(path: string): RegExp {
   const source = path
     .split('/')
     .map((segment) => (/^\{\w+\}$/.test(segment) ? '([^/]+)' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))

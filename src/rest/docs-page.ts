@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { DOCS_PATH, OPENAPI_PATH } from './routes.js';
+import { DOCS_PATH, OPENAPI_PATH } from '../paths.js';
 
 // The human-readable API reference: Swagger UI from the installed swagger-ui-dist package, served by the
 // gateway itself (no CDN: the page has to work where the server has no internet access), started by a script

@@ -19,7 +19,7 @@ export function acceptsEventStream(request: Request): boolean {
   return (request.headers.get('accept') ?? '').toLowerCase().includes('text/event-stream');
 }
 
-export interface EventStreamOptions {
+interface EventStreamOptions {
   /** What the subscription answered: a stream of results, or one result (its errors refuse the request). */
   result: AsyncIterable<ExecutionResult> | ExecutionResult;
   /** The `event:` name of each message. */

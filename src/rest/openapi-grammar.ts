@@ -1,4 +1,4 @@
-import { MAX_ID_LENGTH } from '../ids.js';
+import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 import { TEXT_LIMITS } from '../input-limits.js';
 import type { JsonSchema, RestField } from './compile-routes.js';
 import { type FieldSpec, OPERATORS_BY_TYPE, QUERY_LIMITS } from './query-params.js';

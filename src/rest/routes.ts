@@ -139,10 +139,9 @@ function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, u
   return rest;
 }
 
-export const API_PREFIX = '/api';
+// Defined in src/paths.ts; re-exported while plugins/use-rest.ts (moving to rest/handler.ts) imports them here.
+export { API_PREFIX, DOCS_PATH, OPENAPI_PATH } from '../paths.js';
 export const INTEGRATIONS_BASE = '/api/v1/integrations';
-export const OPENAPI_PATH = '/api/v1/openapi.json';
-export const DOCS_PATH = '/api/v1/docs';
 
 const KEYWORD_SEARCH = ['name', 'slug', 'description', 'keywords'] as const;
 

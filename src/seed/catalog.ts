@@ -1,15 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { Database } from '../db/client.js';
 import type { ConnectionKind } from '../domain/connection-members.js';
-import { formatId, type IdPrefix } from '../ids.js';
+import { formatId, type IdPrefix } from '../prefixed-ids.js';
 
 /**
  * Which `metadata`/`settings` members a connection carries depends on what the application does
  * (src/domain/connection-members.ts); which kind each category is, is fixed here.
  */
-export type { ConnectionKind };
-
-export interface CatalogCategory {
+interface CatalogCategory {
   id: string;
   slug: string;
   name: string;
@@ -19,7 +17,7 @@ export interface CatalogCategory {
 }
 
 // Type aliases, not interfaces: Prisma's JSON input type needs an implicit index signature.
-export type CatalogFeature = {
+type CatalogFeature = {
   name: string;
   /** HTML. */
   content: string;
@@ -27,7 +25,7 @@ export type CatalogFeature = {
 };
 
 /** Stored as-is in `applications.features`; the snake_case keys are the API's shape. */
-export type CatalogFeatures = {
+type CatalogFeatures = {
   title: string;
   features: CatalogFeature[];
 };
@@ -48,7 +46,7 @@ export interface CatalogApplication {
  * Catalog ids are derived from slugs, so every database (PGlite in tests, PostgreSQL in production, a
  * colleague's laptop) names the same application with the same id and links and fixtures stay valid.
  */
-export function catalogId(prefix: IdPrefix, slug: string): string {
+function catalogId(prefix: IdPrefix, slug: string): string {
   return formatId(prefix, createHash('sha256').update(`${prefix}:${slug}`).digest().subarray(0, 16));
 }
 
@@ -109,7 +107,7 @@ export const CATEGORIES: readonly CatalogCategory[] = CATEGORY_DATA.map((categor
   sortOrder: (index + 1) * 10,
 }));
 
-export function categoryBySlug(slug: string): CatalogCategory {
+function categoryBySlug(slug: string): CatalogCategory {
   const category = CATEGORIES.find((c) => c.slug === slug);
   if (!category) throw new Error(`unknown catalog category "${slug}"`);
   return category;

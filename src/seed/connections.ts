@@ -1,6 +1,6 @@
 import type { RawSql } from '../db/client.js';
 import type { ConnectionStatus, ConnectionVia } from '../generated/prisma/enums.js';
-import { formatId } from '../ids.js';
+import { formatId } from '../prefixed-ids.js';
 import {
   connectionMemberProblems,
   type ConnectionKind,
@@ -27,7 +27,7 @@ export interface ConnectionRow {
   createdAt: Date;
 }
 
-export interface ConnectionSpec {
+interface ConnectionSpec {
   tenantId: string;
   application: CatalogApplication;
   /** Shown after the application name: "Stripe – EU account". */

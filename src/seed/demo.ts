@@ -1,14 +1,14 @@
 import type { Database } from '../db/client.js';
 import type { ConnectionMetadata } from '../domain/connection-members.js';
 import type { ConnectionStatus, ConnectionVia, SyncStatus } from '../generated/prisma/enums.js';
-import { newId } from '../ids.js';
+import { newId } from '../prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from './catalog.js';
 import { buildConnection, insertConnections, type ConnectionRow } from './connections.js';
 import { createRng } from './random.js';
 import { generateSyncs, insertSyncs, type SyncRow } from './syncs.js';
 
 export const DEMO_TENANT_SLUG = 'demo';
-export const DEMO_TENANT_NAME = 'Demo Hotel Group';
+const DEMO_TENANT_NAME = 'Demo Hotel Group';
 export const DEFAULT_SEED = 1;
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -79,7 +79,7 @@ const DEMO_CONNECTIONS: DemoConnection[] = [
   { app: 'xero', label: 'Group ledger', slug: 'xero-group-ledger', via: 'oauth', status: 'active', newest: [] },
 ];
 
-export interface SeedDemoOptions {
+interface SeedDemoOptions {
   /** Same seed and tenant slug give the same rows, ids included. */
   seed?: number;
   /** The end of the generated history; pass a fixed date to reproduce timestamps too. */

@@ -5,7 +5,7 @@ import { DEFAULT_SEED, type SeedResult } from './demo.js';
 import { createRng, type Rng } from './random.js';
 import { insertSyncs, syncHistory, type SyncRow } from './syncs.js';
 
-export interface SeedLoadOptions {
+interface SeedLoadOptions {
   connections: number;
   syncs: number;
   seed?: number;

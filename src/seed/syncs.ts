@@ -1,12 +1,12 @@
 import type { RawSql } from '../db/client.js';
 import { ACTIVE_SYNC_STATUSES, LEASE_SECONDS } from '../domain/sync-lifecycle.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
-import { formatId } from '../ids.js';
+import { formatId } from '../prefixed-ids.js';
 import type { Rng } from './random.js';
 
-export type SyncSummary = Record<string, boolean | number | string[]>;
-export type SyncDiff = Partial<Record<'added' | 'changed' | 'removed', string[]>>;
-export interface SyncChecksum {
+type SyncSummary = Record<string, boolean | number | string[]>;
+type SyncDiff = Partial<Record<'added' | 'changed' | 'removed', string[]>>;
+interface SyncChecksum {
   b: string;
   f: string;
   ac: string;
@@ -35,7 +35,7 @@ export interface SyncRow {
   leaseSeconds: number | null;
 }
 
-export interface SyncHistorySpec {
+interface SyncHistorySpec {
   tenantId: string;
   connectionId: string;
   /** Runs start in [from, to); finished runs never finish after `to` (the "now" of the history). */
@@ -52,7 +52,7 @@ export interface SyncHistorySpec {
   newest?: SyncStatus[];
 }
 
-export const ERROR_MESSAGES = [
+const ERROR_MESSAGES = [
   'Rate limit exceeded (429) from provider API',
   'OAuth token expired',
   'Timeout after 300s',

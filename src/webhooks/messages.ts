@@ -12,7 +12,7 @@ import { formatTimestamp } from '../timestamps.js';
 
 /** Every event type of the log is sent. */
 export const WEBHOOK_EVENT_TYPES = EVENT_TYPES;
-export type WebhookEventType = EventType;
+type WebhookEventType = EventType;
 
 /** `data` of a sync event: the REST sync record (summary, diff and checksum JSON-encoded, as the spec has them). */
 export function syncMessageData(run: Sync): Record<string, unknown> {

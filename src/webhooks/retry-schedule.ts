@@ -6,7 +6,7 @@
 
 export const DEFAULT_RETRY_SCHEDULE_SECONDS: readonly number[] = [5, 300, 1800, 7200, 18_000, 36_000, 36_000];
 
-export const RETRY_JITTER = 0.2;
+const RETRY_JITTER = 0.2;
 
 /** Parses WEBHOOK_RETRY_SCHEDULE: positive seconds, comma-separated, at most 20 retries. */
 export function parseRetrySchedule(raw: string): number[] {

@@ -8,10 +8,10 @@ import { assertLiteralAllowed, guardedLookup, type GuardOptions, urlProblem } fr
 // (a 3xx is a failed attempt), the SSRF guard on the address connected to, and at most the first 1 KB of the
 // answer kept.
 
-export const ATTEMPT_TIMEOUT_MS = 10_000;
-export const RESPONSE_BODY_LIMIT = 1024;
+const ATTEMPT_TIMEOUT_MS = 10_000;
+const RESPONSE_BODY_LIMIT = 1024;
 
-export interface WebhookMessage {
+interface WebhookMessage {
   /** The Standard Webhooks message id: the delivery's id, the same on every attempt. */
   id: string;
   url: string;
@@ -19,7 +19,7 @@ export interface WebhookMessage {
   body: string;
 }
 
-export interface AttemptOutcome {
+interface AttemptOutcome {
   ok: boolean;
   statusCode: number | null;
   latencyMs: number;
@@ -35,7 +35,7 @@ export interface SendOptions extends GuardOptions {
 }
 
 /** The headers of one signed attempt (the signature covers id, timestamp and body). */
-export function signedHeaders(message: WebhookMessage, timestamp: Date): Record<string, string> {
+function signedHeaders(message: WebhookMessage, timestamp: Date): Record<string, string> {
   return {
     'content-type': 'application/json',
     'webhook-id': message.id,

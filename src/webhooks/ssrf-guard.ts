@@ -62,7 +62,7 @@ export function isBlockedAddress(address: string): boolean {
   return true;
 }
 
-export class WebhookTargetError extends Error {
+class WebhookTargetError extends Error {
   override name = 'WebhookTargetError';
 }
 

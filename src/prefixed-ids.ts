@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
-const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+/** Lowercase Crockford-like base32: digits and letters without i, l, o and u. Token prefixes use it too. */
+export const ID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** Prefixes make ids self-describing in logs and URLs (`con_…` is a connection). */
 export type IdPrefix = 'ten' | 'cat' | 'app' | 'con' | 'syn' | 'usr' | 'tok' | 'whk';
@@ -14,12 +15,12 @@ export function formatId(prefix: IdPrefix, bytes: Uint8Array): string {
     buffer = (buffer << 8) | byte;
     bits += 8;
     while (bits >= 5) {
-      out += ALPHABET[(buffer >>> (bits - 5)) & 31];
+      out += ID_ALPHABET[(buffer >>> (bits - 5)) & 31];
       bits -= 5;
     }
     buffer &= (1 << bits) - 1;
   }
-  if (bits > 0) out += ALPHABET[(buffer << (5 - bits)) & 31];
+  if (bits > 0) out += ID_ALPHABET[(buffer << (5 - bits)) & 31];
   return `${prefix}_${out}`;
 }
 

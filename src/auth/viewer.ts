@@ -1,0 +1,14 @@
+import type { Role } from '../generated/prisma/enums.js';
+import type { Permission } from './permissions.js';
+
+/** The authenticated caller. Every tenant-owned query is scoped by `tenantId` in SQL. */
+export interface Viewer {
+  tenantId: string;
+  role: Role;
+  permissions: ReadonlySet<Permission>;
+  /** Service user id (token) or JWT `sub`. */
+  subject: string;
+  credential: 'token' | 'jwt';
+  /** Token id, for throttled last_used_at updates and logs; never the secret. */
+  tokenId?: string;
+}

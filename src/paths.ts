@@ -1,0 +1,52 @@
+// Where the gateway answers: every fixed path (GraphQL, the REST facade and its documents, the pages, health and
+// metrics), and the one way a plugin builds a JSON answer by hand. Route paths themselves are in rest/routes.ts.
+
+/** GraphQL over HTTP, GraphiQL in a browser, subscriptions over SSE and the graphql-ws WebSocket. */
+export const GRAPHQL_ENDPOINT = '/graphql';
+
+/** Everything under this prefix is the REST facade's: its routes, the OpenAPI document and the API reference. */
+export const API_PREFIX = '/api';
+export const OPENAPI_PATH = '/api/v1/openapi.json';
+/** The API reference (Swagger UI) and, below it, its files. */
+export const DOCS_PATH = '/api/v1/docs';
+
+/** Each error code's documentation page is served below this path; the path itself lists them all. */
+export const ERROR_DOCS_PATH = '/docs/errors';
+
+/** Where the pages' own static files (`static/`) are served. */
+export const ASSETS_PATH = '/assets';
+
+/** The process answers (liveness). */
+export const HEALTH_PATH = '/healthz';
+/** The process and its database answer, and it is not shutting down (readiness). */
+export const READY_PATH = '/readyz';
+/** Prometheus metrics. */
+export const METRICS_PATH = '/metrics';
+
+/** A path without its trailing slash (`/graphql/` is `/graphql`); `/` stays `/`. */
+export function withoutTrailingSlash(pathname: string): string {
+  return pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname;
+}
+
+/** `application/json; charset=utf-8`: what JSON answers are sent as unless they say otherwise. */
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+
+/**
+ * A JSON answer a plugin builds itself, outside yoga's result processing: `body` serialized, or no body when
+ * `withoutBody` (a HEAD request). `headers` come after the content type, so they may replace it.
+ */
+export function jsonResponse(
+  fetchAPI: { Response: typeof Response },
+  body: unknown,
+  {
+    status = 200,
+    headers,
+    contentType = JSON_CONTENT_TYPE,
+    withoutBody = false,
+  }: { status?: number; headers?: Record<string, string> | undefined; contentType?: string; withoutBody?: boolean } = {},
+): Response {
+  return new fetchAPI.Response(withoutBody ? null : JSON.stringify(body), {
+    status,
+    headers: { 'content-type': contentType, ...headers },
+  });
+}
