@@ -155,7 +155,10 @@ describe('metrics access and request logs', () => {
 
     const log = lines.join('');
     expect(lines.length).toBeGreaterThanOrEqual(10);
-    for (const secret of [token, token.split('_').at(-1) ?? token, unknownToken, jwt, jwt.split('.')[2] ?? jwt]) {
+    // The secret part of the token is everything after `igw_pat_<prefix>_` (base64url: it may hold `_` itself).
+    const tokenSecret = /^igw_pat_[^_]+_(.+)$/.exec(token)?.[1];
+    expect(tokenSecret?.length).toBeGreaterThanOrEqual(40);
+    for (const secret of [token, tokenSecret!, unknownToken, jwt, jwt.split('.')[2] ?? jwt]) {
       expect(log).not.toContain(secret);
     }
     const requests = lines.map((line) => JSON.parse(line) as Record<string, unknown>).filter((entry) => entry.msg === 'request');
