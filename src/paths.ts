@@ -6,6 +6,8 @@ export const GRAPHQL_ENDPOINT = '/graphql';
 
 /** Everything under this prefix is the REST facade's: its routes, the OpenAPI document and the API reference. */
 export const API_PREFIX = '/api';
+/** The documented REST paths (`/connected`, `/syncs`, …) are below this one; rest/routes.ts lists them. */
+export const INTEGRATIONS_BASE = '/api/v1/integrations';
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 /** The API reference (Swagger UI) and, below it, its files. */
 export const DOCS_PATH = '/api/v1/docs';

@@ -1,5 +1,4 @@
-import { DOCS_PATH, ERROR_DOCS_PATH, OPENAPI_PATH } from '../paths.js';
-import { INTEGRATIONS_BASE } from '../rest/routes.js';
+import { DOCS_PATH, ERROR_DOCS_PATH, INTEGRATIONS_BASE, OPENAPI_PATH } from '../paths.js';
 import { escapeHtml, htmlPage } from './layout.js';
 
 /** `/`: what this service is and where to go from here, for a person who opened the address in a browser. */

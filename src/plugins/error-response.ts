@@ -3,8 +3,6 @@ import { GRAPHQL_ENDPOINT, jsonResponse } from '../paths.js';
 import { errorResponse } from '../rest/envelope.js';
 import { requestIdOf } from './use-request-id.js';
 
-// Defined in src/paths.ts; re-exported while plugins/use-rest.ts (moving to rest/handler.ts) imports it here.
-export { GRAPHQL_ENDPOINT } from '../paths.js';
 
 const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
 

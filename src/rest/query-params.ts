@@ -546,3 +546,16 @@ function quote(text: string): string {
   return `'${clip(text, 64)}'`;
 }
 
+const FILTER_FORM = new RegExp(`^(?:not\\.)?(?:${FILTER_OPERATORS.join('|')})\\.`);
+
+/**
+ * An endpoint parameter that is also a field (`name`, `connection_id`) is a filter when every value it is
+ * given is in `op.value` form, and the endpoint's own parameter otherwise.
+ */
+export function withFilterFormParams(resource: ResourceSpec, params: URLSearchParams): ResourceSpec {
+  const filterForm = resource.reserved.filter(
+    (name) => Object.hasOwn(resource.fields, name) && params.has(name) && params.getAll(name).every((v) => FILTER_FORM.test(v)),
+  );
+  if (filterForm.length === 0) return resource;
+  return { ...resource, reserved: resource.reserved.filter((name) => !filterForm.includes(name)) };
+}

@@ -1,5 +1,6 @@
 import type { DocumentNode } from 'graphql';
 import type { Context } from '../context.js';
+import { INTEGRATIONS_BASE } from '../paths.js';
 import { CONNECTION_BODY_SCHEMAS, parseConnectionPatch } from '../domain/connection-input.js';
 import type { FieldProblem } from '../domain/problems.js';
 import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
@@ -138,10 +139,6 @@ function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, u
   const { $schema: _dialect, ...rest } = schema;
   return rest;
 }
-
-// Defined in src/paths.ts; re-exported while plugins/use-rest.ts (moving to rest/handler.ts) imports them here.
-export { API_PREFIX, DOCS_PATH, OPENAPI_PATH } from '../paths.js';
-export const INTEGRATIONS_BASE = '/api/v1/integrations';
 
 const KEYWORD_SEARCH = ['name', 'slug', 'description', 'keywords'] as const;
 

@@ -1,0 +1,260 @@
+import { getOperationAST, getVariableValues, GraphQLError, type ExecutionResult } from 'graphql';
+import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
+import { clip } from '../clip.js';
+import type { Context } from '../context.js';
+import { invalidInput } from '../domain/problems.js';
+import { isErrorCode } from '../errors.js';
+import { credentialRequiredError } from '../graphql/viewer.js';
+import type { CompiledRoute } from './compile-routes.js';
+import { errorResponse, graphqlErrorResponse, invalidQueryResponse, resultResponse, type ResponseTarget, type RestResponse } from './envelope.js';
+import { eventStreamResponse, parseLastEventId } from './event-stream.js';
+import { listVariables } from './list-variables.js';
+import { parseListQuery, type ListQuery, withFilterFormParams } from './query-params.js';
+import type { BodySpec } from './routes.js';
+
+// Running a REST request: the route it matches, then its GraphQL operation through yoga's enveloped pipeline
+// (context and auth, limits, masking, logging) and the result in the spec's envelope, as JSON or as an event
+// stream. plugins/use-rest.ts is the yoga plugin that hands requests here.
+
+export type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
+
+/**
+ * The route a path and method name, or the refusal: 404 when no route has the path, 405 (with `Allow`) when
+ * one has it for other methods. `method` is the request's, HEAD answered as GET.
+ */
+export function matchRoute(
+  routes: readonly CompiledRoute[],
+  pathname: string,
+  method: string,
+  requestMethod: string,
+  target: ResponseTarget,
+): { route: CompiledRoute; pathValues: string[] } | { refused: RestResponse } {
+  const candidates = routes.flatMap((route) => {
+    const match = route.pathPattern.exec(pathname);
+    return match ? [{ route, pathValues: match.slice(1) }] : [];
+  });
+  if (candidates.length === 0) return { refused: errorResponse('NOT_FOUND', `no such endpoint: ${clip(pathname)}`, target) };
+  const matched = candidates.find((c) => c.route.spec.method === method);
+  if (matched) return matched;
+  const allow = candidates.flatMap((c) => (c.route.spec.method === 'GET' ? ['GET', 'HEAD'] : [c.route.spec.method])).join(', ');
+  return {
+    refused: errorResponse('METHOD_NOT_ALLOWED', `${clip(requestMethod)} is not allowed on ${clip(pathname)}; allowed: ${allow}`, target, {
+      headers: { Allow: allow },
+    }),
+  };
+}
+
+/** A request's pass through yoga's enveloped pipeline for one operation: its context, authenticated, or the refusal. */
+async function enveloped(
+  yoga: Yoga,
+  request: Request,
+  serverContext: object,
+  operationName: string | undefined,
+  rest: string,
+  target: ResponseTarget,
+): Promise<{ run: ReturnType<Yoga['getEnveloped']>; context: Context } | { refused: RestResponse }> {
+  const run = yoga.getEnveloped({ ...serverContext, request, params: { operationName, extensions: { rest } } });
+  let context: Context;
+  try {
+    // Yoga's context function authenticates; a rejected credential is thrown from here, already masked.
+    context = (await run.contextFactory()) as unknown as Context;
+  } catch (error) {
+    return { refused: unexpectedErrorResponse(yoga, error, target) };
+  }
+  // Every route reads tenant data or the catalog, which need a credential: without one the answer is 401
+  // before the query string or the path is read (CONTRACT), whatever else is wrong with the request.
+  if (context.viewer === null) return { refused: graphqlErrorResponse(credentialRequiredError(), target) };
+  return { run, context };
+}
+
+/** A request matched to a route: what running it (as JSON, or as an event stream) needs. */
+export interface RouteRequest {
+  yoga: Yoga;
+  route: CompiledRoute;
+  pathValues: string[];
+  url: URL;
+  request: Request;
+  serverContext: object;
+  target: ResponseTarget;
+}
+
+/**
+ * Runs a matched route: the query string (lists) or nothing, the path parameters and the JSON body become the
+ * operation's variables, checked by the grammar, the body's schema and the schema's scalars; the result goes
+ * into the spec's envelope. `context` is the request's, once yoga built it (null when the request was refused
+ * before), for what the caller does with the answer (idempotency).
+ */
+export async function runRoute(
+  { yoga, route, pathValues, url, request, serverContext, target }: RouteRequest,
+  maxBodyBytes: number,
+): Promise<{ response: RestResponse; context: Context | null }> {
+  const operationName = route.operation.name?.value;
+  const pipeline = await enveloped(yoga, request, serverContext, operationName, `${route.spec.method} ${route.spec.path}`, target);
+  if ('refused' in pipeline) return { response: pipeline.refused, context: null };
+  const { execute, schema } = pipeline.run;
+  const contextValue = pipeline.context;
+  const refuse = (response: RestResponse) => ({ response, context: contextValue });
+
+  let variables: Record<string, unknown> = {};
+  let query: ListQuery | null = null;
+  const response = route.spec.response;
+  if (response.kind === 'list' && route.resource) {
+    const parsed = parseListQuery(url.searchParams, withFilterFormParams(route.resource, url.searchParams));
+    if (!parsed.ok) return refuse(invalidQueryResponse(parsed.problems, target));
+    query = parsed.query;
+    variables = listVariables(route, response.list, query);
+  } else if ([...url.searchParams.keys()].length > 0) {
+    const names = [...new Set(url.searchParams.keys())].map((n) => `'${clip(n)}'`).join(', ');
+    return refuse(invalidQueryResponse([{ parameter: '*', message: `this endpoint takes no query parameters (got ${names})` }], target));
+  }
+  for (const [index, param] of route.pathParams.entries()) {
+    const raw = pathValues[index] ?? '';
+    let value: string;
+    try {
+      value = decodeURIComponent(raw);
+    } catch {
+      return refuse(invalidQueryResponse([{ parameter: param, message: `path parameter ${param} is not valid percent-encoding` }], target));
+    }
+    variables[param] = value;
+  }
+  if (route.spec.body) {
+    const body = await readJsonBody(request, route.spec.body, maxBodyBytes, target);
+    if ('refused' in body) return refuse(body.refused);
+    // The body's one schema first, so every problem is named as the body names it; path parameters win.
+    const problems = await route.spec.body.problems(body.value, contextValue as Context);
+    if (problems.length > 0) return refuse(graphqlErrorResponse(invalidInput(problems), target));
+    variables = { ...route.spec.body.variables(body.value), ...variables };
+  }
+
+  // The schema's own scalars coerce the values; what they refuse is the caller's mistake, not ours.
+  const coerced = getVariableValues(schema, route.operation.variableDefinitions ?? [], variables);
+  if (coerced.errors) {
+    return refuse(
+      invalidQueryResponse(
+        coerced.errors.map((e) => ({ parameter: '*', message: e.message })),
+        target,
+      ),
+    );
+  }
+
+  const result = await execute({
+    schema,
+    document: route.spec.document,
+    operationName,
+    variableValues: variables,
+    contextValue,
+  });
+  if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
+  return { response: resultResponse(route, result as ExecutionResult, query, target), context: contextValue };
+}
+
+/**
+ * A route's event stream (`Accept: text/event-stream`): its subscription runs through yoga's enveloped pipeline
+ * like any operation (auth, limits, masking), with the path parameter as the run's id and the query parameters
+ * the stream takes; `Last-Event-ID` resumes from the event log.
+ */
+export async function runStream({ yoga, route, pathValues, url, request, serverContext, target }: RouteRequest): Promise<Response | RestResponse> {
+  const stream = route.spec.stream!;
+  const operationName = getOperationAST(stream.document)?.name?.value;
+  const pipeline = await enveloped(yoga, request, serverContext, operationName, `${route.spec.method} ${route.spec.path} (stream)`, target);
+  if ('refused' in pipeline) return pipeline.refused;
+  const { subscribe, schema } = pipeline.run;
+  const { context } = pipeline;
+
+  const variables: Record<string, unknown> = {};
+  const problems: { parameter: string; message: string }[] = [];
+  for (const name of new Set(url.searchParams.keys())) {
+    const param = stream.params[name];
+    const values = url.searchParams.getAll(name);
+    if (!param) problems.push({ parameter: name, message: `a stream takes ${Object.keys(stream.params).map((p) => `'${p}'`).join(', ') || 'no query parameters'}, not '${clip(name, 64)}'` });
+    else if (values.length > 1) problems.push({ parameter: name, message: `'${name}' may be given only once` });
+    else variables[param.variable] = values[0]!.replace(/^eq\./, '');
+  }
+  const lastEventId = parseLastEventId(request.headers.get('last-event-id'));
+  if (lastEventId === null) problems.push({ parameter: 'Last-Event-ID', message: 'Last-Event-ID must be an event id: the digits of a message id this stream sent' });
+  if (problems.length > 0) return invalidQueryResponse(problems, target);
+  for (const [index, param] of route.pathParams.entries()) {
+    try {
+      variables[param === 'id' ? 'syncId' : param] = decodeURIComponent(pathValues[index] ?? '');
+    } catch {
+      return invalidQueryResponse([{ parameter: param, message: `path parameter ${param} is not valid percent-encoding` }], target);
+    }
+  }
+
+  const cursor = { after: lastEventId ?? undefined, current: lastEventId ?? 0 };
+  context.streamCursor = cursor;
+  const result = await subscribe({ schema, document: stream.document, operationName, variableValues: variables, contextValue: context });
+  return eventStreamResponse({
+    result: result as AsyncIterable<ExecutionResult> | ExecutionResult,
+    event: stream.event,
+    currentId: () => cursor.current,
+    heartbeatMs: context.live.heartbeatMs,
+    signal: request.signal,
+    target,
+    fetchAPI: yoga.fetchAPI,
+  });
+}
+
+/**
+ * The request's JSON body, as an object: 415 for another media type, 413 past the size limit (also for a
+ * chunked body without Content-Length), 400 for text that is not JSON or JSON that is not an object.
+ */
+async function readJsonBody(
+  request: Request,
+  spec: BodySpec,
+  maxBytes: number,
+  target: ResponseTarget,
+): Promise<{ value: Record<string, unknown> } | { refused: RestResponse }> {
+  const contentType = request.headers.get('content-type') ?? '';
+  const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  // A body that may be left out: no Content-Type is taken as no body (checked once it is read).
+  const bodiless = spec.optional === true && contentType === '';
+  if (!spec.mediaTypes.includes(mediaType) && !bodiless) {
+    const expected = spec.mediaTypes.join(' or ');
+    return {
+      refused: errorResponse(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Send the body as ${expected}${contentType ? `, not ${clip(contentType, 100)}` : ' (Content-Type is missing)'}`,
+        target,
+      ),
+    };
+  }
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = request.body?.getReader();
+  for (;;) {
+    const next = reader ? await reader.read() : { done: true as const, value: undefined };
+    if (next.done) break;
+    size += next.value.byteLength;
+    if (size > maxBytes) {
+      await reader?.cancel().catch(() => undefined);
+      return { refused: errorResponse('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${maxBytes} bytes`, target) };
+    }
+    chunks.push(next.value);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (bodiless) {
+    if (size === 0) return { value: {} };
+    return { refused: errorResponse('UNSUPPORTED_MEDIA_TYPE', `Send the body as ${spec.mediaTypes.join(' or ')} (Content-Type is missing)`, target) };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { refused: invalidQueryResponse([{ parameter: '(body)', message: text.trim() === '' ? 'the body is empty; send a JSON object' : 'the body is not valid JSON' }], target) };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { refused: invalidQueryResponse([{ parameter: '(body)', message: 'the body must be a JSON object' }], target) };
+  }
+  return { value: value as Record<string, unknown> };
+}
+
+/**
+ * A thrown error. Errors from the context function and from execution were already masked by yoga, so one
+ * with a known code is meant to be shown; anything else is a fault here: logged, and answered without details.
+ */
+export function unexpectedErrorResponse(yoga: Yoga, error: unknown, target: ResponseTarget): RestResponse {
+  if (error instanceof GraphQLError && isErrorCode(error.extensions.code)) return graphqlErrorResponse(error, target);
+  yoga.logger.error(error);
+  return errorResponse('INTERNAL', 'Internal error', target);
+}
