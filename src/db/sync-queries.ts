@@ -49,7 +49,7 @@ export function isSyncProperty(name: string): name is SyncProperty {
 }
 
 /** A sync row as the list statements read it: the selected properties of Prisma's Sync. */
-export type SyncRow = Prisma.SyncGetPayload<object>;
+type SyncRow = Prisma.SyncGetPayload<object>;
 
 /** `search`: a case-insensitive substring of error_message, or of the status name. */
 export function syncSearchSql(term: string | null): Sql {

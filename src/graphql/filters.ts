@@ -68,8 +68,8 @@ function enumFilter(values: AnyEnumRef) {
   return filter;
 }
 
-export const SortDirection = builder.enumType('SortDirection', { values: ['ASC', 'DESC'] as const });
-export const NullsOrder = builder.enumType('NullsOrder', {
+const SortDirection = builder.enumType('SortDirection', { values: ['ASC', 'DESC'] as const });
+const NullsOrder = builder.enumType('NullsOrder', {
   values: ['FIRST', 'LAST'] as const,
   description: 'Where nulls sort. Default: last for ASC, first for DESC (PostgreSQL and PostgREST default).',
 });

@@ -5,7 +5,7 @@ import { builder } from './builder.js';
 import { PAGE_ITEMS_COMPLEXITY } from './complexity.js';
 
 /** A page of a list. Nodes and count load only when selected, and at most once each. */
-export interface ListPage<T> {
+interface ListPage<T> {
   nodes: () => Promise<T[]>;
   totalCount: () => Promise<number>;
   limit: number;
@@ -43,10 +43,10 @@ export function listType<T>(name: string, item: ObjectRef<typeof builder.$inferS
 }
 
 /** How far any list may be paged: the same for every list, and for the REST `offset`/`page`. */
-export const MAX_OFFSET = 1_000_000;
+const MAX_OFFSET = 1_000_000;
 
 /** A paginated field's page sizes and how far it may be paged. */
-export interface PageBounds {
+interface PageBounds {
   defaultLimit: number;
   maxLimit: number;
   maxOffset: number;

@@ -30,7 +30,7 @@ const MAX_FILTER_DEPTH = 8;
  * Bound on the values one filter compares against (each `in` member counts): each is a bind parameter, and
  * PostgreSQL takes at most 65,535 in one statement. The REST grammar cannot get near it within its URL limit.
  */
-export const MAX_FILTER_VALUES = 5000;
+const MAX_FILTER_VALUES = 5000;
 
 /** Renders a resource filter input; its conditions combine with AND. */
 export function renderFilter<Condition, Column>(
@@ -92,7 +92,7 @@ export function searchTerm(search: string | null | undefined): string | null {
  * value, or a value with the literal `text` as prefix, suffix or substring. A `*` between two literal
  * parts (`a*b`) is refused rather than approximated.
  */
-export type LikeMatch = { kind: 'anything' } | { kind: 'equals' | 'prefix' | 'suffix' | 'substring'; text: string };
+type LikeMatch = { kind: 'anything' } | { kind: 'equals' | 'prefix' | 'suffix' | 'substring'; text: string };
 
 export function likeMatch(pattern: string): LikeMatch {
   const leading = pattern.startsWith('*');
@@ -141,7 +141,7 @@ export interface OrderInput {
   nulls?: 'FIRST' | 'LAST' | null;
 }
 
-export interface OrderKey<Column> {
+interface OrderKey<Column> {
   column: Column;
   descending: boolean;
   /** Where nulls sort; null for a column that cannot hold one (no NULLS clause). */

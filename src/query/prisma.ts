@@ -15,7 +15,7 @@ import {
 type Where = Record<string, unknown>;
 
 /** `{ 'a.b.c': x }` → `{ a: { b: { c: x } } }`: Prisma's shape for filtering and ordering through relations. */
-export function nestPath(path: string, value: unknown): Where {
+function nestPath(path: string, value: unknown): Where {
   return path
     .split('.')
     .reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as Where;

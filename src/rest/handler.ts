@@ -68,7 +68,7 @@ async function enveloped(
 }
 
 /** A request matched to a route: what running it (as JSON, or as an event stream) needs. */
-export interface RouteRequest {
+interface RouteRequest {
   yoga: Yoga;
   route: CompiledRoute;
   pathValues: string[];

@@ -34,7 +34,7 @@ export function listVariables(route: CompiledRoute, list: ListSpec, query: ListQ
 }
 
 /** `[a, b]` → `{and: [a, b]}`; a `not.` condition is wrapped in `{not: …}`. */
-export function filterInput(conditions: FilterCondition[], fields: ReadonlyMap<string, RestField>): FilterInput | null {
+function filterInput(conditions: FilterCondition[], fields: ReadonlyMap<string, RestField>): FilterInput | null {
   const parts = conditions.map((condition) => {
     const key = fields.get(condition.field)?.filterKey;
     // The grammar only accepts filterable fields, so a missing key is a bug in the route's derivation.

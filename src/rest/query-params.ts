@@ -35,13 +35,13 @@ export interface ResourceSpec {
   maxOffset: number;
 }
 
-export const FILTER_OPERATORS = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte', 'like', 'ilike'] as const;
-export type FilterOperator = (typeof FILTER_OPERATORS)[number];
+const FILTER_OPERATORS = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte', 'like', 'ilike'] as const;
+type FilterOperator = (typeof FILTER_OPERATORS)[number];
 
 /** A filter value as the operation variable carries it (JSON), which the schema's scalars then coerce. */
-export type VariableValue = string | number | boolean;
+type VariableValue = string | number | boolean;
 /** `is.null` → null, `is.not_null` → 'not_null', `is.true`/`is.false` → boolean. */
-export type IsValue = null | 'not_null' | boolean;
+type IsValue = null | 'not_null' | boolean;
 
 interface ConditionBase {
   field: string;
@@ -51,7 +51,7 @@ interface ConditionBase {
 }
 
 /** A compared value: as the operation variable carries it, and as the field's GraphQL type coerced it. */
-export interface ComparedValue {
+interface ComparedValue {
   input: VariableValue;
   value: unknown;
 }
@@ -66,7 +66,7 @@ export type FilterCondition =
       value: string;
     });
 
-export interface OrderKey {
+interface OrderKey {
   field: string;
   direction: 'asc' | 'desc';
   nulls: 'first' | 'last';
@@ -90,7 +90,7 @@ export interface QueryProblem {
   message: string;
 }
 
-export type ParseResult = { ok: true; query: ListQuery } | { ok: false; problems: QueryProblem[] };
+type ParseResult = { ok: true; query: ListQuery } | { ok: false; problems: QueryProblem[] };
 
 /** Bounds that keep the work done on hostile input small. */
 export const QUERY_LIMITS = {

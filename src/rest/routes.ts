@@ -37,7 +37,7 @@ import {
 // logic. Field names, their types, and which of them can be filtered or sorted are read from the
 // document's selection (aliases are the REST names) and from the schema at start (see compile-routes.ts).
 
-export type HttpMethod = 'GET' | 'DELETE' | 'POST' | 'PATCH';
+type HttpMethod = 'GET' | 'DELETE' | 'POST' | 'PATCH';
 
 /** A JSON request body: how it is checked and which operation variables it sets. */
 export interface BodySpec {
@@ -58,7 +58,7 @@ export interface BodySpec {
 }
 
 /** A query parameter with its own meaning on an endpoint (not a `field=op.value` filter). */
-export interface EndpointParam {
+interface EndpointParam {
   /** The operation variable it sets. */
   variable: string;
   description: string;
@@ -75,7 +75,7 @@ export interface ListSpec {
   noun: { one: string; many: string };
 }
 
-export type ResponseSpec =
+type ResponseSpec =
   /** `{msg, data: [...], meta}`. */
   | { kind: 'list'; list: ListSpec }
   /**
