@@ -1,0 +1,32 @@
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * Test files that take longest (measured; most of it waiting on processes, leases, browsers or the balancer),
+ * slowest first. Two workers take files in this order, so the long ones start at once and overlap instead of
+ * ending the run alone; the rest follow in vitest's own order (a previous run's durations when it has them,
+ * else file size). A fresh clone, as CI runs, has no previous run.
+ */
+const SLOWEST = [
+  'fuzz',
+  'openapi-property',
+  'write-concurrency',
+  'cluster',
+  'local-socket',
+  'pages',
+  'cli',
+  'shutdown',
+  'auth-matrix',
+  'cli-access',
+  'seed',
+  'auth-core',
+];
+
+export default class SlowestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (file: TestSpecification) => {
+      const index = SLOWEST.findIndex((name) => file.moduleId.endsWith(`/${name}.test.ts`));
+      return index < 0 ? SLOWEST.length : index;
+    };
+    return [...(await super.sort(files))].sort((a, b) => rank(a) - rank(b));
+  }
+}
