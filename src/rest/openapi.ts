@@ -199,7 +199,8 @@ function queryParameters(route: CompiledRoute): unknown[] {
   const { response } = route.spec;
   if (response.kind !== 'list') return [];
   const { list } = response;
-  const page = route.resource!;
+  const page = route.resource;
+  if (!page) throw new Error(`list route ${route.spec.operationId} was compiled without its grammar`);
   const fieldNames = route.fields.map((f) => f.name);
   const sortable = route.fields.filter((f) => f.orderValue !== null).map((f) => f.name);
   const params: Array<Record<string, unknown>> = [];
