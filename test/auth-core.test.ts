@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { authenticate } from '../src/auth/credentials.js';
 import { createKnownTenants } from '../src/auth/known-tenants.js';
 import { createJwtVerifier, DEFAULT_JWT_MAX_LIFETIME_SECONDS, JWT_CLOCK_SKEW_SECONDS, type JwtConfig } from '../src/auth/jwt.js';
@@ -42,6 +42,9 @@ async function waitFor<T>(probe: () => Promise<T>, done: (value: T) => boolean, 
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+/** The fire-and-forget UPDATE that records a token's lastUsedAt. */
+const isLastUsedWrite = (query: string) => /^\s*UPDATE\b[^;]*\btokens\b/i.test(query) && /last_used_at/i.test(query);
 
 async function expectApiError(promise: Promise<unknown>, code: string): Promise<void> {
   const error = await promise.then(
@@ -92,10 +95,12 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
     const { token } = await createToken(db, { tenantId, serviceUserId: readerId, expiresAt: inDays(1) });
     const queries: string[] = [];
     const unsubscribe = db.onQuery((event) => queries.push(event.query));
-    // lastUsedAt is already recent, so no bookkeeping write is counted.
+    // The first use records lastUsedAt, fire-and-forget: wait for that write, so that it is not counted.
     await verifyPersonalAccessToken(db, token);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await vi.waitFor(() => expect(queries.some(isLastUsedWrite)).toBe(true), { timeout: 5000 });
     queries.length = 0;
+    // lastUsedAt is now recent, so the second use makes no bookkeeping write; a grace period lets one that
+    // (wrongly) happened show up in the count.
     await verifyPersonalAccessToken(db, token);
     await new Promise((resolve) => setTimeout(resolve, 100));
     unsubscribe();
@@ -182,6 +187,7 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
     await verifyPersonalAccessToken(db, token, first);
     expect((await waitFor(lastUsed, (v) => v !== null))?.getTime()).toBe(first.getTime());
 
+    // Within the window no write is due; a grace period lets one that (wrongly) happened land.
     await verifyPersonalAccessToken(db, token, new Date(first.getTime() + LAST_USED_THROTTLE_MS - 1000));
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect((await lastUsed())?.getTime()).toBe(first.getTime());
