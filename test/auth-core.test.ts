@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { authenticate } from '../src/auth/credentials.js';
 import { createKnownTenants } from '../src/auth/known-tenants.js';
 import { createJwtVerifier, DEFAULT_JWT_MAX_LIFETIME_SECONDS, JWT_CLOCK_SKEW_SECONDS, type JwtConfig } from '../src/auth/jwt.js';
@@ -20,6 +20,7 @@ import {
   revokeToken,
   verifyPersonalAccessToken,
 } from '../src/auth/tokens.js';
+import type { DatabaseKind } from '../src/db/client.js';
 import { ApiError } from '../src/errors.js';
 import { newId } from '../src/ids.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
@@ -27,6 +28,12 @@ import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures
 const DAY = 86_400_000;
 const TOKEN_FORMAT = /^igw_pat_[0-9a-z]{12}_[A-Za-z0-9_-]{43}$/;
 const inDays = (days: number, from = new Date()) => new Date(from.getTime() + days * DAY);
+
+/**
+ * A copy of the seeded database the global setup made (its tenants, demo and other, are not the ones made
+ * here): no initdb or migrations to repeat per suite.
+ */
+const copyOfSeeded = (kind: DatabaseKind) => createTestDatabase(kind, { template: inject('seededDatabases')[kind]?.template });
 
 async function createTenant(db: TestDatabase, slug: string): Promise<string> {
   const id = newId('ten');
@@ -63,7 +70,7 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
   let readerId: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
+    db = await copyOfSeeded(kind);
     tenantId = await createTenant(db, 'acme');
     otherTenantId = await createTenant(db, 'globex');
     adminId = (await createServiceUser(db, { tenantId, name: 'ci-bot', role: 'admin' })).id;
@@ -475,7 +482,7 @@ describe.each(databaseKinds)('authenticate() on %s', (kind) => {
   let tenantId: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
+    db = await copyOfSeeded(kind);
     tenantId = await createTenant(db, 'acme');
     const user = await createServiceUser(db, { tenantId, name: 'bot', role: 'reader' });
     token = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt: inDays(1) })).token;
@@ -542,7 +549,7 @@ describe.each(databaseKinds)('authenticate() on %s', (kind) => {
 describe.each(databaseKinds)('known tenants on %s', (kind) => {
   let db: TestDatabase;
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
+    db = await copyOfSeeded(kind);
   });
   afterAll(() => db?.dispose());
 
