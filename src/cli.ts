@@ -21,7 +21,7 @@ const COMMANDS: Command[] = [
   ...tokenCommands,
 ];
 
-interface CliIo {
+export interface CliIo {
   stdout(text: string): void;
   stderr(text: string): void;
   env: Record<string, string | undefined>;

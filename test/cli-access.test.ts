@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { verifyPersonalAccessToken } from '../src/auth/tokens.js';
 import { parseExpiry } from '../src/cli/token.js';
-import type { Database } from '../src/db/client.js';
+import { openDatabase, type Database } from '../src/db/client.js';
 import { runCliOn, runCliProcess, type CliRun as Run } from './fixtures/cli.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 
@@ -20,7 +20,8 @@ interface Target {
 }
 
 async function createTarget(kind: 'pglite' | 'postgres'): Promise<Target> {
-  const db = await createTestDatabase(kind);
+  // A copy of the seeded, migrated database the global setup made (its tenants are not acme).
+  const db = await createTestDatabase(kind, { template: inject('seededDatabases')[kind]?.template });
   return { db, withDb: (check) => check(db), dispose: () => db.dispose() };
 }
 
@@ -28,9 +29,15 @@ it('as a process: token create prints the value alone on stdout', async () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'igw-cli-access-'));
   const env = { DATA_DIR: dataDir, SEED: 'none' };
   try {
-    // One invocation per step keeps this to a few PGlite boots; the in-process tests below cover the rest.
-    expect((await runCliProcess(['tenant', 'create', 'acme'], env)).code).toBe(0);
-    expect((await runCliProcess(['service-user', 'create', '--tenant', 'acme', '--name', 'bot', '--role', 'reader'], env)).code).toBe(0);
+    // The tenant and the service user are made in this process (one PGlite boot); only the command whose
+    // stdout is under test runs as a process of its own.
+    const db = await openDatabase({ dataDir });
+    try {
+      expect((await runCliOn(db, 'tenant', 'create', 'acme')).code).toBe(0);
+      expect((await runCliOn(db, 'service-user', 'create', '--tenant', 'acme', '--name', 'bot', '--role', 'reader')).code).toBe(0);
+    } finally {
+      await db.close();
+    }
     const created = await runCliProcess(['token', 'create', '--tenant', 'acme', '--service-user', 'bot', '--expires', isoDate(5)], env);
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);

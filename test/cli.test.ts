@@ -1,18 +1,20 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
 import { openDatabase } from '../src/db/client.js';
-import { runCliOn, runCliProcess as cli } from './fixtures/cli.js';
+import { runCliOn, runCliProcess as cliProcess, runCliWith as cli } from './fixtures/cli.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gw-cli-'));
 
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-test('an unknown command prints the usage and exits 2 without touching a database', async () => {
+// A process where one is the point: the exit code and stderr of `node dist/cli.js`, and a PGlite data
+// directory held by another process. The rest runs runCli in this process (runCliWith, runCliOn).
+test('as a process: an unknown command prints the usage and exits 2 without touching a database', async () => {
   const neverCreated = join(dataDir, 'never-created');
-  const run = await cli(['frobnicate', 'now'], { DATA_DIR: neverCreated });
+  const run = await cliProcess(['frobnicate', 'now'], { DATA_DIR: neverCreated });
   expect(existsSync(neverCreated)).toBe(false);
   expect(run.code).toBe(2);
   expect(run.stdout).toBe('');
@@ -23,27 +25,25 @@ test('an unknown command prints the usage and exits 2 without touching a databas
 
 test('a bad option is a usage error before any database is opened; an invalid environment is one line, exit 1', async () => {
   const neverCreated = join(dataDir, 'never-created');
-  const badOption = await cli(['seed', 'load', '--tenant', 'x', '--connections', 'many', '--syncs', '1'], {
-    DATA_DIR: neverCreated,
-  });
+  const badOption = await cli({ DATA_DIR: neverCreated }, 'seed', 'load', '--tenant', 'x', '--connections', 'many', '--syncs', '1');
   expect(badOption.code).toBe(2);
   expect(badOption.stderr).toMatch(/--connections must be a non-negative integer/);
   expect(existsSync(neverCreated)).toBe(false);
 
-  const badEnv = await cli(['db', 'migrate'], { DATABASE_URL: 'mysql://nope' });
+  const badEnv = await cli({ DATABASE_URL: 'mysql://nope' }, 'db', 'migrate');
   expect(badEnv.code).toBe(1);
   expect(badEnv.stderr.trim().split('\n')).toHaveLength(1);
   expect(badEnv.stderr).toMatch(/DATABASE_URL/);
 });
 
-test('as a process on a PGlite DATA_DIR: migrates and prints only the new tenant id on stdout', async () => {
-  const migrated = await cli(['db', 'migrate'], { DATA_DIR: dataDir });
-  expect(migrated).toMatchObject({ code: 0, stdout: '' });
-  const created = await cli(['tenant', 'create', 'solo'], { DATA_DIR: dataDir });
+test('as a process on a fresh PGlite DATA_DIR: migrates it and prints only the new tenant id on stdout', async () => {
+  const fresh = join(dataDir, 'fresh');
+  const created = await cliProcess(['tenant', 'create', 'solo'], { DATA_DIR: fresh });
   expect(created).toMatchObject({ code: 0, stderr: '' });
   expect(created.stdout).toMatch(/^ten_[0-9a-z]+\n$/);
-  const db = await openDatabase({ dataDir });
+  const db = await openDatabase({ dataDir: fresh });
   try {
+    expect(await runCliOn(db, 'db', 'migrate')).toEqual({ code: 0, stdout: '', stderr: 'database is up to date\n' });
     expect((await db.prisma.tenant.findUniqueOrThrow({ where: { slug: 'solo' } })).id).toBe(created.stdout.trim());
   } finally {
     await db.close();
@@ -55,7 +55,7 @@ test('refuses a PGlite DATA_DIR another process holds open, and takes over a cla
   const db = await openDatabase({ dataDir: held });
   try {
     // This test process holds the directory, as a running server would.
-    const refused = await cli(['tenant', 'create', 'second'], { DATA_DIR: held });
+    const refused = await cliProcess(['tenant', 'create', 'second'], { DATA_DIR: held });
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe('');
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
@@ -67,7 +67,7 @@ test('refuses a PGlite DATA_DIR another process holds open, and takes over a cla
   expect(existsSync(join(held, 'gateway.pid'))).toBe(false);
   // A process that died without closing leaves its claim; a pid that no longer runs does not hold anything.
   writeFileSync(join(held, 'gateway.pid'), '2147483646');
-  const created = await cli(['tenant', 'create', 'after'], { DATA_DIR: held });
+  const created = await cli({ DATA_DIR: held }, 'tenant', 'create', 'after');
   expect(created).toMatchObject({ code: 0, stderr: '' });
   expect(existsSync(join(held, 'gateway.pid'))).toBe(false);
 }, 180_000);
@@ -75,7 +75,9 @@ test('refuses a PGlite DATA_DIR another process holds open, and takes over a cla
 describe.each(databaseKinds)('commands on %s', (kind) => {
   let db: TestDatabase;
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
+    // A copy of the seeded, migrated database the global setup made (its tenants are not acme): no initdb or
+    // migrations to repeat here.
+    db = await createTestDatabase(kind, { template: inject('seededDatabases')[kind]?.template });
   });
   afterAll(() => db?.dispose());
 

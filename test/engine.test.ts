@@ -61,6 +61,7 @@ describe.each(databaseKinds)('simulated engine on %s', (kind) => {
       `SELECT status::text AS status, summary FROM syncs WHERE id = ANY($1::text[])`,
       [runs],
     );
+    expect(rows).toHaveLength(runs.length);
     for (const row of rows) {
       expect(row.status).toBe('success');
       expect(row.summary.inserted + row.summary.updated + row.summary.deleted).toBe(row.summary.processed);

@@ -78,6 +78,7 @@ describe.each(databaseKinds)('nested sync lists on %s', (kind) => {
       stop();
     }
     const nodes = body!.data!.connections.nodes as { latest: unknown[]; failed: { status: string }[]; all: number; failures: number }[];
+    expect(nodes.length).toBeGreaterThan(0);
     for (const node of nodes) {
       expect(node.latest.length).toBeLessThanOrEqual(1);
       expect(node.failed.length).toBeLessThanOrEqual(2);

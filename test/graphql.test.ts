@@ -36,6 +36,7 @@ describe.each(databaseKinds)('GraphQL read model on %s', (kind) => {
     const { body } = await graphql(t.gateway, NESTED, { token: t.tenants.demo.readerToken, expectOk: true });
     const list = body.data!.connections;
     expect(list.totalCount).toBeGreaterThanOrEqual(6);
+    expect(list.nodes).toHaveLength(list.totalCount);
     for (const node of list.nodes) {
       expect(node.application.name).toBe(node.applicationName);
       expect(node.category.name).toBe(node.categoryName);

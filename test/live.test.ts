@@ -4,7 +4,7 @@
 // tenant isolation (another tenant's subscriber sees nothing).
 import type { AddressInfo } from 'node:net';
 import { createClient } from 'graphql-ws';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken, revokeToken } from '../src/auth/tokens.js';
@@ -243,7 +243,9 @@ describe.each(databaseKinds)('live on %s', (kind) => {
       expect(metrics).toContain('live_open_streams{kind="streams"} 3');
       // A closed stream gives its slot back.
       await a.reader!.close();
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await vi.waitFor(async () => expect(await (await capped.fetch(`${ORIGIN}/metrics`)).text()).toContain('live_open_streams{kind="streams"} 2'), {
+        timeout: 5_000,
+      });
       const d = await restStream('/syncs', reader, {}, capped);
       expect(d.response.status).toBe(200);
       await Promise.all([b, c, d].map((s) => s.reader!.close()));

@@ -113,6 +113,7 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
   describe('categories (body shape not shown by the spec: a list envelope)', () => {
     it('lists categories as {id, slug, name, description, sort_order}, by sort_order', async () => {
       const { data } = await get(`${BASE}/categories`);
+      expect(data.length).toBeGreaterThan(0);
       for (const category of data) {
         expect(sortedKeys(category)).toEqual(['description', 'id', 'name', 'slug', 'sort_order']);
         expect(category.sort_order).toBeTypeOf('number');
@@ -125,6 +126,10 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
   describe('available application', () => {
     it('has exactly the fields of the spec table, with their types', async () => {
       const { data } = await get(`${BASE}/available`);
+      expect(data.length).toBeGreaterThan(0);
+      // Some keyword and image lists are not empty, so their element checks below check something.
+      expect(data.some((app: Item) => app.keywords.length > 0)).toBe(true);
+      expect(data.some((app: Item) => app.features.features.some((f: { image_urls: unknown[] }) => f.image_urls.length > 0))).toBe(true);
       for (const app of data) {
         expect(sortedKeys(app)).toEqual([...AVAILABLE_KEYS].sort());
         expect(app.application_id).toBe('');

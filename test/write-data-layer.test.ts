@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createConnection, deleteConnection, slugify, updateConnection } from '../src/db/connection-writes.js';
 import { claimSync, expireLeases, finishSync, reportSyncProgress, scheduleDueSyncs, triggerSync } from '../src/db/sync-runs.js';
 import { defaultSettings } from '../src/domain/connection-members.js';
@@ -7,7 +7,7 @@ import type { TransactionRunner } from '../src/db/write-transactions.js';
 import type { ApiError } from '../src/errors.js';
 import type { Sync } from '../src/generated/prisma/client.js';
 import { newId } from '../src/prefixed-ids.js';
-import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
+import { applicationBySlug } from '../src/seed/catalog.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 import { tenantScopeProblems } from './fixtures/tenant-scope.js';
 import {
@@ -52,8 +52,9 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
-    await seedCatalog(db);
+    // A copy of the seeded database the global setup made: the catalog is there, its tenants (demo, other)
+    // are not the ones made here, and no initdb or migrations are repeated.
+    db = await createTestDatabase(kind, { template: inject('seededDatabases')[kind]?.template });
     acme = await createTenant(db, 'acme');
     globex = await createTenant(db, 'globex');
   });
