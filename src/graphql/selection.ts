@@ -6,10 +6,35 @@ import { type FieldNode, getNamedType, type GraphQLResolveInfo, isObjectType } f
 // columns the selection needs, and the REST `select` reaches them through the operations' @include flags.
 
 /**
+ * Answers already worked out, per field node of a parsed document (yoga caches parsed documents, and every
+ * REST route runs one fixed document) and per combination of its Boolean variables: the only variables
+ * @skip/@include can read. Walking the selection costs ~20 µs a list request; a hit costs the key.
+ */
+const answers = new WeakMap<FieldNode, Map<string, ReadonlySet<string> | null>>();
+/** Bound on the combinations kept per field node (a REST list has one per `select`). */
+const MAX_ANSWERS_PER_NODE = 256;
+
+/**
  * The names (not aliases) of the fields the operation selects at `path` below the current field. `null`
  * when the path is not selected at all.
  */
-export function selectedFields(info: GraphQLResolveInfo, path: readonly string[]): Set<string> | null {
+export function selectedFields(info: GraphQLResolveInfo, path: readonly string[]): ReadonlySet<string> | null {
+  const node = info.fieldNodes[0];
+  if (!node || info.fieldNodes.length > 1) return walk(info, path);
+  let byVariables = answers.get(node);
+  if (!byVariables) answers.set(node, (byVariables = new Map()));
+  let key = path.join('.');
+  for (const name in info.variableValues) {
+    const value = info.variableValues[name];
+    if (typeof value === 'boolean') key += value ? `|${name}` : `|!${name}`;
+  }
+  if (byVariables.has(key)) return byVariables.get(key) ?? null;
+  const answer = walk(info, path);
+  if (byVariables.size < MAX_ANSWERS_PER_NODE) byVariables.set(key, answer);
+  return answer;
+}
+
+function walk(info: GraphQLResolveInfo, path: readonly string[]): Set<string> | null {
   let type = getNamedType(info.returnType);
   let nodes: FieldNode[] = [...info.fieldNodes];
   for (const name of path) {

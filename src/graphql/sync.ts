@@ -37,7 +37,7 @@ const SYNC_FIELD_READS: Record<string, SyncProperty[]> = {
  * The row properties the selected Sync fields read: the REST `select` (through @include) and GraphQL
  * selections reach the SQL. null (the whole row) when a field is not known here.
  */
-function syncProperties(fields: Set<string> | null): Set<SyncProperty> | null {
+function syncProperties(fields: ReadonlySet<string> | null): Set<SyncProperty> | null {
   const properties = new Set<SyncProperty>();
   for (const field of fields ?? []) {
     const reads = SYNC_FIELD_READS[field] ?? (isSyncProperty(field) ? [field] : null);
@@ -145,7 +145,7 @@ interface SyncListArgs {
 }
 
 /** A sync list's arguments as the data layer's question: the caller's tenant, conditions, order and page. */
-function syncListQuery(args: SyncListArgs, context: Context, fields: Set<string> | null): SyncListQuery {
+function syncListQuery(args: SyncListArgs, context: Context, fields: ReadonlySet<string> | null): SyncListQuery {
   const { take, skip } = pageWindow(args, SYNC_PAGE);
   return {
     tenantId: requireViewer(context).tenantId,
