@@ -1,0 +1,192 @@
+// The write path (issue #16 item 7): a run's whole lifecycle, trigger → claim → progress × 10 → finish, done by
+// concurrent workers through the REST API of the real server (`node dist/server.js`, production settings),
+// against the floor: the same data-layer calls (src/db/sync-runs.ts, so the very same statements and
+// transactions, events included) made straight through `pg` from this process, with the same bodies parsed
+// by the same domain parsers. Gateway and floor alternate, 3 rounds; the figure is lifecycles per second
+// (13 writes each), medians, and the ratio.
+//
+//   npm run bench:writes            (WRITE_BENCH_SECONDS, WRITE_BENCH_WORKERS to change the defaults)
+
+import { spawn } from 'node:child_process';
+import { createServiceUser } from '../src/auth/service-users.js';
+import { createToken } from '../src/auth/tokens.js';
+import { openDatabase, type Database } from '../src/db/client.js';
+import { createConnection } from '../src/db/connection-writes.js';
+import { migrate } from '../src/db/migrate.js';
+import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../src/db/sync-runs.js';
+import { parseSyncReport } from '../src/domain/sync-reports.js';
+import { newId } from '../src/prefixed-ids.js';
+import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
+import { createDatabase, databaseUrl, dropAllDatabases } from './databases.js';
+import { cpuTimeMs } from './processes.js';
+
+const SECONDS = Number(process.env.WRITE_BENCH_SECONDS ?? 10);
+const WORKERS = Number(process.env.WRITE_BENCH_WORKERS ?? 8);
+const ROUNDS = 3;
+const PROGRESS_REPORTS = 10;
+const WORKER_ID = 'bench-engine';
+const API = '/api/v1/integrations';
+
+const log = (message: string) => process.stderr.write(`[write-bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+
+const progressBody = (i: number) => ({ summary: { processed: (i + 1) * 100, estimated_items: PROGRESS_REPORTS * 100 } });
+const finishBody = { status: 'success', summary: { processed: PROGRESS_REPORTS * 100, inserted: 400, updated: 500, deleted: 100 } };
+
+interface Side {
+  label: string;
+  /** One whole lifecycle of a run of `connectionId`. */
+  lifecycle(connectionId: string): Promise<void>;
+  /** CPU time of the process doing the API's work, for CPU per lifecycle (the gateway's; null for the floor). */
+  cpuMs(): number | null;
+}
+
+async function measure(side: Side, connections: string[]): Promise<{ perSecond: number; cpuMsPerLifecycle: number | null }> {
+  const until = performance.now() + SECONDS * 1000;
+  const cpuBefore = side.cpuMs();
+  let done = 0;
+  await Promise.all(
+    connections.map(async (connectionId) => {
+      while (performance.now() < until) {
+        await side.lifecycle(connectionId);
+        done += 1;
+      }
+    }),
+  );
+  const cpuAfter = side.cpuMs();
+  return { perSecond: done / SECONDS, cpuMsPerLifecycle: cpuBefore !== null && cpuAfter !== null ? (cpuAfter - cpuBefore) / done : null };
+}
+
+function floorSide(db: Database, tenantId: string): Side {
+  const report = (body: unknown) => {
+    const parsed = parseSyncReport(body);
+    if ('problems' in parsed) throw new Error(`bad report body: ${JSON.stringify(parsed.problems)}`);
+    return parsed.report;
+  };
+  return {
+    label: 'floor (data layer through pg)',
+    cpuMs: () => null,
+    async lifecycle(connectionId) {
+      await triggerSync(db.raw, tenantId, { connectionId });
+      const run = await claimSync(db.raw, tenantId, { workerId: WORKER_ID, connectionId, leaseSeconds: 60 });
+      if (!run) throw new Error('floor: nothing to claim');
+      for (let i = 0; i < PROGRESS_REPORTS; i++) {
+        const progress = report(progressBody(i));
+        if (progress.kind !== 'progress') throw new Error('not a progress report');
+        await reportSyncProgress(db.raw, tenantId, { syncId: run.id, workerId: WORKER_ID, summary: progress.summary });
+      }
+      const finish = report(finishBody);
+      if (finish.kind !== 'finish') throw new Error('not an outcome');
+      await finishSync(db.raw, tenantId, { syncId: run.id, workerId: WORKER_ID, outcome: finish.outcome });
+    },
+  };
+}
+
+function gatewaySide(baseUrl: string, pid: number, adminToken: string, engineToken: string): Side {
+  const call = async (token: string, method: string, path: string, body: unknown, expected: number) => {
+    const response = await fetch(`${baseUrl}${API}${path}`, {
+      method,
+      headers: { authorization: `Token ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const text = await response.text();
+    if (response.status !== expected) throw new Error(`${method} ${path}: ${response.status} ${text.slice(0, 300)}`);
+    return JSON.parse(text) as { data: { id: string } };
+  };
+  return {
+    label: 'gateway (REST)',
+    cpuMs: () => cpuTimeMs(pid),
+    async lifecycle(connectionId) {
+      await call(adminToken, 'POST', '/syncs', { connection_id: connectionId }, 201);
+      const run = (await call(engineToken, 'POST', '/syncs/claim', { connection_id: connectionId, lease_seconds: 60 }, 200)).data;
+      for (let i = 0; i < PROGRESS_REPORTS; i++) await call(engineToken, 'PATCH', `/syncs/${run.id}`, progressBody(i), 200);
+      await call(engineToken, 'PATCH', `/syncs/${run.id}`, finishBody, 200);
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const name = await createDatabase('writes');
+  const url = databaseUrl(name);
+  const db = await openDatabase({ databaseUrl: url, poolSize: WORKERS + 2 });
+  await migrate(db);
+  await seedCatalog(db);
+  const tenant = await db.prisma.tenant.create({ data: { id: newId('ten'), slug: 'writes', name: 'writes' } });
+  const application = applicationBySlug('stripe');
+  // Two sets of connections, one per side, so neither meets the other's active runs.
+  const connectionsOf = async (side: string) => {
+    const ids: string[] = [];
+    for (let i = 0; i < WORKERS; i++) {
+      ids.push((await createConnection(db.raw, tenant.id, { applicationId: application.id, name: `${side} ${i}` })).id);
+    }
+    return ids;
+  };
+  const gatewayConnections = await connectionsOf('gateway');
+  const floorConnections = await connectionsOf('floor');
+  const expiresAt = new Date(Date.now() + 86_400_000);
+  const tokenOf = async (role: 'admin' | 'engine') =>
+    (await createToken(db, { tenantId: tenant.id, serviceUserId: (await createServiceUser(db, { tenantId: tenant.id, name: `${role}-bench`, role })).id, expiresAt })).token;
+  const [adminToken, engineToken] = [await tokenOf('admin'), await tokenOf('engine')];
+
+  const port = 39000 + (process.pid % 500);
+  const child = spawn(process.execPath, ['dist/server.js'], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      DATABASE_URL: url,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SEED: 'none',
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'production',
+      RATE_LIMIT_PER_MINUTE: '0',
+      SCHEDULER: 'off',
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    for (let i = 0; ; i++) {
+      if (i > 600) throw new Error('the gateway did not get ready');
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok).catch(() => false);
+      if (ready) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const sides = [gatewaySide(`http://127.0.0.1:${port}`, child.pid!, adminToken, engineToken), floorSide(db, tenant.id)];
+    const connections = [gatewayConnections, floorConnections];
+    // Warm both (JIT, pools, the token cache) before measuring.
+    await Promise.all(sides.map((side, i) => side.lifecycle(connections[i]![0]!)));
+    const results: Array<Array<{ perSecond: number; cpuMsPerLifecycle: number | null }>> = [[], []];
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? [0, 1] : [1, 0];
+      for (const i of order) {
+        const result = await measure(sides[i]!, connections[i]!);
+        results[i]!.push(result);
+        log(`round ${round + 1}: ${sides[i]!.label}: ${result.perSecond.toFixed(1)} lifecycles/s${result.cpuMsPerLifecycle === null ? '' : `, ${result.cpuMsPerLifecycle.toFixed(1)} ms gateway CPU per lifecycle`}`);
+      }
+    }
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    const gateway = median(results[0]!.map((r) => r.perSecond));
+    const floor = median(results[1]!.map((r) => r.perSecond));
+    const ratios = results[0]!.map((r, i) => (r.perSecond / results[1]![i]!.perSecond).toFixed(2));
+    const runs = await db.raw.query<{ status: string; n: number }>(
+      `SELECT "status"::text AS "status", count(*)::int AS "n" FROM "public"."syncs" WHERE "tenant_id" = $1 GROUP BY 1 ORDER BY 1`,
+      [tenant.id],
+    );
+    process.stdout.write(
+      [
+        `Write path, ${WORKERS} workers, ${SECONDS} s × ${ROUNDS} rounds, one lifecycle = trigger + claim + ${PROGRESS_REPORTS} progress reports + finish (13 writes):`,
+        `  gateway (REST): ${gateway.toFixed(1)} lifecycles/s (${(gateway * 13).toFixed(0)} writes/s), rounds ${results[0]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
+        `  floor (same data-layer calls through pg): ${floor.toFixed(1)} lifecycles/s, rounds ${results[1]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
+        `  ratio ${(gateway / floor).toFixed(2)}× (rounds ${ratios.join(', ')}); gateway CPU per lifecycle ${median(results[0]!.map((r) => r.cpuMsPerLifecycle ?? 0)).toFixed(1)} ms`,
+        `  runs left by the benchmark: ${runs.map((r) => `${r.n} ${r.status}`).join(', ')}`,
+        '',
+      ].join('\n'),
+    );
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await db.close();
+    await dropAllDatabases();
+  }
+}
+
+await main();
