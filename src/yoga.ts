@@ -26,6 +26,10 @@ import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
 import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
+import { routes } from './rest/routes.js';
+
+/** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
+const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
 
 export interface GatewayOptions {
   db: Database;
@@ -120,7 +124,7 @@ query Connections {
       useHealth({ db, draining: () => draining }),
       useErrorDocs(),
       usePages(),
-      useLimits(limits),
+      useLimits(limits, REST_DOCUMENTS),
       useRateLimit({
         perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
         redisUrl: config.REDIS_URL,

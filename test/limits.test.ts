@@ -215,6 +215,8 @@ describe('default limits admit every document this project ships', () => {
     }
   });
 
+  // What lets useLimits skip the cost walk for the REST routes' own documents (REST_DOCUMENTS in src/yoga.ts):
+  // each is measured here at the largest page its route accepts.
   it('keeps every shipped document at most half the cost budget, with its largest page', () => {
     for (const { name, query, variables } of shippedDocuments()) {
       // The REST operations take their page size as $limit: measured at the largest one a route accepts.

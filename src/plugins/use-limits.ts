@@ -53,7 +53,13 @@ const MAX_VARIABLE_DEPTH = 64;
  * Refuses what is too large to be worth reading (URL, body, non-JSON bodies) before any work, GraphQL
  * documents beyond the limits before validation finishes. The time limit is useDeadline's.
  */
-export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugin {
+/**
+ * `boundedDocuments`: documents the server itself runs (the REST routes' operations and streams, by object
+ * identity, which no client's parsed text can have), whose cost at their largest page test/limits.test.ts
+ * keeps within half the budget: they skip the per-request cost walk and the NUL scan of their (fixed) text.
+ * Their variables are still checked.
+ */
+export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, boundedDocuments: ReadonlySet<DocumentNode> = new Set()): Plugin {
   const reportLimit = (context: ValidationContext | null, error: GraphQLError) => {
     context?.reportError(limitError(error.message.replace(/^Syntax Error: /, '')));
   };
@@ -119,17 +125,18 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS): Plugi
     onExecute({ args, setResultAndStopExecution }) {
       // PostgreSQL text cannot hold U+0000 nor a lone UTF-16 surrogate (JSON can: "\udfff"): refused here, on
       // both surfaces, rather than failing in the database.
-      if (holdsUnstorableText(args.variableValues, 0) || documentHoldsNul(args.document)) {
+      const bounded = boundedDocuments.has(args.document);
+      if (holdsUnstorableText(args.variableValues, 0) || (!bounded && documentHoldsNul(args.document))) {
         setResultAndStopExecution({
           errors: [new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000) or a lone UTF-16 surrogate')],
         });
         return;
       }
-      const overBudget = costError(args, limits.maxCost);
+      const overBudget = bounded ? null : costError(args, limits.maxCost);
       if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
     },
     onSubscribe({ args, setResultAndStopExecution }) {
-      const overBudget = costError(args, limits.maxCost);
+      const overBudget = boundedDocuments.has(args.document) ? null : costError(args, limits.maxCost);
       if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
     },
   };
