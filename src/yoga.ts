@@ -47,7 +47,28 @@ export interface GatewayOptions {
   rateLimit?: { tenantMultiplier?: number; keyPrefix?: string };
   /** Stream caps, credential checks and heartbeats of the live surfaces (defaults in src/live/live.ts). */
   live?: LiveOptions;
+  /**
+   * Plugins left out of the pipeline, for the benchmark's per-plugin cost table (bench/plugin-costs.ts) only:
+   * each is a safeguard a server must keep. The REST facade and authentication cannot be left out.
+   */
+  withoutPlugins?: readonly OptionalPlugin[];
 }
+
+/** The plugins `withoutPlugins` may name. */
+export const OPTIONAL_PLUGINS = [
+  'deadline',
+  'request-id',
+  'request-log',
+  'security-headers',
+  'metrics',
+  'health',
+  'error-docs',
+  'pages',
+  'limits',
+  'rate-limit',
+  'request-error-codes',
+] as const;
+export type OptionalPlugin = (typeof OPTIONAL_PLUGINS)[number];
 
 export type Gateway = YogaServerInstance<Record<string, unknown>, Context> & {
   /** The live services of this gateway; `dispose()` stops them. */
@@ -57,7 +78,7 @@ export type Gateway = YogaServerInstance<Record<string, unknown>, Context> & {
 };
 
 /** The whole HTTP surface: GraphQL at /graphql and the plugins every request passes through. */
-export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit, live: liveOptions }: GatewayOptions): Gateway {
+export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit, live: liveOptions, withoutPlugins = [] }: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
   const tenants = createKnownTenants(db);
   // Verified tokens, kept TOKEN_CACHE_TTL_MS (src/auth/credential-cache.ts); revocations evict them everywhere.
@@ -70,6 +91,7 @@ export function createGateway({ db, config, logger, limits: limitOverrides, rate
     ...liveOptions,
   });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
+  const optional = <P>(name: OptionalPlugin, plugin: () => P): P[] => (withoutPlugins.includes(name) ? [] : [plugin()]);
   // The rate limiter, the context and the request log all need the viewer: one lookup per request, within its time.
   const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
@@ -116,24 +138,26 @@ query Connections {
     // answer before limits and rate limits; REST answers after them. The deadline comes first: its onResponse
     // may replace a late answer, and every later plugin must see that one.
     plugins: [
-      useDeadline({ timeoutMs: limits.timeoutMs }),
-      useRequestId(),
-      useRequestLog({ logger, viewers }),
-      useSecurityHeaders({ cors: corsOrigins.length > 0 }),
-      useMetrics({ db, token: config.METRICS_TOKEN, live }),
-      useHealth({ db, draining: () => draining }),
-      useErrorDocs(),
-      usePages(),
-      useLimits(limits, REST_DOCUMENTS),
-      useRateLimit({
-        perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
-        redisUrl: config.REDIS_URL,
-        viewers,
-        logger,
-        ...rateLimit,
-      }),
+      ...optional('deadline', () => useDeadline({ timeoutMs: limits.timeoutMs })),
+      ...optional('request-id', () => useRequestId()),
+      ...optional('request-log', () => useRequestLog({ logger, viewers })),
+      ...optional('security-headers', () => useSecurityHeaders({ cors: corsOrigins.length > 0 })),
+      ...optional('metrics', () => useMetrics({ db, token: config.METRICS_TOKEN, live })),
+      ...optional('health', () => useHealth({ db, draining: () => draining })),
+      ...optional('error-docs', () => useErrorDocs()),
+      ...optional('pages', () => usePages()),
+      ...optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
+      ...optional('rate-limit', () =>
+        useRateLimit({
+          perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+          redisUrl: config.REDIS_URL,
+          viewers,
+          logger,
+          ...rateLimit,
+        }),
+      ),
       useAuth(),
-      useRequestErrorCodes(),
+      ...optional('request-error-codes', () => useRequestErrorCodes()),
       useRest({ schema, maxBodyBytes: limits.maxBodyBytes }),
       { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
     ],
