@@ -7,7 +7,6 @@
 //
 //   npm run bench:writes            (WRITE_BENCH_SECONDS, WRITE_BENCH_WORKERS to change the defaults)
 
-import { spawn } from 'node:child_process';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { openDatabase, type Database } from '../src/db/client.js';
@@ -17,8 +16,9 @@ import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../src/d
 import { parseSyncReport } from '../src/domain/sync-reports.js';
 import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
+import { serverEnv } from './cold-start.js';
 import { createDatabase, databaseUrl, dropAllDatabases } from './databases.js';
-import { cpuTimeMs } from './processes.js';
+import { cpuTimeMs, freePort, startNode, stopChild, waitFor200 } from './processes.js';
 
 const SECONDS = Number(process.env.WRITE_BENCH_SECONDS ?? 10);
 const WORKERS = Number(process.env.WRITE_BENCH_WORKERS ?? 8);
@@ -127,30 +127,12 @@ async function main(): Promise<void> {
     (await createToken(db, { tenantId: tenant.id, serviceUserId: (await createServiceUser(db, { tenantId: tenant.id, name: `${role}-bench`, role })).id, expiresAt })).token;
   const [adminToken, engineToken] = [await tokenOf('admin'), await tokenOf('engine')];
 
-  const port = 39000 + (process.pid % 500);
-  const child = spawn(process.execPath, ['dist/server.js'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      DATABASE_URL: url,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      SEED: 'none',
-      LOG_LEVEL: 'warn',
-      NODE_ENV: 'production',
-      RATE_LIMIT_PER_MINUTE: '0',
-      SCHEDULER: 'off',
-    },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  // The gateway as the benchmarks run it (bench/cold-start.ts: production settings, no scheduler, no rate limit).
+  const port = await freePort();
+  const server = startNode('gateway', 'dist/server.js', { env: serverEnv({ DATABASE_URL: url }, port) });
   try {
-    for (let i = 0; ; i++) {
-      if (i > 600) throw new Error('the gateway did not get ready');
-      const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok).catch(() => false);
-      if (ready) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    const sides = [gatewaySide(`http://127.0.0.1:${port}`, child.pid!, adminToken, engineToken), floorSide(db, tenant.id)];
+    await waitFor200(`http://127.0.0.1:${port}/readyz`, { since: performance.now(), timeoutMs: 60_000, child: server });
+    const sides = [gatewaySide(`http://127.0.0.1:${port}`, server.pid, adminToken, engineToken), floorSide(db, tenant.id)];
     const connections = [gatewayConnections, floorConnections];
     // Warm both (JIT, pools, the token cache) before measuring.
     await Promise.all(sides.map((side, i) => side.lifecycle(connections[i]![0]!)));
@@ -182,8 +164,7 @@ async function main(): Promise<void> {
       ].join('\n'),
     );
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
+    await stopChild(server.process);
     await db.close();
     await dropAllDatabases();
   }

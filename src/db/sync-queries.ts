@@ -10,7 +10,7 @@ import type { RawSql } from './client.js';
 // row properties they need; this module knows statements, not the API that asks for them.
 
 /** The filterable and sortable columns of a sync, by field name (alias "t0"). */
-export const SYNC_COLUMNS: Columns<SqlColumn> = {
+export const SYNC_COLUMNS = {
   id: { sql: '"t0"."id"', kind: 'string', nullable: false },
   connectionId: { sql: '"t0"."connection_id"', kind: 'string', nullable: false },
   status: { sql: '"t0"."status"', sqlType: 'sync_status', kind: 'enum', nullable: false },
@@ -19,7 +19,7 @@ export const SYNC_COLUMNS: Columns<SqlColumn> = {
   errorMessage: { sql: '"t0"."error_message"', kind: 'string', nullable: true },
   fileUrl: { sql: '"t0"."file_url"', kind: 'string', nullable: true },
   isAutoMigrate: { sql: '"t0"."is_auto_migrate"', kind: 'boolean', nullable: true },
-};
+} satisfies Columns<SqlColumn>;
 
 /** Every property of a sync row (as Prisma names it) and the SQL that reads it into that name. */
 const SYNC_ROW_SQL = {
@@ -55,8 +55,8 @@ type SyncRow = Prisma.SyncGetPayload<object>;
 export function syncSearchSql(term: string | null): Sql {
   if (!term) return allOf([]);
   const statuses = Object.values(SyncStatus).filter((status) => status.includes(term));
-  const errorMessage = compareSql(SYNC_COLUMNS.errorMessage!, 'contains', term);
-  return statuses.length > 0 ? anyOf([errorMessage, compareSql(SYNC_COLUMNS.status!, 'in', statuses)]) : errorMessage;
+  const errorMessage = compareSql(SYNC_COLUMNS.errorMessage, 'contains', term);
+  return statuses.length > 0 ? anyOf([errorMessage, compareSql(SYNC_COLUMNS.status, 'in', statuses)]) : errorMessage;
 }
 
 /** One list's question: conditions (filter and search; the tenant is added here), order, page, properties. */
@@ -87,16 +87,20 @@ function pageOf(query: SyncListQuery, select: Sql, scope: Sql | null): Sql {
   return sql`SELECT ${select} ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))} OFFSET ${raw(String(query.skip))}`;
 }
 
+/** The condition that keeps one connection's syncs, or none for the whole tenant's. */
+function connectionScope(connectionId: string | null): Sql | null {
+  return connectionId ? sql`"t0"."connection_id" = ${connectionId}` : null;
+}
+
 /** A page of the tenant's syncs, of one connection when `connectionId` is given. */
 export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, connectionId: string | null): Promise<SyncRow[]> {
-  const statement = pageOf(query, selectList(query.properties), connectionId ? sql`"t0"."connection_id" = ${connectionId}` : null);
+  const statement = pageOf(query, selectList(query.properties), connectionScope(connectionId));
   return db.query<SyncRow>(statement.text, statement.values);
 }
 
 /** How many of the tenant's syncs (of one connection when given) the query matches. */
 export async function countSyncs(db: Pick<RawSql, 'query'>, query: SyncListQuery, connectionId: string | null): Promise<number> {
-  const scope = connectionId ? sql`"t0"."connection_id" = ${connectionId}` : null;
-  const statement = sql`SELECT count(*)::int AS "count" ${FROM} WHERE ${whereOf(query, scope)}`;
+  const statement = sql`SELECT count(*)::int AS "count" ${FROM} WHERE ${whereOf(query, connectionScope(connectionId))}`;
   const [row] = await db.query<{ count: number }>(statement.text, statement.values);
   return row?.count ?? 0;
 }

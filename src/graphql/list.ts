@@ -66,12 +66,10 @@ export function pageArgs(
   bounds: PageBounds,
   options: { limitDescription?: string; defaults?: boolean } = {},
 ) {
-  const extensions = { pageBounds: bounds };
+  const defaults = options.defaults === true;
   return {
-    limit: options.defaults
-      ? arg.int({ description: options.limitDescription, defaultValue: bounds.defaultLimit, extensions })
-      : arg.int({ description: options.limitDescription, extensions }),
-    offset: options.defaults ? arg.int({ defaultValue: 0 }) : arg.int(),
+    limit: arg.int({ description: options.limitDescription, extensions: { pageBounds: bounds }, ...(defaults ? { defaultValue: bounds.defaultLimit } : {}) }),
+    offset: arg.int(defaults ? { defaultValue: 0 } : {}),
   };
 }
 
