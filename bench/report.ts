@@ -4,10 +4,12 @@ import type { BreakdownRow } from './breakdown.js';
 import type { ProfileSummary } from './cpu-profile.js';
 import type { ExplainResult } from './explain.js';
 import type { LatencyResult, LoadResult } from './load.js';
+import type { PeerVerdict } from './peer.js';
 import type { StatementCount } from './sql-counts.js';
 
 export interface Pair<T> {
   gateway: T;
+  /** The server the gateway is compared with: the baseline, or PostGraphile in `Results.peer`. */
   baseline: T;
 }
 
@@ -51,6 +53,14 @@ export interface Results {
   profile: (ProfileSummary & { scenario: string; requests: number; windowMs: number }) | null;
   coldStart: ColdStartRow[];
   pglite: { syncs: number; connections: number; runs: { scenario: string; title: string; result: LoadResult }[] } | null;
+  /** PostGraphile v5 on the same database at the largest scale (absent in results written before it existed). */
+  peer?: {
+    version: string;
+    totalSyncs: number;
+    queries: { scenario: string; gateway: string; peer: string }[];
+    sameRows: PeerVerdict[];
+    runs: ScenarioRun[];
+  } | null;
   problems: string[];
 }
 
@@ -87,9 +97,88 @@ export function ratios(run: ScenarioRun): { median: number; each: number[] } {
   return { median: median(each), each };
 }
 
+/**
+ * Gateway against another server, one row per scenario: ratio (each round in brackets), req/s, p50/p99 and
+ * CPU per request of both. `other` names the other server in the headers ("baseline", "base" for short).
+ */
+function comparisonTable(runs: ScenarioRun[], other: { name: string; short: string }): string {
+  const rows = runs.map((run) => {
+    const g = summarize(run.rounds.map((r) => r.gateway));
+    const b = summarize(run.rounds.map((r) => r.baseline));
+    const ratio = ratios(run);
+    const cpu = g.cpuMsPerRequest !== null && b.cpuMsPerRequest !== null ? `${n2(g.cpuMsPerRequest)} / ${n2(b.cpuMsPerRequest)}` : '–';
+    return [
+      run.title,
+      `**${n2(ratio.median)}×**${ratio.each.length > 1 ? ` (${ratio.each.map(n2).join(', ')})` : ''}`,
+      n0(g.rps),
+      `${ms(g.p50)} / ${ms(g.p99)}`,
+      n0(b.rps),
+      `${ms(b.p50)} / ${ms(b.p99)}`,
+      cpu,
+      g.failures + b.failures > 0 ? `${g.failures}/${b.failures}` : '0',
+    ];
+  });
+  const Other = other.name.charAt(0).toUpperCase() + other.name.slice(1);
+  return table(
+    [
+      'Scenario',
+      `Gateway / ${other.name} req/s`,
+      'Gateway req/s',
+      'Gateway p50 / p99 ms',
+      `${Other} req/s`,
+      `${Other} p50 / p99 ms`,
+      `CPU/req ms gw / ${other.short}`,
+      'Non-2xx',
+    ],
+    rows,
+  );
+}
+
 function table(head: string[], rows: string[][], align?: string[]): string {
   const aligns = align ?? head.map((_, i) => (i === 0 ? ':--' : '--:'));
   return [`| ${head.join(' | ')} |`, `|${aligns.map((a) => ` ${a} `).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+/** The section on PostGraphile v5 on the same data (issue #16 item 6). */
+function peerSection(peer: NonNullable<Results['peer']>, settings: Results['settings']): string[] {
+  const out: string[] = [];
+  out.push(`## Peer: PostGraphile v5 on the same data (${scale(peer.totalSyncs)} syncs, PostgreSQL)`);
+  out.push('');
+  out.push(
+    `PostGraphile ${peer.version} (Amber preset) as a library on node:http (\`bench/postgraphile-peer.ts\`: Grafserv's node handler, \`GRAPHILE_ENV=production\`, \`NODE_ENV=production\`, no GraphiQL, no explain, no schema watch, no LISTEN client, a pool of 10 as the gateway's), a child process on the same \`bench_…\` database, ` +
+      `measured against the gateway as the baseline is (${settings.rounds} round(s), the order swapped every other round, ${settings.connections} connections, medians; CPU/req is each server process's own). ` +
+      'The gateway answers as the first tenant\'s token allows; PostGraphile has no credential, so its queries scope themselves with `condition: { tenantId, deletedAt: null }` and spell out the gateway\'s orders (connections by name then id, syncs newest started first then id). ' +
+      'It does no authentication, no tenant scoping by credential, no cost, depth or page limits, no rate limit, no request log or metrics: the figures compare query execution, not the same service (see the analysis below).',
+  );
+  out.push('');
+  out.push(
+    `Same rows, checked before measuring (normalized: names, statuses, ids and totalCount as they are, timestamps as instants): ${peer.sameRows
+      .map((v) => `${v.scenario} **${v.verdict}** (${v.rows} rows${v.detail ? `; ${v.detail}` : ''})`)
+      .join('; ')}. A scenario with different rows is a problem of the run and is not measured.`,
+  );
+  out.push('');
+  if (peer.runs.length > 0) {
+    out.push(comparisonTable(peer.runs, { name: 'PostGraphile', short: 'PostGraphile' }));
+    out.push('');
+  }
+  const nested = peer.runs.find((run) => run.scenario === 'peer-nested-50');
+  if (nested) {
+    const ratio = ratios(nested).median;
+    out.push(`Target: the gateway's nested GraphQL at least 1.0× PostGraphile's req/s: **${ratio >= 1 ? 'met' : 'missed'}** (${n2(ratio)}×).`);
+    out.push('');
+  }
+  out.push('The queries (ids of this run):');
+  out.push('');
+  out.push('```graphql');
+  for (const q of peer.queries) {
+    out.push(`# ${q.scenario}, gateway`);
+    out.push(q.gateway);
+    out.push(`# ${q.scenario}, PostGraphile`);
+    out.push(q.peer);
+  }
+  out.push('```');
+  out.push('');
+  return out;
 }
 
 export function renderReport(results: Results, analysis: string): string {
@@ -132,139 +221,125 @@ export function renderReport(results: Results, analysis: string): string {
     out.push('');
   }
 
-  if (largest) {
+  if (largest && largest.runs.length > 0) {
     out.push(`## Gateway vs baseline at ${scale(largest.totalSyncs)} syncs (PostgreSQL)`);
     out.push('');
-    const rows = largest.runs.map((run) => {
-      const g = summarize(run.rounds.map((r) => r.gateway));
-      const b = summarize(run.rounds.map((r) => r.baseline));
-      const ratio = ratios(run);
-      const cpu = g.cpuMsPerRequest !== null && b.cpuMsPerRequest !== null ? `${n2(g.cpuMsPerRequest)} / ${n2(b.cpuMsPerRequest)}` : '–';
-      return [
-        run.title,
-        `**${n2(ratio.median)}×**${ratio.each.length > 1 ? ` (${ratio.each.map(n2).join(', ')})` : ''}`,
-        n0(g.rps),
-        `${ms(g.p50)} / ${ms(g.p99)}`,
-        n0(b.rps),
-        `${ms(b.p50)} / ${ms(b.p99)}`,
-        cpu,
-        g.failures + b.failures > 0 ? `${g.failures}/${b.failures}` : '0',
-      ];
-    });
+    out.push(comparisonTable(largest.runs, { name: 'baseline', short: 'base' }));
+    out.push('');
+  }
+
+  if (results.peer) out.push(...peerSection(results.peer, results.settings));
+
+  // BENCH_ONLY runs measure no scale against the baseline and no cold start: their sections are left out.
+  if (results.stages.some((st) => st.runs.length > 0)) {
+    out.push('## Scaling: lists with a count, 10k → 100k → 1M syncs (PostgreSQL)');
+    out.push('');
+    const scalingIds = results.stages[0]?.runs.map((r) => r.scenario) ?? [];
+    const scalingRows: string[][] = [];
+    for (const id of scalingIds) {
+      for (const stage of results.stages) {
+        const run = stage.runs.find((r) => r.scenario === id);
+        if (!run) continue;
+        const g = summarize(run.rounds.map((r) => r.gateway));
+        const b = summarize(run.rounds.map((r) => r.baseline));
+        const latency = stage.latency.find((l) => l.scenario === id);
+        const items =
+          id === 'syncs-filtered' ? stage.filteredRows : id === 'syncs-tenant' ? stage.tenantSyncs : stage.busiestConnectionSyncs;
+        scalingRows.push([
+          run.title.replace(/^REST /, ''),
+          scale(stage.totalSyncs),
+          n0(items),
+          latency ? `${ms(latency.pair.gateway.p50)} / ${ms(latency.pair.baseline.p50)}` : '–',
+          `${n0(g.rps)} / ${n0(b.rps)}`,
+          `${ms(g.p50)} / ${ms(b.p50)}`,
+          `**${n2(ratios(run).median)}×**`,
+        ]);
+      }
+    }
     out.push(
       table(
-        ['Scenario', 'Gateway / baseline req/s', 'Gateway req/s', 'Gateway p50 / p99 ms', 'Baseline req/s', 'Baseline p50 / p99 ms', 'CPU/req ms gw / base', 'Non-2xx'],
-        rows,
+        ['List', 'Syncs in DB', 'Rows counted', 'Latency (1 conn.) p50 ms gw / base', `req/s (${results.settings.connections} conn.) gw / base`, `p50 ms (${results.settings.connections} conn.) gw / base`, 'Ratio'],
+        scalingRows,
+      ),
+    );
+    out.push('');
+    out.push(
+      `Load time (CLI \`seed load\`, both tenants) and VACUUM ANALYZE per step: ${results.stages
+        .map((st) => `${scale(st.totalSyncs)}: ${n1(st.loadSeconds)} s + ${n1(st.vacuumSeconds)} s`)
+        .join('; ')}.`,
+    );
+    out.push('');
+
+    out.push('## SQL statements per request');
+    out.push('');
+    out.push(
+      'Counted from the database\'s query events with the gateway in-process (`createGateway` + `db.onQuery`: Prisma\'s statements and the hand-written ones alike), each scenario run once warm. "auth" is the token lookup; each scenario runs warm, so the verified-token cache (`TOKEN_CACHE_TTL_MS`, 5 s) answers for the credential and it is 0 (a process looks a token up once per TTL; the throttled `last_used_at` write, at most once a minute per token, is left out); "nested" is the statement that loads the latest syncs of a whole page of connections.',
+    );
+    out.push('');
+    const countIds = largest?.sqlCounts.map((c) => c.scenario) ?? [];
+    out.push(
+      table(
+        ['Scenario', ...results.stages.map((st) => `${scale(st.totalSyncs)} syncs`), 'Statements (largest scale)'],
+        countIds.map((id) => {
+          const kinds = largest?.sqlCounts.find((c) => c.scenario === id)?.statements.map((st) => st.kind) ?? [];
+          const tally = Object.entries(kinds.reduce<Record<string, number>>((acc, k) => ({ ...acc, [k]: (acc[k] ?? 0) + 1 }), {}))
+            .map(([k, v]) => `${v} ${k}`)
+            .join(' + ');
+          return [
+            id,
+            ...results.stages.map((st) => {
+              const c = st.sqlCounts.find((x) => x.scenario === id);
+              return c ? `${c.total}${c.status !== 200 ? ` (HTTP ${c.status})` : ''}` : '–';
+            }),
+            tally || '0',
+          ];
+        }),
+      ),
+    );
+    out.push('');
+
+    out.push('## Query plans');
+    out.push('');
+    out.push(`\`EXPLAIN (ANALYZE, BUFFERS)\` of the statements the gateway sent, parameters inlined, in \`bench/explain/\` (${results.explainHeader}).`);
+    out.push('');
+    out.push(
+      table(
+        ['Plan file', 'Indexes used', 'Seq Scan', 'Execution ms', 'Check'],
+        results.explain.map((e) => [
+          `\`${e.file}\``,
+          e.indexes.join(', ') || '–',
+          e.seqScans.join(', ') || '–',
+          e.executionMs === null ? '–' : ms(e.executionMs),
+          e.seqScanOnSyncs ? '**Seq Scan on syncs**' : 'ok',
+        ]),
       ),
     );
     out.push('');
   }
 
-  out.push('## Scaling: lists with a count, 10k → 100k → 1M syncs (PostgreSQL)');
-  out.push('');
-  const scalingIds = results.stages[0]?.runs.map((r) => r.scenario) ?? [];
-  const scalingRows: string[][] = [];
-  for (const id of scalingIds) {
-    for (const stage of results.stages) {
-      const run = stage.runs.find((r) => r.scenario === id);
-      if (!run) continue;
-      const g = summarize(run.rounds.map((r) => r.gateway));
-      const b = summarize(run.rounds.map((r) => r.baseline));
-      const latency = stage.latency.find((l) => l.scenario === id);
-      const items =
-        id === 'syncs-filtered' ? stage.filteredRows : id === 'syncs-tenant' ? stage.tenantSyncs : stage.busiestConnectionSyncs;
-      scalingRows.push([
-        run.title.replace(/^REST /, ''),
-        scale(stage.totalSyncs),
-        n0(items),
-        latency ? `${ms(latency.pair.gateway.p50)} / ${ms(latency.pair.baseline.p50)}` : '–',
-        `${n0(g.rps)} / ${n0(b.rps)}`,
-        `${ms(g.p50)} / ${ms(b.p50)}`,
-        `**${n2(ratios(run).median)}×**`,
-      ]);
-    }
+  if (results.coldStart.length > 0) {
+    out.push('## Cold start');
+    out.push('');
+    out.push(
+      'From spawning `node dist/server.js` (what `npm start` runs) to the first 200 on `/readyz`, and to the first 200 on an authenticated sync list. Median of the runs, all runs in brackets.',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['Database', '/readyz ms', 'First authenticated request ms'],
+        results.coldStart.map((row) => {
+          const ready = row.runs.map((r) => r.readyMs);
+          const first = row.runs.map((r) => r.firstRequestMs).filter((x): x is number => x !== null);
+          return [
+            row.label,
+            `${n0(median(ready))} (${ready.map(n0).join(', ')})`,
+            first.length > 0 ? `${n0(median(first))} (${first.map(n0).join(', ')})` : '–',
+          ];
+        }),
+      ),
+    );
+    out.push('');
   }
-  out.push(
-    table(
-      ['List', 'Syncs in DB', 'Rows counted', 'Latency (1 conn.) p50 ms gw / base', `req/s (${results.settings.connections} conn.) gw / base`, `p50 ms (${results.settings.connections} conn.) gw / base`, 'Ratio'],
-      scalingRows,
-    ),
-  );
-  out.push('');
-  out.push(
-    `Load time (CLI \`seed load\`, both tenants) and VACUUM ANALYZE per step: ${results.stages
-      .map((st) => `${scale(st.totalSyncs)}: ${n1(st.loadSeconds)} s + ${n1(st.vacuumSeconds)} s`)
-      .join('; ')}.`,
-  );
-  out.push('');
-
-  out.push('## SQL statements per request');
-  out.push('');
-  out.push(
-    'Counted from the database\'s query events with the gateway in-process (`createGateway` + `db.onQuery`: Prisma\'s statements and the hand-written ones alike), each scenario run once warm. "auth" is the token lookup; each scenario runs warm, so the verified-token cache (`TOKEN_CACHE_TTL_MS`, 5 s) answers for the credential and it is 0 (a process looks a token up once per TTL; the throttled `last_used_at` write, at most once a minute per token, is left out); "nested" is the statement that loads the latest syncs of a whole page of connections.',
-  );
-  out.push('');
-  const countIds = largest?.sqlCounts.map((c) => c.scenario) ?? [];
-  out.push(
-    table(
-      ['Scenario', ...results.stages.map((st) => `${scale(st.totalSyncs)} syncs`), 'Statements (largest scale)'],
-      countIds.map((id) => {
-        const kinds = largest?.sqlCounts.find((c) => c.scenario === id)?.statements.map((st) => st.kind) ?? [];
-        const tally = Object.entries(kinds.reduce<Record<string, number>>((acc, k) => ({ ...acc, [k]: (acc[k] ?? 0) + 1 }), {}))
-          .map(([k, v]) => `${v} ${k}`)
-          .join(' + ');
-        return [
-          id,
-          ...results.stages.map((st) => {
-            const c = st.sqlCounts.find((x) => x.scenario === id);
-            return c ? `${c.total}${c.status !== 200 ? ` (HTTP ${c.status})` : ''}` : '–';
-          }),
-          tally || '0',
-        ];
-      }),
-    ),
-  );
-  out.push('');
-
-  out.push('## Query plans');
-  out.push('');
-  out.push(`\`EXPLAIN (ANALYZE, BUFFERS)\` of the statements the gateway sent, parameters inlined, in \`bench/explain/\` (${results.explainHeader}).`);
-  out.push('');
-  out.push(
-    table(
-      ['Plan file', 'Indexes used', 'Seq Scan', 'Execution ms', 'Check'],
-      results.explain.map((e) => [
-        `\`${e.file}\``,
-        e.indexes.join(', ') || '–',
-        e.seqScans.join(', ') || '–',
-        e.executionMs === null ? '–' : ms(e.executionMs),
-        e.seqScanOnSyncs ? '**Seq Scan on syncs**' : 'ok',
-      ]),
-    ),
-  );
-  out.push('');
-
-  out.push('## Cold start');
-  out.push('');
-  out.push(
-    'From spawning `node dist/server.js` (what `npm start` runs) to the first 200 on `/readyz`, and to the first 200 on an authenticated sync list. Median of the runs, all runs in brackets.',
-  );
-  out.push('');
-  out.push(
-    table(
-      ['Database', '/readyz ms', 'First authenticated request ms'],
-      results.coldStart.map((row) => {
-        const ready = row.runs.map((r) => r.readyMs);
-        const first = row.runs.map((r) => r.firstRequestMs).filter((x): x is number => x !== null);
-        return [
-          row.label,
-          `${n0(median(ready))} (${ready.map(n0).join(', ')})`,
-          first.length > 0 ? `${n0(median(first))} (${first.map(n0).join(', ')})` : '–',
-        ];
-      }),
-    ),
-  );
-  out.push('');
 
   if (results.pglite) {
     out.push(`## Embedded PGlite (${n0(results.pglite.syncs)} syncs, ${n0(results.pglite.connections)} connections, one tenant)`);

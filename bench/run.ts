@@ -7,6 +7,8 @@
 //   BENCH_DURATION=s  measured seconds per figure (default 5; 2 in quick mode)
 //   BENCH_ROUNDS=n    rounds of the full matrix at the largest scale (default 3; 1 in quick mode)
 //   BENCH_ADMIN_URL   maintenance database for CREATE/DROP DATABASE (default postgres://postgres@127.0.0.1:5432/postgres)
+//   BENCH_ONLY=peer   load the data as usual, then measure only the PostGraphile peer; the report and results go to
+//                     bench/results/ (BENCHMARKS.peer[.quick].md), never to BENCHMARKS.md
 //   --report          only render the report again from bench/results/results*.json and bench/analysis.md
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -29,6 +31,7 @@ import {
 } from './databases.js';
 import { explainAll } from './explain.js';
 import { fetchOnce, measureLatency, measureLoad, type LoadResult, type Target } from './load.js';
+import { comparePeer, peerScenarios, postgraphileVersion, type PeerData } from './peer.js';
 import { freePort, ROOT, runCli, startNode, stopAllChildren, stopChild, waitFor200, type NodeChild } from './processes.js';
 import { renderReport, type ColdStartRow, type Results, type ScenarioRun, type StageResult } from './report.js';
 import { scenarios as buildScenarios, type Scenario, type ScenarioData } from './scenarios.js';
@@ -43,6 +46,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? (QUICK ? 1 : 3));
 const LATENCY_S = QUICK ? 0.5 : 2;
 const COLD_REPEATS = QUICK ? 1 : 3;
 const TENANTS = ['bench-a', 'bench-b'] as const;
+const ONLY = process.env.BENCH_ONLY;
+if (ONLY !== undefined && ONLY !== 'peer') throw new Error(`BENCH_ONLY=${ONLY}: the only section that runs alone is "peer"`);
 
 /** Each step adds this much to each of the two tenants; the database grows in place. */
 const STAGES: { totalSyncs: number; perTenant: { connections: number; syncs: number } }[] = QUICK
@@ -55,9 +60,10 @@ const STAGES: { totalSyncs: number; perTenant: { connections: number; syncs: num
 
 const OUT_DIR = join(ROOT, 'bench', 'results');
 const EXPLAIN_DIR = QUICK ? join(OUT_DIR, 'explain') : join(ROOT, 'bench', 'explain');
-const REPORT_FILE = QUICK ? join(OUT_DIR, 'BENCHMARKS.quick.md') : join(ROOT, 'BENCHMARKS.md');
+const SUFFIX = `${ONLY ? `.${ONLY}` : ''}${QUICK ? '.quick' : ''}`;
+const REPORT_FILE = SUFFIX ? join(OUT_DIR, `BENCHMARKS${SUFFIX}.md`) : join(ROOT, 'BENCHMARKS.md');
 
-const RESULTS_FILE = join(OUT_DIR, QUICK ? 'results.quick.json' : 'results.json');
+const RESULTS_FILE = join(OUT_DIR, `results${SUFFIX}.json`);
 const ANALYSIS_FILE = join(ROOT, 'bench', 'analysis.md');
 
 const problems: string[] = [];
@@ -95,27 +101,64 @@ function checkFailures(label: string, scenario: Scenario, result: LoadResult): v
   if (result.requests === 0) problems.push(`${label} ${scenario.id}: no request completed within ${DURATION_S} s`);
 }
 
-/** Each scenario on the gateway then the baseline (the order swapped every other round). */
-async function measurePairs(gateway: Server, baseline: Server, list: Scenario[], token: string, rounds: number): Promise<ScenarioRun[]> {
-  const runs: ScenarioRun[] = list.map((s) => ({ scenario: s.id, title: s.title, rounds: [] }));
+/** One question as the gateway is asked it and as the server it is compared with is (the baseline: the same request). */
+interface ScenarioPair {
+  gateway: Scenario;
+  other: Scenario;
+}
+
+/** Each scenario on the gateway then on the other server (the order swapped every other round). */
+async function measurePairs(gateway: Server, other: Server, list: ScenarioPair[], token: string, rounds: number): Promise<ScenarioRun[]> {
+  const runs: ScenarioRun[] = list.map(({ gateway: s }) => ({ scenario: s.id, title: s.title, rounds: [] }));
   for (let round = 0; round < rounds; round++) {
-    for (const [i, scenario] of list.entries()) {
-      const options = { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, quiet: [gateway.pid, baseline.pid] };
-      const order = round % 2 === 0 ? [gateway, baseline] : [baseline, gateway];
+    for (const [i, scenarios] of list.entries()) {
+      const options = { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: WARMUP_S, quiet: [gateway.pid, other.pid] };
+      const order = round % 2 === 0 ? [gateway, other] : [other, gateway];
       const measured = new Map<Server, LoadResult>();
       for (const target of order) {
+        const scenario = target === gateway ? scenarios.gateway : scenarios.other;
         const result = await measureLoad(target, scenario, options);
         checkFailures(target.label, scenario, result);
         measured.set(target, result);
       }
-      const pair = { gateway: measured.get(gateway)!, baseline: measured.get(baseline)! };
+      const pair = { gateway: measured.get(gateway)!, baseline: measured.get(other)! };
       runs[i]!.rounds.push(pair);
       log(
-        `  ${scenario.id}: gateway ${pair.gateway.rps.toFixed(0)} req/s p50 ${pair.gateway.p50} ms | baseline ${pair.baseline.rps.toFixed(0)} req/s p50 ${pair.baseline.p50} ms | ratio ${(pair.gateway.rps / pair.baseline.rps).toFixed(2)}`,
+        `  ${scenarios.gateway.id}: gateway ${pair.gateway.rps.toFixed(0)} req/s p50 ${pair.gateway.p50} ms | ${other.label} ${pair.baseline.rps.toFixed(0)} req/s p50 ${pair.baseline.p50} ms | ratio ${(pair.gateway.rps / pair.baseline.rps).toFixed(2)}`,
       );
     }
   }
   return runs;
+}
+
+/**
+ * The PostGraphile peer at the largest scale: started on the same database, both queries answered with the
+ * same rows by both servers (a scenario that is not is reported and not measured), then measured against
+ * the gateway as the baseline is.
+ */
+async function peerFigures(url: string, gateway: Server, data: PeerData, token: string, totalSyncs: number): Promise<Results['peer']> {
+  const version = postgraphileVersion();
+  const env = { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', NODE_ENV: 'production', GRAPHILE_ENV: 'production' };
+  let peer: Server | undefined;
+  try {
+    peer = await startServer('PostGraphile', 'bench/postgraphile-peer.ts', env);
+    log(`PostGraphile ${version} on :${peer.port} (pid ${peer.pid})`);
+    const list = peerScenarios(data);
+    const sameRows = await comparePeer(gateway, peer, list, token);
+    for (const v of sameRows) {
+      if (v.verdict === 'DIFFERENT') problems.push(`gateway and PostGraphile answer ${v.scenario} with different rows: ${v.detail}`);
+    }
+    log(`PostGraphile answers: ${sameRows.map((v) => `${v.scenario} ${v.verdict} (${v.rows} rows)`).join(', ')}`);
+    const same = list.filter((s) => sameRows.some((v) => v.scenario === s.id && v.verdict === 'same rows'));
+    const runs = await measurePairs(gateway, peer, same.map((s) => ({ gateway: s.gateway, other: s.peer })), token, ROUNDS);
+    const queryOf = (s: Scenario) => (JSON.parse(s.body ?? '{}') as { query: string }).query;
+    return { version, totalSyncs, queries: list.map((s) => ({ scenario: s.id, gateway: queryOf(s.gateway), peer: queryOf(s.peer) })), sameRows, runs };
+  } catch (error) {
+    problems.push(`PostGraphile peer: ${error instanceof Error ? error.message : String(error)}`);
+    return null;
+  } finally {
+    if (peer) await stopChild(peer.child.process);
+  }
 }
 
 async function compareAnswers(gateway: Server, baseline: Server, list: Scenario[], token: string): Promise<StageResult['sameJson']> {
@@ -259,6 +302,63 @@ async function pgliteFigures(since: string, coldRows: ColdStartRow[]): Promise<R
   }
 }
 
+/** One data scale: answers compared, SQL counted, the scenarios measured against the baseline, single-request latency. */
+async function measureStage(
+  url: string,
+  gateway: Server,
+  baseline: Server,
+  all: Scenario[],
+  token: string,
+  largest: boolean,
+): Promise<Pick<StageResult, 'sameJson' | 'sqlCounts' | 'runs' | 'latency'>> {
+  const measured = largest ? all : all.filter((s) => s.scaling);
+  const sameJson = await compareAnswers(gateway, baseline, measured, token);
+  const sqlCounts = await countStatements(url, all, token);
+  for (const count of sqlCounts) if (count.status !== 200) problems.push(`in-process ${count.scenario} answered HTTP ${count.status}`);
+  log(`SQL statements: ${sqlCounts.map((c) => `${c.scenario}=${c.total}`).join(' ')}`);
+
+  const runs = await measurePairs(gateway, baseline, measured.map((s) => ({ gateway: s, other: s })), token, largest ? ROUNDS : 1);
+  const latency: StageResult['latency'] = [];
+  for (const scenario of all.filter((s) => s.scaling)) {
+    const quiet = [gateway.pid, baseline.pid];
+    const g = await measureLatency(gateway, scenario, { token, durationS: LATENCY_S, quiet });
+    const b = await measureLatency(baseline, scenario, { token, durationS: LATENCY_S, quiet });
+    latency.push({ scenario: scenario.id, title: scenario.title, pair: { gateway: g, baseline: b } });
+    log(`  latency ${scenario.id}: gateway p50 ${g.p50.toFixed(2)} ms, baseline p50 ${b.p50.toFixed(2)} ms`);
+  }
+  return { sameJson, sqlCounts, runs, latency };
+}
+
+/** After the scales: query plans, the in-process CPU breakdown, the profile, cold starts and PGlite. */
+async function measureRest(
+  url: string,
+  final: StageResult,
+  last: { list: Scenario[]; data: ScenarioData },
+  context: { token: string; tenantId: string; since: string; postgres: string; startedAt: string },
+): Promise<Pick<Results, 'explain' | 'explainHeader' | 'breakdown' | 'profile' | 'coldStart' | 'pglite'>> {
+  const { token, since } = context;
+  const explainHeader = `${final.totalSyncs.toLocaleString('en-US')} syncs, PostgreSQL ${context.postgres}, ${context.startedAt.slice(0, 10)}`;
+  const explain = await withDatabase(url, (client) => explainAll(client, final.sqlCounts, last.list, { dir: EXPLAIN_DIR, header: explainHeader }));
+  for (const e of explain) if (e.seqScanOnSyncs) problems.push(`${e.file}: Seq Scan on syncs`);
+  log(`EXPLAIN: ${explain.map((e) => `${e.file}${e.seqScanOnSyncs ? ' SEQ SCAN' : ''}`).join(', ')}`);
+
+  const breakdown = await cpuBreakdown(url, {
+    token,
+    tenantId: context.tenantId,
+    connectionId: last.data.connectionId,
+    seconds: QUICK ? 0.5 : 2,
+  });
+  log(`CPU breakdown: ${breakdown.map((b) => `${b.cpuMsPerRequest.toFixed(2)} ms`).join(', ')}`);
+
+  const syncList = last.list.find((s) => s.id === 'syncs-connection')!;
+  const profile = await profileGateway(url, syncList, token);
+  log(`profile: top ${profile?.functions.slice(0, 3).map((f) => f.name).join(', ')}`);
+
+  const coldStart = await coldStarts(url, token, syncList.path);
+  const pglite = await pgliteFigures(since, coldStart);
+  return { explain, explainHeader, breakdown, profile, coldStart, pglite };
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   const startedAt = new Date().toISOString();
@@ -278,8 +378,8 @@ async function main(): Promise<void> {
   const since = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
 
   const gateway = await startGateway({ DATABASE_URL: url });
-  const baseline = await startBaseline(url);
-  log(`gateway on :${gateway.port} (pid ${gateway.pid}), baseline on :${baseline.port} (pid ${baseline.pid})`);
+  const baseline = ONLY ? undefined : await startBaseline(url);
+  log(`gateway on :${gateway.port} (pid ${gateway.pid})${baseline ? `, baseline on :${baseline.port} (pid ${baseline.pid})` : ''}`);
 
   const stages: StageResult[] = [];
   let last: { list: Scenario[]; data: ScenarioData } | undefined;
@@ -306,21 +406,9 @@ async function main(): Promise<void> {
 
     const data: ScenarioData = { token, connectionId: busiest.connection_id, connectionSyncs: busiest.n, since };
     const all = buildScenarios(data);
-    const measured = largest ? all : all.filter((s) => s.scaling);
-    const sameJson = await compareAnswers(gateway, baseline, measured, token);
-    const sqlCounts = await countStatements(url, all, token);
-    for (const count of sqlCounts) if (count.status !== 200) problems.push(`in-process ${count.scenario} answered HTTP ${count.status}`);
-    log(`SQL statements: ${sqlCounts.map((c) => `${c.scenario}=${c.total}`).join(' ')}`);
-
-    const runs = await measurePairs(gateway, baseline, measured, token, largest ? ROUNDS : 1);
-    const latency: StageResult['latency'] = [];
-    for (const scenario of all.filter((s) => s.scaling)) {
-      const quiet = [gateway.pid, baseline.pid];
-      const g = await measureLatency(gateway, scenario, { token, durationS: LATENCY_S, quiet });
-      const b = await measureLatency(baseline, scenario, { token, durationS: LATENCY_S, quiet });
-      latency.push({ scenario: scenario.id, title: scenario.title, pair: { gateway: g, baseline: b } });
-      log(`  latency ${scenario.id}: gateway p50 ${g.p50.toFixed(2)} ms, baseline p50 ${b.p50.toFixed(2)} ms`);
-    }
+    const measured = baseline
+      ? await measureStage(url, gateway, baseline, all, token, largest)
+      : { sameJson: [], sqlCounts: [], runs: [], latency: [] };
     stages.push({
       totalSyncs: totals.total,
       tenantSyncs: totals.tenant,
@@ -329,36 +417,19 @@ async function main(): Promise<void> {
       filteredRows: totals.filtered,
       loadSeconds,
       vacuumSeconds,
-      runs,
-      latency,
-      sqlCounts,
-      sameJson,
+      ...measured,
     });
     last = { list: all, data };
   }
 
   const final = stages[stages.length - 1]!;
-  const explainHeader = `${final.totalSyncs.toLocaleString('en-US')} syncs, PostgreSQL ${postgres}, ${startedAt.slice(0, 10)}`;
-  const explain = await withDatabase(url, (client) => explainAll(client, final.sqlCounts, last!.list, { dir: EXPLAIN_DIR, header: explainHeader }));
-  for (const e of explain) if (e.seqScanOnSyncs) problems.push(`${e.file}: Seq Scan on syncs`);
-  log(`EXPLAIN: ${explain.map((e) => `${e.file}${e.seqScanOnSyncs ? ' SEQ SCAN' : ''}`).join(', ')}`);
-
-  const breakdown = await cpuBreakdown(url, {
-    token,
-    tenantId: tenantIds[0]!,
-    connectionId: last!.data.connectionId,
-    seconds: QUICK ? 0.5 : 2,
-  });
-  log(`CPU breakdown: ${breakdown.map((b) => `${b.cpuMsPerRequest.toFixed(2)} ms`).join(', ')}`);
-
-  const syncList = last!.list.find((s) => s.id === 'syncs-connection')!;
-  const profile = await profileGateway(url, syncList, token);
-  log(`profile: top ${profile?.functions.slice(0, 3).map((f) => f.name).join(', ')}`);
-
+  const peer = await peerFigures(url, gateway, { tenantId: tenantIds[0]!, connectionId: last!.data.connectionId }, token, final.totalSyncs);
   await stopChild(gateway.child.process);
-  await stopChild(baseline.child.process);
-  const coldStart = await coldStarts(url, token, syncList.path);
-  const pglite = await pgliteFigures(since, coldStart);
+  if (baseline) await stopChild(baseline.child.process);
+
+  const rest = ONLY
+    ? { explain: [], explainHeader: '', breakdown: [], profile: null, coldStart: [], pglite: null }
+    : await measureRest(url, final, last!, { token, tenantId: tenantIds[0]!, since, postgres, startedAt });
 
   const results: Results = {
     quick: QUICK,
@@ -376,12 +447,8 @@ async function main(): Promise<void> {
     },
     settings: { durationS: DURATION_S, warmupS: WARMUP_S, connections: CONNECTIONS, rounds: ROUNDS, latencyS: LATENCY_S },
     stages,
-    explain,
-    explainHeader,
-    breakdown,
-    profile,
-    coldStart,
-    pglite,
+    ...rest,
+    peer,
     problems,
   };
   mkdirSync(OUT_DIR, { recursive: true });

@@ -59,8 +59,9 @@ export function lastPageOffset(total: number, perPage = 10): number {
   return Math.max(0, Math.floor((total - 1) / perPage) * perPage);
 }
 
-export function scenarios(data: ScenarioData): Scenario[] {
-  const graphql = (id: string, title: string, query: string, auth: boolean, connections?: number): Scenario => ({
+/** A POST of `query` to /graphql, measured at the largest scale only. */
+export function graphqlScenario(id: string, title: string, query: string, auth: boolean, connections?: number): Scenario {
+  return {
     id,
     title,
     method: 'POST',
@@ -69,7 +70,10 @@ export function scenarios(data: ScenarioData): Scenario[] {
     auth,
     scaling: false,
     ...(connections === undefined ? {} : { connections }),
-  });
+  };
+}
+
+export function scenarios(data: ScenarioData): Scenario[] {
   const deepOffset = lastPageOffset(data.connectionSyncs);
   return [
     {
@@ -120,15 +124,15 @@ export function scenarios(data: ScenarioData): Scenario[] {
       auth: true,
       scaling: false,
     },
-    graphql('graphql-nested-5', 'GraphQL 5 connections + application + category + 10 syncs each', nestedConnectionsQuery(5), true, 5),
-    graphql('graphql-nested-50', 'GraphQL 50 connections + application + category + 10 syncs each', nestedConnectionsQuery(50), true, 50),
-    graphql(
+    graphqlScenario('graphql-nested-5', 'GraphQL 5 connections + application + category + 10 syncs each', nestedConnectionsQuery(5), true, 5),
+    graphqlScenario('graphql-nested-50', 'GraphQL 50 connections + application + category + 10 syncs each', nestedConnectionsQuery(50), true, 50),
+    graphqlScenario(
       'graphql-nested-200',
       'GraphQL 200 connections (2 aliased pages of 100) + application + category + 10 syncs each',
       nestedConnectionsQuery(200),
       true,
       200,
     ),
-    graphql('graphql-trivial', 'GraphQL `{ __typename }` without credential (framework floor)', TRIVIAL_QUERY, false),
+    graphqlScenario('graphql-trivial', 'GraphQL `{ __typename }` without credential (framework floor)', TRIVIAL_QUERY, false),
   ];
 }
