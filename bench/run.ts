@@ -152,7 +152,8 @@ async function peerFigures(url: string, gateway: Server, data: PeerData, token: 
     const same = list.filter((s) => sameRows.some((v) => v.scenario === s.id && v.verdict === 'same rows'));
     const runs = await measurePairs(gateway, peer, same.map((s) => ({ gateway: s.gateway, other: s.peer })), token, ROUNDS);
     const queryOf = (s: Scenario) => (JSON.parse(s.body ?? '{}') as { query: string }).query;
-    return { version, totalSyncs, queries: list.map((s) => ({ scenario: s.id, gateway: queryOf(s.gateway), peer: queryOf(s.peer) })), sameRows, runs };
+    const queries = list.map((s) => ({ scenario: s.id, gateway: queryOf(s.gateway), peer: queryOf(s.peer) }));
+    return { version, totalSyncs, queries, sameRows, runs };
   } catch (error) {
     problems.push(`PostGraphile peer: ${error instanceof Error ? error.message : String(error)}`);
     return null;
@@ -433,6 +434,7 @@ async function main(): Promise<void> {
 
   const results: Results = {
     quick: QUICK,
+    ...(ONLY ? { only: ONLY } : {}),
     startedAt,
     finishedAt: new Date().toISOString(),
     elapsedSeconds: seconds(started),
