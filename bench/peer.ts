@@ -18,6 +18,8 @@ import { graphqlScenario, NESTED_SYNCS, type Scenario } from './scenarios.js';
 export const PEER_CONNECTIONS = 50;
 /** Page size of the sync page with totalCount. */
 export const PEER_PAGE = 10;
+/** The scenario the issue's target is about: the gateway's nested GraphQL at least 1.0× PostGraphile's req/s. */
+export const PEER_NESTED_ID = `peer-nested-${PEER_CONNECTIONS}`;
 
 export interface PeerData {
   tenantId: string;
@@ -85,17 +87,17 @@ export function peerScenarios(data: PeerData): PeerScenario[] {
   const pageTitle = `GraphQL one connection's sync page (${PEER_PAGE} syncs) with totalCount`;
   return [
     {
-      id: 'peer-nested-50',
+      id: PEER_NESTED_ID,
       title: nestedTitle,
       gateway: graphqlScenario(
-        'peer-nested-50',
+        PEER_NESTED_ID,
         nestedTitle,
         `{ connections(limit: ${PEER_CONNECTIONS}) { nodes { name application { name category { name } } syncs(limit: ${NESTED_SYNCS}) { status startedAt } } } }`,
         true,
         PEER_CONNECTIONS,
       ),
       peer: graphqlScenario(
-        'peer-nested-50',
+        PEER_NESTED_ID,
         nestedTitle,
         `{ allConnections(first: ${PEER_CONNECTIONS}, condition: { tenantId: ${tenant}, deletedAt: null }, orderBy: [NAME_ASC, ROW_ID_ASC]) { nodes { name applicationByApplicationId { name categoryByCategoryId { name } } syncsByTenantIdAndConnectionId(first: ${NESTED_SYNCS}, orderBy: [STARTED_AT_DESC, ROW_ID_DESC]) { nodes { status startedAt } } } } }`,
         false,

@@ -4,7 +4,7 @@ import type { BreakdownRow } from './breakdown.js';
 import type { ProfileSummary } from './cpu-profile.js';
 import type { ExplainResult } from './explain.js';
 import type { LatencyResult, LoadResult } from './load.js';
-import type { PeerVerdict } from './peer.js';
+import { PEER_NESTED_ID, type PeerVerdict } from './peer.js';
 import type { StatementCount } from './sql-counts.js';
 
 export interface Pair<T> {
@@ -163,7 +163,7 @@ function peerSection(peer: NonNullable<Results['peer']>, settings: Results['sett
     out.push(comparisonTable(peer.runs, { name: 'PostGraphile', short: 'PostGraphile' }));
     out.push('');
   }
-  const nested = peer.runs.find((run) => run.scenario === 'peer-nested-50');
+  const nested = peer.runs.find((run) => run.scenario === PEER_NESTED_ID);
   if (nested) {
     const ratio = ratios(nested).median;
     out.push(`Target: the gateway's nested GraphQL at least 1.0× PostGraphile's req/s: **${ratio >= 1 ? 'met' : 'missed'}** (${n2(ratio)}×).`);
