@@ -1,6 +1,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Context } from '../context.js';
 import {
+  countableByKeys,
   countConnectionSyncs,
   countSyncs,
   isSyncProperty,
@@ -12,7 +13,7 @@ import {
   syncSearchSql,
 } from '../db/sync-queries.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
-import { type OrderInput, searchTerm } from '../query/filter.js';
+import { filterColumns, type OrderInput, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, orderSql } from '../query/sql.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
@@ -147,9 +148,12 @@ interface SyncListArgs {
 /** A sync list's arguments as the data layer's question: the caller's tenant, conditions, order and page. */
 function syncListQuery(args: SyncListArgs, context: Context, fields: ReadonlySet<string> | null): SyncListQuery {
   const { take, skip } = pageWindow(args, SYNC_PAGE);
+  const term = searchTerm(args.search);
   return {
     tenantId: requireViewer(context).tenantId,
-    where: allOf([filterSql(args.filter, SYNC_COLUMNS), syncSearchSql(searchTerm(args.search))]),
+    where: allOf([filterSql(args.filter, SYNC_COLUMNS), syncSearchSql(term)]),
+    // A search reads error_message, so only a list without one can be counted from the maintained counts.
+    countable: term === null && countableByKeys(filterColumns(args.filter, SYNC_COLUMNS)),
     orderBy: orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER),
     take,
     skip,
