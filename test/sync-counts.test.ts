@@ -1,6 +1,10 @@
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Database } from '../src/db/client.js';
 import { deleteConnection } from '../src/db/connection-writes.js';
+import { migrate, MIGRATIONS_DIR, readMigrations } from '../src/db/migrate.js';
 import { claimSync, expireLeases, finishSync, reportSyncProgress, scheduleDueSyncs, triggerSync } from '../src/db/sync-runs.js';
 import { withinTransaction } from '../src/db/write-transactions.js';
 import { ApiError } from '../src/errors.js';
@@ -209,6 +213,12 @@ describe.each(databaseKinds)('sync_counts on %s', (kind) => {
       seedLoad(db, slugs[0]!, { connections: 2, syncs: 3000, seed: 99 }).then(() => 1),
     ]);
     expect(operations.reduce((a, b) => a + b, 0)).toBe(slugs.length * writers * 40 + 1);
+    // The writers got through: runs were claimed (and many finished) under the shared keys.
+    const [claimed] = await db.raw.query<{ n: number }>('SELECT count(*)::int AS n FROM syncs WHERE tenant_id = ANY($1::text[]) AND worker_id = $2', [
+      `{${tenants.join(',')}}`,
+      WORKER,
+    ]);
+    expect(claimed!.n).toBeGreaterThan(10);
     await expectCountsExact(db, 'the concurrent writers');
   });
 
@@ -259,6 +269,31 @@ describe.each(databaseKinds)('sync_counts on %s', (kind) => {
     await createTenant(db, slug);
     await seedLoad(db, slug, { connections: 2, syncs: 100 });
     await expectCountsExact(db, 'TRUNCATE and a load');
+  });
+});
+
+describe.each(databaseKinds)('the sync_counts migration on %s', (kind) => {
+  it('counts the runs already there', async () => {
+    const countsMigration = readMigrations().find((m) => m.name.endsWith('_sync_counts'))!.name;
+    const before = mkdtempSync(join(tmpdir(), 'migrations-'));
+    for (const migration of readMigrations()) {
+      if (migration.name >= countsMigration) break;
+      cpSync(join(MIGRATIONS_DIR, migration.name), join(before, migration.name), { recursive: true });
+    }
+    const db = await createTestDatabase(kind, { migrationsDir: before });
+    try {
+      await seedCatalog(db);
+      for (const slug of ['backfill-a', 'backfill-b']) {
+        await createTenant(db, slug);
+        await seedLoad(db, slug, { connections: 5, syncs: 700 });
+      }
+      expect(await migrate(db)).toEqual([countsMigration]);
+      expect(Object.values(await keptCounts(db)).reduce((a, b) => a + b, 0)).toBe(1400);
+      await expectCountsExact(db, 'the migration');
+    } finally {
+      await db.dispose();
+      rmSync(before, { recursive: true, force: true });
+    }
   });
 });
 
