@@ -191,6 +191,10 @@ describe.each(databaseKinds)('sync_counts on %s', (kind) => {
     );
     const statuses = await db.raw.query<{ status: string }>('SELECT DISTINCT status::text AS status FROM syncs WHERE tenant_id = $1 ORDER BY 1', [tenantId]);
     expect(statuses.map((row) => row.status)).toEqual(['failed', 'in_progress', 'pending', 'success']);
+    // A tenant's whole history deleted by hand (the service has no tenant deletion; syncs go first, RESTRICT).
+    await db.raw.query('DELETE FROM syncs WHERE tenant_id = $1', [tenantId]);
+    await expectCountsExact(db, "deleting the tenant's runs");
+    expect(await db.raw.query('SELECT 1 FROM sync_counts WHERE tenant_id = $1 AND count <> 0', [tenantId])).toEqual([]);
   });
 
   it('stays equal to count(*) with concurrent writers and a bulk load at once', async () => {
