@@ -76,7 +76,7 @@ export interface SyncListQuery {
   tenantId: string;
   where: Sql;
   /** `where` reads only the connection and the status (countableByKeys): its count sums sync_counts. */
-  countable: boolean;
+  totalFromCounts: boolean;
   orderBy: Sql;
   take: number;
   skip: number;
@@ -94,7 +94,7 @@ function selectList(properties: ReadonlySet<SyncProperty> | null, always: readon
 const FROM = raw('FROM "public"."syncs" AS "t0"');
 /**
  * sync_counts names its key columns as syncs does (tenant_id, connection_id, status, same types), so the
- * conditions of a countable query, written against the alias "t0", apply to it unchanged.
+ * conditions of a query with totalFromCounts, written against the alias "t0", apply to it unchanged.
  */
 const COUNTS_FROM = raw('FROM "public"."sync_counts" AS "t0"');
 
@@ -117,9 +117,9 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
   return db.query<SyncRow>(statement.text, statement.values);
 }
 
-/** How many of the tenant's syncs match: count(*) of the rows, or the sum of their keys' counts when countable. */
+/** How many of the tenant's syncs match: count(*) of the rows, or the sum of their keys' counts (totalFromCounts). */
 function countOf(query: SyncListQuery): Sql {
-  return query.countable ? sql`COALESCE(sum("t0"."count"), 0)::int AS "count" ${COUNTS_FROM}` : sql`count(*)::int AS "count" ${FROM}`;
+  return query.totalFromCounts ? sql`COALESCE(sum("t0"."count"), 0)::int AS "count" ${COUNTS_FROM}` : sql`count(*)::int AS "count" ${FROM}`;
 }
 
 /** How many of the tenant's syncs (of one connection when given) the query matches. */

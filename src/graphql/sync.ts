@@ -153,7 +153,7 @@ function syncListQuery(args: SyncListArgs, context: Context, fields: ReadonlySet
     tenantId: requireViewer(context).tenantId,
     where: allOf([filterSql(args.filter, SYNC_COLUMNS), syncSearchSql(term)]),
     // A search reads error_message, so only a list without one can be counted from the maintained counts.
-    countable: term === null && countableByKeys(filterColumns(args.filter, SYNC_COLUMNS)),
+    totalFromCounts: term === null && countableByKeys(filterColumns(args.filter, SYNC_COLUMNS)),
     orderBy: orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER),
     take,
     skip,
