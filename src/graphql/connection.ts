@@ -96,7 +96,8 @@ export const Connection = builder.prismaObject('Connection', {
   description: "A tenant's connection of a catalog application.",
   // Whole rows with the application and its category, as the hand-written reads of db/connection-queries.ts
   // hand them back (with the properties the operation selects): fields resolve from the row, without
-  // plugin-prisma's per-field bookkeeping of its select mode. No connection is read through Prisma.
+  // plugin-prisma's per-field bookkeeping of its select mode. No connection is read through Prisma: the
+  // prismaObject gives the row its type and lets sync.ts add fields by model name.
   include: { application: { include: { category: true } } },
   fields: (t) => ({
     id: t.exposeID('id'),
