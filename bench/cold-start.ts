@@ -23,9 +23,11 @@ export function serverEnv(database: ServerEnv, port: number): Record<string, str
     SEED: 'none',
     // The measured data must stay as loaded: the scheduler would queue runs and fail the loaded in-progress ones.
     SCHEDULER: 'off',
-    LOG_LEVEL: 'warn',
+    // As `npm start` runs in production: the request log at info (one JSON line per request to stdout, which the
+    // benchmark reads as a log collector would), NODE_ENV fixed to production by the build (scripts/build.mjs).
+    LOG_LEVEL: 'info',
+    // The measurements send thousands of requests a second with one token, past the per-token default.
     RATE_LIMIT_PER_MINUTE: '0',
-    NODE_ENV: 'production',
   };
 }
 

@@ -116,7 +116,7 @@ export function renderReport(results: Results, analysis: string): string {
       `"Latency (1 conn.)" is one request at a time for ${s.latencyS} s on an otherwise idle server.`,
   );
   out.push(
-    '- Gateway: the real server, `node dist/server.js` (what `npm start` runs) as a child process with `DATABASE_URL`, `PORT`, `SEED=none`, `LOG_LEVEL=warn`, `RATE_LIMIT_PER_MINUTE=0`, `NODE_ENV=production`. ' +
+    '- Gateway: the real server, `node dist/server.js` (what `npm start` runs) as a child process with `DATABASE_URL`, `PORT`, `SEED=none`, `SCHEDULER=off`, `RATE_LIMIT_PER_MINUTE=0`, otherwise as `npm start` runs it in production: the request log at `info` (read by the runner from the child\'s stdout), `NODE_ENV` fixed to `production` by the build. ' +
       'Baseline: `bench/baseline-server.ts`, node:http + pg, the same queries written by hand (same token check, count and page in parallel), answering byte-for-byte the same JSON (checked before each measurement, see below).',
   );
   out.push(
