@@ -22,9 +22,9 @@ await build({
   external: ['@electric-sql/pglite', '@electric-sql/pglite-socket', 'pg-native'],
   // Bundled CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
   banner: { js: "import { createRequire as __bundleCreateRequire } from 'node:module';\nconst require = __bundleCreateRequire(import.meta.url);" },
-  // The built programs are the production build: graphql-js skips its development-only realm checks (its
-  // instanceOf was about a fifth of a request's CPU without this), Pothos its unused-query warnings, Prisma
-  // its call-site capture. `npm run dev` and the tests run src/ in development mode.
+  // The built programs are the production build: graphql-js skips its development-only realm checks (1-9% of
+  // a REST list request's CPU, measured A/B), Pothos its unused-query warnings, Prisma its call-site capture.
+  // `npm run dev` and the tests run src/ in development mode.
   define: { 'process.env.NODE_ENV': '"production"' },
   logLevel: 'warning',
 });
