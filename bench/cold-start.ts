@@ -1,13 +1,18 @@
 // Cold start: from spawning `node dist/server.js` (what `npm start` runs) to the first 200 on /readyz, and to the first
 // 200 on an authenticated request.
 
-import { freePort, startNode, stopChild, waitFor200 } from './processes.js';
+import { freePort, rssMb, startNode, stopChild, waitFor200 } from './processes.js';
 
 export interface ColdStart {
   readyMs: number;
   /** First authenticated request answered, measured from the same spawn (null when there is no token). */
   firstRequestMs: number | null;
+  /** Resident memory after that (or after /readyz), the process then idle for IDLE_MS. */
+  idleRssMb: number | null;
 }
+
+/** How long the started server is left alone before its idle memory is read. */
+const IDLE_MS = 3000;
 
 export interface ServerEnv {
   DATABASE_URL?: string;
@@ -44,7 +49,8 @@ export async function measureColdStart(
     const firstRequestMs = request
       ? await waitFor200(`${base}${request.path}`, { since, timeoutMs: 60_000, child, headers: { authorization: `Token ${request.token}` } })
       : null;
-    return { readyMs, firstRequestMs };
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    return { readyMs, firstRequestMs, idleRssMb: rssMb(child.pid) };
   } finally {
     await stopChild(child.process);
   }
