@@ -140,8 +140,13 @@ export function createBaseline(pool: pg.Pool) {
     const select = params.get('select')?.split(',') ?? null;
     const columns = select ? SYNC_COLUMNS.filter(([name]) => select.includes(name)) : SYNC_COLUMNS;
     const condition = where.join(' AND ');
+    // As the gateway counts: from the maintained per-connection, per-status counts when the conditions read
+    // only those columns (sync_counts names them as syncs does), from the rows otherwise.
+    const counted = where.some((condition) => condition.startsWith('started_at'))
+      ? 'count(*)::int AS n FROM syncs'
+      : 'COALESCE(sum(count), 0)::int AS n FROM sync_counts';
     const [count, page] = await Promise.all([
-      pool.query(`SELECT count(*)::int AS n FROM syncs WHERE ${condition}`, values),
+      pool.query(`SELECT ${counted} WHERE ${condition}`, values),
       pool.query(
         `SELECT ${columns.map(([, column]) => column).join(', ')} FROM syncs WHERE ${condition}
           ORDER BY started_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,

@@ -1,13 +1,18 @@
 // Cold start: from spawning `node dist/server.js` (what `npm start` runs) to the first 200 on /readyz, and to the first
 // 200 on an authenticated request.
 
-import { freePort, startNode, stopChild, waitFor200 } from './processes.js';
+import { freePort, rssMb, startNode, stopChild, waitFor200 } from './processes.js';
 
 export interface ColdStart {
   readyMs: number;
   /** First authenticated request answered, measured from the same spawn (null when there is no token). */
   firstRequestMs: number | null;
+  /** Resident memory after that (or after /readyz), the process then idle for IDLE_MS. */
+  idleRssMb: number | null;
 }
+
+/** How long the started server is left alone before its idle memory is read. */
+const IDLE_MS = 3000;
 
 export interface ServerEnv {
   DATABASE_URL?: string;
@@ -23,9 +28,11 @@ export function serverEnv(database: ServerEnv, port: number): Record<string, str
     SEED: 'none',
     // The measured data must stay as loaded: the scheduler would queue runs and fail the loaded in-progress ones.
     SCHEDULER: 'off',
-    LOG_LEVEL: 'warn',
+    // As `npm start` runs in production: the request log at info (one JSON line per request to stdout, which the
+    // benchmark reads as a log collector would), NODE_ENV fixed to production by the build (scripts/build.mjs).
+    LOG_LEVEL: 'info',
+    // The measurements send thousands of requests a second with one token, past the per-token default.
     RATE_LIMIT_PER_MINUTE: '0',
-    NODE_ENV: 'production',
   };
 }
 
@@ -42,7 +49,8 @@ export async function measureColdStart(
     const firstRequestMs = request
       ? await waitFor200(`${base}${request.path}`, { since, timeoutMs: 60_000, child, headers: { authorization: `Token ${request.token}` } })
       : null;
-    return { readyMs, firstRequestMs };
+    await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+    return { readyMs, firstRequestMs, idleRssMb: rssMb(child.pid) };
   } finally {
     await stopChild(child.process);
   }

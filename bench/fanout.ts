@@ -12,7 +12,9 @@ import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { join } from 'node:path';
 import { createDatabase, databaseUrl, dropDatabase } from './databases.js';
-import { cpuTimeMs, freePort, ROOT, runCli, startNode, stopAllChildren, stopChild, waitFor200 } from './processes.js';
+import { cpuTimeMs, freePort, ROOT, rssMb as rssMbOrNull, runCli, startNode, stopAllChildren, stopChild, waitFor200 } from './processes.js';
+
+const rssMb = (pid: number): number => rssMbOrNull(pid) ?? NaN;
 
 const SUBSCRIBERS = Number(process.env.FANOUT_SUBSCRIBERS ?? 1000);
 const EVENTS_PER_S = Number(process.env.FANOUT_EVENTS_PER_S ?? 200);
@@ -20,10 +22,6 @@ const SECONDS = Number(process.env.FANOUT_SECONDS ?? 20);
 const CONNECTIONS = 100;
 const log = (message: string) => process.stderr.write(`[fanout ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
 
-function rssMb(pid: number): number {
-  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return match ? Math.round(Number(match[1]) / 1024) : NaN;
-}
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;

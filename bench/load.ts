@@ -4,7 +4,7 @@
 
 import { Agent, request as httpRequest } from 'node:http';
 import autocannon from 'autocannon';
-import { cpuTimeMs } from './processes.js';
+import { cpuTimeMs, rssMb } from './processes.js';
 import type { Scenario } from './scenarios.js';
 
 export interface Target {
@@ -23,6 +23,8 @@ export interface LoadResult {
   failures: number;
   /** CPU time of the server process per request (not counting PostgreSQL's). */
   cpuMsPerRequest: number | null;
+  /** The server process's resident memory at the end of the measured load. */
+  rssMb: number | null;
 }
 
 export interface LatencyResult {
@@ -78,6 +80,7 @@ export async function measureLoad(
   const cpuBefore = cpuTimeMs(target.pid);
   const result = await autocannon({ ...base, duration: options.durationS });
   const cpuAfter = cpuTimeMs(target.pid);
+  const rssAfter = rssMb(target.pid);
   // requests.total comes from per-second samples and reads 0 on runs of about a second; count responses instead.
   const requests = result['2xx'] + result.non2xx;
   return {
@@ -87,6 +90,7 @@ export async function measureLoad(
     requests,
     failures: result.non2xx + result.errors + result.timeouts,
     cpuMsPerRequest: cpuBefore !== null && cpuAfter !== null && requests > 0 ? (cpuAfter - cpuBefore) / requests : null,
+    rssMb: rssAfter,
   };
 }
 

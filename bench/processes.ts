@@ -136,5 +136,15 @@ export function cpuTimeMs(pid: number): number | null {
   }
 }
 
+/** Resident memory of a process now, in MB (Linux /proc); null once it has exited. */
+export function rssMb(pid: number): number | null {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Math.round(Number(match[1]) / 1024) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** USER_HZ; 100 on every Linux this runs on. */
 const CLOCK_TICKS = 100;

@@ -36,7 +36,7 @@ export interface StageResult {
 
 export interface ColdStartRow {
   label: string;
-  runs: { readyMs: number; firstRequestMs: number | null }[];
+  runs: { readyMs: number; firstRequestMs: number | null; idleRssMb: number | null }[];
 }
 
 export interface Results {
@@ -90,6 +90,7 @@ export function summarize(rounds: LoadResult[]): LoadResult {
     requests: rounds.reduce((a, r) => a + r.requests, 0),
     failures: rounds.reduce((a, r) => a + r.failures, 0),
     cpuMsPerRequest: cpu.length > 0 ? median(cpu) : null,
+    rssMb: Math.max(...rounds.map((r) => r.rssMb ?? 0)) || null,
   };
 }
 
@@ -208,7 +209,7 @@ export function renderReport(results: Results, analysis: string): string {
       `"Latency (1 conn.)" is one request at a time for ${s.latencyS} s on an otherwise idle server.`,
   );
   out.push(
-    '- Gateway: the real server, `node dist/server.js` (what `npm start` runs) as a child process with `DATABASE_URL`, `PORT`, `SEED=none`, `LOG_LEVEL=warn`, `RATE_LIMIT_PER_MINUTE=0`, `NODE_ENV=production`. ' +
+    '- Gateway: the real server, `node dist/server.js` (what `npm start` runs) as a child process with `DATABASE_URL`, `PORT`, `SEED=none`, `SCHEDULER=off`, `RATE_LIMIT_PER_MINUTE=0`, otherwise as `npm start` runs it in production: the request log at `info` (read by the runner from the child\'s stdout), `NODE_ENV` fixed to `production` by the build. ' +
       'Baseline: `bench/baseline-server.ts`, node:http + pg, the same queries written by hand (same token check, count and page in parallel), answering byte-for-byte the same JSON (checked before each measurement, see below).',
   );
   out.push(
@@ -229,6 +230,11 @@ export function renderReport(results: Results, analysis: string): string {
     out.push('');
     out.push(comparisonTable(largest.runs, { name: 'baseline', short: 'base' }));
     out.push('');
+    const loadedRss = largest.runs.flatMap((run) => run.rounds.map((r) => r.gateway.rssMb)).filter((x): x is number => x !== null);
+    if (loadedRss.length > 0) {
+      out.push(`Gateway RSS under load (at the end of each measurement above): ${n0(Math.min(...loadedRss))}–${n0(Math.max(...loadedRss))} MB, median ${n0(median(loadedRss))} MB.`);
+      out.push('');
+    }
   }
 
   if (results.peer) out.push(...peerSection(results.peer, results.settings));
@@ -324,19 +330,21 @@ export function renderReport(results: Results, analysis: string): string {
     out.push('## Cold start');
     out.push('');
     out.push(
-      'From spawning `node dist/server.js` (what `npm start` runs) to the first 200 on `/readyz`, and to the first 200 on an authenticated sync list. Median of the runs, all runs in brackets.',
+      'From spawning `node dist/server.js` (what `npm start` runs) to the first 200 on `/readyz`, and to the first 200 on an authenticated sync list; then the resident memory (RSS) of the server left idle for 3 s. Median of the runs, all runs in brackets.',
     );
     out.push('');
     out.push(
       table(
-        ['Database', '/readyz ms', 'First authenticated request ms'],
+        ['Database', '/readyz ms', 'First authenticated request ms', 'Idle RSS MB'],
         results.coldStart.map((row) => {
           const ready = row.runs.map((r) => r.readyMs);
           const first = row.runs.map((r) => r.firstRequestMs).filter((x): x is number => x !== null);
+          const rss = row.runs.map((r) => r.idleRssMb).filter((x): x is number => x !== null);
           return [
             row.label,
             `${n0(median(ready))} (${ready.map(n0).join(', ')})`,
             first.length > 0 ? `${n0(median(first))} (${first.map(n0).join(', ')})` : '–',
+            rss.length > 0 ? `${n0(median(rss))} (${rss.map(n0).join(', ')})` : '–',
           ];
         }),
       ),

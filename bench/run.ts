@@ -227,7 +227,7 @@ async function profileGateway(url: string, scenario: Scenario, token: string): P
 
 async function coldStarts(url: string, token: string, authPath: string): Promise<ColdStartRow[]> {
   const rows: ColdStartRow[] = [];
-  const repeat = async (label: string, once: () => Promise<{ readyMs: number; firstRequestMs: number | null }>) => {
+  const repeat = async (label: string, once: () => Promise<ColdStartRow['runs'][number]>) => {
     const row: ColdStartRow = { label, runs: [] };
     for (let i = 0; i < COLD_REPEATS; i++) row.runs.push(await once());
     rows.push(row);
@@ -397,7 +397,7 @@ async function main(): Promise<void> {
     // The checkpoint writes the load's dirty pages now rather than during the measurements.
     const [, vacuumSeconds] = await timed(() =>
       withDatabase(url, async (client) => {
-        await client.query('VACUUM (ANALYZE) syncs, connections');
+        await client.query('VACUUM (ANALYZE) syncs, connections, sync_counts');
         await client.query('CHECKPOINT');
       }),
     );

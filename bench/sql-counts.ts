@@ -31,7 +31,8 @@ function kindOf(sql: string): StatementKind | 'bookkeeping' {
   // Prisma qualifies and quotes; the token lookup (src/auth/tokens.ts) is hand-written.
   if (/FROM ("public"\."tokens"|tokens )/.test(sql)) return 'auth';
   if (/^SELECT "page"\.\*/.test(sql)) return 'nested';
-  return /^SELECT COUNT\(/i.test(sql) ? 'count' : 'rows';
+  // A list total counts rows, or sums sync_counts (src/db/sync-queries.ts).
+  return /^SELECT (COUNT\(|COALESCE\(sum\()/i.test(sql) ? 'count' : 'rows';
 }
 
 export async function countStatements(databaseUrl: string, scenarios: Scenario[], token: string): Promise<StatementCount[]> {

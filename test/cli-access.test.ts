@@ -1,12 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { verifyPersonalAccessToken } from '../src/auth/tokens.js';
 import { parseExpiry } from '../src/cli/token.js';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { runCliOn, runCliProcess, type CliRun as Run } from './fixtures/cli.js';
-import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
+import { createTestDatabase, databaseKinds, migratedPgliteDataDir, type TestDatabase } from './fixtures/databases.js';
 
 const TOKEN_FORMAT = /^igw_pat_[0-9a-z]{12}_[A-Za-z0-9_-]{43}$/;
 const DAY = 86_400_000;
@@ -26,7 +24,7 @@ async function createTarget(kind: 'pglite' | 'postgres'): Promise<Target> {
 }
 
 it('as a process: token create prints the value alone on stdout', async () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'igw-cli-access-'));
+  const dataDir = migratedPgliteDataDir('igw-cli-access-');
   const env = { DATA_DIR: dataDir, SEED: 'none' };
   try {
     // The tenant and the service user are made in this process (one PGlite boot); only the command whose

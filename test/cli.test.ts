@@ -1,10 +1,10 @@
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, inject, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, onTestFinished, test } from 'vitest';
 import { openDatabase } from '../src/db/client.js';
 import { runCliOn, runCliProcess as cliProcess, runCliWith as cli } from './fixtures/cli.js';
-import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
+import { createTestDatabase, databaseKinds, migratedPgliteDataDir, type TestDatabase } from './fixtures/databases.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'gw-cli-'));
 
@@ -51,7 +51,8 @@ test('as a process on a fresh PGlite DATA_DIR: migrates it and prints only the n
 }, 180_000);
 
 test('refuses a PGlite DATA_DIR another process holds open, and takes over a claim its holder left behind', async () => {
-  const held = join(dataDir, 'held');
+  const held = migratedPgliteDataDir('gw-cli-held-');
+  onTestFinished(() => rmSync(held, { recursive: true, force: true }));
   const db = await openDatabase({ dataDir: held });
   try {
     // This test process holds the directory, as a running server would.
@@ -59,7 +60,7 @@ test('refuses a PGlite DATA_DIR another process holds open, and takes over a cla
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe('');
     expect(refused.stderr.trim().split('\n')).toHaveLength(1);
-    expect(refused.stderr).toMatch(new RegExp(`data directory .*held is in use by process ${process.pid}`));
+    expect(refused.stderr).toContain(`data directory ${held} is in use by process ${process.pid}`);
     await expect(openDatabase({ dataDir: held })).rejects.toThrow(/is in use by process/);
   } finally {
     await db.close();

@@ -15,6 +15,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     'seededDatabases',
     Object.fromEntries(databaseKinds.map((kind, i) => [kind, { template: templates[i]!.template, tenants: templates[i]!.filled }])),
   );
+  project.provide('migratedPgliteDataDir', templates[databaseKinds.indexOf('pglite')]!.migratedDataDir!);
   return async () => {
     await Promise.all(templates.map((t) => t.dispose()));
   };

@@ -20,7 +20,7 @@ import { tableReferences, tenantScopeProblems as scopeProblems } from './fixture
 // read-only, and a token value is never stored, logged or listed.
 
 const DAY = 86_400_000;
-const TENANT_TABLES = ['connections', 'syncs', 'service_users', 'tokens', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts'] as const;
+const TENANT_TABLES = ['connections', 'syncs', 'sync_counts', 'service_users', 'tokens', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts'] as const;
 const CATALOG_TABLES = ['categories', 'applications'] as const;
 
 const tenantScopeProblems = (sql: string) => scopeProblems(sql, TENANT_TABLES);

@@ -6,6 +6,7 @@ import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admittedByLocalSocket, localSocketDir, localSocketPath, localSocketUrl, serveLocalSocket } from '../src/db/local-socket.js';
+import { migratedPgliteDataDir } from './fixtures/databases.js';
 import { printedToken, ROOT, serverEnvironment, startServer, waitForStderr, type RunningServer } from './fixtures/server-process.js';
 
 // While a server runs on PGlite it holds the data directory; the CLI then works through the server's socket.
@@ -49,7 +50,8 @@ async function stop(server: RunningServer): Promise<void> {
 
 describe('the CLI beside a server on PGlite', () => {
   it('works through the server, both see each other\'s writes, and a restart prints the command that makes a token', async () => {
-    const dataDir = temporaryDirectory('gw-beside-');
+    const dataDir = migratedPgliteDataDir('gw-beside-');
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const env = { DATA_DIR: dataDir };
     const server = await startServer(env);
     cleanups.push(server.kill);

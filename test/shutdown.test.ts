@@ -1,13 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { Agent, request, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { migratedPgliteDataDir } from './fixtures/databases.js';
 import { printedToken, startServer, type LogLine, type RunningServer } from './fixtures/server-process.js';
 import { readSse } from './fixtures/sse.js';
 
@@ -29,7 +28,7 @@ afterAll(async () => {
 });
 
 async function startServerWithToken(env: Record<string, string>): Promise<StartedServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'gw-shutdown-'));
+  const dataDir = migratedPgliteDataDir('gw-shutdown-');
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
   const server = await startServer({ DATA_DIR: dataDir, ...env });
   cleanups.push(server.kill);

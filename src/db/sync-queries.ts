@@ -59,10 +59,24 @@ export function syncSearchSql(term: string | null): Sql {
   return statuses.length > 0 ? anyOf([errorMessage, compareSql(SYNC_COLUMNS.status, 'in', statuses)]) : errorMessage;
 }
 
+/**
+ * The columns sync_counts keys runs by, besides the tenant (see the sync_counts migration: triggers keep it
+ * exact in every writing transaction). A condition that reads no other column holds for all of a key's
+ * runs or for none of them, so summing the counts of the keys it holds for answers it exactly.
+ */
+const COUNT_KEY_COLUMNS: ReadonlySet<SqlColumn> = new Set([SYNC_COLUMNS.connectionId, SYNC_COLUMNS.status]);
+
+/** Whether conditions reading `columns` can be counted from sync_counts instead of from the rows. */
+export function countableByKeys(columns: ReadonlySet<SqlColumn>): boolean {
+  return [...columns].every((column) => COUNT_KEY_COLUMNS.has(column));
+}
+
 /** One list's question: conditions (filter and search; the tenant is added here), order, page, properties. */
 export interface SyncListQuery {
   tenantId: string;
   where: Sql;
+  /** `where` reads only the connection and the status (countableByKeys): its count sums sync_counts. */
+  totalFromCounts: boolean;
   orderBy: Sql;
   take: number;
   skip: number;
@@ -78,6 +92,11 @@ function selectList(properties: ReadonlySet<SyncProperty> | null, always: readon
 }
 
 const FROM = raw('FROM "public"."syncs" AS "t0"');
+/**
+ * sync_counts names its key columns as syncs does (tenant_id, connection_id, status, same types), so the
+ * conditions of a query with totalFromCounts, written against the alias "t0", apply to it unchanged.
+ */
+const COUNTS_FROM = raw('FROM "public"."sync_counts" AS "t0"');
 
 function whereOf(query: SyncListQuery, scope: Sql | null): Sql {
   return allOf([sql`"t0"."tenant_id" = ${query.tenantId}`, ...(scope ? [scope] : []), query.where]);
@@ -98,9 +117,14 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
   return db.query<SyncRow>(statement.text, statement.values);
 }
 
+/** How many of the tenant's syncs match: count(*) of the rows, or the sum of their keys' counts (totalFromCounts). */
+function countOf(query: SyncListQuery): Sql {
+  return query.totalFromCounts ? sql`COALESCE(sum("t0"."count"), 0)::int AS "count" ${COUNTS_FROM}` : sql`count(*)::int AS "count" ${FROM}`;
+}
+
 /** How many of the tenant's syncs (of one connection when given) the query matches. */
 export async function countSyncs(db: Pick<RawSql, 'query'>, query: SyncListQuery, connectionId: string | null): Promise<number> {
-  const statement = sql`SELECT count(*)::int AS "count" ${FROM} WHERE ${whereOf(query, connectionScope(connectionId))}`;
+  const statement = sql`SELECT ${countOf(query)} WHERE ${whereOf(query, connectionScope(connectionId))}`;
   const [row] = await db.query<{ count: number }>(statement.text, statement.values);
   return row?.count ?? 0;
 }
@@ -116,7 +140,7 @@ export function readConnectionSyncPages(db: Pick<RawSql, 'query'>, connectionIds
 /** How many syncs of each connection the query matches, in one statement, in the order of `connectionIds`. */
 export async function countConnectionSyncs(db: Pick<RawSql, 'query'>, connectionIds: readonly string[], query: SyncListQuery): Promise<number[]> {
   const scope = sql`"t0"."connection_id" = ANY(${arrayLiteral(connectionIds)}::text[])`;
-  const statement = sql`SELECT "t0"."connection_id" AS "connectionId", count(*)::int AS "count" ${FROM} WHERE ${whereOf(query, scope)} GROUP BY "t0"."connection_id"`;
+  const statement = sql`SELECT "t0"."connection_id" AS "connectionId", ${countOf(query)} WHERE ${whereOf(query, scope)} GROUP BY "t0"."connection_id"`;
   const rows = await db.query<{ connectionId: string; count: number }>(statement.text, statement.values);
   const counts = new Map(rows.map((row) => [row.connectionId, row.count]));
   return connectionIds.map((id) => counts.get(id) ?? 0);

@@ -1,5 +1,7 @@
-import { queryFromInfo } from '@pothos/plugin-prisma';
+import type { GraphQLResolveInfo } from 'graphql';
+import { Prisma } from '../generated/prisma/client.js';
 import { builder } from './builder.js';
+import { Category, categoryFieldReads } from './category.js';
 import { pageComplexity } from './complexity.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
 import { escapeLike, type OrderInput, searchTerm } from '../query/filter.js';
@@ -8,6 +10,7 @@ import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
+import { type FieldReads, selectedProperties } from './selection.js';
 
 export const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
   id: { field: 'id', kind: 'string', nullable: false },
@@ -48,9 +51,19 @@ export const Features = builder.objectRef<JsonObject>('Features').implement({
   }),
 });
 
+/** How Application fields read an application row: `applicationId` is a constant, the category comes with the row. */
+export const applicationFieldReads: FieldReads = {
+  fields: { __typename: [], applicationId: [] },
+  objects: { category: { prefix: 'category.', reads: categoryFieldReads } },
+  isProperty: (name) => Object.hasOwn(Prisma.ApplicationScalarFieldEnum, name),
+};
+
 export const Application = builder.prismaObject('Application', {
   description: 'A catalog entry: an application a tenant can connect. Global: the same for every tenant.',
-  select: { id: true },
+  // Whole rows with the category, as the catalog's reads below and a connection read (db/connection-queries.ts)
+  // hand them back, with the columns and the category when the operation selects them: fields resolve from
+  // the row, without plugin-prisma's per-field bookkeeping of its select mode.
+  include: { category: true },
   fields: (t) => ({
     id: t.exposeID('id'),
     name: t.exposeString('name'),
@@ -62,12 +75,28 @@ export const Application = builder.prismaObject('Application', {
     description: t.exposeString('description'),
     logoUrl: t.exposeString('logoUrl'),
     keywords: t.exposeStringList('keywords'),
-    features: t.field({ type: Features, select: { features: true }, resolve: (a) => asJsonObject(a.features) }),
+    features: t.field({ type: Features, resolve: (a) => asJsonObject(a.features) }),
     additionalInformation: t.exposeString('additionalInformation', { description: 'HTML.' }),
     categoryId: t.exposeString('categoryId'),
-    category: t.relation('category'),
+    category: t.field({ type: Category, resolve: (a) => a.category }),
   }),
 });
+
+/** Columns a catalog read leaves out unless the operation selects them (search_text is never shown). */
+const OPTIONAL_COLUMNS = ['description', 'logoUrl', 'keywords', 'features', 'additionalInformation'] as const;
+
+/**
+ * What a catalog read loads for the Application fields selected at `path`: the optional columns they read,
+ * and the category when they show it. The rows have the shape of `Application` for the fields selected.
+ */
+function applicationQuery(info: GraphQLResolveInfo, path: readonly string[]) {
+  const properties = selectedProperties(info, path, applicationFieldReads);
+  const omit: Prisma.ApplicationOmit = { searchText: true };
+  for (const column of OPTIONAL_COLUMNS) omit[column] = properties !== null && !properties.has(column);
+  return { omit, include: { category: properties === null || properties.has('category.id') } };
+}
+
+type ApplicationRow = Prisma.ApplicationGetPayload<{ include: { category: true } }>;
 
 const ApplicationFilter = resourceFilter('ApplicationFilter', APPLICATION_COLUMNS);
 
@@ -92,20 +121,23 @@ builder.queryFields((t) => ({
       const orderBy = orderByOf(args.orderBy as OrderInput[] | null, APPLICATION_COLUMNS, [{ field: 'name' }]);
       const prisma = context.db.prisma;
       return listPage(
-        () => prisma.application.findMany({ ...queryFromInfo({ context, info, path: ['nodes'] }), where, orderBy, take, skip }),
+        () => prisma.application.findMany({ ...applicationQuery(info, ['nodes']), where, orderBy, take, skip }) as Promise<ApplicationRow[]>,
         () => prisma.application.count({ where }),
         take,
         skip,
       );
     },
   }),
-  application: t.prismaField({
-    type: 'Application',
+  application: t.field({
+    type: Application,
     nullable: true,
     description: 'One catalog application, or null when there is none with this id.',
     authScopes: { permission: 'catalog:read' },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, args, context) =>
-      context.db.prisma.application.findUnique({ ...query, where: { id: assertIdLength(args.id, 'application') } }),
+    resolve: (_root, args, context, info) =>
+      context.db.prisma.application.findUnique({
+        ...applicationQuery(info, []),
+        where: { id: assertIdLength(args.id, 'application') },
+      }) as Promise<ApplicationRow | null>,
   }),
 }));

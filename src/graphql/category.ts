@@ -1,4 +1,5 @@
 import { queryFromInfo } from '@pothos/plugin-prisma';
+import { Prisma } from '../generated/prisma/client.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
@@ -7,6 +8,7 @@ import { filterWhere, orderByOf } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
+import type { FieldReads } from './selection.js';
 
 export const CATEGORY_COLUMNS: Columns<PrismaColumn> = {
   id: { field: 'id', kind: 'string', nullable: false },
@@ -17,9 +19,17 @@ export const CATEGORY_COLUMNS: Columns<PrismaColumn> = {
 
 export const CATEGORY_PAGE = pageBounds(100, 100);
 
+/** How Category fields read a category row: `applications` is loaded by the category's id. */
+export const categoryFieldReads: FieldReads = {
+  fields: { __typename: [], applications: [] },
+  isProperty: (name) => Object.hasOwn(Prisma.CategoryScalarFieldEnum, name),
+};
+
 export const Category = builder.prismaObject('Category', {
   description: 'A group of catalog applications (smart locks, payments, …). Global: the same for every tenant.',
-  select: { id: true },
+  // Whole rows: a category also comes with an application or connection read (application.ts,
+  // db/connection-queries.ts), so its fields resolve from the row. `applications` is planned into the
+  // categories' own reads, and loaded by the category's id under an application or a connection.
   fields: (t) => ({
     id: t.exposeID('id'),
     slug: t.exposeString('slug'),

@@ -1,37 +1,29 @@
-import { queryFromInfo } from '@pothos/plugin-prisma';
+import type { GraphQLResolveInfo } from 'graphql';
+import type { Context } from '../context.js';
+import {
+  CONNECTION_COLUMNS,
+  connectionCategorySql,
+  type ConnectionProperty,
+  connectionSearchSql,
+  countConnections,
+  isConnectionProperty,
+  readConnectionPage,
+  readConnections,
+} from '../db/connection-queries.js';
 import { ConnectionStatus as ConnectionStatusValues, ConnectionVia as ConnectionViaValues } from '../generated/prisma/enums.js';
-import { ApiError } from '../errors.js';
-import { keywordSearchWhere, Features } from './application.js';
+import { Application, applicationFieldReads, Features } from './application.js';
 import { deleteConnection } from '../db/connection-writes.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
-import { Category } from './category.js';
-import type { Columns, PrismaColumn } from '../query/columns.js';
-import { assertValueLength, escapeLike, type OrderInput } from '../query/filter.js';
-import { filterWhere, orderByOf } from '../query/prisma.js';
+import { Category, categoryFieldReads } from './category.js';
+import { assertValueLength, type OrderInput, searchTerm } from '../query/filter.js';
+import { allOf, compareSql, filterSql, orderSql } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
+import { type FieldReads, selectedProperties } from './selection.js';
 import { requireViewer } from './viewer.js';
-
-export const CONNECTION_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  name: { field: 'name', kind: 'string', nullable: false },
-  slug: { field: 'slug', kind: 'string', nullable: false },
-  description: { field: 'description', kind: 'string', nullable: false },
-  logoUrl: { field: 'logoUrl', kind: 'string', nullable: false },
-  applicationId: { field: 'applicationId', kind: 'string', nullable: false },
-  applicationName: { field: 'application.name', kind: 'string', nullable: false },
-  applicationSlug: { field: 'application.slug', kind: 'string', nullable: false },
-  categoryId: { field: 'application.categoryId', kind: 'string', nullable: false },
-  categorySlug: { field: 'application.category.slug', kind: 'string', nullable: false },
-  categoryName: { field: 'application.category.name', kind: 'string', nullable: false },
-  via: { field: 'via', kind: 'enum', nullable: false },
-  status: { field: 'status', kind: 'enum', nullable: false },
-  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
-  updatedAt: { field: 'updatedAt', kind: 'dateTime', nullable: false },
-};
 
 export const CONNECTION_PAGE = pageBounds(100, 100);
 
@@ -69,87 +61,107 @@ const ConnectionSettings = builder.objectRef<JsonObject>('ConnectionSettings').i
   }),
 });
 
+/**
+ * How Connection fields read a connection row (db/connection-queries.ts): the flattened application and
+ * category fields read theirs, and `application` and `category` are objects that come with the row.
+ */
+const CONNECTION_READS: FieldReads = {
+  fields: {
+    __typename: [],
+    applicationName: ['application.name'],
+    applicationSlug: ['application.slug'],
+    categoryId: ['application.categoryId'],
+    categorySlug: ['application.category.slug'],
+    categoryName: ['application.category.name'],
+    features: ['application.features'],
+    additionalInformation: ['application.additionalInformation'],
+    // Declared in sync.ts; loaded by the connection's id.
+    syncs: [],
+    syncCount: [],
+  },
+  objects: {
+    application: { prefix: 'application.', reads: applicationFieldReads },
+    category: { prefix: 'application.category.', reads: categoryFieldReads },
+  },
+  isProperty: isConnectionProperty,
+};
+
+/** The row properties the Connection fields selected at `path` read; null (the whole row) when one is not known. */
+function connectionProperties(info: GraphQLResolveInfo, path: readonly string[]): Set<ConnectionProperty> | null {
+  const properties = selectedProperties(info, path, CONNECTION_READS);
+  return properties && [...properties].every(isConnectionProperty) ? (properties as Set<ConnectionProperty>) : null;
+}
+
 export const Connection = builder.prismaObject('Connection', {
   description: "A tenant's connection of a catalog application.",
-  // deletedAt is always loaded so a sync can tell that its connection is gone.
-  select: { id: true, deletedAt: true },
+  // Whole rows with the application and its category, as the hand-written reads of db/connection-queries.ts
+  // hand them back (with the properties the operation selects): fields resolve from the row, without
+  // plugin-prisma's per-field bookkeeping of its select mode. No connection is read through Prisma: the
+  // prismaObject gives the row its type and lets sync.ts add fields by model name.
+  include: { application: { include: { category: true } } },
   fields: (t) => ({
     id: t.exposeID('id'),
     name: t.exposeString('name'),
     slug: t.exposeString('slug'),
     applicationId: t.exposeString('applicationId'),
-    applicationName: t.string({
-      select: { application: { select: { name: true } } },
-      resolve: (c) => c.application.name,
-    }),
-    applicationSlug: t.string({
-      select: { application: { select: { slug: true } } },
-      resolve: (c) => c.application.slug,
-    }),
+    applicationName: t.string({ resolve: (c) => c.application.name }),
+    applicationSlug: t.string({ resolve: (c) => c.application.slug }),
     description: t.exposeString('description'),
     logoUrl: t.exposeString('logoUrl'),
     keywords: t.exposeStringList('keywords'),
-    categoryId: t.string({
-      select: { application: { select: { categoryId: true } } },
-      resolve: (c) => c.application.categoryId,
-    }),
-    categorySlug: t.string({
-      select: { application: { select: { category: { select: { slug: true } } } } },
-      resolve: (c) => c.application.category.slug,
-    }),
-    categoryName: t.string({
-      select: { application: { select: { category: { select: { name: true } } } } },
-      resolve: (c) => c.application.category.name,
-    }),
+    categoryId: t.string({ resolve: (c) => c.application.categoryId }),
+    categorySlug: t.string({ resolve: (c) => c.application.category.slug }),
+    categoryName: t.string({ resolve: (c) => c.application.category.name }),
     via: t.expose('via', { type: ConnectionVia }),
     status: t.expose('status', { type: ConnectionStatus }),
-    metadata: t.field({ type: ConnectionMetadata, select: { metadata: true }, resolve: (c) => asJsonObject(c.metadata) }),
-    settings: t.field({ type: ConnectionSettings, select: { settings: true }, resolve: (c) => asJsonObject(c.settings) }),
+    metadata: t.field({ type: ConnectionMetadata, resolve: (c) => asJsonObject(c.metadata) }),
+    settings: t.field({ type: ConnectionSettings, resolve: (c) => asJsonObject(c.settings) }),
     features: t.field({
       type: Features,
       description: "The connected application's features.",
-      select: { application: { select: { features: true } } },
       resolve: (c) => asJsonObject(c.application.features),
     }),
     additionalInformation: t.string({
       description: "The connected application's additional information (HTML).",
-      select: { application: { select: { additionalInformation: true } } },
       resolve: (c) => c.application.additionalInformation,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
-    application: t.relation('application'),
-    category: t.field({
-      type: Category,
-      select: (_args, _context, nestedSelection) => ({
-        application: { select: { category: nestedSelection() } },
-      }),
-      resolve: (c) => c.application.category,
-    }),
+    application: t.field({ type: Application, resolve: (c) => c.application }),
+    category: t.field({ type: Category, resolve: (c) => c.application.category }),
   }),
 });
 
-// Sync.connection, declared here where Connection lives (sync.ts declares Connection.syncs).
+/**
+ * One connection of the caller by id, with the properties the operation selects below the current field;
+ * null when there is none (or it was deleted, unless `deleted` says to include deleted ones).
+ */
+export async function connectionById(context: Context, id: string, info: GraphQLResolveInfo, options = { deleted: false }) {
+  const [connection] = await readConnections(context.db.raw, requireViewer(context).tenantId, [id], connectionProperties(info, []), options);
+  return connection ?? null;
+}
+
+// Sync.connection, declared here where Connection lives (sync.ts declares Connection.syncs). The connections
+// of a whole page of syncs load in one statement; one loader per place in the operation (`byPath`), so each
+// place reads what its selection needs.
 builder.prismaObjectFields('Sync', (t) => ({
-    connection: t.field({
-      type: Connection,
-      nullable: true,
-      description: 'The synchronized connection; null once it was deleted (its history stays readable).',
-      authScopes: { permission: 'connections:read' },
-      select: (_args, _context, nestedSelection) => ({ connection: nestedSelection() }),
-      resolve: (sync) => (sync.connection.deletedAt ? null : sync.connection),
-    }),
+  connection: t.loadable({
+    type: Connection,
+    nullable: true,
+    description: 'The synchronized connection; null once it was deleted (its history stays readable).',
+    authScopes: { permission: 'connections:read' },
+    byPath: true,
+    load: (ids: string[], context, _args, info: GraphQLResolveInfo) =>
+      readConnections(context.db.raw, requireViewer(context).tenantId, ids, connectionProperties(info, [])),
+    sort: (connection) => connection.id,
+    resolve: (sync) => sync.connectionId,
+  }),
 }));
 
 const ConnectionFilter = resourceFilter('ConnectionFilter', CONNECTION_COLUMNS, { via: ConnectionVia, status: ConnectionStatus });
 
 const ConnectionOrder = resourceOrder('ConnectionOrder', CONNECTION_COLUMNS);
 const ConnectionList = listType('ConnectionList', Connection, "A page of the caller's connections.");
-
-/** Where clause for one live (not deleted) connection of the caller. */
-function ownConnection(tenantId: string, id: string) {
-  return { id: assertIdLength(id, 'connection'), tenantId, deletedAt: null };
-}
 
 builder.queryFields((t) => ({
   connections: t.field({
@@ -165,37 +177,41 @@ builder.queryFields((t) => ({
       orderBy: t.arg({ type: [ConnectionOrder] }),
       ...pageArgs(t.arg, CONNECTION_PAGE),
     },
+    // Hand-written SQL rather than Prisma, like the sync history: a page with its applications and categories
+    // is one statement, and the rows resolve without plugin-prisma's per-field work (BENCHMARKS.md).
     resolve: (_root, args, context, info) => {
       const viewer = requireViewer(context);
       const { take, skip } = pageWindow(args, CONNECTION_PAGE);
       assertValueLength('name', args.name);
-      const where = {
-        AND: [
-          { tenantId: viewer.tenantId, deletedAt: null },
-          args.categoryId ? { application: { categoryId: assertIdLength(args.categoryId, 'category') } } : {},
-          args.name ? { name: { contains: escapeLike(args.name), mode: 'insensitive' as const } } : {},
-          filterWhere(args.filter, CONNECTION_COLUMNS),
-          keywordSearchWhere(args.search),
-        ],
+      const query = {
+        tenantId: viewer.tenantId,
+        where: allOf([
+          connectionCategorySql(args.categoryId ? assertIdLength(args.categoryId, 'category') : null),
+          args.name ? compareSql(CONNECTION_COLUMNS.name, 'contains', args.name) : allOf([]),
+          filterSql(args.filter, CONNECTION_COLUMNS),
+          connectionSearchSql(searchTerm(args.search)),
+        ]),
+        orderBy: orderSql(args.orderBy as OrderInput[] | null, CONNECTION_COLUMNS, [{ field: 'name' }]),
+        take,
+        skip,
+        properties: connectionProperties(info, ['nodes']),
       };
-      const orderBy = orderByOf(args.orderBy as OrderInput[] | null, CONNECTION_COLUMNS, [{ field: 'name' }]);
-      const prisma = context.db.prisma;
+      const raw = context.db.raw;
       return listPage(
-        () => prisma.connection.findMany({ ...queryFromInfo({ context, info, path: ['nodes'] }), where, orderBy, take, skip }),
-        () => prisma.connection.count({ where }),
+        () => readConnectionPage(raw, query),
+        () => countConnections(raw, query),
         take,
         skip,
       );
     },
   }),
-  connection: t.prismaField({
-    type: 'Connection',
+  connection: t.field({
+    type: Connection,
     nullable: true,
     description: 'One connection of the caller, or null when there is none with this id (or it was deleted).',
     authScopes: { permission: 'connections:read' },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, args, context) =>
-      context.db.prisma.connection.findFirst({ ...query, where: ownConnection(requireViewer(context).tenantId, args.id) }),
+    resolve: (_root, args, context, info) => connectionById(context, assertIdLength(args.id, 'connection'), info),
   }),
 }));
 

@@ -7,6 +7,7 @@ import type { SyncStatus } from '../generated/prisma/enums.js';
 import { ApiError } from '../errors.js';
 import { changeStream, streamStart, type ChangeItem, type ChangeStreamOptions, type StreamStart } from '../live/change-stream.js';
 import { builder } from './builder.js';
+import { Connection, connectionById } from './connection.js';
 import { assertIdLength } from './ids.js';
 import { Sync } from './sync.js';
 import { requireViewer } from './viewer.js';
@@ -103,8 +104,8 @@ builder.subscriptionFields((t) => ({
       return run;
     },
   }),
-  connectionChanged: t.prismaField({
-    type: 'Connection',
+  connectionChanged: t.field({
+    type: Connection,
     description:
       'The connection at each change: created, updated (also by its runs: pending → active, → error), deleted. With id: that connection only (deleted ones included); without: every connection of the caller.',
     authScopes: { permission: 'connections:read' },
@@ -118,11 +119,13 @@ builder.subscriptionFields((t) => ({
         matches: (event) => event.type.startsWith('connection.') && (!id || event.subjectId === id),
       });
     },
-    // The connection as it is when the change is delivered, read with the selection's relations in one query.
-    resolve: (query, item: ChangeItem, _args, context) =>
-      context.db.prisma.connection.findUniqueOrThrow({
-        ...query,
-        where: { id: itemValue(item, context).subjectId, tenantId: requireViewer(context).tenantId },
-      }),
+    // The connection as it is when the change is delivered (deleted ones too), read with its application and
+    // category in one statement.
+    resolve: async (item: ChangeItem, _args, context, info) => {
+      const id = itemValue(item, context).subjectId;
+      const connection = await connectionById(context, id, info, { deleted: true });
+      if (!connection) throw new Error(`connection ${id} of an event is not found`);
+      return connection;
+    },
   }),
 }));

@@ -52,3 +52,40 @@ function walk(info: GraphQLResolveInfo, path: readonly string[]): Set<string> | 
 function subfields(info: GraphQLResolveInfo, type: Parameters<typeof collectSubFields>[3], nodes: FieldNode[]): Map<string, FieldNode[]> {
   return collectSubFields(info.schema, info.fragments, info.variableValues, type, nodes).fields;
 }
+
+/**
+ * How the fields of one object type read the properties of the row it resolves from: a field listed in
+ * `fields` reads those properties (none, say, for a constant or a field loaded apart), a field listed in
+ * `objects` returns an object that comes with the row, whose own fields read under `prefix` (and its `id`
+ * always), and any other field reads its namesake when that is a property.
+ */
+export interface FieldReads {
+  readonly fields: Readonly<Record<string, readonly string[]>>;
+  readonly objects?: Readonly<Record<string, { readonly prefix: string; readonly reads: FieldReads }>>;
+  readonly isProperty: (name: string) => boolean;
+}
+
+/**
+ * The row properties the operation's fields at `path` below the current field read, objects that come with
+ * the row included: what a statement must read for them. null (the whole row) when a field is not known.
+ */
+export function selectedProperties(info: GraphQLResolveInfo, path: readonly string[], reads: FieldReads): Set<string> | null {
+  const properties = new Set<string>();
+  for (const field of selectedFields(info, path) ?? []) {
+    const own = reads.fields[field];
+    const object = reads.objects?.[field];
+    if (own) {
+      for (const property of own) properties.add(property);
+    } else if (object) {
+      const nested = selectedProperties(info, [...path, field], object.reads);
+      if (!nested) return null;
+      properties.add(`${object.prefix}id`);
+      for (const property of nested) properties.add(object.prefix + property);
+    } else if (reads.isProperty(field)) {
+      properties.add(field);
+    } else {
+      return null;
+    }
+  }
+  return properties;
+}

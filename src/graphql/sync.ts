@@ -1,6 +1,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Context } from '../context.js';
 import {
+  countableByKeys,
   countConnectionSyncs,
   countSyncs,
   isSyncProperty,
@@ -12,7 +13,7 @@ import {
   syncSearchSql,
 } from '../db/sync-queries.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
-import { type OrderInput, searchTerm } from '../query/filter.js';
+import { filterColumns, type OrderInput, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, orderSql } from '../query/sql.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
@@ -20,31 +21,28 @@ import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
-import { selectedFields } from './selection.js';
+import { type FieldReads, selectedProperties } from './selection.js';
 import { requireViewer } from './viewer.js';
 
-/** Sync fields that read row properties of another name; every other field reads its namesake. */
-const SYNC_FIELD_READS: Record<string, SyncProperty[]> = {
-  __typename: [],
-  summaryJson: ['summary'],
-  diffJson: ['diff'],
-  checksumJson: ['checksum'],
-  // Declared in connection.ts; loaded by plugin-prisma from the row's id (one batched statement for the page).
-  connection: [],
+/** How Sync fields read a sync row: the JSON strings read their object, and the connection is loaded by its id. */
+const SYNC_READS: FieldReads = {
+  fields: {
+    __typename: [],
+    summaryJson: ['summary'],
+    diffJson: ['diff'],
+    checksumJson: ['checksum'],
+    // Declared in connection.ts; loaded by its id, for the whole page in one statement.
+    connection: ['connectionId'],
+  },
+  isProperty: isSyncProperty,
 };
 
 /**
- * The row properties the selected Sync fields read: the REST `select` (through @include) and GraphQL
+ * The row properties the Sync fields selected at `path` read: the REST `select` (through @include) and GraphQL
  * selections reach the SQL. null (the whole row) when a field is not known here.
  */
-function syncProperties(fields: ReadonlySet<string> | null): Set<SyncProperty> | null {
-  const properties = new Set<SyncProperty>();
-  for (const field of fields ?? []) {
-    const reads = SYNC_FIELD_READS[field] ?? (isSyncProperty(field) ? [field] : null);
-    if (!reads) return null;
-    for (const property of reads) properties.add(property);
-  }
-  return properties;
+function syncProperties(info: GraphQLResolveInfo, path: readonly string[]): Set<SyncProperty> | null {
+  return selectedProperties(info, path, SYNC_READS) as Set<SyncProperty> | null;
 }
 
 /** Sync lists: 10 per page by default (the spec's observed per_page), at most 100. */
@@ -145,15 +143,18 @@ interface SyncListArgs {
 }
 
 /** A sync list's arguments as the data layer's question: the caller's tenant, conditions, order and page. */
-function syncListQuery(args: SyncListArgs, context: Context, fields: ReadonlySet<string> | null): SyncListQuery {
+function syncListQuery(args: SyncListArgs, context: Context, properties: ReadonlySet<SyncProperty> | null): SyncListQuery {
   const { take, skip } = pageWindow(args, SYNC_PAGE);
+  const term = searchTerm(args.search);
   return {
     tenantId: requireViewer(context).tenantId,
-    where: allOf([filterSql(args.filter, SYNC_COLUMNS), syncSearchSql(searchTerm(args.search))]),
+    where: allOf([filterSql(args.filter, SYNC_COLUMNS), syncSearchSql(term)]),
+    // A search reads error_message, so only a list without one can be counted from the maintained counts.
+    totalFromCounts: term === null && countableByKeys(filterColumns(args.filter, SYNC_COLUMNS)),
     orderBy: orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER),
     take,
     skip,
-    properties: syncProperties(fields),
+    properties,
   };
 }
 
@@ -175,7 +176,7 @@ builder.prismaObjectFields('Connection', (t) => ({
     },
     byPath: true,
     load: (ids: string[], context, args, info: GraphQLResolveInfo) =>
-      readConnectionSyncPages(context.db.raw, ids, syncListQuery(args, context, selectedFields(info, []))),
+      readConnectionSyncPages(context.db.raw, ids, syncListQuery(args, context, syncProperties(info, []))),
     group: (sync) => sync.connectionId,
     resolve: (connection) => connection.id,
   }),
@@ -207,7 +208,7 @@ builder.queryFields((t) => ({
     // more than the rest of the request (BENCHMARKS.md).
     resolve: (_root, args, context, info) => {
       const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
-      const query = syncListQuery(args, context, selectedFields(info, ['nodes']));
+      const query = syncListQuery(args, context, syncProperties(info, ['nodes']));
       const raw = context.db.raw;
       return listPage(
         () => readSyncPage(raw, query, connectionId),

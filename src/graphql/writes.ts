@@ -1,4 +1,4 @@
-import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
+import { GraphQLError, type GraphQLResolveInfo, Kind, valueFromASTUntyped } from 'graphql';
 import type { Context } from '../context.js';
 import { createConnection, createConnectionProblems, updateConnection } from '../db/connection-writes.js';
 import { hashRequestBody, IDEMPOTENCY_KEY_PATTERN, type IdempotentResource, runIdempotently } from '../db/idempotency.js';
@@ -9,7 +9,7 @@ import { invalidInput } from '../domain/problems.js';
 import { ApiError } from '../errors.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, type SyncReport } from '../domain/sync-reports.js';
 import { builder } from './builder.js';
-import { Connection, ConnectionStatus, ConnectionVia } from './connection.js';
+import { Connection, connectionById, ConnectionStatus, ConnectionVia } from './connection.js';
 import { assertIdLength } from './ids.js';
 import { Sync, SyncStatus } from './sync.js';
 import { requireViewer } from './viewer.js';
@@ -90,9 +90,11 @@ const FinishSyncInput = builder.inputType('FinishSyncInput', {
   }),
 });
 
-/** The connection a write returned, read back through plugin-prisma so any selection of it resolves. */
-async function connectionForSelection(context: Context, query: object, id: string) {
-  return context.db.prisma.connection.findUniqueOrThrow({ ...query, where: { id, tenantId: requireViewer(context).tenantId } });
+/** The connection a write returned, read back with what the operation selects of it (a later deletion included). */
+async function connectionForSelection(context: Context, info: GraphQLResolveInfo, id: string) {
+  const connection = await connectionById(context, id, info, { deleted: true });
+  if (!connection) throw new Error(`connection ${id} was written but is not found`);
+  return connection;
 }
 
 /**
@@ -151,12 +153,12 @@ export function createConnectionInputProblems(body: unknown, context: Context) {
 }
 
 builder.mutationFields((t) => ({
-  createConnection: t.prismaField({
-    type: 'Connection',
+  createConnection: t.field({
+    type: Connection,
     description: 'Connects a catalog application: pending until its first successful run. 400 lists every problem of the input.',
     authScopes: { permission: 'connections:write' },
     args: { input: t.arg({ type: CreateConnectionInput, required: true }) },
-    resolve: async (query, _root, args, context) => {
+    resolve: async (_root, args, context, info) => {
       const body = bodyOf(args.input);
       const problems = await createConnectionInputProblems(body, context);
       if (problems.length > 0) throw invalidInput(problems);
@@ -170,19 +172,19 @@ builder.mutationFields((t) => ({
         (created) => ({ type: 'connection', id: created }),
         async (resource) => resource?.id ?? '',
       );
-      return connectionForSelection(context, query, id);
+      return connectionForSelection(context, info, id);
     },
   }),
-  updateConnection: t.prismaField({
-    type: 'Connection',
+  updateConnection: t.field({
+    type: Connection,
     description: 'Changes a connection (merge patch); a status change the state machine refuses is CONFLICT, and nothing changes.',
     authScopes: { permission: 'connections:write' },
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateConnectionInput, required: true }) },
-    resolve: async (query, _root, args, context) => {
+    resolve: async (_root, args, context, info) => {
       const { patch } = parsed(parseConnectionPatch(bodyOf(args.input)));
       const id = assertIdLength(args.id, 'connection');
       await updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch);
-      return connectionForSelection(context, query, id);
+      return connectionForSelection(context, info, id);
     },
   }),
   triggerSync: t.field({

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { ASSETS_PATH } from '../paths.js';
 
@@ -5,8 +6,18 @@ import { ASSETS_PATH } from '../paths.js';
 // and the API reference, kept out of the HTML so the pages' CSP can forbid inline scripts) and GraphiQL's
 // own bundle from @graphql-yoga/render-graphiql. Nothing is fetched from a CDN: the pages work offline.
 
-/** `static/` beside `src/` (and beside `dist/`, which mirrors it). */
-const STATIC_DIR = new URL('../../static/', import.meta.url);
+/**
+ * `static/` at the project root: the nearest directory above this module that holds a package.json (this module
+ * is src/pages/assets.ts when run from source, part of a bundle in dist/ when built).
+ */
+const STATIC_DIR = new URL('static/', projectRootOf(import.meta.url));
+
+function projectRootOf(moduleUrl: string): URL {
+  for (let dir = new URL('./', moduleUrl); ; dir = new URL('../', dir)) {
+    if (existsSync(new URL('package.json', dir))) return dir;
+    if (dir.pathname === '/') throw new Error(`no package.json above ${moduleUrl}`);
+  }
+}
 
 const STATIC_FILES: Record<string, string> = {
   'site.css': 'text/css; charset=utf-8',

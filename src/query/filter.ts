@@ -67,6 +67,20 @@ export function renderFilter<Condition, Column>(
   return conditions.length === 1 ? (conditions[0] as Condition) : renderer.all(conditions);
 }
 
+/** The columns a filter's conditions read, through the same walk (and checks) as every renderer. */
+export function filterColumns<Column>(
+  filter: Record<string, unknown> | null | undefined,
+  columns: Readonly<Record<string, Column>>,
+): ReadonlySet<Column> {
+  const union = (parts: ReadonlySet<Column>[]) => new Set(parts.flatMap((part) => [...part]));
+  return renderFilter<ReadonlySet<Column>, Column>(filter, columns, {
+    all: union,
+    any: union,
+    not: (part) => part,
+    compare: (column) => new Set([column]),
+  });
+}
+
 /** The REST parser's cap on compared text, on GraphQL's filter values (each `in` member) and text arguments too. */
 export function assertValueLength(what: string, operand: unknown): void {
   const values = Array.isArray(operand) ? operand : [operand];

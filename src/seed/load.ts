@@ -80,38 +80,46 @@ export async function seedLoad(db: Database, tenantSlug: string, options: SeedLo
     await db.raw.transaction((tx) => insertConnections(tx, tenant.id, batch));
   }
 
-  const rows = (function* (): Generator<SyncRow> {
-    for (const [index, connection] of connections.entries()) {
-      yield* syncHistory(rng.fork(`syncs:${index}`), {
-        tenantId: tenant.id,
-        connectionId: connection.id,
-        from: new Date(from),
-        to: new Date(now),
-        count: counts[index]!,
-      });
-    }
-  })();
-
+  // Each connection's history is written by one worker alone: the triggers that keep sync_counts exact lock a
+  // (connection, status) row until the writing transaction commits, so workers sharing a connection would
+  // wait on each other (or deadlock). A worker takes the next connection when its own runs out.
+  let nextConnection = 0;
   let inserted = 0;
-  let exhausted = false;
   let failed = false;
-  // Synchronous, so workers interleaving at their awaits still take disjoint batches in generator order.
-  const takeBatch = (): SyncRow[] => {
-    const batch: SyncRow[] = [];
-    while (!exhausted && !failed && batch.length < batchSize) {
-      const next = rows.next();
-      if (next.done) exhausted = true;
-      else batch.push(next.value);
-    }
-    return batch;
-  };
+  const history = (index: number): Iterator<SyncRow> =>
+    syncHistory(rng.fork(`syncs:${index}`), {
+      tenantId: tenant.id,
+      connectionId: connections[index]!.id,
+      from: new Date(from),
+      to: new Date(now),
+      count: counts[index]!,
+    });
   const worker = async (): Promise<void> => {
+    let rows: Iterator<SyncRow> | null = null;
+    // Synchronous, so workers interleaving at their awaits never take the same connection.
+    const takeBatch = (): SyncRow[] => {
+      const batch: SyncRow[] = [];
+      while (!failed && batch.length < batchSize) {
+        if (!rows) {
+          if (nextConnection >= connections.length) break;
+          rows = history(nextConnection++);
+        }
+        const next = rows.next();
+        if (next.done) rows = null;
+        else batch.push(next.value);
+      }
+      return batch;
+    };
+    let exhausted = false;
     while (!exhausted && !failed) {
       await db.raw.transaction(async (tx) => {
         let written = 0;
         while (written < ROWS_PER_TRANSACTION) {
           const batch = takeBatch();
-          if (batch.length === 0) break;
+          if (batch.length === 0) {
+            exhausted = true;
+            break;
+          }
           await insertSyncs(tx, tenant.id, batch);
           written += batch.length;
         }

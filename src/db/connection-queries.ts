@@ -1,0 +1,196 @@
+import type { Prisma } from '../generated/prisma/client.js';
+import type { Columns, SqlColumn } from '../query/columns.js';
+import { likePattern } from '../query/filter.js';
+import { allOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
+import type { RawSql } from './client.js';
+
+// The connections' reads, in hand-written SQL like the sync history's (sync-queries.ts): a connection comes
+// with its application and the application's category from the same statement (JOINs), so a page of
+// connections is one statement whatever of the three the operation shows. Aliases: "t0" the connection, "t1"
+// its application, "t2" the application's category; a JOIN is only written when the statement reads or
+// filters by a column of its table. Every statement is scoped by the tenant first. Callers hand in the
+// conditions, order and page of the list query language (query/sql.ts) and the row properties they need.
+
+/** The filterable and sortable columns of a connection, by field name; the application's and category's too. */
+export const CONNECTION_COLUMNS = {
+  id: { sql: '"t0"."id"', kind: 'string', nullable: false },
+  name: { sql: '"t0"."name"', kind: 'string', nullable: false },
+  slug: { sql: '"t0"."slug"', kind: 'string', nullable: false },
+  description: { sql: '"t0"."description"', kind: 'string', nullable: false },
+  logoUrl: { sql: '"t0"."logo_url"', kind: 'string', nullable: false },
+  applicationId: { sql: '"t0"."application_id"', kind: 'string', nullable: false },
+  applicationName: { sql: '"t1"."name"', kind: 'string', nullable: false },
+  applicationSlug: { sql: '"t1"."slug"', kind: 'string', nullable: false },
+  categoryId: { sql: '"t1"."category_id"', kind: 'string', nullable: false },
+  categorySlug: { sql: '"t2"."slug"', kind: 'string', nullable: false },
+  categoryName: { sql: '"t2"."name"', kind: 'string', nullable: false },
+  via: { sql: '"t0"."via"', sqlType: 'connection_via', kind: 'enum', nullable: false },
+  status: { sql: '"t0"."status"', sqlType: 'connection_status', kind: 'enum', nullable: false },
+  createdAt: { sql: '"t0"."created_at"', kind: 'dateTime', nullable: false },
+  updatedAt: { sql: '"t0"."updated_at"', kind: 'dateTime', nullable: false },
+} satisfies Columns<SqlColumn>;
+
+/**
+ * Every property a connection read can carry and the column it reads: the connection's own as Prisma's
+ * `Connection` names them, its application's under `application.`, the category's under `application.category.`.
+ */
+const CONNECTION_ROW_SQL = {
+  id: '"t0"."id"',
+  tenantId: '"t0"."tenant_id"',
+  applicationId: '"t0"."application_id"',
+  name: '"t0"."name"',
+  slug: '"t0"."slug"',
+  description: '"t0"."description"',
+  logoUrl: '"t0"."logo_url"',
+  keywords: '"t0"."keywords"',
+  via: '"t0"."via"::text',
+  status: '"t0"."status"::text',
+  metadata: '"t0"."metadata"',
+  settings: '"t0"."settings"',
+  createdAt: '"t0"."created_at"',
+  updatedAt: '"t0"."updated_at"',
+  deletedAt: '"t0"."deleted_at"',
+  'application.id': '"t1"."id"',
+  'application.name': '"t1"."name"',
+  'application.slug': '"t1"."slug"',
+  'application.description': '"t1"."description"',
+  'application.logoUrl': '"t1"."logo_url"',
+  'application.keywords': '"t1"."keywords"',
+  'application.features': '"t1"."features"',
+  'application.additionalInformation': '"t1"."additional_information"',
+  'application.categoryId': '"t1"."category_id"',
+  'application.category.id': '"t2"."id"',
+  'application.category.slug': '"t2"."slug"',
+  'application.category.name': '"t2"."name"',
+  'application.category.description': '"t2"."description"',
+  'application.category.sortOrder': '"t2"."sort_order"',
+} as const;
+
+export type ConnectionProperty = keyof typeof CONNECTION_ROW_SQL;
+
+const ALL_PROPERTIES = Object.keys(CONNECTION_ROW_SQL) as ConnectionProperty[];
+
+export function isConnectionProperty(name: string): name is ConnectionProperty {
+  return Object.hasOwn(CONNECTION_ROW_SQL, name);
+}
+
+/** Where each property goes in the row handed back: on the connection, its application, or the category. */
+const PLACES = Object.fromEntries(
+  ALL_PROPERTIES.map((property) => {
+    const path = property.split('.');
+    return [property, { depth: path.length - 1, key: path[path.length - 1] as string, item: `${CONNECTION_ROW_SQL[property]} AS "${property}"` }];
+  }),
+) as Record<ConnectionProperty, { depth: number; key: string; item: string }>;
+
+/**
+ * A connection as the reads hand it back: its selected properties, and its application (with the category)
+ * when any of theirs is selected. The shape of Prisma's Connection with both relations included.
+ */
+export type ConnectionRow = Prisma.ConnectionGetPayload<{ include: { application: { include: { category: true } } } }>;
+
+/** `search`: a lowercase keyword (query/filter.ts `searchTerm`) as a substring of the lower-cased search_text. */
+export function connectionSearchSql(term: string | null): Sql {
+  return term ? sql`"t0"."search_text" LIKE ${likePattern({ kind: 'substring', text: term })}` : allOf([]);
+}
+
+/** `categoryId`: connections of applications in one category. */
+export function connectionCategorySql(categoryId: string | null): Sql {
+  return categoryId ? compareSql(CONNECTION_COLUMNS.categoryId, 'eq', categoryId) : allOf([]);
+}
+
+/** One list's question: conditions (filter, search…; the tenant is added here), order, page, properties. */
+export interface ConnectionListQuery {
+  tenantId: string;
+  where: Sql;
+  orderBy: Sql;
+  take: number;
+  skip: number;
+  /** The row properties to read (the id always); null for all. */
+  properties: ReadonlySet<ConnectionProperty> | null;
+}
+
+function propertiesToRead(properties: ReadonlySet<ConnectionProperty> | null): ConnectionProperty[] {
+  return properties ? ALL_PROPERTIES.filter((property) => property === 'id' || properties.has(property)) : ALL_PROPERTIES;
+}
+
+/** FROM with the JOINs the statement needs: those whose alias a read property or a condition or order names. */
+function fromOf(read: readonly ConnectionProperty[], parts: readonly Sql[]): Sql {
+  const text = parts.map((part) => part.strings.join('')).join(' ');
+  const category = text.includes('"t2".') || read.some((property) => PLACES[property].depth === 2);
+  const application = category || text.includes('"t1".') || read.some((property) => PLACES[property].depth === 1);
+  return raw(
+    'FROM "public"."connections" AS "t0"' +
+      (application ? ' JOIN "public"."applications" AS "t1" ON "t1"."id" = "t0"."application_id"' : '') +
+      (category ? ' JOIN "public"."categories" AS "t2" ON "t2"."id" = "t1"."category_id"' : ''),
+  );
+}
+
+function whereOf(tenantId: string, conditions: readonly Sql[]): Sql {
+  return allOf([sql`"t0"."tenant_id" = ${tenantId}`, ...conditions]);
+}
+
+const LIVE = raw('"t0"."deleted_at" IS NULL');
+
+/** Rows as the reads hand them back: the aliased columns of each selected property put in their place. */
+function nested(rows: Record<string, unknown>[], read: readonly ConnectionProperty[]): ConnectionRow[] {
+  const places = read.map((property) => [property, PLACES[property]] as const);
+  const withApplication = places.some(([, place]) => place.depth > 0);
+  const withCategory = places.some(([, place]) => place.depth > 1);
+  return rows.map((row) => {
+    const connection: Record<string, unknown> = {};
+    const application: Record<string, unknown> = {};
+    const category: Record<string, unknown> = {};
+    for (const [property, { depth, key }] of places) {
+      (depth === 0 ? connection : depth === 1 ? application : category)[key] = row[property];
+    }
+    if (withCategory) application.category = category;
+    if (withApplication) connection.application = application;
+    return connection as ConnectionRow;
+  });
+}
+
+/** The select list of the read properties, each aliased by its property name. */
+function selectList(read: readonly ConnectionProperty[]): Sql {
+  return raw(read.map((property) => PLACES[property].item).join(', '));
+}
+
+/** Runs a statement that reads `read` and hands back its rows nested. */
+async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ConnectionProperty[]): Promise<ConnectionRow[]> {
+  return nested(await db.query<Record<string, unknown>>(statement.text, statement.values), read);
+}
+
+/** A page of the tenant's live connections. */
+export function readConnectionPage(db: Pick<RawSql, 'query'>, query: ConnectionListQuery): Promise<ConnectionRow[]> {
+  const read = propertiesToRead(query.properties);
+  const where = whereOf(query.tenantId, [LIVE, query.where]);
+  const from = fromOf(read, [where, query.orderBy]);
+  return rowsOf(
+    db,
+    sql`SELECT ${selectList(read)} ${from} WHERE ${where} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))} OFFSET ${raw(String(query.skip))}`,
+    read,
+  );
+}
+
+/** How many of the tenant's live connections the query matches. */
+export async function countConnections(db: Pick<RawSql, 'query'>, query: ConnectionListQuery): Promise<number> {
+  const where = whereOf(query.tenantId, [LIVE, query.where]);
+  const statement = sql`SELECT count(*)::int AS "count" ${fromOf([], [where])} WHERE ${where}`;
+  const [row] = await db.query<{ count: number }>(statement.text, statement.values);
+  return row?.count ?? 0;
+}
+
+/**
+ * The tenant's connections with these ids, in one statement, in no particular order; live ones only unless
+ * `deleted` says to include deleted ones (a subscription follows a connection to its deletion).
+ */
+export function readConnections(
+  db: Pick<RawSql, 'query'>,
+  tenantId: string,
+  ids: readonly string[],
+  properties: ReadonlySet<ConnectionProperty> | null,
+  options: { deleted: boolean } = { deleted: false },
+): Promise<ConnectionRow[]> {
+  const read = propertiesToRead(properties);
+  const where = whereOf(tenantId, [sql`"t0"."id" = ANY(${arrayLiteral(ids)}::text[])`, ...(options.deleted ? [] : [LIVE])]);
+  return rowsOf(db, sql`SELECT ${selectList(read)} ${fromOf(read, [where])} WHERE ${where}`, read);
+}
