@@ -4,6 +4,8 @@
 // error bodies beyond what the scenarios need: it is the floor the gateway's figures are divided by.
 //
 //   DATABASE_URL=postgres://… PORT=4100 node --import tsx bench/baseline-server.ts
+//   BASELINE_TOKEN_LOOKUP=once   the no-lookup floor: a token is checked on its first request only, and its
+//                                tenant answered from memory after that (no statement, no hash)
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -85,10 +87,22 @@ const metadataOf = (source: unknown, keys = METADATA_MEMBERS.map(([key]) => key)
     keys.map((key) => [key, 'string']),
   );
 
-export function createBaseline(pool: pg.Pool) {
+export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every request' | 'once' } = { tokenLookup: 'every request' }) {
+  const remembered = new Map<string, string>();
   async function tenantOf(request: IncomingMessage): Promise<string | null> {
     const header = request.headers.authorization;
     if (!header) return null;
+    if (options.tokenLookup === 'once') {
+      const known = remembered.get(header);
+      if (known !== undefined) return known;
+      const tenant = await lookUpTenant(header);
+      remembered.set(header, tenant);
+      return tenant;
+    }
+    return lookUpTenant(header);
+  }
+
+  async function lookUpTenant(header: string): Promise<string> {
     const match = TOKEN.exec(header);
     if (!match) throw new HttpError(401, 'malformed credential');
     const rows = (
@@ -351,7 +365,7 @@ if (isMain) {
   }
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on('error', () => {});
-  const handle = createBaseline(pool);
+  const handle = createBaseline(pool, { tokenLookup: process.env.BASELINE_TOKEN_LOOKUP === 'once' ? 'once' : 'every request' });
   const server = createServer((request, response) => void handle(request, response));
   server.listen(Number(process.env.PORT ?? 4100), process.env.HOST ?? '127.0.0.1');
   const stop = () => {

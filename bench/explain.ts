@@ -1,5 +1,7 @@
-// EXPLAIN (ANALYZE, BUFFERS) of the SQL Prisma issued for the scenarios, parameters inlined, written to
-// bench/explain/*.txt; each plan is checked for an index path on syncs (no Seq Scan on syncs).
+// EXPLAIN (ANALYZE, BUFFERS) of the SQL the gateway sent for the scenarios, parameters inlined, written to
+// bench/explain/*.txt; each plan is checked for an index path on syncs (no Seq Scan on syncs). A plan that
+// reads some table whole (the planner's choice on small tables) is explained a second time with sequential
+// scans disabled, in the same file: that shows the index path exists and what it would cost.
 
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,6 +19,29 @@ export interface ExplainResult {
   /** A plan that reads syncs without an index. */
   seqScanOnSyncs: boolean;
   executionMs: number | null;
+  /** For a plan with a Seq Scan: the same statement with `enable_seqscan = off` (null when the plan had none). */
+  indexPath: { indexes: string[]; seqScans: string[]; executionMs: number | null } | null;
+}
+
+/** One EXPLAIN (ANALYZE, BUFFERS): its text, the indexes it walks, the tables it reads whole, its time. */
+async function explain(client: pg.Client, sql: string): Promise<{ text: string; indexes: string[]; seqScans: string[]; executionMs: number | null }> {
+  const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`);
+  const text = (rows as { 'QUERY PLAN': string }[]).map((row) => row['QUERY PLAN']).join('\n');
+  const indexes = [...new Set([...text.matchAll(/(?:Index Only Scan|Index Scan|Bitmap Index Scan)(?: Backward)? (?:using|on) (\S+)/g)].map((m) => m[1]!))];
+  const seqScans = [...new Set([...text.matchAll(/Seq Scan on (\S+)/g)].map((m) => m[1]!))];
+  const execution = /Execution Time: ([\d.]+) ms/.exec(text);
+  return { text, indexes, seqScans, executionMs: execution ? Number(execution[1]) : null };
+}
+
+/** The plan PostgreSQL makes when it may not read a table whole (for this statement only: SET LOCAL). */
+async function explainWithoutSeqScans(client: pg.Client, sql: string): ReturnType<typeof explain> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SET LOCAL enable_seqscan = off');
+    return await explain(client, sql);
+  } finally {
+    await client.query('ROLLBACK');
+  }
 }
 
 /** A SQL literal for a Prisma parameter (PostgreSQL infers the type from the context, as it does for $n). */
@@ -56,12 +81,8 @@ export async function explainAll(
   const results: ExplainResult[] = [];
   for (const { scenario, kind, statement } of statementsToExplain(counts)) {
     const sql = inlineParams(statement.sql, statement.params);
-    const { rows } = await client.query(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`);
-    const plan = (rows as { 'QUERY PLAN': string }[]).map((row) => row['QUERY PLAN']);
-    const text = plan.join('\n');
-    const indexes = [...new Set([...text.matchAll(/(?:Index Only Scan|Index Scan|Bitmap Index Scan)(?: Backward)? (?:using|on) (\S+)/g)].map((m) => m[1]!))];
-    const seqScans = [...new Set([...text.matchAll(/Seq Scan on (\S+)/g)].map((m) => m[1]!))];
-    const execution = /Execution Time: ([\d.]+) ms/.exec(text);
+    const { text, indexes, seqScans, executionMs } = await explain(client, sql);
+    const indexPath = seqScans.length > 0 ? await explainWithoutSeqScans(client, sql) : null;
     const file = `${scenario}.${kind}.txt`;
     const described = scenarios.find((s) => s.id === scenario);
     writeFileSync(
@@ -74,6 +95,14 @@ export async function explainAll(
         '',
         text,
         '',
+        ...(indexPath
+          ? [
+              `-- The planner read ${seqScans.join(', ')} whole. The same statement with SET LOCAL enable_seqscan = off, for comparison:`,
+              '',
+              indexPath.text,
+              '',
+            ]
+          : []),
       ].join('\n'),
     );
     results.push({
@@ -83,7 +112,8 @@ export async function explainAll(
       indexes,
       seqScans,
       seqScanOnSyncs: seqScans.some((table) => table === 'syncs' || table.endsWith('.syncs') || table === '"syncs"'),
-      executionMs: execution ? Number(execution[1]) : null,
+      executionMs,
+      indexPath: indexPath && { indexes: indexPath.indexes, seqScans: indexPath.seqScans, executionMs: indexPath.executionMs },
     });
   }
   return results;

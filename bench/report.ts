@@ -39,6 +39,8 @@ export interface ColdStartRow {
   runs: { readyMs: number; firstRequestMs: number | null; idleRssMb: number | null }[];
 }
 
+export type GatewayProfile = ProfileSummary & { scenario: string; title?: string; requests: number; windowMs: number };
+
 export interface Results {
   quick: boolean;
   /** BENCH_ONLY: the one section measured (absent when all were). */
@@ -52,7 +54,12 @@ export interface Results {
   explain: ExplainResult[];
   explainHeader: string;
   breakdown: BreakdownRow[];
-  profile: (ProfileSummary & { scenario: string; requests: number; windowMs: number }) | null;
+  /** `node --cpu-prof` of the gateway under the load of each scenario whose issue #16 target is missed. */
+  profiles?: GatewayProfile[];
+  /** The one profile of results written before `profiles` (the sync list). */
+  profile?: GatewayProfile | null;
+  /** The REST scenarios against a baseline that looks each token up only once (absent in older results). */
+  noLookup?: ScenarioRun[];
   coldStart: ColdStartRow[];
   pglite: { syncs: number; connections: number; runs: { scenario: string; title: string; result: LoadResult }[] } | null;
   /** PostGraphile v5 on the same database at the largest scale (absent in results written before it existed). */
@@ -237,6 +244,17 @@ export function renderReport(results: Results, analysis: string): string {
     }
   }
 
+  if (results.noLookup && results.noLookup.length > 0 && largest) {
+    out.push(`## Gateway vs a baseline without the token lookup (${scale(largest.totalSyncs)} syncs, PostgreSQL)`);
+    out.push('');
+    out.push(
+      'The same REST requests against a second baseline process started with `BASELINE_TOKEN_LOOKUP=once`: it checks a token on its first request and answers its tenant from memory afterwards, with no statement and no hash, so its figure is the floor of the SQL, the JSON and node:http alone. The gateway is the same process as above (its token cache also spares the statement, but it hashes the presented secret on every request to key the cache). Measured interleaved like the table above.',
+    );
+    out.push('');
+    out.push(comparisonTable(results.noLookup, { name: 'no-lookup baseline', short: 'floor' }));
+    out.push('');
+  }
+
   if (results.peer) out.push(...peerSection(results.peer, results.settings));
 
   // BENCH_ONLY runs measure no scale against the baseline and no cold start: their sections are left out.
@@ -309,17 +327,20 @@ export function renderReport(results: Results, analysis: string): string {
 
     out.push('## Query plans');
     out.push('');
-    out.push(`\`EXPLAIN (ANALYZE, BUFFERS)\` of the statements the gateway sent, parameters inlined, in \`bench/explain/\` (${results.explainHeader}).`);
+    out.push(
+      `\`EXPLAIN (ANALYZE, BUFFERS)\` of the statements the gateway sent, parameters inlined, in \`bench/explain/\` (${results.explainHeader}). Where the planner read a table whole, the same statement is explained again with \`SET LOCAL enable_seqscan = off\` (in the same file): the last column shows the index path it then takes and its time.`,
+    );
     out.push('');
     out.push(
       table(
-        ['Plan file', 'Indexes used', 'Seq Scan', 'Execution ms', 'Check'],
+        ['Plan file', 'Indexes used', 'Seq Scan', 'Execution ms', 'Check', 'With seq scans off: indexes, ms'],
         results.explain.map((e) => [
           `\`${e.file}\``,
           e.indexes.join(', ') || '–',
           e.seqScans.join(', ') || '–',
           e.executionMs === null ? '–' : ms(e.executionMs),
           e.seqScanOnSyncs ? '**Seq Scan on syncs**' : 'ok',
+          e.indexPath ? `${e.indexPath.indexes.join(', ') || '–'}; ${e.indexPath.executionMs === null ? '–' : ms(e.indexPath.executionMs)}` : '',
         ]),
       ),
     );
@@ -384,20 +405,24 @@ export function renderReport(results: Results, analysis: string): string {
     out.push('');
   }
 
-  if (results.profile) {
-    const p = results.profile;
-    out.push('## CPU profile of the gateway under the sync-list load');
+  const profiles = results.profiles ?? (results.profile ? [results.profile] : []);
+  if (profiles.length > 0) {
+    out.push('## CPU profiles of the gateway under load');
     out.push('');
     out.push(
-      `\`node --cpu-prof\` on the server while it served \`${p.scenario}\` (${n0(p.requests)} requests); the last ${n1(p.windowMs / 1000)} s of the profile (the load), ${n0(p.totalMs)} ms sampled, ${n1(p.idleShare * 100)}% idle. Self time, share of the non-idle time. The raw profile is not committed (\`*.cpuprofile\` is ignored).`,
+      `\`node --cpu-prof\` on the server (a fresh process per scenario, started as the gateway above) while it served each scenario whose target is missed, ${results.settings.connections} keep-alive connections; the last ${n1(profiles[0]!.windowMs / 1000)} s of each profile (the load). Self time, share of the non-idle time. The raw profiles are written to \`bench/results/gateway-<scenario>.cpuprofile\` and not committed.`,
     );
     out.push('');
-    out.push(table(['Function', 'Where', 'Self ms', 'Share'], p.functions.map((f) => [`\`${f.name}\``, f.where, n0(f.ms), `${n1(f.share * 100)}%`])));
-    out.push('');
-    out.push('By package (self time):');
-    out.push('');
-    out.push(table(['Package / file', 'Self ms', 'Share'], p.packages.map((f) => [f.name, n0(f.ms), `${n1(f.share * 100)}%`])));
-    out.push('');
+    for (const p of profiles) {
+      out.push(`### \`${p.scenario}\`${p.title ? `: ${p.title}` : ''}`);
+      out.push('');
+      out.push(`${n0(p.requests)} requests; ${n0(p.totalMs)} ms sampled, ${n1(p.idleShare * 100)}% idle.`);
+      out.push('');
+      out.push(table(['Function', 'Where', 'Self ms', 'Share'], p.functions.map((f) => [`\`${f.name}\``, f.where, n0(f.ms), `${n1(f.share * 100)}%`])));
+      out.push('');
+      out.push(table(['Package / file', 'Self ms', 'Share'], p.packages.slice(0, 10).map((f) => [f.name, n0(f.ms), `${n1(f.share * 100)}%`])));
+      out.push('');
+    }
   }
 
   out.push(analysis.trim());

@@ -1,6 +1,7 @@
 // `npm run bench`: prepares its own databases, loads 10k → 100k → 1M syncs with the CLI, starts the real
 // server and the baseline, measures them interleaved with autocannon, counts SQL statements, EXPLAINs the
 // main queries, profiles the gateway, measures cold starts and writes BENCHMARKS.md.
+// At the largest scale it also measures the REST requests against a baseline without the token lookup.
 //
 //   BENCH_QUICK=1     10k rows only, short runs; writes bench/results/BENCHMARKS.quick.md; exits 1, as every run
 //                     does, when a scenario reports a problem
@@ -33,7 +34,7 @@ import { explainAll } from './explain.js';
 import { fetchOnce, measureLatency, measureLoad, type LoadResult, type Target } from './load.js';
 import { comparePeer, peerScenarios, postgraphileVersion, type PeerData } from './peer.js';
 import { freePort, ROOT, runCli, startNode, stopAllChildren, stopChild, waitFor200, type NodeChild } from './processes.js';
-import { renderReport, type ColdStartRow, type Results, type ScenarioRun, type StageResult } from './report.js';
+import { renderReport, type ColdStartRow, type GatewayProfile, type Results, type ScenarioRun, type StageResult } from './report.js';
 import { scenarios as buildScenarios, type Scenario, type ScenarioData } from './scenarios.js';
 import { countStatements } from './sql-counts.js';
 
@@ -92,8 +93,25 @@ async function startGateway(database: { DATABASE_URL?: string; DATA_DIR?: string
   return startServer('gateway', 'dist/server.js', serverEnv(database, await freePort()), nodeArgs);
 }
 
-async function startBaseline(url: string): Promise<Server> {
-  return startServer('baseline', 'bench/baseline-server.ts', { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1' });
+/** The baseline server; `tokenLookup: 'once'` is the no-lookup floor (each token checked on its first request only). */
+async function startBaseline(url: string, tokenLookup: 'every request' | 'once' = 'every request'): Promise<Server> {
+  const env = { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', ...(tokenLookup === 'once' ? { BASELINE_TOKEN_LOOKUP: 'once' } : {}) };
+  return startServer(tokenLookup === 'once' ? 'no-lookup baseline' : 'baseline', 'bench/baseline-server.ts', env);
+}
+
+/** The scenarios measured against the no-lookup floor: the sync list of issue #16 item 3, and one connection. */
+const NO_LOOKUP_SCENARIOS = ['syncs-connection', 'connected-one'];
+
+/** The REST scenarios against the no-lookup baseline at the largest scale, answers compared first. */
+async function noLookupFigures(url: string, gateway: Server, list: Scenario[], token: string): Promise<ScenarioRun[]> {
+  const floor = await startBaseline(url, 'once');
+  try {
+    const measured = list.filter((s) => NO_LOOKUP_SCENARIOS.includes(s.id));
+    await compareAnswers(gateway, floor, measured, token);
+    return await measurePairs(gateway, floor, measured.map((s) => ({ gateway: s, other: s })), token, ROUNDS);
+  } finally {
+    await stopChild(floor.child.process);
+  }
 }
 
 function checkFailures(label: string, scenario: Scenario, result: LoadResult): void {
@@ -207,19 +225,25 @@ async function stageData(url: string, tenantId: string, since: string) {
   });
 }
 
-async function profileGateway(url: string, scenario: Scenario, token: string): Promise<Results['profile']> {
+/** The scenarios profiled under load: those whose issue #16 target is missed. */
+const PROFILED_SCENARIOS = ['syncs-connection', 'connected', 'connected-one', 'graphql-nested-50'];
+
+/** `node --cpu-prof` of a fresh gateway process under one scenario's load, summarized (the last DURATION_S). */
+async function profileGateway(url: string, scenario: Scenario, token: string): Promise<GatewayProfile> {
   const dir = tempDirectory('cpuprof');
   const server = await startGateway({ DATABASE_URL: url }, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
   try {
     await measureLoad(server, scenario, { token, connections: CONNECTIONS, durationS: WARMUP_S + 1, warmupS: 0 });
     const result = await measureLoad(server, scenario, { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: 0 });
+    checkFailures('gateway (profiled)', scenario, result);
     await stopChild(server.child.process);
     const file = readdirSync(dir).find((name) => name.includes(`.${server.pid}.0.`) && name.endsWith('.cpuprofile'));
     if (!file) throw new Error(`no main-thread profile in ${dir}: ${readdirSync(dir).join(', ')}`);
     const windowMs = DURATION_S * 1000;
     mkdirSync(OUT_DIR, { recursive: true });
-    writeFileSync(join(OUT_DIR, 'gateway.cpuprofile'), readFileSync(join(dir, file)));
-    return { ...summarizeProfile(join(dir, file), ROOT, { top: 15, windowMs }), scenario: scenario.id, requests: result.requests, windowMs };
+    writeFileSync(join(OUT_DIR, `gateway-${scenario.id}.cpuprofile`), readFileSync(join(dir, file)));
+    const summary = summarizeProfile(join(dir, file), ROOT, { top: 12, windowMs });
+    return { ...summary, scenario: scenario.id, title: scenario.title, requests: result.requests, windowMs };
   } finally {
     await stopChild(server.child.process);
   }
@@ -336,11 +360,14 @@ async function measureRest(
   final: StageResult,
   last: { list: Scenario[]; data: ScenarioData },
   context: { token: string; tenantId: string; since: string; postgres: string; startedAt: string },
-): Promise<Pick<Results, 'explain' | 'explainHeader' | 'breakdown' | 'profile' | 'coldStart' | 'pglite'>> {
+): Promise<Pick<Results, 'explain' | 'explainHeader' | 'breakdown' | 'profiles' | 'coldStart' | 'pglite'>> {
   const { token, since } = context;
   const explainHeader = `${final.totalSyncs.toLocaleString('en-US')} syncs, PostgreSQL ${context.postgres}, ${context.startedAt.slice(0, 10)}`;
   const explain = await withDatabase(url, (client) => explainAll(client, final.sqlCounts, last.list, { dir: EXPLAIN_DIR, header: explainHeader }));
-  for (const e of explain) if (e.seqScanOnSyncs) problems.push(`${e.file}: Seq Scan on syncs`);
+  for (const e of explain) {
+    if (e.seqScanOnSyncs) problems.push(`${e.file}: Seq Scan on syncs`);
+    if (e.indexes.length === 0 && (e.indexPath?.indexes.length ?? 0) === 0) problems.push(`${e.file}: no index path, even with sequential scans off`);
+  }
   log(`EXPLAIN: ${explain.map((e) => `${e.file}${e.seqScanOnSyncs ? ' SEQ SCAN' : ''}`).join(', ')}`);
 
   const breakdown = await cpuBreakdown(url, {
@@ -351,13 +378,17 @@ async function measureRest(
   });
   log(`CPU breakdown: ${breakdown.map((b) => `${b.cpuMsPerRequest.toFixed(2)} ms`).join(', ')}`);
 
+  const profiles: GatewayProfile[] = [];
+  for (const id of PROFILED_SCENARIOS) {
+    const profile = await profileGateway(url, last.list.find((s) => s.id === id)!, token);
+    profiles.push(profile);
+    log(`profile ${id}: top ${profile.functions.slice(0, 3).map((f) => f.name).join(', ')}`);
+  }
   const syncList = last.list.find((s) => s.id === 'syncs-connection')!;
-  const profile = await profileGateway(url, syncList, token);
-  log(`profile: top ${profile?.functions.slice(0, 3).map((f) => f.name).join(', ')}`);
 
   const coldStart = await coldStarts(url, token, syncList.path);
   const pglite = await pgliteFigures(since, coldStart);
-  return { explain, explainHeader, breakdown, profile, coldStart, pglite };
+  return { explain, explainHeader, breakdown, profiles, coldStart, pglite };
 }
 
 async function main(): Promise<void> {
@@ -425,11 +456,12 @@ async function main(): Promise<void> {
 
   const final = stages[stages.length - 1]!;
   const peer = await peerFigures(url, gateway, { tenantId: tenantIds[0]!, connectionId: last!.data.connectionId }, token, final.totalSyncs);
+  const noLookup = ONLY ? [] : await noLookupFigures(url, gateway, last!.list, token);
   await stopChild(gateway.child.process);
   if (baseline) await stopChild(baseline.child.process);
 
   const rest = ONLY
-    ? { explain: [], explainHeader: '', breakdown: [], profile: null, coldStart: [], pglite: null }
+    ? { explain: [], explainHeader: '', breakdown: [], profiles: [], coldStart: [], pglite: null }
     : await measureRest(url, final, last!, { token, tenantId: tenantIds[0]!, since, postgres, startedAt });
 
   const results: Results = {
@@ -451,6 +483,7 @@ async function main(): Promise<void> {
     stages,
     ...rest,
     peer,
+    noLookup,
     problems,
   };
   mkdirSync(OUT_DIR, { recursive: true });
