@@ -3,10 +3,13 @@
 // against the floor: the same data-layer calls (src/db/sync-runs.ts, so the very same statements and
 // transactions, events included) made straight through `pg` from this process, with the same bodies parsed
 // by the same domain parsers. Gateway and floor alternate, 3 rounds; the figure is lifecycles per second
-// (13 writes each), medians, and the ratio.
+// (13 writes each), medians, and the ratio. Then a fresh gateway process serves one more gateway round under
+// `node --cpu-prof`, and the profile's self time is printed (functions and packages) to show where the rest goes.
 //
 //   npm run bench:writes            (WRITE_BENCH_SECONDS, WRITE_BENCH_WORKERS to change the defaults)
 
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { openDatabase, type Database } from '../src/db/client.js';
@@ -17,8 +20,9 @@ import { parseSyncReport } from '../src/domain/sync-reports.js';
 import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
 import { serverEnv } from './cold-start.js';
-import { createDatabase, databaseUrl, dropAllDatabases } from './databases.js';
-import { cpuTimeMs, freePort, startNode, stopChild, waitFor200 } from './processes.js';
+import { summarizeProfile } from './cpu-profile.js';
+import { createDatabase, databaseUrl, dropAllDatabases, removeAllDirectories, tempDirectory } from './databases.js';
+import { cpuTimeMs, freePort, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
 
 const SECONDS = Number(process.env.WRITE_BENCH_SECONDS ?? 10);
 const WORKERS = Number(process.env.WRITE_BENCH_WORKERS ?? 8);
@@ -165,9 +169,47 @@ async function main(): Promise<void> {
     );
   } finally {
     await stopChild(server.process);
+  }
+  try {
+    process.stdout.write(await profileGateway(url, gatewayConnections, adminToken, engineToken));
+  } finally {
     await db.close();
     await dropAllDatabases();
+    removeAllDirectories();
   }
+}
+
+/** One more gateway round on a fresh process under `node --cpu-prof`: its self time, as two Markdown tables. */
+async function profileGateway(url: string, connections: string[], adminToken: string, engineToken: string): Promise<string> {
+  const dir = tempDirectory('write-cpuprof');
+  const port = await freePort();
+  const server = startNode('gateway (profiled)', 'dist/server.js', { env: serverEnv({ DATABASE_URL: url }, port), nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] });
+  let lifecycles: number;
+  try {
+    await waitFor200(`http://127.0.0.1:${port}/readyz`, { since: performance.now(), timeoutMs: 60_000, child: server });
+    const side = gatewaySide(`http://127.0.0.1:${port}`, server.pid, adminToken, engineToken);
+    await side.lifecycle(connections[0]!);
+    lifecycles = (await measure(side, connections)).perSecond * SECONDS;
+  } finally {
+    await stopChild(server.process);
+  }
+  const file = readdirSync(dir).find((name) => name.includes(`.${server.pid}.0.`) && name.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no main-thread profile in ${dir}`);
+  const p = summarizeProfile(join(dir, file), ROOT, { top: 15, windowMs: SECONDS * 1000 });
+  const rows = (items: typeof p.functions, withWhere: boolean) =>
+    items.map((f) => `| ${withWhere ? `\`${f.name}\` | ${f.where}` : f.name} | ${Math.round(f.ms)} | ${(f.share * 100).toFixed(1)}% |`).join('\n');
+  return [
+    `Profile: \`node --cpu-prof\` on a fresh gateway process for one more gateway round (${Math.round(lifecycles)} lifecycles, ${Math.round(lifecycles * 13)} writes); the last ${SECONDS} s, ${Math.round(p.totalMs)} ms sampled, ${(p.idleShare * 100).toFixed(1)}% idle; self time, share of the non-idle time.`,
+    '',
+    '| Function | Where | Self ms | Share |',
+    '| :-- | --: | --: | --: |',
+    rows(p.functions, true),
+    '',
+    '| Package / file | Self ms | Share |',
+    '| :-- | --: | --: |',
+    rows(p.packages.slice(0, 12), false),
+    '',
+  ].join('\n');
 }
 
 await main();
