@@ -19,8 +19,8 @@ function buildDist(): Promise<void> {
 /**
  * Once per run: compiles src/ to dist/, so the tests that start the real processes (the server, the CLI) run
  * the code under test and not a stale build; bundles the scripts tests run in processes of their own
- * (startChild) from src/ as well; and seeds one database per kind for the test files to copy
- * (createTestGateway), instead of each file booting, migrating and seeding its own. The
+ * (startChild) from src/ as well; and migrates, then seeds, one database per kind for the test files to copy
+ * (createTestDatabase, createTestGateway), instead of each file booting, migrating and seeding its own. The
  * two builds run beside the databases' set-up, which is mostly PGlite's initdb in this process.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -48,6 +48,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     'seededDatabases',
     Object.fromEntries(databaseKinds.map((kind, i) => [kind, { template: seeded[i]!.template, tenants: seeded[i]!.filled }])),
   );
+  project.provide('migratedDatabases', Object.fromEntries(databaseKinds.map((kind, i) => [kind, seeded[i]!.migrated])));
   project.provide('migratedPgliteDataDir', seeded[databaseKinds.indexOf('pglite')]!.migratedDataDir!);
   project.provide('childScriptsDir', childScriptsDir);
   return teardown;
