@@ -29,21 +29,19 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // One directory per run, inside the project (the bundles' external dependencies resolve from it): two runs
   // share no bundle, and none outlives its run.
   const childScriptsDir = mkdtempSync(join(cache, 'gw-test-children-'));
-  const [templates, ...builds] = await Promise.allSettled([
-    Promise.all(databaseKinds.map((kind) => createTemplateDatabase(kind, seedTestTenants))),
-    buildDist(),
-    compileChildScripts(childScriptsDir),
-  ]);
+  const templates = databaseKinds.map((kind) => createTemplateDatabase(kind, seedTestTenants));
+  // Every part settles, so that the templates made are removed when another part failed.
+  const settled = await Promise.allSettled<unknown>([...templates, buildDist(), compileChildScripts(childScriptsDir)]);
+  const seeded = (await Promise.allSettled(templates)).flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
   const teardown = async () => {
     rmSync(childScriptsDir, { recursive: true, force: true });
-    if (templates.status === 'fulfilled') await Promise.all(templates.value.map((t) => t.dispose()));
+    await Promise.all(seeded.map((t) => t.dispose()));
   };
-  const failed = [templates, ...builds].find((result) => result.status === 'rejected');
-  if (failed || templates.status === 'rejected') {
+  const failures = settled.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
+  if (failures.length > 0) {
     await teardown();
-    throw failed?.reason;
+    throw failures.length === 1 ? failures[0] : new AggregateError(failures, 'the global setup failed');
   }
-  const seeded = templates.value;
   project.provide(
     'seededDatabases',
     Object.fromEntries(databaseKinds.map((kind, i) => [kind, { template: seeded[i]!.template, tenants: seeded[i]!.filled }])),
