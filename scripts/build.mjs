@@ -6,27 +6,16 @@
 // setup can afford to run it every time. Tests and `npm run dev` run src/ itself.
 import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
+import { bundleOptions } from './bundle-options.mjs';
 
 rmSync('dist', { recursive: true, force: true });
 await build({
   entryPoints: { server: 'src/server.ts', cli: 'src/cli.ts', engine: 'src/engine.ts' },
   outdir: 'dist',
   chunkNames: 'chunks/[name]-[hash]',
-  bundle: true,
-  splitting: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  // PGlite finds its Wasm and data files next to its own module: it stays in node_modules. pg-native is pg's
-  // optional native binding, not installed. graphql stays a module of its own too: graphql 16 is CommonJS, and
-  // bundled, every access of the executor to one of its functions went through esbuild's interop getters
-  // (8.8% of a nested GraphQL request's CPU in a profile); loaded by Node, it is one copy for every importer.
-  external: ['@electric-sql/pglite', '@electric-sql/pglite-socket', 'pg-native', 'graphql'],
-  // Bundled CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
-  banner: { js: "import { createRequire as __bundleCreateRequire } from 'node:module';\nconst require = __bundleCreateRequire(import.meta.url);" },
+  ...bundleOptions,
   // The built programs are the production build: graphql-js skips its development-only realm checks (1-9% of
   // a REST list request's CPU, measured A/B), Pothos its unused-query warnings, Prisma its call-site capture.
   // `npm run dev` and the tests run src/ in development mode.
   define: { 'process.env.NODE_ENV': '"production"' },
-  logLevel: 'warning',
 });

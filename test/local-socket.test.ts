@@ -10,6 +10,8 @@ import { migratedPgliteDataDir } from './fixtures/databases.js';
 import { printedToken, ROOT, serverEnvironment, startServer, waitForStderr, type RunningServer } from './fixtures/server-process.js';
 
 // While a server runs on PGlite it holds the data directory; the CLI then works through the server's socket.
+// The CLI runs as `node dist/cli.js` (what `npm run cli` runs), and through npm where the command line is the one
+// users are told to type (README, and what a restart prints).
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
@@ -61,8 +63,9 @@ describe('the CLI beside a server on PGlite', () => {
     expect(statSync(localSocketDir(dataDir)).mode & 0o777).toBe(0o700);
     expect(statSync(localSocketPath(dataDir)).mode & 0o777).toBe(0o600);
 
-    // The CLI's write, seen by the server: a token created beside it authenticates at once.
-    const created = await shell('npm run --silent cli -- token create --tenant demo --service-user demo-admin --expires 2099-01-01 --json', env);
+    // The CLI's write, seen by the server: a token created beside it authenticates at once (made with the
+    // README's command line).
+    const created = await shell('node dist/cli.js token create --tenant demo --service-user demo-admin --expires 2099-01-01 --json', env);
     expect(created.code, created.stderr).toBe(1);
     expect(created.stderr).toMatch(/at most 366 days ahead/);
     const expires = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
@@ -78,15 +81,15 @@ describe('the CLI beside a server on PGlite', () => {
       body: JSON.stringify({ query: `mutation { createServiceUser(name: "${name}", role: reader) { id } }` }),
     });
     expect(mutation.status).toBe(200);
-    const listed = await shell('npm run --silent cli -- service-user list --tenant demo --json', env);
+    const listed = await shell('node dist/cli.js service-user list --tenant demo --json', env);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout.trim().split('\n').map((line) => JSON.parse(line).name)).toContain(name);
 
     // Revoke every token of demo, then restart.
-    const tokens = await shell('npm run --silent cli -- token list --tenant demo --json', env);
+    const tokens = await shell('node dist/cli.js token list --tenant demo --json', env);
     expect(tokens.code, tokens.stderr).toBe(0);
     const ids = tokens.stdout.trim().split('\n').map((line) => JSON.parse(line).id as string);
-    const revoked = await Promise.all(ids.map((id) => shell(`npm run --silent cli -- token revoke ${id}`, env)));
+    const revoked = await Promise.all(ids.map((id) => shell(`node dist/cli.js token revoke ${id}`, env)));
     expect(revoked.map((r) => r.code)).toEqual(ids.map(() => 0));
     expect(await getConnections(server, firstToken)).toBe(401);
     await stop(server);

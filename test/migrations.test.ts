@@ -6,7 +6,8 @@ import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures
 describe.each(databaseKinds)('migrations on %s', (kind) => {
   let db: TestDatabase;
   beforeAll(async () => {
-    db = await createTestDatabase(kind);
+    // Migrated here, on an empty database: the migrations are what is tested.
+    db = await createTestDatabase(kind, { migrateHere: true });
   });
   afterAll(() => db?.dispose());
 

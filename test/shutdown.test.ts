@@ -7,12 +7,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { migratedPgliteDataDir } from './fixtures/databases.js';
-import { printedToken, startServer, type LogLine, type RunningServer } from './fixtures/server-process.js';
+import { printedToken, startServer, type LogLine, type RunningServer, type StartOptions } from './fixtures/server-process.js';
 import { readSse } from './fixtures/sse.js';
 
-// The real server, started as users start it (`npm start`, which runs `node dist/server.js`), receives
-// SIGTERM or SIGINT while a request is still arriving; nothing here imports the server, so what is checked
-// is what operators get. The signal goes to the npm process, as a supervisor or a shell sends it, or to node.
+// The real server, started as users start it (`npm start`, which runs `node dist/server.js`, or that node
+// command itself), receives SIGTERM or SIGINT while a request is still arriving; nothing here imports the
+// server, so what is checked is what operators get. The signal goes to the npm process, as a supervisor or a
+// shell sends it (npm started it), or to node (started directly: what npm would add is not the point there).
 
 /** server.ts waits this long for in-flight requests before cutting connections. */
 const DRAIN_BOUND_MS = 10_000;
@@ -27,10 +28,10 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function startServerWithToken(env: Record<string, string>): Promise<StartedServer> {
+async function startServerWithToken(env: Record<string, string>, options: StartOptions = {}): Promise<StartedServer> {
   const dataDir = migratedPgliteDataDir('gw-shutdown-');
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  const server = await startServer({ DATA_DIR: dataDir, ...env });
+  const server = await startServer({ DATA_DIR: dataDir, ...env }, options);
   cleanups.push(server.kill);
   return Object.assign(server, { token: await printedToken(server) });
 }
@@ -100,7 +101,7 @@ function slowGraphQLRequest(server: StartedServer) {
   };
 }
 
-/** Who receives the signal: the `npm start` process, or the node process it runs. */
+/** Who receives the signal: the `npm start` process, or the node process. */
 type SignalTarget = 'npm' | 'node';
 
 async function expectGracefulShutdown(server: StartedServer, signal: 'SIGTERM' | 'SIGINT', target: SignalTarget): Promise<void> {
@@ -148,7 +149,8 @@ async function expectGracefulShutdown(server: StartedServer, signal: 'SIGTERM' |
   expect(server.logs.filter((l) => l.level >= 50), 'error lines in the log').toEqual([]);
   // The request log shows the in-flight request finishing after the signal.
   expect(messages.indexOf('shutting down')).toBeLessThan(messages.lastIndexOf('request'));
-  // npm exits once its child has: nothing is left behind, holding the port or the data directory.
+  // What was started (npm, or node itself) exits once the server has: nothing is left behind, holding the port
+  // or the data directory.
   expect(() => process.kill(server.nodePid, 0)).toThrow();
   expect(server.logs.find((l) => l.msg === 'shutting down')).toMatchObject({ signal });
   console.info(`${signal} to ${target}: exited ${Math.round(exit.at - signalled)} ms after the signal, ${Math.round(exit.at - answered)} ms after the last answer`);
@@ -160,7 +162,7 @@ describe.concurrent('graceful shutdown of the real server (npm start)', () => {
     ['SIGTERM', 'npm'],
     ['SIGINT', 'npm'],
   ] as const)('on PGlite, %s to the %s process: finishes the in-flight request, refuses new connections, exits 0', async (signal, target) => {
-    const server = await startServerWithToken({});
+    const server = await startServerWithToken({}, { via: target });
     await expectGracefulShutdown(server, signal, target);
   }, 90_000);
 

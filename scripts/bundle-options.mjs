@@ -1,0 +1,19 @@
+// How the project bundles a program of its own for Node (esbuild): scripts/build.mjs for dist/, and the test
+// setup for the scripts the tests run in processes of their own (test/fixtures/children.ts). One place for
+// what stays outside the bundle, so a test child loads its dependencies as the built programs do.
+export const bundleOptions = {
+  bundle: true,
+  splitting: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  // PGlite finds its Wasm and data files next to its own module: it stays in node_modules. pg-native is pg's
+  // optional native binding, not installed. graphql stays a module of its own too: graphql 16 is CommonJS, and
+  // bundled, every access of the executor to one of its functions went through esbuild's interop getters
+  // (8.8% of a nested GraphQL request's CPU in a profile); loaded by Node, it is one copy for every importer.
+  // External modules resolve from the output's folder: a bundle must be written inside the project.
+  external: ['@electric-sql/pglite', '@electric-sql/pglite-socket', 'pg-native', 'graphql'],
+  // Bundled CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
+  banner: { js: "import { createRequire as __bundleCreateRequire } from 'node:module';\nconst require = __bundleCreateRequire(import.meta.url);" },
+  logLevel: 'warning',
+};
