@@ -5,6 +5,8 @@ import { CONNECTION_MEMBERS, SYNC_INTERVALS, type ConnectionKind } from '../src/
 import { APPLICATIONS, CATEGORIES, seedCatalog } from '../src/seed/catalog.js';
 import { DEMO_TENANT_SLUG, ensureDemo, seedDemoTenant } from '../src/seed/demo.js';
 import { seedLoad } from '../src/seed/load.js';
+import { generateSyncs, insertSyncs } from '../src/seed/syncs.js';
+import { triggerSync } from '../src/db/sync-runs.js';
 import { createRng } from '../src/seed/random.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 
@@ -230,6 +232,30 @@ describe.each(databaseKinds)('seed data on %s', (kind) => {
 
     await expect(seedLoad(db, 'bench', { connections: 0, syncs: 1 })).rejects.toThrow(/at least one connection/);
     await expect(seedLoad(db, 'nobody', { connections: 1, syncs: 1 })).rejects.toThrow(/does not exist/);
+  });
+
+  test('a loaded history whose newest run is open leaves it out when the connection has a live run, and fails on a duplicate id', async () => {
+    const tenantId = await createTenant(db, 'loader-meets-live-run');
+    await seedLoad(db, 'loader-meets-live-run', { connections: 1, syncs: 0 });
+    const connection = await db.prisma.connection.findFirstOrThrow({ where: { tenantId } });
+    await db.raw.query(`UPDATE connections SET status = 'active' WHERE id = $1`, [connection.id]);
+    // The write side opened a run first (as the scheduler or an engine does beside a running `seed load`).
+    const live = await triggerSync(db.raw, tenantId, { connectionId: connection.id });
+    const history = generateSyncs(createRng('loader-meets-live-run'), {
+      tenantId,
+      connectionId: connection.id,
+      from: new Date(NOW.getTime() - 30 * 86_400_000),
+      to: NOW,
+      count: 12,
+      newest: ['in_progress'],
+    });
+    expect(await db.raw.transaction((tx) => insertSyncs(tx, tenantId, history))).toBe(11);
+    const open = await db.raw.query<{ id: string }>(`SELECT id FROM syncs WHERE connection_id = $1 AND status IN ('pending', 'in_progress')`, [connection.id]);
+    expect(open.map((row) => row.id)).toEqual([live.id]);
+    expect(await db.prisma.sync.count({ where: { connectionId: connection.id } })).toBe(12);
+    // Any other conflict still fails the whole statement.
+    await expect(db.raw.transaction((tx) => insertSyncs(tx, tenantId, history.slice(0, 2)))).rejects.toThrow(/duplicate key/);
+    expect(await db.prisma.sync.count({ where: { connectionId: connection.id } })).toBe(12);
   });
 
   test('the database rejects syncs that break the field-condition table', async () => {

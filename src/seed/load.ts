@@ -120,10 +120,9 @@ export async function seedLoad(db: Database, tenantSlug: string, options: SeedLo
             exhausted = true;
             break;
           }
-          await insertSyncs(tx, tenant.id, batch);
+          inserted += await insertSyncs(tx, tenant.id, batch);
           written += batch.length;
         }
-        inserted += written;
       });
     }
   };

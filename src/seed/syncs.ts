@@ -214,16 +214,28 @@ const SYNC_COLUMNS = [
 
 // Every column travels as one text[] parameter: the statement text is fixed whatever the batch size (one
 // cached plan), and text arrays serialize identically through node-postgres and PGlite.
+// A connection has one active run at a time (the partial unique index). A loaded history whose newest run is
+// open meets a run the write side opened meanwhile when the loader runs beside live writers (the scheduler, an
+// engine, the API) on a connection it has just created: the live run wins and the loaded one is left out, so
+// the load goes on. Any other conflict (a duplicate id) still fails the statement.
 const INSERT_SYNCS = `
-INSERT INTO syncs (tenant_id, ${SYNC_COLUMNS.join(', ')})
-SELECT $1, t.id, t.connection_id, t.status::sync_status, t.started_at::timestamptz, t.finished_at::timestamptz,
-       t.error_message, t.summary::jsonb, t.file_url, t.is_auto_migrate::boolean, t.diff::jsonb, t.checksum::jsonb,
-       t.due_at::timestamptz, t.lease_expires_at::timestamptz, t.lease_seconds::integer
-FROM unnest(${SYNC_COLUMNS.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${SYNC_COLUMNS.join(', ')})`;
+WITH "inserted" AS (
+  INSERT INTO syncs (tenant_id, ${SYNC_COLUMNS.join(', ')})
+  SELECT $1, t.id, t.connection_id, t.status::sync_status, t.started_at::timestamptz, t.finished_at::timestamptz,
+         t.error_message, t.summary::jsonb, t.file_url, t.is_auto_migrate::boolean, t.diff::jsonb, t.checksum::jsonb,
+         t.due_at::timestamptz, t.lease_expires_at::timestamptz, t.lease_seconds::integer
+  FROM unnest(${SYNC_COLUMNS.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${SYNC_COLUMNS.join(', ')})
+  ON CONFLICT (tenant_id, connection_id) WHERE status IN ('pending', 'in_progress') DO NOTHING
+  RETURNING 1
+)
+SELECT count(*)::int AS "n" FROM "inserted"`;
 
-/** Inserts rows of one tenant with a single statement; callers batch (a few thousand rows per call). */
-export async function insertSyncs(sql: Pick<RawSql, 'query'>, tenantId: string, rows: SyncRow[]): Promise<void> {
-  if (rows.length === 0) return;
+/**
+ * Inserts rows of one tenant with a single statement; callers batch (a few thousand rows per call). Returns how
+ * many were inserted: all of them, but for an open run left out for a connection's live one (INSERT_SYNCS).
+ */
+export async function insertSyncs(sql: Pick<RawSql, 'query'>, tenantId: string, rows: SyncRow[]): Promise<number> {
+  if (rows.length === 0) return 0;
   const columns: (string | null)[][] = SYNC_COLUMNS.map(() => new Array<string | null>(rows.length));
   rows.forEach((row, i) => {
     if (row.tenantId !== tenantId) throw new Error(`sync ${row.id} belongs to another tenant`);
@@ -242,5 +254,6 @@ export async function insertSyncs(sql: Pick<RawSql, 'query'>, tenantId: string, 
     columns[12]![i] = row.leaseExpiresAt ? row.leaseExpiresAt.toISOString() : null;
     columns[13]![i] = row.leaseSeconds === null ? null : String(row.leaseSeconds);
   });
-  await sql.query(INSERT_SYNCS, [tenantId, ...columns]);
+  const [result] = await sql.query<{ n: number }>(INSERT_SYNCS, [tenantId, ...columns]);
+  return result?.n ?? 0;
 }
