@@ -1,6 +1,7 @@
 // Summarizes a V8 .cpuprofile (node --cpu-prof): self time per function and per package.
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 interface ProfileNode {
   id: number;
@@ -14,6 +15,13 @@ interface CpuProfile {
   timeDeltas: number[];
   startTime: number;
   endTime: number;
+}
+
+/** The profile `node --cpu-prof --cpu-prof-dir=<dir>` wrote for the main thread of process `pid`. */
+export function mainThreadProfile(dir: string, pid: number): string {
+  const file = readdirSync(dir).find((name) => name.includes(`.${pid}.0.`) && name.endsWith('.cpuprofile'));
+  if (!file) throw new Error(`no main-thread profile in ${dir}: ${readdirSync(dir).join(', ')}`);
+  return join(dir, file);
 }
 
 export interface SelfTime {

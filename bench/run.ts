@@ -19,7 +19,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { openDatabase } from '../src/db/client.js';
 import { cpuBreakdown } from './breakdown.js';
 import { measureColdStart, serverEnv } from './cold-start.js';
-import { summarizeProfile } from './cpu-profile.js';
+import { mainThreadProfile, summarizeProfile } from './cpu-profile.js';
 import {
   createDatabase,
   databaseUrl,
@@ -237,12 +237,11 @@ async function profileGateway(url: string, scenario: Scenario, token: string): P
     const result = await measureLoad(server, scenario, { token, connections: CONNECTIONS, durationS: DURATION_S, warmupS: 0 });
     checkFailures('gateway (profiled)', scenario, result);
     await stopChild(server.child.process);
-    const file = readdirSync(dir).find((name) => name.includes(`.${server.pid}.0.`) && name.endsWith('.cpuprofile'));
-    if (!file) throw new Error(`no main-thread profile in ${dir}: ${readdirSync(dir).join(', ')}`);
+    const file = mainThreadProfile(dir, server.pid);
     const windowMs = DURATION_S * 1000;
     mkdirSync(OUT_DIR, { recursive: true });
-    writeFileSync(join(OUT_DIR, `gateway-${scenario.id}.cpuprofile`), readFileSync(join(dir, file)));
-    const summary = summarizeProfile(join(dir, file), ROOT, { top: 12, windowMs });
+    writeFileSync(join(OUT_DIR, `gateway-${scenario.id}.cpuprofile`), readFileSync(file));
+    const summary = summarizeProfile(file, ROOT, { top: 12, windowMs });
     return { ...summary, scenario: scenario.id, title: scenario.title, requests: result.requests, windowMs };
   } finally {
     await stopChild(server.child.process);

@@ -8,8 +8,6 @@
 //
 //   npm run bench:writes            (WRITE_BENCH_SECONDS, WRITE_BENCH_WORKERS to change the defaults)
 
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { openDatabase, type Database } from '../src/db/client.js';
@@ -20,7 +18,7 @@ import { parseSyncReport } from '../src/domain/sync-reports.js';
 import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
 import { serverEnv } from './cold-start.js';
-import { summarizeProfile } from './cpu-profile.js';
+import { mainThreadProfile, summarizeProfile } from './cpu-profile.js';
 import { createDatabase, databaseUrl, dropAllDatabases, removeAllDirectories, tempDirectory } from './databases.js';
 import { cpuTimeMs, freePort, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
 
@@ -193,9 +191,7 @@ async function profileGateway(url: string, connections: string[], adminToken: st
   } finally {
     await stopChild(server.process);
   }
-  const file = readdirSync(dir).find((name) => name.includes(`.${server.pid}.0.`) && name.endsWith('.cpuprofile'));
-  if (!file) throw new Error(`no main-thread profile in ${dir}`);
-  const p = summarizeProfile(join(dir, file), ROOT, { top: 15, windowMs: SECONDS * 1000 });
+  const p = summarizeProfile(mainThreadProfile(dir, server.pid), ROOT, { top: 15, windowMs: SECONDS * 1000 });
   const rows = (items: typeof p.functions, withWhere: boolean) =>
     items.map((f) => `| ${withWhere ? `\`${f.name}\` | ${f.where}` : f.name} | ${Math.round(f.ms)} | ${(f.share * 100).toFixed(1)}% |`).join('\n');
   return [
