@@ -12,7 +12,7 @@
 //                     bench/results/ (BENCHMARKS.peer[.quick].md), never to BENCHMARKS.md
 //   --report          only render the report again from bench/results/results*.json and bench/analysis.md
 
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
