@@ -1,4 +1,4 @@
-import { GraphQLBoolean, GraphQLEnumType, GraphQLInt, GraphQLString, type GraphQLScalarType } from 'graphql';
+import { execute, getOperationAST, GraphQLBoolean, GraphQLEnumType, GraphQLError, GraphQLInt, GraphQLString, type GraphQLScalarType } from 'graphql';
 import { describe, it, expect } from 'vitest';
 import { schema } from '../src/graphql/schema.js';
 import { parseTimestamp } from '../src/timestamps.js';
@@ -14,6 +14,9 @@ import {
   type QueryProblem,
   type ResourceSpec,
 } from '../src/rest/query-params.js';
+import { variableProblems } from '../src/rest/handler.js';
+import { routes } from '../src/rest/routes.js';
+import { timeoutError } from '../src/plugins/use-deadline.js';
 
 const DateTime = schema.getType('DateTime') as GraphQLScalarType;
 
@@ -764,5 +767,29 @@ describe('describeFilters and describeOrder', () => {
   it('echoes nothing for an empty query', () => {
     expect(describeFilters([])).toEqual([]);
     expect(describeOrder([])).toEqual([]);
+  });
+});
+
+describe('variables a REST route could not coerce', () => {
+  const listSyncs = routes.find((route) => route.operationId === 'listSyncs')!;
+
+  it('become query problems when graphql-js refused them before running any resolver', async () => {
+    // Every `with_…` flag (REST `select`) is a required Boolean: given, so only the two bad values are refused.
+    const flags = Object.fromEntries(
+      (getOperationAST(listSyncs.document)?.variableDefinitions ?? []).flatMap((d) => (d.variable.name.value.startsWith('with_') ? [[d.variable.name.value, true]] : [])),
+    );
+    const result = await execute({ schema, document: listSyncs.document, variableValues: { ...flags, limit: 'ten', offset: 2 ** 40 } });
+    expect(result.data).toBeUndefined();
+    const problems = variableProblems(result);
+    expect(problems).toHaveLength(2);
+    expect(problems!.map((p) => p.parameter)).toEqual(['*', '*']);
+    expect(problems![0]!.message).toMatch(/^Variable "\$limit" got invalid value "ten"/);
+    expect(problems![1]!.message).toMatch(/^Variable "\$offset" got invalid value 1099511627776/);
+  });
+
+  it('are not an execution that ran, nor one stopped at its deadline', () => {
+    expect(variableProblems({ data: { syncs: null }, errors: [new GraphQLError('boom')] })).toBeNull();
+    expect(variableProblems({ data: null, errors: [new GraphQLError('boom')] })).toBeNull();
+    expect(variableProblems({ errors: [timeoutError()] })).toBeNull();
   });
 });

@@ -1,4 +1,4 @@
-import { getOperationAST, getVariableValues, GraphQLError, type ExecutionResult } from 'graphql';
+import { getOperationAST, GraphQLError, Kind, type ExecutionResult } from 'graphql';
 import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import { clip } from '../clip.js';
 import type { Context } from '../context.js';
@@ -9,7 +9,7 @@ import type { CompiledRoute } from './compile-routes.js';
 import { errorResponse, graphqlErrorResponse, invalidQueryResponse, resultResponse, type ResponseTarget, type RestResponse } from './envelope.js';
 import { eventStreamResponse, parseLastEventId } from './event-stream.js';
 import { listVariables } from './list-variables.js';
-import { parseListQuery, type ListQuery, withFilterFormParams } from './query-params.js';
+import { parseListQuery, type ListQuery, type QueryProblem, withFilterFormParams } from './query-params.js';
 import type { BodySpec } from './routes.js';
 
 // Running a REST request: the route it matches, then its GraphQL operation through yoga's enveloped pipeline
@@ -126,17 +126,8 @@ export async function runRoute(
     variables = { ...route.spec.body.variables(body.value), ...variables };
   }
 
-  // The schema's own scalars coerce the values; what they refuse is the caller's mistake, not ours.
-  const coerced = getVariableValues(schema, route.operation.variableDefinitions ?? [], variables);
-  if (coerced.errors) {
-    return refuse(
-      invalidQueryResponse(
-        coerced.errors.map((e) => ({ parameter: '*', message: e.message })),
-        target,
-      ),
-    );
-  }
-
+  // The schema's own scalars coerce the values, once, inside execute: what they refuse is the caller's mistake
+  // (see variableProblems), answered before any resolver ran.
   const result = await execute({
     schema,
     document: route.spec.document,
@@ -145,7 +136,20 @@ export async function runRoute(
     contextValue,
   });
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
+  const problems = variableProblems(result as ExecutionResult);
+  if (problems) return refuse(invalidQueryResponse(problems, target));
   return { response: resultResponse(route, result as ExecutionResult, query, target), context: contextValue };
+}
+
+/**
+ * The variables execute could not coerce, as query problems; null when execution ran. graphql-js coerces a
+ * request's variables before it runs any resolver and answers a value it refuses with errors and no `data`,
+ * each naming the variable's definition (masked to INVALID_QUERY by use-error-masking, node kept).
+ */
+export function variableProblems(result: ExecutionResult): QueryProblem[] | null {
+  if (result.data !== undefined || !result.errors?.length) return null;
+  const coercion = result.errors.every((error) => error.nodes?.some((node) => node.kind === Kind.VARIABLE_DEFINITION));
+  return coercion ? result.errors.map((error) => ({ parameter: '*', message: error.message })) : null;
 }
 
 /**
