@@ -49,7 +49,15 @@ export interface Results {
   finishedAt: string;
   elapsedSeconds: number;
   machine: { nproc: number; memoryGiB: number; cpu: string; node: string; postgres: string; loadStart: number[]; loadEnd: number[] };
-  settings: { durationS: number; warmupS: number; connections: number; rounds: number; latencyS: number };
+  settings: {
+    durationS: number;
+    warmupS: number;
+    connections: number;
+    rounds: number;
+    latencyS: number;
+    /** The smaller tenants loaded beside the two measured ones (absent from runs before they were). */
+    neighbours?: { tenants: number; connections: number; syncs: number };
+  };
   stages: StageResult[];
   explain: ExplainResult[];
   explainHeader: string;
@@ -219,8 +227,13 @@ export function renderReport(results: Results, analysis: string): string {
     '- Gateway: the real server, `node dist/server.js` (what `npm start` runs) as a child process with `DATABASE_URL`, `PORT`, `SEED=none`, `SCHEDULER=off`, `RATE_LIMIT_PER_MINUTE=0`, otherwise as `npm start` runs it in production: the request log at `info` (read by the runner from the child\'s stdout), `NODE_ENV` fixed to `production` by the build. ' +
       'Baseline: `bench/baseline-server.ts`, node:http + pg, the same queries written by hand (same token check, count and page in parallel), answering byte-for-byte the same JSON (checked before each measurement, see below).',
   );
+  const neighbours = s.neighbours
+    ? `beside them ${s.neighbours.tenants} smaller tenants of ${n0(s.neighbours.connections)} connections and ${n0(s.neighbours.syncs)} syncs each, loaded with the first step, so that one tenant is a small share of each table, as in a multi-tenant database (the counts of syncs and connections in this report are the two tenants'); `
+    : '';
   out.push(
-    '- Data: `seed load` of the CLI into a fresh `bench_…` database, two tenants of equal size (requests are made as the first), grown in place 10k → 100k → 1M syncs; 1,000 connections at 1M; `VACUUM ANALYZE` and a `CHECKPOINT` after each load (so the writes of the load are not flushed during the measurements). ' +
+    '- Data: `seed load` of the CLI into a fresh `bench_…` database, two tenants of equal size (requests are made as the first), grown in place 10k → 100k → 1M syncs; 1,000 connections at 1M; ' +
+      neighbours +
+      '`VACUUM ANALYZE` and a `CHECKPOINT` after each load (so the writes of the load are not flushed during the measurements). ' +
       '"CPU/req" is the server process\'s own CPU time per request (PostgreSQL\'s not included).',
   );
   out.push('');
