@@ -152,6 +152,16 @@ function comparisonTable(runs: ScenarioRun[], other: { name: string; short: stri
   );
 }
 
+/** A CPU profile's two tables, each followed by a blank line: the top functions, then the top `packages` packages. */
+export function profileTables(p: Pick<ProfileSummary, 'functions' | 'packages'>, packages: number): string[] {
+  return [
+    table(['Function', 'Where', 'Self ms', 'Share'], p.functions.map((f) => [`\`${f.name}\``, f.where, n0(f.ms), `${n1(f.share * 100)}%`])),
+    '',
+    table(['Package / file', 'Self ms', 'Share'], p.packages.slice(0, packages).map((f) => [f.name, n0(f.ms), `${n1(f.share * 100)}%`])),
+    '',
+  ];
+}
+
 function table(head: string[], rows: string[][], align?: string[]): string {
   const aligns = align ?? head.map((_, i) => (i === 0 ? ':--' : '--:'));
   return [`| ${head.join(' | ')} |`, `|${aligns.map((a) => ` ${a} `).join('|')}|`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
@@ -431,10 +441,7 @@ export function renderReport(results: Results, analysis: string): string {
       out.push('');
       out.push(`${n0(p.requests)} requests; ${n0(p.totalMs)} ms sampled, ${n1(p.idleShare * 100)}% idle.`);
       out.push('');
-      out.push(table(['Function', 'Where', 'Self ms', 'Share'], p.functions.map((f) => [`\`${f.name}\``, f.where, n0(f.ms), `${n1(f.share * 100)}%`])));
-      out.push('');
-      out.push(table(['Package / file', 'Self ms', 'Share'], p.packages.slice(0, 10).map((f) => [f.name, n0(f.ms), `${n1(f.share * 100)}%`])));
-      out.push('');
+      out.push(...profileTables(p, 10));
     }
   }
 

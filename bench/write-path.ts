@@ -19,6 +19,7 @@ import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
 import { serverEnv } from './cold-start.js';
 import { mainThreadProfile, summarizeProfile } from './cpu-profile.js';
+import { profileTables } from './report.js';
 import { createDatabase, databaseUrl, dropAllDatabases, removeAllDirectories, tempDirectory } from './databases.js';
 import { cpuTimeMs, freePort, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
 
@@ -192,19 +193,10 @@ async function profileGateway(url: string, connections: string[], adminToken: st
     await stopChild(server.process);
   }
   const p = summarizeProfile(mainThreadProfile(dir, server.pid), ROOT, { top: 15, windowMs: SECONDS * 1000 });
-  const rows = (items: typeof p.functions, withWhere: boolean) =>
-    items.map((f) => `| ${withWhere ? `\`${f.name}\` | ${f.where}` : f.name} | ${Math.round(f.ms)} | ${(f.share * 100).toFixed(1)}% |`).join('\n');
   return [
     `Profile: \`node --cpu-prof\` on a fresh gateway process for one more gateway round (${Math.round(lifecycles)} lifecycles, ${Math.round(lifecycles * 13)} writes); the last ${SECONDS} s, ${Math.round(p.totalMs)} ms sampled, ${(p.idleShare * 100).toFixed(1)}% idle; self time, share of the non-idle time.`,
     '',
-    '| Function | Where | Self ms | Share |',
-    '| :-- | --: | --: | --: |',
-    rows(p.functions, true),
-    '',
-    '| Package / file | Self ms | Share |',
-    '| :-- | --: | --: |',
-    rows(p.packages.slice(0, 12), false),
-    '',
+    ...profileTables(p, 12),
   ].join('\n');
 }
 
