@@ -258,6 +258,23 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
       expect(allSyncs.some((s) => s.diff === '{}')).toBe(true);
     });
 
+    it('writes a timestamp the same way in a list and in a single record: UTC, to the millisecond the column keeps', async () => {
+      // Lists have PostgreSQL format their timestamps (timestampTextSql); a single record formats Prisma's Date.
+      // The columns are timestamptz(3): PostgreSQL rounds the microseconds away when it stores the value.
+      // An in-progress run: the only status whose row may be updated without moving it (the transition guard).
+      const sync = allSyncs.find((s) => s.status === 'in_progress')!;
+      const [saved] = await t.db.raw.query<{ started_at: Date }>('SELECT started_at FROM syncs WHERE id = $1', [sync.id]);
+      await t.db.raw.query(`UPDATE syncs SET started_at = '2026-03-01 11:30:00.123999+02' WHERE id = $1`, [sync.id]);
+      try {
+        const listed = (await get(`${BASE}/syncs?id=eq.${sync.id}`)).data[0];
+        const single = (await get(`${BASE}/syncs/${sync.id}`)).data;
+        expect(listed.started_at).toBe('2026-03-01T09:30:00.124+00:00');
+        expect(single.started_at).toBe('2026-03-01T09:30:00.124+00:00');
+      } finally {
+        await t.db.raw.query('UPDATE syncs SET started_at = $2::timestamptz WHERE id = $1', [sync.id, saved!.started_at.toISOString()]);
+      }
+    });
+
     it('follows the field-condition table for every status', () => {
       const summaryMembers: Record<string, string[]> = {
         pending: ['queued', 'estimated_items'],

@@ -2,6 +2,7 @@ import type { Prisma } from '../generated/prisma/client.js';
 import { SyncStatus } from '../generated/prisma/enums.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, anyOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
+import { timestampTextSql, type TimestampText } from '../timestamps.js';
 import type { RawSql } from './client.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
@@ -27,8 +28,8 @@ const SYNC_ROW_SQL = {
   tenantId: '"t0"."tenant_id" AS "tenantId"',
   connectionId: '"t0"."connection_id" AS "connectionId"',
   status: '"t0"."status"::text',
-  startedAt: '"t0"."started_at" AS "startedAt"',
-  finishedAt: '"t0"."finished_at" AS "finishedAt"',
+  startedAt: `${timestampTextSql('"t0"."started_at"')} AS "startedAt"`,
+  finishedAt: `${timestampTextSql('"t0"."finished_at"')} AS "finishedAt"`,
   errorMessage: '"t0"."error_message" AS "errorMessage"',
   summary: '"t0"."summary"',
   fileUrl: '"t0"."file_url" AS "fileUrl"',
@@ -37,8 +38,8 @@ const SYNC_ROW_SQL = {
   checksum: '"t0"."checksum"',
   attempt: '"t0"."attempt"',
   retryOfId: '"t0"."retry_of_id" AS "retryOfId"',
-  dueAt: '"t0"."due_at" AS "dueAt"',
-  leaseExpiresAt: '"t0"."lease_expires_at" AS "leaseExpiresAt"',
+  dueAt: `${timestampTextSql('"t0"."due_at"')} AS "dueAt"`,
+  leaseExpiresAt: `${timestampTextSql('"t0"."lease_expires_at"')} AS "leaseExpiresAt"`,
   workerId: '"t0"."worker_id" AS "workerId"',
 } as const;
 
@@ -48,8 +49,16 @@ export function isSyncProperty(name: string): name is SyncProperty {
   return Object.hasOwn(SYNC_ROW_SQL, name);
 }
 
-/** A sync row as the list statements read it: the selected properties of Prisma's Sync. */
-type SyncRow = Prisma.SyncGetPayload<object>;
+/** The timestamps of a sync row, which the lists read as text in the API's format (timestampTextSql). */
+type SyncTimestamp = 'startedAt' | 'finishedAt' | 'dueAt' | 'leaseExpiresAt';
+
+/** A sync row as the list statements read it: the selected properties of Prisma's Sync, timestamps as text. */
+export type SyncListRow = Omit<Prisma.SyncGetPayload<object>, SyncTimestamp> & {
+  startedAt: TimestampText;
+  finishedAt: TimestampText | null;
+  dueAt: TimestampText | null;
+  leaseExpiresAt: TimestampText | null;
+};
 
 /** `search`: a case-insensitive substring of error_message, or of the status name. */
 export function syncSearchSql(term: string | null): Sql {
@@ -112,9 +121,9 @@ function connectionScope(connectionId: string | null): Sql | null {
 }
 
 /** A page of the tenant's syncs, of one connection when `connectionId` is given. */
-export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, connectionId: string | null): Promise<SyncRow[]> {
+export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, connectionId: string | null): Promise<SyncListRow[]> {
   const statement = pageOf(query, selectList(query.properties), connectionScope(connectionId));
-  return db.query<SyncRow>(statement.text, statement.values);
+  return db.query<SyncListRow>(statement.text, statement.values);
 }
 
 /** How many of the tenant's syncs match: count(*) of the rows, or the sum of their keys' counts (totalFromCounts). */
@@ -130,11 +139,11 @@ export async function countSyncs(db: Pick<RawSql, 'query'>, query: SyncListQuery
 }
 
 /** A page of syncs of each of several connections, in one statement (a LATERAL page per connection). */
-export function readConnectionSyncPages(db: Pick<RawSql, 'query'>, connectionIds: readonly string[], query: SyncListQuery): Promise<SyncRow[]> {
+export function readConnectionSyncPages(db: Pick<RawSql, 'query'>, connectionIds: readonly string[], query: SyncListQuery): Promise<SyncListRow[]> {
   // The rows are grouped by connection afterwards, so the connection id is always read.
   const page = pageOf(query, selectList(query.properties, ['connectionId']), raw('"t0"."connection_id" = "parent"."id"'));
   const statement = sql`SELECT "page".* FROM unnest(${arrayLiteral(connectionIds)}::text[]) AS "parent"("id") CROSS JOIN LATERAL (${page}) AS "page"`;
-  return db.query<SyncRow>(statement.text, statement.values);
+  return db.query<SyncListRow>(statement.text, statement.values);
 }
 
 /** How many syncs of each connection the query matches, in one statement, in the order of `connectionIds`. */

@@ -5,6 +5,7 @@ import PrismaPlugin from '@pothos/plugin-prisma';
 import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import type { Permission } from '../auth/permissions.js';
 import type { Context } from '../context.js';
+import type { TimestampText } from '../timestamps.js';
 import { ApiError } from '../errors.js';
 import { UNBOUNDED_LIST_MULTIPLIER } from './complexity.js';
 import { credentialRequiredError } from './viewer.js';
@@ -17,7 +18,7 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   AuthScopes: { authenticated: boolean; permission: Permission };
   Scalars: {
-    DateTime: { Input: Date; Output: Date };
+    DateTime: { Input: Date; Output: Date | TimestampText };
     ID: { Input: string; Output: string };
     JSONObject: { Input: Record<string, unknown>; Output: Record<string, unknown> };
   };

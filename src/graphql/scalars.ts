@@ -1,5 +1,5 @@
 import { GraphQLError, Kind } from 'graphql';
-import { formatTimestamp, parseTimestamp } from '../timestamps.js';
+import { formatTimestamp, isTimestampText, parseTimestamp } from '../timestamps.js';
 import { builder } from './builder.js';
 
 function parseDateTimeInput(value: unknown): Date {
@@ -15,7 +15,8 @@ function parseDateTimeInput(value: unknown): Date {
 
 builder.scalarType('DateTime', {
   description: 'ISO 8601 timestamp with a numeric UTC offset, e.g. 2026-03-01T09:30:00.000+00:00.',
-  serialize: (value) => formatTimestamp(value instanceof Date ? value : new Date(String(value))),
+  // A Date, or the text of a timestamp PostgreSQL already wrote in this format (the lists' rows: timestampTextSql).
+  serialize: (value) => (value instanceof Date ? formatTimestamp(value) : isTimestampText(value) ? value : formatTimestamp(new Date(String(value)))),
   parseValue: parseDateTimeInput,
   parseLiteral: (ast) => parseDateTimeInput(ast.kind === Kind.STRING ? ast.value : undefined),
 });

@@ -9,9 +9,11 @@ import {
   readSyncPage,
   SYNC_COLUMNS,
   type SyncListQuery,
+  type SyncListRow,
   type SyncProperty,
   syncSearchSql,
 } from '../db/sync-queries.js';
+import type { Prisma } from '../generated/prisma/client.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { filterColumns, type OrderInput, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, orderSql } from '../query/sql.js';
@@ -142,6 +144,15 @@ interface SyncListArgs {
   offset?: number | null;
 }
 
+/**
+ * The lists' rows as the Sync object's shape (Prisma's Sync). Their timestamps are the text PostgreSQL wrote in
+ * the API's format, not Dates: each Sync field that reads one is a DateTime, whose serialize takes either
+ * (src/graphql/scalars.ts), and no resolver reads them otherwise. The one place the two shapes meet.
+ */
+function asSyncObjects(rows: SyncListRow[]): Prisma.SyncGetPayload<object>[] {
+  return rows as unknown as Prisma.SyncGetPayload<object>[];
+}
+
 /** A sync list's arguments as the data layer's question: the caller's tenant, conditions, order and page. */
 function syncListQuery(args: SyncListArgs, context: Context, properties: ReadonlySet<SyncProperty> | null): SyncListQuery {
   const { take, skip } = pageWindow(args, SYNC_PAGE);
@@ -176,7 +187,7 @@ builder.prismaObjectFields('Connection', (t) => ({
     },
     byPath: true,
     load: (ids: string[], context, args, info: GraphQLResolveInfo) =>
-      readConnectionSyncPages(context.db.raw, ids, syncListQuery(args, context, syncProperties(info, []))),
+      readConnectionSyncPages(context.db.raw, ids, syncListQuery(args, context, syncProperties(info, []))).then(asSyncObjects),
     group: (sync) => sync.connectionId,
     resolve: (connection) => connection.id,
   }),
@@ -211,7 +222,7 @@ builder.queryFields((t) => ({
       const query = syncListQuery(args, context, syncProperties(info, ['nodes']));
       const raw = context.db.raw;
       return listPage(
-        () => readSyncPage(raw, query, connectionId),
+        () => readSyncPage(raw, query, connectionId).then(asSyncObjects),
         () => countSyncs(raw, query, connectionId),
         query.take,
         query.skip,
