@@ -111,8 +111,18 @@ function whereOf(query: SyncListQuery, scope: Sql | null): Sql {
   return allOf([sql`"t0"."tenant_id" = ${query.tenantId}`, ...(scope ? [scope] : []), query.where]);
 }
 
+/**
+ * The page's ids first, then its rows. PostgreSQL computes a statement's select list for every row it reads,
+ * the rows OFFSET skips included, so formatting the timestamps (timestampTextSql) there cost as much again for
+ * each skipped row (a last page of 6.7k: 23 ms against 6 ms). The inner statement reads only ids, which the
+ * (tenant, [connection,] started_at, id) indexes hold, so the skipped rows need not even be read from the table
+ * when the visibility map allows; the page's own rows are joined back by primary key (and tenant) under the
+ * alias the select list and the order are written against. Its ORDER BY sorts at most a page, and keeps the
+ * order the SQL standard does not promise through a join.
+ */
 function pageOf(query: SyncListQuery, select: Sql, scope: Sql | null): Sql {
-  return sql`SELECT ${select} ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))} OFFSET ${raw(String(query.skip))}`;
+  const ids = sql`SELECT "t0"."id" ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))} OFFSET ${raw(String(query.skip))}`;
+  return sql`SELECT ${select} FROM (${ids}) AS "page" JOIN "public"."syncs" AS "t0" ON "t0"."id" = "page"."id" AND "t0"."tenant_id" = ${query.tenantId} ORDER BY ${query.orderBy}`;
 }
 
 /** The condition that keeps one connection's syncs, or none for the whole tenant's. */
