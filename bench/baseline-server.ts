@@ -38,19 +38,23 @@ const SETTINGS_MEMBERS: [string, 'string' | 'boolean' | 'int'][] = [
   ['mention_users', 'boolean'],
   ['thread_enabled', 'boolean'],
 ];
+/** A timestamp as the gateway's lists read it: text PostgreSQL formats (src/timestamps.ts, timestampTextSql). */
+const timestampText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')`;
+
+/** A sync's fields and the SQL that reads each from the page's rows (alias s), as the gateway's statement does. */
 const SYNC_COLUMNS: [string, string][] = [
-  ['id', 'id'],
-  ['tenant_id', 'tenant_id'],
-  ['connection_id', 'connection_id'],
-  ['started_at', 'started_at'],
-  ['finished_at', 'finished_at'],
-  ['error_message', 'error_message'],
-  ['summary', 'summary'],
-  ['file_url', 'file_url'],
-  ['is_auto_migrate', 'is_auto_migrate'],
-  ['diff', 'diff'],
-  ['checksum', 'checksum'],
-  ['status', 'status'],
+  ['id', 's.id'],
+  ['tenant_id', 's.tenant_id'],
+  ['connection_id', 's.connection_id'],
+  ['started_at', `${timestampText('s.started_at')} AS started_at`],
+  ['finished_at', `${timestampText('s.finished_at')} AS finished_at`],
+  ['error_message', 's.error_message'],
+  ['summary', 's.summary'],
+  ['file_url', 's.file_url'],
+  ['is_auto_migrate', 's.is_auto_migrate'],
+  ['diff', 's.diff'],
+  ['checksum', 's.checksum'],
+  ['status', 's.status'],
 ];
 
 class HttpError extends Error {
@@ -62,8 +66,9 @@ class HttpError extends Error {
   }
 }
 
+/** The text PostgreSQL formatted (timestampText), or a Date `pg` parsed. */
 const timestamp = (value: unknown): string | null =>
-  value instanceof Date ? value.toISOString().replace(/Z$/, '+00:00') : null;
+  typeof value === 'string' ? value : value instanceof Date ? value.toISOString().replace(/Z$/, '+00:00') : null;
 
 function typed(value: unknown, kind: 'string' | 'boolean' | 'int'): unknown {
   if (kind === 'int') return typeof value === 'number' && Number.isInteger(value) ? value : null;
@@ -162,8 +167,12 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
     const [count, page] = await Promise.all([
       pool.query(`SELECT ${counted} WHERE ${condition}`, values),
       pool.query(
-        `SELECT ${columns.map(([, column]) => column).join(', ')} FROM syncs WHERE ${condition}
-          ORDER BY started_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}`,
+        // As the gateway's page: the ids first, then the page's rows joined back by primary key and tenant.
+        `SELECT ${columns.map(([, column]) => column).join(', ')}
+           FROM (SELECT id FROM syncs WHERE ${condition}
+                  ORDER BY started_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}) p
+           JOIN syncs s ON s.id = p.id AND s.tenant_id = $1
+          ORDER BY s.started_at DESC, s.id DESC`,
         [...values, limit, offset],
       ),
     ]);
@@ -265,12 +274,13 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
   async function connectionsPage(tenant: string, limit: number, offset: number): Promise<Json> {
     const { rows } = await pool.query(
       `SELECT c.id, c.name, a.name AS application_name, k.name AS category_name,
-              s.id AS sync_id, s.status, s.started_at, s.finished_at, s.error_message
+              s.id AS sync_id, s.status, s.started_at_text, s.finished_at_text, s.error_message
          FROM (SELECT id, tenant_id, name, application_id FROM connections
                 WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY name, id LIMIT $2 OFFSET $3) c
          JOIN applications a ON a.id = c.application_id
          JOIN categories k ON k.id = a.category_id
-         LEFT JOIN LATERAL (SELECT id, status, started_at, finished_at, error_message FROM syncs
+         LEFT JOIN LATERAL (SELECT id, status, started_at, ${timestampText('started_at')} AS started_at_text,
+                                   ${timestampText('finished_at')} AS finished_at_text, error_message FROM syncs
                              WHERE tenant_id = c.tenant_id AND connection_id = c.id
                              ORDER BY started_at DESC, id DESC LIMIT ${NESTED_SYNCS}) s ON true
         ORDER BY c.name, c.id, s.started_at DESC, s.id DESC`,
@@ -292,8 +302,8 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
         current.syncs.push({
           id: row.sync_id,
           status: row.status,
-          startedAt: timestamp(row.started_at),
-          finishedAt: timestamp(row.finished_at),
+          startedAt: timestamp(row.started_at_text),
+          finishedAt: timestamp(row.finished_at_text),
           errorMessage: row.error_message,
         });
       }
