@@ -10,6 +10,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import pg from 'pg';
+// The gateway's own SQL for a timestamp as text: the baseline runs the same statements.
+import { timestampTextSql } from '../src/timestamps.js';
 import { connectionPages, INTEGRATIONS, NESTED_SYNCS, nestedConnectionsQuery, TRIVIAL_QUERY } from './scenarios.js';
 
 type Row = Record<string, unknown>;
@@ -38,16 +40,13 @@ const SETTINGS_MEMBERS: [string, 'string' | 'boolean' | 'int'][] = [
   ['mention_users', 'boolean'],
   ['thread_enabled', 'boolean'],
 ];
-/** A timestamp as the gateway's lists read it: text PostgreSQL formats (src/timestamps.ts, timestampTextSql). */
-const timestampText = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')`;
-
 /** A sync's fields and the SQL that reads each from the page's rows (alias s), as the gateway's statement does. */
 const SYNC_COLUMNS: [string, string][] = [
   ['id', 's.id'],
   ['tenant_id', 's.tenant_id'],
   ['connection_id', 's.connection_id'],
-  ['started_at', `${timestampText('s.started_at')} AS started_at`],
-  ['finished_at', `${timestampText('s.finished_at')} AS finished_at`],
+  ['started_at', `${timestampTextSql('s.started_at')} AS started_at`],
+  ['finished_at', `${timestampTextSql('s.finished_at')} AS finished_at`],
   ['error_message', 's.error_message'],
   ['summary', 's.summary'],
   ['file_url', 's.file_url'],
@@ -66,7 +65,7 @@ class HttpError extends Error {
   }
 }
 
-/** The text PostgreSQL formatted (timestampText), or a Date `pg` parsed. */
+/** The text PostgreSQL formatted (timestampTextSql), or a Date `pg` parsed. */
 const timestamp = (value: unknown): string | null =>
   typeof value === 'string' ? value : value instanceof Date ? value.toISOString().replace(/Z$/, '+00:00') : null;
 
@@ -279,8 +278,8 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
                 WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY name, id LIMIT $2 OFFSET $3) c
          JOIN applications a ON a.id = c.application_id
          JOIN categories k ON k.id = a.category_id
-         LEFT JOIN LATERAL (SELECT id, status, started_at, ${timestampText('started_at')} AS started_at_text,
-                                   ${timestampText('finished_at')} AS finished_at_text, error_message FROM syncs
+         LEFT JOIN LATERAL (SELECT id, status, started_at, ${timestampTextSql('started_at')} AS started_at_text,
+                                   ${timestampTextSql('finished_at')} AS finished_at_text, error_message FROM syncs
                              WHERE tenant_id = c.tenant_id AND connection_id = c.id
                              ORDER BY started_at DESC, id DESC LIMIT ${NESTED_SYNCS}) s ON true
         ORDER BY c.name, c.id, s.started_at DESC, s.id DESC`,
