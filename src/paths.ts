@@ -1,6 +1,8 @@
 // Where the gateway answers: every fixed path (GraphQL, the REST facade and its documents, the pages, health and
 // metrics), and the one way a plugin builds a JSON answer by hand. Route paths themselves are in rest/routes.ts.
 
+import { jsonBytes } from './json-bytes.js';
+
 /** GraphQL over HTTP, GraphiQL in a browser, subscriptions over SSE and the graphql-ws WebSocket. */
 export const GRAPHQL_ENDPOINT = '/graphql';
 
@@ -34,8 +36,8 @@ export function withoutTrailingSlash(pathname: string): string {
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 /**
- * A JSON answer a plugin builds itself, outside yoga's result processing: `body` serialized, or no body when
- * `withoutBody` (a HEAD request). `headers` come after the content type, so they may replace it.
+ * A JSON answer a plugin builds itself, outside yoga's result processing: `body` serialized (as UTF-8 bytes,
+ * src/json-bytes.ts), or no body when `withoutBody` (a HEAD request). `headers` come after the content type, so they may replace it.
  */
 export function jsonResponse(
   fetchAPI: { Response: typeof Response },
@@ -47,7 +49,7 @@ export function jsonResponse(
     withoutBody = false,
   }: { status?: number; headers?: Record<string, string> | undefined; contentType?: string; withoutBody?: boolean } = {},
 ): Response {
-  return new fetchAPI.Response(withoutBody ? null : JSON.stringify(body), {
+  return new fetchAPI.Response(withoutBody ? null : jsonBytes(body), {
     status,
     headers: { 'content-type': contentType, ...headers },
   });

@@ -124,15 +124,15 @@ function syncPagination(query: ListQuery, total: number, count: number): Record<
 
 /**
  * Drops the null members of the named object-valued fields: the spec shows only members that are set. The
- * item is the execution result's own object, so only those fields are replaced; the rest is left as it is.
+ * item and those objects are the execution result's own, so the null members are deleted in place: no copy of
+ * any object (these are null-prototype objects in dictionary mode, where a delete costs no more than a read).
  */
 function withoutNullMembers(item: Record<string, unknown>, fields: ReadonlySet<string>): Record<string, unknown> {
   for (const field of fields) {
     const value = item[field];
     if (value === null || typeof value !== 'object') continue;
-    const kept: Record<string, unknown> = {};
-    for (const [key, member] of Object.entries(value)) if (member !== null) kept[key] = member;
-    item[field] = kept;
+    const members = value as Record<string, unknown>;
+    for (const key of Object.keys(members)) if (members[key] === null) delete members[key];
   }
   return item;
 }
