@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } from './auth/credential-cache.js';
 import { authenticate } from './auth/credentials.js';
@@ -17,15 +18,17 @@ import { createMaskError } from './plugins/use-error-masking.js';
 import { useHealth } from './plugins/use-health.js';
 import { useDeadline, withinRequestTime } from './plugins/use-deadline.js';
 import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from './plugins/use-limits.js';
-import { useMetrics } from './plugins/use-metrics.js';
+import { GatewayMetrics, useMetrics } from './plugins/use-metrics.js';
 import { usePages } from './plugins/use-pages.js';
 import { renderGraphiQLPage } from './pages/graphiql.js';
-import { useRateLimit } from './plugins/use-rate-limit.js';
+import { RateLimits, useRateLimit } from './plugins/use-rate-limit.js';
 import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
 import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
+import { compileRoutes } from './rest/compile-routes.js';
+import { createDirectRest, type DirectRest } from './direct-rest.js';
 import { routes } from './rest/routes.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
@@ -52,6 +55,11 @@ export interface GatewayOptions {
    * each is a safeguard a server must keep. The REST facade and authentication cannot be left out.
    */
   withoutPlugins?: readonly OptionalPlugin[];
+  /**
+   * Whether REST reads are served directly (src/direct-rest.ts; default true). Off, every request goes through
+   * yoga's pipeline: test/direct-rest.test.ts compares the two. Leaving out a plugin turns it off too.
+   */
+  directReads?: boolean;
 }
 
 /** The plugins `withoutPlugins` may name. */
@@ -70,15 +78,37 @@ export const OPTIONAL_PLUGINS = [
 ] as const;
 export type OptionalPlugin = (typeof OPTIONAL_PLUGINS)[number];
 
-export type Gateway = YogaServerInstance<Record<string, unknown>, Context> & {
+type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
+
+/**
+ * The whole HTTP surface, as a node:http request listener and as `fetch` (tests call it in-process): the REST
+ * reads served directly (src/direct-rest.ts), everything else through yoga's pipeline.
+ */
+export interface Gateway {
+  (req: IncomingMessage, res: ServerResponse): void;
+  fetch(input: string | URL | Request, init?: RequestInit): Promise<Response>;
+  getEnveloped: Yoga['getEnveloped'];
+  /** Stops the plugins' and the live services' background work. */
+  dispose(): Promise<void>;
+  /** The REST reads served without yoga's pipeline (src/direct-rest.ts); null when `directReads` is off. */
+  directRest: DirectRest | null;
   /** The live services of this gateway; `dispose()` stops them. */
   live: Live;
   /** From now on `/readyz` answers 503 `draining` (at shutdown), while every other request is still served. */
   startDraining(): void;
-};
+}
 
 /** The whole HTTP surface: GraphQL at /graphql and the plugins every request passes through. */
-export function createGateway({ db, config, logger, limits: limitOverrides, rateLimit, live: liveOptions, withoutPlugins = [] }: GatewayOptions): Gateway {
+export function createGateway({
+  db,
+  config,
+  logger,
+  limits: limitOverrides,
+  rateLimit,
+  live: liveOptions,
+  withoutPlugins = [],
+  directReads = true,
+}: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
   const tenants = createKnownTenants(db);
   // Verified tokens, kept TOKEN_CACHE_TTL_MS (src/auth/credential-cache.ts); revocations evict them everywhere.
@@ -96,6 +126,12 @@ export function createGateway({ db, config, logger, limits: limitOverrides, rate
   const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
   const webhooks = { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1' };
+  const compiledRoutes = compileRoutes(schema, routes);
+  const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
+  const rateLimits = withoutPlugins.includes('rate-limit')
+    ? null
+    : RateLimits.create({ perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL, logger, ...rateLimit });
+  const maskError = createMaskError(logger);
   let draining = false;
   const yoga = createYoga<Record<string, unknown>, Context>({
     schema,
@@ -133,7 +169,7 @@ query Connections {
       warn: (...args) => logger.warn(args.map(String).join(' ')),
       error: (...args) => logger.error(args.map(String).join(' ')),
     },
-    maskedErrors: { maskError: createMaskError(logger) },
+    maskedErrors: { maskError },
     // Order matters for onRequest: the first plugin to answer ends the request. Health, docs and metrics
     // answer before limits and rate limits; REST answers after them. The deadline comes first: its onResponse
     // may replace a late answer, and every later plugin must see that one.
@@ -142,23 +178,15 @@ query Connections {
       ...optional('request-id', () => useRequestId()),
       ...optional('request-log', () => useRequestLog({ logger, viewers })),
       ...optional('security-headers', () => useSecurityHeaders({ cors: corsOrigins.length > 0 })),
-      ...optional('metrics', () => useMetrics({ db, token: config.METRICS_TOKEN, live })),
+      ...(metrics ? [useMetrics({ metrics, token: config.METRICS_TOKEN })] : []),
       ...optional('health', () => useHealth({ db, draining: () => draining })),
       ...optional('error-docs', () => useErrorDocs()),
       ...optional('pages', () => usePages()),
       ...optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
-      ...optional('rate-limit', () =>
-        useRateLimit({
-          perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
-          redisUrl: config.REDIS_URL,
-          viewers,
-          logger,
-          ...rateLimit,
-        }),
-      ),
+      useRateLimit({ limits: rateLimits, viewers }),
       useAuth(),
       ...optional('request-error-codes', () => useRequestErrorCodes()),
-      useRest({ schema, maxBodyBytes: limits.maxBodyBytes }),
+      useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
       { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
     ],
     context: async ({ request }) => ({
@@ -171,7 +199,55 @@ query Connections {
       live,
     }),
   });
-  return Object.assign(yoga, { live, startDraining: () => void (draining = true) });
+  const direct =
+    directReads && withoutPlugins.length === 0
+      ? createDirectRest({
+          schema,
+          compiled: compiledRoutes,
+          logger,
+          credentials,
+          timeoutMs: limits.timeoutMs,
+          maxUrlLength: limits.maxUrlLength,
+          maxBodyBytes: limits.maxBodyBytes,
+          rateLimits,
+          metrics,
+          cors: corsOrigins.length > 0,
+          maskError,
+          contextBase: { db, webhooks, live },
+        })
+      : null;
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    if (!direct?.node(req, res)) void yoga(req, res);
+  };
+  const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+    if (direct && method.toUpperCase() === 'GET') {
+      const request = directRequest(input, init);
+      const answered = request && direct.fetch(request);
+      if (answered) return answered;
+    }
+    return (yoga.fetch as (input: string | URL | Request, init?: RequestInit) => Promise<Response>)(input, init);
+  };
+  return Object.assign(listener, {
+    fetch,
+    getEnveloped: yoga.getEnveloped,
+    directRest: direct,
+    dispose: async () => {
+      await yoga.dispose();
+    },
+    live,
+    startDraining: () => void (draining = true),
+  });
+}
+
+/** A fetch call's request as the direct REST path reads it; null when the platform refuses it (yoga then answers). */
+function directRequest(input: string | URL | Request, init: RequestInit | undefined): Request | null {
+  if (input instanceof Request && init === undefined) return input;
+  try {
+    return new Request(input, init);
+  } catch {
+    return null;
+  }
 }
 
 /** The request's Idempotency-Key, when it sends one (checked by the mutation that uses it). */

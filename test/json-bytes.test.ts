@@ -55,8 +55,9 @@ describe('jsonBytes', () => {
     const value = { a: undefined, b: () => 1, c: Symbol('c'), d: [undefined, () => 1, Symbol('d')], e: { toJSON: () => 'custom' } };
     expect(jsonBytes(value).toString()).toBe(JSON.stringify(value));
     expect(() => jsonBytes(undefined)).toThrow(TypeError);
-    const cycle: Record<string, unknown> = { a: { b: {} } };
-    (cycle.a as Record<string, Record<string, unknown>>).b.c = cycle;
+    const inner: Record<string, unknown> = {};
+    const cycle: Record<string, unknown> = { a: { b: inner } };
+    inner.c = cycle;
     expect(() => jsonBytes(cycle)).toThrow(TypeError);
     const arrayCycle: unknown[] = [];
     arrayCycle.push({ inner: arrayCycle });

@@ -34,17 +34,26 @@ export class RequestViewers {
   }
 
   private async authenticate(request: Request): Promise<Viewer | null> {
-    const result = await authenticate(request.headers.get('authorization'), this.credentials);
-    if (!result.viewer && result.reason !== 'missing') {
-      throw new ApiError(
-        'UNAUTHORIZED',
-        result.reason === 'malformed'
-          ? 'The Authorization header is malformed: use "Token <personal access token>" or "Bearer <JWT>"'
-          : 'The credential is unknown, expired or revoked',
-        { headers: { 'WWW-Authenticate': 'Bearer, Token' } },
-      );
-    }
-    this.known.set(request, result.viewer);
-    return result.viewer;
+    const viewer = await viewerOf(request.headers.get('authorization'), this.credentials);
+    this.known.set(request, viewer);
+    return viewer;
   }
+}
+
+/**
+ * The viewer an Authorization header names: null without one; a credential that is present but malformed,
+ * unknown, expired or revoked fails with 401 UNAUTHORIZED.
+ */
+export async function viewerOf(authorization: string | null | undefined, credentials: Parameters<typeof authenticate>[1]): Promise<Viewer | null> {
+  const result = await authenticate(authorization, credentials);
+  if (!result.viewer && result.reason !== 'missing') {
+    throw new ApiError(
+      'UNAUTHORIZED',
+      result.reason === 'malformed'
+        ? 'The Authorization header is malformed: use "Token <personal access token>" or "Bearer <JWT>"'
+        : 'The credential is unknown, expired or revoked',
+      { headers: { 'WWW-Authenticate': 'Bearer, Token' } },
+    );
+  }
+  return result.viewer;
 }

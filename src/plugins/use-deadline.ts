@@ -4,11 +4,24 @@ import { withStatementSignal } from '../db/cancellation.js';
 import { ApiError } from '../errors.js';
 import { earlyErrorResponse, replaceResponse } from './error-response.js';
 
-interface Deadline {
+/** A request's time limit, from its arrival. */
+export interface Deadline {
   /** performance.now() at which the request's time is up. */
   at: number;
   /** Aborted at `at`, with the 503 error as its reason. */
   signal: AbortSignal;
+}
+
+/** Starts a request's time limit; `end()` once it is answered. */
+export function startDeadline(timeoutMs: number): Deadline & { end(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(timeoutError()), timeoutMs);
+  return { at: performance.now() + timeoutMs, signal: controller.signal, end: () => clearTimeout(timer) };
+}
+
+/** Whether an answer ready now comes too late: it is replaced by the 503 (streams excepted). */
+export function isPastDeadline(deadline: Deadline | undefined): boolean {
+  return deadline !== undefined && performance.now() > deadline.at;
 }
 
 const deadlines = new WeakMap<Request, Deadline>();
@@ -20,6 +33,7 @@ const deadlines = new WeakMap<Request, Deadline>();
  * (src/db/cancellation.ts), and the answer is 503 UNAVAILABLE. An answer that is ready only after the deadline
  * (the event loop was busy: a huge result, or PGlite, whose statements hold the thread) is replaced by the 503
  * too, so no request answers 200 past its limit. Streams (text/event-stream) are long-lived by design and exempt.
+ * The REST reads served directly on node:http (src/direct-rest.ts) keep the same limit with the same functions.
  *
  * First in the plugin list, so the 503 is what every later plugin's onResponse sees (request id, log, metrics).
  */
@@ -27,23 +41,22 @@ export function useDeadline({ timeoutMs }: { timeoutMs: number }): Plugin {
   return {
     instrumentation: {
       async request({ request }, handle) {
-        const controller = new AbortController();
-        const timer = setTimeout(() => controller.abort(timeoutError()), timeoutMs);
-        deadlines.set(request, { at: performance.now() + timeoutMs, signal: controller.signal });
+        const deadline = startDeadline(timeoutMs);
+        deadlines.set(request, deadline);
         try {
-          await withStatementSignal(controller.signal, handle);
+          await withStatementSignal(deadline.signal, handle);
         } finally {
-          clearTimeout(timer);
+          deadline.end();
         }
       },
     },
     onExecute({ args, executeFn, setExecuteFn }) {
       const request = (args.contextValue as { request?: Request } | undefined)?.request;
-      if (request) setExecuteFn((execArgs) => executeWithinDeadline(request, executeFn, execArgs));
+      const deadline = request && deadlines.get(request);
+      if (deadline) setExecuteFn((execArgs) => executeWithinDeadline(deadline, executeFn, execArgs));
     },
     onResponse({ request, response, setResponse, fetchAPI }) {
-      const deadline = deadlines.get(request);
-      if (!deadline || performance.now() <= deadline.at || response.status === 503) return;
+      if (!isPastDeadline(deadlines.get(request)) || response.status === 503) return;
       if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return;
       setResponse(replaceResponse(response, earlyErrorResponse(request, timeoutError(), fetchAPI)));
     },
@@ -51,8 +64,13 @@ export function useDeadline({ timeoutMs }: { timeoutMs: number }): Plugin {
 }
 
 /** Runs `work` within the request's remaining time; past it, fails with 503 UNAVAILABLE. */
-export async function withinRequestTime<T>(request: Request, work: Promise<T>): Promise<T> {
-  const outcome = await raceDeadline(request, work);
+export function withinRequestTime<T>(request: Request, work: Promise<T>): Promise<T> {
+  return withinDeadline(deadlines.get(request), work);
+}
+
+/** Runs `work` within the deadline (none: no bound); past it, fails with 503 UNAVAILABLE. */
+export async function withinDeadline<T>(deadline: Deadline | undefined, work: Promise<T>): Promise<T> {
+  const outcome = await raceDeadline(deadline, work);
   if (outcome === TIMED_OUT) throw timeoutError();
   return outcome.value;
 }
@@ -64,8 +82,7 @@ export function timeoutError(): ApiError {
 
 const TIMED_OUT = Symbol('timed out');
 
-async function raceDeadline<T>(request: Request, work: Promise<T>): Promise<{ value: T } | typeof TIMED_OUT> {
-  const deadline = deadlines.get(request);
+async function raceDeadline<T>(deadline: Deadline | undefined, work: Promise<T>): Promise<{ value: T } | typeof TIMED_OUT> {
   if (deadline === undefined) return { value: await work };
   const { signal } = deadline;
   let onAbort: (() => void) | undefined;
@@ -83,7 +100,8 @@ async function raceDeadline<T>(request: Request, work: Promise<T>): Promise<{ va
 
 type ExecuteFn = (args: ExecutionArgs & { signal?: AbortSignal }) => unknown;
 
-async function executeWithinDeadline(request: Request, executeFn: ExecuteFn, args: ExecutionArgs & { signal?: AbortSignal }) {
+/** Runs an operation within the deadline: past it, its resolvers stop starting and the result is the 503 error. */
+export async function executeWithinDeadline(deadline: Deadline, executeFn: ExecuteFn, args: ExecutionArgs & { signal?: AbortSignal }) {
   // Aborting stops the executor from starting more resolvers; the statements of those already running are
   // cancelled through the request's statement signal.
   const controller = new AbortController();
@@ -95,7 +113,7 @@ async function executeWithinDeadline(request: Request, executeFn: ExecuteFn, arg
   else outer?.addEventListener('abort', forward, { once: true });
   let outcome;
   try {
-    outcome = await raceDeadline(request, Promise.resolve(executeFn({ ...args, signal: controller.signal })));
+    outcome = await raceDeadline(deadline, Promise.resolve(executeFn({ ...args, signal: controller.signal })));
   } finally {
     outer?.removeEventListener('abort', forward);
   }

@@ -126,10 +126,9 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
       // PostgreSQL text cannot hold U+0000 nor a lone UTF-16 surrogate (JSON can: "\udfff"): refused here, on
       // both surfaces, rather than failing in the database.
       const bounded = boundedDocuments.has(args.document);
-      if (holdsUnstorableText(args.variableValues, 0) || (!bounded && documentHoldsNul(args.document))) {
-        setResultAndStopExecution({
-          errors: [new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000) or a lone UTF-16 surrogate')],
-        });
+      const unstorable = unstorableTextError(args.variableValues) ?? (!bounded && documentHoldsNul(args.document) ? unstorableText() : null);
+      if (unstorable) {
+        setResultAndStopExecution({ errors: [unstorable] });
         return;
       }
       const overBudget = bounded ? null : costError(args, limits.maxCost);
@@ -219,6 +218,15 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 
 function isWellFormed(text: string): boolean {
   return !LONE_SURROGATE.test(text);
+}
+
+function unstorableText(): ApiError {
+  return new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000) or a lone UTF-16 surrogate');
+}
+
+/** The refusal of variables holding text PostgreSQL cannot store; null when they hold none. */
+export function unstorableTextError(variables: unknown): ApiError | null {
+  return holdsUnstorableText(variables, 0) ? unstorableText() : null;
 }
 
 function holdsUnstorableText(value: unknown, depth: number): boolean {

@@ -1,5 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
-import { getOperationAST } from 'graphql';
+import { getOperationAST, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Database } from '../db/client.js';
@@ -63,79 +63,113 @@ function processMetrics(): Registry {
   return processRegistry;
 }
 
+/** Which surface an operation came from: a GraphQL request, or a REST route running its operation. */
+export type OperationSurface = 'graphql' | 'rest';
+
 /**
- * Prometheus metrics at GET /metrics: requests by route and status, GraphQL operations by name, the
- * PostgreSQL pool, and the process. Open unless `token` is set; then it needs `Authorization: Bearer <token>`.
+ * The gateway's Prometheus metrics: requests by route and status, GraphQL operations by name, the PostgreSQL
+ * pool, and the process. One per gateway; its plugin (useMetrics) and the REST reads served directly on
+ * node:http (src/direct-rest.ts) record into the same series.
  */
-export function useMetrics({ db, token, live }: { db: Database; token?: string | undefined; live?: Pick<Live, 'slots' | 'hub'> }): Plugin {
-  const registry = new Registry();
-  const requests = new Counter({
+export class GatewayMetrics {
+  private readonly registry = new Registry();
+  private readonly requests = new Counter({
     name: 'http_requests_total',
     help: 'HTTP requests by method, route pattern and status',
     labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
+    registers: [this.registry],
   });
-  const requestDuration = new Histogram({
+  private readonly requestDuration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'HTTP request duration by method, route pattern and status',
     labelNames: ['method', 'route', 'status'] as const,
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
-    registers: [registry],
+    registers: [this.registry],
   });
-  const operations = new Counter({
+  private readonly operations = new Counter({
     name: 'graphql_operations_total',
     help: 'GraphQL operations executed, by operation name and type, surface (graphql or rest) and outcome',
     labelNames: ['operation_name', 'operation_type', 'surface', 'outcome'] as const,
-    registers: [registry],
+    registers: [this.registry],
   });
-  const operationDuration = new Histogram({
+  private readonly operationDuration = new Histogram({
     name: 'graphql_operation_duration_seconds',
     help: 'GraphQL execution time by operation name and type',
     labelNames: ['operation_name', 'operation_type', 'surface'] as const,
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
-    registers: [registry],
+    registers: [this.registry],
   });
-  if (db.poolStats) {
-    const poolStats = db.poolStats.bind(db);
-    new Gauge({
-      name: 'db_pool_connections',
-      help: 'PostgreSQL pool: open (total), idle and maximum connections, and queries waiting for one',
-      labelNames: ['state'] as const,
-      registers: [registry],
-      collect() {
-        const stats = poolStats();
-        this.set({ state: 'total' }, stats.total);
-        this.set({ state: 'idle' }, stats.idle);
-        this.set({ state: 'waiting' }, stats.waiting);
-        this.set({ state: 'max' }, stats.max);
-      },
-    });
+  private readonly operationNames = new Set<string>();
+
+  constructor({ db, live }: { db: Database; live?: Pick<Live, 'slots' | 'hub'> | undefined }) {
+    if (db.poolStats) {
+      const poolStats = db.poolStats.bind(db);
+      new Gauge({
+        name: 'db_pool_connections',
+        help: 'PostgreSQL pool: open (total), idle and maximum connections, and queries waiting for one',
+        labelNames: ['state'] as const,
+        registers: [this.registry],
+        collect() {
+          const stats = poolStats();
+          this.set({ state: 'total' }, stats.total);
+          this.set({ state: 'idle' }, stats.idle);
+          this.set({ state: 'waiting' }, stats.waiting);
+          this.set({ state: 'max' }, stats.max);
+        },
+      });
+    }
+    if (live) {
+      new Gauge({
+        name: 'live_open_streams',
+        help: 'Open streams (GraphQL subscriptions over SSE or WebSocket, REST event streams), and the tenants the event hub follows',
+        labelNames: ['kind'] as const,
+        registers: [this.registry],
+        collect() {
+          this.set({ kind: 'streams' }, live.slots.stats().open);
+          this.set({ kind: 'followed_tenants' }, live.hub.stats().tenants);
+        },
+      });
+    }
   }
 
-  if (live) {
-    new Gauge({
-      name: 'live_open_streams',
-      help: 'Open streams (GraphQL subscriptions over SSE or WebSocket, REST event streams), and the tenants the event hub follows',
-      labelNames: ['kind'] as const,
-      registers: [registry],
-      collect() {
-        this.set({ kind: 'streams' }, live.slots.stats().open);
-        this.set({ kind: 'followed_tenants' }, live.hub.stats().tenants);
-      },
-    });
+  /** A request answered: `startedAt` is its performance.now() on arrival (undefined: counted without a duration). */
+  requestDone(method: string, pathname: string, status: number, startedAt: number | undefined): void {
+    const labels = { method: METHODS.has(method) ? method : 'OTHER', route: routeOf(pathname), status: String(status) };
+    this.requests.inc(labels);
+    if (startedAt !== undefined) this.requestDuration.observe(labels, (performance.now() - startedAt) / 1000);
   }
 
+  /** An operation starts; the returned function records its outcome once it has a result. */
+  operationStarted(document: DocumentNode, operationName: string | null | undefined, surface: OperationSurface): (result: unknown) => void {
+    const operation = getOperationAST(document, operationName);
+    const labels = { operation_name: this.operationLabel(operation?.name?.value), operation_type: operation?.operation ?? 'unknown', surface };
+    const start = performance.now();
+    return (result) => {
+      const errors = (result as { errors?: unknown[] }).errors;
+      this.operations.inc({ ...labels, outcome: errors?.length ? 'error' : 'ok' });
+      this.operationDuration.observe(labels, (performance.now() - start) / 1000);
+    };
+  }
+
+  /** The exposition text: the process's metrics, then the gateway's. */
+  async text(): Promise<{ text: string; contentType: string }> {
+    return { text: `${await processMetrics().metrics()}\n${await this.registry.metrics()}`, contentType: this.registry.contentType };
+  }
+
+  /** Operation names come from clients; past MAX_OPERATION_NAMES distinct ones, new names are counted as `other`. */
+  private operationLabel(name: string | undefined): string {
+    if (!name) return 'anonymous';
+    if (this.operationNames.has(name)) return name;
+    if (this.operationNames.size >= MAX_OPERATION_NAMES || name.length > 100) return 'other';
+    this.operationNames.add(name);
+    return name;
+  }
+}
+
+/** Serves GET /metrics (open unless `token` is set; then it needs `Authorization: Bearer <token>`) and records every request and operation. */
+export function useMetrics({ metrics, token }: { metrics: GatewayMetrics; token?: string | undefined }): Plugin {
   // Start time and path, taken from the URL yoga already parsed (parsing request.url again costs per request).
   const started = new WeakMap<Request, { at: number; pathname: string }>();
-  const operationNames = new Set<string>();
-  const operationLabel = (name: string | undefined): string => {
-    if (!name) return 'anonymous';
-    if (operationNames.has(name)) return name;
-    if (operationNames.size >= MAX_OPERATION_NAMES || name.length > 100) return 'other';
-    operationNames.add(name);
-    return name;
-  };
-
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
       const pathname = url.pathname;
@@ -155,35 +189,17 @@ export function useMetrics({ db, token, live }: { db: Database; token?: string |
         endResponse(earlyErrorResponse(request, new ApiError('METHOD_NOT_ALLOWED', `${request.method.slice(0, 20)} is not allowed on ${METRICS_PATH}`, { headers: { Allow: 'GET' } }), fetchAPI));
         return;
       }
-      const text = `${await processMetrics().metrics()}\n${await registry.metrics()}`;
-      endResponse(new fetchAPI.Response(text, { headers: { 'content-type': registry.contentType } }));
+      const { text, contentType } = await metrics.text();
+      endResponse(new fetchAPI.Response(text, { headers: { 'content-type': contentType } }));
     },
     onExecute({ args }) {
-      const operation = getOperationAST(args.document, args.operationName);
       const context = args.contextValue as { params?: { extensions?: { rest?: unknown } } } | undefined;
-      const labels = {
-        operation_name: operationLabel(operation?.name?.value),
-        operation_type: operation?.operation ?? 'unknown',
-        surface: context?.params?.extensions?.rest ? 'rest' : 'graphql',
-      };
-      const start = performance.now();
-      return {
-        onExecuteDone({ result }) {
-          const errors = (result as { errors?: unknown[] }).errors;
-          operations.inc({ ...labels, outcome: errors?.length ? 'error' : 'ok' });
-          operationDuration.observe(labels, (performance.now() - start) / 1000);
-        },
-      };
+      const done = metrics.operationStarted(args.document, args.operationName, context?.params?.extensions?.rest ? 'rest' : 'graphql');
+      return { onExecuteDone: ({ result }) => done(result) };
     },
     onResponse({ request, response }) {
       const start = started.get(request);
-      const labels = {
-        method: METHODS.has(request.method) ? request.method : 'OTHER',
-        route: routeOf(start?.pathname ?? new URL(request.url).pathname),
-        status: String(response.status),
-      };
-      requests.inc(labels);
-      if (start !== undefined) requestDuration.observe(labels, (performance.now() - start.at) / 1000);
+      metrics.requestDone(request.method, start?.pathname ?? new URL(request.url).pathname, response.status, start?.at);
     },
   };
 }

@@ -16,18 +16,22 @@ interface RateLimitOptions {
   /** With a Redis URL every replica counts against the same budgets; without one each process counts alone. */
   redisUrl?: string | undefined;
   keyPrefix?: string;
-  /** The request's viewer, looked up once per request (the context gets the same one). */
-  viewers: Pick<RequestViewers, 'of'>;
   logger: Logger;
   /** Longest wait for Redis before the request goes through uncounted. */
   redisTimeoutMs?: number;
 }
 
 /** Budget outcome shown in the `RateLimit-*` headers: the budget nearest to running out. */
-interface BudgetState {
+export interface BudgetState {
   limit: number;
   remaining: number;
   resetSeconds: number;
+}
+
+/** A request counted: the state its headers show, and the 429 error when it is over budget. */
+export interface RateCheck {
+  state: BudgetState;
+  refusal: ApiError | null;
 }
 
 const WINDOW_SECONDS = 60;
@@ -36,84 +40,101 @@ const WARNING_INTERVAL_MS = 60_000;
 
 /**
  * Per-credential and per-tenant budgets over a fixed one-minute window. Requests without a valid
- * credential count against their client address. Over budget is 429 RATE_LIMITED with `Retry-After`;
- * every counted response carries `RateLimit-Limit`, `-Remaining` and `-Reset`. When Redis fails the
- * request goes through uncounted (with a warning): the budget protects the API, it must not stop it.
+ * credential count against their client address. When Redis fails the request goes through uncounted (with a
+ * warning): the budget protects the API, it must not stop it. Used by useRateLimit and by the REST reads
+ * served directly on node:http (src/direct-rest.ts).
  */
-export function useRateLimit({
-  perMinute,
-  tenantMultiplier = 5,
-  redisUrl,
-  keyPrefix = 'igw:rl',
-  viewers,
-  logger,
-  redisTimeoutMs = 500,
-}: RateLimitOptions): Plugin {
-  if (perMinute <= 0) return {};
-  const redis = redisUrl ? connectRedis(redisUrl, redisTimeoutMs, logger) : undefined;
-  const connected = redis ? firstConnection(redis) : Promise.resolve();
-  const limiter = (scope: string, points: number): RateLimiterAbstract =>
-    redis
-      ? new RateLimiterRedis({ storeClient: redis, points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}`, rejectIfRedisNotReady: true })
-      : new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}` });
-  const callerBudget = limiter('caller', perMinute);
-  const tenantBudget = limiter('tenant', perMinute * tenantMultiplier);
-  const states = new WeakMap<Request, BudgetState>();
-  let lastWarning = -Infinity;
+export class RateLimits {
+  private readonly redis: Redis | undefined;
+  private readonly connected: Promise<void>;
+  private readonly callerBudget: RateLimiterAbstract;
+  private readonly tenantBudget: RateLimiterAbstract;
+  private readonly logger: Logger;
+  private lastWarning = -Infinity;
 
+  /** Null when `perMinute` turns limiting off. */
+  static create(options: RateLimitOptions): RateLimits | null {
+    return options.perMinute > 0 ? new RateLimits(options) : null;
+  }
+
+  private constructor({ perMinute, tenantMultiplier = 5, redisUrl, keyPrefix = 'igw:rl', logger, redisTimeoutMs = 500 }: RateLimitOptions) {
+    this.logger = logger;
+    const redis = redisUrl ? connectRedis(redisUrl, redisTimeoutMs, logger) : undefined;
+    this.redis = redis;
+    this.connected = redis ? firstConnection(redis) : Promise.resolve();
+    const limiter = (scope: string, points: number): RateLimiterAbstract =>
+      redis
+        ? new RateLimiterRedis({ storeClient: redis, points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}`, rejectIfRedisNotReady: true })
+        : new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}` });
+    this.callerBudget = limiter('caller', perMinute);
+    this.tenantBudget = limiter('tenant', perMinute * tenantMultiplier);
+  }
+
+  /**
+   * Counts a request against its budgets: the viewer's credential and tenant, or (no valid credential) its
+   * client address. Null when the path is exempt or the store failed (the request goes through uncounted).
+   */
+  async check(pathname: string, viewer: Viewer | null, clientAddress: string): Promise<RateCheck | null> {
+    if (isExempt(pathname)) return null;
+    const checks: Array<{ budget: RateLimiterAbstract; key: string; who: string }> = viewer
+      ? [
+          { budget: this.callerBudget, key: callerKey(viewer), who: 'this credential' },
+          { budget: this.tenantBudget, key: viewer.tenantId, who: "this credential's tenant" },
+        ]
+      : [{ budget: this.callerBudget, key: `ip:${clientAddress}`, who: 'this client address' }];
+    let outcomes: Array<{ res: RateLimiterRes; allowed: boolean; points: number; who: string }>;
+    await this.connected;
+    try {
+      outcomes = await Promise.all(checks.map(async ({ budget, key, who }) => ({ ...(await consume(budget, key)), points: budget.points, who })));
+    } catch (error) {
+      if (performance.now() - this.lastWarning > WARNING_INTERVAL_MS) {
+        this.lastWarning = performance.now();
+        this.logger.warn({ err: error }, 'rate limit store unavailable: requests go through uncounted');
+      }
+      return null;
+    }
+    const denied = outcomes.filter((o) => !o.allowed);
+    const binding = (denied.length > 0 ? denied : outcomes).reduce((a, b) => (b.res.remainingPoints < a.res.remainingPoints ? b : a));
+    const state: BudgetState = {
+      limit: binding.points,
+      remaining: binding.allowed ? binding.res.remainingPoints : 0,
+      resetSeconds: Math.max(1, Math.ceil(binding.res.msBeforeNext / 1000)),
+    };
+    if (denied.length === 0) return { state, refusal: null };
+    const retryAfter = Math.max(...denied.map((o) => Math.ceil(o.res.msBeforeNext / 1000)), 1);
+    const refusal = new ApiError('RATE_LIMITED', `Too many requests for ${binding.who}: the budget is ${binding.points} per minute; retry in ${retryAfter} s`, {
+      headers: { 'Retry-After': String(retryAfter), ...budgetHeaders(state) },
+    });
+    return { state, refusal };
+  }
+
+  async dispose(): Promise<void> {
+    await this.redis?.quit().catch(() => this.redis?.disconnect());
+  }
+}
+
+/**
+ * The budgets as a plugin: over budget is 429 RATE_LIMITED with `Retry-After`; every counted response carries
+ * `RateLimit-Limit`, `-Remaining` and `-Reset`.
+ */
+export function useRateLimit({ limits, viewers }: { limits: RateLimits | null; viewers: Pick<RequestViewers, 'of'> }): Plugin {
+  if (!limits) return {};
+  const states = new WeakMap<Request, BudgetState>();
   return {
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
-      if (isExempt(url.pathname)) return;
-      const viewer = await viewers.of(request).catch(() => null);
-      const checks: Array<{ budget: RateLimiterAbstract; key: string; who: string }> = viewer
-        ? [
-            { budget: callerBudget, key: callerKey(viewer), who: 'this credential' },
-            { budget: tenantBudget, key: viewer.tenantId, who: "this credential's tenant" },
-          ]
-        : [{ budget: callerBudget, key: `ip:${clientAddress(serverContext)}`, who: 'this client address' }];
-      let outcomes: Array<{ res: RateLimiterRes; allowed: boolean; points: number; who: string }>;
-      await connected;
-      try {
-        outcomes = await Promise.all(
-          checks.map(async ({ budget, key, who }) => ({ ...(await consume(budget, key)), points: budget.points, who })),
-        );
-      } catch (error) {
-        if (performance.now() - lastWarning > WARNING_INTERVAL_MS) {
-          lastWarning = performance.now();
-          logger.warn({ err: error }, 'rate limit store unavailable: requests go through uncounted');
-        }
-        return;
-      }
-
-      const denied = outcomes.filter((o) => !o.allowed);
-      const binding = (denied.length > 0 ? denied : outcomes).reduce((a, b) => (b.res.remainingPoints < a.res.remainingPoints ? b : a));
-      const state: BudgetState = {
-        limit: binding.points,
-        remaining: binding.allowed ? binding.res.remainingPoints : 0,
-        resetSeconds: Math.max(1, Math.ceil(binding.res.msBeforeNext / 1000)),
-      };
-      states.set(request, state);
-      if (denied.length > 0) {
-        const retryAfter = Math.max(...denied.map((o) => Math.ceil(o.res.msBeforeNext / 1000)), 1);
-        endResponse(
-          earlyErrorResponse(
-            request,
-            new ApiError('RATE_LIMITED', `Too many requests for ${binding.who}: the budget is ${binding.points} per minute; retry in ${retryAfter} s`, {
-              headers: { 'Retry-After': String(retryAfter), ...budgetHeaders(state) },
-            }),
-            fetchAPI,
-          ),
-        );
-      }
+      // The viewer is looked up once per request (the context gets the same one); a refused credential counts by address.
+      const viewer = isExempt(url.pathname) ? null : await viewers.of(request).catch(() => null);
+      const check = await limits.check(url.pathname, viewer, clientAddress(serverContext));
+      if (!check) return;
+      states.set(request, check.state);
+      if (check.refusal) endResponse(earlyErrorResponse(request, check.refusal, fetchAPI));
     },
     onResponse({ request, response }) {
       const state = states.get(request);
       if (!state) return;
       for (const [name, value] of Object.entries(budgetHeaders(state))) response.headers.set(name, value);
     },
-    async onDispose() {
-      await redis?.quit().catch(() => redis.disconnect());
-    },
+    onDispose: () => limits.dispose(),
   };
 }
 
@@ -127,7 +148,8 @@ async function consume(budget: RateLimiterAbstract, key: string): Promise<{ res:
   }
 }
 
-function budgetHeaders(state: BudgetState): Record<string, string> {
+/** The `RateLimit-*` headers of a counted response. */
+export function budgetHeaders(state: BudgetState): Record<string, string> {
   return {
     'RateLimit-Limit': String(state.limit),
     'RateLimit-Remaining': String(state.remaining),
@@ -140,6 +162,7 @@ function callerKey(viewer: Viewer): string {
   return viewer.tokenId ? `token:${viewer.tokenId}` : `jwt:${viewer.tenantId}:${viewer.subject}`;
 }
 
+/** The client's address as node:http saw it (yoga's server context), for the budget of a request without a credential. */
 function clientAddress(serverContext: unknown): string {
   const req = (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req;
   return req?.socket?.remoteAddress ?? 'unknown';

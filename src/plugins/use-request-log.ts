@@ -4,7 +4,34 @@ import type { RequestViewers } from '../auth/request-viewers.js';
 import { requestIdOf } from './use-request-id.js';
 import { routeOf } from './use-metrics.js';
 
-/** One log line per request: id, method, path, route pattern, status, duration and tenant. Never headers or tokens. */
+/** What the log line of one request says. */
+export interface RequestLogEntry {
+  requestId: string;
+  method: string;
+  pathname: string;
+  status: number;
+  /** performance.now() when the request arrived. */
+  startedAt: number;
+  tenantId: string | undefined;
+}
+
+/** The one log line of a request: id, method, path, route pattern, status, duration and tenant. Never headers or tokens. */
+export function logRequest(logger: Logger, { requestId, method, pathname, status, startedAt, tenantId }: RequestLogEntry): void {
+  logger.info(
+    {
+      req_id: requestId,
+      method,
+      path: pathname,
+      route: routeOf(pathname),
+      status,
+      duration_ms: Math.round((performance.now() - startedAt) * 100) / 100,
+      tenant: tenantId,
+    },
+    'request',
+  );
+}
+
+/** One log line per request (logRequest). */
 export function useRequestLog({ logger, viewers }: { logger: Logger; viewers: Pick<RequestViewers, 'resolved'> }): Plugin {
   // Start time and path (from the URL yoga already parsed); nothing is kept while info lines are not logged.
   const started = new WeakMap<Request, { at: number; pathname: string }>();
@@ -15,15 +42,14 @@ export function useRequestLog({ logger, viewers }: { logger: Logger; viewers: Pi
     onResponse({ request, response }) {
       const start = started.get(request);
       if (start === undefined) return;
-      logger.info({
-        req_id: requestIdOf(request),
+      logRequest(logger, {
+        requestId: requestIdOf(request),
         method: request.method,
-        path: start.pathname,
-        route: routeOf(start.pathname),
+        pathname: start.pathname,
         status: response.status,
-        duration_ms: Math.round((performance.now() - start.at) * 100) / 100,
-        tenant: viewers.resolved(request)?.tenantId,
-      }, 'request');
+        startedAt: start.at,
+        tenantId: viewers.resolved(request)?.tenantId,
+      });
     },
   };
 }

@@ -2,15 +2,15 @@ import { validate, type GraphQLSchema } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { clip } from '../clip.js';
 import type { Context } from '../context.js';
+import type { Logger } from '../logger.js';
 import { storeIdempotentResponse } from '../db/idempotency.js';
 import { API_PREFIX, DOCS_PATH, GRAPHQL_ENDPOINT, jsonResponse, OPENAPI_PATH, withoutTrailingSlash } from '../paths.js';
-import { compileRoutes, type CompiledRoute } from '../rest/compile-routes.js';
+import type { CompiledRoute } from '../rest/compile-routes.js';
 import { apiDocsResponse } from '../rest/docs-page.js';
 import { errorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
-import { matchRoute, runRoute, runStream, unexpectedErrorResponse, type Yoga } from '../rest/handler.js';
+import { envelopedRunner, fetchRouteInput, matchRoute, runRoute, runStream, unexpectedErrorResponse, type Yoga } from '../rest/handler.js';
 import { openApiDocument } from '../rest/openapi.js';
-import { routes as defaultRoutes, type RouteSpec } from '../rest/routes.js';
 import { DEFAULT_REQUEST_LIMITS } from './use-limits.js';
 import { requestIdOf } from './use-request-id.js';
 
@@ -22,15 +22,17 @@ import { requestIdOf } from './use-request-id.js';
  */
 export function useRest({
   schema,
-  routes = defaultRoutes,
+  compiled,
+  logger,
   maxBodyBytes = DEFAULT_REQUEST_LIMITS.maxBodyBytes,
 }: {
   schema: GraphQLSchema;
-  routes?: readonly RouteSpec[];
+  /** The routes, compiled against `schema` (compileRoutes). */
+  compiled: readonly CompiledRoute[];
+  logger: Logger;
   maxBodyBytes?: number;
 }): Plugin<Record<string, unknown>, Context> {
-  const compiled = compileRoutes(schema, routes);
-  for (const route of routes) {
+  for (const { spec: route } of compiled) {
     const errors = route.stream ? validate(schema, route.stream.document) : [];
     if (errors.length > 0) throw new Error(`stream of ${route.operationId} does not fit the schema: ${errors.map((e) => e.message).join('; ')}`);
   }
@@ -78,17 +80,19 @@ export function useRest({
           send(matched.refused);
           return;
         }
-        const routeRequest = { yoga, ...matched, url, request, serverContext, target };
-        if (matched.route.spec.stream && !isHead && acceptsEventStream(request)) {
-          const streamed = await runStream(routeRequest);
+        const routeRequest = { ...matched, url, input: fetchRouteInput(request), target, log: logger };
+        if (matched.route.spec.stream && !isHead && acceptsEventStream(request.headers.get('accept'))) {
+          const streamed = await runStream(routeRequest, { yoga, request, serverContext });
           if (streamed instanceof fetchAPI.Response) endResponse(streamed);
           else send(streamed as RestResponse);
           return;
         }
-        const { response, context } = await runRoute(routeRequest, maxBodyBytes);
+        const operationName = matched.route.operation.name?.value;
+        const runner = envelopedRunner(yoga, request, serverContext, operationName, `${matched.route.spec.method} ${matched.route.spec.path}`);
+        const { response, context } = await runRoute(routeRequest, runner, maxBodyBytes);
         send(context ? await withIdempotency(matched.route, context, response, target) : response);
       } catch (error) {
-        send(unexpectedErrorResponse(yoga, error, target));
+        send(unexpectedErrorResponse(logger, error, target));
       }
     },
   };

@@ -50,6 +50,18 @@ export function corsPolicy(origins: readonly string[]): false | ((request: Reque
 }
 
 /**
+ * The security headers of a response of `contentType`, given the `Vary` and `Cache-Control` it already has:
+ * what useSecurityHeaders sets on every response, and the REST reads served directly (src/direct-rest.ts) on theirs.
+ */
+export function securityHeaders(contentType: string, { cors, vary, cacheControl }: { cors: boolean; vary: string | null; cacheControl: string | null }): Record<string, string> {
+  const headers: Record<string, string> = { ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': contentType.startsWith('text/html') ? PAGE_CSP : DATA_CSP };
+  if (cors && !/\bOrigin\b/i.test(vary ?? '')) headers.Vary = vary ? `${vary}, Origin` : 'Origin';
+  // Tenant data must not be kept by shared caches; responses that chose a policy (docs assets) keep theirs.
+  if (cacheControl === null && contentType.includes('json')) headers['Cache-Control'] = 'no-store';
+  return headers;
+}
+
+/**
  * Headers every response carries. No Strict-Transport-Security: the service speaks plain HTTP and HSTS is
  * ignored there; the TLS-terminating proxy in front of it is the one to send it. With CORS on, every response
  * varies on Origin (also one to a request without it), so a shared cache never serves one origin's answer to another.
@@ -58,12 +70,8 @@ export function useSecurityHeaders({ cors = false }: { cors?: boolean } = {}): P
   return {
     onResponse({ response }) {
       const headers = response.headers;
-      if (cors && !/\bOrigin\b/i.test(headers.get('Vary') ?? '')) headers.append('Vary', 'Origin');
-      const contentType = headers.get('content-type') ?? '';
-      for (const [name, value] of Object.entries(COMMON_SECURITY_HEADERS)) headers.set(name, value);
-      headers.set('Content-Security-Policy', contentType.startsWith('text/html') ? PAGE_CSP : DATA_CSP);
-      // Tenant data must not be kept by shared caches; responses that chose a policy (docs assets) keep theirs.
-      if (!headers.has('Cache-Control') && contentType.includes('json')) headers.set('Cache-Control', 'no-store');
+      const set = securityHeaders(headers.get('content-type') ?? '', { cors, vary: headers.get('Vary'), cacheControl: headers.get('Cache-Control') });
+      for (const [name, value] of Object.entries(set)) headers.set(name, value);
       headers.delete('X-Powered-By');
     },
   };

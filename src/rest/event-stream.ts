@@ -15,8 +15,9 @@ export function parseLastEventId(value: string | null): number | undefined | nul
   return /^\d{1,15}$/.test(trimmed) ? Number(trimmed) : null;
 }
 
-export function acceptsEventStream(request: Request): boolean {
-  return (request.headers.get('accept') ?? '').toLowerCase().includes('text/event-stream');
+/** Whether an Accept header asks for an event stream. */
+export function acceptsEventStream(accept: string | null | undefined): boolean {
+  return (accept ?? '').toLowerCase().includes('text/event-stream');
 }
 
 interface EventStreamOptions {

@@ -1,6 +1,7 @@
-import { getOperationAST, GraphQLError, Kind, type ExecutionResult } from 'graphql';
+import { getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
 import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import { clip } from '../clip.js';
+import type { Logger } from '../logger.js';
 import type { Context } from '../context.js';
 import { invalidInput } from '../domain/problems.js';
 import { isErrorCode } from '../errors.js';
@@ -44,38 +45,76 @@ export function matchRoute(
   };
 }
 
-/** A request's pass through yoga's enveloped pipeline for one operation: its context, authenticated, or the refusal. */
-async function enveloped(
+/** The operation arguments a runner executes. */
+export interface OperationArgs {
+  document: DocumentNode;
+  operationName: string | undefined;
+  variableValues: Record<string, unknown>;
+  contextValue: Context;
+}
+
+/**
+ * How a route's operation runs: through yoga's enveloped pipeline (`envelopedRunner`), or on the REST reads
+ * served directly on node:http (src/direct-rest.ts), which apply the same plugins' checks as plain functions.
+ */
+export interface OperationRunner {
+  /** The request's context, authenticated; a rejected credential (or a failed lookup) is thrown, already masked. */
+  context(): Promise<Context>;
+  execute(args: OperationArgs): Promise<unknown>;
+}
+
+/** A request's pass through yoga's enveloped pipeline for one operation (context and auth, limits, masking, metrics). */
+export function envelopedRunner(
   yoga: Yoga,
   request: Request,
   serverContext: object,
   operationName: string | undefined,
   rest: string,
-  target: ResponseTarget,
-): Promise<{ run: ReturnType<Yoga['getEnveloped']>; context: Context } | { refused: RestResponse }> {
+): OperationRunner & { subscribe(args: OperationArgs): Promise<unknown> } {
   const run = yoga.getEnveloped({ ...serverContext, request, params: { operationName, extensions: { rest } } });
+  return {
+    // Yoga's context function authenticates; a rejected credential is thrown from here, already masked.
+    context: async () => (await run.contextFactory()) as unknown as Context,
+    execute: async (args) => run.execute({ schema: run.schema, ...args }),
+    subscribe: async (args) => run.subscribe({ schema: run.schema, ...args }),
+  };
+}
+
+/** The context of a request the runner authenticated, or the refusal: every route needs a credential. */
+async function authenticated(runner: OperationRunner, log: Logger, target: ResponseTarget): Promise<{ context: Context } | { refused: RestResponse }> {
   let context: Context;
   try {
-    // Yoga's context function authenticates; a rejected credential is thrown from here, already masked.
-    context = (await run.contextFactory()) as unknown as Context;
+    context = await runner.context();
   } catch (error) {
-    return { refused: unexpectedErrorResponse(yoga, error, target) };
+    return { refused: unexpectedErrorResponse(log, error, target) };
   }
   // Every route reads tenant data or the catalog, which need a credential: without one the answer is 401
   // before the query string or the path is read (CONTRACT), whatever else is wrong with the request.
   if (context.viewer === null) return { refused: graphqlErrorResponse(credentialRequiredError(), target) };
-  return { run, context };
+  return { context };
+}
+
+/** The headers a route reads, and its body: a fetch Request's or node:http's, whichever served it. */
+export interface RouteInput {
+  header(name: string): string | null;
+  /** The request body's bytes; null when it has none. */
+  body(): AsyncIterable<Uint8Array> | null;
+}
+
+/** A fetch Request as a route reads it. */
+export function fetchRouteInput(request: Request): RouteInput {
+  return { header: (name) => request.headers.get(name), body: () => request.body as AsyncIterable<Uint8Array> | null };
 }
 
 /** A request matched to a route: what running it (as JSON, or as an event stream) needs. */
 interface RouteRequest {
-  yoga: Yoga;
   route: CompiledRoute;
   pathValues: string[];
   url: URL;
-  request: Request;
-  serverContext: object;
+  input: RouteInput;
   target: ResponseTarget;
+  /** Where an unexpected error is logged. */
+  log: Logger;
 }
 
 /**
@@ -85,13 +124,13 @@ interface RouteRequest {
  * before), for what the caller does with the answer (idempotency).
  */
 export async function runRoute(
-  { yoga, route, pathValues, url, request, serverContext, target }: RouteRequest,
+  { route, pathValues, url, input, target, log }: RouteRequest,
+  runner: OperationRunner,
   maxBodyBytes: number,
 ): Promise<{ response: RestResponse; context: Context | null }> {
   const operationName = route.operation.name?.value;
-  const pipeline = await enveloped(yoga, request, serverContext, operationName, `${route.spec.method} ${route.spec.path}`, target);
+  const pipeline = await authenticated(runner, log, target);
   if ('refused' in pipeline) return { response: pipeline.refused, context: null };
-  const { execute, schema } = pipeline.run;
   const contextValue = pipeline.context;
   const refuse = (response: RestResponse) => ({ response, context: contextValue });
 
@@ -118,7 +157,7 @@ export async function runRoute(
     variables[param] = value;
   }
   if (route.spec.body) {
-    const body = await readJsonBody(request, route.spec.body, maxBodyBytes, target);
+    const body = await readJsonBody(input, route.spec.body, maxBodyBytes, target);
     if ('refused' in body) return refuse(body.refused);
     // The body's one schema first, so every problem is named as the body names it; path parameters win.
     const problems = await route.spec.body.problems(body.value, contextValue as Context);
@@ -128,13 +167,7 @@ export async function runRoute(
 
   // The schema's own scalars coerce the values, once, inside execute: what they refuse is the caller's mistake
   // (see variableProblems), answered before any resolver ran.
-  const result = await execute({
-    schema,
-    document: route.spec.document,
-    operationName,
-    variableValues: variables,
-    contextValue,
-  });
+  const result = await runner.execute({ document: route.spec.document, operationName, variableValues: variables, contextValue });
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
   const problems = variableProblems(result as ExecutionResult);
   if (problems) return refuse(invalidQueryResponse(problems, target));
@@ -157,12 +190,15 @@ export function variableProblems(result: ExecutionResult): QueryProblem[] | null
  * like any operation (auth, limits, masking), with the path parameter as the run's id and the query parameters
  * the stream takes; `Last-Event-ID` resumes from the event log.
  */
-export async function runStream({ yoga, route, pathValues, url, request, serverContext, target }: RouteRequest): Promise<Response | RestResponse> {
+export async function runStream(
+  { route, pathValues, url, input, target, log }: RouteRequest,
+  { yoga, request, serverContext }: { yoga: Yoga; request: Request; serverContext: object },
+): Promise<Response | RestResponse> {
   const stream = route.spec.stream!;
   const operationName = getOperationAST(stream.document)?.name?.value;
-  const pipeline = await enveloped(yoga, request, serverContext, operationName, `${route.spec.method} ${route.spec.path} (stream)`, target);
+  const runner = envelopedRunner(yoga, request, serverContext, operationName, `${route.spec.method} ${route.spec.path} (stream)`);
+  const pipeline = await authenticated(runner, log, target);
   if ('refused' in pipeline) return pipeline.refused;
-  const { subscribe, schema } = pipeline.run;
   const { context } = pipeline;
 
   const variables: Record<string, unknown> = {};
@@ -174,7 +210,7 @@ export async function runStream({ yoga, route, pathValues, url, request, serverC
     else if (values.length > 1) problems.push({ parameter: name, message: `'${name}' may be given only once` });
     else variables[param.variable] = values[0]!.replace(/^eq\./, '');
   }
-  const lastEventId = parseLastEventId(request.headers.get('last-event-id'));
+  const lastEventId = parseLastEventId(input.header('last-event-id'));
   if (lastEventId === null) problems.push({ parameter: 'Last-Event-ID', message: 'Last-Event-ID must be an event id: the digits of a message id this stream sent' });
   if (problems.length > 0) return invalidQueryResponse(problems, target);
   for (const [index, param] of route.pathParams.entries()) {
@@ -187,7 +223,7 @@ export async function runStream({ yoga, route, pathValues, url, request, serverC
 
   const cursor = { after: lastEventId ?? undefined, current: lastEventId ?? 0 };
   context.streamCursor = cursor;
-  const result = await subscribe({ schema, document: stream.document, operationName, variableValues: variables, contextValue: context });
+  const result = await runner.subscribe({ document: stream.document, operationName, variableValues: variables, contextValue: context });
   return eventStreamResponse({
     result: result as AsyncIterable<ExecutionResult> | ExecutionResult,
     event: stream.event,
@@ -204,12 +240,12 @@ export async function runStream({ yoga, route, pathValues, url, request, serverC
  * chunked body without Content-Length), 400 for text that is not JSON or JSON that is not an object.
  */
 async function readJsonBody(
-  request: Request,
+  input: RouteInput,
   spec: BodySpec,
   maxBytes: number,
   target: ResponseTarget,
 ): Promise<{ value: Record<string, unknown> } | { refused: RestResponse }> {
-  const contentType = request.headers.get('content-type') ?? '';
+  const contentType = input.header('content-type') ?? '';
   const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
   // A body that may be left out: no Content-Type is taken as no body (checked once it is read).
   const bodiless = spec.optional === true && contentType === '';
@@ -225,16 +261,11 @@ async function readJsonBody(
   }
   const chunks: Uint8Array[] = [];
   let size = 0;
-  const reader = request.body?.getReader();
-  for (;;) {
-    const next = reader ? await reader.read() : { done: true as const, value: undefined };
-    if (next.done) break;
-    size += next.value.byteLength;
-    if (size > maxBytes) {
-      await reader?.cancel().catch(() => undefined);
-      return { refused: errorResponse('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${maxBytes} bytes`, target) };
-    }
-    chunks.push(next.value);
+  // Leaving the loop early (past the limit) cancels the rest of the body.
+  for await (const chunk of input.body() ?? []) {
+    size += chunk.byteLength;
+    if (size > maxBytes) return { refused: errorResponse('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${maxBytes} bytes`, target) };
+    chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (bodiless) {
@@ -257,8 +288,8 @@ async function readJsonBody(
  * A thrown error. Errors from the context function and from execution were already masked by yoga, so one
  * with a known code is meant to be shown; anything else is a fault here: logged, and answered without details.
  */
-export function unexpectedErrorResponse(yoga: Yoga, error: unknown, target: ResponseTarget): RestResponse {
+export function unexpectedErrorResponse(log: Logger, error: unknown, target: ResponseTarget): RestResponse {
   if (error instanceof GraphQLError && isErrorCode(error.extensions.code)) return graphqlErrorResponse(error, target);
-  yoga.logger.error(error);
+  log.error({ err: error }, 'unexpected error');
   return errorResponse('INTERNAL', 'Internal error', target);
 }

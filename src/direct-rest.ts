@@ -1,0 +1,229 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { normalizedExecutor } from '@graphql-tools/executor';
+import type { ExecutionResult, GraphQLSchema } from 'graphql';
+import { viewerOf } from './auth/request-viewers.js';
+import type { Viewer } from './auth/viewer.js';
+import type { Context } from './context.js';
+import { withStatementSignal } from './db/cancellation.js';
+import { newRequestId } from './errors.js';
+import { jsonBytes } from './json-bytes.js';
+import type { Logger } from './logger.js';
+import { INTEGRATIONS_BASE, withoutTrailingSlash } from './paths.js';
+import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline } from './plugins/use-deadline.js';
+import { unstorableTextError } from './plugins/use-limits.js';
+import type { GatewayMetrics } from './plugins/use-metrics.js';
+import { budgetHeaders, type BudgetState, type RateLimits } from './plugins/use-rate-limit.js';
+import { logRequest } from './plugins/use-request-log.js';
+import { securityHeaders } from './plugins/use-security-headers.js';
+import type { CompiledRoute } from './rest/compile-routes.js';
+import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './rest/envelope.js';
+import { acceptsEventStream } from './rest/event-stream.js';
+import { runRoute, unexpectedErrorResponse, type OperationRunner, type RouteInput } from './rest/handler.js';
+
+// The REST reads served directly: a GET of a documented path is answered on node:http (or from `gateway.fetch`)
+// without yoga's request pipeline, its fetch-API request and response objects and envelop's per-request hooks,
+// which cost more CPU than the read itself (bench/analysis.md). The route still runs its fixed, pre-validated
+// GraphQL document against the same schema, through rest/handler.ts like every route, and every plugin's check
+// applies as the same function the plugin calls: the time limit (use-deadline), authentication
+// (auth/request-viewers), the rate limit (use-rate-limit), the variables' text check (use-limits), error masking
+// (use-error-masking), metrics, the request log and the security headers. A request this path does not take
+// (another method, an event stream, a cross-origin request under CORS, an oversized URL, a body, a path no GET
+// route has) goes through yoga's pipeline as before; test/direct-rest.test.ts checks that both answer alike.
+
+/** What the direct path reads of a request, from node:http or from a fetch Request. */
+interface Incoming {
+  method: string;
+  /** The request's URL as yoga would build it (its origin names this server in the error bodies' docs links). */
+  url: string;
+  header(name: string): string | null;
+  /** The request body, when it has one. */
+  body(): AsyncIterable<Uint8Array> | null;
+  /** The client's address, for the rate limit of a request without a valid credential. */
+  remoteAddress: string;
+}
+
+/** The answer, ready to send. */
+interface Outgoing {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array<ArrayBuffer> | null;
+}
+
+export interface DirectRestOptions {
+  schema: GraphQLSchema;
+  compiled: readonly CompiledRoute[];
+  logger: Logger;
+  /** The credential checks the context uses (auth/credentials.ts). */
+  credentials: Parameters<typeof viewerOf>[1];
+  timeoutMs: number;
+  maxUrlLength: number;
+  maxBodyBytes: number;
+  rateLimits: RateLimits | null;
+  metrics: GatewayMetrics | null;
+  cors: boolean;
+  /** Yoga's masking function (use-error-masking): what a result or a failed lookup may show. */
+  maskError: (error: unknown, message: string) => Error;
+  /** The context's fields that do not depend on the request. */
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'live'>;
+}
+
+/** The REST reads served without yoga: `node` and `fetch` answer a request they take, and return false / null otherwise. */
+export interface DirectRest {
+  node(req: IncomingMessage, res: ServerResponse): boolean;
+  fetch(request: Request, remoteAddress?: string): Promise<Response> | null;
+}
+
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+/** yoga's masking message (maskedErrors.errorMessage). */
+const MASKED_MESSAGE = 'Unexpected error.';
+
+export function createDirectRest(options: DirectRestOptions): DirectRest {
+  const { compiled, logger, cors } = options;
+  const getRoutes = compiled.filter((route) => route.spec.method === 'GET');
+  const logging = () => logger.isLevelEnabled('info');
+
+  /** The route this path answers the request with, or null for yoga's pipeline. */
+  function take(incoming: Incoming): { url: URL; pathname: string; route: CompiledRoute; pathValues: string[] } | null {
+    if (incoming.method !== 'GET') return null;
+    if (incoming.header('content-length') !== null || incoming.header('transfer-encoding') !== null) return null;
+    if (cors && incoming.header('origin') !== null) return null;
+    let url: URL;
+    try {
+      url = new URL(incoming.url);
+    } catch {
+      return null;
+    }
+    if (url.pathname.length + url.search.length > options.maxUrlLength) return null;
+    const pathname = withoutTrailingSlash(url.pathname);
+    if (!pathname.startsWith(`${INTEGRATIONS_BASE}/`)) return null;
+    for (const route of getRoutes) {
+      const match = route.pathPattern.exec(pathname);
+      if (!match) continue;
+      if (route.spec.stream && acceptsEventStream(incoming.header('accept'))) return null;
+      return { url, pathname, route, pathValues: match.slice(1) };
+    }
+    return null;
+  }
+
+  async function answer(incoming: Incoming, taken: NonNullable<ReturnType<typeof take>>): Promise<Outgoing> {
+    const startedAt = performance.now();
+    const requestId = newRequestId();
+    const target: ResponseTarget = { requestId, origin: taken.url.origin };
+    const deadline = startDeadline(options.timeoutMs);
+    let viewer: Viewer | null | undefined;
+    let budget: BudgetState | undefined;
+    let response: RestResponse;
+    try {
+      response = await withStatementSignal(deadline.signal, async () => {
+        const authorization = incoming.header('authorization');
+        // One lookup for the rate limit and the context, within the request's time (RequestViewers, use-rate-limit).
+        const lookup = withinDeadline(
+          deadline,
+          viewerOf(authorization, options.credentials).then((found) => (viewer = found)),
+        );
+        lookup.catch(() => undefined);
+        if (options.rateLimits) {
+          const check = await options.rateLimits.check(taken.pathname, await lookup.catch(() => null), incoming.remoteAddress);
+          budget = check?.state;
+          if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
+        }
+        const runner: OperationRunner = {
+          context: async () => {
+            try {
+              return { ...options.contextBase, viewer: await lookup, requestId, idempotency: null, authorization };
+            } catch (error) {
+              throw options.maskError(error, MASKED_MESSAGE);
+            }
+          },
+          execute: async (args) => {
+            const done = options.metrics?.operationStarted(args.document, args.operationName, 'rest');
+            const refusal = unstorableTextError(args.variableValues);
+            const result = refusal
+              ? { errors: [refusal] }
+              : ((await executeWithinDeadline(deadline, normalizedExecutor, { schema: options.schema, ...args })) as ExecutionResult);
+            const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
+            done?.(masked);
+            return masked;
+          },
+        };
+        const input: RouteInput = { header: incoming.header, body: incoming.body };
+        return (await runRoute({ ...taken, input, target, log: logger }, runner, options.maxBodyBytes)).response;
+      });
+    } catch (error) {
+      response = unexpectedErrorResponse(logger, error, target);
+    } finally {
+      deadline.end();
+    }
+    // An answer ready only past the time limit is replaced by the 503, keeping its other headers (use-deadline).
+    if (isPastDeadline(deadline) && response.status !== 503) {
+      const late = graphqlErrorResponse(timeoutError(), target);
+      response = { ...late, headers: { ...response.headers, ...late.headers } };
+    }
+    const body = response.status === 204 ? null : jsonBytes(response.body);
+    const headers: Record<string, string> = body === null ? {} : { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(body.byteLength) };
+    // Lower-case names, as yoga's Headers send them; later ones win, as the plugins' onResponse hooks set them.
+    const add = (more: Record<string, string>) => {
+      for (const name in more) headers[name.toLowerCase()] = more[name]!;
+    };
+    add(response.headers);
+    add({ 'x-request-id': requestId });
+    add(securityHeaders(body === null ? '' : JSON_CONTENT_TYPE, { cors, vary: null, cacheControl: null }));
+    if (budget) add(budgetHeaders(budget));
+    if (logging()) {
+      logRequest(logger, { requestId, method: incoming.method, pathname: taken.url.pathname, status: response.status, startedAt, tenantId: viewer?.tenantId });
+    }
+    options.metrics?.requestDone(incoming.method, taken.url.pathname, response.status, startedAt);
+    return { status: response.status, headers, body };
+  }
+
+  return {
+    node(req, res) {
+      const incoming: Incoming = {
+        method: req.method ?? 'GET',
+        url: `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${hostOf(req)}${req.url ?? '/'}`,
+        header: (name) => headerValue(req.headers[name]),
+        body: () => req,
+        remoteAddress: req.socket.remoteAddress ?? 'unknown',
+      };
+      const taken = take(incoming);
+      if (!taken) return false;
+      answer(incoming, taken).then(
+        ({ status, headers, body }) => {
+          res.writeHead(status, headers);
+          res.end(body);
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, 'direct REST answer failed');
+          if (!res.headersSent) res.writeHead(500);
+          res.end();
+        },
+      );
+      return true;
+    },
+    fetch(request, remoteAddress = 'unknown') {
+      const incoming: Incoming = {
+        method: request.method,
+        url: request.url,
+        header: (name) => request.headers.get(name),
+        body: () => request.body as AsyncIterable<Uint8Array> | null,
+        remoteAddress,
+      };
+      const taken = take(incoming);
+      if (!taken) return null;
+      return answer(incoming, taken).then(({ status, headers, body }) => new Response(body, { status, headers }));
+    },
+  };
+}
+
+/** The host part of the URL as @whatwg-node/server builds it for yoga: the Host header, else the local address and port. */
+function hostOf(req: IncomingMessage): string {
+  const host = req.headers.host;
+  if (host) return host;
+  const local = req.socket.localAddress;
+  return local && !local.includes('::') && !local.includes('ffff') ? `${local}:${req.socket.localPort ?? 80}` : 'localhost';
+}
+
+function headerValue(value: string | string[] | undefined): string | null {
+  if (value === undefined) return null;
+  return Array.isArray(value) ? value.join(', ') : value;
+}
