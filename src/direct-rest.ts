@@ -4,6 +4,7 @@ import type { ExecutionResult, GraphQLSchema } from 'graphql';
 import { viewerOf } from './auth/request-viewers.js';
 import type { Viewer } from './auth/viewer.js';
 import type { Context } from './context.js';
+import type { CompiledExecution } from './graphql/compiled-execution.js';
 import { withStatementSignal } from './db/cancellation.js';
 import { newRequestId } from './errors.js';
 import { jsonBytes } from './json-bytes.js';
@@ -61,6 +62,8 @@ export interface DirectRestOptions {
   rateLimits: RateLimits | null;
   metrics: GatewayMetrics | null;
   cors: boolean;
+  /** The compiled queries (the REST documents are compiled at their first run). */
+  compiledExecution: CompiledExecution;
   /** Yoga's masking function (use-error-masking): what a result or a failed lookup may show. */
   maskError: (error: unknown, message: string) => Error;
   /** The context's fields that do not depend on the request. */
@@ -138,9 +141,10 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
           execute: async (args) => {
             const done = options.metrics?.operationStarted(args.document, args.operationName, 'rest');
             const refusal = unstorableTextError(args.variableValues);
+            const executor = options.compiledExecution.executorFor(args.document, args.operationName, true) ?? normalizedExecutor;
             const result = refusal
               ? { errors: [refusal] }
-              : ((await executeWithinDeadline(deadline, normalizedExecutor, { schema: options.schema, ...args })) as ExecutionResult);
+              : ((await executeWithinDeadline(deadline, executor as typeof normalizedExecutor, { schema: options.schema, ...args })) as ExecutionResult);
             const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
             done?.(masked);
             return masked;

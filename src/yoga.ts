@@ -8,11 +8,13 @@ import { RequestViewers } from './auth/request-viewers.js';
 import type { Context } from './context.js';
 import type { Database } from './db/client.js';
 import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
+import { compiledExecutionOf } from './graphql/compiled-execution.js';
 import { schema } from './graphql/schema.js';
 import { createLive, type Live, type LiveOptions } from './live/live.js';
 import type { Logger } from './logger.js';
 import { GRAPHQL_ENDPOINT } from './paths.js';
 import { useAuth } from './plugins/use-auth.js';
+import { useCompiledExecution } from './plugins/use-compiled-execution.js';
 import { useErrorDocs } from './plugins/use-error-docs.js';
 import { createMaskError } from './plugins/use-error-masking.js';
 import { useHealth } from './plugins/use-health.js';
@@ -132,6 +134,7 @@ export function createGateway({
     ? null
     : RateLimits.create({ perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL, logger, ...rateLimit });
   const maskError = createMaskError(logger);
+  const compiledExecution = compiledExecutionOf(schema);
   let draining = false;
   const yoga = createYoga<Record<string, unknown>, Context>({
     schema,
@@ -174,6 +177,7 @@ query Connections {
     // answer before limits and rate limits; REST answers after them. The deadline comes first: its onResponse
     // may replace a late answer, and every later plugin must see that one.
     plugins: [
+      useCompiledExecution({ compiled: compiledExecution, trusted: REST_DOCUMENTS }),
       ...optional('deadline', () => useDeadline({ timeoutMs: limits.timeoutMs })),
       ...optional('request-id', () => useRequestId()),
       ...optional('request-log', () => useRequestLog({ logger, viewers })),
@@ -213,6 +217,7 @@ query Connections {
           metrics,
           cors: corsOrigins.length > 0,
           maskError,
+          compiledExecution,
           contextBase: { db, webhooks, live },
         })
       : null;

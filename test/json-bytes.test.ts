@@ -24,8 +24,11 @@ describe('jsonBytes', () => {
     }));
     fc.assert(
       fc.property(value, (v) => {
-        if (JSON.stringify(v) === undefined) expect(() => jsonBytes(v)).toThrow(TypeError);
-        else expect(jsonBytes(v).equals(reference(v))).toBe(true);
+        // Written in pieces (any list) and whole.
+        for (const piecesFrom of [0, Infinity]) {
+          if (JSON.stringify(v) === undefined) expect(() => jsonBytes(v, piecesFrom)).toThrow(TypeError);
+          else expect(jsonBytes(v, piecesFrom).equals(reference(v))).toBe(true);
+        }
       }),
       { numRuns: 2_000 },
     );

@@ -1,0 +1,155 @@
+import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import { getVariableValues, normalizedExecutor } from '@graphql-tools/executor';
+import {
+  getOperationAST,
+  GraphQLError,
+  GraphQLScalarType,
+  GraphQLSchema,
+  BREAK,
+  Kind,
+  visit,
+  type DocumentNode,
+  type ExecutionResult,
+  type TypeNode,
+} from 'graphql';
+
+// Queries executed by code graphql-jit generates for each document, instead of graphql-js walking the document
+// for every field of every row: about half the CPU of a 100-connection REST page, and a sixth of a 10-run sync
+// page (bench/analysis.md). graphql-jit inlines the coercion of a variable's input type into the generated code
+// and recurses without end on a recursive input (the filters' `and`/`or`/`not`; graphql-jit issues #81, #175).
+// So the variables are coerced as every operation's are (@graphql-tools/executor's getVariableValues, which yoga's
+// executor runs: the same checks and messages; a refusal is answered by that executor itself), and handed to the generated code through a pass-through scalar that a shadow of the schema adds:
+// the shadow holds the very same types, fields and resolvers, and its one extra scalar is never part of the
+// public schema. Boolean variables keep their type (graphql-jit checks the type of those `@include` reads).
+// Only queries are compiled: mutations and subscriptions run as before, and so do queries that read the schema
+// itself (`__schema`, `__type`), which would show the shadow's scalar.
+
+/** What runs a compiled query: its arguments as graphql-js `execute` takes them. */
+export interface CompiledExecutionArgs {
+  document: DocumentNode;
+  operationName?: string | null | undefined;
+  variableValues?: Record<string, unknown> | null | undefined;
+  contextValue?: unknown;
+  rootValue?: unknown;
+}
+
+type Executor = (args: CompiledExecutionArgs) => Promise<ExecutionResult> | ExecutionResult;
+
+/** As the executor of every other operation (@graphql-tools/executor's execute). */
+const MAX_VARIABLE_ERRORS = 50;
+
+/** The name of the scalar that passes coerced variables through. */
+const PASS_THROUGH = 'CoercedVariable';
+
+/** How often a client's document runs before it is compiled: one-off documents are not worth ~10 ms of compiling. */
+const COMPILE_AT_RUN = 2;
+
+interface Entry {
+  runs: number;
+  /** By operation name ('' for the only one): the compiled query, or null when it is not compiled (not a query). */
+  compiled: Map<string, Executor | null>;
+}
+
+const bySchema = new WeakMap<GraphQLSchema, CompiledExecution>();
+
+/** The compiled queries of `schema`, shared by every gateway built on it (each document is compiled once per process). */
+export function compiledExecutionOf(schema: GraphQLSchema): CompiledExecution {
+  let compiled = bySchema.get(schema);
+  if (!compiled) {
+    compiled = new CompiledExecution(schema);
+    bySchema.set(schema, compiled);
+  }
+  return compiled;
+}
+
+/**
+ * The compiled queries of a schema, per document object (yoga's parse cache and the REST routes reuse a document
+ * for the same text, and a document that is no longer used is forgotten with it).
+ */
+export class CompiledExecution {
+  private readonly shadow: GraphQLSchema;
+  private readonly documents = new WeakMap<DocumentNode, Entry>();
+
+  constructor(private readonly schema: GraphQLSchema) {
+    const config = schema.toConfig();
+    const passThrough = new GraphQLScalarType({ name: PASS_THROUGH, parseValue: (value) => value, serialize: (value) => value });
+    this.shadow = new GraphQLSchema({ ...config, types: [...config.types, passThrough] });
+  }
+
+  /**
+   * The compiled executor of the document's operation, or null when it is not (yet) compiled: a mutation, a
+   * subscription, a document run fewer than COMPILE_AT_RUN times, one graphql-jit refuses. `trusted` documents
+   * (the server's own) are compiled at their first run.
+   */
+  executorFor(document: DocumentNode, operationName: string | null | undefined, trusted = false): Executor | null {
+    let entry = this.documents.get(document);
+    if (!entry) {
+      entry = { runs: 0, compiled: new Map() };
+      this.documents.set(document, entry);
+    }
+    const key = operationName ?? '';
+    const known = entry.compiled.get(key);
+    if (known !== undefined) return known;
+    entry.runs += 1;
+    if (!trusted && entry.runs < COMPILE_AT_RUN) return null;
+    const executor = this.compile(document, operationName);
+    entry.compiled.set(key, executor);
+    return executor;
+  }
+
+  private compile(document: DocumentNode, operationName: string | null | undefined): Executor | null {
+    const operation = getOperationAST(document, operationName);
+    if (!operation || operation.operation !== 'query' || introspects(document)) return null;
+    const variableDefinitions = operation.variableDefinitions ?? [];
+    const shadowDocument = visit(document, {
+      VariableDefinition: (node) =>
+        namedType(node.type) === 'Boolean' ? undefined : { ...node, type: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: PASS_THROUGH } }, defaultValue: undefined },
+    });
+    let compiled: ReturnType<typeof compileQuery<Record<string, unknown>, Record<string, unknown>>>;
+    try {
+      compiled = compileQuery<Record<string, unknown>, Record<string, unknown>>(this.shadow, shadowDocument, operationName ?? undefined);
+    } catch {
+      return null;
+    }
+    if (!isCompiledQuery(compiled)) return null;
+    const query: CompiledQuery<Record<string, unknown>, Record<string, unknown>> = compiled;
+    return async (args) => {
+      const variables = getVariableValues(this.schema, variableDefinitions, args.variableValues ?? {}, { maxErrors: MAX_VARIABLE_ERRORS });
+      // A refusal is answered by the executor every other operation runs on (the same errors, with their status).
+      if (variables.errors) return normalizedExecutor({ schema: this.schema, ...args }) as Promise<ExecutionResult> | ExecutionResult;
+      // graphql 16: the coerced values beside their sources (@graphql-tools/executor's own shape).
+      const { coerced } = variables.variableValues as unknown as { coerced: Record<string, unknown> };
+      const result = (await query.query(args.rootValue, args.contextValue, coerced)) as ExecutionResult;
+      // Members in the order graphql-js gives them, as clients see them serialised.
+      return result.errors ? { errors: result.errors.map(asGraphQLError), data: result.data } : result;
+    };
+  }
+}
+
+/**
+ * graphql-jit's errors as graphql-js builds them: graphql-jit leaves `extensions` undefined when the resolver's
+ * error had none, where graphql-js gives `{}` and takes the original error's, which the masking reads.
+ */
+function asGraphQLError(error: GraphQLError): GraphQLError {
+  const located = new GraphQLError(error.message, { path: error.path, originalError: error.originalError ?? undefined, extensions: error.extensions });
+  return Object.assign(located, { locations: error.locations });
+}
+
+/** Whether the document reads the schema (`__schema`, `__type`): the shadow would show its extra scalar. */
+function introspects(document: DocumentNode): boolean {
+  let found = false;
+  visit(document, {
+    Field(node) {
+      if (node.name.value === '__schema' || node.name.value === '__type') {
+        found = true;
+        return BREAK;
+      }
+      return undefined;
+    },
+  });
+  return found;
+}
+
+function namedType(type: TypeNode): string {
+  return type.kind === Kind.NAMED_TYPE ? type.name.value : namedType(type.type);
+}
