@@ -7,6 +7,7 @@
 //   COMPARE_SCENARIOS=syncs-connection,connected   the scenarios (ids of bench/scenarios.ts; default: the REST ones
 //                                                   and graphql-nested-50)
 //   COMPARE_ROUNDS=3  COMPARE_DURATION=4           rounds and measured seconds per figure
+//   COMPARE_WARMUP=3                               seconds of each scenario on each server before the rounds
 //   COMPARE_RELOAD=1                               drop and load the database again
 
 import { loadavg } from 'node:os';
@@ -19,6 +20,7 @@ import { scenarios as buildScenarios, type Scenario } from './scenarios.js';
 const DATABASE = 'bench_compare';
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.COMPARE_DURATION ?? 4);
+const WARMUP_S = Number(process.env.COMPARE_WARMUP ?? 3);
 const WANTED = (process.env.COMPARE_SCENARIOS ?? 'syncs-connection,syncs-filtered,connected,connected-one,graphql-nested-50').split(',');
 
 interface Server {
@@ -86,6 +88,11 @@ async function main(): Promise<void> {
       const answers = await Promise.all(servers.map((server) => fetchOnce(server, scenario, token)));
       const same = answers.every((a) => a.status === 200 && a.body === answers[answers.length - 1]!.body);
       if (!same) log(`${scenario.id}: answers differ (${answers.map((a) => `${a.status} ${a.body.length} B`).join(' / ')})`);
+    }
+    // A first pass warms every server up on every scenario (V8 optimises the gateway's larger code later than the
+    // baseline's): without it the first round measures the gateway half-compiled.
+    for (const scenario of list) {
+      for (const server of servers) await measureLoad(server, scenario, { token, connections: 10, durationS: WARMUP_S, warmupS: 0 });
     }
     log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ${ROUNDS} rounds of ${DURATION_S} s`);
     const results = new Map<string, Map<Server, LoadResult[]>>(list.map((s) => [s.id, new Map(servers.map((v) => [v, []]))]));

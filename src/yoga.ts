@@ -28,6 +28,7 @@ import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
+import { useResultBytes } from './plugins/use-result-bytes.js';
 import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
 import { compileRoutes } from './rest/compile-routes.js';
 import { createDirectRest, type DirectRest } from './direct-rest.js';
@@ -190,6 +191,7 @@ query Connections {
       useRateLimit({ limits: rateLimits, viewers }),
       useAuth(),
       ...optional('request-error-codes', () => useRequestErrorCodes()),
+      useResultBytes(),
       useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
       { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
     ],

@@ -169,8 +169,31 @@ export function operationCost(args: OperationArgs): number | null {
   return cost;
 }
 
-function costError(args: OperationArgs, maxCost: number): GraphQLError | null {
+/** Costs already measured, per document and per operation name and variables (at most COSTS_PER_DOCUMENT each). */
+const measuredCosts = new WeakMap<DocumentNode, Map<string, number | null>>();
+const COSTS_PER_DOCUMENT = 64;
+
+/**
+ * operationCost, remembered: a document's cost depends on nothing but the document, the operation and the
+ * variables (src/graphql/complexity.ts), and the walk is a validation pass over the whole document.
+ */
+function rememberedCost(args: OperationArgs): number | null {
+  let costs = measuredCosts.get(args.document);
+  if (!costs) {
+    costs = new Map();
+    measuredCosts.set(args.document, costs);
+  }
+  const key = `${args.operationName ?? ''}\0${JSON.stringify(args.variableValues ?? {})}`;
+  const known = costs.get(key);
+  if (known !== undefined) return known;
   const cost = operationCost(args);
+  if (costs.size >= COSTS_PER_DOCUMENT) costs.clear();
+  costs.set(key, cost);
+  return cost;
+}
+
+function costError(args: OperationArgs, maxCost: number): GraphQLError | null {
+  const cost = rememberedCost(args);
   if (cost === null || cost <= maxCost) return null;
   return limitError(
     `The query's estimated cost is ${cost}, over the budget of ${maxCost}: each field costs 1, and a list's selection counts once per item its limit allows. Ask for smaller pages or fewer nested lists.`,
