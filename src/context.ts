@@ -25,3 +25,8 @@ export interface Context {
    */
   streamCursor?: { after?: number; current: number };
 }
+
+/** A request's Idempotency-Key header, as the context holds it (checked by the mutation that uses it). */
+export function idempotencyOf(header: string | null): Context['idempotency'] {
+  return header === null ? null : { key: header };
+}

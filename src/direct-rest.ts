@@ -3,7 +3,7 @@ import { normalizedExecutor } from '@graphql-tools/executor';
 import type { ExecutionResult, GraphQLSchema } from 'graphql';
 import { viewerOf } from './auth/request-viewers.js';
 import type { Viewer } from './auth/viewer.js';
-import type { Context } from './context.js';
+import { idempotencyOf, type Context } from './context.js';
 import type { CompiledExecution } from './graphql/compiled-execution.js';
 import { withStatementSignal } from './db/cancellation.js';
 import { newRequestId } from './errors.js';
@@ -15,21 +15,23 @@ import { unstorableTextError } from './plugins/use-limits.js';
 import type { GatewayMetrics } from './plugins/use-metrics.js';
 import { budgetHeaders, type BudgetState, type RateLimits } from './plugins/use-rate-limit.js';
 import { logRequest } from './plugins/use-request-log.js';
+import { withIdempotency } from './plugins/use-rest.js';
 import { securityHeaders } from './plugins/use-security-headers.js';
 import type { CompiledRoute } from './rest/compile-routes.js';
 import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './rest/envelope.js';
 import { acceptsEventStream } from './rest/event-stream.js';
 import { runRoute, unexpectedErrorResponse, type OperationRunner, type RouteInput } from './rest/handler.js';
 
-// The REST reads served directly: a GET of a documented path is answered on node:http (or from `gateway.fetch`)
-// without yoga's request pipeline, its fetch-API request and response objects and envelop's per-request hooks,
-// which cost more CPU than the read itself (bench/analysis.md). The route still runs its fixed, pre-validated
-// GraphQL document against the same schema, through rest/handler.ts like every route, and every plugin's check
-// applies as the same function the plugin calls: the time limit (use-deadline), authentication
-// (auth/request-viewers), the rate limit (use-rate-limit), the variables' text check (use-limits), error masking
-// (use-error-masking), metrics, the request log and the security headers. A request this path does not take
-// (another method, an event stream, a cross-origin request under CORS, an oversized URL, a body, a path no GET
-// route has) goes through yoga's pipeline as before; test/direct-rest.test.ts checks that both answer alike.
+// The REST requests served directly: a documented path is answered on node:http (or from `gateway.fetch`) without
+// yoga's request pipeline, its fetch-API request and response objects and envelop's per-request hooks, which cost
+// more CPU than a read itself (bench/analysis.md). The route still runs its fixed, pre-validated GraphQL document
+// against the same schema, through rest/handler.ts like every route (its body read and checked there, its
+// Idempotency-Key kept by use-rest's withIdempotency), and every plugin's check applies as the same function the
+// plugin calls: the time limit (use-deadline), authentication (auth/request-viewers), the rate limit
+// (use-rate-limit), the variables' text check (use-limits), error masking (use-error-masking), metrics, the request
+// log and the security headers. A request this path does not take (HEAD or a method no route has, an event
+// stream, a cross-origin request under CORS, an oversized URL or declared body, a GET with a body, a path no route
+// of its method has) goes through yoga's pipeline as before; test/direct-rest.test.ts checks that both answer alike.
 
 /** What the direct path reads of a request, from node:http or from a fetch Request. */
 interface Incoming {
@@ -70,7 +72,7 @@ export interface DirectRestOptions {
   contextBase: Pick<Context, 'db' | 'webhooks' | 'live'>;
 }
 
-/** The REST reads served without yoga: `node` and `fetch` answer a request they take, and return false / null otherwise. */
+/** The REST requests served without yoga: `node` and `fetch` answer a request they take, and return false / null otherwise. */
 export interface DirectRest {
   node(req: IncomingMessage, res: ServerResponse): boolean;
   fetch(request: Request, remoteAddress?: string): Promise<Response> | null;
@@ -82,13 +84,20 @@ const MASKED_MESSAGE = 'Unexpected error.';
 
 export function createDirectRest(options: DirectRestOptions): DirectRest {
   const { compiled, logger, cors } = options;
-  const getRoutes = compiled.filter((route) => route.spec.method === 'GET');
+  // Every method a route has, but HEAD (GET without the body, yoga's): PUT, OPTIONS and the like are yoga's to refuse.
+  const routesByMethod = new Map<string, CompiledRoute[]>();
+  for (const route of compiled) routesByMethod.set(route.spec.method, [...(routesByMethod.get(route.spec.method) ?? []), route]);
   const logging = () => logger.isLevelEnabled('info');
 
   /** The route this path answers the request with, or null for yoga's pipeline. */
   function take(incoming: Incoming): { url: URL; pathname: string; route: CompiledRoute; pathValues: string[] } | null {
-    if (incoming.method !== 'GET') return null;
-    if (incoming.header('content-length') !== null || incoming.header('transfer-encoding') !== null) return null;
+    const routesOfMethod = routesByMethod.get(incoming.method);
+    if (!routesOfMethod) return null;
+    // A body is read by the routes that take one; a GET with a body, or a body declared over the limit, is yoga's
+    // to refuse (use-limits).
+    const length = incoming.header('content-length');
+    const hasBody = (length !== null && length !== '0') || incoming.header('transfer-encoding') !== null;
+    if (hasBody && (incoming.method === 'GET' || Number(length ?? 0) > options.maxBodyBytes || !/^\d*$/.test(length ?? ''))) return null;
     if (cors && incoming.header('origin') !== null) return null;
     let url: URL;
     try {
@@ -99,7 +108,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
     if (url.pathname.length + url.search.length > options.maxUrlLength) return null;
     const pathname = withoutTrailingSlash(url.pathname);
     if (!pathname.startsWith(`${INTEGRATIONS_BASE}/`)) return null;
-    for (const route of getRoutes) {
+    for (const route of routesOfMethod) {
       const match = route.pathPattern.exec(pathname);
       if (!match) continue;
       if (route.spec.stream && acceptsEventStream(incoming.header('accept'))) return null;
@@ -133,7 +142,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
         const runner: OperationRunner = {
           context: async () => {
             try {
-              return { ...options.contextBase, viewer: await lookup, requestId, idempotency: null, authorization };
+              return { ...options.contextBase, viewer: await lookup, requestId, idempotency: idempotencyOf(incoming.header('idempotency-key')), authorization };
             } catch (error) {
               throw options.maskError(error, MASKED_MESSAGE);
             }
@@ -151,7 +160,8 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
           },
         };
         const input: RouteInput = { header: incoming.header, body: incoming.body };
-        return (await runRoute({ ...taken, input, target, log: logger }, runner, options.maxBodyBytes)).response;
+        const { response, context } = await runRoute({ ...taken, input, target, log: logger }, runner, options.maxBodyBytes);
+        return context ? await withIdempotency(taken.route, context, response, target) : response;
       });
     } catch (error) {
       response = unexpectedErrorResponse(logger, error, target);

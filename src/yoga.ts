@@ -5,7 +5,7 @@ import { authenticate } from './auth/credentials.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import { createKnownTenants } from './auth/known-tenants.js';
 import { RequestViewers } from './auth/request-viewers.js';
-import type { Context } from './context.js';
+import { idempotencyOf, type Context } from './context.js';
 import type { Database } from './db/client.js';
 import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
 import { compiledExecutionOf } from './graphql/compiled-execution.js';
@@ -59,10 +59,10 @@ export interface GatewayOptions {
    */
   withoutPlugins?: readonly OptionalPlugin[];
   /**
-   * Whether REST reads are served directly (src/direct-rest.ts; default true). Off, every request goes through
+   * Whether REST requests are served directly (src/direct-rest.ts; default true). Off, every request goes through
    * yoga's pipeline: test/direct-rest.test.ts compares the two. Leaving out a plugin turns it off too.
    */
-  directReads?: boolean;
+  directRest?: boolean;
 }
 
 /** The plugins `withoutPlugins` may name. */
@@ -93,7 +93,7 @@ export interface Gateway {
   getEnveloped: Yoga['getEnveloped'];
   /** Stops the plugins' and the live services' background work. */
   dispose(): Promise<void>;
-  /** The REST reads served without yoga's pipeline (src/direct-rest.ts); null when `directReads` is off. */
+  /** The REST requests served without yoga's pipeline (src/direct-rest.ts); null when the option `directRest` is off. */
   directRest: DirectRest | null;
   /** The live services of this gateway; `dispose()` stops them. */
   live: Live;
@@ -110,7 +110,7 @@ export function createGateway({
   rateLimit,
   live: liveOptions,
   withoutPlugins = [],
-  directReads = true,
+  directRest = true,
 }: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
   const tenants = createKnownTenants(db);
@@ -199,14 +199,14 @@ query Connections {
       db,
       requestId: requestIdOf(request),
       viewer: await viewers.of(request),
-      idempotency: idempotencyOf(request),
+      idempotency: idempotencyOf(request.headers.get('idempotency-key')),
       authorization: request.headers.get('authorization'),
       webhooks,
       live,
     }),
   });
   const direct =
-    directReads && withoutPlugins.length === 0
+    directRest && withoutPlugins.length === 0
       ? createDirectRest({
           schema,
           compiled: compiledRoutes,
@@ -227,12 +227,9 @@ query Connections {
     if (!direct?.node(req, res)) void yoga(req, res);
   };
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
-    if (direct && method.toUpperCase() === 'GET') {
-      const request = directRequest(input, init);
-      const answered = request && direct.fetch(request);
-      if (answered) return answered;
-    }
+    const request = direct && directRequest(input, init);
+    const answered = request && direct.fetch(request);
+    if (answered) return answered;
     return (yoga.fetch as (input: string | URL | Request, init?: RequestInit) => Promise<Response>)(input, init);
   };
   return Object.assign(listener, {
@@ -247,9 +244,14 @@ query Connections {
   });
 }
 
-/** A fetch call's request as the direct REST path reads it; null when the platform refuses it (yoga then answers). */
+/**
+ * A fetch call's request as the direct REST path reads it; null when the platform refuses it or its body could
+ * only be read once (a stream): yoga then answers, with the call's own arguments.
+ */
 function directRequest(input: string | URL | Request, init: RequestInit | undefined): Request | null {
   if (input instanceof Request && init === undefined) return input;
+  const body = init?.body;
+  if (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array)) return null;
   try {
     return new Request(input, init);
   } catch {
@@ -257,8 +259,3 @@ function directRequest(input: string | URL | Request, init: RequestInit | undefi
   }
 }
 
-/** The request's Idempotency-Key, when it sends one (checked by the mutation that uses it). */
-function idempotencyOf(request: Request): Context['idempotency'] {
-  const key = request.headers.get('idempotency-key');
-  return key === null ? null : { key };
-}

@@ -1,4 +1,4 @@
-// REST reads are served directly (src/direct-rest.ts), without yoga's request pipeline. Every answer must be
+// REST requests are served directly (src/direct-rest.ts), without yoga's request pipeline. Every answer must be
 // the one yoga's pipeline gives: the same status, headers and body for the same request, in-process and over
 // node:http, successes and refusals alike; requests the direct path does not take go to yoga untouched.
 import { createServer, type Server } from 'node:http';
@@ -28,7 +28,7 @@ async function answerOf(response: Response, origin: string): Promise<Answer> {
   return { status: response.status, headers, body };
 }
 
-describe.each(databaseKinds)('REST reads served directly on %s', (kind) => {
+describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
   let t: TestGateway;
   let direct: Gateway;
   let viaYoga: Gateway;
@@ -38,7 +38,7 @@ describe.each(databaseKinds)('REST reads served directly on %s', (kind) => {
     t = await createTestGateway(kind);
     // Rate limits on, so the budget headers are compared too; each gateway counts its own requests.
     direct = gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 10_000 } });
-    viaYoga = gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 10_000 }, directReads: false });
+    viaYoga = gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 10_000 }, directRest: false });
     const { demo, other } = t.tenants;
     const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [demo.id]);
     const [foreign] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 LIMIT 1', [other.id]);
@@ -123,13 +123,62 @@ describe.each(databaseKinds)('REST reads served directly on %s', (kind) => {
     }
   });
 
-  it('leaves every other request to yoga: other methods, HEAD, event streams, bodies, unknown paths, the docs', async () => {
+  it('takes the writes of REST routes and answers them as yoga does: refusals, and successes with their ids aside', async () => {
+    const admin = `Token ${t.tenants.demo.adminToken}`;
+    const reader = `Token ${t.tenants.demo.readerToken}`;
+    const [application] = await t.db.raw.query<{ id: string }>('SELECT id FROM applications ORDER BY name LIMIT 1');
+    const [finished] = await t.db.raw.query<{ id: string }>("SELECT id FROM syncs WHERE tenant_id = $1 AND status = 'success' LIMIT 1", [t.tenants.demo.id]);
+    const json = (body: unknown) => ({ 'content-type': 'application/json', body: typeof body === 'string' ? body : JSON.stringify(body) });
+    const writes: Array<[label: string, method: string, path: string, authorization: string, body: { 'content-type': string; body: string } | null, key?: string]> = [
+      ['broken JSON', 'POST', '/connected', admin, json('{"application_id": ')],
+      ['a body that is no object', 'POST', '/connected', admin, json('[1]')],
+      ['another media type', 'POST', '/connected', admin, { 'content-type': 'text/plain', body: '{}' }],
+      ['no body where one is needed', 'POST', '/connected', admin, null],
+      ['unknown members and bad values', 'POST', '/connected', admin, json({ application_id: application!.id, colour: 'red', name: 5 })],
+      ['an application that names nothing', 'POST', '/connected', admin, json({ application_id: 'app_nope' })],
+      ['a reader may not write', 'POST', '/connected', reader, json({ application_id: application!.id })],
+      ['PATCH of nothing', 'PATCH', '/connected/con_00000000000000000000000000', admin, json({ name: 'x' })],
+      ['DELETE of nothing', 'DELETE', '/connected/con_00000000000000000000000000', admin, null],
+      ['a run of nothing', 'POST', '/syncs', admin, json({ connection_id: 'con_00000000000000000000000000' })],
+      ['a claim by a reader', 'POST', '/syncs/claim', reader, json({})],
+      ['finishing a finished run', 'PATCH', `/syncs/${finished!.id}`, admin, json({ status: 'failed', summary: {} })],
+      ['a new connection', 'POST', '/connected', admin, json({ application_id: application!.id, name: 'Parity check', settings: { sync_interval: '2h' } })],
+      ['a new connection, sent twice with a key', 'POST', '/connected', admin, json({ application_id: application!.id, name: 'Parity key' }), 'parity'],
+    ];
+    const ids = /\b(con|syn|req)_[0-9a-z]{26}\b/g;
+    for (const [label, method, path, authorization, body, key] of writes) {
+      const init = (suffix: string): RequestInit => ({
+        method,
+        headers: { authorization, ...(body ? { 'content-type': body['content-type'] } : {}), ...(key ? { 'idempotency-key': `${key}-${suffix}` } : {}) },
+        ...(body ? { body: body.body } : {}),
+      });
+      const taken = direct.directRest!.fetch(new Request(`${ORIGIN}${BASE}${path}`, init('direct')));
+      expect(taken, label).not.toBeNull();
+      const answers = [await answerOf(await taken!, ORIGIN), await answerOf(await viaYoga.fetch(`${ORIGIN}${BASE}${path}`, init('yoga')), ORIGIN)];
+      if (key) {
+        answers.push(await answerOf(await direct.fetch(`${ORIGIN}${BASE}${path}`, init('direct')), ORIGIN));
+        answers.push(await answerOf(await viaYoga.fetch(`${ORIGIN}${BASE}${path}`, init('yoga')), ORIGIN));
+        expect(answers[2]!.headers['idempotent-replayed'], label).toBe('true');
+      }
+      // Both sides create in the same database: the second connection of a name gets its slug with a suffix.
+      const [fromDirect, fromYoga, ...replays] = answers.map(({ headers: { 'content-length': _length, ...headers }, ...answer }) => ({
+        ...answer,
+        body: answer.body.replace(ids, '$1_…').replace(/"slug":"([a-z-]+?)(-\d+)?"/, '"slug":"$1"'),
+        headers: { ...headers, ...(headers.location ? { location: headers.location.replace(ids, '$1_…') } : {}) },
+      }));
+      expect({ label, ...fromDirect }).toEqual({ label, ...fromYoga });
+      if (key) expect({ label, ...replays[0] }).toEqual({ label, ...replays[1] });
+    }
+  });
+
+  it('leaves every other request to yoga: HEAD and other methods, event streams, oversized requests, unknown paths, the docs', async () => {
     const [sync] = await t.db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE tenant_id = $1 LIMIT 1', [t.tenants.demo.id]);
     const authorization = `Token ${t.tenants.demo.readerToken}`;
     const declined: Array<[string, RequestInit & { url: string }]> = [
-      ['POST', { url: `${BASE}/syncs`, method: 'POST', headers: { authorization, 'content-type': 'application/json' }, body: '{}' }],
       ['HEAD', { url: `${BASE}/connected`, method: 'HEAD', headers: { authorization } }],
-      ['DELETE', { url: `${BASE}/connected/con_00000000000000000000000000`, method: 'DELETE', headers: { authorization } }],
+      ['PUT', { url: `${BASE}/connected`, method: 'PUT', headers: { authorization } }],
+      ['OPTIONS', { url: `${BASE}/connected`, method: 'OPTIONS', headers: { authorization } }],
+      ['a body declared over the limit', { url: `${BASE}/syncs`, method: 'POST', headers: { authorization, 'content-type': 'application/json', 'content-length': String(2 * 1024 * 1024) } }],
       ['an event stream', { url: `${BASE}/syncs/${sync!.id}`, headers: { authorization, accept: 'text/event-stream' } }],
       ['an unknown path', { url: `${BASE}/nothing`, headers: { authorization } }],
       ['a path no GET route has', { url: `${BASE}/webhooks/deliveries/x/y`, headers: { authorization } }],
