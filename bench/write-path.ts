@@ -132,7 +132,7 @@ async function main(): Promise<void> {
 
   // The gateway as the benchmarks run it (bench/cold-start.ts: production settings, no scheduler, no rate limit).
   const port = await freePort();
-  const server = startNode('gateway', 'dist/server.js', { env: serverEnv({ DATABASE_URL: url }, port) });
+  const server = startNode('gateway', process.env.GATEWAY ?? 'dist/server.js', { env: serverEnv({ DATABASE_URL: url }, port) });
   try {
     await waitFor200(`http://127.0.0.1:${port}/readyz`, { since: performance.now(), timeoutMs: 60_000, child: server });
     const sides = [gatewaySide(`http://127.0.0.1:${port}`, server.pid, adminToken, engineToken), floorSide(db, tenant.id)];

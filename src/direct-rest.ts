@@ -12,7 +12,7 @@ import type { Logger } from './logger.js';
 import { INTEGRATIONS_BASE, withoutTrailingSlash } from './paths.js';
 import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline } from './plugins/use-deadline.js';
 import { unstorableTextError } from './plugins/use-limits.js';
-import type { GatewayMetrics } from './plugins/use-metrics.js';
+import { routeOf, type GatewayMetrics } from './plugins/use-metrics.js';
 import { budgetHeaders, type BudgetState, type RateLimits } from './plugins/use-rate-limit.js';
 import { logRequest } from './plugins/use-request-log.js';
 import { withIdempotency } from './plugins/use-rest.js';
@@ -88,6 +88,8 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
   const routesByMethod = new Map<string, CompiledRoute[]>();
   for (const route of compiled) routesByMethod.set(route.spec.method, [...(routesByMethod.get(route.spec.method) ?? []), route]);
   const logging = () => logger.isLevelEnabled('info');
+  const jsonSecurityHeaders = lowerCased(securityHeaders(JSON_CONTENT_TYPE, { cors, vary: null, cacheControl: null }));
+  const emptySecurityHeaders = lowerCased(securityHeaders('', { cors, vary: null, cacheControl: null }));
 
   /** The route this path answers the request with, or null for yoga's pipeline. */
   function take(incoming: Incoming): { url: URL; pathname: string; route: CompiledRoute; pathValues: string[] } | null {
@@ -174,19 +176,19 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
       response = { ...late, headers: { ...response.headers, ...late.headers } };
     }
     const body = response.status === 204 ? null : jsonBytes(response.body);
-    const headers: Record<string, string> = body === null ? {} : { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(body.byteLength) };
     // Lower-case names, as yoga's Headers send them; later ones win, as the plugins' onResponse hooks set them.
-    const add = (more: Record<string, string>) => {
-      for (const name in more) headers[name.toLowerCase()] = more[name]!;
+    const headers: Record<string, string> = {
+      ...(body === null ? {} : { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(body.byteLength) }),
+      ...lowerCased(response.headers),
+      'x-request-id': requestId,
+      ...(body === null ? emptySecurityHeaders : jsonSecurityHeaders),
+      ...(budget ? lowerCased(budgetHeaders(budget)) : {}),
     };
-    add(response.headers);
-    add({ 'x-request-id': requestId });
-    add(securityHeaders(body === null ? '' : JSON_CONTENT_TYPE, { cors, vary: null, cacheControl: null }));
-    if (budget) add(budgetHeaders(budget));
+    const route = routeOf(taken.url.pathname);
     if (logging()) {
-      logRequest(logger, { requestId, method: incoming.method, pathname: taken.url.pathname, status: response.status, startedAt, tenantId: viewer?.tenantId });
+      logRequest(logger, { requestId, method: incoming.method, pathname: taken.url.pathname, route, status: response.status, startedAt, tenantId: viewer?.tenantId });
     }
-    options.metrics?.requestDone(incoming.method, taken.url.pathname, response.status, startedAt);
+    options.metrics?.requestDone(incoming.method, route, response.status, startedAt);
     return { status: response.status, headers, body };
   }
 
@@ -235,6 +237,12 @@ function hostOf(req: IncomingMessage): string {
   if (host) return host;
   const local = req.socket.localAddress;
   return local && !local.includes('::') && !local.includes('ffff') ? `${local}:${req.socket.localPort ?? 80}` : 'localhost';
+}
+
+function lowerCased(headers: Record<string, string>): Record<string, string> {
+  const lower: Record<string, string> = {};
+  for (const name in headers) lower[name.toLowerCase()] = headers[name]!;
+  return lower;
 }
 
 function headerValue(value: string | string[] | undefined): string | null {

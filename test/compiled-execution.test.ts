@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { viewerOf } from '../src/auth/request-viewers.js';
 import { createJwtVerifier } from '../src/auth/jwt.js';
 import type { Context } from '../src/context.js';
-import { CompiledExecution } from '../src/graphql/compiled-execution.js';
+import { CompiledExecution, loadCompiler } from '../src/graphql/compiled-execution.js';
 import { schema } from '../src/graphql/schema.js';
 import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
@@ -21,6 +21,7 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
   const compiled = new CompiledExecution(schema);
 
   beforeAll(async () => {
+    await loadCompiler();
     t = await createTestGateway(kind);
     const viewer = await viewerOf(`Token ${t.tenants.demo.adminToken}`, { db: t.db, jwt: createJwtVerifier({}) });
     context = () => ({ db: t.db, viewer, requestId: 'req_test', idempotency: null, authorization: null, webhooks: { allowPrivate: false }, live: t.gateway.live });

@@ -1,4 +1,4 @@
-import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
+import type { CompiledQuery } from 'graphql-jit';
 import { getVariableValues, normalizedExecutor } from '@graphql-tools/executor';
 import {
   getOperationAST,
@@ -50,6 +50,22 @@ interface Entry {
   compiled: Map<string, Executor | null>;
 }
 
+/**
+ * graphql-jit, once loaded. It is loaded on the first request, not at start: with the JSON-schema serializer it
+ * imports (fast-json-stringify, ajv) its module takes ~80 ms to evaluate, which a start would wait for. Until
+ * it is there, queries run on yoga's executor.
+ */
+let compiler: typeof import('graphql-jit') | undefined;
+let loading: Promise<void> | undefined;
+
+/** Loads graphql-jit (once); resolves when queries can be compiled. */
+export function loadCompiler(): Promise<void> {
+  loading ??= import('graphql-jit').then((module) => {
+    compiler = module;
+  });
+  return loading;
+}
+
 const bySchema = new WeakMap<GraphQLSchema, CompiledExecution>();
 
 /** The compiled queries of `schema`, shared by every gateway built on it (each document is compiled once per process). */
@@ -78,10 +94,15 @@ export class CompiledExecution {
 
   /**
    * The compiled executor of the document's operation, or null when it is not (yet) compiled: a mutation, a
-   * subscription, a document run fewer than COMPILE_AT_RUN times, one graphql-jit refuses. `trusted` documents
-   * (the server's own) are compiled at their first run.
+   * subscription, a document run fewer than COMPILE_AT_RUN times, one graphql-jit refuses, any while graphql-jit
+   * is still loading (the first call starts loading it). `trusted` documents (the server's own) are compiled at
+   * their first run.
    */
   executorFor(document: DocumentNode, operationName: string | null | undefined, trusted = false): Executor | null {
+    if (!compiler) {
+      void loadCompiler();
+      return null;
+    }
     let entry = this.documents.get(document);
     if (!entry) {
       entry = { runs: 0, compiled: new Map() };
@@ -98,6 +119,7 @@ export class CompiledExecution {
   }
 
   private compile(document: DocumentNode, operationName: string | null | undefined): Executor | null {
+    const { compileQuery, isCompiledQuery } = compiler!;
     const operation = getOperationAST(document, operationName);
     if (!operation || operation.operation !== 'query' || introspects(document)) return null;
     const variableDefinitions = operation.variableDefinitions ?? [];
@@ -105,7 +127,7 @@ export class CompiledExecution {
       VariableDefinition: (node) =>
         namedType(node.type) === 'Boolean' ? undefined : { ...node, type: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: PASS_THROUGH } }, defaultValue: undefined },
     });
-    let compiled: ReturnType<typeof compileQuery<Record<string, unknown>, Record<string, unknown>>>;
+    let compiled: ReturnType<typeof import('graphql-jit').compileQuery<Record<string, unknown>, Record<string, unknown>>>;
     try {
       compiled = compileQuery<Record<string, unknown>, Record<string, unknown>>(this.shadow, shadowDocument, operationName ?? undefined);
     } catch {

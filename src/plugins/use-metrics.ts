@@ -100,6 +100,13 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
   private readonly operationNames = new Set<string>();
+  /**
+   * The label sets seen so far, each with its series: prom-client hashes a label object on every call, and a
+   * series taken once (`labels()`) is counted without that. Bounded by routes × methods × statuses, and by
+   * MAX_OPERATION_NAMES for operations.
+   */
+  private readonly requestSeries = new Map<string, { count: Counter.Internal; duration: Histogram.Internal<string> }>();
+  private readonly operationSeries = new Map<string, { ok: Counter.Internal; error: Counter.Internal; duration: Histogram.Internal<string> }>();
 
   constructor({ db, live }: { db: Database; live?: Pick<Live, 'slots' | 'hub'> | undefined }) {
     if (db.poolStats) {
@@ -132,22 +139,45 @@ export class GatewayMetrics {
     }
   }
 
-  /** A request answered: `startedAt` is its performance.now() on arrival (undefined: counted without a duration). */
-  requestDone(method: string, pathname: string, status: number, startedAt: number | undefined): void {
-    const labels = { method: METHODS.has(method) ? method : 'OTHER', route: routeOf(pathname), status: String(status) };
-    this.requests.inc(labels);
-    if (startedAt !== undefined) this.requestDuration.observe(labels, (performance.now() - startedAt) / 1000);
+  /**
+   * A request answered, on its route pattern (routeOf): `startedAt` is its performance.now() on arrival
+   * (undefined: counted without a duration).
+   */
+  requestDone(method: string, route: string, status: number, startedAt: number | undefined): void {
+    const methodLabel = METHODS.has(method) ? method : 'OTHER';
+    const key = `${methodLabel} ${route} ${status}`;
+    let series = this.requestSeries.get(key);
+    if (!series) {
+      const labels = { method: methodLabel, route, status: String(status) };
+      series = { count: this.requests.labels(labels), duration: this.requestDuration.labels(labels) };
+      this.requestSeries.set(key, series);
+    }
+    series.count.inc();
+    if (startedAt !== undefined) series.duration.observe((performance.now() - startedAt) / 1000);
   }
 
   /** An operation starts; the returned function records its outcome once it has a result. */
   operationStarted(document: DocumentNode, operationName: string | null | undefined, surface: OperationSurface): (result: unknown) => void {
     const operation = getOperationAST(document, operationName);
-    const labels = { operation_name: this.operationLabel(operation?.name?.value), operation_type: operation?.operation ?? 'unknown', surface };
+    const name = this.operationLabel(operation?.name?.value);
+    const type = operation?.operation ?? 'unknown';
+    const key = `${name} ${type} ${surface}`;
+    let series = this.operationSeries.get(key);
+    if (!series) {
+      const labels = { operation_name: name, operation_type: type, surface };
+      series = {
+        ok: this.operations.labels({ ...labels, outcome: 'ok' }),
+        error: this.operations.labels({ ...labels, outcome: 'error' }),
+        duration: this.operationDuration.labels(labels),
+      };
+      this.operationSeries.set(key, series);
+    }
     const start = performance.now();
+    const taken = series;
     return (result) => {
       const errors = (result as { errors?: unknown[] }).errors;
-      this.operations.inc({ ...labels, outcome: errors?.length ? 'error' : 'ok' });
-      this.operationDuration.observe(labels, (performance.now() - start) / 1000);
+      (errors?.length ? taken.error : taken.ok).inc();
+      taken.duration.observe((performance.now() - start) / 1000);
     };
   }
 
@@ -199,7 +229,7 @@ export function useMetrics({ metrics, token }: { metrics: GatewayMetrics; token?
     },
     onResponse({ request, response }) {
       const start = started.get(request);
-      metrics.requestDone(request.method, start?.pathname ?? new URL(request.url).pathname, response.status, start?.at);
+      metrics.requestDone(request.method, routeOf(start?.pathname ?? new URL(request.url).pathname), response.status, start?.at);
     },
   };
 }

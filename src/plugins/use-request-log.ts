@@ -9,6 +9,8 @@ export interface RequestLogEntry {
   requestId: string;
   method: string;
   pathname: string;
+  /** The route pattern of the path (routeOf). */
+  route: string;
   status: number;
   /** performance.now() when the request arrived. */
   startedAt: number;
@@ -16,13 +18,13 @@ export interface RequestLogEntry {
 }
 
 /** The one log line of a request: id, method, path, route pattern, status, duration and tenant. Never headers or tokens. */
-export function logRequest(logger: Logger, { requestId, method, pathname, status, startedAt, tenantId }: RequestLogEntry): void {
+export function logRequest(logger: Logger, { requestId, method, pathname, route, status, startedAt, tenantId }: RequestLogEntry): void {
   logger.info(
     {
       req_id: requestId,
       method,
       path: pathname,
-      route: routeOf(pathname),
+      route,
       status,
       duration_ms: Math.round((performance.now() - startedAt) * 100) / 100,
       tenant: tenantId,
@@ -46,6 +48,7 @@ export function useRequestLog({ logger, viewers }: { logger: Logger; viewers: Pi
         requestId: requestIdOf(request),
         method: request.method,
         pathname: start.pathname,
+        route: routeOf(start.pathname),
         status: response.status,
         startedAt: start.at,
         tenantId: viewers.resolved(request)?.tenantId,
