@@ -147,7 +147,8 @@ export function createGateway({
     healthCheckEndpoint: ' built-in health check disabled',
     // yoga's default answers every origin; cross-origin browser access is opt-in (CORS_ORIGINS).
     cors: corsPolicy(corsOrigins),
-    maxRequestBodySize: limits.maxBodyBytes,
+    // The body size limit is useLimits' (the same refusals, without yoga's per-request stream pipeline).
+    maxRequestBodySize: false,
     multipart: false,
     landingPage: false,
     renderGraphiQL: renderGraphiQLPage,
