@@ -165,15 +165,23 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
       : 'COALESCE(sum(count), 0)::int AS n FROM sync_counts';
     const [count, page] = await Promise.all([
       pool.query(`SELECT ${counted} WHERE ${condition}`, values),
-      pool.query(
-        // As the gateway's page: the ids first, then the page's rows joined back by primary key and tenant.
-        `SELECT ${columns.map(([, column]) => column).join(', ')}
-           FROM (SELECT id FROM syncs WHERE ${condition}
-                  ORDER BY started_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}) p
-           JOIN syncs s ON s.id = p.id AND s.tenant_id = $1
-          ORDER BY s.started_at DESC, s.id DESC`,
-        [...values, limit, offset],
-      ),
+      // As the gateway's page: a first page straight from the index, any other the ids first, then the page's
+      // rows joined back by primary key and tenant.
+      offset === 0
+        ? pool.query(
+            `SELECT ${columns.map(([, column]) => column).join(', ')}
+               FROM syncs s WHERE ${condition}
+              ORDER BY s.started_at DESC, s.id DESC LIMIT $${values.length + 1}`,
+            [...values, limit],
+          )
+        : pool.query(
+            `SELECT ${columns.map(([, column]) => column).join(', ')}
+               FROM (SELECT id FROM syncs WHERE ${condition}
+                      ORDER BY started_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}) p
+               JOIN syncs s ON s.id = p.id AND s.tenant_id = $1
+              ORDER BY s.started_at DESC, s.id DESC`,
+            [...values, limit, offset],
+          ),
     ]);
     const total = (count.rows[0] as { n: number }).n;
     const data = (page.rows as Row[]).map((row) => {

@@ -163,6 +163,7 @@ function syncListQuery(args: SyncListArgs, context: Context, properties: Readonl
     // A search reads error_message, so only a list without one can be counted from the maintained counts.
     totalFromCounts: term === null && countableByKeys(filterColumns(args.filter, SYNC_COLUMNS)),
     orderBy: orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER),
+    indexOrdered: !args.orderBy?.length,
     take,
     skip,
     properties,
