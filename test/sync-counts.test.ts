@@ -291,7 +291,8 @@ describe.each(databaseKinds)('the sync_counts migration on %s', (kind) => {
         await createTenant(db, slug);
         await seedLoad(db, slug, { connections: 5, syncs: 700 });
       }
-      expect(await migrate(db)).toEqual([countsMigration]);
+      // The counts migration and those after it.
+      expect(await migrate(db)).toEqual(readMigrations().flatMap((m) => (m.name >= countsMigration ? [m.name] : [])));
       expect(Object.values(await keptCounts(db)).reduce((a, b) => a + b, 0)).toBe(1400);
       await expectCountsExact(db, 'the migration');
     } finally {

@@ -192,6 +192,37 @@ describe.each(databaseKinds)('write-side schema on %s', (kind) => {
       expect(await sqlState(db.raw.query('UPDATE syncs SET connection_id = $2 WHERE id = $1', [running, connection()]))).toBe('IG409');
     });
 
+    it('deleting a run unlinks the runs that retried it, pending or finished (the foreign key’s SET NULL), and nothing else passes', async () => {
+      const target = connection();
+      const original = await insertRun(target, 'failed');
+      const retryOf = async (status: string): Promise<string> => {
+        const id = await insertRun(target, status);
+        // Inserted linked: a pending or finished row cannot be updated to link it (the guard).
+        await db.raw.query('DELETE FROM syncs WHERE id = $1', [id]);
+        const f = fieldsFor(status);
+        await db.raw.query(
+          `INSERT INTO syncs (id, tenant_id, connection_id, status, started_at, finished_at, error_message, due_at, lease_expires_at, retry_of_id, attempt)
+           VALUES ($1, $2, $3, $4::sync_status, '2026-01-01T00:01:00Z', $5::timestamptz, $6, $7::timestamptz, $8::timestamptz, $9, 2)`,
+          [id, tenantId, target, status, f.finished_at, f.error_message, f.due_at, f.lease_expires_at, original],
+        );
+        return id;
+      };
+      const finished = await retryOf('success');
+      const pending = await retryOf('pending');
+      const rowsOf = (ids: string[]) =>
+        db.raw.query<Record<string, unknown>>('SELECT * FROM syncs WHERE id = ANY($1::text[]) ORDER BY id', [`{${ids.join(',')}}`]);
+      const before = await rowsOf([finished, pending]);
+
+      // Unlinking together with any other change is still refused, and so is linking elsewhere.
+      expect(await sqlState(db.raw.query(`UPDATE syncs SET retry_of_id = NULL, summary = '{"x": 1}' WHERE id = $1`, [finished]))).toBe('IG409');
+      expect(await sqlState(db.raw.query(`UPDATE syncs SET retry_of_id = NULL, due_at = now() WHERE id = $1`, [pending]))).toBe('IG409');
+      expect(await sqlState(db.raw.query('UPDATE syncs SET retry_of_id = $2 WHERE id = $1', [pending, finished]))).toBe('IG409');
+
+      await db.raw.query('DELETE FROM syncs WHERE id = $1', [original]);
+      const after = await rowsOf([finished, pending]);
+      expect(after).toEqual(before.map((row) => ({ ...row, retry_of_id: null })));
+    });
+
     it('the partial unique index allows one pending or in-progress run per connection, any number of finished ones', async () => {
       const target = connection();
       await insertRun(target, 'success');
