@@ -152,10 +152,11 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
           execute: async (args) => {
             const done = options.metrics?.operationStarted(args.document, args.operationName, 'rest');
             const refusal = unstorableTextError(args.variableValues);
-            const executor = options.compiledExecution.executorFor(args.document, args.operationName, true) ?? normalizedExecutor;
+            const compiled = options.compiledExecution.executorFor(args.document, args.operationName, true);
+            const executor = (compiled ?? normalizedExecutor) as typeof normalizedExecutor;
             const result = refusal
               ? { errors: [refusal] }
-              : ((await executeWithinDeadline(deadline, executor as typeof normalizedExecutor, { schema: options.schema, ...args })) as ExecutionResult);
+              : ((await executeWithinDeadline(deadline, executor, { schema: options.schema, ...args }, { usesSignal: compiled === null })) as ExecutionResult);
             const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
             done?.(masked);
             return masked;

@@ -10,13 +10,23 @@ export interface Deadline {
   at: number;
   /** Aborted at `at`, with the 503 error as its reason. */
   signal: AbortSignal;
+  /**
+   * Settles at `at` (never before), for Promise.race: one promise per request, where a listener on `signal` for
+   * each bounded step cost an EventTarget registration and removal each.
+   */
+  expired: Promise<typeof TIMED_OUT>;
 }
 
 /** Starts a request's time limit; `end()` once it is answered. */
 export function startDeadline(timeoutMs: number): Deadline & { end(): void } {
   const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(timeoutError()), timeoutMs);
-  return { at: performance.now() + timeoutMs, signal: controller.signal, end: () => clearTimeout(timer) };
+  let expire!: () => void;
+  const expired = new Promise<typeof TIMED_OUT>((resolve) => (expire = () => resolve(TIMED_OUT)));
+  const timer = setTimeout(() => {
+    controller.abort(timeoutError());
+    expire();
+  }, timeoutMs);
+  return { at: performance.now() + timeoutMs, signal: controller.signal, expired, end: () => clearTimeout(timer) };
 }
 
 /** Whether an answer ready now comes too late: it is replaced by the 503 (streams excepted). */
@@ -82,26 +92,30 @@ export function timeoutError(): ApiError {
 
 const TIMED_OUT = Symbol('timed out');
 
-async function raceDeadline<T>(deadline: Deadline | undefined, work: Promise<T>): Promise<{ value: T } | typeof TIMED_OUT> {
-  if (deadline === undefined) return { value: await work };
-  const { signal } = deadline;
-  let onAbort: (() => void) | undefined;
-  const expired = new Promise<typeof TIMED_OUT>((resolve) => {
-    onAbort = () => resolve(TIMED_OUT);
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([work.then((value) => ({ value })), expired]);
-  } finally {
-    if (onAbort) signal.removeEventListener('abort', onAbort);
-  }
+function raceDeadline<T>(deadline: Deadline | undefined, work: Promise<T>): Promise<{ value: T } | typeof TIMED_OUT> {
+  const done = work.then((value) => ({ value }));
+  if (deadline === undefined) return done;
+  if (deadline.signal.aborted) return Promise.resolve(TIMED_OUT);
+  return Promise.race([done, deadline.expired]);
 }
 
 type ExecuteFn = (args: ExecutionArgs & { signal?: AbortSignal }) => unknown;
 
-/** Runs an operation within the deadline: past it, its resolvers stop starting and the result is the 503 error. */
-export async function executeWithinDeadline(deadline: Deadline, executeFn: ExecuteFn, args: ExecutionArgs & { signal?: AbortSignal }) {
+/**
+ * Runs an operation within the deadline: past it, its resolvers stop starting and the result is the 503 error.
+ * `usesSignal: false` for an executor that takes no signal (graphql-jit's compiled queries): no controller of its
+ * own is made for it; the statements it runs are still cancelled through the request's statement signal.
+ */
+export async function executeWithinDeadline(
+  deadline: Deadline,
+  executeFn: ExecuteFn,
+  args: ExecutionArgs & { signal?: AbortSignal },
+  { usesSignal = true }: { usesSignal?: boolean } = {},
+) {
+  if (!usesSignal) {
+    const outcome = await raceDeadline(deadline, Promise.resolve(executeFn(args)));
+    return outcome !== TIMED_OUT ? outcome.value : { errors: [timeoutError()] };
+  }
   // Aborting stops the executor from starting more resolvers; the statements of those already running are
   // cancelled through the request's statement signal.
   const controller = new AbortController();
