@@ -128,7 +128,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
     let budget: BudgetState | undefined;
     let response: RestResponse;
     try {
-      response = await withStatementSignal(deadline.signal, async () => {
+      response = await withStatementSignal(deadline, async () => {
         const authorization = incoming.header('authorization');
         // One lookup for the rate limit and the context, within the request's time (RequestViewers, use-rate-limit).
         const lookup = withinDeadline(

@@ -5,13 +5,22 @@ import pg from 'pg';
 // no per-query signal, and the hand-written queries go through the same pool. Work started under a signal
 // (the whole handling of one request) carries it to every statement it issues.
 
-const statementSignal = new AsyncLocalStorage<AbortSignal>();
+/** What aborts a piece of work's statements: a request's deadline (plugins/use-deadline.ts). */
+export interface StatementSignal {
+  readonly aborted: boolean;
+  /** Why it aborted: what a statement started or waiting after that fails with. */
+  readonly reason: unknown;
+  /** Calls `listener` once, when it aborts; returns the function that stops listening. */
+  onAbort(listener: () => void): () => void;
+}
+
+const statementSignal = new AsyncLocalStorage<StatementSignal>();
 
 /**
  * Runs `work` so that the PostgreSQL statements it issues, however deep, are cancelled in the database when
  * `signal` aborts, and none is started after that.
  */
-export function withStatementSignal<T>(signal: AbortSignal, work: () => T): T {
+export function withStatementSignal<T>(signal: StatementSignal, work: () => T): T {
   return statementSignal.run(signal, work);
 }
 
@@ -44,24 +53,23 @@ export function cancelStatementsOnAbort(pool: pg.Pool): Cancellation {
     cancelPool.query('SELECT pg_cancel_backend($1)', [backendPid]).catch(() => {});
   };
 
-  async function checkout(signal: AbortSignal): Promise<pg.PoolClient> {
-    signal.throwIfAborted();
+  async function checkout(signal: StatementSignal): Promise<pg.PoolClient> {
+    if (signal.aborted) throw signal.reason;
     const client = await connect();
     if (signal.aborted) {
       client.release();
-      signal.throwIfAborted();
+      throw signal.reason;
     }
     let cancelled = false;
-    const onAbort = () => {
+    const stopWatching = signal.onAbort(() => {
       cancelled = true;
       cancel((client as unknown as { processID: number }).processID);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
+    });
     // pg-pool gives every checkout its own release function; this one stops watching and, after a cancel,
     // destroys the connection.
     const release = client.release;
     client.release = (error?: Error | boolean) => {
-      signal.removeEventListener('abort', onAbort);
+      stopWatching();
       release.call(client, error ?? (cancelled || undefined));
     };
     return client;

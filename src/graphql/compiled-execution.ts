@@ -68,6 +68,14 @@ export function loadCompiler(): Promise<void> {
 
 const bySchema = new WeakMap<GraphQLSchema, CompiledExecution>();
 
+/** The executors compiled here: they take no abort signal (graphql-jit has none), so none need be made for them. */
+const compiledExecutors = new WeakSet<object>();
+
+/** Whether `executeFn` is a compiled query's executor (it ignores the `signal` argument). */
+export function isCompiledExecutor(executeFn: unknown): boolean {
+  return typeof executeFn === 'function' && compiledExecutors.has(executeFn);
+}
+
 /** The compiled queries of `schema`, shared by every gateway built on it (each document is compiled once per process). */
 export function compiledExecutionOf(schema: GraphQLSchema): CompiledExecution {
   let compiled = bySchema.get(schema);
@@ -135,7 +143,7 @@ export class CompiledExecution {
     }
     if (!isCompiledQuery(compiled)) return null;
     const query: CompiledQuery<Record<string, unknown>, Record<string, unknown>> = compiled;
-    return async (args) => {
+    const executor: Executor = async (args) => {
       const variables = getVariableValues(this.schema, variableDefinitions, args.variableValues ?? {}, { maxErrors: MAX_VARIABLE_ERRORS });
       // A refusal is answered by the executor every other operation runs on (the same errors, with their status).
       if (variables.errors) return normalizedExecutor({ schema: this.schema, ...args }) as Promise<ExecutionResult> | ExecutionResult;
@@ -145,6 +153,8 @@ export class CompiledExecution {
       // Members in the order graphql-js gives them, as clients see them serialised.
       return result.errors ? { errors: result.errors.map(asGraphQLError), data: result.data } : result;
     };
+    compiledExecutors.add(executor);
+    return executor;
   }
 }
 
