@@ -33,8 +33,8 @@ import { runRoute, unexpectedErrorResponse, type OperationRunner, type RouteInpu
 // stream, a cross-origin request under CORS, an oversized URL or declared body, a GET with a body, a path no route
 // of its method has) goes through yoga's pipeline as before; test/direct-rest.test.ts checks that both answer alike.
 
-/** What the direct path reads of a request, from node:http or from a fetch Request. */
-interface Incoming {
+/** What the direct paths read of a request, from node:http or from a fetch Request. */
+export interface Incoming {
   method: string;
   /** The request's URL as yoga would build it (its origin names this server in the error bodies' docs links). */
   url: string;
@@ -46,7 +46,7 @@ interface Incoming {
 }
 
 /** The answer, ready to send. */
-interface Outgoing {
+export interface Outgoing {
   status: number;
   headers: Record<string, string>;
   body: Uint8Array<ArrayBuffer> | null;
@@ -195,41 +195,61 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
 
   return {
     node(req, res) {
-      const incoming: Incoming = {
-        method: req.method ?? 'GET',
-        url: `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${hostOf(req)}${req.url ?? '/'}`,
-        header: (name) => headerValue(req.headers[name]),
-        body: () => req,
-        remoteAddress: req.socket.remoteAddress ?? 'unknown',
-      };
+      const incoming = incomingOfNode(req);
       const taken = take(incoming);
       if (!taken) return false;
-      answer(incoming, taken).then(
-        ({ status, headers, body }) => {
-          res.writeHead(status, headers);
-          res.end(body);
-        },
-        (error: unknown) => {
-          logger.error({ err: error }, 'direct REST answer failed');
-          if (!res.headersSent) res.writeHead(500);
-          res.end();
-        },
-      );
+      sendOnNode(res, answer(incoming, taken), logger, 'direct REST answer failed');
       return true;
     },
     fetch(request, remoteAddress = 'unknown') {
-      const incoming: Incoming = {
-        method: request.method,
-        url: request.url,
-        header: (name) => request.headers.get(name),
-        body: () => request.body as AsyncIterable<Uint8Array> | null,
-        remoteAddress,
-      };
+      const incoming = incomingOfFetch(request, remoteAddress);
       const taken = take(incoming);
       if (!taken) return null;
-      return answer(incoming, taken).then(({ status, headers, body }) => new Response(body, { status, headers }));
+      return answer(incoming, taken).then(responseOf);
     },
   };
+}
+
+/** A node:http request as the direct paths read it. */
+export function incomingOfNode(req: IncomingMessage): Incoming {
+  return {
+    method: req.method ?? 'GET',
+    url: `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${hostOf(req)}${req.url ?? '/'}`,
+    header: (name) => headerValue(req.headers[name]),
+    body: () => req,
+    remoteAddress: req.socket.remoteAddress ?? 'unknown',
+  };
+}
+
+/** A fetch Request as the direct paths read it. */
+export function incomingOfFetch(request: Request, remoteAddress: string): Incoming {
+  return {
+    method: request.method,
+    url: request.url,
+    header: (name) => request.headers.get(name),
+    body: () => request.body as AsyncIterable<Uint8Array> | null,
+    remoteAddress,
+  };
+}
+
+/** Writes an answer on node:http once it is ready; an answer that failed (a bug) is a bare 500, logged. */
+export function sendOnNode(res: ServerResponse, answer: Promise<Outgoing>, logger: Logger, failure: string): void {
+  answer.then(
+    ({ status, headers, body }) => {
+      res.writeHead(status, headers);
+      res.end(body);
+    },
+    (error: unknown) => {
+      logger.error({ err: error }, failure);
+      if (!res.headersSent) res.writeHead(500);
+      res.end();
+    },
+  );
+}
+
+/** An answer as a fetch Response. */
+export function responseOf({ status, headers, body }: Outgoing): Response {
+  return new Response(body, { status, headers });
 }
 
 /** The host part of the URL as @whatwg-node/server builds it for yoga: the Host header, else the local address and port. */
@@ -240,7 +260,7 @@ function hostOf(req: IncomingMessage): string {
   return local && !local.includes('::') && !local.includes('ffff') ? `${local}:${req.socket.localPort ?? 80}` : 'localhost';
 }
 
-function lowerCased(headers: Record<string, string>): Record<string, string> {
+export function lowerCased(headers: Record<string, string>): Record<string, string> {
   const lower: Record<string, string> = {};
   for (const name in headers) lower[name.toLowerCase()] = headers[name]!;
   return lower;

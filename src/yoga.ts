@@ -32,6 +32,8 @@ import { useResultBytes } from './plugins/use-result-bytes.js';
 import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
 import { compileRoutes } from './rest/compile-routes.js';
 import { createDirectRest, type DirectRest } from './direct-rest.js';
+import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
+import { useValidatedDocuments, ValidatedDocuments } from './plugins/use-validated-documents.js';
 import { routes } from './rest/routes.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
@@ -63,6 +65,12 @@ export interface GatewayOptions {
    * yoga's pipeline: test/direct-rest.test.ts compares the two. Leaving out a plugin turns it off too.
    */
   directRest?: boolean;
+  /**
+   * Whether GraphQL queries of documents yoga has validated are served directly (src/direct-graphql.ts; default
+   * true). Off, they go through yoga's pipeline: test/direct-graphql.test.ts compares the two. Leaving out a plugin
+   * turns it off too.
+   */
+  directGraphQL?: boolean;
 }
 
 /** The plugins `withoutPlugins` may name. */
@@ -95,6 +103,8 @@ export interface Gateway {
   dispose(): Promise<void>;
   /** The REST requests served without yoga's pipeline (src/direct-rest.ts); null when the option `directRest` is off. */
   directRest: DirectRest | null;
+  /** The GraphQL queries served without yoga's pipeline (src/direct-graphql.ts); null when the option `directGraphQL` is off. */
+  directGraphQL: DirectGraphQL | null;
   /** The live services of this gateway; `dispose()` stops them. */
   live: Live;
   /** From now on `/readyz` answers 503 `draining` (at shutdown), while every other request is still served. */
@@ -111,6 +121,7 @@ export function createGateway({
   live: liveOptions,
   withoutPlugins = [],
   directRest = true,
+  directGraphQL = true,
 }: GatewayOptions): Gateway {
   const jwt = createJwtVerifier(config);
   const tenants = createKnownTenants(db);
@@ -136,6 +147,7 @@ export function createGateway({
     : RateLimits.create({ perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL, logger, ...rateLimit });
   const maskError = createMaskError(logger);
   const compiledExecution = compiledExecutionOf(schema);
+  const validatedDocuments = new ValidatedDocuments();
   let draining = false;
   const yoga = createYoga<Record<string, unknown>, Context>({
     schema,
@@ -193,6 +205,7 @@ query Connections {
       useAuth(),
       ...optional('request-error-codes', () => useRequestErrorCodes()),
       useResultBytes(),
+      useValidatedDocuments(validatedDocuments),
       useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
       { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
     ],
@@ -224,12 +237,31 @@ query Connections {
           contextBase: { db, webhooks, live },
         })
       : null;
+  const graphqlDirect =
+    directGraphQL && withoutPlugins.length === 0
+      ? createDirectGraphQL({
+          schema,
+          logger,
+          credentials,
+          timeoutMs: limits.timeoutMs,
+          maxBodyBytes: limits.maxBodyBytes,
+          maxCost: limits.maxCost,
+          rateLimits,
+          metrics,
+          cors: corsOrigins.length > 0,
+          maskError,
+          compiledExecution,
+          contextBase: { db, webhooks, live },
+          validated: validatedDocuments,
+          yoga: (request, serverContext) => (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
+        })
+      : null;
   const listener = (req: IncomingMessage, res: ServerResponse) => {
-    if (!direct?.node(req, res)) void yoga(req, res);
+    if (!direct?.node(req, res) && !graphqlDirect?.node(req, res)) void yoga(req, res);
   };
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const request = direct && directRequest(input, init);
-    const answered = request && direct.fetch(request);
+    const request = (direct || graphqlDirect) && directRequest(input, init);
+    const answered = request && (direct?.fetch(request) ?? graphqlDirect?.fetch(request));
     if (answered) return answered;
     return (yoga.fetch as (input: string | URL | Request, init?: RequestInit) => Promise<Response>)(input, init);
   };
@@ -237,6 +269,7 @@ query Connections {
     fetch,
     getEnveloped: yoga.getEnveloped,
     directRest: direct,
+    directGraphQL: graphqlDirect,
     dispose: async () => {
       await yoga.dispose();
     },

@@ -24,10 +24,13 @@ function refuseWithoutCredential({
   setResultAndStopExecution: (result: { errors: GraphQLError[] }) => void;
 }): void {
   if ((args.contextValue as Context).viewer !== null) return;
-  const operation = getOperationAST(args.document, args.operationName);
-  if (operation && asksForData(operation.selectionSet, fragmentsOf(args.document), new Set())) {
-    setResultAndStopExecution({ errors: [credentialRequiredError()] });
-  }
+  if (operationAsksForData(args.document, args.operationName)) setResultAndStopExecution({ errors: [credentialRequiredError()] });
+}
+
+/** Whether the operation selects a field other than introspection: without a credential it is refused. */
+export function operationAsksForData(document: DocumentNode, operationName: string | null | undefined): boolean {
+  const operation = getOperationAST(document, operationName);
+  return operation != null && asksForData(operation.selectionSet, fragmentsOf(document), new Set());
 }
 
 function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {

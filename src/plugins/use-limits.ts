@@ -115,31 +115,41 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
         setResult({ errors: [limitError(`Token limit of ${limits.maxTokens} exceeded.`)] });
         return;
       }
-      // Coercing variables recurses once per level: thousands of nested `{"not": …}` would overflow the stack.
-      if (nestsDeeper(params.variables, MAX_VARIABLE_DEPTH)) {
-        setResult({ errors: [limitError(`Variables nest deeper than ${MAX_VARIABLE_DEPTH} levels.`)] });
-      }
+      const refusal = variablesRefusal(params.variables);
+      if (refusal) setResult({ errors: [refusal] });
     },
     onValidate({ addValidationRule }) {
       for (const rule of rules) addValidationRule(rule);
     },
     onExecute({ args, setResultAndStopExecution }) {
-      // PostgreSQL text cannot hold U+0000 nor a lone UTF-16 surrogate (JSON can: "\udfff"): refused here, on
-      // both surfaces, rather than failing in the database.
-      const bounded = boundedDocuments.has(args.document);
-      const unstorable = unstorableTextError(args.variableValues) ?? (!bounded && documentHoldsNul(args.document) ? unstorableText() : null);
-      if (unstorable) {
-        setResultAndStopExecution({ errors: [unstorable] });
-        return;
-      }
-      const overBudget = bounded ? null : costError(args, limits.maxCost);
-      if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
+      const refusal = executionRefusal(args, limits.maxCost, boundedDocuments.has(args.document));
+      if (refusal) setResultAndStopExecution({ errors: [refusal] });
     },
     onSubscribe({ args, setResultAndStopExecution }) {
       const overBudget = boundedDocuments.has(args.document) ? null : costError(args, limits.maxCost);
       if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
     },
   };
+}
+
+/**
+ * The refusal of a request's variables before anything else (useLimits' onParams): nested too deep to coerce
+ * (coercion recurses once per level: thousands of nested `{"not": …}` would overflow the stack). Null when fine.
+ */
+export function variablesRefusal(variables: unknown): GraphQLError | null {
+  return nestsDeeper(variables, MAX_VARIABLE_DEPTH) ? limitError(`Variables nest deeper than ${MAX_VARIABLE_DEPTH} levels.`) : null;
+}
+
+/**
+ * The refusal of an operation about to run (useLimits' onExecute; the direct GraphQL path asks it too): text
+ * PostgreSQL cannot hold (U+0000 or a lone UTF-16 surrogate, which JSON can carry: "\udfff") in its variables
+ * or, unless `bounded` (the server's own documents), in its document, refused here on both surfaces rather than
+ * failing in the database; then a cost over `maxCost`. Null when it may run.
+ */
+export function executionRefusal(args: OperationArgs, maxCost: number, bounded: boolean): GraphQLError | null {
+  const unstorable = unstorableTextError(args.variableValues) ?? (!bounded && documentHoldsNul(args.document) ? unstorableText() : null);
+  if (unstorable) return unstorable;
+  return bounded ? null : costError(args, maxCost);
 }
 
 const CONTENT_LENGTH = /^\d+$/;

@@ -33,21 +33,24 @@ export function useRequestErrorCodes(): Plugin {
       setResponse(replaceResponse(response, earlyErrorResponse(request, error, fetchAPI)));
     },
     onResultProcess({ result }) {
-      for (const single of Array.isArray(result) ? result : [result]) {
-        const { errors, data } = single as { errors?: unknown; data?: unknown };
-        if (!Array.isArray(errors)) continue;
-        // GraphQL over HTTP: present, non-null data is a (partial) success and MUST be 2xx. Its field errors keep
-        // their codes; only their statuses, which yoga would otherwise raise the response to, are dropped. Null
-        // data (the operation failed as a whole) keeps the error's status, as the same refusal gets on REST.
-        const partial = data !== null && data !== undefined;
-        for (const error of errors) {
-          if (!(error instanceof GraphQLError)) continue;
-          recode(error);
-          if (partial) dropStatus(error);
-        }
-      }
+      for (const single of Array.isArray(result) ? result : [result]) recodeResultErrors(single);
     },
   };
+}
+
+/** A result's errors with this API's codes and statuses (useRequestErrorCodes; the direct GraphQL path too). */
+export function recodeResultErrors(result: unknown): void {
+  const { errors, data } = result as { errors?: unknown; data?: unknown };
+  if (!Array.isArray(errors)) return;
+  // GraphQL over HTTP: present, non-null data is a (partial) success and MUST be 2xx. Its field errors keep
+  // their codes; only their statuses, which yoga would otherwise raise the response to, are dropped. Null
+  // data (the operation failed as a whole) keeps the error's status, as the same refusal gets on REST.
+  const partial = data !== null && data !== undefined;
+  for (const error of errors) {
+    if (!(error instanceof GraphQLError)) continue;
+    recode(error);
+    if (partial) dropStatus(error);
+  }
 }
 
 function recode(error: GraphQLError): void {

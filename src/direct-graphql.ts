@@ -1,0 +1,306 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { normalizedExecutor } from '@graphql-tools/executor';
+import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { processRegularResult } from 'graphql-yoga';
+import { viewerOf } from './auth/request-viewers.js';
+import type { Viewer } from './auth/viewer.js';
+import { idempotencyOf, type Context } from './context.js';
+import { withStatementSignal } from './db/cancellation.js';
+import { incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type Incoming, type Outgoing } from './direct-rest.js';
+import { newRequestId, type ApiError } from './errors.js';
+import type { CompiledExecution } from './graphql/compiled-execution.js';
+import { jsonBytes } from './json-bytes.js';
+import type { Logger } from './logger.js';
+import { GRAPHQL_ENDPOINT } from './paths.js';
+import { operationAsksForData } from './plugins/use-auth.js';
+import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from './plugins/use-deadline.js';
+import { earlyErrorResponse } from './plugins/error-response.js';
+import { executionRefusal, variablesRefusal } from './plugins/use-limits.js';
+import { routeOf, type GatewayMetrics } from './plugins/use-metrics.js';
+import { budgetHeaders, type BudgetState, type RateLimits } from './plugins/use-rate-limit.js';
+import { recodeResultErrors } from './plugins/use-request-error-codes.js';
+import { logRequest } from './plugins/use-request-log.js';
+import { securityHeaders } from './plugins/use-security-headers.js';
+import type { ValidatedDocuments } from './plugins/use-validated-documents.js';
+
+// GraphQL queries served directly: a POST to /graphql whose document yoga's pipeline has already parsed and
+// validated (plugins/use-validated-documents.ts) is answered on node:http, or from `gateway.fetch`, without
+// yoga's request pipeline: its fetch-API request and response objects, envelop's per-request hooks and yoga's
+// request parsing and content negotiation cost ~0.3 ms of CPU a request, as much as a small query itself
+// (bench/analysis.md). As on the direct REST path (src/direct-rest.ts), every plugin's check applies as the
+// function the plugin calls: the time limit, authentication and the credential requirement (use-auth), the
+// rate limit, the variables' and the cost limits (use-limits), error masking and codes, metrics, the request
+// log and the security headers; the answer is yoga's (processRegularResult when it holds errors).
+//
+// The path takes only what it can answer exactly as yoga would, and hands everything else to yoga: another
+// method, path, media type or Accept, a cross-origin request under CORS, a body without Content-Length or over
+// the limit, a body that is not a plain {query, variables?, operationName?} object, a document yoga has not
+// validated, a mutation, subscription or schema query, variables or a cost a limit refuses, a request without a
+// credential that asks for data, or a credential that is refused. A body it has read goes to yoga as it came;
+// those decisions all come before the rate limit counts the request, so no request is counted twice.
+// test/direct-graphql.test.ts compares the answers of both paths.
+
+export interface DirectGraphQLOptions {
+  schema: GraphQLSchema;
+  logger: Logger;
+  credentials: Parameters<typeof viewerOf>[1];
+  timeoutMs: number;
+  maxBodyBytes: number;
+  maxCost: number;
+  rateLimits: RateLimits | null;
+  metrics: GatewayMetrics | null;
+  cors: boolean;
+  compiledExecution: CompiledExecution;
+  maskError: (error: unknown, message: string) => Error;
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'live'>;
+  /** The documents yoga found valid, by text. */
+  validated: ValidatedDocuments;
+  /** Yoga, for a request whose body this path read but does not answer. */
+  yoga: (request: Request, serverContext: Record<string, unknown>) => Promise<Response>;
+}
+
+export interface DirectGraphQL {
+  node(req: IncomingMessage, res: ServerResponse): boolean;
+  fetch(request: Request, remoteAddress?: string): Promise<Response> | null;
+  /** Requests answered here, and requests read here but answered by yoga. */
+  readonly counts: { answered: number; handedToYoga: number };
+}
+
+/** The media types of an answer, as yoga picks them from Accept (the first of these it names; `*\/*` is JSON). */
+const JSON_TYPE = 'application/json';
+const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
+const BODY_KEYS = new Set(['query', 'variables', 'operationName']);
+/** yoga's masking message (maskedErrors.errorMessage). */
+const MASKED_MESSAGE = 'Unexpected error.';
+
+/** A request this path reads: its URL and the media type of its answer. */
+interface Taken {
+  url: URL;
+  accepted: string;
+  length: number;
+}
+
+/** A request read, to be answered by yoga after all. */
+interface Fallback {
+  fallback: Uint8Array<ArrayBuffer>;
+}
+
+export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQL {
+  const { logger } = options;
+  const counts = { answered: 0, handedToYoga: 0 };
+  const logging = () => logger.isLevelEnabled('info');
+  const securityByType = new Map(
+    [JSON_TYPE, GRAPHQL_RESPONSE_TYPE].map((type) => [type, lowerCased(securityHeaders(`${type}; charset=utf-8`, { cors: options.cors, vary: null, cacheControl: null }))]),
+  );
+
+  function take(incoming: Incoming): Taken | null {
+    if (incoming.method !== 'POST') return null;
+    if (options.cors && incoming.header('origin') !== null) return null;
+    const contentType = incoming.header('content-type')?.toLowerCase().replaceAll(' ', '');
+    if (contentType !== JSON_TYPE && contentType !== `${JSON_TYPE};charset=utf-8`) return null;
+    const length = incoming.header('content-length');
+    if (length === null || !/^\d+$/.test(length) || Number(length) > options.maxBodyBytes || incoming.header('transfer-encoding') !== null) return null;
+    const accepted = acceptedType(incoming.header('accept'));
+    if (accepted === null) return null;
+    let url: URL;
+    try {
+      url = new URL(incoming.url);
+    } catch {
+      return null;
+    }
+    if (url.pathname !== GRAPHQL_ENDPOINT || url.search !== '') return null;
+    return { url, accepted, length: Number(length) };
+  }
+
+  async function answer(incoming: Incoming, taken: Taken): Promise<Outgoing | Fallback> {
+    const startedAt = performance.now();
+    // From arrival, as useDeadline's: reading the body is part of the request's time.
+    const deadline = startDeadline(options.timeoutMs);
+    try {
+      const bytes = await readBody(incoming.body(), taken.length);
+      const fallback = {
+        get fallback() {
+          counts.handedToYoga += 1;
+          return bytes;
+        },
+      };
+      const request = parseRequest(bytes);
+      const document = request && options.validated.get(request.query);
+      if (!request || !document) return fallback;
+      const { operationName, variables } = request;
+      const operation = getOperationAST(document, operationName);
+      if (operation?.operation !== 'query' || readsSchema(operation.selectionSet)) return fallback;
+      const args = { schema: options.schema, document, operationName, variableValues: variables, contextValue: {} };
+      if (variablesRefusal(variables) || executionRefusal(args, options.maxCost, false)) return fallback;
+
+      const authorization = incoming.header('authorization');
+      let viewer: Viewer | null = null;
+      let outgoing: Outgoing | undefined;
+      try {
+        viewer = await withinDeadline(deadline, viewerOf(authorization, options.credentials));
+      } catch (error) {
+        // A refused credential is yoga's to answer (and to count by address); a lookup past the time limit is the 503.
+        if (!deadline.aborted) return fallback;
+        outgoing = await early(taken, error as ApiError);
+      }
+      if (!outgoing && viewer === null && operationAsksForData(document, operationName)) return fallback;
+
+      const requestId = newRequestId();
+      let budget: BudgetState | undefined;
+      if (!outgoing) {
+        const check = options.rateLimits && (await options.rateLimits.check(taken.url.pathname, viewer, incoming.remoteAddress));
+        budget = check?.state;
+        if (check?.refusal) {
+          outgoing = await early(taken, check.refusal);
+        } else {
+          const context: Context = { ...options.contextBase, viewer, requestId, idempotency: idempotencyOf(incoming.header('idempotency-key')), authorization };
+          const result = await execute(deadline, { document, operationName, variableValues: variables, contextValue: context });
+          // An answer ready only past the time limit is the 503 (use-deadline).
+          outgoing = isPastDeadline(deadline) ? await early(taken, timeoutError()) : await answerOf(result, taken.accepted);
+        }
+      }
+      outgoing.headers = {
+        ...outgoing.headers,
+        'x-request-id': requestId,
+        ...securityByType.get(outgoing.headers['content-type']?.split(';')[0] ?? '')!,
+        ...(budget ? lowerCased(budgetHeaders(budget)) : {}),
+      };
+      const route = routeOf(taken.url.pathname);
+      if (logging()) {
+        logRequest(logger, { requestId, method: 'POST', pathname: taken.url.pathname, route, status: outgoing.status, startedAt, tenantId: viewer?.tenantId });
+      }
+      options.metrics?.requestDone('POST', route, outgoing.status, startedAt);
+      counts.answered += 1;
+      return outgoing;
+    } finally {
+      deadline.end();
+    }
+  }
+
+  async function execute(
+    deadline: Deadline,
+    args: { document: DocumentNode; operationName: string | undefined; variableValues: Record<string, unknown> | undefined; contextValue: Context },
+  ): Promise<ExecutionResult> {
+    const done = options.metrics?.operationStarted(args.document, args.operationName, 'graphql');
+    const compiled = options.compiledExecution.executorFor(args.document, args.operationName, false);
+    const executor = (compiled ?? normalizedExecutor) as typeof normalizedExecutor;
+    const result = (await withStatementSignal(deadline, () =>
+      executeWithinDeadline(deadline, executor, { schema: options.schema, ...args }, { usesSignal: compiled === null }),
+    )) as ExecutionResult;
+    const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
+    done?.(masked);
+    recodeResultErrors(masked);
+    return masked as ExecutionResult;
+  }
+
+  /** A refusal before or instead of execution (rate limit, deadline), as the plugins answer it (earlyErrorResponse). */
+  async function early(taken: Taken, error: ApiError): Promise<Outgoing> {
+    const request = new Request(taken.url, { method: 'POST', headers: { accept: taken.accepted } });
+    return outgoingOf(earlyErrorResponse(request, error, globalThis));
+  }
+
+  return {
+    counts,
+    node(req, res) {
+      const incoming = incomingOfNode(req);
+      const taken = take(incoming);
+      if (!taken) return false;
+      const answered = answer(incoming, taken).then(async (outcome) =>
+        'fallback' in outcome ? outgoingOf(await options.yoga(requestOf(incoming.url, nodeHeaders(req), outcome.fallback), { req, res })) : outcome,
+      );
+      sendOnNode(res, answered, logger, 'direct GraphQL answer failed');
+      return true;
+    },
+    fetch(request, remoteAddress = 'unknown') {
+      const incoming = incomingOfFetch(request, remoteAddress);
+      const taken = take(incoming);
+      if (!taken) return null;
+      return answer(incoming, taken).then((outcome) =>
+        'fallback' in outcome ? options.yoga(requestOf(incoming.url, request.headers, outcome.fallback), {}) : responseOf(outcome),
+      );
+    },
+  };
+}
+
+/** A result as yoga answers it: 200 with the encoded result, or yoga's own answer for a result with errors. */
+async function answerOf(result: ExecutionResult, accepted: string): Promise<Outgoing> {
+  if (!result.errors?.length) {
+    const body = jsonBytes(result);
+    return { status: 200, headers: { 'content-type': `${accepted}; charset=utf-8`, 'content-length': String(body.byteLength) }, body };
+  }
+  Object.defineProperty(result, 'stringify', { value: jsonBytes, configurable: true, writable: true });
+  return outgoingOf(processRegularResult(result, globalThis as unknown as Parameters<typeof processRegularResult>[1], accepted) as Response);
+}
+
+async function outgoingOf(response: Response): Promise<Outgoing> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => (headers[name] = value));
+  const body = new Uint8Array(await response.arrayBuffer());
+  headers['content-length'] = String(body.byteLength);
+  return { status: response.status, headers, body };
+}
+
+/**
+ * The answer's media type for an Accept header that names only JSON types (the first it names, `*\/*` and none
+ * meaning application/json, as yoga picks), or null for any other: yoga negotiates those.
+ */
+function acceptedType(accept: string | null): string | null {
+  if (accept === null) return JSON_TYPE;
+  let first: string | null = null;
+  for (const part of accept.split(',')) {
+    const [type, ...parameters] = part.split(';').map((piece) => piece.trim().toLowerCase());
+    if (parameters.some((parameter) => parameter !== 'charset=utf-8')) return null;
+    const named = type === '*/*' || type === JSON_TYPE ? JSON_TYPE : type === GRAPHQL_RESPONSE_TYPE ? GRAPHQL_RESPONSE_TYPE : null;
+    if (named === null) return null;
+    first ??= named;
+  }
+  return first;
+}
+
+/** The body's GraphQL parameters when it is exactly a plain {query, variables?, operationName?} object. */
+function parseRequest(bytes: Uint8Array): { query: string; variables: Record<string, unknown> | undefined; operationName: string | undefined } | null {
+  let body: unknown;
+  try {
+    body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    return null;
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  for (const key of Object.keys(body)) if (!BODY_KEYS.has(key)) return null;
+  const { query, variables, operationName } = body as Record<string, unknown>;
+  if (typeof query !== 'string') return null;
+  if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
+  if (operationName !== undefined && operationName !== null && (typeof operationName !== 'string' || operationName === '')) return null;
+  return { query, variables: (variables ?? undefined) as Record<string, unknown> | undefined, operationName: operationName ?? undefined };
+}
+
+/** Whether the operation reads the schema (`__schema`, `__type`) at its root: yoga answers those. */
+function readsSchema(selectionSet: { selections: readonly { kind: string; name?: { value: string } }[] }): boolean {
+  return selectionSet.selections.some((selection) => selection.kind !== 'Field' || selection.name?.value === '__schema' || selection.name?.value === '__type');
+}
+
+async function readBody(body: AsyncIterable<Uint8Array> | null, length: number): Promise<Uint8Array<ArrayBuffer>> {
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  if (body) {
+    for await (const chunk of body) {
+      bytes.set(chunk.subarray(0, length - at), at);
+      at += Math.min(chunk.byteLength, length - at);
+    }
+  }
+  return at === length ? bytes : bytes.slice(0, at);
+}
+
+/** Headers of the connection or of the body as it was framed, which the request rebuilt for yoga does not carry. */
+const FRAMING_HEADERS = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'expect', 'upgrade']);
+
+/** The request as it came, with the body already read: for yoga. */
+function requestOf(url: string, headers: Iterable<[string, string]>, body: Uint8Array<ArrayBuffer>): Request {
+  const kept = new Headers();
+  for (const [name, value] of headers) if (!FRAMING_HEADERS.has(name.toLowerCase())) kept.append(name, value);
+  return new Request(url, { method: 'POST', headers: kept, body });
+}
+
+function nodeHeaders(req: IncomingMessage): [string, string][] {
+  return Object.entries(req.headers).flatMap(([name, value]) => (value === undefined ? [] : [[name, Array.isArray(value) ? value.join(', ') : value] as [string, string]]));
+}
