@@ -1,23 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { normalizedExecutor } from '@graphql-tools/executor';
-import { getOperationAST, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphql';
 import { processRegularResult } from 'graphql-yoga';
 import { viewerOf } from './auth/request-viewers.js';
 import type { Viewer } from './auth/viewer.js';
 import { idempotencyOf, type Context } from './context.js';
 import { withStatementSignal } from './db/cancellation.js';
-import { incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type Incoming, type Outgoing } from './direct-rest.js';
+import { incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type DirectPathOptions, type Incoming, type Outgoing } from './direct-rest.js';
 import { newRequestId, type ApiError } from './errors.js';
-import type { CompiledExecution } from './graphql/compiled-execution.js';
 import { jsonBytes } from './json-bytes.js';
-import type { Logger } from './logger.js';
 import { GRAPHQL_ENDPOINT } from './paths.js';
 import { operationAsksForData } from './plugins/use-auth.js';
 import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from './plugins/use-deadline.js';
 import { earlyErrorResponse } from './plugins/error-response.js';
 import { executionRefusal, variablesRefusal } from './plugins/use-limits.js';
-import { routeOf, type GatewayMetrics } from './plugins/use-metrics.js';
-import { budgetHeaders, type BudgetState, type RateLimits } from './plugins/use-rate-limit.js';
+import { routeOf } from './plugins/use-metrics.js';
+import { budgetHeaders, type BudgetState } from './plugins/use-rate-limit.js';
 import { recodeResultErrors } from './plugins/use-request-error-codes.js';
 import { logRequest } from './plugins/use-request-log.js';
 import { securityHeaders } from './plugins/use-security-headers.js';
@@ -40,19 +38,8 @@ import type { ValidatedDocuments } from './plugins/use-validated-documents.js';
 // those decisions all come before the rate limit counts the request, so no request is counted twice.
 // test/direct-graphql.test.ts compares the answers of both paths.
 
-export interface DirectGraphQLOptions {
-  schema: GraphQLSchema;
-  logger: Logger;
-  credentials: Parameters<typeof viewerOf>[1];
-  timeoutMs: number;
-  maxBodyBytes: number;
+export interface DirectGraphQLOptions extends DirectPathOptions {
   maxCost: number;
-  rateLimits: RateLimits | null;
-  metrics: GatewayMetrics | null;
-  cors: boolean;
-  compiledExecution: CompiledExecution;
-  maskError: (error: unknown, message: string) => Error;
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'live'>;
   /** The documents yoga found valid, by text. */
   validated: ValidatedDocuments;
   /** Yoga, for a request whose body this path read but does not answer. */

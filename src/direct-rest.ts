@@ -52,14 +52,13 @@ export interface Outgoing {
   body: Uint8Array<ArrayBuffer> | null;
 }
 
-export interface DirectRestOptions {
+/** What both direct paths (REST here, GraphQL in direct-graphql.ts) share with yoga's pipeline. */
+export interface DirectPathOptions {
   schema: GraphQLSchema;
-  compiled: readonly CompiledRoute[];
   logger: Logger;
   /** The credential checks the context uses (auth/credentials.ts). */
   credentials: Parameters<typeof viewerOf>[1];
   timeoutMs: number;
-  maxUrlLength: number;
   maxBodyBytes: number;
   rateLimits: RateLimits | null;
   metrics: GatewayMetrics | null;
@@ -70,6 +69,11 @@ export interface DirectRestOptions {
   maskError: (error: unknown, message: string) => Error;
   /** The context's fields that do not depend on the request. */
   contextBase: Pick<Context, 'db' | 'webhooks' | 'live'>;
+}
+
+export interface DirectRestOptions extends DirectPathOptions {
+  compiled: readonly CompiledRoute[];
+  maxUrlLength: number;
 }
 
 /** The REST requests served without yoga: `node` and `fetch` answer a request they take, and return false / null otherwise. */

@@ -219,39 +219,26 @@ query Connections {
       live,
     }),
   });
-  const direct =
-    directRest && withoutPlugins.length === 0
-      ? createDirectRest({
-          schema,
-          compiled: compiledRoutes,
-          logger,
-          credentials,
-          timeoutMs: limits.timeoutMs,
-          maxUrlLength: limits.maxUrlLength,
-          maxBodyBytes: limits.maxBodyBytes,
-          rateLimits,
-          metrics,
-          cors: corsOrigins.length > 0,
-          maskError,
-          compiledExecution,
-          contextBase: { db, webhooks, live },
-        })
-      : null;
+  // What both direct paths share with the pipeline; neither runs when a plugin is left out (the benchmark's table).
+  const directPath = {
+    schema,
+    logger,
+    credentials,
+    timeoutMs: limits.timeoutMs,
+    maxBodyBytes: limits.maxBodyBytes,
+    rateLimits,
+    metrics,
+    cors: corsOrigins.length > 0,
+    maskError,
+    compiledExecution,
+    contextBase: { db, webhooks, live },
+  };
+  const direct = directRest && withoutPlugins.length === 0 ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength }) : null;
   const graphqlDirect =
     directGraphQL && withoutPlugins.length === 0
       ? createDirectGraphQL({
-          schema,
-          logger,
-          credentials,
-          timeoutMs: limits.timeoutMs,
-          maxBodyBytes: limits.maxBodyBytes,
+          ...directPath,
           maxCost: limits.maxCost,
-          rateLimits,
-          metrics,
-          cors: corsOrigins.length > 0,
-          maskError,
-          compiledExecution,
-          contextBase: { db, webhooks, live },
           validated: validatedDocuments,
           yoga: (request, serverContext) => (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
         })

@@ -2,12 +2,11 @@
 // pipeline. Every answer must be the one yoga's pipeline gives: the same status, headers and body for the same
 // request, over node:http and in-process, its first time (when yoga validates the document), its second (the
 // direct path, not yet compiled) and its third (compiled); whatever the direct path declines reaches yoga intact.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, gatewayOver, listenOnLoopback, type TestGateway } from './fixtures/gateway.js';
 import { ORIGIN } from './fixtures/rest.js';
 
 interface Answer {
@@ -41,13 +40,7 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
   let viaYoga: Gateway;
   let cases: Case[];
   const servers: Server[] = [];
-
-  const listen = async (gateway: Gateway) => {
-    const server = createServer(gateway);
-    servers.push(server);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  };
+  const listen = (gateway: Gateway) => listenOnLoopback(gateway, servers);
 
   beforeAll(async () => {
     t = await createTestGateway(kind);

@@ -1,13 +1,12 @@
 // REST requests are served directly (src/direct-rest.ts), without yoga's request pipeline. Every answer must be
 // the one yoga's pipeline gives: the same status, headers and body for the same request, in-process and over
 // node:http, successes and refusals alike; requests the direct path does not take go to yoga untouched.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, gatewayOver, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, gatewayOver, JWT_TEST_SECRET, listenOnLoopback, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 
 interface Answer {
@@ -104,12 +103,7 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
 
   it('answers as yoga does over node:http, with node:http framing', async () => {
     const servers: Server[] = [];
-    const listen = async (gateway: Gateway) => {
-      const server = createServer(gateway);
-      servers.push(server);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    };
+    const listen = (gateway: Gateway) => listenOnLoopback(gateway, servers);
     try {
       const [directBase, yogaBase] = [await listen(direct), await listen(viaYoga)];
       for (const [label, path, authorization] of paths) {
