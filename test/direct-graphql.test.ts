@@ -3,6 +3,7 @@
 // request, over node:http and in-process, its first time (when yoga validates the document), its second (the
 // direct path, not yet compiled) and its third (compiled); whatever the direct path declines reaches yoga intact.
 import type { Server } from 'node:http';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
@@ -130,6 +131,50 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
       const fromYoga = await answerOf(await viaYoga.fetch(`${ORIGIN}/graphql`, init));
       expect({ label, ...fromDirect }).toEqual({ label, ...fromYoga });
     }
+  });
+
+  it('answers as yoga does with CORS on: Vary on every answer, and a cross-origin request left to yoga', async () => {
+    const cors = { config: { RATE_LIMIT_PER_MINUTE: 0, CORS_ORIGINS: ['https://app.example'] } };
+    const pair = [gatewayOver(t.db, cors), gatewayOver(t.db, { ...cors, directGraphQL: false })];
+    try {
+      const [directBase, yogaBase] = [await listen(pair[0]!), await listen(pair[1]!)];
+      const body = JSON.stringify({ query: '{ connections(limit: 2) { totalCount nodes { name } } }' });
+      const reader = { 'content-type': 'application/json', authorization: `Token ${t.tenants.demo.readerToken}` };
+      for (const [label, headers] of [
+        ['same origin', reader],
+        ['an allowed origin', { ...reader, origin: 'https://app.example' }],
+        ['another origin', { ...reader, origin: 'https://elsewhere.example' }],
+      ] as const) {
+        for (const time of [1, 2, 3]) {
+          const fromDirect = await answerOf(await fetch(`${directBase}/graphql`, { method: 'POST', headers, body }));
+          const fromYoga = await answerOf(await fetch(`${yogaBase}/graphql`, { method: 'POST', headers, body }));
+          expect({ label, time, ...fromDirect }).toEqual({ label, time, ...fromYoga });
+        }
+      }
+      // Only the requests without an Origin, after the first, were answered directly.
+      expect(pair[0]!.directGraphQL!.counts.answered).toBe(2);
+    } finally {
+      await Promise.all(pair.map((gateway) => gateway.dispose()));
+    }
+  });
+
+  it('survives a client that leaves in the middle of its body, and answers the next request', async () => {
+    const base = await listen(direct);
+    const { port } = new URL(base);
+    const body = JSON.stringify({ query: '{ __typename }' });
+    await new Promise<void>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => {
+        socket.write(`POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 50}\r\n\r\n${body}`);
+        setTimeout(() => {
+          socket.destroy();
+          resolve();
+        }, 50);
+      });
+      socket.on('error', reject);
+    });
+    const after = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    expect(after.status).toBe(200);
+    expect(await after.json()).toEqual({ data: { __typename: 'Query' } });
   });
 
   it('refuses over the rate limit as yoga does, counting each request once', async () => {
