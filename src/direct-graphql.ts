@@ -6,7 +6,7 @@ import { viewerOf } from './auth/request-viewers.js';
 import type { Viewer } from './auth/viewer.js';
 import { idempotencyOf, type Context } from './context.js';
 import { withStatementSignal } from './db/cancellation.js';
-import { incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type DirectPathOptions, type Incoming, type Outgoing } from './direct-rest.js';
+import { CLIENT_CLOSED_REQUEST, incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type DirectPathOptions, type Incoming, type Outgoing } from './direct-rest.js';
 import { newRequestId, type ApiError } from './errors.js';
 import { jsonBytes } from './json-bytes.js';
 import { GRAPHQL_ENDPOINT } from './paths.js';
@@ -104,7 +104,14 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
     // From arrival, as useDeadline's: reading the body is part of the request's time.
     const deadline = startDeadline(options.timeoutMs);
     try {
-      const bytes = await readBody(incoming.body(), taken.length);
+      let bytes: Uint8Array<ArrayBuffer>;
+      try {
+        bytes = await readBody(incoming.body(), taken.length);
+      } catch (error) {
+        if (!incoming.gone()) throw error;
+        // Its log line and metrics say so; nothing can be sent.
+        return finish({ status: CLIENT_CLOSED_REQUEST, headers: {}, body: null }, newRequestId(), undefined, null);
+      }
       const fallback = {
         get fallback() {
           counts.handedToYoga += 1;
@@ -146,10 +153,17 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
           outgoing = isPastDeadline(deadline) ? await early(taken, timeoutError()) : await answerOf(result, taken.accepted);
         }
       }
+      return finish(outgoing, requestId, budget, viewer);
+    } finally {
+      deadline.end();
+    }
+
+    /** The answer's common headers, its log line and its metrics. */
+    function finish(outgoing: Outgoing, requestId: string, budget: BudgetState | undefined, viewer: Viewer | null): Outgoing {
       outgoing.headers = {
         ...outgoing.headers,
         'x-request-id': requestId,
-        ...securityByType.get(outgoing.headers['content-type']?.split(';')[0] ?? '')!,
+        ...securityByType.get(outgoing.headers['content-type']?.split(';')[0] ?? ''),
         ...(budget ? lowerCased(budgetHeaders(budget)) : {}),
       };
       const route = routeOf(taken.url.pathname);
@@ -159,8 +173,6 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       options.metrics?.requestDone('POST', route, outgoing.status, startedAt);
       counts.answered += 1;
       return outgoing;
-    } finally {
-      deadline.end();
     }
   }
 

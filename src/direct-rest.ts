@@ -18,7 +18,7 @@ import { logRequest } from './plugins/use-request-log.js';
 import { withIdempotency } from './plugins/use-rest.js';
 import { securityHeaders } from './plugins/use-security-headers.js';
 import type { CompiledRoute } from './rest/compile-routes.js';
-import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './rest/envelope.js';
+import { errorResponse, graphqlErrorResponse, type ResponseTarget, type RestResponse } from './rest/envelope.js';
 import { acceptsEventStream } from './rest/event-stream.js';
 import { runRoute, unexpectedErrorResponse, type OperationRunner, type RouteInput } from './rest/handler.js';
 
@@ -43,7 +43,15 @@ export interface Incoming {
   body(): AsyncIterable<Uint8Array> | null;
   /** The client's address, for the rate limit of a request without a valid credential. */
   remoteAddress: string;
+  /** Whether the client left before its request was whole (a body cut off): there is no one to answer. */
+  gone(): boolean;
 }
+
+/**
+ * The status a request's log line and metrics get when its client left before the request was whole (nginx's
+ * "client closed request"): nothing is sent, and it is no fault of the server (no 5xx, no error line).
+ */
+export const CLIENT_CLOSED_REQUEST = 499;
 
 /** The answer, ready to send. */
 export interface Outgoing {
@@ -171,7 +179,9 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
         return context ? await withIdempotency(taken.route, context, response, target) : response;
       });
     } catch (error) {
-      response = unexpectedErrorResponse(logger, error, target);
+      response = incoming.gone()
+        ? errorResponse('INTERNAL', 'The client closed the request', target, { status: CLIENT_CLOSED_REQUEST })
+        : unexpectedErrorResponse(logger, error, target);
     } finally {
       deadline.end();
     }
@@ -222,6 +232,7 @@ export function incomingOfNode(req: IncomingMessage): Incoming {
     header: (name) => headerValue(req.headers[name]),
     body: () => req,
     remoteAddress: req.socket.remoteAddress ?? 'unknown',
+    gone: () => req.destroyed && !req.complete,
   };
 }
 
@@ -233,10 +244,14 @@ export function incomingOfFetch(request: Request, remoteAddress: string): Incomi
     header: (name) => request.headers.get(name),
     body: () => request.body as AsyncIterable<Uint8Array> | null,
     remoteAddress,
+    gone: () => request.signal.aborted,
   };
 }
 
-/** Writes an answer on node:http once it is ready; an answer that failed (a bug) is a bare 500, logged. */
+/**
+ * Writes an answer on node:http once it is ready; an answer that failed (a bug) is a bare 500, logged. One that
+ * failed because the client left (its body cut off: node:http's "aborted") has no one to answer and is no fault.
+ */
 export function sendOnNode(res: ServerResponse, answer: Promise<Outgoing>, logger: Logger, failure: string): void {
   answer.then(
     ({ status, headers, body }) => {
@@ -244,6 +259,10 @@ export function sendOnNode(res: ServerResponse, answer: Promise<Outgoing>, logge
       res.end(body);
     },
     (error: unknown) => {
+      if (res.destroyed || !res.socket || res.socket.destroyed) {
+        res.destroy();
+        return;
+      }
       logger.error({ err: error }, failure);
       if (!res.headersSent) res.writeHead(500);
       res.end();

@@ -3,11 +3,10 @@
 // request, over node:http and in-process, its first time (when yoga validates the document), its second (the
 // direct path, not yet compiled) and its third (compiled); whatever the direct path declines reaches yoga intact.
 import type { Server } from 'node:http';
-import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, gatewayOver, listenOnLoopback, type TestGateway } from './fixtures/gateway.js';
+import { capturingLogger, createTestGateway, gatewayOver, leaveMidBody, listenOnLoopback, type LogLine, type TestGateway } from './fixtures/gateway.js';
 import { ORIGIN } from './fixtures/rest.js';
 
 interface Answer {
@@ -158,23 +157,21 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
     }
   });
 
-  it('survives a client that leaves in the middle of its body, and answers the next request', async () => {
-    const base = await listen(direct);
-    const { port } = new URL(base);
-    const body = JSON.stringify({ query: '{ __typename }' });
-    await new Promise<void>((resolve, reject) => {
-      const socket = connect(Number(port), '127.0.0.1', () => {
-        socket.write(`POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length + 50}\r\n\r\n${body}`);
-        setTimeout(() => {
-          socket.destroy();
-          resolve();
-        }, 50);
-      });
-      socket.on('error', reject);
-    });
-    const after = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-    expect(after.status).toBe(200);
-    expect(await after.json()).toEqual({ data: { __typename: 'Query' } });
+  it('a client that leaves in the middle of its body: logged as 499, no error line, and the next request answered', async () => {
+    const lines: LogLine[] = [];
+    const logged = gatewayOver(t.db, { logger: capturingLogger(lines) });
+    try {
+      const base = await listen(logged);
+      const body = JSON.stringify({ query: '{ __typename }' });
+      await leaveMidBody(new URL(base), '/graphql', {}, body);
+      const after = await fetch(`${base}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      expect(after.status).toBe(200);
+      expect(await after.json()).toEqual({ data: { __typename: 'Query' } });
+      expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+      expect(lines.filter((line) => line.msg === 'request').map((line) => line.status)).toEqual([499, 200]);
+    } finally {
+      await logged.dispose();
+    }
   });
 
   it('refuses over the rate limit as yoga does, counting each request once', async () => {

@@ -6,7 +6,7 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, gatewayOver, JWT_TEST_SECRET, listenOnLoopback, type TestGateway } from './fixtures/gateway.js';
+import { capturingLogger, createTestGateway, gatewayOver, JWT_TEST_SECRET, leaveMidBody, listenOnLoopback, type LogLine, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 
 interface Answer {
@@ -162,6 +162,25 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
       }));
       expect({ label, ...fromDirect }).toEqual({ label, ...fromYoga });
       if (key) expect({ label, ...replays[0] }).toEqual({ label, ...replays[1] });
+    }
+  });
+
+  it('a client that leaves in the middle of a write body: logged as 499, no error line, nothing written', async () => {
+    const lines: LogLine[] = [];
+    const logged = gatewayOver(t.db, { logger: capturingLogger(lines) });
+    const servers: Server[] = [];
+    try {
+      const base = await listenOnLoopback(logged, servers);
+      const before = await t.db.raw.query<{ n: number }>('SELECT count(*)::int AS n FROM connections');
+      await leaveMidBody(new URL(base), `${BASE}/connected`, { authorization: `Token ${t.tenants.demo.adminToken}` }, '{"application_id": "app_');
+      const after = await fetch(`${base}${BASE}/connected?limit=1`, { headers: { authorization: `Token ${t.tenants.demo.readerToken}` } });
+      expect(after.status).toBe(200);
+      expect(await t.db.raw.query<{ n: number }>('SELECT count(*)::int AS n FROM connections')).toEqual(before);
+      expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+      expect(lines.filter((line) => line.msg === 'request').map((line) => line.status)).toEqual([499, 200]);
+    } finally {
+      for (const server of servers) server.close();
+      await logged.dispose();
     }
   });
 

@@ -4,9 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { connect, createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
@@ -17,6 +15,7 @@ import { seedCatalog } from '../src/seed/catalog.js';
 import { seedDemoTenant } from '../src/seed/demo.js';
 import { seedLoad } from '../src/seed/load.js';
 import { createGateway } from '../src/yoga.js';
+import { capturingLogger, type LogLine } from './fixtures/gateway.js';
 
 // PGlite lives inside the process and cannot go away, so an outage needs a real server that can be
 // stopped: each run makes its own throwaway cluster instead of touching the shared one.
@@ -213,21 +212,8 @@ interface Outcome {
   endedAt: number;
 }
 
-interface LogLine {
-  level: number;
-  msg?: string;
-}
-
 /** Warnings and errors of a gateway, kept for assertions (an outage must be "unavailable", never "unexpected"). */
-function capturingLogger(lines: LogLine[]) {
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString('utf8').split('\n')) if (line) lines.push(JSON.parse(line) as LogLine);
-      done();
-    },
-  });
-  return pino({ level: 'warn', base: undefined }, sink);
-}
+const warningsInto = (lines: LogLine[]) => capturingLogger(lines, 'warn');
 
 /** One credential sends all the traffic here, far beyond a per-credential rate limit: that is not under test. */
 const GATEWAY_CONFIG = {
@@ -279,7 +265,7 @@ describe.skipIf(skipReason !== null)(suiteName, () => {
     const user = await createServiceUser(db, { tenantId, name: 'ops-admin', role: 'admin' });
     adminToken = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
 
-    const gateway = createGateway({ db, config: GATEWAY_CONFIG, logger: capturingLogger(logLines) });
+    const gateway = createGateway({ db, config: GATEWAY_CONFIG, logger: warningsInto(logLines) });
     server = createServer(gateway);
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -518,7 +504,7 @@ describe.skipIf(skipReason !== null)(suiteName, () => {
     const bounds = { connectTimeoutMs: 1000, queryTimeoutMs: 1000 };
     const relayed = await openDatabase({ databaseUrl: cluster!.url.replace(`:${cluster!.port}/`, `:${relay.port}/`), poolSize: 3, ...bounds });
     const relayLog: LogLine[] = [];
-    const relayServer = createServer(createGateway({ db: relayed, config: GATEWAY_CONFIG, logger: capturingLogger(relayLog) }));
+    const relayServer = createServer(createGateway({ db: relayed, config: GATEWAY_CONFIG, logger: warningsInto(relayLog) }));
     try {
       await new Promise<void>((resolve) => relayServer.listen(0, '127.0.0.1', resolve));
       const origin = `http://127.0.0.1:${(relayServer.address() as AddressInfo).port}`;
