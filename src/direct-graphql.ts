@@ -1,17 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { normalizedExecutor } from '@graphql-tools/executor';
-import { getOperationAST, type DocumentNode, type ExecutionResult } from 'graphql';
+import { getOperationAST, type ExecutionResult } from 'graphql';
 import { processRegularResult } from 'graphql-yoga';
 import { viewerOf } from './auth/request-viewers.js';
 import type { Viewer } from './auth/viewer.js';
 import { idempotencyOf, type Context } from './context.js';
 import { withStatementSignal } from './db/cancellation.js';
-import { CLIENT_CLOSED_REQUEST, incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type DirectPathOptions, type Incoming, type Outgoing } from './direct-rest.js';
+import { CLIENT_CLOSED_REQUEST, executeDirectly, incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type DirectPathOptions, type Incoming, type Outgoing } from './direct-rest.js';
 import { newRequestId, type ApiError } from './errors.js';
 import { jsonBytes } from './json-bytes.js';
 import { GRAPHQL_ENDPOINT } from './paths.js';
 import { operationAsksForData } from './plugins/use-auth.js';
-import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from './plugins/use-deadline.js';
+import { isPastDeadline, startDeadline, timeoutError, withinDeadline } from './plugins/use-deadline.js';
 import { earlyErrorResponse } from './plugins/error-response.js';
 import { executionRefusal, variablesRefusal } from './plugins/use-limits.js';
 import { routeOf } from './plugins/use-metrics.js';
@@ -57,8 +56,6 @@ export interface DirectGraphQL {
 const JSON_TYPE = 'application/json';
 const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
 const BODY_KEYS = new Set(['query', 'variables', 'operationName']);
-/** yoga's masking message (maskedErrors.errorMessage). */
-const MASKED_MESSAGE = 'Unexpected error.';
 
 /** A request this path reads: its URL and the media type of its answer. */
 interface Taken {
@@ -112,20 +109,18 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
         // Its log line and metrics say so; nothing can be sent.
         return finish({ status: CLIENT_CLOSED_REQUEST, headers: {}, body: null }, newRequestId(), undefined, null);
       }
-      const fallback = {
-        get fallback() {
-          counts.handedToYoga += 1;
-          return bytes;
-        },
+      const fallback = (): Fallback => {
+        counts.handedToYoga += 1;
+        return { fallback: bytes };
       };
       const request = parseRequest(bytes);
       const document = request && options.validated.get(request.query);
-      if (!request || !document) return fallback;
+      if (!request || !document) return fallback();
       const { operationName, variables } = request;
       const operation = getOperationAST(document, operationName);
-      if (operation?.operation !== 'query' || readsSchema(operation.selectionSet)) return fallback;
+      if (operation?.operation !== 'query' || readsSchema(operation.selectionSet)) return fallback();
       const args = { schema: options.schema, document, operationName, variableValues: variables, contextValue: {} };
-      if (variablesRefusal(variables) || executionRefusal(args, options.maxCost, false)) return fallback;
+      if (variablesRefusal(variables) || executionRefusal(args, options.maxCost, false)) return fallback();
 
       const authorization = incoming.header('authorization');
       let viewer: Viewer | null = null;
@@ -134,10 +129,10 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
         viewer = await withinDeadline(deadline, viewerOf(authorization, options.credentials));
       } catch (error) {
         // A refused credential is yoga's to answer (and to count by address); a lookup past the time limit is the 503.
-        if (!deadline.aborted) return fallback;
+        if (!deadline.aborted) return fallback();
         outgoing = await early(taken, error as ApiError);
       }
-      if (!outgoing && viewer === null && operationAsksForData(document, operationName)) return fallback;
+      if (!outgoing && viewer === null && operationAsksForData(document, operationName)) return fallback();
 
       const requestId = newRequestId();
       let budget: BudgetState | undefined;
@@ -148,7 +143,9 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
           outgoing = await early(taken, check.refusal);
         } else {
           const context: Context = { ...options.contextBase, viewer, requestId, idempotency: idempotencyOf(incoming.header('idempotency-key')), authorization };
-          const result = await execute(deadline, { document, operationName, variableValues: variables, contextValue: context });
+          const args = { document, operationName, variableValues: variables, contextValue: context };
+          const result = await withStatementSignal(deadline, () => executeDirectly(options, deadline, args, 'graphql'));
+          recodeResultErrors(result);
           // An answer ready only past the time limit is the 503 (use-deadline).
           outgoing = isPastDeadline(deadline) ? await early(taken, timeoutError()) : await answerOf(result, taken.accepted);
         }
@@ -174,22 +171,6 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       counts.answered += 1;
       return outgoing;
     }
-  }
-
-  async function execute(
-    deadline: Deadline,
-    args: { document: DocumentNode; operationName: string | undefined; variableValues: Record<string, unknown> | undefined; contextValue: Context },
-  ): Promise<ExecutionResult> {
-    const done = options.metrics?.operationStarted(args.document, args.operationName, 'graphql');
-    const compiled = options.compiledExecution.executorFor(args.document, args.operationName, false);
-    const executor = (compiled ?? normalizedExecutor) as typeof normalizedExecutor;
-    const result = (await withStatementSignal(deadline, () =>
-      executeWithinDeadline(deadline, executor, { schema: options.schema, ...args }, { usesSignal: compiled === null }),
-    )) as ExecutionResult;
-    const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
-    done?.(masked);
-    recodeResultErrors(masked);
-    return masked as ExecutionResult;
   }
 
   /** A refusal before or instead of execution (rate limit, deadline), as the plugins answer it (earlyErrorResponse). */

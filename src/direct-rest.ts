@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { normalizedExecutor } from '@graphql-tools/executor';
-import type { ExecutionResult, GraphQLSchema } from 'graphql';
+import type { ExecutionArgs, ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
 import { viewerOf } from './auth/request-viewers.js';
 import type { Viewer } from './auth/viewer.js';
 import { idempotencyOf, type Context } from './context.js';
@@ -10,9 +10,9 @@ import { newRequestId } from './errors.js';
 import { jsonBytes } from './json-bytes.js';
 import type { Logger } from './logger.js';
 import { INTEGRATIONS_BASE, withoutTrailingSlash } from './paths.js';
-import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline } from './plugins/use-deadline.js';
+import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from './plugins/use-deadline.js';
 import { unstorableTextError } from './plugins/use-limits.js';
-import { routeOf, type GatewayMetrics } from './plugins/use-metrics.js';
+import { routeOf, type GatewayMetrics, type OperationSurface } from './plugins/use-metrics.js';
 import { budgetHeaders, type BudgetState, type RateLimits } from './plugins/use-rate-limit.js';
 import { logRequest } from './plugins/use-request-log.js';
 import { withIdempotency } from './plugins/use-rest.js';
@@ -161,18 +161,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
               throw options.maskError(error, MASKED_MESSAGE);
             }
           },
-          execute: async (args) => {
-            const done = options.metrics?.operationStarted(args.document, args.operationName, 'rest');
-            const refusal = unstorableTextError(args.variableValues);
-            const compiled = options.compiledExecution.executorFor(args.document, args.operationName, true);
-            const executor = (compiled ?? normalizedExecutor) as typeof normalizedExecutor;
-            const result = refusal
-              ? { errors: [refusal] }
-              : ((await executeWithinDeadline(deadline, executor, { schema: options.schema, ...args }, { usesSignal: compiled === null })) as ExecutionResult);
-            const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
-            done?.(masked);
-            return masked;
-          },
+          execute: (args) => executeDirectly(options, deadline, args, 'rest', unstorableTextError(args.variableValues)),
         };
         const input: RouteInput = { header: incoming.header, body: incoming.body };
         const { response, context } = await runRoute({ ...taken, input, target, log: logger }, runner, options.maxBodyBytes);
@@ -268,6 +257,33 @@ export function sendOnNode(res: ServerResponse, answer: Promise<Outgoing>, logge
       res.end();
     },
   );
+}
+
+/**
+ * Runs an operation as the pipeline would around its executor: compiled when it is (the server's own REST
+ * documents at their first run), within the deadline, counted in the metrics under `surface`, its errors masked.
+ * `refusal`: a limit refused it already; that is its result.
+ */
+export async function executeDirectly(
+  options: DirectPathOptions,
+  deadline: Deadline,
+  args: Omit<ExecutionArgs, 'schema'>,
+  surface: OperationSurface,
+  refusal: GraphQLError | null = null,
+): Promise<ExecutionResult> {
+  const done = options.metrics?.operationStarted(args.document, args.operationName, surface);
+  let result: ExecutionResult;
+  if (refusal) {
+    result = { errors: [refusal] };
+  } else {
+    const compiled = options.compiledExecution.executorFor(args.document, args.operationName, surface === 'rest');
+    const executor = (compiled ?? normalizedExecutor) as typeof normalizedExecutor;
+    result = (await executeWithinDeadline(deadline, executor, { schema: options.schema, ...args }, { usesSignal: compiled === null })) as ExecutionResult;
+  }
+  const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
+  done?.(masked);
+  // yoga types the masking function's result as Error; it returns GraphQL errors.
+  return masked as ExecutionResult;
 }
 
 /** An answer as a fetch Response. */

@@ -123,11 +123,13 @@ export function timeoutError(): ApiError {
   return new ApiError('UNAVAILABLE', 'The request took too long and was stopped; retry later or ask for less');
 }
 
+/**
+ * `work`'s value, or TIMED_OUT once the deadline has passed (at once when it already has: `expired` is then
+ * settled, and wins the race). Raced even then, so a rejection of `work` is always handled.
+ */
 function raceDeadline<T>(deadline: Deadline | undefined, work: Promise<T>): Promise<{ value: T } | typeof TIMED_OUT> {
   const done = work.then((value) => ({ value }));
-  if (deadline === undefined) return done;
-  if (deadline.aborted) return Promise.resolve(TIMED_OUT);
-  return Promise.race([done, deadline.expired]);
+  return deadline === undefined ? done : Promise.race([done, deadline.expired]);
 }
 
 type ExecuteFn = (args: ExecutionArgs & { signal?: AbortSignal }) => unknown;
