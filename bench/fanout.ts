@@ -6,7 +6,8 @@
 // in order), and the server's RSS and CPU. The gateway runs as `npm start` runs it: dist/server.js on
 // PostgreSQL, request log at info.
 //
-//   npm run bench:fanout             (FANOUT_SUBSCRIBERS, FANOUT_EVENTS_PER_S, FANOUT_SECONDS override; GATEWAY=<script>
+//   npm run bench:fanout             (FANOUT_SUBSCRIBERS, FANOUT_EVENTS_PER_S, FANOUT_SECONDS override; FANOUT_NODE_ARGS
+//                                    adds node options to the gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"; GATEWAY=<script>
 //                                    measures another build)
 
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
@@ -98,7 +99,7 @@ async function main(): Promise<void> {
   };
   try {
     const since = performance.now();
-    const gateway = startNode('gateway', process.env.GATEWAY ?? 'dist/server.js', { env });
+    const gateway = startNode('gateway', process.env.GATEWAY ?? 'dist/server.js', { env, nodeArgs: process.env.FANOUT_NODE_ARGS?.split(' ') });
     await waitFor200(`${base}/readyz`, { since, timeoutMs: 120_000, child: gateway });
     const expires = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
     const cliEnv = { DATABASE_URL: url };
