@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
-import { PGLITE_START_PARAMS } from '../src/db/client.js';
+import { pgliteOptions } from '../src/db/client.js';
 import { MIGRATIONS_DIR, readMigrations } from '../src/db/migrate.js';
 import { NO_FILTERS, openSchemaEngine, readPrismaSchema, SCHEMA_PATH } from '../src/db/schema-engine.js';
 
@@ -17,7 +17,7 @@ if (!name || !/^[a-z0-9_]+$/.test(name)) {
 }
 
 const schema = readPrismaSchema();
-const engine = await openSchemaEngine(new PrismaPGlite(new PGlite({ startParams: [...PGLITE_START_PARAMS] })), schema);
+const engine = await openSchemaEngine(new PrismaPGlite(new PGlite(pgliteOptions())), schema);
 const migrations = readMigrations();
 const result = await engine.diff({
   from: {

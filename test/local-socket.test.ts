@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PGLITE_START_PARAMS } from '../src/db/client.js';
+import { pgliteOptions } from '../src/db/client.js';
 import { admittedByLocalSocket, localSocketDir, localSocketPath, localSocketUrl, serveLocalSocket } from '../src/db/local-socket.js';
 import { migratedPgliteDataDir } from './fixtures/databases.js';
 import { printedToken, ROOT, serverEnvironment, startServer, waitForStderr, type RunningServer } from './fixtures/server-process.js';
@@ -126,7 +126,7 @@ describe('the local socket next to the server\'s own queries', () => {
 
   beforeAll(async () => {
     dataDir = temporaryDirectory('gw-socket-');
-    db = await PGlite.create('memory://', { startParams: [...PGLITE_START_PARAMS] });
+    db = await PGlite.create('memory://', pgliteOptions());
     await db.exec('CREATE TABLE t (name text PRIMARY KEY)');
     stopSocket = await serveLocalSocket(db, dataDir, { maxConnections: 2 });
   });

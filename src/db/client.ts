@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
+import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
@@ -189,17 +189,24 @@ function isRunning(pid: number): boolean {
 }
 
 /**
- * How every PGlite here starts (the server, the CLI, the tests' databases): PGlite's own start parameters, and a
- * buffer pool sized for an embedded database. PostgreSQL's default of 128 MB of shared buffers is one block of
- * memory PGlite zeroes at every start: measured on this machine, 0.45 s of the 1.0 s `PGlite.create` of an
- * existing directory, and 120 MB of resident memory, before any query. 16 MB holds the demo data many times
- * over; PGlite reads what does not fit from the directory's files, which the OS caches. max_connections sizes
- * the shared lock and process tables: PGlite runs one backend (the local socket queues its clients onto it).
+ * How every PGlite here starts (the server, the CLI, the tests' databases, the migration script): PGlite's own
+ * start parameters with a buffer pool sized for an embedded database, and how a new directory is initialised.
+ * - PostgreSQL's default of 128 MB of shared buffers is one block of memory PGlite zeroes at every start:
+ *   measured on this machine, 0.45 s of the 1.0 s `PGlite.create` of an existing directory, and 120 MB of
+ *   resident memory, before any query. 16 MB holds the demo data many times over; PGlite reads what does not
+ *   fit from the directory's files, which the OS caches.
+ * - max_connections sizes the shared lock and process tables: PGlite runs one backend (the local socket queues
+ *   its clients onto it).
+ * - A new directory gets 1 MB write-ahead log segments instead of 16 MB: the log's current segment is written
+ *   whole, mostly zeros, so a new directory is 15 MB smaller, and so is every archive of one (`dumpDataDir`)
+ *   that PGlite reads back whole (the tests' copies: 0.2 s less to open each). Existing directories keep theirs.
  */
-export const PGLITE_START_PARAMS: readonly string[] = [
-  ...PGlite.defaultStartParams,
-  ...['shared_buffers=16MB', 'max_connections=10'].flatMap((setting) => ['-c', setting]),
-];
+export function pgliteOptions(): Pick<PGliteOptions, 'startParams' | 'initDbStartParams'> {
+  return {
+    startParams: [...PGlite.defaultStartParams, ...['shared_buffers=16MB', 'max_connections=10'].flatMap((setting) => ['-c', setting])],
+    initDbStartParams: ['--wal-segsize=1'],
+  };
+}
 
 async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?: Blob): Promise<Database> {
   let release = () => {};
@@ -225,7 +232,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
   }
   let client: PGlite;
   try {
-    client = await PGlite.create(dataDir, { startParams: [...PGLITE_START_PARAMS], ...(dump ? { loadDataDir: dump } : {}) });
+    client = await PGlite.create(dataDir, { ...pgliteOptions(), ...(dump ? { loadDataDir: dump } : {}) });
   } catch (error) {
     release();
     throw error;
