@@ -2,6 +2,7 @@ import { createServiceUser, listServiceUsers } from './auth/service-users.js';
 import { createToken } from './auth/tokens.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
+import { preloadedPGlite } from './db/pglite-preload.js';
 import type { Config } from './env.js';
 import type { Logger } from './logger.js';
 import { DEFAULT_REQUEST_LIMITS } from './plugins/use-limits.js';
@@ -102,6 +103,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     queryTimeoutMs: SERVER_QUERY_TIMEOUT_MS,
     statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,
     localSocket: 'serve',
+    pgliteFiles: await preloadedPGlite(),
   });
   try {
     const applied = await migrate(db);

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { cancelStatementsOnAbort } from './cancellation.js';
+import type { PGliteFiles } from './pglite-preload.js';
 import { admittedByLocalSocket, hasLocalSocket, localSocketUrl, serveLocalSocket } from './local-socket.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -84,6 +85,8 @@ interface DatabaseOptions {
    * socket instead of refusing.
    */
   localSocket?: 'serve' | 'join';
+  /** PGlite only: its Wasm module and file bundle, already loaded (db/pglite-preload.ts); else PGlite loads them. */
+  pgliteFiles?: PGliteFiles | null;
   /** PGlite only: start from this `dumpDataDir()` archive instead of an empty database (the tests' seeded copy). */
   pgliteDump?: Blob;
 }
@@ -92,7 +95,7 @@ interface DatabaseOptions {
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   return options.databaseUrl
     ? openPostgres(options.databaseUrl, options.poolSize ?? 10, options)
-    : openPGlite(options.dataDir ?? 'memory://', options.localSocket, options.pgliteDump);
+    : openPGlite(options.dataDir ?? 'memory://', options.localSocket, options.pgliteDump, options.pgliteFiles);
 }
 
 function withQueryEvents(
@@ -208,7 +211,7 @@ export function pgliteOptions(): Pick<PGliteOptions, 'startParams' | 'initDbStar
   };
 }
 
-async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?: Blob): Promise<Database> {
+async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?: Blob, files?: PGliteFiles | null): Promise<Database> {
   let release = () => {};
   let stopSocket = async () => {};
   if (!dataDir.startsWith('memory://')) {
@@ -232,7 +235,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
   }
   let client: PGlite;
   try {
-    client = await PGlite.create(dataDir, { ...pgliteOptions(), ...(dump ? { loadDataDir: dump } : {}) });
+    client = await PGlite.create(dataDir, { ...pgliteOptions(), ...files, ...(dump ? { loadDataDir: dump } : {}) });
   } catch (error) {
     release();
     throw error;
