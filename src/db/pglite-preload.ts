@@ -3,9 +3,9 @@ import { setFlagsFromString } from 'node:v8';
 
 // A server on PGlite spends its first ~0.7 s loading its own bundle on the one JavaScript thread, and only then
 // opens the database. PGlite's Wasm module compiles on V8's background threads and its file bundle is read on
-// libuv's, so both can run while the bundle loads: src/server.ts starts them before it imports anything else
-// (server.ts), and openPGlite hands what they made to PGlite.create. Measured in bench/analysis.md
-// ("Cold start").
+// libuv's, so both can run while the bundle loads: the entry point (src/server.ts) starts them before it
+// imports the rest of the program, and openPGlite hands what they made to PGlite.create. Measured in
+// bench/analysis.md ("Cold start").
 
 /** What PGlite otherwise reads and compiles inside `PGlite.create`. */
 export interface PGliteFiles {
