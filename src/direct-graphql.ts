@@ -8,6 +8,7 @@ import { withStatementSignal } from './db/cancellation.js';
 import { CLIENT_CLOSED_REQUEST, executeDirectly, incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type DirectPathOptions, type Incoming, type Outgoing } from './direct-rest.js';
 import { newRequestId, type ApiError } from './errors.js';
 import { jsonBytes } from './json-bytes.js';
+import { introspects } from './graphql/compiled-execution.js';
 import { GRAPHQL_ENDPOINT } from './paths.js';
 import { operationAsksForData } from './plugins/use-auth.js';
 import { isPastDeadline, startDeadline, timeoutError, withinDeadline } from './plugins/use-deadline.js';
@@ -118,7 +119,7 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       if (!request || !document) return fallback();
       const { operationName, variables } = request;
       const operation = getOperationAST(document, operationName);
-      if (operation?.operation !== 'query' || readsSchema(operation.selectionSet)) return fallback();
+      if (operation?.operation !== 'query' || introspects(document)) return fallback();
       const args = { schema: options.schema, document, operationName, variableValues: variables, contextValue: {} };
       if (variablesRefusal(variables) || executionRefusal(args, options.maxCost, false)) return fallback();
 
@@ -252,11 +253,6 @@ function parseRequest(bytes: Uint8Array): { query: string; variables: Record<str
   if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
   if (operationName !== undefined && operationName !== null && (typeof operationName !== 'string' || operationName === '')) return null;
   return { query, variables: (variables ?? undefined) as Record<string, unknown> | undefined, operationName: operationName ?? undefined };
-}
-
-/** Whether the operation reads the schema (`__schema`, `__type`) at its root: yoga answers those. */
-function readsSchema(selectionSet: { selections: readonly { kind: string; name?: { value: string } }[] }): boolean {
-  return selectionSet.selections.some((selection) => selection.kind !== 'Field' || selection.name?.value === '__schema' || selection.name?.value === '__type');
 }
 
 async function readBody(body: AsyncIterable<Uint8Array> | null, length: number): Promise<Uint8Array<ArrayBuffer>> {

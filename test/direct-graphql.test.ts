@@ -76,6 +76,7 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
       query('both JSON types, charset', { query: nested }, { ...reader, accept: 'application/json; charset=utf-8, application/graphql-response+json' }),
       query('any type', { query: nested }, { ...reader, accept: '*/*' }),
       query('content type with charset', { query: nested }, { ...reader, 'content-type': 'application/json; charset=utf-8' }),
+      query('fragments at the root', { query: `{ ...Root ... on Query { __typename } } fragment Root on Query { connections(limit: 2) { totalCount nodes { id } } }` }, reader),
       // Declined by the direct path, answered by yoga.
       query('no credential, asking for data', { query: nested }, {}, false),
       query('a malformed credential', { query: '{ __typename }' }, { authorization: 'Token nope' }, false),
@@ -85,6 +86,7 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
       query('a cost over the budget by its variables', { query: 'query ($n: Int) { connections(limit: $n) { nodes { syncs(limit: 100) { id status startedAt } } } }', variables: { n: 100 } }, reader, false),
       query('NUL in a variable', { query: withVariables, variables: { filter: { errorMessage: { eq: 'a\u0000b' } } } }, reader, false),
       query('a schema query', { query: '{ __schema { queryType { name } } }' }, reader, false),
+      query('a schema query in a root fragment', { query: '{ ...Schema } fragment Schema on Query { __type(name: "Sync") { name } }' }, reader, false),
       query('a mutation', { query: 'mutation { deleteConnection(id: "con_00000000000000000000000000") { id } }' }, reader, false),
       query('an extensions member', { query: nested, extensions: { persistedQuery: null } }, reader, false),
       query('an unknown member', { query: nested, colour: 'red' }, reader, false),

@@ -167,18 +167,26 @@ function asGraphQLError(error: GraphQLError): GraphQLError {
   return Object.assign(located, { locations: error.locations });
 }
 
-/** Whether the document reads the schema (`__schema`, `__type`): the shadow would show its extra scalar. */
-function introspects(document: DocumentNode): boolean {
-  let found = false;
-  visit(document, {
-    Field(node) {
-      if (node.name.value === '__schema' || node.name.value === '__type') {
+const introspecting = new WeakMap<DocumentNode, boolean>();
+
+/**
+ * Whether the document reads the schema (`__schema`, `__type`), anywhere in it, fragments included: such a
+ * document is not compiled (the shadow schema would show its extra scalar), and the direct GraphQL path leaves
+ * it to yoga. Walked once per document.
+ */
+export function introspects(document: DocumentNode): boolean {
+  let found = introspecting.get(document);
+  if (found === undefined) {
+    found = false;
+    visit(document, {
+      Field(node) {
+        if (node.name.value !== '__schema' && node.name.value !== '__type') return undefined;
         found = true;
         return BREAK;
-      }
-      return undefined;
-    },
-  });
+      },
+    });
+    introspecting.set(document, found);
+  }
   return found;
 }
 
