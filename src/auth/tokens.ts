@@ -197,14 +197,13 @@ export async function verifyPersonalAccessToken(
  * is repeated in SQL so that of many concurrent requests only the first one in a window actually writes.
  */
 function touchLastUsed(db: Database, tokenId: string, now: Date): void {
-  db.prisma.token
-    .updateMany({
-      where: {
-        id: tokenId,
-        OR: [{ lastUsedAt: null }, { lastUsedAt: { lt: new Date(now.getTime() - LAST_USED_THROTTLE_MS) } }],
-      },
-      data: { lastUsedAt: now },
-    })
+  // SQL, not Prisma, like the lookup: a server's first requests then load no Prisma query compiler.
+  db.raw
+    .query('UPDATE tokens SET last_used_at = $2::timestamptz WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $3::timestamptz)', [
+      tokenId,
+      now.toISOString(),
+      new Date(now.getTime() - LAST_USED_THROTTLE_MS).toISOString(),
+    ])
     .catch(() => {});
 }
 

@@ -152,7 +152,9 @@ export async function seedDemoTenant(
  * in use and must not be touched).
  */
 export async function ensureDemo(db: Database, options: SeedDemoOptions = {}): Promise<string | undefined> {
-  if ((await db.prisma.tenant.count()) > 0) return undefined;
+  // SQL, not Prisma: on a restart (the usual case) nothing else loads Prisma before the server listens.
+  const [tenants] = await db.raw.query<{ exist: boolean }>('SELECT EXISTS (SELECT 1 FROM tenants) AS exist');
+  if (tenants?.exist) return undefined;
   await seedCatalog(db);
   const tenant = await db.prisma.tenant.create({
     data: { id: newId('ten'), slug: DEMO_TENANT_SLUG, name: DEMO_TENANT_NAME },
