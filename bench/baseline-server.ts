@@ -6,6 +6,7 @@
 //   DATABASE_URL=postgres://… PORT=4100 node --import tsx bench/baseline-server.ts
 //   BASELINE_TOKEN_LOOKUP=once   the no-lookup floor: a token is checked on its first request only, and its
 //                                tenant answered from memory after that (no statement, no hash)
+//   BASELINE_PREPARED=1          every statement prepared (named), as the gateway runs them on PostgreSQL
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -91,8 +92,20 @@ const metadataOf = (source: unknown, keys = METADATA_MEMBERS.map(([key]) => key)
     keys.map((key) => [key, 'string']),
   );
 
-export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every request' | 'once' } = { tokenLookup: 'every request' }) {
+export function createBaseline(
+  pool: pg.Pool,
+  options: { tokenLookup: 'every request' | 'once'; prepared?: boolean } = { tokenLookup: 'every request' },
+) {
   const remembered = new Map<string, string>();
+  // prepared (BASELINE_PREPARED=1): every statement named, so each connection prepares it once and PostgreSQL may
+  // reuse a generic plan, as the gateway runs its statements on PostgreSQL (src/db/prepared-statements.ts).
+  const statementNames = new Map<string, string>();
+  function run(text: string, values?: unknown[]) {
+    if (!options.prepared) return pool.query(text, values);
+    let name = statementNames.get(text);
+    if (name === undefined) statementNames.set(text, (name = `b${statementNames.size}`));
+    return pool.query({ name, text, values });
+  }
   async function tenantOf(request: IncomingMessage): Promise<string | null> {
     const header = request.headers.authorization;
     if (!header) return null;
@@ -110,7 +123,7 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
     const match = TOKEN.exec(header);
     if (!match) throw new HttpError(401, 'malformed credential');
     const rows = (
-      await pool.query(
+      await run(
         `SELECT t.tenant_id, t.secret_hash, t.expires_at, t.revoked_at, u.role
            FROM tokens t JOIN service_users u ON u.tenant_id = t.tenant_id AND u.id = t.service_user_id
           WHERE t.prefix = $1`,
@@ -164,17 +177,17 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
       ? 'count(*)::int AS n FROM syncs'
       : 'COALESCE(sum(count), 0)::int AS n FROM sync_counts';
     const [count, page] = await Promise.all([
-      pool.query(`SELECT ${counted} WHERE ${condition}`, values),
+      run(`SELECT ${counted} WHERE ${condition}`, values),
       // As the gateway's page: a first page straight from the index, any other the ids first, then the page's
       // rows joined back by primary key and tenant.
       offset === 0
-        ? pool.query(
+        ? run(
             `SELECT ${columns.map(([, column]) => column).join(', ')}
                FROM syncs s WHERE ${condition}
               ORDER BY s.started_at DESC, s.id DESC LIMIT $${values.length + 1}`,
             [...values, limit],
           )
-        : pool.query(
+        : run(
             `SELECT ${columns.map(([, column]) => column).join(', ')}
                FROM (SELECT id FROM syncs WHERE ${condition}
                       ORDER BY started_at DESC, id DESC LIMIT $${values.length + 1} OFFSET $${values.length + 2}) p
@@ -236,8 +249,8 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
   async function listConnections(tenant: string): Promise<Json> {
     const limit = 100;
     const [count, page] = await Promise.all([
-      pool.query('SELECT count(*)::int AS n FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL', [tenant]),
-      pool.query(
+      run('SELECT count(*)::int AS n FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL', [tenant]),
+      run(
         `SELECT ${CONNECTION_SELECT} FROM ${CONNECTION_FROM}
           WHERE c.tenant_id = $1 AND c.deleted_at IS NULL ORDER BY c.name, c.id LIMIT $2 OFFSET 0`,
         [tenant, limit],
@@ -251,7 +264,7 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
 
   async function getConnection(tenant: string, id: string): Promise<Json> {
     if (!ID.test(id)) throw new HttpError(400, 'bad id');
-    const { rows } = await pool.query(
+    const { rows } = await run(
       `SELECT ${CONNECTION_SELECT}, a.features, a.additional_information FROM ${CONNECTION_FROM}
         WHERE c.id = $1 AND c.tenant_id = $2 AND c.deleted_at IS NULL`,
       [id, tenant],
@@ -279,7 +292,7 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
 
   /** One page of connections with their latest syncs: one statement, one row per (connection, sync). */
   async function connectionsPage(tenant: string, limit: number, offset: number): Promise<Json> {
-    const { rows } = await pool.query(
+    const { rows } = await run(
       `SELECT c.id, c.name, a.name AS application_name, k.name AS category_name,
               s.id AS sync_id, s.status, s.started_at_text, s.finished_at_text, s.error_message
          FROM (SELECT id, tenant_id, name, application_id FROM connections
@@ -334,7 +347,7 @@ export function createBaseline(pool: pg.Pool, options: { tokenLookup: 'every req
     const url = new URL(request.url ?? '/', 'http://baseline');
     const path = url.pathname.length > 1 && url.pathname.endsWith('/') ? url.pathname.slice(0, -1) : url.pathname;
     if (path === '/readyz') {
-      await pool.query('SELECT 1');
+      await run('SELECT 1');
       return { status: 'ready', database: 'postgres' };
     }
     if (path === '/graphql' && request.method === 'POST') {
@@ -382,7 +395,10 @@ if (isMain) {
   }
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on('error', () => {});
-  const handle = createBaseline(pool, { tokenLookup: process.env.BASELINE_TOKEN_LOOKUP === 'once' ? 'once' : 'every request' });
+  const handle = createBaseline(pool, {
+    tokenLookup: process.env.BASELINE_TOKEN_LOOKUP === 'once' ? 'once' : 'every request',
+    prepared: process.env.BASELINE_PREPARED === '1',
+  });
   const server = createServer((request, response) => void handle(request, response));
   server.listen(Number(process.env.PORT ?? 4100), process.env.HOST ?? '127.0.0.1');
   const stop = () => {

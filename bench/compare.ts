@@ -9,6 +9,8 @@
 //   COMPARE_ROUNDS=3  COMPARE_DURATION=4           rounds and measured seconds per figure
 //   COMPARE_WARMUP=3                               seconds of each scenario on each server before the rounds
 //   COMPARE_RELOAD=1                               drop and load the database again
+//   COMPARE_PREPARED_BASELINE=1                    also the baseline with its statements prepared (BASELINE_PREPARED=1)
+//   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'  node options for the gateway(s), e.g. a CPU profile
 
 import { loadavg } from 'node:os';
 import { serverEnv } from './cold-start.js';
@@ -21,6 +23,7 @@ const DATABASE = 'bench_compare';
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.COMPARE_DURATION ?? 4);
 const WARMUP_S = Number(process.env.COMPARE_WARMUP ?? 3);
+const gatewayNodeArgs = process.env.COMPARE_NODE_ARGS?.split(' ');
 const WANTED = (process.env.COMPARE_SCENARIOS ?? 'syncs-connection,syncs-filtered,connected,connected-one,graphql-nested-50').split(',');
 
 interface Server {
@@ -33,9 +36,9 @@ interface Server {
 const log = (message: string) => process.stderr.write(`[compare] ${message}\n`);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-async function start(label: string, script: string, env: Record<string, string>): Promise<Server> {
+async function start(label: string, script: string, env: Record<string, string>, nodeArgs?: string[]): Promise<Server> {
   const since = performance.now();
-  const child = startNode(label, script, { env });
+  const child = startNode(label, script, { env, nodeArgs });
   await waitFor200(`http://127.0.0.1:${env.PORT}/readyz`, { since, timeoutMs: 120_000, child });
   return { label, port: Number(env.PORT), pid: child.pid, child };
 }
@@ -78,8 +81,11 @@ async function main(): Promise<void> {
   const since = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
   const list = buildScenarios({ token, connectionId: busiest.connection_id, connectionSyncs: busiest.n, since }).filter((s) => WANTED.includes(s.id));
   const servers: Server[] = [
-    await start('gateway', process.env.GATEWAY ?? 'dist/server.js', serverEnv({ DATABASE_URL: url }, await freePort())),
-    ...(process.env.GATEWAY_B ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()))] : []),
+    await start('gateway', process.env.GATEWAY ?? 'dist/server.js', serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs),
+    ...(process.env.GATEWAY_B ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs)] : []),
+    ...(process.env.COMPARE_PREPARED_BASELINE === '1'
+      ? [await start('baseline prepared', 'bench/baseline-server.ts', { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', BASELINE_PREPARED: '1' })]
+      : []),
     await start('baseline', 'bench/baseline-server.ts', { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1' }),
   ];
   const baseline = servers[servers.length - 1]!;

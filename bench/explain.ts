@@ -1,7 +1,10 @@
 // EXPLAIN (ANALYZE, BUFFERS) of the SQL the gateway sent for the scenarios, parameters inlined, written to
 // bench/explain/*.txt; each plan is checked for an index path on syncs (no Seq Scan on syncs). A plan that
 // reads some table whole (the planner's choice on small tables) is explained a second time with sequential
-// scans disabled, in the same file: that shows the index path exists and what it would cost.
+// scans disabled, in the same file: that shows the index path exists and what it would cost. The gateway runs its
+// statements prepared on PostgreSQL (src/db/prepared-statements.ts), where PostgreSQL may reuse a generic plan, made
+// without the parameters' values: each statement with parameters is explained as that plan too (PREPARE, then
+// EXECUTE with plan_cache_mode = force_generic_plan), in the same file, and checked the same way.
 
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +24,11 @@ export interface ExplainResult {
   executionMs: number | null;
   /** For a plan with a Seq Scan: the same statement with `enable_seqscan = off` (null when the plan had none). */
   indexPath: { indexes: string[]; seqScans: string[]; executionMs: number | null } | null;
+  /** The generic plan of the statement prepared (null: it has no parameters). */
+  generic: { indexes: string[]; seqScans: string[]; seqScanOnSyncs: boolean; executionMs: number | null } | null;
 }
+
+const readsSyncsWhole = (seqScans: string[]) => seqScans.some((table) => table === 'syncs' || table.endsWith('.syncs') || table === '"syncs"');
 
 /** One EXPLAIN (ANALYZE, BUFFERS): its text, the indexes it walks, the tables it reads whole, its time. */
 async function explain(client: pg.Client, sql: string): Promise<{ text: string; indexes: string[]; seqScans: string[]; executionMs: number | null }> {
@@ -41,6 +48,20 @@ async function explainWithoutSeqScans(client: pg.Client, sql: string): ReturnTyp
     return await explain(client, sql);
   } finally {
     await client.query('ROLLBACK');
+  }
+}
+
+/** The generic plan PostgreSQL may reuse for the statement prepared, run with these parameters. */
+async function explainGeneric(client: pg.Client, sql: string, params: unknown[]): ReturnType<typeof explain> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+    await client.query(`PREPARE gw_explain_generic AS ${sql}`);
+    return await explain(client, `EXECUTE gw_explain_generic(${params.map(literal).join(', ')})`);
+  } finally {
+    await client.query('ROLLBACK');
+    // A prepared statement outlives the transaction.
+    await client.query('DEALLOCATE ALL');
   }
 }
 
@@ -83,6 +104,7 @@ export async function explainAll(
     const sql = inlineParams(statement.sql, statement.params);
     const { text, indexes, seqScans, executionMs } = await explain(client, sql);
     const indexPath = seqScans.length > 0 ? await explainWithoutSeqScans(client, sql) : null;
+    const generic = statement.params.length > 0 ? await explainGeneric(client, statement.sql, statement.params) : null;
     const file = `${scenario}.${kind}.txt`;
     const described = scenarios.find((s) => s.id === scenario);
     writeFileSync(
@@ -103,6 +125,7 @@ export async function explainAll(
               '',
             ]
           : []),
+        ...(generic ? ['-- The generic plan (the statement prepared, plan_cache_mode = force_generic_plan), these parameters:', '', generic.text, ''] : []),
       ].join('\n'),
     );
     results.push({
@@ -111,9 +134,10 @@ export async function explainAll(
       kind,
       indexes,
       seqScans,
-      seqScanOnSyncs: seqScans.some((table) => table === 'syncs' || table.endsWith('.syncs') || table === '"syncs"'),
+      seqScanOnSyncs: readsSyncsWhole(seqScans),
       executionMs,
       indexPath: indexPath && { indexes: indexPath.indexes, seqScans: indexPath.seqScans, executionMs: indexPath.executionMs },
+      generic: generic && { indexes: generic.indexes, seqScans: generic.seqScans, seqScanOnSyncs: readsSyncsWhole(generic.seqScans), executionMs: generic.executionMs },
     });
   }
   return results;

@@ -351,12 +351,12 @@ export function renderReport(results: Results, analysis: string): string {
     out.push('## Query plans');
     out.push('');
     out.push(
-      `\`EXPLAIN (ANALYZE, BUFFERS)\` of the statements the gateway sent, parameters inlined, in \`bench/explain/\` (${results.explainHeader}). Where the planner read a table whole, the same statement is explained again with \`SET LOCAL enable_seqscan = off\` (in the same file): the last column shows the index path it then takes and its time.`,
+      `\`EXPLAIN (ANALYZE, BUFFERS)\` of the statements the gateway sent, parameters inlined, in \`bench/explain/\` (${results.explainHeader}). Where the planner read a table whole, the same statement is explained again with \`SET LOCAL enable_seqscan = off\` (in the same file): the next column shows the index path it then takes and its time. The gateway runs its statements prepared on PostgreSQL, where PostgreSQL may reuse a generic plan after five runs: the last column is that plan (\`PREPARE\`, then \`EXECUTE\` with \`plan_cache_mode = force_generic_plan\`, also in the file), checked the same way.`,
     );
     out.push('');
     out.push(
       table(
-        ['Plan file', 'Indexes used', 'Seq Scan', 'Execution ms', 'Check', 'With seq scans off: indexes, ms'],
+        ['Plan file', 'Indexes used', 'Seq Scan', 'Execution ms', 'Check', 'With seq scans off: indexes, ms', 'Generic plan: indexes, ms'],
         results.explain.map((e) => [
           `\`${e.file}\``,
           e.indexes.join(', ') || '–',
@@ -364,6 +364,9 @@ export function renderReport(results: Results, analysis: string): string {
           e.executionMs === null ? '–' : ms(e.executionMs),
           e.seqScanOnSyncs ? '**Seq Scan on syncs**' : 'ok',
           e.indexPath ? `${e.indexPath.indexes.join(', ') || '–'}; ${e.indexPath.executionMs === null ? '–' : ms(e.indexPath.executionMs)}` : '',
+          e.generic
+            ? `${e.generic.seqScanOnSyncs ? '**Seq Scan on syncs**; ' : ''}${e.generic.indexes.join(', ') || '–'}; ${e.generic.executionMs === null ? '–' : ms(e.generic.executionMs)}`
+            : '–',
         ]),
       ),
     );

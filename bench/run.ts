@@ -373,6 +373,7 @@ async function measureRest(
   const explain = await withDatabase(url, (client) => explainAll(client, final.sqlCounts, last.list, { dir: EXPLAIN_DIR, header: explainHeader }));
   for (const e of explain) {
     if (e.seqScanOnSyncs) problems.push(`${e.file}: Seq Scan on syncs`);
+    if (e.generic?.seqScanOnSyncs) problems.push(`${e.file}: Seq Scan on syncs in the generic plan`);
     if (e.indexes.length === 0 && (e.indexPath?.indexes.length ?? 0) === 0) problems.push(`${e.file}: no index path, even with sequential scans off`);
   }
   log(`EXPLAIN: ${explain.map((e) => `${e.file}${e.seqScanOnSyncs ? ' SEQ SCAN' : ''}`).join(', ')}`);

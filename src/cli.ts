@@ -82,7 +82,12 @@ function describeError(error: unknown): string {
 }
 
 function openConfiguredDatabase(config: Config): Promise<Database> {
-  return openDatabase({ databaseUrl: config.DATABASE_URL, dataDir: config.DATA_DIR, localSocket: 'join' });
+  return openDatabase({
+    databaseUrl: config.DATABASE_URL,
+    dataDir: config.DATA_DIR,
+    localSocket: 'join',
+    preparedStatements: config.DATABASE_PREPARED_STATEMENTS === 'on',
+  });
 }
 
 /** Runs one CLI invocation and returns the exit code; never throws. */

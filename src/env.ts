@@ -22,6 +22,8 @@ const envSchema = z
     ),
     DATA_DIR: z.string().trim().min(1).default('./.data'),
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+    // Named (prepared) statements on PostgreSQL (db/prepared-statements.ts); off for a pooler that cannot keep them.
+    DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
     SEED: z.enum(['demo', 'none']).default('demo'),
     JWT_SECRET: optionalString.pipe(
       z.string().min(32, 'must be at least 32 characters (HS256 key)').optional(),

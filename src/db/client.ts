@@ -8,6 +8,7 @@ import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { cancelStatementsOnAbort } from './cancellation.js';
 import type { PGliteFiles } from './pglite-preload.js';
+import { PreparedStatements } from './prepared-statements.js';
 import { admittedByLocalSocket, hasLocalSocket, localSocketUrl, serveLocalSocket } from './local-socket.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
@@ -79,6 +80,11 @@ interface DatabaseOptions {
    * statements in this process's thread, where PostgreSQL's timers cannot fire: it has no such bound.)
    */
   statementTimeoutMs?: number;
+  /**
+   * PostgreSQL: RawSql's statements run as named, prepared statements once their text repeats
+   * (db/prepared-statements.ts). Default true; `DATABASE_PREPARED_STATEMENTS=off` for a pooler that cannot keep them.
+   */
+  preparedStatements?: boolean;
   /**
    * PGlite data directories only. `serve` (the server): expose the database to local processes on a Unix
    * socket in the directory. `join` (the CLI): when a running server holds the directory, work through that
@@ -304,7 +310,12 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
 async function openPostgres(
   url: string,
   poolSize: number,
-  { connectTimeoutMs = 5_000, queryTimeoutMs, statementTimeoutMs }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs'>,
+  {
+    connectTimeoutMs = 5_000,
+    queryTimeoutMs,
+    statementTimeoutMs,
+    preparedStatements = true,
+  }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements'>,
   /** What answers on the other end: PostgreSQL, or a server's PGlite through its local socket. */
   kind: DatabaseKind = 'postgres',
 ): Promise<Database> {
@@ -321,12 +332,21 @@ async function openPostgres(
   // An idle client that loses its server (restart, failover) must not crash the process.
   pool.on('error', () => {});
   const cancellation = cancelStatementsOnAbort(pool);
+  // Never through a server's local socket: PGlite runs one session for every client of it.
+  const statements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
   const raw: RawSql = {
     async exec(script) {
       await pool.query(script);
     },
     async query<Row>(sql: string, params: unknown[] = []) {
-      return (await pool.query(sql, params)).rows as Row[];
+      if (!statements) return (await pool.query(sql, params)).rows as Row[];
+      try {
+        return (await pool.query(statements.query(sql, params))).rows as Row[];
+      } catch (error) {
+        // A statement alone: after a migration changed its result, it runs again, unnamed.
+        if (!statements.forgetOnStalePlan(error)) throw error;
+        return (await pool.query(sql, params)).rows as Row[];
+      }
     },
     async transaction(work) {
       const client = await pool.connect();
@@ -344,7 +364,14 @@ async function openPostgres(
             await client.query(script);
           },
           async query<Row>(sql: string, params: unknown[] = []) {
-            return (await client.query(sql, params)).rows as Row[];
+            if (!statements) return (await client.query(sql, params)).rows as Row[];
+            try {
+              return (await client.query(statements.query(sql, params))).rows as Row[];
+            } catch (error) {
+              // Inside a transaction the error has aborted it: the names are dropped for the statements after.
+              statements.forgetOnStalePlan(error);
+              throw error;
+            }
           },
         });
         await client.query('COMMIT');
