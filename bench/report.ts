@@ -68,6 +68,8 @@ export interface Results {
   profile?: GatewayProfile | null;
   /** The REST scenarios against a baseline that looks each token up only once (absent in older results). */
   noLookup?: ScenarioRun[];
+  /** The same against the baseline with its statements prepared (BASELINE_PREPARED=1). */
+  prepared?: ScenarioRun[];
   coldStart: ColdStartRow[];
   pglite: { syncs: number; connections: number; runs: { scenario: string; title: string; result: LoadResult }[] } | null;
   /** PostGraphile v5 on the same database at the largest scale (absent in results written before it existed). */
@@ -275,6 +277,17 @@ export function renderReport(results: Results, analysis: string): string {
     );
     out.push('');
     out.push(comparisonTable(results.noLookup, { name: 'no-lookup baseline', short: 'floor' }));
+    out.push('');
+  }
+
+  if (results.prepared && results.prepared.length > 0 && largest) {
+    out.push(`## Gateway vs a baseline with prepared statements (${scale(largest.totalSyncs)} syncs, PostgreSQL)`);
+    out.push('');
+    out.push(
+      'The gateway runs its statements prepared on PostgreSQL (`src/db/prepared-statements.ts`); the baseline above sends the same statements unnamed, so PostgreSQL parses and plans each one on every request. Here the same REST requests against a baseline process started with `BASELINE_PREPARED=1`, which names every statement as well (its token lookup included: it still runs one per request). Measured interleaved like the tables above.',
+    );
+    out.push('');
+    out.push(comparisonTable(results.prepared, { name: 'prepared baseline', short: 'prepared' }));
     out.push('');
   }
 

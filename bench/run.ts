@@ -100,24 +100,40 @@ async function startGateway(database: { DATABASE_URL?: string; DATA_DIR?: string
   return startServer('gateway', 'dist/server.js', serverEnv(database, await freePort()), nodeArgs);
 }
 
-/** The baseline server; `tokenLookup: 'once'` is the no-lookup floor (each token checked on its first request only). */
-async function startBaseline(url: string, tokenLookup: 'every request' | 'once' = 'every request'): Promise<Server> {
-  const env = { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', ...(tokenLookup === 'once' ? { BASELINE_TOKEN_LOOKUP: 'once' } : {}) };
-  return startServer(tokenLookup === 'once' ? 'no-lookup baseline' : 'baseline', 'bench/baseline-server.ts', env);
+/**
+ * The baseline server. Lower floors: `tokenLookup: 'once'` checks each token on its first request only (the
+ * no-lookup floor); `prepared` runs its statements prepared (named), as the gateway does on PostgreSQL.
+ */
+async function startBaseline(url: string, floor: { tokenLookup?: 'every request' | 'once'; prepared?: boolean } = {}): Promise<Server> {
+  const env = {
+    DATABASE_URL: url,
+    PORT: String(await freePort()),
+    HOST: '127.0.0.1',
+    ...(floor.tokenLookup === 'once' ? { BASELINE_TOKEN_LOOKUP: 'once' } : {}),
+    ...(floor.prepared ? { BASELINE_PREPARED: '1' } : {}),
+  };
+  const label = [floor.tokenLookup === 'once' ? 'no-lookup' : '', floor.prepared ? 'prepared' : '', 'baseline'].filter(Boolean).join(' ');
+  return startServer(label, 'bench/baseline-server.ts', env);
 }
 
-/** The scenarios measured against the no-lookup floor: the sync list of issue #16 item 3, and one connection. */
-const NO_LOOKUP_SCENARIOS = ['syncs-connection', 'connected-one'];
+/** The scenarios measured against the lower floors: the sync list of issue #16 item 3, and one connection. */
+const FLOOR_SCENARIOS = ['syncs-connection', 'connected-one'];
 
-/** The REST scenarios against the no-lookup baseline at the largest scale, answers compared first. */
-async function noLookupFigures(url: string, gateway: Server, list: Scenario[], token: string): Promise<ScenarioRun[]> {
-  const floor = await startBaseline(url, 'once');
+/** The REST scenarios against a lower floor at the largest scale, answers compared first. */
+async function floorFigures(
+  url: string,
+  gateway: Server,
+  list: Scenario[],
+  token: string,
+  floor: Parameters<typeof startBaseline>[1],
+): Promise<ScenarioRun[]> {
+  const server = await startBaseline(url, floor);
   try {
-    const measured = list.filter((s) => NO_LOOKUP_SCENARIOS.includes(s.id));
-    await compareAnswers(gateway, floor, measured, token);
-    return await measurePairs(gateway, floor, measured.map((s) => ({ gateway: s, other: s })), token, ROUNDS);
+    const measured = list.filter((s) => FLOOR_SCENARIOS.includes(s.id));
+    await compareAnswers(gateway, server, measured, token);
+    return await measurePairs(gateway, server, measured.map((s) => ({ gateway: s, other: s })), token, ROUNDS);
   } finally {
-    await stopChild(floor.child.process);
+    await stopChild(server.child.process);
   }
 }
 
@@ -469,7 +485,8 @@ async function main(): Promise<void> {
 
   const final = stages[stages.length - 1]!;
   const peer = await peerFigures(url, gateway, { tenantId: tenantIds[0]!, connectionId: last!.data.connectionId }, token, final.totalSyncs);
-  const noLookup = ONLY ? [] : await noLookupFigures(url, gateway, last!.list, token);
+  const noLookup = ONLY ? [] : await floorFigures(url, gateway, last!.list, token, { tokenLookup: 'once' });
+  const prepared = ONLY ? [] : await floorFigures(url, gateway, last!.list, token, { prepared: true });
   await stopChild(gateway.child.process);
   if (baseline) await stopChild(baseline.child.process);
 
@@ -497,6 +514,7 @@ async function main(): Promise<void> {
     ...rest,
     peer,
     noLookup,
+    prepared,
     problems,
   };
   mkdirSync(OUT_DIR, { recursive: true });
