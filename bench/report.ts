@@ -378,7 +378,7 @@ export function renderReport(results: Results, analysis: string): string {
           e.seqScanOnSyncs ? '**Seq Scan on syncs**' : 'ok',
           e.indexPath ? `${e.indexPath.indexes.join(', ') || '–'}; ${e.indexPath.executionMs === null ? '–' : ms(e.indexPath.executionMs)}` : '',
           e.generic
-            ? `${e.generic.seqScanOnSyncs ? '**Seq Scan on syncs**; ' : ''}${e.generic.indexes.join(', ') || '–'}; ${e.generic.executionMs === null ? '–' : ms(e.generic.executionMs)}`
+            ? `${e.generic.seqScanOnSyncs ? '**Seq Scan on syncs**; ' : ''}${e.generic.indexes.join(', ') || '–'}${e.generic.seqScans.length > 0 ? ` (Seq Scan on ${e.generic.seqScans.join(', ')})` : ''}; ${e.generic.executionMs === null ? '–' : ms(e.generic.executionMs)}`
             : '–',
         ]),
       ),

@@ -334,6 +334,7 @@ async function openPostgres(
   const cancellation = cancelStatementsOnAbort(pool);
   // Never through a server's local socket: PGlite runs one session for every client of it.
   const statements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
+  statements?.attach(pool);
   const raw: RawSql = {
     async exec(script) {
       await pool.query(script);

@@ -3,27 +3,43 @@ import type pg from 'pg';
 // On PostgreSQL the server's own statements (RawSql: the hot-path reads and the write path) run as named,
 // prepared statements once their text repeats. Each pooled connection then parses and analyses a statement once,
 // and PostgreSQL's plan cache (plan_cache_mode = auto, its default) may reuse a generic plan after five runs
-// instead of planning every run. For the REST sync list that was 0.73× → 0.92× the node+pg baseline, which sends
-// the same statements unnamed (bench/analysis.md, "Prepared statements").
+// instead of planning every run. For the REST sync list that was 0.73× → 0.92–1.09× the node+pg baseline, which
+// sends the same statements unnamed (bench/analysis.md, "Prepared statements").
 //
-// The statements' texts are fixed per kind of request; their values are parameters. Filters do build texts of
-// their own, so the names are bounded: a text is named on its second run, at most MAX_NAMED texts per process
-// (a connection keeps a prepared statement until it closes), and the texts seen once are forgotten in bulk past
-// MAX_SEEN. Not used through a server's local socket (PGlite runs one session for every client of the socket)
-// nor by Prisma, whose statements stay unnamed.
+// The statements' texts are fixed per kind of request, their values parameters, but filters build texts of their
+// own and a page's LIMIT and OFFSET are written into its text. So the names are bounded: a text is named on its
+// second run, and once MAX_NAMED texts have names, a new generation starts: every name is dropped, and each
+// pooled connection, the next time it is checked out, deallocates what it prepared before its next statement
+// (the statements still in use are named again on their next runs). A connection so holds at most MAX_NAMED
+// prepared statements. Not used through a server's local socket (PGlite runs one session for every client of the
+// socket) nor by Prisma, whose statements stay unnamed.
 
-/** Texts that run as named statements, per process. */
+/** Texts named per generation, and so the most a connection keeps prepared. */
 const MAX_NAMED = 200;
 /** Texts seen once and remembered until their second run. */
 const MAX_SEEN = 2_000;
 
+/** What pg's connection keeps of the statements it has prepared (pg/lib/connection.js). */
+interface PgConnectionState {
+  parsedStatements: Record<string, string>;
+  submittedNamedStatements?: Record<string, string>;
+}
+
 export class PreparedStatements {
   private readonly named = new Map<string, string>();
   private readonly seenOnce = new Set<string>();
-  /** Part of every name: after forget(), no name is reused for another text on a connection that parsed it. */
+  /** Part of every name, so that no name is reused for another text on a connection that prepared it. */
   private generation = 0;
+  /** The generation each pooled connection last prepared statements in. */
+  private readonly connectionGenerations = new WeakMap<pg.ClientBase, number>();
 
-  /** The query as pg runs it: named once `sql` has run before and there is room. */
+  /** Keeps `pool`'s connections within the current generation: call once, before the pool is used. */
+  attach(pool: pg.Pool): void {
+    pool.on('connect', (client) => this.connectionGenerations.set(client, this.generation));
+    pool.on('acquire', (client) => this.renew(client));
+  }
+
+  /** The query as pg runs it: named once `sql` has run before. */
   query(sql: string, values: unknown[]): pg.QueryConfig {
     const name = this.nameOf(sql);
     return name === undefined ? { text: sql, values } : { name, text: sql, values };
@@ -37,30 +53,44 @@ export class PreparedStatements {
       this.seenOnce.add(sql);
       return undefined;
     }
-    if (this.named.size >= MAX_NAMED) return undefined;
+    if (this.named.size >= MAX_NAMED) this.nextGeneration();
     this.seenOnce.delete(sql);
     const fresh = `gw${this.generation}_${this.named.size}`;
     this.named.set(sql, fresh);
     return fresh;
   }
 
+  private nextGeneration(): void {
+    this.generation += 1;
+    this.named.clear();
+  }
+
+  /**
+   * A connection checked out (pg-pool's 'acquire', before the statement it is taken for): one of an earlier
+   * generation first deallocates its statements. pg runs a connection's queries in order, so DEALLOCATE ALL goes
+   * first; pg's own record of what the connection prepared is cleared with it.
+   */
+  private renew(client: pg.PoolClient): void {
+    if (this.connectionGenerations.get(client) === this.generation) return;
+    this.connectionGenerations.set(client, this.generation);
+    // A failure (the connection lost) is the next statement's to report.
+    client.query('DEALLOCATE ALL').catch(() => {});
+    const state = (client as unknown as { connection: PgConnectionState }).connection;
+    state.parsedStatements = {};
+    if (state.submittedNamedStatements) state.submittedNamedStatements = {};
+  }
+
   /**
    * After a migration changed what a prepared statement returns, PostgreSQL refuses to run it on the connections
-   * that prepared it ("cached plan must not change result type"). On that error every name is dropped: the
+   * that prepared it ("cached plan must not change result type"). On that error a new generation starts: the
    * statements are prepared again, under new names, and the failed one may run again unnamed. True when it was
    * that error.
    */
   forgetOnStalePlan(error: unknown): boolean {
     if (!isStalePlan(error)) return false;
-    this.generation += 1;
-    this.named.clear();
+    this.nextGeneration();
     this.seenOnce.clear();
     return true;
-  }
-
-  /** How many texts run named (tests). */
-  get size(): number {
-    return this.named.size;
   }
 }
 
