@@ -7,7 +7,9 @@
 // `node --cpu-prof`, and the profile's self time is printed (functions and packages) to show where the rest goes.
 //
 //   npm run bench:writes            (WRITE_BENCH_SECONDS, WRITE_BENCH_WORKERS to change the defaults;
-//                                    WRITE_BENCH_KEEP_PROFILE=<file> keeps the raw profile, GATEWAY=<script> measures another build)
+//                                    WRITE_BENCH_KEEP_PROFILE=<file> keeps the raw profile, GATEWAY=<script> measures another build;
+//                                    WRITE_BENCH_FLOOR_PREPARED=off: the floor's statements unnamed, as before the gateway
+//                                    prepared its own; by default the floor runs them prepared, as the gateway does)
 
 import { copyFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
@@ -139,7 +141,7 @@ function gatewaySide(baseUrl: string, pid: number, adminToken: string, engineTok
 async function main(): Promise<void> {
   const name = await createDatabase('writes');
   const url = databaseUrl(name);
-  const db = await openDatabase({ databaseUrl: url, poolSize: WORKERS + 2 });
+  const db = await openDatabase({ databaseUrl: url, poolSize: WORKERS + 2, preparedStatements: process.env.WRITE_BENCH_FLOOR_PREPARED !== 'off' });
   await migrate(db);
   await seedCatalog(db);
   const tenant = await db.prisma.tenant.create({ data: { id: newId('ten'), slug: 'writes', name: 'writes' } });
