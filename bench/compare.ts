@@ -11,6 +11,7 @@
 //   COMPARE_RELOAD=1                               drop and load the database again
 //   COMPARE_PREPARED_BASELINE=1                    also the baseline with its statements prepared (BASELINE_PREPARED=1)
 //   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'  node options for the gateway(s), e.g. a CPU profile
+//   COMPARE_NODE_ARGS_B='--max-semi-space-size=32'       other node options for gateway B (GATEWAY_B may be dist/server.js)
 
 import { loadavg } from 'node:os';
 import { serverEnv } from './cold-start.js';
@@ -23,7 +24,8 @@ const DATABASE = 'bench_compare';
 const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.COMPARE_DURATION ?? 4);
 const WARMUP_S = Number(process.env.COMPARE_WARMUP ?? 3);
-const gatewayNodeArgs = process.env.COMPARE_NODE_ARGS?.split(' ');
+const gatewayNodeArgs = process.env.COMPARE_NODE_ARGS?.split(' ').filter(Boolean);
+const gatewayBNodeArgs = process.env.COMPARE_NODE_ARGS_B?.split(' ').filter(Boolean) ?? gatewayNodeArgs;
 const WANTED = (process.env.COMPARE_SCENARIOS ?? 'syncs-connection,syncs-filtered,connected,connected-one,graphql-nested-50').split(',');
 
 interface Server {
@@ -82,7 +84,7 @@ async function main(): Promise<void> {
   const list = buildScenarios({ token, connectionId: busiest.connection_id, connectionSyncs: busiest.n, since }).filter((s) => WANTED.includes(s.id));
   const servers: Server[] = [
     await start('gateway', process.env.GATEWAY ?? 'dist/server.js', serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs),
-    ...(process.env.GATEWAY_B ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs)] : []),
+    ...(process.env.GATEWAY_B ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayBNodeArgs)] : []),
     ...(process.env.COMPARE_PREPARED_BASELINE === '1'
       ? [await start('baseline prepared', 'bench/baseline-server.ts', { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', BASELINE_PREPARED: '1' })]
       : []),
