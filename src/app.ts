@@ -1,4 +1,4 @@
-import { createServiceUser } from './auth/service-users.js';
+import { adminsWithUsableToken, createServiceUser } from './auth/service-users.js';
 import { createToken } from './auth/tokens.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
@@ -71,22 +71,8 @@ export function databaseEnvironment(config: Config): string {
  */
 export async function demoTokenAdvice(db: Database, config: Config): Promise<string | undefined> {
   const now = Date.now();
-  // One statement in SQL, not Prisma: a restart then loads no Prisma query compiler before it listens (its Wasm
-  // and the first compiled queries took ~0.3 s of a PGlite restart's CPU; bench/analysis.md, "Cold start").
-  // A row per admin of `demo` by name (name null: the tenant has none); no row: there is no `demo` tenant.
-  const rows = await db.raw.query<{ name: string | null; usable: boolean }>(
-    `SELECT su.name,
-            EXISTS (SELECT 1 FROM tokens t
-                     WHERE t.tenant_id = su.tenant_id AND t.service_user_id = su.id
-                       AND t.revoked_at IS NULL AND t.expires_at > $2::timestamptz) AS usable
-       FROM tenants te
-       LEFT JOIN service_users su ON su.tenant_id = te.id AND su.role = 'admin'
-      WHERE te.slug = $1
-      ORDER BY su.name, su.id`,
-    [DEMO_TENANT_SLUG, new Date(now).toISOString()],
-  );
-  if (rows.length === 0) return undefined;
-  const admins = rows.filter((row): row is { name: string; usable: boolean } => row.name !== null);
+  const admins = await adminsWithUsableToken(db, DEMO_TENANT_SLUG, new Date(now));
+  if (!admins) return undefined;
   const usable = admins.some((admin) => admin.usable);
   const cli = `${databaseEnvironment(config)}npm run --silent cli --`;
   const expires = new Date(now + DEMO_TOKEN_DAYS * 86_400_000).toISOString().slice(0, 10);

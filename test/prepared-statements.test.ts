@@ -50,12 +50,14 @@ postgres('prepared statements on PostgreSQL', () => {
     await db.raw.exec('CREATE TABLE prepared_probe (id int PRIMARY KEY, a text); INSERT INTO prepared_probe VALUES (1, \'x\')');
     const sql = 'SELECT * FROM prepared_probe WHERE id = $1';
     for (let i = 0; i < 3; i++) expect(await db.raw.query(sql, [1])).toEqual([{ id: 1, a: 'x' }]);
+    expect((await prepared(db)).map((row) => row.statement)).toContain(sql);
     // PostgreSQL now refuses the prepared statement ("cached plan must not change result type"): it runs again.
     await db.raw.exec("ALTER TABLE prepared_probe ADD COLUMN b text NOT NULL DEFAULT 'y'");
     expect(await db.raw.query(sql, [1])).toEqual([{ id: 1, a: 'x', b: 'y' }]);
     for (let i = 0; i < 3; i++) expect(await db.raw.query(sql, [1])).toEqual([{ id: 1, a: 'x', b: 'y' }]);
 
     // Inside a transaction the refusal aborts the transaction (nothing of it is written); the statements after run.
+    expect((await prepared(db)).map((row) => row.statement)).toContain(sql);
     await db.raw.exec("ALTER TABLE prepared_probe ADD COLUMN c text NOT NULL DEFAULT 'z'");
     await expect(
       db.raw.transaction(async (tx) => {

@@ -186,3 +186,26 @@ export function listServiceUsers(db: Database, tenantId: string): Promise<Servic
     },
   });
 }
+
+/**
+ * The admins of the tenant with this slug by name, each with whether it holds a usable token (neither revoked
+ * nor expired at `now`); null when there is no such tenant. One statement in SQL, not Prisma: a server's restart
+ * reads it (src/app.ts, the demo tenant's advice) and then loads no Prisma query compiler before it listens (its
+ * Wasm and the first compiled queries took ~0.3 s of a PGlite restart's CPU; bench/analysis.md, "Cold start").
+ */
+export async function adminsWithUsableToken(db: Database, tenantSlug: string, now: Date): Promise<{ name: string; usable: boolean }[] | null> {
+  // A row per admin (name null: the tenant has none); no row: there is no such tenant.
+  const rows = await db.raw.query<{ name: string | null; usable: boolean }>(
+    `SELECT su.name,
+            EXISTS (SELECT 1 FROM tokens t
+                     WHERE t.tenant_id = su.tenant_id AND t.service_user_id = su.id
+                       AND t.revoked_at IS NULL AND t.expires_at > $2::timestamptz) AS usable
+       FROM tenants te
+       LEFT JOIN service_users su ON su.tenant_id = te.id AND su.role = 'admin'
+      WHERE te.slug = $1
+      ORDER BY su.name, su.id`,
+    [tenantSlug, now.toISOString()],
+  );
+  if (rows.length === 0) return null;
+  return rows.filter((row): row is { name: string; usable: boolean } => row.name !== null);
+}

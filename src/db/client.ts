@@ -335,19 +335,14 @@ async function openPostgres(
   // Never through a server's local socket: PGlite runs one session for every client of it.
   const statements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
   statements?.attach(pool);
+  const run = (target: pg.Pool | pg.PoolClient, sql: string, params: unknown[], alone: boolean) =>
+    statements ? statements.run(target, sql, params, alone) : target.query(sql, params);
   const raw: RawSql = {
     async exec(script) {
       await pool.query(script);
     },
     async query<Row>(sql: string, params: unknown[] = []) {
-      if (!statements) return (await pool.query(sql, params)).rows as Row[];
-      try {
-        return (await pool.query(statements.query(sql, params))).rows as Row[];
-      } catch (error) {
-        // A statement alone: after a migration changed its result, it runs again, unnamed.
-        if (!statements.forgetOnStalePlan(error)) throw error;
-        return (await pool.query(sql, params)).rows as Row[];
-      }
+      return (await run(pool, sql, params, true)).rows as Row[];
     },
     async transaction(work) {
       const client = await pool.connect();
@@ -365,14 +360,7 @@ async function openPostgres(
             await client.query(script);
           },
           async query<Row>(sql: string, params: unknown[] = []) {
-            if (!statements) return (await client.query(sql, params)).rows as Row[];
-            try {
-              return (await client.query(statements.query(sql, params))).rows as Row[];
-            } catch (error) {
-              // Inside a transaction the error has aborted it: the names are dropped for the statements after.
-              statements.forgetOnStalePlan(error);
-              throw error;
-            }
+            return (await run(client, sql, params, false)).rows as Row[];
           },
         });
         await client.query('COMMIT');

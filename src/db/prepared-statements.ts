@@ -39,10 +39,24 @@ export class PreparedStatements {
     pool.on('acquire', (client) => this.renew(client));
   }
 
-  /** The query as pg runs it: named once `sql` has run before. */
-  query(sql: string, values: unknown[]): pg.QueryConfig {
+  /**
+   * Runs `sql` on `target` (the pool, or the connection of a transaction), named once it has run before. After a
+   * migration changed what a prepared statement returns, PostgreSQL refuses to run it on the connections that
+   * prepared it ("cached plan must not change result type"): a new generation starts, so the statements are
+   * prepared again under new names, and a statement run `alone` (on the pool) runs again, unnamed. Inside a
+   * transaction the error has aborted the transaction: it is thrown, as any other.
+   */
+  async run(target: pg.Pool | pg.ClientBase, sql: string, values: unknown[], alone: boolean): Promise<pg.QueryResult> {
     const name = this.nameOf(sql);
-    return name === undefined ? { text: sql, values } : { name, text: sql, values };
+    try {
+      return await target.query(name === undefined ? { text: sql, values } : { name, text: sql, values });
+    } catch (error) {
+      if (!isStalePlan(error)) throw error;
+      this.nextGeneration();
+      this.seenOnce.clear();
+      if (!alone) throw error;
+      return target.query(sql, values);
+    }
   }
 
   private nameOf(sql: string): string | undefined {
@@ -78,19 +92,6 @@ export class PreparedStatements {
     const state = (client as unknown as { connection: PgConnectionState }).connection;
     state.parsedStatements = {};
     if (state.submittedNamedStatements) state.submittedNamedStatements = {};
-  }
-
-  /**
-   * After a migration changed what a prepared statement returns, PostgreSQL refuses to run it on the connections
-   * that prepared it ("cached plan must not change result type"). On that error a new generation starts: the
-   * statements are prepared again, under new names, and the failed one may run again unnamed. True when it was
-   * that error.
-   */
-  forgetOnStalePlan(error: unknown): boolean {
-    if (!isStalePlan(error)) return false;
-    this.nextGeneration();
-    this.seenOnce.clear();
-    return true;
   }
 }
 
