@@ -3,8 +3,10 @@
 // second through the REST API (trigger → claim → finish, round robin over the connections). Reports the delay
 // from each commit to each delivery of its change (p50/p95/p99: the commit is when this process hears the
 // NOTIFY PostgreSQL sends at commit, on a LISTEN connection of its own; also from the write's acknowledgement), what was dropped (every subscriber must see every status of every run of its connection,
-// in order), and the server's RSS and CPU. The gateway runs as `npm start` runs it: dist/server.js on
-// PostgreSQL, request log at info.
+// in order), and the server's RSS and CPU, with PostgreSQL's and this process's CPU beside it (the four share
+// two cores). The gateway runs as `npm start` runs it: dist/server.js on PostgreSQL, request log at info. The
+// writes and the streams are node:http clients (bench/http-client.ts), not fetch, which cost this process twice
+// the CPU and took it from the gateway.
 //
 //   npm run bench:fanout             (FANOUT_SUBSCRIBERS, FANOUT_EVENTS_PER_S, FANOUT_SECONDS override; FANOUT_NODE_ARGS
 //                                    adds node options to the gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/p"; GATEWAY=<script>
@@ -13,8 +15,9 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { join } from 'node:path';
+import { jsonClient, openEventStream, type EventStream } from './http-client.js';
 import { createDatabase, databaseUrl, dropDatabase } from './databases.js';
-import { cpuTimeMs, freePort, ROOT, rssMb as rssMbOrNull, runCli, startNode, stopAllChildren, stopChild, waitFor200 } from './processes.js';
+import { cpuTimeMs, freePort, postgresCpuMs, ROOT, rssMb as rssMbOrNull, runCli, startNode, stopAllChildren, stopChild, waitFor200 } from './processes.js';
 
 const rssMb = (pid: number): number => rssMbOrNull(pid) ?? NaN;
 
@@ -35,51 +38,31 @@ interface Subscriber {
   kind: 'rest' | 'graphql';
   /** `<run id> <status>` in arrival order, and when each arrived. */
   received: Array<{ key: string; at: number }>;
-  controller: AbortController;
-  done: Promise<void>;
+  stream: EventStream;
 }
 
-function subscribe(base: string, token: string, connectionId: string, kind: 'rest' | 'graphql'): Promise<Subscriber> {
-  const controller = new AbortController();
+async function subscribe(base: string, token: string, connectionId: string, kind: 'rest' | 'graphql'): Promise<Subscriber> {
   const received: Subscriber['received'] = [];
-  const request =
+  const onData = (data: string, at: number) => {
+    const parsed = JSON.parse(data) as { id?: string; status?: string; data?: { syncChanged: { id: string; status: string } } };
+    const run = kind === 'rest' ? parsed : parsed.data?.syncChanged;
+    if (run?.id && run.status) received.push({ key: `${run.id} ${run.status}`, at });
+  };
+  const headers = { authorization: `Token ${token}` };
+  const stream =
     kind === 'rest'
-      ? fetch(`${base}/api/v1/integrations/syncs?connection_id=${connectionId}`, {
-          headers: { authorization: `Token ${token}`, accept: 'text/event-stream' },
-          signal: controller.signal,
-        })
-      : fetch(`${base}/graphql`, {
-          method: 'POST',
-          headers: { authorization: `Token ${token}`, accept: 'text/event-stream', 'content-type': 'application/json' },
-          body: JSON.stringify({ query: `subscription { syncChanged(connectionId: "${connectionId}") { id status } }` }),
-          signal: controller.signal,
-        });
-  return request.then((response) => {
-    if (response.status !== 200) throw new Error(`${kind} subscriber: HTTP ${response.status}`);
-    const decoder = new TextDecoder();
-    let buffer = '';
-    const done = (async () => {
-      try {
-        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-          const at = performance.now();
-          buffer += decoder.decode(chunk, { stream: true });
-          let end: number;
-          while ((end = buffer.indexOf('\n\n')) >= 0) {
-            const block = buffer.slice(0, end);
-            buffer = buffer.slice(end + 2);
-            const data = block.split('\n').find((line) => line.startsWith('data: '));
-            if (!data) continue;
-            const parsed = JSON.parse(data.slice(6)) as { id?: string; status?: string; data?: { syncChanged: { id: string; status: string } } };
-            const run = kind === 'rest' ? parsed : parsed.data?.syncChanged;
-            if (run?.id && run.status) received.push({ key: `${run.id} ${run.status}`, at });
-          }
-        }
-      } catch {
-        // aborted at the end
-      }
-    })();
-    return { connectionId, kind, received, controller, done };
-  });
+      ? await openEventStream(base, { method: 'GET', path: `/api/v1/integrations/syncs?connection_id=${connectionId}`, headers }, onData)
+      : await openEventStream(
+          base,
+          {
+            method: 'POST',
+            path: '/graphql',
+            headers: { ...headers, 'content-type': 'application/json' },
+            body: JSON.stringify({ query: `subscription { syncChanged(connectionId: "${connectionId}") { id status } }` }),
+          },
+          onData,
+        );
+  return { connectionId, kind, received, stream };
 }
 
 async function main(): Promise<void> {
@@ -106,15 +89,9 @@ async function main(): Promise<void> {
     const admin = (await runCli(['token', 'create', '--tenant', 'demo', '--service-user', 'demo-admin', '--expires', expires], cliEnv)).trim();
     await runCli(['service-user', 'create', '--tenant', 'demo', '--name', 'fanout-engine', '--role', 'engine'], cliEnv);
     const engine = (await runCli(['token', 'create', '--tenant', 'demo', '--service-user', 'fanout-engine', '--expires', expires], cliEnv)).trim();
-    const api = async (method: string, path: string, token: string, body?: unknown) => {
-      const response = await fetch(`${base}/api/v1/integrations${path}`, {
-        method,
-        headers: { authorization: `Token ${token}`, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      const text = await response.text();
-      return { status: response.status, body: text ? (JSON.parse(text) as { data: any }) : null };
-    };
+    const client = jsonClient(base);
+    const api = (method: string, path: string, token: string, body?: unknown) =>
+      client.call<{ data: any }>(method, `/api/v1/integrations${path}`, token, body);
     const app = (await api('GET', '/available?slug=eq.stripe&select=id', admin)).body!.data[0].id as string;
     const connections: string[] = [];
     for (let i = 0; i < CONNECTIONS; i++) {
@@ -153,6 +130,8 @@ async function main(): Promise<void> {
     let failedWrites = 0;
     let peakRss = subscribedRss;
     const cpuBefore = cpuTimeMs(gateway.pid) ?? NaN;
+    const postgresCpuBefore = postgresCpuMs();
+    const ownCpuBefore = process.cpuUsage();
     const startedAt = performance.now();
     const total = EVENTS_PER_S * SECONDS;
     const pending: Promise<void>[] = [];
@@ -192,10 +171,12 @@ async function main(): Promise<void> {
     await Promise.all(pending);
     const writeSeconds = (performance.now() - startedAt) / 1000;
     const cpuMs = (cpuTimeMs(gateway.pid) ?? NaN) - cpuBefore;
+    const postgresMs = postgresCpuMs() - postgresCpuBefore;
+    const ownCpu = process.cpuUsage(ownCpuBefore);
     // Let the last deliveries arrive.
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    for (const subscriber of subscribers) subscriber.controller.abort();
-    await Promise.all(subscribers.map((s) => s.done));
+    await Promise.all(subscribers.map((subscriber) => subscriber.stream.close()));
+    client.close();
 
     // Each status event's commit: the first notification that covers its id.
     const events = await listener.query<{ id: string; subject_id: string; type: string }>(
@@ -260,6 +241,10 @@ async function main(): Promise<void> {
       msFromWriteAcknowledged: { p50: percentile(fromAck, 50), p95: percentile(fromAck, 95), p99: percentile(fromAck, 99), max: fromAck.at(-1) },
       rssMb: { idle: idleRss, withSubscribers: subscribedRss, peakUnderLoad: peakRss },
       gatewayCpuMsPerSecond: Math.round(cpuMs / writeSeconds),
+      // Where the rest of the two cores went while writing: PostgreSQL (every backend) and this process (the
+      // load generator and the 1,000 stream parsers).
+      postgresCpuMsPerSecond: Math.round(postgresMs / writeSeconds),
+      loadGeneratorCpuMsPerSecond: Math.round((ownCpu.user + ownCpu.system) / 1000 / writeSeconds),
       loadAverage: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
     };
     const round = (value: number) => Math.round(value * 10) / 10;

@@ -2,9 +2,10 @@
 // `stopAllChildren()` ends exactly the processes this run started, also when the run fails.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -48,6 +49,12 @@ export function startNode(
   };
   child.stderr?.on('data', keep);
   child.stdout?.on('data', keep);
+  // BENCH_CHILD_OUTPUT=<dir>: each child's whole output also goes to <dir>/<name>.<pid>.log (e.g. --trace-gc).
+  if (process.env.BENCH_CHILD_OUTPUT) {
+    const file = createWriteStream(join(process.env.BENCH_CHILD_OUTPUT, `${name}.${child.pid}.log`));
+    child.stderr?.pipe(file);
+    child.stdout?.pipe(file);
+  }
   if (child.pid === undefined) throw new Error(`${name}: could not start`);
   return { name, process: child, pid: child.pid, stderrTail: () => tail };
 }
@@ -134,6 +141,21 @@ export function cpuTimeMs(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/** CPU time (user + system, ms) of every running PostgreSQL process (postmaster and backends) on this machine. */
+export function postgresCpuMs(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue;
+    }
+    total += cpuTimeMs(Number(entry)) ?? 0;
+  }
+  return total;
 }
 
 /** Resident memory of a process now, in MB (Linux /proc); null once it has exited. */

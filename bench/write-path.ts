@@ -12,7 +12,6 @@
 //                                    prepared its own; by default the floor runs them prepared, as the gateway does)
 
 import { copyFileSync } from 'node:fs';
-import { Agent, request as httpRequest } from 'node:http';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { openDatabase, type Database } from '../src/db/client.js';
@@ -23,6 +22,7 @@ import { parseSyncReport } from '../src/domain/sync-reports.js';
 import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
 import { serverEnv } from './cold-start.js';
+import { jsonClient } from './http-client.js';
 import { mainThreadProfile, summarizeProfile } from './cpu-profile.js';
 import { profileTables } from './report.js';
 import { createDatabase, databaseUrl, dropAllDatabases, removeAllDirectories, tempDirectory } from './databases.js';
@@ -92,40 +92,14 @@ function floorSide(db: Database, tenantId: string): Side {
   };
 }
 
-/**
- * The gateway's side as an engine would drive it, over node:http keep-alive connections (one per worker): the
- * client shares the machine's two cores with the gateway and PostgreSQL, and fetch (undici) cost it about as much
- * CPU per request as the server's own HTTP handling, which the floor never pays.
- */
+/** The gateway's side as an engine would drive it, over node:http keep-alive connections (one per worker). */
 function gatewaySide(baseUrl: string, pid: number, adminToken: string, engineToken: string): Side {
-  const agent = new Agent({ keepAlive: true, maxSockets: WORKERS });
-  const { hostname, port } = new URL(baseUrl);
-  const call = (token: string, method: string, path: string, body: unknown, expected: number) =>
-    new Promise<{ data: { id: string } }>((resolve, reject) => {
-      const payload = JSON.stringify(body);
-      const request = httpRequest(
-        {
-          agent,
-          hostname,
-          port,
-          method,
-          path: `${API}${path}`,
-          headers: { authorization: `Token ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) },
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            if (response.statusCode !== expected) reject(new Error(`${method} ${path}: ${response.statusCode} ${text.slice(0, 300)}`));
-            else resolve(JSON.parse(text) as { data: { id: string } });
-          });
-          response.on('error', reject);
-        },
-      );
-      request.on('error', reject);
-      request.end(payload);
-    });
+  const client = jsonClient(baseUrl, { maxSockets: WORKERS });
+  const call = async (token: string, method: string, path: string, body: unknown, expected: number) => {
+    const response = await client.call<{ data: { id: string } }>(method, `${API}${path}`, token, body);
+    if (response.status !== expected || !response.body) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body).slice(0, 300)}`);
+    return response.body;
+  };
   return {
     label: 'gateway (REST)',
     cpuMs: () => cpuTimeMs(pid),

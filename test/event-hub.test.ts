@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { updateConnection } from '../src/db/connection-writes.js';
 import { reportSyncProgress, claimSync, finishSync, triggerSync } from '../src/db/sync-runs.js';
 import { lastEventId, type StoredEvent } from '../src/db/events.js';
 import { EventHub } from '../src/live/event-hub.js';
@@ -54,6 +55,37 @@ describe.each(databaseKinds)('the event hub on %s', (kind) => {
     expect(other).toEqual([]);
     stop();
     stopOther();
+    expect(hub.stats()).toEqual({ tenants: 0, subscribers: 0 });
+  });
+
+  it('a subscriber of one connection gets that connection’s events and its runs’, and no other; a tenant subscriber gets all', async () => {
+    const acme = await createTenant(db, 'hub-keyed');
+    const [a, b] = await Promise.all([connectApp(db, acme, { status: 'active' }), connectApp(db, acme, { status: 'active' })]);
+    const ofA: StoredEvent[] = [];
+    const ofB: StoredEvent[] = [];
+    const ofB2: StoredEvent[] = [];
+    const all: StoredEvent[] = [];
+    const stops = [
+      await hub.subscribe(acme, collect(ofA), a!.id),
+      await hub.subscribe(acme, collect(ofB), b!.id),
+      await hub.subscribe(acme, collect(ofB2), b!.id),
+      await hub.subscribe(acme, collect(all)),
+    ];
+    expect(hub.stats()).toEqual({ tenants: 1, subscribers: 4 });
+    for (const connection of [a!, b!]) {
+      const run = await triggerSync(db.raw, acme, { connectionId: connection.id });
+      await claimSync(db.raw, acme, { workerId: WORKER, connectionId: connection.id });
+      await finishSync(db.raw, acme, { syncId: run.id, workerId: WORKER, outcome: { status: 'success', summary: {} } });
+    }
+    await updateConnection(db.raw, acme, a!.id, { name: 'renamed' });
+    await waitFor(async () => all.length >= 7, 10_000);
+    await waitFor(async () => ofA.length >= 4 && ofB.length >= 3 && ofB2.length >= 3, 10_000);
+    const about = (events: StoredEvent[]) => events.map((e) => (e.type.startsWith('sync.') ? `${e.payload.connection_id} ${e.type}` : `${e.subjectId} ${e.type}`));
+    expect(about(ofA)).toEqual([`${a!.id} sync.pending`, `${a!.id} sync.in_progress`, `${a!.id} sync.success`, `${a!.id} connection.updated`]);
+    expect(about(ofB)).toEqual([`${b!.id} sync.pending`, `${b!.id} sync.in_progress`, `${b!.id} sync.success`]);
+    expect(ofB2).toEqual(ofB);
+    expect(all.map((e) => e.id)).toEqual([...ofA.slice(0, 3), ...ofB, ofA[3]!].map((e) => e.id));
+    for (const stop of stops) stop();
     expect(hub.stats()).toEqual({ tenants: 0, subscribers: 0 });
   });
 

@@ -59,6 +59,16 @@ export function connectionEvent(connection: Connection, type: 'connection.create
   return { type, subjectId: connection.id, payload: { status: connection.status }, webhookData: connectionMessageData(connection), connectionId: connection.id };
 }
 
+/** The connection an event is about: a connection's own events, and its runs' (undefined for other events). */
+export function connectionOfEvent(event: Pick<StoredEvent, 'type' | 'subjectId' | 'payload'>): string | undefined {
+  if (event.type.startsWith('connection.')) return event.subjectId;
+  if (event.type.startsWith('sync.')) {
+    const connectionId = event.payload.connection_id;
+    return typeof connectionId === 'string' ? connectionId : undefined;
+  }
+  return undefined;
+}
+
 const SYNC_DATE_MEMBERS = ['startedAt', 'finishedAt', 'dueAt', 'leaseExpiresAt', 'updatedAt'] as const;
 
 /** The run a `sync.*` event recorded (its `run` payload member, dates revived); null for older events without one. */

@@ -29,7 +29,7 @@ async function subscribeChanges(
   context: Context,
   permission: Permission,
   start: StreamStart,
-  stream: Pick<ChangeStreamOptions, 'matches' | 'initial' | 'isLast'>,
+  stream: Pick<ChangeStreamOptions, 'matches' | 'connectionId' | 'initial' | 'isLast'>,
 ): Promise<AsyncIterable<ChangeItem>> {
   const viewer = requireViewer(context);
   const release = context.live.slots.acquire(viewer.tokenId ?? `jwt:${viewer.tenantId}:${viewer.subject}`);
@@ -93,6 +93,7 @@ builder.subscriptionFields((t) => ({
       return subscribeChanges(context, 'syncs:read', start, {
         matches: (event) =>
           event.type.startsWith('sync.') && (!syncId || event.subjectId === syncId) && (!connectionId || event.payload.connection_id === connectionId),
+        connectionId: connectionId ?? run?.connectionId,
         // A resumed stream continues where it was; a new one on one run starts with the run as it is.
         initial: run && !start.resumed ? [{ id: start.after, tenantId, type: `sync.${run.status}`, subjectId: run.id, payload: { run }, createdAt: new Date() }] : undefined,
         isLast: syncId ? (event) => event.type !== 'sync.progress' && SYNC_TRANSITIONS[event.type.slice(5) as SyncStatus]?.length === 0 : undefined,
@@ -117,6 +118,7 @@ builder.subscriptionFields((t) => ({
       const start = await streamStart(context.db.raw, tenantId, context.streamCursor?.after);
       return subscribeChanges(context, 'connections:read', start, {
         matches: (event) => event.type.startsWith('connection.') && (!id || event.subjectId === id),
+        connectionId: id ?? undefined,
       });
     },
     // The connection as it is when the change is delivered (deleted ones too), read with its application and

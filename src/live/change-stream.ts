@@ -22,6 +22,11 @@ export interface ChangeStreamOptions {
   /** Which events this stream delivers. */
   matches: (event: StoredEvent) => boolean;
   /**
+   * The connection whose events alone it delivers, when it follows one: the hub then hands it only those
+   * (`matches` must refuse every other connection's events, as the log replay still reads them all).
+   */
+  connectionId?: string;
+  /**
    * Where the stream starts: after this event id (see `streamStart`). `resumed` when a client asked for it
    * (Last-Event-ID): the stream then first checks that retention kept every event since.
    */
@@ -90,10 +95,14 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
         takenUpTo = event.id;
         if (matches(event)) deliver(event);
       };
-      unsubscribe = await hub.subscribe(tenantId, (event) => {
-        if (replaying) queued.push(event);
-        else live(event);
-      });
+      unsubscribe = await hub.subscribe(
+        tenantId,
+        (event) => {
+          if (replaying) queued.push(event);
+          else live(event);
+        },
+        options.connectionId,
+      );
       for (const event of initial) deliver(event);
       while (!ended) {
         const events = await readEvents(sql, tenantId, takenUpTo, 500);

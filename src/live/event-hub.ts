@@ -1,5 +1,5 @@
 import type { Database } from '../db/client.js';
-import { EVENTS_CHANNEL, lastEventId, readEvents, type StoredEvent } from '../db/events.js';
+import { connectionOfEvent, EVENTS_CHANNEL, lastEventId, readEvents, type StoredEvent } from '../db/events.js';
 import type { Logger } from '../logger.js';
 
 // The process-wide event hub (issue #13 item 1): one LISTEN for the whole process (a dedicated PostgreSQL
@@ -10,6 +10,9 @@ import type { Logger } from '../logger.js';
 // src/db/events.ts), reading "after the cursor" never skips an event that commits later. Notifications can be
 // lost (the LISTEN connection dropped): after a reconnect, and every `pollMs` anyway, each followed tenant is
 // read again, so everything committed is delivered.
+//
+// A subscriber may follow one connection: it is then handed only that connection's events (and its runs'), so
+// an event costs a call per interested subscriber, not one per subscriber of the tenant.
 //
 // Progress events (`sync.progress`) are coalesced per run at delivery: at most one per `progressMs`, the
 // latest one wins; a held one is delivered before the next status change of its run, which is never held.
@@ -32,7 +35,10 @@ interface HeldProgress {
 }
 
 interface FollowedTenant {
+  /** Subscribers of every event of the tenant. */
   listeners: Set<EventListener>;
+  /** Subscribers of one connection's events, by connection id. */
+  byConnection: Map<string, Set<EventListener>>;
   /** The last id read from the log. */
   cursor: number;
   /** The cursor is being set (first subscriber): reads wait for it. */
@@ -76,13 +82,15 @@ export class EventHub {
 
   /**
    * Delivers the tenant's events committed from now on (in id order) to `listener` until the returned function
-   * is called. Resolves once the subscription is in place.
+   * is called; with `connectionId`, only the events of that connection (see `connectionOfEvent`). Resolves
+   * once the subscription is in place.
    */
-  async subscribe(tenantId: string, listener: EventListener): Promise<() => void> {
+  async subscribe(tenantId: string, listener: EventListener, connectionId?: string): Promise<() => void> {
     let tenant = this.tenants.get(tenantId);
     if (!tenant) {
       const created: FollowedTenant = {
         listeners: new Set(),
+        byConnection: new Map(),
         cursor: 0,
         ready: Promise.resolve(),
         reading: undefined,
@@ -95,27 +103,42 @@ export class EventHub {
       this.tenants.set(tenantId, created);
       tenant = created;
     }
-    tenant.listeners.add(listener);
+    let listeners = tenant.listeners;
+    if (connectionId !== undefined) {
+      listeners = tenant.byConnection.get(connectionId) ?? new Set();
+      tenant.byConnection.set(connectionId, listeners);
+    }
+    listeners.add(listener);
+    const followed = tenant;
+    const unsubscribe = () => this.remove(tenantId, followed, listener, connectionId);
     try {
       await tenant.ready;
     } catch (error) {
-      this.remove(tenantId, tenant, listener);
+      unsubscribe();
       throw error;
     }
-    const followed = tenant;
-    return () => this.remove(tenantId, followed, listener);
+    return unsubscribe;
   }
 
   /** Tenants followed and their subscribers, for metrics and tests. */
   stats(): { tenants: number; subscribers: number } {
     let subscribers = 0;
-    for (const tenant of this.tenants.values()) subscribers += tenant.listeners.size;
+    for (const tenant of this.tenants.values()) {
+      subscribers += tenant.listeners.size;
+      for (const listeners of tenant.byConnection.values()) subscribers += listeners.size;
+    }
     return { tenants: this.tenants.size, subscribers };
   }
 
-  private remove(tenantId: string, tenant: FollowedTenant, listener: EventListener): void {
-    tenant.listeners.delete(listener);
-    if (tenant.listeners.size === 0 && this.tenants.get(tenantId) === tenant) {
+  private remove(tenantId: string, tenant: FollowedTenant, listener: EventListener, connectionId: string | undefined): void {
+    if (connectionId === undefined) {
+      tenant.listeners.delete(listener);
+    } else {
+      const listeners = tenant.byConnection.get(connectionId);
+      listeners?.delete(listener);
+      if (listeners?.size === 0) tenant.byConnection.delete(connectionId);
+    }
+    if (tenant.listeners.size === 0 && tenant.byConnection.size === 0 && this.tenants.get(tenantId) === tenant) {
       for (const held of tenant.progress.values()) clearTimeout(held.timer);
       this.tenants.delete(tenantId);
     }
@@ -198,7 +221,14 @@ export class EventHub {
   }
 
   private fanOut(tenant: FollowedTenant, event: StoredEvent): void {
-    for (const listener of tenant.listeners) {
+    this.call(tenant.listeners, event);
+    const connectionId = connectionOfEvent(event);
+    const followers = connectionId === undefined ? undefined : tenant.byConnection.get(connectionId);
+    if (followers) this.call(followers, event);
+  }
+
+  private call(listeners: Set<EventListener>, event: StoredEvent): void {
+    for (const listener of listeners) {
       try {
         listener(event);
       } catch (error) {
