@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnection, deleteConnection, updateConnection } from '../src/db/connection-writes.js';
 import { deleteOldEvents, lastEventId, readEvents, type StoredEvent } from '../src/db/events.js';
+import { withinTransaction } from '../src/db/write-transactions.js';
 import { claimSync, expireLeases, finishSync, reportSyncProgress, scheduleDueSyncs, triggerSync } from '../src/db/sync-runs.js';
 import { runSchedulerTick } from '../src/scheduler.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
@@ -121,7 +122,7 @@ describe.each(databaseKinds)('the event log on %s', (kind) => {
     await expect(triggerSync(db.raw, globex, { connectionId: connection.id })).rejects.toMatchObject({ code: 'CONFLICT' });
     await expect(
       db.raw.transaction(async (tx) => {
-        await createConnection({ transaction: (work) => work(tx) }, globex, { applicationId: applicationBySlug('stripe').id });
+        await createConnection(withinTransaction(tx), globex, { applicationId: applicationBySlug('stripe').id });
         throw new Error('rolled back');
       }),
     ).rejects.toThrow('rolled back');

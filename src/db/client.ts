@@ -19,7 +19,17 @@ export interface RawSql {
   exec(script: string): Promise<void>;
   query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
   /** Runs `work` on one connection inside BEGIN/COMMIT, rolling back when it throws. */
-  transaction<T>(work: (tx: Omit<RawSql, 'transaction'>) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
+}
+
+/** A statement runner inside an open transaction. */
+export interface TransactionSql extends Omit<RawSql, 'transaction'> {
+  /**
+   * Runs the transaction's last statement and commits: on PostgreSQL the COMMIT is sent with the statement, so
+   * the locks it takes are released without waiting for this process to read its result (see `openPostgres`).
+   * Nothing may run in the transaction after it. When the statement fails, the transaction commits nothing.
+   */
+  queryThenCommit<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
 }
 
 interface QueryEvent {
@@ -136,7 +146,8 @@ function withQueryEvents(
       ...raw,
       query: observed(raw.query.bind(raw)),
       // Statements inside a transaction (the write path) are observed as well.
-      transaction: (work) => raw.transaction((tx) => work({ ...tx, query: observed(tx.query.bind(tx)) })),
+      transaction: (work) =>
+        raw.transaction((tx) => work({ ...tx, query: observed(tx.query.bind(tx)), queryThenCommit: observed(tx.queryThenCommit.bind(tx)) })),
     },
     adapterFactory,
     listen,
@@ -269,16 +280,17 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
       return (await client.query<Row>(sql, params)).rows;
     },
     transaction(work) {
-      return client.transaction((tx) =>
-        work({
+      return client.transaction((tx) => {
+        const query = async <Row>(sql: string, params: unknown[] = []) => (await tx.query<Row>(sql, params)).rows;
+        return work({
           async exec(script) {
             await tx.exec(script);
           },
-          async query<Row>(sql: string, params: unknown[] = []) {
-            return (await tx.query<Row>(sql, params)).rows;
-          },
-        }),
-      );
+          query,
+          // PGlite runs in this process: no round trip to save; the transaction commits when `work` returns.
+          queryThenCommit: query,
+        });
+      });
     },
   };
   const listen: Database['listen'] = async (channel, onNotify) => {
@@ -321,9 +333,17 @@ async function openPostgres(
 ): Promise<Database> {
   // Without both bounds a connection to a host that stopped answering (failover, partition) is never given
   // up: requests wait on it forever, and once every pooled connection is such a one, the pool never recovers.
+  // Pipeline mode (pg's own): a connection sends each query at once instead of after the previous one's
+  // answer. Every statement still runs in order, and the server's code awaits each; a transaction uses it to
+  // send BEGIN with its first statement and COMMIT with its last (`transaction` below), so a write takes two
+  // round trips instead of four and the event log's per-tenant lock is released by PostgreSQL itself at commit,
+  // not after a round trip through this process (src/db/events.ts). Not through a server's local socket: PGlite
+  // answers one message at a time there.
+  const pipelined = kind === 'postgres';
   const pool = new pg.Pool({
     connectionString: url,
     max: poolSize,
+    pipeline: pipelined,
     connectionTimeoutMillis: connectTimeoutMs,
     ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
     // Sent as a startup parameter, so it holds for every connection the pool opens, Prisma's statements included.
@@ -353,17 +373,45 @@ async function openPostgres(
         broken = true;
       };
       client.on('error', onError);
+      let committed = false;
+      const open = () => {
+        if (committed) throw new Error('the transaction has committed: queryThenCommit must be its last statement');
+      };
       try {
-        await client.query('BEGIN');
+        // Pipelined, BEGIN goes out now and the first statement right behind it: one round trip for both. pg
+        // sends a connection's queries in order, so nothing can run before BEGIN; its own failure (the connection
+        // lost) fails the statements behind it too, and is awaited with the first of them.
+        let begun: Promise<unknown> | undefined = client.query('BEGIN');
+        if (!pipelined) await begun;
+        const afterBegin = async <T>(statement: Promise<T>): Promise<T> => {
+          if (begun === undefined) return statement;
+          const [, result] = await Promise.all([begun, statement]);
+          begun = undefined;
+          return result;
+        };
         const result = await work({
           async exec(script) {
-            await client.query(script);
+            open();
+            await afterBegin(client.query(script));
           },
           async query<Row>(sql: string, params: unknown[] = []) {
-            return (await run(client, sql, params, false)).rows as Row[];
+            open();
+            return (await afterBegin(run(client, sql, params, false))).rows as Row[];
+          },
+          async queryThenCommit<Row>(sql: string, params: unknown[] = []) {
+            open();
+            committed = true;
+            if (!pipelined) {
+              const { rows } = await afterBegin(run(client, sql, params, false));
+              await client.query('COMMIT');
+              return rows as Row[];
+            }
+            // After a failed statement PostgreSQL answers this COMMIT with a rollback: nothing is written.
+            const [{ rows }] = await afterBegin(Promise.all([run(client, sql, params, false), client.query('COMMIT')]));
+            return rows as Row[];
           },
         });
-        await client.query('COMMIT');
+        if (!committed) await afterBegin(client.query('COMMIT'));
         return result;
       } catch (error) {
         if (!broken) {

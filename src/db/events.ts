@@ -17,8 +17,8 @@ import type { Tx } from './write-transactions.js';
 //
 // The webhook outbox is written by the same statement: one delivery per event and enabled endpoint of the
 // tenant that takes its type, for events of connections whose settings.webhook_enabled is true (see
-// src/webhooks/). Sequence, log, outbox and notifications are one statement, so the tenant's row lock is held
-// for one round trip, not four.
+// src/webhooks/). Sequence, log, outbox and notifications are one statement, sent with the transaction's COMMIT,
+// so the tenant's row lock is held while PostgreSQL runs those two, not across a round trip to this process.
 
 export const WEBHOOKS_CHANNEL = 'ig_webhooks';
 
@@ -85,11 +85,13 @@ export function syncOfEvent(event: Pick<StoredEvent, 'payload'>): Sync | null {
 
 /**
  * Appends the events of one transaction, in order, queues their webhook deliveries and notifies listeners at
- * commit, in one statement. Must be the last statement of the transaction (see above). Returns the ids given.
+ * commit, in one statement. It is the last statement of the transaction (see above), and is sent with its COMMIT
+ * (`queryThenCommit`): the tenant's sequence row is locked only while PostgreSQL runs the two. Returns the ids
+ * given.
  */
 export async function appendEvents(tx: Tx, tenantId: string, events: readonly NewEvent[]): Promise<number[]> {
   if (events.length === 0) return [];
-  const [row] = await tx.query<{ lastId: string }>(
+  const [row] = await tx.queryThenCommit<{ lastId: string }>(
     `WITH "seq" AS (
        INSERT INTO "public"."event_sequences" AS "q" ("tenant_id", "last_id") VALUES ($1, $2)
        ON CONFLICT ("tenant_id") DO UPDATE SET "last_id" = "q"."last_id" + $2

@@ -1,5 +1,5 @@
 import { ApiError } from '../errors.js';
-import type { RawSql } from './client.js';
+import type { RawSql, TransactionSql } from './client.js';
 
 // What every write of the data layer (connection-writes.ts, sync-runs.ts, idempotency.ts) shares: the
 // transaction it runs in, the database refusals it turns into CONFLICT, and the row shapes it returns.
@@ -8,7 +8,7 @@ import type { RawSql } from './client.js';
 // that changes both takes the connection first (claims and progress reports touch only the run).
 
 /** A statement runner inside an open transaction. */
-export type Tx = Omit<RawSql, 'transaction'>;
+export type Tx = TransactionSql;
 
 /** Where a write function opens its transaction: `db.raw`, or `withinTransaction(tx)` to join one. */
 export type TransactionRunner = Pick<RawSql, 'transaction'>;
@@ -18,7 +18,8 @@ export type TransactionRunner = Pick<RawSql, 'transaction'>;
  * Idempotency-Key that reserved it, for one).
  */
 export function withinTransaction(tx: Tx): TransactionRunner {
-  return { transaction: (work) => work(tx) };
+  // The joined work's last statement is not the transaction's: the one that opened it commits.
+  return { transaction: (work) => work({ ...tx, queryThenCommit: tx.query }) };
 }
 
 /** SQLSTATE raised by the `syncs_status_transition_guard` trigger. */
