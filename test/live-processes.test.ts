@@ -2,7 +2,7 @@
 // PostgreSQL database. Subscribers on process A (REST event stream, GraphQL over SSE, graphql-ws) see runs
 // written through process B, in order; a token revoked while its streams are open on A closes them within 5 s.
 import { createClient } from 'graphql-ws';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken, revokeToken } from '../src/auth/tokens.js';
@@ -75,7 +75,13 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('live across two server processe
       { next: (result) => void wsStatuses.push(result.data!.syncChanged.status), error: () => {}, complete: () => {} },
     );
     await wsAcked;
-    // The WebSocket subscription is in place once a change reaches it: a first run, written through B.
+    // graphql-ws acknowledges the connection, not the subscription: the three streams are in place (each has read
+    // where it starts, so it replays whatever commits after) once A counts them open.
+    await vi.waitFor(
+      async () => expect(await (await fetch(`${a.url}/metrics`)).text()).toContain('live_open_streams{kind="streams"} 3'),
+      { timeout: 10_000, interval: 50 },
+    );
+    // A first run, written through B.
     const warmUp = await api(b, 'POST', '/syncs', admin, { connection_id: connectionId });
     expect(warmUp.status).toBe(201);
     for (let i = 0; i < 100 && wsStatuses.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
