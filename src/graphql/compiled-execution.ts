@@ -21,8 +21,9 @@ import {
 // executor runs: the same checks and messages; a refusal is answered by that executor itself), and handed to the generated code through a pass-through scalar that a shadow of the schema adds:
 // the shadow holds the very same types, fields and resolvers, and its one extra scalar is never part of the
 // public schema. Boolean variables keep their type (graphql-jit checks the type of those `@include` reads).
-// Only queries are compiled: mutations and subscriptions run as before, and so do queries that read the schema
-// itself (`__schema`, `__type`), which would show the shadow's scalar.
+// Queries are compiled, and the server's own mutation documents (the REST writes: one root field each, whose
+// resolvers do the write in one transaction); a client's mutations and every subscription run as before, and so
+// do queries that read the schema itself (`__schema`, `__type`), which would show the shadow's scalar.
 
 /** What runs a compiled query: its arguments as graphql-js `execute` takes them. */
 export interface CompiledExecutionArgs {
@@ -101,10 +102,10 @@ export class CompiledExecution {
   }
 
   /**
-   * The compiled executor of the document's operation, or null when it is not (yet) compiled: a mutation, a
-   * subscription, a document run fewer than COMPILE_AT_RUN times, one graphql-jit refuses, any while graphql-jit
-   * is still loading (the first call starts loading it). `trusted` documents (the server's own) are compiled at
-   * their first run.
+   * The compiled executor of the document's operation, or null when it is not (yet) compiled: a client's
+   * mutation, a subscription, a document run fewer than COMPILE_AT_RUN times, one graphql-jit refuses, any while
+   * graphql-jit is still loading (the first call starts loading it). `trusted` documents (the server's own) are
+   * compiled at their first run, mutations included.
    */
   executorFor(document: DocumentNode, operationName: string | null | undefined, trusted = false): Executor | null {
     if (!compiler) {
@@ -121,15 +122,17 @@ export class CompiledExecution {
     if (known !== undefined) return known;
     entry.runs += 1;
     if (!trusted && entry.runs < COMPILE_AT_RUN) return null;
-    const executor = this.compile(document, operationName);
+    const executor = this.compile(document, operationName, trusted);
     entry.compiled.set(key, executor);
     return executor;
   }
 
-  private compile(document: DocumentNode, operationName: string | null | undefined): Executor | null {
+  private compile(document: DocumentNode, operationName: string | null | undefined, trusted: boolean): Executor | null {
     const { compileQuery, isCompiledQuery } = compiler!;
     const operation = getOperationAST(document, operationName);
-    if (!operation || operation.operation !== 'query' || introspects(document)) return null;
+    if (!operation || introspects(document)) return null;
+    // The server's own mutation documents (the REST writes, one root field each) too; a client's stay on yoga's executor.
+    if (operation.operation !== 'query' && !(operation.operation === 'mutation' && trusted)) return null;
     const variableDefinitions = operation.variableDefinitions ?? [];
     const shadowDocument = visit(document, {
       VariableDefinition: (node) =>
