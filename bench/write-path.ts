@@ -5,6 +5,8 @@
 // by the same domain parsers. Gateway and floor alternate, 3 rounds; the figure is lifecycles per second
 // (13 writes each), medians, and the ratio. Then a fresh gateway process serves one more gateway round under
 // `node --cpu-prof`, and the profile's self time is printed (functions and packages) to show where the rest goes.
+// Each side's CPU per lifecycle is printed too: the gateway's, PostgreSQL's (every postgres process) and this
+// process's (the HTTP client, or the floor itself), since the four share the machine's two cores.
 //
 //   npm run bench:writes            (WRITE_BENCH_SECONDS, WRITE_BENCH_WORKERS to change the defaults;
 //                                    WRITE_BENCH_KEEP_PROFILE=<file> keeps the raw profile, GATEWAY=<script> measures another build;
@@ -26,7 +28,7 @@ import { jsonClient } from './http-client.js';
 import { mainThreadProfile, summarizeProfile } from './cpu-profile.js';
 import { profileTables } from './report.js';
 import { createDatabase, databaseUrl, dropAllDatabases, removeAllDirectories, tempDirectory } from './databases.js';
-import { cpuTimeMs, freePort, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
+import { cpuTimeMs, freePort, postgresCpuMs, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
 
 const SECONDS = Number(process.env.WRITE_BENCH_SECONDS ?? 10);
 const WORKERS = Number(process.env.WRITE_BENCH_WORKERS ?? 8);
@@ -49,10 +51,21 @@ interface Side {
   cpuMs(): number | null;
 }
 
-async function measure(side: Side, connections: string[], seconds = SECONDS): Promise<{ perSecond: number; cpuMsPerLifecycle: number | null }> {
+interface Measured {
+  perSecond: number;
+  /** The gateway's CPU per lifecycle (null for the floor). */
+  cpuMsPerLifecycle: number | null;
+  /** PostgreSQL's CPU per lifecycle (every postgres process), and this process's (the client, or the floor itself). */
+  postgresMsPerLifecycle: number;
+  clientMsPerLifecycle: number;
+}
+
+async function measure(side: Side, connections: string[], seconds = SECONDS): Promise<Measured> {
   const started = performance.now();
   const until = started + seconds * 1000;
   const cpuBefore = side.cpuMs();
+  const postgresBefore = postgresCpuMs();
+  const ownBefore = process.cpuUsage();
   let done = 0;
   await Promise.all(
     connections.map(async (connectionId) => {
@@ -63,8 +76,14 @@ async function measure(side: Side, connections: string[], seconds = SECONDS): Pr
     }),
   );
   const cpuAfter = side.cpuMs();
+  const own = process.cpuUsage(ownBefore);
   // Over the time the lifecycles took: the last ones end after `until`.
-  return { perSecond: done / ((performance.now() - started) / 1000), cpuMsPerLifecycle: cpuBefore !== null && cpuAfter !== null ? (cpuAfter - cpuBefore) / done : null };
+  return {
+    perSecond: done / ((performance.now() - started) / 1000),
+    cpuMsPerLifecycle: cpuBefore !== null && cpuAfter !== null ? (cpuAfter - cpuBefore) / done : null,
+    postgresMsPerLifecycle: (postgresCpuMs() - postgresBefore) / done,
+    clientMsPerLifecycle: (own.user + own.system) / 1000 / done,
+  };
 }
 
 function floorSide(db: Database, tenantId: string): Side {
@@ -145,7 +164,7 @@ async function main(): Promise<void> {
     // Warm both up under the measured load (V8's optimisation of the gateway's larger code, its compiled
     // queries, the pools, the token cache) before measuring: a first round measured a half-warm gateway.
     for (const [i, side] of sides.entries()) await measure(side, connections[i]!, WARMUP_SECONDS);
-    const results: Array<Array<{ perSecond: number; cpuMsPerLifecycle: number | null }>> = [[], []];
+    const results: Array<Measured[]> = [[], []];
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? [0, 1] : [1, 0];
       for (const i of order) {
@@ -168,6 +187,9 @@ async function main(): Promise<void> {
         `  gateway (REST): ${gateway.toFixed(1)} lifecycles/s (${(gateway * 13).toFixed(0)} writes/s), rounds ${results[0]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
         `  floor (same data-layer calls through pg): ${floor.toFixed(1)} lifecycles/s, rounds ${results[1]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
         `  ratio ${(gateway / floor).toFixed(2)}× (rounds ${ratios.join(', ')}); gateway CPU per lifecycle ${median(results[0]!.map((r) => r.cpuMsPerLifecycle ?? 0)).toFixed(1)} ms`,
+        // Where each side's lifecycle spends the machine's two cores (medians over the rounds).
+        `  CPU per lifecycle, gateway side: gateway ${median(results[0]!.map((r) => r.cpuMsPerLifecycle ?? 0)).toFixed(1)} ms, PostgreSQL ${median(results[0]!.map((r) => r.postgresMsPerLifecycle)).toFixed(1)} ms, client ${median(results[0]!.map((r) => r.clientMsPerLifecycle)).toFixed(1)} ms`,
+        `  CPU per lifecycle, floor side: PostgreSQL ${median(results[1]!.map((r) => r.postgresMsPerLifecycle)).toFixed(1)} ms, the floor's process ${median(results[1]!.map((r) => r.clientMsPerLifecycle)).toFixed(1)} ms`,
         `  runs left by the benchmark: ${runs.map((r) => `${r.n} ${r.status}`).join(', ')}`,
         '',
       ].join('\n'),
