@@ -7,6 +7,19 @@ import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures
 // goes out with the first statement and COMMIT with the last (`queryThenCommit`). Each is still one transaction:
 // all of it or nothing, on both databases.
 
+/**
+ * Runs `code` (an async module body with `client`, a connected pg.Client on `url`) in another Node process, and
+ * returns what it wrote to stdout. This process is blocked meanwhile: it reads nothing from its own sockets.
+ */
+function inAnotherProcess(url: string, code: string): string {
+  const script = `import pg from 'pg';
+    const client = new pg.Client({ connectionString: process.env.URL });
+    await client.connect();
+    ${code}
+    await client.end();`;
+  return execFileSync(process.execPath, ['--input-type=module', '-e', script], { env: { ...process.env, URL: url }, encoding: 'utf8' });
+}
+
 const TABLE = `CREATE TABLE IF NOT EXISTS "tx_probe" ("id" int PRIMARY KEY, "note" text NOT NULL)`;
 
 describe.each(databaseKinds)('write transactions on %s', (kind) => {
@@ -74,6 +87,26 @@ describe.each(databaseKinds)('write transactions on %s', (kind) => {
     expect(await notes()).toEqual(['1:first', '2:last', '7:committed']);
   });
 
+  it.runIf(kind === 'postgres')('a connection lost before BEGIN answers fails the transaction, whatever the work did, and the pool recovers', async () => {
+    const url = (db as TestDatabase & { url: string }).url;
+    const pids = await Promise.all([1, 2, 3].map(() => db.raw.transaction(async (tx) => (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS "pid"'))[0]!.pid)));
+    // Every pooled connection's backend is ended from outside; each transaction below meets a dead one.
+    // From another process, while this one is blocked: the pool cannot see the connections close before the
+    // transactions below take them.
+    inAnotherProcess(url, `await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = ANY($1::int[])', [${JSON.stringify(pids)}]);
+      await new Promise((resolve) => setTimeout(resolve, 200));`);
+    const failed = await Promise.allSettled([
+      db.raw.transaction(async () => {
+        throw new Error('refused before any statement');
+      }),
+      db.raw.transaction(async () => 'no statement at all'),
+      db.raw.transaction((tx) => tx.query('SELECT 1')),
+    ]);
+    expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    // The dead connections are not reused.
+    for (let i = 0; i < 4; i++) expect(await db.raw.transaction((tx) => tx.queryThenCommit<{ n: number }>('SELECT $1::int AS n', [i]))).toEqual([{ n: i }]);
+  });
+
   it.runIf(kind === 'postgres')('PostgreSQL commits without waiting for this process to read the last statement’s result', async () => {
     const url = (db as TestDatabase & { url: string }).url;
     await db.raw.transaction(async (tx) => {
@@ -81,25 +114,16 @@ describe.each(databaseKinds)('write transactions on %s', (kind) => {
       const committing = tx.queryThenCommit('UPDATE "tx_probe" SET "note" = $2 WHERE "id" = $1', [1, 'first, again']);
       // This process is blocked from here until the child exits: it reads nothing meanwhile. Another process
       // watches this transaction's backend until it is idle (committed), not "idle in transaction".
-      const state = execFileSync(
-        process.execPath,
-        [
-          '--input-type=module',
-          '-e',
-          `import pg from 'pg';
-           const client = new pg.Client({ connectionString: process.env.URL });
-           await client.connect();
-           let state;
-           for (let i = 0; i < 100; i++) {
-             const { rows } = await client.query('SELECT state FROM pg_stat_activity WHERE pid = $1', [Number(process.env.PID)]);
-             state = rows[0]?.state;
-             if (state === 'idle') break;
-             await new Promise((resolve) => setTimeout(resolve, 20));
-           }
-           process.stdout.write(String(state));
-           await client.end();`,
-        ],
-        { env: { ...process.env, URL: url, PID: String(pid) }, encoding: 'utf8' },
+      const state = inAnotherProcess(
+        url,
+        `let state;
+         for (let i = 0; i < 100; i++) {
+           const { rows } = await client.query('SELECT state FROM pg_stat_activity WHERE pid = $1', [${pid}]);
+           state = rows[0]?.state;
+           if (state === 'idle') break;
+           await new Promise((resolve) => setTimeout(resolve, 20));
+         }
+         process.stdout.write(String(state));`,
       );
       expect(state).toBe('idle');
       await committing;

@@ -382,6 +382,9 @@ async function openPostgres(
         // sends a connection's queries in order, so nothing can run before BEGIN; its own failure (the connection
         // lost) fails the statements behind it too, and is awaited with the first of them.
         let begun: Promise<unknown> | undefined = client.query('BEGIN');
+        // Awaited with the first statement; a work that fails before any (or never runs one) leaves it unawaited,
+        // and its failure must not surface as an unhandled rejection.
+        begun.catch(() => {});
         if (!pipelined) await begun;
         const afterBegin = async <T>(statement: Promise<T>): Promise<T> => {
           if (begun === undefined) return statement;
