@@ -1,8 +1,8 @@
 // `select` must shape the SQL, not only the JSON: the operation's @include(if: $with_<field>) flags reach
-// Pothos' query planning. Checked on the statements Prisma actually sends.
+// Pothos' query planning and the hand-written reads. Checked on the statements actually sent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';
 import { BASE, restOk } from './fixtures/rest.js';
 
 describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
@@ -44,6 +44,28 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
     for (const column of ['"features"', '"additional_information"', '"keywords"', '"description"', '"logo_url"']) {
       expect(narrow).not.toContain(column);
     }
+  });
+
+  it('available: the applications are read without Prisma, whatever is selected', async () => {
+    let prismaUses = 0;
+    const counted = Object.create(t.db, {
+      prisma: {
+        get: () => {
+          prismaUses += 1;
+          return t.db.prisma;
+        },
+      },
+    }) as typeof t.db;
+    const gateway = gatewayOver(counted);
+    const id = (await restOk(gateway, `${BASE}/available?limit=1&select=id`, t.tenants.demo.readerToken)).data[0].id as string;
+    prismaUses = 0;
+    for (const path of [`${BASE}/available`, `${BASE}/available?select=id,name&name=like.*a*`, `${BASE}/available/${id}`, `${BASE}/available?search=pay&order=slug.desc`]) {
+      await restOk(gateway, path, t.tenants.demo.readerToken);
+    }
+    expect(prismaUses).toBe(0);
+    // The categories still are (counted, so the count above can see a use).
+    await restOk(gateway, `${BASE}/categories`, t.tenants.demo.readerToken);
+    expect(prismaUses).toBeGreaterThan(0);
   });
 
   it('connected: select=id,name neither fetches metadata/settings nor joins the application and category', async () => {

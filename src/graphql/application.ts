@@ -1,34 +1,18 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
+import { APPLICATION_COLUMNS, applicationSearchSql, countApplications, readApplication, readApplicationPage } from '../db/catalog-queries.js';
 import { builder } from './builder.js';
 import { Category, categoryFieldReads } from './category.js';
 import { pageComplexity } from './complexity.js';
-import type { Columns, PrismaColumn } from '../query/columns.js';
-import { escapeLike, type OrderInput, searchTerm } from '../query/filter.js';
-import { filterWhere, orderByOf } from '../query/prisma.js';
+import { type OrderInput, searchTerm } from '../query/filter.js';
+import { allOf, filterSql, orderSql } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 
-export const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  name: { field: 'name', kind: 'string', nullable: false },
-  slug: { field: 'slug', kind: 'string', nullable: false },
-  description: { field: 'description', kind: 'string', nullable: false },
-  logoUrl: { field: 'logoUrl', kind: 'string', nullable: false },
-  additionalInformation: { field: 'additionalInformation', kind: 'string', nullable: false },
-  categoryId: { field: 'categoryId', kind: 'string', nullable: false },
-};
-
 export const APPLICATION_PAGE = pageBounds(100, 100);
-
-/** `search`: case-insensitive substring of name, slug, description or a keyword (the generated search_text). */
-export function keywordSearchWhere(search: string | null | undefined) {
-  const term = searchTerm(search);
-  return term ? { searchText: { contains: escapeLike(term) } } : {};
-}
 
 const Feature = builder.objectRef<JsonObject>('Feature').implement({
   fields: (t) => ({
@@ -82,21 +66,10 @@ export const Application = builder.prismaObject('Application', {
   }),
 });
 
-/** Columns a catalog read leaves out unless the operation selects them (search_text is never shown). */
-const OPTIONAL_COLUMNS = ['description', 'logoUrl', 'keywords', 'features', 'additionalInformation'] as const;
-
-/**
- * What a catalog read loads for the Application fields selected at `path`: the optional columns they read,
- * and the category when they show it. The rows have the shape of `Application` for the fields selected.
- */
-function applicationQuery(info: GraphQLResolveInfo, path: readonly string[]) {
-  const properties = selectedProperties(info, path, applicationFieldReads);
-  const omit: Prisma.ApplicationOmit = { searchText: true };
-  for (const column of OPTIONAL_COLUMNS) omit[column] = properties !== null && !properties.has(column);
-  return { omit, include: { category: properties === null || properties.has('category.id') } };
+/** The row properties the Application fields selected at `path` read (the id always; null for the whole row). */
+function applicationProperties(info: GraphQLResolveInfo, path: readonly string[]): ReadonlySet<string> | null {
+  return selectedProperties(info, path, applicationFieldReads);
 }
-
-type ApplicationRow = Prisma.ApplicationGetPayload<{ include: { category: true } }>;
 
 const ApplicationFilter = resourceFilter('ApplicationFilter', APPLICATION_COLUMNS);
 
@@ -117,12 +90,17 @@ builder.queryFields((t) => ({
     },
     resolve: (_root, args, context, info) => {
       const { take, skip } = pageWindow(args, APPLICATION_PAGE);
-      const where = { AND: [filterWhere(args.filter, APPLICATION_COLUMNS), keywordSearchWhere(args.search)] };
-      const orderBy = orderByOf(args.orderBy as OrderInput[] | null, APPLICATION_COLUMNS, [{ field: 'name' }]);
-      const prisma = context.db.prisma;
+      const query = {
+        // `search`: case-insensitive substring of name, slug, description or a keyword (the generated search_text).
+        where: allOf([filterSql(args.filter, APPLICATION_COLUMNS), applicationSearchSql(searchTerm(args.search))]),
+        orderBy: orderSql(args.orderBy as OrderInput[] | null, APPLICATION_COLUMNS, [{ field: 'name' }]),
+        take,
+        skip,
+        properties: applicationProperties(info, ['nodes']),
+      };
       return listPage(
-        () => prisma.application.findMany({ ...applicationQuery(info, ['nodes']), where, orderBy, take, skip }) as Promise<ApplicationRow[]>,
-        () => prisma.application.count({ where }),
+        () => readApplicationPage(context.db.raw, query),
+        () => countApplications(context.db.raw, query),
         take,
         skip,
       );
@@ -134,10 +112,6 @@ builder.queryFields((t) => ({
     description: 'One catalog application, or null when there is none with this id.',
     authScopes: { permission: 'catalog:read' },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, context, info) =>
-      context.db.prisma.application.findUnique({
-        ...applicationQuery(info, []),
-        where: { id: assertIdLength(args.id, 'application') },
-      }) as Promise<ApplicationRow | null>,
+    resolve: (_root, args, context, info) => readApplication(context.db.raw, assertIdLength(args.id, 'application'), applicationProperties(info, [])),
   }),
 }));
