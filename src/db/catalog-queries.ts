@@ -3,6 +3,7 @@ import type { Columns, SqlColumn } from '../query/columns.js';
 import { likePattern } from '../query/filter.js';
 import { allOf, raw, type Sql, sql } from '../query/sql.js';
 import type { RawSql } from './client.js';
+import { aliasedColumns, type ListQuery, pageSql, propertiesToRead } from './list-reads.js';
 
 // The catalog's applications, read in hand-written SQL like the connections (connection-queries.ts): an
 // application comes with its category from the same statement (a JOIN, written only when the statement reads
@@ -52,18 +53,7 @@ export function applicationSearchSql(term: string | null): Sql {
 }
 
 /** One list's question: conditions (filter, search), order, page, properties. */
-export interface ApplicationListQuery {
-  where: Sql;
-  orderBy: Sql;
-  take: number;
-  skip: number;
-  /** The row properties to read (the id always); null for all. */
-  properties: ReadonlySet<string> | null;
-}
-
-function propertiesToRead(properties: ReadonlySet<string> | null): ApplicationProperty[] {
-  return properties ? ALL_PROPERTIES.filter((property) => property === 'id' || properties.has(property)) : ALL_PROPERTIES;
-}
+export type ApplicationListQuery = ListQuery<ApplicationProperty>;
 
 const withCategory = (read: readonly ApplicationProperty[]) => read.some((property) => property.startsWith('category.'));
 
@@ -71,10 +61,6 @@ const withCategory = (read: readonly ApplicationProperty[]) => read.some((proper
 function fromOf(read: readonly ApplicationProperty[], parts: readonly Sql[]): Sql {
   const category = withCategory(read) || parts.some((part) => part.strings.join('').includes('"t1".'));
   return raw('FROM "public"."applications" AS "t0"' + (category ? ' JOIN "public"."categories" AS "t1" ON "t1"."id" = "t0"."category_id"' : ''));
-}
-
-function selectList(read: readonly ApplicationProperty[]): Sql {
-  return raw(read.map((property) => `${APPLICATION_ROW_SQL[property]} AS "${property}"`).join(', '));
 }
 
 /** Rows as the reads hand them back: the category's columns in a `category` object. */
@@ -95,10 +81,10 @@ async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly 
 
 /** A page of the catalog's applications. */
 export function readApplicationPage(db: Pick<RawSql, 'query'>, query: ApplicationListQuery): Promise<ApplicationRow[]> {
-  const read = propertiesToRead(query.properties);
+  const read = propertiesToRead(ALL_PROPERTIES, query.properties);
   return rowsOf(
     db,
-    sql`SELECT ${selectList(read)} ${fromOf(read, [query.where, query.orderBy])} WHERE ${query.where} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))} OFFSET ${raw(String(query.skip))}`,
+    sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [query.where, query.orderBy])} WHERE ${query.where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`,
     read,
   );
 }
@@ -112,7 +98,7 @@ export async function countApplications(db: Pick<RawSql, 'query'>, query: Pick<A
 
 /** One application by id, or null. */
 export async function readApplication(db: Pick<RawSql, 'query'>, id: string, properties: ReadonlySet<string> | null): Promise<ApplicationRow | null> {
-  const read = propertiesToRead(properties);
-  const [row] = await rowsOf(db, sql`SELECT ${selectList(read)} ${fromOf(read, [])} WHERE "t0"."id" = ${id}`, read);
+  const read = propertiesToRead(ALL_PROPERTIES, properties);
+  const [row] = await rowsOf(db, sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [])} WHERE "t0"."id" = ${id}`, read);
   return row ?? null;
 }

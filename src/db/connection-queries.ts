@@ -3,6 +3,7 @@ import type { Columns, SqlColumn } from '../query/columns.js';
 import { likePattern } from '../query/filter.js';
 import { allOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
 import type { RawSql } from './client.js';
+import { aliasedColumns, type ListQuery, pageSql, propertiesToRead } from './list-reads.js';
 
 // The connections' reads, in hand-written SQL like the sync history's (sync-queries.ts): a connection comes
 // with its application and the application's category from the same statement (JOINs), so a page of
@@ -78,9 +79,9 @@ export function isConnectionProperty(name: string): name is ConnectionProperty {
 const PLACES = Object.fromEntries(
   ALL_PROPERTIES.map((property) => {
     const path = property.split('.');
-    return [property, { depth: path.length - 1, key: path[path.length - 1] as string, item: `${CONNECTION_ROW_SQL[property]} AS "${property}"` }];
+    return [property, { depth: path.length - 1, key: path[path.length - 1] as string }];
   }),
-) as Record<ConnectionProperty, { depth: number; key: string; item: string }>;
+) as Record<ConnectionProperty, { depth: number; key: string }>;
 
 /**
  * A connection as the reads hand it back: its selected properties, and its application (with the category)
@@ -99,18 +100,8 @@ export function connectionCategorySql(categoryId: string | null): Sql {
 }
 
 /** One list's question: conditions (filter, search…; the tenant is added here), order, page, properties. */
-export interface ConnectionListQuery {
+export interface ConnectionListQuery extends ListQuery<ConnectionProperty> {
   tenantId: string;
-  where: Sql;
-  orderBy: Sql;
-  take: number;
-  skip: number;
-  /** The row properties to read (the id always); null for all. */
-  properties: ReadonlySet<ConnectionProperty> | null;
-}
-
-function propertiesToRead(properties: ReadonlySet<ConnectionProperty> | null): ConnectionProperty[] {
-  return properties ? ALL_PROPERTIES.filter((property) => property === 'id' || properties.has(property)) : ALL_PROPERTIES;
 }
 
 /** FROM with the JOINs the statement needs: those whose alias a read property or a condition or order names. */
@@ -149,10 +140,6 @@ function nested(rows: Record<string, unknown>[], read: readonly ConnectionProper
   });
 }
 
-/** The select list of the read properties, each aliased by its property name. */
-function selectList(read: readonly ConnectionProperty[]): Sql {
-  return raw(read.map((property) => PLACES[property].item).join(', '));
-}
 
 /** Runs a statement that reads `read` and hands back its rows nested. */
 async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ConnectionProperty[]): Promise<ConnectionRow[]> {
@@ -161,14 +148,10 @@ async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly 
 
 /** A page of the tenant's live connections. */
 export function readConnectionPage(db: Pick<RawSql, 'query'>, query: ConnectionListQuery): Promise<ConnectionRow[]> {
-  const read = propertiesToRead(query.properties);
+  const read = propertiesToRead(ALL_PROPERTIES, query.properties);
   const where = whereOf(query.tenantId, [LIVE, query.where]);
   const from = fromOf(read, [where, query.orderBy]);
-  return rowsOf(
-    db,
-    sql`SELECT ${selectList(read)} ${from} WHERE ${where} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))} OFFSET ${raw(String(query.skip))}`,
-    read,
-  );
+  return rowsOf(db, sql`SELECT ${aliasedColumns(CONNECTION_ROW_SQL, read)} ${from} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`, read);
 }
 
 /** How many of the tenant's live connections the query matches. */
@@ -190,7 +173,7 @@ export function readConnections(
   properties: ReadonlySet<ConnectionProperty> | null,
   options: { deleted: boolean } = { deleted: false },
 ): Promise<ConnectionRow[]> {
-  const read = propertiesToRead(properties);
+  const read = propertiesToRead(ALL_PROPERTIES, properties);
   const where = whereOf(tenantId, [sql`"t0"."id" = ANY(${arrayLiteral(ids)}::text[])`, ...(options.deleted ? [] : [LIVE])]);
-  return rowsOf(db, sql`SELECT ${selectList(read)} ${fromOf(read, [where])} WHERE ${where}`, read);
+  return rowsOf(db, sql`SELECT ${aliasedColumns(CONNECTION_ROW_SQL, read)} ${fromOf(read, [where])} WHERE ${where}`, read);
 }

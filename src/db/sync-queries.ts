@@ -4,6 +4,7 @@ import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, anyOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
 import { timestampTextSql, type TimestampText } from '../timestamps.js';
 import type { RawSql } from './client.js';
+import { pageSql } from './list-reads.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
 // work cost more than the rest of the request (BENCHMARKS.md). Every statement is scoped by the tenant
@@ -131,7 +132,7 @@ function pageOf(query: SyncListQuery, select: Sql, scope: Sql | null): Sql {
   if (query.skip === 0 && query.indexOrdered) {
     return sql`SELECT ${select} ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))}`;
   }
-  const ids = sql`SELECT "t0"."id" ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))} OFFSET ${raw(String(query.skip))}`;
+  const ids = sql`SELECT "t0"."id" ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`;
   return sql`SELECT ${select} FROM (${ids}) AS "page" JOIN "public"."syncs" AS "t0" ON "t0"."id" = "page"."id" AND "t0"."tenant_id" = ${query.tenantId} ORDER BY ${query.orderBy}`;
 }
 
