@@ -1,9 +1,8 @@
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
-import { likePattern } from '../query/filter.js';
-import { allOf, raw, type Sql, sql } from '../query/sql.js';
+import { raw, type Sql, sql } from '../query/sql.js';
 import type { RawSql } from './client.js';
-import { aliasedColumns, type ListQuery, pageSql, propertiesToRead } from './list-reads.js';
+import { aliasedColumns, type ListQuery, nestedRows, pageSql, propertiesToRead } from './list-reads.js';
 
 // The catalog's applications, read in hand-written SQL like the connections (connection-queries.ts): an
 // application comes with its category from the same statement (a JOIN, written only when the statement reads
@@ -47,11 +46,6 @@ const ALL_PROPERTIES = Object.keys(APPLICATION_ROW_SQL) as ApplicationProperty[]
 /** An application as the reads hand it back: its selected properties, and its category when one of the category's is. */
 export type ApplicationRow = Prisma.ApplicationGetPayload<{ include: { category: true } }>;
 
-/** `search`: a lowercase keyword (query/filter.ts `searchTerm`) as a substring of the lower-cased search_text. */
-export function applicationSearchSql(term: string | null): Sql {
-  return term ? sql`"t0"."search_text" LIKE ${likePattern({ kind: 'substring', text: term })}` : allOf([]);
-}
-
 /** One list's question: conditions (filter, search), order, page, properties. */
 export type ApplicationListQuery = ListQuery<ApplicationProperty>;
 
@@ -63,20 +57,8 @@ function fromOf(read: readonly ApplicationProperty[], parts: readonly Sql[]): Sq
   return raw('FROM "public"."applications" AS "t0"' + (category ? ' JOIN "public"."categories" AS "t1" ON "t1"."id" = "t0"."category_id"' : ''));
 }
 
-/** Rows as the reads hand them back: the category's columns in a `category` object. */
 async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ApplicationProperty[]): Promise<ApplicationRow[]> {
-  const rows = await db.query<Record<string, unknown>>(statement.text, statement.values);
-  const nested = withCategory(read);
-  return rows.map((row) => {
-    const application: Record<string, unknown> = {};
-    const category: Record<string, unknown> = {};
-    for (const property of read) {
-      if (property.startsWith('category.')) category[property.slice('category.'.length)] = row[property];
-      else application[property] = row[property];
-    }
-    if (nested) application.category = category;
-    return application as ApplicationRow;
-  });
+  return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read) as ApplicationRow[];
 }
 
 /** A page of the catalog's applications. */

@@ -1,9 +1,8 @@
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
-import { likePattern } from '../query/filter.js';
 import { allOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
 import type { RawSql } from './client.js';
-import { aliasedColumns, type ListQuery, pageSql, propertiesToRead } from './list-reads.js';
+import { aliasedColumns, type ListQuery, nestedRows, pageSql, propertiesToRead } from './list-reads.js';
 
 // The connections' reads, in hand-written SQL like the sync history's (sync-queries.ts): a connection comes
 // with its application and the application's category from the same statement (JOINs), so a page of
@@ -75,24 +74,14 @@ export function isConnectionProperty(name: string): name is ConnectionProperty {
   return Object.hasOwn(CONNECTION_ROW_SQL, name);
 }
 
-/** Where each property goes in the row handed back: on the connection, its application, or the category. */
-const PLACES = Object.fromEntries(
-  ALL_PROPERTIES.map((property) => {
-    const path = property.split('.');
-    return [property, { depth: path.length - 1, key: path[path.length - 1] as string }];
-  }),
-) as Record<ConnectionProperty, { depth: number; key: string }>;
+/** How deep each property sits in the row handed back: 0 the connection's, 1 its application's, 2 the category's. */
+const DEPTH = Object.fromEntries(ALL_PROPERTIES.map((property) => [property, property.split('.').length - 1])) as Record<ConnectionProperty, number>;
 
 /**
  * A connection as the reads hand it back: its selected properties, and its application (with the category)
  * when any of theirs is selected. The shape of Prisma's Connection with both relations included.
  */
 export type ConnectionRow = Prisma.ConnectionGetPayload<{ include: { application: { include: { category: true } } } }>;
-
-/** `search`: a lowercase keyword (query/filter.ts `searchTerm`) as a substring of the lower-cased search_text. */
-export function connectionSearchSql(term: string | null): Sql {
-  return term ? sql`"t0"."search_text" LIKE ${likePattern({ kind: 'substring', text: term })}` : allOf([]);
-}
 
 /** `categoryId`: connections of applications in one category. */
 export function connectionCategorySql(categoryId: string | null): Sql {
@@ -107,8 +96,8 @@ export interface ConnectionListQuery extends ListQuery<ConnectionProperty> {
 /** FROM with the JOINs the statement needs: those whose alias a read property or a condition or order names. */
 function fromOf(read: readonly ConnectionProperty[], parts: readonly Sql[]): Sql {
   const text = parts.map((part) => part.strings.join('')).join(' ');
-  const category = text.includes('"t2".') || read.some((property) => PLACES[property].depth === 2);
-  const application = category || text.includes('"t1".') || read.some((property) => PLACES[property].depth === 1);
+  const category = text.includes('"t2".') || read.some((property) => DEPTH[property] === 2);
+  const application = category || text.includes('"t1".') || read.some((property) => DEPTH[property] === 1);
   return raw(
     'FROM "public"."connections" AS "t0"' +
       (application ? ' JOIN "public"."applications" AS "t1" ON "t1"."id" = "t0"."application_id"' : '') +
@@ -122,28 +111,9 @@ function whereOf(tenantId: string, conditions: readonly Sql[]): Sql {
 
 const LIVE = raw('"t0"."deleted_at" IS NULL');
 
-/** Rows as the reads hand them back: the aliased columns of each selected property put in their place. */
-function nested(rows: Record<string, unknown>[], read: readonly ConnectionProperty[]): ConnectionRow[] {
-  const places = read.map((property) => [property, PLACES[property]] as const);
-  const withApplication = places.some(([, place]) => place.depth > 0);
-  const withCategory = places.some(([, place]) => place.depth > 1);
-  return rows.map((row) => {
-    const connection: Record<string, unknown> = {};
-    const application: Record<string, unknown> = {};
-    const category: Record<string, unknown> = {};
-    for (const [property, { depth, key }] of places) {
-      (depth === 0 ? connection : depth === 1 ? application : category)[key] = row[property];
-    }
-    if (withCategory) application.category = category;
-    if (withApplication) connection.application = application;
-    return connection as ConnectionRow;
-  });
-}
-
-
 /** Runs a statement that reads `read` and hands back its rows nested. */
 async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ConnectionProperty[]): Promise<ConnectionRow[]> {
-  return nested(await db.query<Record<string, unknown>>(statement.text, statement.values), read);
+  return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read) as ConnectionRow[];
 }
 
 /** A page of the tenant's live connections. */

@@ -1,6 +1,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
-import { APPLICATION_COLUMNS, applicationSearchSql, countApplications, readApplication, readApplicationPage } from '../db/catalog-queries.js';
+import { searchTextSql } from '../db/list-reads.js';
+import { APPLICATION_COLUMNS, countApplications, readApplication, readApplicationPage } from '../db/catalog-queries.js';
 import { builder } from './builder.js';
 import { Category, categoryFieldReads } from './category.js';
 import { pageComplexity } from './complexity.js';
@@ -92,7 +93,7 @@ builder.queryFields((t) => ({
       const { take, skip } = pageWindow(args, APPLICATION_PAGE);
       const query = {
         // `search`: case-insensitive substring of name, slug, description or a keyword (the generated search_text).
-        where: allOf([filterSql(args.filter, APPLICATION_COLUMNS), applicationSearchSql(searchTerm(args.search))]),
+        where: allOf([filterSql(args.filter, APPLICATION_COLUMNS), searchTextSql(searchTerm(args.search))]),
         orderBy: orderSql(args.orderBy as OrderInput[] | null, APPLICATION_COLUMNS, [{ field: 'name' }]),
         take,
         skip,

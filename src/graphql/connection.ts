@@ -4,7 +4,6 @@ import {
   CONNECTION_COLUMNS,
   connectionCategorySql,
   type ConnectionProperty,
-  connectionSearchSql,
   countConnections,
   isConnectionProperty,
   readConnectionPage,
@@ -13,6 +12,7 @@ import {
 import { ConnectionStatus as ConnectionStatusValues, ConnectionVia as ConnectionViaValues } from '../generated/prisma/enums.js';
 import { Application, applicationFieldReads, Features } from './application.js';
 import { deleteConnection } from '../db/connection-writes.js';
+import { searchTextSql } from '../db/list-reads.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { Category, categoryFieldReads } from './category.js';
@@ -189,7 +189,7 @@ builder.queryFields((t) => ({
           connectionCategorySql(args.categoryId ? assertIdLength(args.categoryId, 'category') : null),
           args.name ? compareSql(CONNECTION_COLUMNS.name, 'contains', args.name) : allOf([]),
           filterSql(args.filter, CONNECTION_COLUMNS),
-          connectionSearchSql(searchTerm(args.search)),
+          searchTextSql(searchTerm(args.search)),
         ]),
         orderBy: orderSql(args.orderBy as OrderInput[] | null, CONNECTION_COLUMNS, [{ field: 'name' }]),
         take,
