@@ -81,10 +81,8 @@ export function openEventStream(
         while ((end = buffer.indexOf('\n\n')) >= 0) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
-          const start = block.startsWith('data: ') ? 0 : block.indexOf('\ndata: ') + 1;
-          if (start === 0 && !block.startsWith('data: ')) continue;
-          const stop = block.indexOf('\n', start);
-          onData(block.slice(start + 6, stop < 0 ? undefined : stop), at);
+          const data = block.split('\n').find((line) => line.startsWith('data: '));
+          if (data !== undefined) onData(data.slice(6), at);
         }
       });
       resolve({
