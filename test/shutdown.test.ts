@@ -211,9 +211,13 @@ describe.concurrent('graceful shutdown of the real server (npm start)', () => {
     const signalled = performance.now();
     process.kill(server.nodePid, 'SIGTERM');
     await Promise.all([rest.ended, graphql.ended, wsClosed]);
+    // The streams end at the signal, not when the drain bound runs out: timed on the client's side, so closing the
+    // database afterwards (seconds for PGlite on a loaded machine) is not part of the measure.
+    const streamsEnded = performance.now() - signalled;
+    expect(streamsEnded).toBeLessThan(2500);
     const exit = await server.exited;
     expect(exit.code, server.stderr()).toBe(0);
-    expect(exit.at - signalled).toBeLessThan(5000);
+    expect(exit.at - signalled).toBeLessThan(DRAIN_BOUND_MS);
     expect(server.logs.map((l) => l.msg)).not.toContain('drain timeout: closing remaining connections');
     // The REST client is told why, and reconnects (EventSource does by itself) to resume with Last-Event-ID.
     expect(JSON.parse(rest.messages.at(-1)!.data)).toMatchObject({ error: { code: 'UNAVAILABLE' } });
