@@ -31,7 +31,7 @@ import type { FieldSpec, ResourceSpec } from '../src/rest/query-params.js';
 import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
-import { writeFingerprint } from './fixtures/fingerprint.js';
+import { writeFingerprinter } from './fixtures/fingerprint.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20_261_101);
@@ -840,14 +840,6 @@ function graphqlRequest(g: GeneratorValue, ids: readonly string[]): { body: stri
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Database fingerprint: what a rejected request must not change
-
-/** What the tables requests can write hold (test/fixtures/fingerprint.ts). */
-function fingerprint(t: TestGateway): Promise<string> {
-  return writeFingerprint(t.db);
-}
-
-// ---------------------------------------------------------------------------------------------------------
 
 describe.each(databaseKinds)('fuzzing on %s', (kind) => {
   let t: TestGateway;
@@ -859,9 +851,12 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
   let own: { connections: string[]; syncs: string[]; apps: string[]; users: string[]; tokens: string[] };
   let foreign: { connections: string[]; syncs: string[]; users: string[]; tokens: string[] };
   let allIds: string[];
+  /** What the tables requests can write hold (test/fixtures/fingerprint.ts). */
+  let fingerprint: () => Promise<string>;
 
   beforeAll(async () => {
     t = await createTestGateway(kind, { config: { RATE_LIMIT_PER_MINUTE: 0 } });
+    fingerprint = writeFingerprinter(t.db);
     const { demo, other } = t.tenants;
     const jwtFor = (tenantId: string, role: string) => signJwt({ sub: `fuzz-${role}`, tenant_id: tenantId, role });
     creds = {
@@ -1092,7 +1087,7 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
       fc.record({ who: fc.constant('rejected' as const), authorization: reject, id: anyId }),
       fc.record({ who: fc.constant('admin' as const), authorization: admin, id: harmlessId }),
     );
-    let before = await fingerprint(t);
+    let before = await fingerprint();
     await fc.assert(
       fc.asyncProperty(
         mutationCase,
@@ -1159,7 +1154,7 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
             accepted = received.status < 300 && Object.values(result.data ?? {}).some((value) => value !== null);
           }
           if (accepted && who === 'rejected') fail('a mutation without the permission succeeded', sent, received);
-          const after = await fingerprint(t);
+          const after = await fingerprint();
           if (!accepted && after !== before) {
             fail(`the database changed on a rejected request\nbefore ${before}\nafter  ${after}`, sent, received);
           }
@@ -1200,7 +1195,7 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
     const writers = fc.constantFrom(`Token ${creds.demoAdminToken}`, `Bearer ${creds.demoAdminJwt}`);
     const refused = fc.constantFrom(`Token ${creds.demoReaderToken}`, `Bearer ${creds.demoReaderJwt}`, `Token ${creds.otherReaderToken}`, 'Token igw_pat_nope', undefined);
     const pathId = idText([...own.connections, ...foreign.connections]);
-    let before = await fingerprint(t);
+    let before = await fingerprint();
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...writeRoutes),
@@ -1221,7 +1216,7 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
           }
           const accepted = received.status < 300;
           if (accepted && who === 'refused') fail('a write without the permission succeeded', sent, received);
-          const after = await fingerprint(t);
+          const after = await fingerprint();
           if (!accepted && after !== before) fail(`the database changed on a refused write\nbefore ${before}\nafter  ${after}`, sent, received);
           before = after;
         },

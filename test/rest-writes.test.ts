@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { writeFingerprint } from './fixtures/fingerprint.js';
+import { writeFingerprint, writeFingerprinter } from './fixtures/fingerprint.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 
@@ -89,6 +89,24 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     expect([late.status, late.body.error.code]).toEqual([409, 'CONFLICT']);
     expect(late.body.msg).toMatch(/success/);
     expect(await fingerprint()).toEqual(before);
+  });
+
+  it('the fuzz test’s fingerprinter reads the tables again after a committed write, and only then', async () => {
+    const fingerprinter = writeFingerprinter(t.db);
+    const before = await fingerprinter();
+    // Reads and refused writes commit nothing: the snapshot, and so the digest, stay.
+    await rest(t.gateway, `${BASE}/connected?limit=2`, { token: reader, expectStatus: 200 });
+    expect((await send('POST', '/connected', reader, { application_id: applicationId, name: 'refused' })).status).toBe(403);
+    expect(await fingerprinter()).toBe(before);
+    // A write commits: its digest differs, and is what writeFingerprint reads.
+    const created = await send('POST', '/connected', admin, { application_id: applicationId, name: 'fingerprinted' });
+    expect(created.status).toBe(201);
+    const after = await fingerprinter();
+    expect(after).not.toBe(before);
+    expect(after).toBe(await writeFingerprint(t.db));
+    // And so does a write that changes a row in place.
+    expect((await send('PATCH', `/connected/${created.body.data.id}`, admin, { name: 'fingerprinted again' })).status).toBe(200);
+    expect(await fingerprinter()).not.toBe(after);
   });
 
   it('refuses bad bodies with the spec error body, and writes nothing', async () => {
