@@ -2,7 +2,7 @@
 // Pothos' query planning and the hand-written reads. Checked on the statements actually sent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, restOk } from './fixtures/rest.js';
 
 describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
@@ -46,7 +46,7 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
     }
   });
 
-  it('available: the applications are read without Prisma, whatever is selected', async () => {
+  it('the catalog (categories, applications, and each nested in the other) is read without Prisma, whatever is selected', async () => {
     let prismaUses = 0;
     const counted = Object.create(t.db, {
       prisma: {
@@ -57,15 +57,57 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
       },
     }) as typeof t.db;
     const gateway = gatewayOver(counted);
-    const id = (await restOk(gateway, `${BASE}/available?limit=1&select=id`, t.tenants.demo.readerToken)).data[0].id as string;
+    const token = t.tenants.demo.readerToken;
+    const id = (await restOk(gateway, `${BASE}/available?limit=1&select=id`, token)).data[0].id as string;
+    const categoryId = (await restOk(gateway, `${BASE}/categories?limit=1&select=id`, token)).data[0].id as string;
+    const syncId = (await restOk(gateway, `${BASE}/syncs?limit=1&select=id`, token)).data[0].id as string;
     prismaUses = 0;
-    for (const path of [`${BASE}/available`, `${BASE}/available?select=id,name&name=like.*a*`, `${BASE}/available/${id}`, `${BASE}/available?search=pay&order=slug.desc`]) {
-      await restOk(gateway, path, t.tenants.demo.readerToken);
+    for (const path of [
+      `${BASE}/available`,
+      `${BASE}/available?select=id,name&name=like.*a*`,
+      `${BASE}/available/${id}`,
+      `${BASE}/available?search=pay&order=slug.desc`,
+      `${BASE}/categories`,
+      `${BASE}/categories?select=id,name&search=pay&order=name.desc`,
+    ]) {
+      await restOk(gateway, path, token);
     }
+    const { body } = await graphql(
+      gateway,
+      `query ($id: ID!, $categoryId: ID!) {
+        categories(limit: 3) { totalCount nodes { id sortOrder applications { id name category { slug } } } }
+        category(id: $categoryId) { name applications { slug } }
+        application(id: $id) { category { name applications { id } } }
+      }`,
+      { token, variables: { id, categoryId }, expectOk: true },
+    );
+    expect(body.data!.categories.nodes.length).toBeGreaterThan(0);
     expect(prismaUses).toBe(0);
-    // The categories still are (counted, so the count above can see a use).
-    await restOk(gateway, `${BASE}/categories`, t.tenants.demo.readerToken);
+    // A read still on Prisma is counted, so the count above can see a use.
+    await restOk(gateway, `${BASE}/syncs/${syncId}`, token);
     expect(prismaUses).toBeGreaterThan(0);
+  });
+
+  it('categories: the nested applications of a page come from one statement, whatever the page size', async () => {
+    const query = `query ($limit: Int!) { categories(limit: $limit) { nodes { id applications { id name } } } }`;
+    const counts: number[] = [];
+    for (const limit of [1, 3, 100]) {
+      const statements: string[] = [];
+      const stop = t.db.onQuery((event) => statements.push(event.query));
+      let nodes: { id: string; applications: { id: string; name: string }[] }[];
+      try {
+        nodes = (await graphql(t.gateway, query, { token: t.tenants.demo.readerToken, variables: { limit }, expectOk: true })).body.data!.categories.nodes;
+      } finally {
+        stop();
+      }
+      counts.push(statements.filter((q) => /^\s*SELECT/i.test(q)).length);
+      // Each category's own applications, by name, as a per-category read would give them.
+      for (const node of nodes) {
+        const own = await restOk(t.gateway, `${BASE}/available?category_id=eq.${node.id}&select=id,name&limit=100`, t.tenants.demo.readerToken);
+        expect(node.applications).toEqual(own.data);
+      }
+    }
+    expect(new Set(counts).size, String(counts)).toBe(1);
   });
 
   it('connected: select=id,name neither fetches metadata/settings nor joins the application and category', async () => {

@@ -1,14 +1,77 @@
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
-import { raw, type Sql, sql } from '../query/sql.js';
+import { likePattern } from '../query/filter.js';
+import { allOf, arrayLiteral, raw, type Sql, sql } from '../query/sql.js';
 import type { RawSql } from './client.js';
 import { aliasedColumns, type ListQuery, nestedRows, pageSql, propertiesToRead } from './list-reads.js';
 
-// The catalog's applications, read in hand-written SQL like the connections (connection-queries.ts): an
-// application comes with its category from the same statement (a JOIN, written only when the statement reads
-// or filters by a column of the category). Aliases: "t0" the application, "t1" its category. The catalog is
-// global: no tenant scope. Callers hand in the conditions, order and page of the list query language
-// (query/sql.ts) and the row properties they need.
+// The catalog, read in hand-written SQL like the connections (connection-queries.ts). An application comes with
+// its category from the same statement (a JOIN, written only when the statement reads or filters by a column
+// of the category): aliases "t0" the application, "t1" its category. A category list's statements read
+// categories alone ("t0"); the applications of a page's categories come from one more statement for them all.
+// The catalog is global: no tenant scope. Callers hand in the conditions, order and page of the list query
+// language (query/sql.ts) and the row properties they need.
+
+/** The filterable and sortable columns of a category, by field name. */
+export const CATEGORY_COLUMNS = {
+  id: { sql: '"t0"."id"', kind: 'string', nullable: false },
+  slug: { sql: '"t0"."slug"', kind: 'string', nullable: false },
+  name: { sql: '"t0"."name"', kind: 'string', nullable: false },
+  description: { sql: '"t0"."description"', kind: 'string', nullable: false },
+} satisfies Columns<SqlColumn>;
+
+/** Every property a category read can carry and the column it reads. */
+const CATEGORY_ROW_SQL = {
+  id: '"t0"."id"',
+  slug: '"t0"."slug"',
+  name: '"t0"."name"',
+  description: '"t0"."description"',
+  sortOrder: '"t0"."sort_order"',
+} as const;
+
+export type CategoryProperty = keyof typeof CATEGORY_ROW_SQL;
+
+const ALL_CATEGORY_PROPERTIES = Object.keys(CATEGORY_ROW_SQL) as CategoryProperty[];
+
+/** A category as the reads hand it back: its selected properties. */
+export type CategoryRow = Prisma.CategoryGetPayload<object>;
+
+/** One category list's question: conditions (filter, search), order, page, properties. */
+export type CategoryListQuery = ListQuery<CategoryProperty>;
+
+/** The categories' order when the caller gives none: sort_order, then name (then id, as every list). */
+export const CATEGORY_DEFAULT_ORDER: Sql = raw('"t0"."sort_order" ASC, "t0"."name" ASC, "t0"."id" ASC');
+
+/** `search` over categories: a lowercase keyword (query/filter.ts `searchTerm`) in the name, slug or description, any case. */
+export function categorySearchSql(term: string | null): Sql {
+  if (!term) return allOf([]);
+  const pattern = likePattern({ kind: 'substring', text: term });
+  return sql`("t0"."name" ILIKE ${pattern} OR "t0"."slug" ILIKE ${pattern} OR "t0"."description" ILIKE ${pattern})`;
+}
+
+const CATEGORIES = raw('FROM "public"."categories" AS "t0"');
+
+/** A page of the catalog's categories. */
+export async function readCategoryPage(db: Pick<RawSql, 'query'>, query: CategoryListQuery): Promise<CategoryRow[]> {
+  const read = propertiesToRead(ALL_CATEGORY_PROPERTIES, query.properties);
+  const statement = sql`SELECT ${aliasedColumns(CATEGORY_ROW_SQL, read)} ${CATEGORIES} WHERE ${query.where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`;
+  return (await db.query<Record<string, unknown>>(statement.text, statement.values)) as CategoryRow[];
+}
+
+/** How many categories the query matches. */
+export async function countCategories(db: Pick<RawSql, 'query'>, query: Pick<CategoryListQuery, 'where'>): Promise<number> {
+  const statement = sql`SELECT count(*)::int AS "count" ${CATEGORIES} WHERE ${query.where}`;
+  const [row] = await db.query<{ count: number }>(statement.text, statement.values);
+  return row?.count ?? 0;
+}
+
+/** One category by id, or null. */
+export async function readCategory(db: Pick<RawSql, 'query'>, id: string, properties: ReadonlySet<string> | null): Promise<CategoryRow | null> {
+  const read = propertiesToRead(ALL_CATEGORY_PROPERTIES, properties);
+  const statement = sql`SELECT ${aliasedColumns(CATEGORY_ROW_SQL, read)} ${CATEGORIES} WHERE "t0"."id" = ${id}`;
+  const [row] = await db.query<CategoryRow>(statement.text, statement.values);
+  return row ?? null;
+}
 
 /** The filterable and sortable columns of an application, by field name. */
 export const APPLICATION_COLUMNS = {
@@ -83,4 +146,17 @@ export async function readApplication(db: Pick<RawSql, 'query'>, id: string, pro
   const read = propertiesToRead(ALL_PROPERTIES, properties);
   const [row] = await rowsOf(db, sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [])} WHERE "t0"."id" = ${id}`, read);
   return row ?? null;
+}
+
+/**
+ * The applications of several categories, by name (then id) within each: one statement for a page's
+ * categories. Each row carries its categoryId, by which the caller groups them.
+ */
+export function readApplicationsOfCategories(db: Pick<RawSql, 'query'>, categoryIds: readonly string[], properties: ReadonlySet<string> | null): Promise<ApplicationRow[]> {
+  const read = propertiesToRead(ALL_PROPERTIES, properties && new Set([...properties, 'categoryId']));
+  return rowsOf(
+    db,
+    sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [])} WHERE "t0"."category_id" = ANY(${arrayLiteral(categoryIds)}::text[]) ORDER BY "t0"."name" ASC, "t0"."id" ASC`,
+    read,
+  );
 }

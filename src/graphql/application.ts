@@ -1,7 +1,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
 import { searchTextSql } from '../db/list-reads.js';
-import { APPLICATION_COLUMNS, countApplications, readApplication, readApplicationPage } from '../db/catalog-queries.js';
+import { APPLICATION_COLUMNS, countApplications, readApplication, readApplicationPage, readApplicationsOfCategories } from '../db/catalog-queries.js';
 import { builder } from './builder.js';
 import { Category, categoryFieldReads } from './category.js';
 import { pageComplexity } from './complexity.js';
@@ -71,6 +71,19 @@ export const Application = builder.prismaObject('Application', {
 function applicationProperties(info: GraphQLResolveInfo, path: readonly string[]): ReadonlySet<string> | null {
   return selectedProperties(info, path, applicationFieldReads);
 }
+
+// Category.applications, declared here where the Application type lives: the applications of all the categories
+// of a place in the operation (`byPath`) from one statement, grouped by category.
+builder.prismaObjectFields('Category', (t) => ({
+  applications: t.loadableGroup({
+    type: Application,
+    description: 'Catalog applications of this category, by name.',
+    byPath: true,
+    load: (ids: string[], context, _args, info: GraphQLResolveInfo) => readApplicationsOfCategories(context.db.raw, ids, applicationProperties(info, [])),
+    group: (application) => application.categoryId,
+    resolve: (category) => category.id,
+  }),
+}));
 
 const ApplicationFilter = resourceFilter('ApplicationFilter', APPLICATION_COLUMNS);
 

@@ -1,25 +1,18 @@
-import { queryFromInfo } from '@pothos/plugin-prisma';
+import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
+import { CATEGORY_COLUMNS, CATEGORY_DEFAULT_ORDER, categorySearchSql, countCategories, readCategory, readCategoryPage } from '../db/catalog-queries.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
-import type { Columns, PrismaColumn } from '../query/columns.js';
-import { escapeLike, type OrderInput } from '../query/filter.js';
-import { filterWhere, orderByOf } from '../query/prisma.js';
+import { type OrderInput, searchTerm } from '../query/filter.js';
+import { allOf, filterSql, orderSql } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
-import type { FieldReads } from './selection.js';
-
-export const CATEGORY_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  slug: { field: 'slug', kind: 'string', nullable: false },
-  name: { field: 'name', kind: 'string', nullable: false },
-  description: { field: 'description', kind: 'string', nullable: false },
-};
+import { type FieldReads, selectedProperties } from './selection.js';
 
 export const CATEGORY_PAGE = pageBounds(100, 100);
 
-/** How Category fields read a category row: `applications` is loaded by the category's id. */
+/** How Category fields read a category row: `applications` is loaded by the category's id (application.ts). */
 export const categoryFieldReads: FieldReads = {
   fields: { __typename: [], applications: [] },
   isProperty: (name) => Object.hasOwn(Prisma.CategoryScalarFieldEnum, name),
@@ -27,37 +20,28 @@ export const categoryFieldReads: FieldReads = {
 
 export const Category = builder.prismaObject('Category', {
   description: 'A group of catalog applications (smart locks, payments, …). Global: the same for every tenant.',
-  // Whole rows: a category also comes with an application or connection read (application.ts,
-  // db/connection-queries.ts), so its fields resolve from the row. `applications` is planned into the
-  // categories' own reads, and loaded by the category's id under an application or a connection.
+  // Rows with the columns the operation selects, as the reads below, an application read and a connection
+  // read (db/catalog-queries.ts, db/connection-queries.ts) hand them back: fields resolve from the row.
+  // `applications` (application.ts) is loaded for all the categories of a place in the operation at once.
   fields: (t) => ({
     id: t.exposeID('id'),
     slug: t.exposeString('slug'),
     name: t.exposeString('name'),
     description: t.exposeString('description'),
     sortOrder: t.exposeInt('sortOrder'),
-    applications: t.relation('applications', {
-      description: 'Catalog applications of this category, by name.',
-      query: { orderBy: [{ name: 'asc' }, { id: 'asc' }] },
-    }),
   }),
 });
+
+/** The row properties the Category fields selected at `path` read (the id always; null for the whole row). */
+function categoryProperties(info: GraphQLResolveInfo, path: readonly string[]): ReadonlySet<string> | null {
+  return selectedProperties(info, path, categoryFieldReads);
+}
 
 const CategoryFilter = resourceFilter('CategoryFilter', CATEGORY_COLUMNS);
 
 const CategoryOrder = resourceOrder('CategoryOrder', CATEGORY_COLUMNS);
 
 const CategoryList = listType('CategoryList', Category, 'A page of categories.');
-
-function searchWhere(search: string | null | undefined) {
-  const term = search?.trim();
-  if (!term) return {};
-  return {
-    OR: (['name', 'slug', 'description'] as const).map((column) => ({
-      [column]: { contains: escapeLike(term), mode: 'insensitive' as const },
-    })),
-  };
-}
 
 builder.queryFields((t) => ({
   categories: t.field({
@@ -73,26 +57,28 @@ builder.queryFields((t) => ({
     },
     resolve: (_root, args, context, info) => {
       const { take, skip } = pageWindow(args, CATEGORY_PAGE);
-      const where = { AND: [filterWhere(args.filter, CATEGORY_COLUMNS), searchWhere(args.search)] };
-      const orderBy = args.orderBy?.length
-        ? orderByOf(args.orderBy as OrderInput[], CATEGORY_COLUMNS, [])
-        : [{ sortOrder: 'asc' }, { name: 'asc' }, { id: 'asc' }];
-      const prisma = context.db.prisma;
+      const orderBy = args.orderBy as OrderInput[] | null | undefined;
+      const query = {
+        where: allOf([filterSql(args.filter, CATEGORY_COLUMNS), categorySearchSql(searchTerm(args.search))]),
+        orderBy: orderBy?.length ? orderSql(orderBy, CATEGORY_COLUMNS, []) : CATEGORY_DEFAULT_ORDER,
+        take,
+        skip,
+        properties: categoryProperties(info, ['nodes']),
+      };
       return listPage(
-        () => prisma.category.findMany({ ...queryFromInfo({ context, info, path: ['nodes'] }), where, orderBy, take, skip }),
-        () => prisma.category.count({ where }),
+        () => readCategoryPage(context.db.raw, query),
+        () => countCategories(context.db.raw, query),
         take,
         skip,
       );
     },
   }),
-  category: t.prismaField({
-    type: 'Category',
+  category: t.field({
+    type: Category,
     nullable: true,
     description: 'One category, or null when there is none with this id.',
     authScopes: { permission: 'catalog:read' },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, args, context) =>
-      context.db.prisma.category.findUnique({ ...query, where: { id: assertIdLength(args.id, 'category') } }),
+    resolve: (_root, args, context, info) => readCategory(context.db.raw, assertIdLength(args.id, 'category'), categoryProperties(info, [])),
   }),
 }));
