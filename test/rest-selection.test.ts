@@ -46,7 +46,7 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
     }
   });
 
-  it('the catalog (categories, applications, and each nested in the other) is read without Prisma, whatever is selected', async () => {
+  it('every documented read (the catalog nested either way, connections, syncs, one or a page) touches no Prisma, whatever is selected', async () => {
     let prismaUses = 0;
     const counted = Object.create(t.db, {
       prisma: {
@@ -61,6 +61,7 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
     const id = (await restOk(gateway, `${BASE}/available?limit=1&select=id`, token)).data[0].id as string;
     const categoryId = (await restOk(gateway, `${BASE}/categories?limit=1&select=id`, token)).data[0].id as string;
     const syncId = (await restOk(gateway, `${BASE}/syncs?limit=1&select=id`, token)).data[0].id as string;
+    const connectionId = (await restOk(gateway, `${BASE}/connected?limit=1&select=id`, token)).data[0].id as string;
     prismaUses = 0;
     for (const path of [
       `${BASE}/available`,
@@ -69,22 +70,28 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
       `${BASE}/available?search=pay&order=slug.desc`,
       `${BASE}/categories`,
       `${BASE}/categories?select=id,name&search=pay&order=name.desc`,
+      `${BASE}/connected`,
+      `${BASE}/connected/${connectionId}`,
+      `${BASE}/syncs`,
+      `${BASE}/syncs/${syncId}`,
     ]) {
       await restOk(gateway, path, token);
     }
     const { body } = await graphql(
       gateway,
-      `query ($id: ID!, $categoryId: ID!) {
+      `query ($id: ID!, $categoryId: ID!, $syncId: ID!) {
         categories(limit: 3) { totalCount nodes { id sortOrder applications { id name category { slug } } } }
         category(id: $categoryId) { name applications { slug } }
         application(id: $id) { category { name applications { id } } }
+        sync(id: $syncId) { id status connection { name application { category { applications { id } } } } }
       }`,
-      { token, variables: { id, categoryId }, expectOk: true },
+      { token, variables: { id, categoryId, syncId }, expectOk: true },
     );
     expect(body.data!.categories.nodes.length).toBeGreaterThan(0);
+    expect(body.data!.sync.connection.application.category.applications.length).toBeGreaterThan(0);
     expect(prismaUses).toBe(0);
-    // A read still on Prisma is counted, so the count above can see a use.
-    await restOk(gateway, `${BASE}/syncs/${syncId}`, token);
+    // A read still on Prisma (the webhooks, an admin's) is counted, so the count above can see a use.
+    await restOk(gateway, `${BASE}/webhooks`, t.tenants.demo.adminToken);
     expect(prismaUses).toBeGreaterThan(0);
   });
 

@@ -147,6 +147,13 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
   return db.query<SyncListRow>(statement.text, statement.values);
 }
 
+/** One of the tenant's syncs by id, or null: the properties asked for (the id always; null for all). */
+export async function readSync(db: Pick<RawSql, 'query'>, tenantId: string, id: string, properties: ReadonlySet<SyncProperty> | null): Promise<SyncListRow | null> {
+  const statement = sql`SELECT ${selectList(properties)} ${FROM} WHERE "t0"."tenant_id" = ${tenantId} AND "t0"."id" = ${id}`;
+  const [row] = await db.query<SyncListRow>(statement.text, statement.values);
+  return row ?? null;
+}
+
 /** How many of the tenant's syncs match: count(*) of the rows, or the sum of their keys' counts (totalFromCounts). */
 function countOf(query: SyncListQuery): Sql {
   return query.totalFromCounts ? sql`COALESCE(sum("t0"."count"), 0)::int AS "count" ${COUNTS_FROM}` : sql`count(*)::int AS "count" ${FROM}`;

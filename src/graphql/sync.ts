@@ -6,6 +6,7 @@ import {
   countSyncs,
   isSyncProperty,
   readConnectionSyncPages,
+  readSync,
   readSyncPage,
   SYNC_COLUMNS,
   type SyncListQuery,
@@ -230,16 +231,16 @@ builder.queryFields((t) => ({
       );
     },
   }),
-  sync: t.prismaField({
-    type: 'Sync',
+  sync: t.field({
+    type: Sync,
     nullable: true,
     description: 'One sync record of the caller, or null when there is none with this id.',
     authScopes: { permission: 'syncs:read' },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (query, _root, args, context) =>
-      context.db.prisma.sync.findFirst({
-        ...query,
-        where: { id: assertIdLength(args.id, 'sync'), tenantId: requireViewer(context).tenantId },
-      }),
+    // Hand-written SQL as the lists: the selected columns of the caller's run.
+    resolve: async (_root, args, context, info) => {
+      const row = await readSync(context.db.raw, requireViewer(context).tenantId, assertIdLength(args.id, 'sync'), syncProperties(info, []));
+      return row ? asSyncObjects([row])[0]! : null;
+    },
   }),
 }));
