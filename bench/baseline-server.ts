@@ -256,10 +256,65 @@ export function createBaseline(
         [tenant, limit],
       ),
     ]);
-    const total = (count.rows[0] as { n: number }).n;
     const data = (page.rows as Row[]).map((row) => connectionEntry(row));
+    return listEnvelope(data, (count.rows[0] as { n: number }).n, limit, ['connection', 'connections']);
+  }
+
+  /** An application's marketing copy as the API shapes it: a title and sections, each member defaulted. */
+  function featuresOf(value: unknown): Json {
+    const features = (value ?? {}) as Json;
+    const sections = Array.isArray(features.features) ? (features.features as Json[]) : [];
+    return {
+      title: typeof features.title === 'string' ? features.title : '',
+      features: sections.map((section) => ({
+        name: typeof section.name === 'string' ? section.name : '',
+        content: typeof section.content === 'string' ? section.content : '',
+        image_urls: Array.isArray(section.image_urls) ? section.image_urls.filter((u) => typeof u === 'string') : [],
+      })),
+    };
+  }
+
+  /** The generic list envelope's meta: an empty pagination when the first page holds every item. */
+  function listEnvelope(data: Json[], total: number, limit: number, noun: [string, string]): Json {
     const pagination = data.length >= total ? {} : { limit, page: 1, pages: Math.ceil(total / limit), total };
-    return { msg: `${data.length} ${data.length === 1 ? 'connection' : 'connections'}`, data, meta: { pagination } };
+    return { msg: `${data.length} ${data.length === 1 ? noun[0] : noun[1]}`, data, meta: { pagination } };
+  }
+
+  /** The catalog's applications (global: no tenant), by name, first page of 100, with the count. */
+  async function listApplications(): Promise<Json> {
+    const limit = 100;
+    const [count, page] = await Promise.all([
+      run('SELECT count(*)::int AS n FROM applications'),
+      run(
+        `SELECT id, name, slug, description, logo_url, keywords, features, additional_information, category_id
+           FROM applications ORDER BY name, id LIMIT $1 OFFSET 0`,
+        [limit],
+      ),
+    ]);
+    const data = (page.rows as Row[]).map((row) => ({
+      id: row.id,
+      name: row.name,
+      slug: row.slug,
+      application_id: '',
+      description: row.description,
+      logo_url: row.logo_url,
+      keywords: row.keywords,
+      features: featuresOf(row.features),
+      additional_information: row.additional_information,
+      category_id: row.category_id,
+    }));
+    return listEnvelope(data, (count.rows[0] as { n: number }).n, limit, ['application', 'applications']);
+  }
+
+  /** The catalog's categories, by sort_order then name, first page of 100, with the count. */
+  async function listCategories(): Promise<Json> {
+    const limit = 100;
+    const [count, page] = await Promise.all([
+      run('SELECT count(*)::int AS n FROM categories'),
+      run('SELECT id, slug, name, description, sort_order FROM categories ORDER BY sort_order, name, id LIMIT $1 OFFSET 0', [limit]),
+    ]);
+    const data = (page.rows as Row[]).map((row) => ({ id: row.id, slug: row.slug, name: row.name, description: row.description, sort_order: row.sort_order }));
+    return listEnvelope(data, (count.rows[0] as { n: number }).n, limit, ['category', 'categories']);
   }
 
   async function getConnection(tenant: string, id: string): Promise<Json> {
@@ -271,20 +326,11 @@ export function createBaseline(
     );
     const row = rows[0] as Row | undefined;
     if (!row) throw new HttpError(404, 'connection not found');
-    const features = (row.features ?? {}) as Json;
-    const sections = Array.isArray(features.features) ? (features.features as Json[]) : [];
     return {
       msg: 'OK',
       data: {
         ...connectionEntry(row, ['region', 'version']),
-        features: {
-          title: typeof features.title === 'string' ? features.title : '',
-          features: sections.map((section) => ({
-            name: typeof section.name === 'string' ? section.name : '',
-            content: typeof section.content === 'string' ? section.content : '',
-            image_urls: Array.isArray(section.image_urls) ? section.image_urls.filter((u) => typeof u === 'string') : [],
-          })),
-        },
+        features: featuresOf(row.features),
         additional_information: row.additional_information,
       },
     };
@@ -358,6 +404,8 @@ export function createBaseline(
     }
     if (request.method !== 'GET') throw new HttpError(405, 'method not allowed');
     const tenant = requireTenant(await tenantOf(request));
+    if (path === `${INTEGRATIONS}/available`) return listApplications();
+    if (path === `${INTEGRATIONS}/categories`) return listCategories();
     if (path === `${INTEGRATIONS}/syncs`) return listSyncs(tenant, url.searchParams);
     if (path === `${INTEGRATIONS}/connected`) return listConnections(tenant);
     if (path.startsWith(`${INTEGRATIONS}/connected/`)) {

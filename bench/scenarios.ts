@@ -124,6 +124,22 @@ export function scenarios(data: ScenarioData): Scenario[] {
       auth: true,
       scaling: false,
     },
+    {
+      id: 'available',
+      title: 'REST catalog of available applications (24, with count)',
+      method: 'GET',
+      path: `${INTEGRATIONS}/available`,
+      auth: true,
+      scaling: false,
+    },
+    {
+      id: 'categories',
+      title: 'REST catalog categories (8, with count)',
+      method: 'GET',
+      path: `${INTEGRATIONS}/categories`,
+      auth: true,
+      scaling: false,
+    },
     graphqlScenario('graphql-nested-5', 'GraphQL 5 connections + application + category + 10 syncs each', nestedConnectionsQuery(5), true, 5),
     graphqlScenario('graphql-nested-50', 'GraphQL 50 connections + application + category + 10 syncs each', nestedConnectionsQuery(50), true, 50),
     graphqlScenario(
