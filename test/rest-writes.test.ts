@@ -106,7 +106,17 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     expect(after).toBe(await writeFingerprint(t.db));
     // And so does a write that changes a row in place.
     expect((await send('PATCH', `/connected/${created.body.data.id}`, admin, { name: 'fingerprinted again' })).status).toBe(200);
-    expect(await fingerprinter()).not.toBe(after);
+    const updated = await fingerprinter();
+    expect(updated).not.toBe(after);
+    // And a transaction that only deletes (no newer row version; the count drops).
+    const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'fingerprinted-user', role: 'reader' });
+    const withUser = await fingerprinter();
+    expect(withUser).not.toBe(updated);
+    await t.db.raw.query('DELETE FROM "public"."service_users" WHERE "id" = $1', [user.id]);
+    const deleted = await fingerprinter();
+    expect(deleted).not.toBe(withUser);
+    expect(deleted).toBe(updated);
+    expect(deleted).toBe(await writeFingerprint(t.db));
   });
 
   it('refuses bad bodies with the spec error body, and writes nothing', async () => {
