@@ -31,18 +31,35 @@ export function pageSql(take: number, skip: number): Sql {
 /**
  * Rows as the reads hand them back: each read property's aliased column put in its place, a dotted property
  * (`application.category.name`) in the objects its path names, which exist only when one of their properties
- * was read.
+ * was read. The places are worked out once per read, not per row: a row is then a fixed set of fresh objects,
+ * each filled by index and linked to its parent (a page of 100 connections with their application and category
+ * is some 1,700 assignments a request).
  */
 export function nestedRows<Property extends string>(rows: readonly Record<string, unknown>[], read: readonly Property[]): Record<string, unknown>[] {
-  const places = read.map((property) => [property, property.split('.')] as const);
-  return rows.map((row) => {
-    const nested: Record<string, unknown> = {};
-    for (const [property, path] of places) {
-      let target = nested;
-      for (let i = 0; i < path.length - 1; i++) target = (target[path[i]!] ??= {}) as Record<string, unknown>;
-      target[path[path.length - 1]!] = row[property];
+  // The objects of a row: 0 the row itself, then one per dotted path, each after its parent.
+  const paths = [''];
+  const objectOf = (path: string): number => {
+    let index = paths.indexOf(path);
+    if (index < 0) {
+      const dot = path.lastIndexOf('.');
+      objectOf(dot < 0 ? '' : path.slice(0, dot));
+      index = paths.push(path) - 1;
     }
-    return nested;
+    return index;
+  };
+  const leaves = read.map((property) => {
+    const dot = property.lastIndexOf('.');
+    return { property, object: objectOf(dot < 0 ? '' : property.slice(0, dot)), key: property.slice(dot + 1) };
+  });
+  const links = paths.slice(1).map((path, i) => {
+    const dot = path.lastIndexOf('.');
+    return { child: i + 1, parent: paths.indexOf(dot < 0 ? '' : path.slice(0, dot)), key: path.slice(dot + 1) };
+  });
+  return rows.map((row) => {
+    const objects: Record<string, unknown>[] = paths.map(() => ({}));
+    for (const { property, object, key } of leaves) objects[object]![key] = row[property];
+    for (const { child, parent, key } of links) objects[parent]![key] = objects[child];
+    return objects[0]!;
   });
 }
 
