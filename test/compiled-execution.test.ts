@@ -3,7 +3,7 @@
 // routes' documents (their mutations' refusals too) and for client queries with fragments, aliases, directives,
 // recursive filter variables, and failing fields; variables are refused with graphql-js's own messages.
 import { normalizedExecutor } from '@graphql-tools/executor';
-import { parse, type ExecutionResult } from 'graphql';
+import { parse, print, type ExecutionResult } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { viewerOf } from '../src/auth/request-viewers.js';
 import { createJwtVerifier } from '../src/auth/jwt.js';
@@ -50,7 +50,7 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
       const variables: Record<string, unknown> = { id: route.path.includes('/connected/') ? ids.connection : route.path.includes('/syncs/') ? ids.sync : ids.application, limit: 3 };
       const withNone = Object.fromEntries(('variableDefinitions' in operation ? operation.variableDefinitions ?? [] : []).filter((v) => v.variable.name.value.startsWith('with_')).map((v) => [v.variable.name.value, false]));
       for (const vars of [variables, { ...variables, ...withNone }]) {
-        const source = (await import('graphql')).print(route.document);
+        const source = print(route.document);
         const [jit, js] = await both(source, vars);
         expect({ route: route.path, jit }).toEqual({ route: route.path, jit: js });
       }
@@ -98,7 +98,7 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
     };
     let notFound = 0;
     for (const route of writes) {
-      const [jit, js] = await both((await import('graphql')).print(route.document), variables);
+      const [jit, js] = await both(print(route.document), variables);
       expect({ route: `${route.method} ${route.path}`, jit }).toEqual({ route: `${route.method} ${route.path}`, jit: js });
       if (jit.includes('"NOT_FOUND"')) notFound += 1;
     }

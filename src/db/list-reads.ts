@@ -36,24 +36,21 @@ export function pageSql(take: number, skip: number): Sql {
  * is some 1,700 assignments a request).
  */
 export function nestedRows<Property extends string>(rows: readonly Record<string, unknown>[], read: readonly Property[]): Record<string, unknown>[] {
-  // The objects of a row: 0 the row itself, then one per dotted path, each after its parent.
+  // The objects of a row: 0 the row itself, then one per dotted path, each after its parent and linked to it.
   const paths = [''];
+  const links: { child: number; parent: number; key: string }[] = [];
   const objectOf = (path: string): number => {
-    let index = paths.indexOf(path);
-    if (index < 0) {
-      const dot = path.lastIndexOf('.');
-      objectOf(dot < 0 ? '' : path.slice(0, dot));
-      index = paths.push(path) - 1;
-    }
-    return index;
+    const known = paths.indexOf(path);
+    if (known >= 0) return known;
+    const dot = path.lastIndexOf('.');
+    const parent = objectOf(dot < 0 ? '' : path.slice(0, dot));
+    const child = paths.push(path) - 1;
+    links.push({ child, parent, key: path.slice(dot + 1) });
+    return child;
   };
   const leaves = read.map((property) => {
     const dot = property.lastIndexOf('.');
     return { property, object: objectOf(dot < 0 ? '' : property.slice(0, dot)), key: property.slice(dot + 1) };
-  });
-  const links = paths.slice(1).map((path, i) => {
-    const dot = path.lastIndexOf('.');
-    return { child: i + 1, parent: paths.indexOf(dot < 0 ? '' : path.slice(0, dot)), key: path.slice(dot + 1) };
   });
   return rows.map((row) => {
     const objects: Record<string, unknown>[] = paths.map(() => ({}));
