@@ -15,6 +15,7 @@
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { jsonClient, openEventStream, type EventStream } from './http-client.js';
 import { createDatabase, databaseUrl, dropDatabase } from './databases.js';
 import { cpuTimeMs, freePort, postgresCpuMs, ROOT, rssMb as rssMbOrNull, runCli, startNode, stopAllChildren, stopChild, waitFor200 } from './processes.js';
@@ -65,7 +66,11 @@ async function subscribe(base: string, token: string, connectionId: string, kind
   return { connectionId, kind, received, stream };
 }
 
-async function main(): Promise<void> {
+/**
+ * Measures the fan-out on a database and a gateway process of its own (both gone afterwards); `npm run bench`
+ * calls it for its report, `npm run bench:fanout` prints it (and bench/results/fanout.json).
+ */
+export async function measureFanout() {
   const name = await createDatabase('fanout');
   const url = databaseUrl(name);
   const port = await freePort();
@@ -80,9 +85,10 @@ async function main(): Promise<void> {
     STREAMS_PER_CREDENTIAL: String(SUBSCRIBERS + 10),
     STREAMS_PER_PROCESS: String(SUBSCRIBERS + 10),
   };
+  let gateway: ReturnType<typeof startNode> | undefined;
   try {
     const since = performance.now();
-    const gateway = startNode('gateway', process.env.GATEWAY ?? 'dist/server.js', { env, nodeArgs: process.env.FANOUT_NODE_ARGS?.split(' ') });
+    gateway = startNode('gateway', process.env.GATEWAY ?? 'dist/server.js', { env, nodeArgs: process.env.FANOUT_NODE_ARGS?.split(' ') });
     await waitFor200(`${base}/readyz`, { since, timeoutMs: 120_000, child: gateway });
     const expires = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
     const cliEnv = { DATABASE_URL: url };
@@ -251,15 +257,31 @@ async function main(): Promise<void> {
     for (const section of [result.msFromCommit, result.msFromWriteAcknowledged, result.writeLatencyMs]) {
       for (const key of Object.keys(section) as (keyof typeof section)[]) section[key] = round(section[key] ?? NaN);
     }
-    mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
-    writeFileSync(join(ROOT, 'bench', 'results', 'fanout.json'), `${JSON.stringify(result, null, 2)}\n`);
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    await stopChild(gateway.process);
-    if (missing > 0 || failedWrites > 0 || delivered !== expectedDeliveries) process.exitCode = 1;
+    const problems = [
+      ...(missing > 0 ? [`fan-out: ${missing} deliveries missing`] : []),
+      ...(failedWrites > 0 ? [`fan-out: ${failedWrites} writes failed`] : []),
+      ...(delivered !== expectedDeliveries ? [`fan-out: ${delivered} deliveries, ${expectedDeliveries} expected`] : []),
+    ];
+    return { ...result, problems };
   } finally {
-    await stopAllChildren();
+    if (gateway) await stopChild(gateway.process);
     await dropDatabase(name).catch(() => {});
   }
 }
 
-await main();
+export type FanoutFigures = Awaited<ReturnType<typeof measureFanout>>;
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  try {
+    const { problems, ...result } = await measureFanout();
+    mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+    writeFileSync(join(ROOT, 'bench', 'results', 'fanout.json'), `${JSON.stringify(result, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    if (problems.length > 0) {
+      process.stderr.write(`${problems.join('\n')}\n`);
+      process.exitCode = 1;
+    }
+  } finally {
+    await stopAllChildren();
+  }
+}

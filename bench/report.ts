@@ -3,9 +3,11 @@
 import type { BreakdownRow } from './breakdown.js';
 import type { ProfileSummary } from './cpu-profile.js';
 import type { ExplainResult } from './explain.js';
+import type { FanoutFigures } from './fanout.js';
 import type { LatencyResult, LoadResult } from './load.js';
 import { PEER_NESTED_ID, type PeerVerdict } from './peer.js';
 import type { StatementCount } from './sql-counts.js';
+import type { WritePathFigures } from './write-path.js';
 
 export interface Pair<T> {
   gateway: T;
@@ -80,6 +82,10 @@ export interface Results {
     sameRows: PeerVerdict[];
     runs: ScenarioRun[];
   } | null;
+  /** The write path (bench/write-path.ts), measured after the rest (absent in quick runs and older results). */
+  writePath?: WritePathFigures | null;
+  /** The live fan-out (bench/fanout.ts), measured last (absent in quick runs and older results). */
+  fanout?: FanoutFigures | null;
   problems: string[];
 }
 
@@ -461,7 +467,62 @@ export function renderReport(results: Results, analysis: string): string {
     }
   }
 
+  if (results.writePath) out.push(...writePathSection(results.writePath));
+  if (results.fanout) out.push(...fanoutSection(results.fanout));
+
   out.push(analysis.trim());
   out.push('');
   return out.join('\n');
+}
+
+function verdict(met: boolean): string {
+  return met ? '**met**' : '**missed**';
+}
+
+function writePathSection(w: WritePathFigures): string[] {
+  const rounds = (values: number[], digits = n1) => values.map(digits).join(', ');
+  return [
+    '## Write path: a run\'s lifecycle through REST against the same data-layer calls (PostgreSQL)',
+    '',
+    `\`bench/write-path.ts\` (also \`npm run bench:writes\`), on a database of its own: ${w.workers} workers each run lifecycles back to back (trigger → claim → 10 progress reports → finish: 13 writes), through the REST API of one gateway process (\`node dist/server.js\`, production settings, keep-alive connections), against the floor: the same data-layer calls (\`src/db/sync-runs.ts\`: the same statements and transactions, events included) made through \`pg\` from the benchmark's process, with statements ${w.floorPrepared ? 'prepared, as the gateway runs them' : 'unnamed (WRITE_BENCH_FLOOR_PREPARED=off)'}. ${w.seconds} s per figure after a warm-up of both, ${w.rounds} rounds, the order swapped every other round; medians. CPU per lifecycle: each process's own (PostgreSQL: every postgres process).`,
+    '',
+    table(
+      ['', 'Lifecycles/s (median)', 'Writes/s', 'Rounds', 'CPU per lifecycle'],
+      [
+        ['Gateway, REST', n1(w.gatewayPerSecond), n0(w.gatewayPerSecond * 13), rounds(w.gatewayRounds), `gateway ${n1(w.cpu.gateway)} ms, PostgreSQL ${n1(w.cpu.gatewayPostgres)} ms, client ${n1(w.cpu.client)} ms`],
+        ['Floor, data layer through pg', n1(w.floorPerSecond), n0(w.floorPerSecond * 13), rounds(w.floorRounds), `floor's process ${n1(w.cpu.floorProcess)} ms, PostgreSQL ${n1(w.cpu.floorPostgres)} ms`],
+      ],
+      [':--', '--:', '--:', ':--', ':--'],
+    ),
+    '',
+    `Ratio **${n2(w.ratio)}×** (rounds ${rounds(w.roundRatios, n2)}). Target (issue #16 item 7) 0.7×: ${verdict(w.ratio >= 0.7)}.`,
+    '',
+    w.profile.trim(),
+    '',
+  ];
+}
+
+function fanoutSection(f: FanoutFigures): string[] {
+  return [
+    `## Live fan-out: ${n0(f.subscribers)} SSE subscribers, ${f.targetEventsPerS} status events/s (PostgreSQL)`,
+    '',
+    `\`bench/fanout.ts\` (also \`npm run bench:fanout\`), on a database and a gateway process of their own: ${n0(f.restStreams)} REST event streams and ${n0(f.graphqlSubscriptions)} GraphQL subscriptions over SSE, each following one of ${f.connections} connections, while runs change through the REST API (trigger → claim → finish, round robin). The commit time is when the benchmark hears the NOTIFY PostgreSQL sends at commit on a LISTEN connection of its own.`,
+    '',
+    table(
+      ['Figure', 'Value'],
+      [
+        ['Status events written', `${n0(f.statusEventsWritten)} (${f.achievedEventsPerS}/s achieved; ${f.writesSkippedBusy} skipped while their connection's previous write was in flight; ${f.failedWrites} failed)`],
+        ['Deliveries', `${n0(f.delivered)} of ${n0(f.expectedDeliveries)} expected; ${f.missing} missing, ${f.outOfOrder} out of order`],
+        ['Commit → delivery, ms', `p50 ${f.msFromCommit.p50}, p95 ${f.msFromCommit.p95}, **p99 ${f.msFromCommit.p99}**, max ${f.msFromCommit.max} (${n0(f.commitsMeasured)} commits)`],
+        ['Write acknowledged → delivery, ms', `p50 ${f.msFromWriteAcknowledged.p50}, p99 ${f.msFromWriteAcknowledged.p99}`],
+        ['Write latency, ms', `p50 ${f.writeLatencyMs.p50}, p99 ${f.writeLatencyMs.p99}`],
+        ['Gateway RSS, MB', `idle ${n0(f.rssMb.idle)}, with the subscribers ${n0(f.rssMb.withSubscribers)}, peak under load ${n0(f.rssMb.peakUnderLoad)}`],
+        ['CPU, ms per second', `gateway ${f.gatewayCpuMsPerSecond}, PostgreSQL ${f.postgresCpuMsPerSecond}, load generator ${f.loadGeneratorCpuMsPerSecond}`],
+        ['Load average at the end', f.loadAverage],
+      ],
+    ),
+    '',
+    `Target (issue #16 item 7): p99 from commit to delivery < 50 ms with nothing dropped: ${verdict(f.msFromCommit.p99 < 50 && f.missing === 0 && f.outOfOrder === 0 && f.delivered === f.expectedDeliveries)}.`,
+    '',
+  ];
 }

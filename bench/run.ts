@@ -2,6 +2,7 @@
 // server and the baseline, measures them interleaved with autocannon, counts SQL statements, EXPLAINs the
 // main queries, profiles the gateway, measures cold starts and writes BENCHMARKS.md.
 // At the largest scale it also measures the REST requests against a baseline without the token lookup.
+// Last, on databases of their own, the write path (bench/write-path.ts) and the live fan-out (bench/fanout.ts).
 //
 //   BENCH_QUICK=1     10k rows only, short runs; writes bench/results/BENCHMARKS.quick.md; exits 1, as every run
 //                     does, when a scenario reports a problem
@@ -37,6 +38,8 @@ import { freePort, ROOT, runCli, startNode, stopAllChildren, stopChild, waitFor2
 import { renderReport, type ColdStartRow, type GatewayProfile, type Results, type ScenarioRun, type StageResult } from './report.js';
 import { scenarios as buildScenarios, type Scenario, type ScenarioData } from './scenarios.js';
 import { countStatements } from './sql-counts.js';
+import { measureFanout } from './fanout.js';
+import { measureWritePath } from './write-path.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 // Quick runs measure 2 s: in 1 s the heaviest scenario completed no request on a loaded machine.
@@ -494,6 +497,11 @@ async function main(): Promise<void> {
     ? { explain: [], explainHeader: '', breakdown: [], profiles: [], coldStart: [], pglite: null }
     : await measureRest(url, final, last!, { token, tenantId: tenantIds[0]!, since, postgres, startedAt });
 
+  // The write side's two targets, each on a database and a gateway of its own (a quick run leaves them out).
+  const writePath = ONLY || QUICK ? null : await measureWritePath();
+  const fanout = ONLY || QUICK ? null : await measureFanout();
+  for (const found of [writePath, fanout]) problems.push(...(found?.problems ?? []));
+
   const results: Results = {
     quick: QUICK,
     ...(ONLY ? { only: ONLY } : {}),
@@ -515,6 +523,8 @@ async function main(): Promise<void> {
     peer,
     noLookup,
     prepared,
+    writePath,
+    fanout,
     problems,
   };
   mkdirSync(OUT_DIR, { recursive: true });

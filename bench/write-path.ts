@@ -2,18 +2,19 @@
 // concurrent workers through the REST API of the real server (`node dist/server.js`, production settings),
 // against the floor: the same data-layer calls (src/db/sync-runs.ts, so the very same statements and
 // transactions, events included) made straight through `pg` from this process, with the same bodies parsed
-// by the same domain parsers. Gateway and floor alternate, 3 rounds; the figure is lifecycles per second
+// by the same domain parsers. Gateway and floor alternate, 5 rounds; the figure is lifecycles per second
 // (13 writes each), medians, and the ratio. Then a fresh gateway process serves one more gateway round under
 // `node --cpu-prof`, and the profile's self time is printed (functions and packages) to show where the rest goes.
 // Each side's CPU per lifecycle is printed too: the gateway's, PostgreSQL's (every postgres process) and this
 // process's (the HTTP client, or the floor itself), since the four share the machine's two cores.
 //
-//   npm run bench:writes            (WRITE_BENCH_SECONDS, WRITE_BENCH_WORKERS to change the defaults;
+//   npm run bench:writes            (WRITE_BENCH_SECONDS, WRITE_BENCH_WORKERS, WRITE_BENCH_ROUNDS to change the defaults;
 //                                    WRITE_BENCH_KEEP_PROFILE=<file> keeps the raw profile, GATEWAY=<script> measures another build;
 //                                    WRITE_BENCH_FLOOR_PREPARED=off: the floor's statements unnamed, as before the gateway
 //                                    prepared its own; by default the floor runs them prepared, as the gateway does)
 
 import { copyFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { openDatabase, type Database } from '../src/db/client.js';
@@ -27,14 +28,15 @@ import { serverEnv } from './cold-start.js';
 import { jsonClient } from './http-client.js';
 import { mainThreadProfile, summarizeProfile } from './cpu-profile.js';
 import { profileTables } from './report.js';
-import { createDatabase, databaseUrl, dropAllDatabases, removeAllDirectories, tempDirectory } from './databases.js';
+import { createDatabase, databaseUrl, dropDatabase, removeAllDirectories, tempDirectory } from './databases.js';
 import { cpuTimeMs, freePort, postgresCpuMs, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
 
 const SECONDS = Number(process.env.WRITE_BENCH_SECONDS ?? 10);
 const WORKERS = Number(process.env.WRITE_BENCH_WORKERS ?? 8);
-const ROUNDS = 3;
+const ROUNDS = Number(process.env.WRITE_BENCH_ROUNDS ?? 5);
 const WARMUP_SECONDS = 3;
 const PROGRESS_REPORTS = 10;
+const FLOOR_PREPARED = process.env.WRITE_BENCH_FLOOR_PREPARED !== 'off';
 const WORKER_ID = 'bench-engine';
 const API = '/api/v1/integrations';
 
@@ -111,9 +113,9 @@ function floorSide(db: Database, tenantId: string): Side {
   };
 }
 
-/** The gateway's side as an engine would drive it, over node:http keep-alive connections (one per worker). */
+/** The gateway's side as an engine would drive it, over keep-alive connections (one per worker; bench/http-client.ts). */
 function gatewaySide(baseUrl: string, pid: number, adminToken: string, engineToken: string): Side {
-  const client = jsonClient(baseUrl, { maxSockets: WORKERS });
+  const client = jsonClient(baseUrl);
   const call = async (token: string, method: string, path: string, body: unknown, expected: number) => {
     const response = await client.call<{ data: { id: string } }>(method, `${API}${path}`, token, body);
     if (response.status !== expected || !response.body) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(response.body).slice(0, 300)}`);
@@ -131,10 +133,36 @@ function gatewaySide(baseUrl: string, pid: number, adminToken: string, engineTok
   };
 }
 
-async function main(): Promise<void> {
+/** What one measurement of the write path found (medians over the rounds), and the text the script prints. */
+export interface WritePathFigures {
+  workers: number;
+  seconds: number;
+  rounds: number;
+  gatewayPerSecond: number;
+  floorPerSecond: number;
+  /** Gateway / floor, of the medians; and each round's. */
+  ratio: number;
+  roundRatios: number[];
+  gatewayRounds: number[];
+  floorRounds: number[];
+  /** CPU per lifecycle, ms: the gateway process, PostgreSQL and the client on the gateway's side; PostgreSQL and the floor's process on the floor's. */
+  cpu: { gateway: number; gatewayPostgres: number; client: number; floorPostgres: number; floorProcess: number };
+  floorPrepared: boolean;
+  summary: string;
+  /** The profiled round's self time, as Markdown. */
+  profile: string;
+  /** What went wrong (a run left in a state other than success); empty when nothing did. */
+  problems: string[];
+}
+
+/**
+ * Measures the write path on a database of its own (dropped afterwards) with a gateway process of its own;
+ * `npm run bench` calls it for its report, `npm run bench:writes` prints it.
+ */
+export async function measureWritePath(): Promise<WritePathFigures> {
   const name = await createDatabase('writes');
   const url = databaseUrl(name);
-  const db = await openDatabase({ databaseUrl: url, poolSize: WORKERS + 2, preparedStatements: process.env.WRITE_BENCH_FLOOR_PREPARED !== 'off' });
+  const db = await openDatabase({ databaseUrl: url, poolSize: WORKERS + 2, preparedStatements: FLOOR_PREPARED });
   await migrate(db);
   await seedCatalog(db);
   const tenant = await db.prisma.tenant.create({ data: { id: newId('ten'), slug: 'writes', name: 'writes' } });
@@ -155,6 +183,7 @@ async function main(): Promise<void> {
   const [adminToken, engineToken] = [await tokenOf('admin'), await tokenOf('engine')];
 
   // The gateway as the benchmarks run it (bench/cold-start.ts: production settings, no scheduler, no rate limit).
+  let measured: Omit<WritePathFigures, 'profile'>;
   const port = await freePort();
   const server = startNode('gateway', process.env.GATEWAY ?? 'dist/server.js', { env: serverEnv({ DATABASE_URL: url }, port) });
   try {
@@ -181,28 +210,48 @@ async function main(): Promise<void> {
       `SELECT "status"::text AS "status", count(*)::int AS "n" FROM "public"."syncs" WHERE "tenant_id" = $1 GROUP BY 1 ORDER BY 1`,
       [tenant.id],
     );
-    process.stdout.write(
-      [
-        `Write path, ${WORKERS} workers, ${SECONDS} s × ${ROUNDS} rounds, one lifecycle = trigger + claim + ${PROGRESS_REPORTS} progress reports + finish (13 writes):`,
-        `  gateway (REST): ${gateway.toFixed(1)} lifecycles/s (${(gateway * 13).toFixed(0)} writes/s), rounds ${results[0]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
-        `  floor (same data-layer calls through pg): ${floor.toFixed(1)} lifecycles/s, rounds ${results[1]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
-        `  ratio ${(gateway / floor).toFixed(2)}× (rounds ${ratios.join(', ')}); gateway CPU per lifecycle ${median(results[0]!.map((r) => r.cpuMsPerLifecycle ?? 0)).toFixed(1)} ms`,
-        // Where each side's lifecycle spends the machine's two cores (medians over the rounds).
-        `  CPU per lifecycle, gateway side: gateway ${median(results[0]!.map((r) => r.cpuMsPerLifecycle ?? 0)).toFixed(1)} ms, PostgreSQL ${median(results[0]!.map((r) => r.postgresMsPerLifecycle)).toFixed(1)} ms, client ${median(results[0]!.map((r) => r.clientMsPerLifecycle)).toFixed(1)} ms`,
-        `  CPU per lifecycle, floor side: PostgreSQL ${median(results[1]!.map((r) => r.postgresMsPerLifecycle)).toFixed(1)} ms, the floor's process ${median(results[1]!.map((r) => r.clientMsPerLifecycle)).toFixed(1)} ms`,
-        `  runs left by the benchmark: ${runs.map((r) => `${r.n} ${r.status}`).join(', ')}`,
-        '',
-      ].join('\n'),
-    );
+    const medianOf = (side: number, figure: (r: Measured) => number | null) => median(results[side]!.map((r) => figure(r) ?? 0));
+    const cpu = {
+      gateway: medianOf(0, (r) => r.cpuMsPerLifecycle),
+      gatewayPostgres: medianOf(0, (r) => r.postgresMsPerLifecycle),
+      client: medianOf(0, (r) => r.clientMsPerLifecycle),
+      floorPostgres: medianOf(1, (r) => r.postgresMsPerLifecycle),
+      floorProcess: medianOf(1, (r) => r.clientMsPerLifecycle),
+    };
+    const summary = [
+      `Write path, ${WORKERS} workers, ${SECONDS} s × ${ROUNDS} rounds, one lifecycle = trigger + claim + ${PROGRESS_REPORTS} progress reports + finish (13 writes):`,
+      `  gateway (REST): ${gateway.toFixed(1)} lifecycles/s (${(gateway * 13).toFixed(0)} writes/s), rounds ${results[0]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
+      `  floor (same data-layer calls through pg): ${floor.toFixed(1)} lifecycles/s, rounds ${results[1]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
+      `  ratio ${(gateway / floor).toFixed(2)}× (rounds ${ratios.join(', ')}); gateway CPU per lifecycle ${cpu.gateway.toFixed(1)} ms`,
+      // Where each side's lifecycle spends the machine's two cores (medians over the rounds).
+      `  CPU per lifecycle, gateway side: gateway ${cpu.gateway.toFixed(1)} ms, PostgreSQL ${cpu.gatewayPostgres.toFixed(1)} ms, client ${cpu.client.toFixed(1)} ms`,
+      `  CPU per lifecycle, floor side: PostgreSQL ${cpu.floorPostgres.toFixed(1)} ms, the floor's process ${cpu.floorProcess.toFixed(1)} ms`,
+      `  runs left by the benchmark: ${runs.map((r) => `${r.n} ${r.status}`).join(', ')}`,
+      '',
+    ].join('\n');
+    measured = {
+      workers: WORKERS,
+      seconds: SECONDS,
+      rounds: ROUNDS,
+      gatewayPerSecond: gateway,
+      floorPerSecond: floor,
+      ratio: gateway / floor,
+      roundRatios: ratios.map(Number),
+      gatewayRounds: results[0]!.map((r) => r.perSecond),
+      floorRounds: results[1]!.map((r) => r.perSecond),
+      cpu,
+      floorPrepared: FLOOR_PREPARED,
+      summary,
+      problems: runs.filter((r) => r.status !== 'success').map((r) => `write path: ${r.n} run(s) left ${r.status}`),
+    };
   } finally {
     await stopChild(server.process);
   }
   try {
-    process.stdout.write(await profileGateway(url, gatewayConnections, adminToken, engineToken));
+    return { ...measured, profile: await profileGateway(url, gatewayConnections, adminToken, engineToken) };
   } finally {
     await db.close();
-    await dropAllDatabases();
-    removeAllDirectories();
+    await dropDatabase(name);
   }
 }
 
@@ -230,4 +279,12 @@ async function profileGateway(url: string, connections: string[], adminToken: st
   ].join('\n');
 }
 
-await main();
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  try {
+    const figures = await measureWritePath();
+    process.stdout.write(`${figures.summary}${figures.profile}`);
+    if (figures.problems.length > 0) process.exitCode = 1;
+  } finally {
+    removeAllDirectories();
+  }
+}
