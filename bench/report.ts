@@ -513,7 +513,7 @@ function fanoutSection(f: FanoutFigures): string[] {
       [
         ['Status events written', `${n0(f.statusEventsWritten)} (${f.achievedEventsPerS}/s achieved; ${f.writesSkippedBusy} skipped while their connection's previous write was in flight; ${f.failedWrites} failed)`],
         ['Deliveries', `${n0(f.delivered)} of ${n0(f.expectedDeliveries)} expected; ${f.missing} missing, ${f.outOfOrder} out of order`],
-        ['Commit → delivery, ms', `p50 ${f.msFromCommit.p50}, p95 ${f.msFromCommit.p95}, **p99 ${f.msFromCommit.p99}**, max ${f.msFromCommit.max} (${n0(f.commitsMeasured)} commits)`],
+        ['Commit → delivery, ms', `p50 ${f.msFromCommit.p50}, p95 ${f.msFromCommit.p95}, **p99 ${f.msFromCommit.p99}**, max ${f.msFromCommit.max} (${n0(f.commitsMeasured)} deliveries timed)`],
         ['Write acknowledged → delivery, ms', `p50 ${f.msFromWriteAcknowledged.p50}, p99 ${f.msFromWriteAcknowledged.p99}`],
         ['Write latency, ms', `p50 ${f.writeLatencyMs.p50}, p99 ${f.writeLatencyMs.p99}`],
         ['Gateway RSS, MB', `idle ${n0(f.rssMb.idle)}, with the subscribers ${n0(f.rssMb.withSubscribers)}, peak under load ${n0(f.rssMb.peakUnderLoad)}`],
