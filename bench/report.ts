@@ -93,7 +93,7 @@ const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const n1 = (x: number) => x.toFixed(1);
 const n2 = (x: number) => x.toFixed(2);
 const ms = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[mid]! : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
@@ -479,7 +479,7 @@ function verdict(met: boolean): string {
   return met ? '**met**' : '**missed**';
 }
 
-function writePathSection(w: WritePathFigures): string[] {
+export function writePathSection(w: WritePathFigures): string[] {
   const rounds = (values: number[], digits = n1) => values.map(digits).join(', ');
   return [
     '## Write path: a run\'s lifecycle through REST against the same data-layer calls (PostgreSQL)',

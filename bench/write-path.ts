@@ -27,7 +27,7 @@ import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
 import { serverEnv } from './cold-start.js';
 import { jsonClient } from './http-client.js';
 import { mainThreadProfile, summarizeProfile } from './cpu-profile.js';
-import { profileTables } from './report.js';
+import { median, profileTables, writePathSection } from './report.js';
 import { createDatabase, databaseUrl, dropDatabase, removeAllDirectories, tempDirectory } from './databases.js';
 import { cpuTimeMs, freePort, postgresCpuMs, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
 
@@ -133,7 +133,7 @@ function gatewaySide(baseUrl: string, pid: number, adminToken: string, engineTok
   };
 }
 
-/** What one measurement of the write path found (medians over the rounds), and the text the script prints. */
+/** What one measurement of the write path found (medians over the rounds); rendered by report.ts. */
 export interface WritePathFigures {
   workers: number;
   seconds: number;
@@ -148,7 +148,6 @@ export interface WritePathFigures {
   /** CPU per lifecycle, ms: the gateway process, PostgreSQL and the client on the gateway's side; PostgreSQL and the floor's process on the floor's. */
   cpu: { gateway: number; gatewayPostgres: number; client: number; floorPostgres: number; floorProcess: number };
   floorPrepared: boolean;
-  summary: string;
   /** The profiled round's self time, as Markdown. */
   profile: string;
   /** What went wrong (a run left in a state other than success); empty when nothing did. */
@@ -202,10 +201,8 @@ export async function measureWritePath(): Promise<WritePathFigures> {
         log(`round ${round + 1}: ${sides[i]!.label}: ${result.perSecond.toFixed(1)} lifecycles/s${result.cpuMsPerLifecycle === null ? '' : `, ${result.cpuMsPerLifecycle.toFixed(1)} ms gateway CPU per lifecycle`}`);
       }
     }
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
     const gateway = median(results[0]!.map((r) => r.perSecond));
     const floor = median(results[1]!.map((r) => r.perSecond));
-    const ratios = results[0]!.map((r, i) => (r.perSecond / results[1]![i]!.perSecond).toFixed(2));
     const runs = await db.raw.query<{ status: string; n: number }>(
       `SELECT "status"::text AS "status", count(*)::int AS "n" FROM "public"."syncs" WHERE "tenant_id" = $1 GROUP BY 1 ORDER BY 1`,
       [tenant.id],
@@ -218,17 +215,6 @@ export async function measureWritePath(): Promise<WritePathFigures> {
       floorPostgres: medianOf(1, (r) => r.postgresMsPerLifecycle),
       floorProcess: medianOf(1, (r) => r.clientMsPerLifecycle),
     };
-    const summary = [
-      `Write path, ${WORKERS} workers, ${SECONDS} s × ${ROUNDS} rounds, one lifecycle = trigger + claim + ${PROGRESS_REPORTS} progress reports + finish (13 writes):`,
-      `  gateway (REST): ${gateway.toFixed(1)} lifecycles/s (${(gateway * 13).toFixed(0)} writes/s), rounds ${results[0]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
-      `  floor (same data-layer calls through pg): ${floor.toFixed(1)} lifecycles/s, rounds ${results[1]!.map((r) => r.perSecond.toFixed(1)).join(', ')}`,
-      `  ratio ${(gateway / floor).toFixed(2)}× (rounds ${ratios.join(', ')}); gateway CPU per lifecycle ${cpu.gateway.toFixed(1)} ms`,
-      // Where each side's lifecycle spends the machine's two cores (medians over the rounds).
-      `  CPU per lifecycle, gateway side: gateway ${cpu.gateway.toFixed(1)} ms, PostgreSQL ${cpu.gatewayPostgres.toFixed(1)} ms, client ${cpu.client.toFixed(1)} ms`,
-      `  CPU per lifecycle, floor side: PostgreSQL ${cpu.floorPostgres.toFixed(1)} ms, the floor's process ${cpu.floorProcess.toFixed(1)} ms`,
-      `  runs left by the benchmark: ${runs.map((r) => `${r.n} ${r.status}`).join(', ')}`,
-      '',
-    ].join('\n');
     measured = {
       workers: WORKERS,
       seconds: SECONDS,
@@ -236,12 +222,11 @@ export async function measureWritePath(): Promise<WritePathFigures> {
       gatewayPerSecond: gateway,
       floorPerSecond: floor,
       ratio: gateway / floor,
-      roundRatios: ratios.map(Number),
+      roundRatios: results[0]!.map((r, i) => r.perSecond / results[1]![i]!.perSecond),
       gatewayRounds: results[0]!.map((r) => r.perSecond),
       floorRounds: results[1]!.map((r) => r.perSecond),
       cpu,
       floorPrepared: FLOOR_PREPARED,
-      summary,
       problems: runs.filter((r) => r.status !== 'success').map((r) => `write path: ${r.n} run(s) left ${r.status}`),
     };
   } finally {
@@ -282,7 +267,7 @@ async function profileGateway(url: string, connections: string[], adminToken: st
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   try {
     const figures = await measureWritePath();
-    process.stdout.write(`${figures.summary}${figures.profile}`);
+    process.stdout.write(`${writePathSection(figures).join('\n')}\n`);
     if (figures.problems.length > 0) process.exitCode = 1;
   } finally {
     removeAllDirectories();
