@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { jsonClient, openEventStream, type EventStream } from './http-client.js';
 import { createDatabase, databaseUrl, dropDatabase } from './databases.js';
-import { cpuTimeMs, freePort, postgresCpuMs, ROOT, rssMb as rssMbOrNull, runCli, startNode, stopAllChildren, stopChild, waitFor200 } from './processes.js';
+import { cpuTimeMs, freePort, PostgresCpuMeter, ROOT, rssMb as rssMbOrNull, runCli, startNode, stopAllChildren, stopChild, waitFor200 } from './processes.js';
 
 const rssMb = (pid: number): number => rssMbOrNull(pid) ?? NaN;
 
@@ -136,7 +136,7 @@ export async function measureFanout() {
     let failedWrites = 0;
     let peakRss = subscribedRss;
     const cpuBefore = cpuTimeMs(gateway.pid) ?? NaN;
-    const postgresCpuBefore = postgresCpuMs();
+    const postgresCpu = new PostgresCpuMeter();
     const ownCpuBefore = process.cpuUsage();
     const startedAt = performance.now();
     const total = EVENTS_PER_S * SECONDS;
@@ -177,7 +177,7 @@ export async function measureFanout() {
     await Promise.all(pending);
     const writeSeconds = (performance.now() - startedAt) / 1000;
     const cpuMs = (cpuTimeMs(gateway.pid) ?? NaN) - cpuBefore;
-    const postgresMs = postgresCpuMs() - postgresCpuBefore;
+    const postgresMs = postgresCpu.stop();
     const ownCpu = process.cpuUsage(ownCpuBefore);
     // Let the last deliveries arrive.
     await new Promise((resolve) => setTimeout(resolve, 2000));

@@ -143,9 +143,9 @@ export function cpuTimeMs(pid: number): number | null {
   }
 }
 
-/** CPU time (user + system, ms) of every running PostgreSQL process (postmaster and backends) on this machine. */
-export function postgresCpuMs(): number {
-  let total = 0;
+/** Every PostgreSQL process (postmaster and backends) on this machine now: pid → CPU time (ms) so far. */
+function postgresProcesses(): Map<number, number> {
+  const cpu = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
@@ -153,9 +153,47 @@ export function postgresCpuMs(): number {
     } catch {
       continue;
     }
-    total += cpuTimeMs(Number(entry)) ?? 0;
+    const ms = cpuTimeMs(Number(entry));
+    if (ms !== null) cpu.set(Number(entry), ms);
   }
-  return total;
+  return cpu;
+}
+
+/** How often PostgresCpuMeter reads the postgres processes' CPU time. */
+const POSTGRES_SAMPLE_MS = 250;
+
+/**
+ * PostgreSQL's CPU time (ms, every postgres process) over a span of work, counted per process: a backend that
+ * ends during the span (a pool closing an idle connection) keeps the CPU it used until its last sample, and
+ * one that starts counts from zero. A sum over the processes alive at both ends, as this replaced, lost the
+ * whole CPU time of every backend that ended in between, and went down when one did.
+ */
+export class PostgresCpuMeter {
+  readonly #first = new Map<number, number>();
+  readonly #last = new Map<number, number>();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor() {
+    for (const [pid, ms] of postgresProcesses()) this.#first.set(pid, ms);
+    this.#sample();
+    this.#timer = setInterval(() => this.#sample(), POSTGRES_SAMPLE_MS);
+  }
+
+  #sample(): void {
+    for (const [pid, ms] of postgresProcesses()) {
+      if (!this.#first.has(pid)) this.#first.set(pid, 0);
+      this.#last.set(pid, ms);
+    }
+  }
+
+  /** Stops sampling; the CPU time used since the meter started. */
+  stop(): number {
+    clearInterval(this.#timer);
+    this.#sample();
+    let total = 0;
+    for (const [pid, ms] of this.#last) total += ms - (this.#first.get(pid) ?? 0);
+    return total;
+  }
 }
 
 /** Resident memory of a process now, in MB (Linux /proc); null once it has exited. */

@@ -29,7 +29,7 @@ import { jsonClient } from './http-client.js';
 import { mainThreadProfile, summarizeProfile } from './cpu-profile.js';
 import { median, profileTables, writePathSection } from './report.js';
 import { createDatabase, databaseUrl, dropDatabase, removeAllDirectories, tempDirectory } from './databases.js';
-import { cpuTimeMs, freePort, postgresCpuMs, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
+import { cpuTimeMs, freePort, PostgresCpuMeter, ROOT, startNode, stopChild, waitFor200 } from './processes.js';
 
 const SECONDS = Number(process.env.WRITE_BENCH_SECONDS ?? 10);
 const WORKERS = Number(process.env.WRITE_BENCH_WORKERS ?? 8);
@@ -66,7 +66,7 @@ async function measure(side: Side, connections: string[], seconds = SECONDS): Pr
   const started = performance.now();
   const until = started + seconds * 1000;
   const cpuBefore = side.cpuMs();
-  const postgresBefore = postgresCpuMs();
+  const postgresCpu = new PostgresCpuMeter();
   const ownBefore = process.cpuUsage();
   let done = 0;
   await Promise.all(
@@ -83,7 +83,7 @@ async function measure(side: Side, connections: string[], seconds = SECONDS): Pr
   return {
     perSecond: done / ((performance.now() - started) / 1000),
     cpuMsPerLifecycle: cpuBefore !== null && cpuAfter !== null ? (cpuAfter - cpuBefore) / done : null,
-    postgresMsPerLifecycle: (postgresCpuMs() - postgresBefore) / done,
+    postgresMsPerLifecycle: postgresCpu.stop() / done,
     clientMsPerLifecycle: (own.user + own.system) / 1000 / done,
   };
 }
