@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/client.js';
 import { updateConnection } from '../src/db/connection-writes.js';
 import { reportSyncProgress, claimSync, finishSync, triggerSync } from '../src/db/sync-runs.js';
 import { lastEventId, type StoredEvent } from '../src/db/events.js';
@@ -155,6 +156,48 @@ describe.each(databaseKinds)('the event hub on %s', (kind) => {
     await waitFor(async () => seen.length >= 3, 5_000);
     expect(seen.map((e) => e.id)).toEqual([1, 2, 3]);
     stop();
+  });
+
+  it.runIf(kind === 'postgres')('deliveries do not wait for the main pool: with its every connection held, an event is still delivered', async () => {
+    const small = await createTestDatabase(kind, { poolSize: 1 });
+    const writer = await openDatabase({ databaseUrl: small.url!, poolSize: 2 });
+    const smallHub = new EventHub({ db: small, pollMs: 60_000 });
+    let release = () => {};
+    try {
+      await seedCatalog(small);
+      const tenant = await createTenant(small, 'hub-full-pool');
+      await smallHub.start();
+      const seen: StoredEvent[] = [];
+      const stop = await smallHub.subscribe(tenant, collect(seen));
+      // The main pool's one connection, held in a transaction; a statement on the pool now waits for it.
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let holding = () => {};
+      const holds = new Promise<void>((resolve) => (holding = resolve));
+      const transaction = small.raw.transaction(async (tx) => {
+        await tx.query('SELECT 1');
+        holding();
+        await held;
+      });
+      await holds;
+      let waitingQueryDone = false;
+      const waitingQuery = small.raw.query('SELECT 1').then(() => (waitingQueryDone = true));
+      await waitFor(async () => small.poolStats!().waiting === 1, 5_000, 'a statement waiting for the main pool');
+      // Committed by another client of the database: its NOTIFY reaches the hub, whose read must not wait.
+      const connection = await connectApp(writer, tenant);
+      await waitFor(async () => seen.length >= 1, 5_000, 'the delivery');
+      expect(seen.map((e) => [e.type, e.subjectId])).toEqual([['connection.created', connection.id]]);
+      expect(waitingQueryDone).toBe(false);
+      expect(small.poolStats!()).toMatchObject({ total: 1, idle: 0, waiting: 1 });
+      release();
+      await transaction;
+      await waitingQuery;
+      stop();
+    } finally {
+      release();
+      await smallHub.stop();
+      await writer.close();
+      await small.dispose();
+    }
   });
 
   it.runIf(kind === 'postgres')('two processes: a listener here sees the events another process writes', async () => {

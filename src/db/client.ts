@@ -50,6 +50,12 @@ export interface Database {
    * write path, written by hand, inside transactions too); returns the unsubscribe function.
    */
   onQuery(listener: (event: QueryEvent) => void): () => void;
+  /**
+   * Reads of the event log for live delivery (the event hub, src/live/): on PostgreSQL a pool of its own of
+   * LIVE_POOL_SIZE connections, opened on first use, so a delivery never waits for a connection behind the
+   * requests and writes that fill the main pool; on PGlite the one connection, as everything else.
+   */
+  liveReads: Pick<RawSql, 'query'>;
   /** Connection pool occupancy, for metrics; PostgreSQL only (PGlite is one in-process connection). */
   poolStats?(): PoolStats;
   /**
@@ -114,13 +120,17 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     : openPGlite(options.dataDir ?? 'memory://', options.localSocket, options.pgliteDump, options.pgliteFiles);
 }
 
-function withQueryEvents(
-  kind: DatabaseKind,
-  adapterFactory: SqlMigrationAwareDriverAdapterFactory,
-  raw: RawSql,
-  closeDriver: () => Promise<void>,
-  listen: Database['listen'],
-): Database {
+/** What a driver (PGlite, PostgreSQL) hands withQueryEvents to make a Database of. */
+interface Driver {
+  kind: DatabaseKind;
+  adapterFactory: SqlMigrationAwareDriverAdapterFactory;
+  raw: RawSql;
+  liveReads: Pick<RawSql, 'query'>;
+  close: () => Promise<void>;
+  listen: Database['listen'];
+}
+
+function withQueryEvents({ kind, adapterFactory, raw, liveReads, close: closeDriver, listen }: Driver): Database {
   const prisma = new PrismaClient({
     adapter: adapterFactory,
     log: [{ emit: 'event', level: 'query' }],
@@ -149,6 +159,7 @@ function withQueryEvents(
       transaction: (work) =>
         raw.transaction((tx) => work({ ...tx, query: observed(tx.query.bind(tx)), queryThenCommit: observed(tx.queryThenCommit.bind(tx)) })),
     },
+    liveReads: { query: observed(liveReads.query.bind(liveReads)) },
     adapterFactory,
     listen,
     onQuery(listener) {
@@ -303,11 +314,12 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
       if (!client.closed) await unlisten();
     };
   };
-  return withQueryEvents(
-    'pglite',
-    new PrismaPGlite(client),
+  return withQueryEvents({
+    kind: 'pglite',
+    adapterFactory: new PrismaPGlite(client),
     raw,
-    async () => {
+    liveReads: raw,
+    async close() {
       try {
         await stopSocket();
         await client.close();
@@ -316,8 +328,11 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
       }
     },
     listen,
-  );
+  });
 }
+
+/** Connections of the pool for live delivery's reads (Database.liveReads), per process, beside the main pool. */
+export const LIVE_POOL_SIZE = 2;
 
 async function openPostgres(
   url: string,
@@ -340,21 +355,29 @@ async function openPostgres(
   // not after a round trip through this process (src/db/events.ts). Not through a server's local socket: PGlite
   // answers one message at a time there.
   const pipelined = kind === 'postgres';
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: poolSize,
-    pipeline: pipelined,
-    connectionTimeoutMillis: connectTimeoutMs,
-    ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
-    // Sent as a startup parameter, so it holds for every connection the pool opens, Prisma's statements included.
-    ...(statementTimeoutMs === undefined ? {} : { statement_timeout: statementTimeoutMs }),
-  });
-  // An idle client that loses its server (restart, failover) must not crash the process.
-  pool.on('error', () => {});
+  const poolOf = (max: number) => {
+    const created = new pg.Pool({
+      connectionString: url,
+      max,
+      pipeline: pipelined,
+      connectionTimeoutMillis: connectTimeoutMs,
+      ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
+      // Sent as a startup parameter, so it holds for every connection the pool opens, Prisma's statements included.
+      ...(statementTimeoutMs === undefined ? {} : { statement_timeout: statementTimeoutMs }),
+    });
+    // An idle client that loses its server (restart, failover) must not crash the process.
+    created.on('error', () => {});
+    return created;
+  };
+  const pool = poolOf(poolSize);
+  // pg.Pool opens its connections on demand: a process without live subscribers never opens these.
+  const livePool = poolOf(LIVE_POOL_SIZE);
   const cancellation = cancelStatementsOnAbort(pool);
   // Never through a server's local socket: PGlite runs one session for every client of it.
   const statements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
   statements?.attach(pool);
+  const liveStatements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
+  liveStatements?.attach(livePool);
   const run = (target: pg.Pool | pg.PoolClient, sql: string, params: unknown[], alone: boolean) =>
     statements ? statements.run(target, sql, params, alone) : target.query(sql, params);
   const raw: RawSql = {
@@ -432,16 +455,22 @@ async function openPostgres(
   };
   const listen: Database['listen'] = (channel, onNotify, onReconnect) =>
     listenOnDedicatedClient({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs }, channel, onNotify, onReconnect);
-  const database = withQueryEvents(
+  const liveReads: Database['liveReads'] = {
+    async query<Row>(sql: string, params: unknown[] = []) {
+      return (await (liveStatements ? liveStatements.run(livePool, sql, params, true) : livePool.query(sql, params))).rows as Row[];
+    },
+  };
+  const database = withQueryEvents({
     kind,
-    new PrismaPg(pool),
+    adapterFactory: new PrismaPg(pool),
     raw,
-    async () => {
-      await pool.end();
+    liveReads,
+    async close() {
+      await Promise.all([pool.end(), livePool.end()]);
       await cancellation.close();
     },
     listen,
-  );
+  });
   return Object.assign(database, {
     poolStats: (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
   });

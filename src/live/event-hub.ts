@@ -20,7 +20,7 @@ import type { Logger } from '../logger.js';
 type EventListener = (event: StoredEvent) => void;
 
 interface EventHubOptions {
-  db: Pick<Database, 'raw' | 'listen'>;
+  db: Pick<Database, 'liveReads' | 'listen'>;
   logger?: Pick<Logger, 'warn'>;
   /** Safety-net poll of every followed tenant (default 5 s). */
   pollMs?: number;
@@ -97,7 +97,7 @@ export class EventHub {
         again: false,
         progress: new Map(),
       };
-      created.ready = lastEventId(this.options.db.raw, tenantId).then((id) => {
+      created.ready = lastEventId(this.options.db.liveReads, tenantId).then((id) => {
         created.cursor = id;
       });
       this.tenants.set(tenantId, created);
@@ -169,7 +169,7 @@ export class EventHub {
         do {
           tenant.again = false;
           for (;;) {
-            const events = await readEvents(this.options.db.raw, tenantId, tenant.cursor, 500);
+            const events = await readEvents(this.options.db.liveReads, tenantId, tenant.cursor, 500);
             for (const event of events) {
               tenant.cursor = event.id;
               this.deliver(tenant, event);

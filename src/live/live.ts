@@ -36,7 +36,7 @@ export interface Live {
   stop(): Promise<void>;
 }
 
-export function createLive(db: Pick<Database, 'raw' | 'listen'>, authenticate: Authenticate, logger: Logger, options: LiveOptions = {}): Live {
+export function createLive(db: Pick<Database, 'liveReads' | 'listen'>, authenticate: Authenticate, logger: Logger, options: LiveOptions = {}): Live {
   const hub = new EventHub({ db, logger, pollMs: options.pollMs, progressMs: options.progressMs });
   const credentials = new CredentialWatch(authenticate, options.credentialCheckMs ?? 2000, logger);
   const slots = new StreamSlots({
