@@ -495,7 +495,9 @@ export function writePathSection(w: WritePathFigures): string[] {
       [':--', '--:', '--:', ':--', ':--'],
     ),
     '',
-    `Ratio **${n2(w.ratio)}×** (rounds ${rounds(w.roundRatios, n2)}). Target (issue #16 item 7) 0.7×: ${verdict(w.ratio >= 0.7)}.`,
+    // As every other ratio of the report: the median of the rounds' ratios (each round's two sides measured back to
+    // back), not the ratio of the two sides' medians, which pairs figures measured minutes apart.
+    `Ratio **${n2(median(w.roundRatios))}×**, the median of the rounds' ratios (${rounds(w.roundRatios, n2)}); of the two medians above ${n2(w.gatewayPerSecond / w.floorPerSecond)}×. Target (issue #16 item 7) 0.7×: ${verdict(median(w.roundRatios) >= 0.7)}.`,
     '',
     w.profile.trim(),
     '',
