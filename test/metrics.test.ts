@@ -115,8 +115,13 @@ describe.each(databaseKinds)('metrics on %s', (kind) => {
       expect(total).toBeLessThanOrEqual(5);
       expect(sample(text, 'db_pool_connections', { state: 'idle' })).toBe(total);
       expect(sample(text, 'db_pool_connections', { state: 'waiting' })).toBe(0);
+      // Live delivery's own pool: no stream was opened, so it opened nothing.
+      expect(sample(text, 'db_live_pool_connections', { state: 'max' })).toBe(2);
+      expect(sample(text, 'db_live_pool_connections', { state: 'total' })).toBe(0);
+      expect(sample(text, 'db_live_pool_connections', { state: 'waiting' })).toBe(0);
     } else {
       expect(text).not.toContain('db_pool_connections');
+      expect(text).not.toContain('db_live_pool_connections');
     }
   });
 });

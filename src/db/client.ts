@@ -58,6 +58,8 @@ export interface Database {
   liveReads: Pick<RawSql, 'query'>;
   /** Connection pool occupancy, for metrics; PostgreSQL only (PGlite is one in-process connection). */
   poolStats?(): PoolStats;
+  /** The same of the pool behind `liveReads`; PostgreSQL only. */
+  livePoolStats?(): PoolStats;
   /**
    * LISTENs on `channel`: PGlite through its own listen API, PostgreSQL on a dedicated connection outside the
    * pool that is reopened (with `onReconnect` called once it listens again) whenever it is lost; notifications
@@ -67,7 +69,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-interface PoolStats {
+export interface PoolStats {
   /** Open connections, idle ones, and queries waiting for a connection; `max` is the pool size. */
   total: number;
   idle: number;
@@ -473,6 +475,7 @@ async function openPostgres(
   });
   return Object.assign(database, {
     poolStats: (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
+    livePoolStats: (): PoolStats => ({ total: livePool.totalCount, idle: livePool.idleCount, waiting: livePool.waitingCount, max: LIVE_POOL_SIZE }),
   });
 }
 

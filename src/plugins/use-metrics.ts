@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { getOperationAST, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Database } from '../db/client.js';
+import type { Database, PoolStats } from '../db/client.js';
 import type { Live } from '../live/live.js';
 import { ApiError } from '../errors.js';
 import {
@@ -109,21 +109,29 @@ export class GatewayMetrics {
   private readonly operationSeries = new Map<string, { ok: Counter.Internal; error: Counter.Internal; duration: Histogram.Internal<string> }>();
 
   constructor({ db, live }: { db: Database; live?: Pick<Live, 'slots' | 'hub'> | undefined }) {
-    if (db.poolStats) {
-      const poolStats = db.poolStats.bind(db);
+    const poolGauge = (name: string, help: string, stats: () => PoolStats) =>
       new Gauge({
-        name: 'db_pool_connections',
-        help: 'PostgreSQL pool: open (total), idle and maximum connections, and queries waiting for one',
+        name,
+        help,
         labelNames: ['state'] as const,
         registers: [this.registry],
         collect() {
-          const stats = poolStats();
-          this.set({ state: 'total' }, stats.total);
-          this.set({ state: 'idle' }, stats.idle);
-          this.set({ state: 'waiting' }, stats.waiting);
-          this.set({ state: 'max' }, stats.max);
+          const { total, idle, waiting, max } = stats();
+          this.set({ state: 'total' }, total);
+          this.set({ state: 'idle' }, idle);
+          this.set({ state: 'waiting' }, waiting);
+          this.set({ state: 'max' }, max);
         },
       });
+    if (db.poolStats) {
+      poolGauge('db_pool_connections', 'PostgreSQL pool: open (total), idle and maximum connections, and queries waiting for one', db.poolStats.bind(db));
+    }
+    if (db.livePoolStats) {
+      poolGauge(
+        'db_live_pool_connections',
+        "PostgreSQL pool of live delivery's reads of the event log: open (total), idle and maximum connections, and reads waiting for one",
+        db.livePoolStats.bind(db),
+      );
     }
     if (live) {
       new Gauge({
