@@ -334,7 +334,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
 }
 
 /** Connections of the pool for live delivery's reads (Database.liveReads), per process, beside the main pool. */
-export const LIVE_POOL_SIZE = 2;
+const LIVE_POOL_SIZE = 2;
 
 async function openPostgres(
   url: string,
@@ -375,13 +375,17 @@ async function openPostgres(
   // pg.Pool opens its connections on demand: a process without live subscribers never opens these.
   const livePool = poolOf(LIVE_POOL_SIZE);
   const cancellation = cancelStatementsOnAbort(pool);
-  // Never through a server's local socket: PGlite runs one session for every client of it.
-  const statements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
-  statements?.attach(pool);
-  const liveStatements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
-  liveStatements?.attach(livePool);
-  const run = (target: pg.Pool | pg.PoolClient, sql: string, params: unknown[], alone: boolean) =>
-    statements ? statements.run(target, sql, params, alone) : target.query(sql, params);
+  /** How statements run on `of`'s connections: prepared (per pool), or unnamed. */
+  const runnerOf = (of: pg.Pool) => {
+    // Never through a server's local socket: PGlite runs one session for every client of it.
+    const statements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
+    statements?.attach(of);
+    return (target: pg.Pool | pg.PoolClient, sql: string, params: unknown[], alone: boolean) =>
+      statements ? statements.run(target, sql, params, alone) : target.query(sql, params);
+  };
+  const run = runnerOf(pool);
+  const runLive = runnerOf(livePool);
+  const statsOf = (of: pg.Pool, max: number) => (): PoolStats => ({ total: of.totalCount, idle: of.idleCount, waiting: of.waitingCount, max });
   const raw: RawSql = {
     async exec(script) {
       await pool.query(script);
@@ -459,7 +463,7 @@ async function openPostgres(
     listenOnDedicatedClient({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs }, channel, onNotify, onReconnect);
   const liveReads: Database['liveReads'] = {
     async query<Row>(sql: string, params: unknown[] = []) {
-      return (await (liveStatements ? liveStatements.run(livePool, sql, params, true) : livePool.query(sql, params))).rows as Row[];
+      return (await runLive(livePool, sql, params, true)).rows as Row[];
     },
   };
   const database = withQueryEvents({
@@ -474,8 +478,8 @@ async function openPostgres(
     listen,
   });
   return Object.assign(database, {
-    poolStats: (): PoolStats => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: poolSize }),
-    livePoolStats: (): PoolStats => ({ total: livePool.totalCount, idle: livePool.idleCount, waiting: livePool.waitingCount, max: LIVE_POOL_SIZE }),
+    poolStats: statsOf(pool, poolSize),
+    livePoolStats: statsOf(livePool, LIVE_POOL_SIZE),
   });
 }
 
