@@ -62,6 +62,7 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
       { name: 'Catalog', description: 'Categories and applications that can be connected.' },
       { name: 'Connections', description: "The calling tenant's connected applications." },
       { name: 'Syncs', description: 'Records of synchronization runs.' },
+      { name: 'Members', description: "The organization's members (people who sign in): invite, change role, remove. Admin only." },
       { name: 'Sign-in', description: 'Members sign in and out, and choose a password with an invitation. The session cookie is then a credential on every endpoint.' },
       {
         name: 'Webhooks',
