@@ -9,7 +9,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
-import { isBlockedAddress } from '../src/webhooks/ssrf-guard.js';
+import { isBlockedAddress } from '../src/domain/ssrf-guard.js';
 import { sendWebhook } from '../src/webhooks/send.js';
 import { deleteOldDeliveries } from '../src/db/webhooks.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../src/webhooks/delivery-worker.js';

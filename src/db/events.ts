@@ -1,7 +1,7 @@
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { RawSql } from './client.js';
-import { connectionMessageData, syncMessageData } from '../webhooks/messages.js';
-import type { EventType } from './event-types.js';
+import { connectionMessageData, syncMessageData } from '../domain/webhook-messages.js';
+import type { EventType } from '../domain/event-types.js';
 import type { Tx } from './write-transactions.js';
 
 // The durable event log (issue #13 item 1). Every state change of a connection or a run appends one event in

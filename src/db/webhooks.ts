@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.js';
 import { newId } from '../prefixed-ids.js';
-import { endpointDisabledData } from '../webhooks/messages.js';
+import type { EndpointInput, EndpointPatch } from '../domain/webhook-input.js';
+import { endpointDisabledData } from '../domain/webhook-messages.js';
 import type { RawSql } from './client.js';
 import { appendEvents, type BatchOptions, deleteInBatches } from './events.js';
 import { inTransaction, type TransactionRunner, type Tx } from './write-transactions.js';
@@ -37,15 +38,6 @@ export interface WebhookEndpointRow {
 const ENDPOINT_ROW = `"w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."description", coalesce("w"."event_types", '{}') AS "eventTypes",
   "w"."enabled", "w"."disabled_reason" AS "disabledReason", "w"."consecutive_failures" AS "consecutiveFailures",
   "w"."created_at" AS "createdAt", "w"."updated_at" AS "updatedAt"`;
-
-export interface EndpointInput {
-  url: string;
-  description?: string | undefined;
-  eventTypes?: readonly string[] | undefined;
-  enabled?: boolean | undefined;
-}
-
-export type EndpointPatch = Partial<{ url: string; description: string; eventTypes: readonly string[]; enabled: boolean }>;
 
 /** An endpoint with its secret: only the answers of create and rotate carry it. */
 type EndpointWithSecret = WebhookEndpointRow & { secret: string };

@@ -5,7 +5,7 @@ import type { FieldProblem } from './problems.js';
 // lists the members but not which kind takes which; this table decides it, and everything that writes a
 // connection (the API, the demo seed, the bulk loader) reads it from here.
 
-/** What a catalog category's applications do; fixed per category in the catalog (src/seed/catalog.ts). */
+/** What a catalog category's applications do; fixed per catalog category (category-kinds.ts). */
 export const CONNECTION_KINDS = ['lock', 'pms', 'payments', 'accounting', 'messaging', 'analytics'] as const;
 export type ConnectionKind = (typeof CONNECTION_KINDS)[number];
 

@@ -10,7 +10,7 @@ import {
 import { parseCreateWebhookEndpoint, parseWebhookEndpointPatch } from '../domain/webhook-input.js';
 import { invalidInput } from '../domain/problems.js';
 import { ApiError } from '../errors.js';
-import { WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';

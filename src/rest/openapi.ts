@@ -1,4 +1,4 @@
-import { messageSchema, WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { messageSchema, WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
 import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, type EventType } from '../db/event-types.js';
+import { EVENT_TYPES, type EventType } from './event-types.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import { formatTimestamp } from '../timestamps.js';
 
