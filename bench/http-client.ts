@@ -144,8 +144,7 @@ export function openEventStream(
       response.on('data', (chunk: string) => {
         const at = performance.now();
         buffer += chunk;
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
           const block = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           const data = block.split('\n').find((line) => line.startsWith('data: '));

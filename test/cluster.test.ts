@@ -127,8 +127,7 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
           let buffer = '';
           for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
             buffer += decoder.decode(chunk, { stream: true });
-            let at: number;
-            while ((at = buffer.indexOf('\n\n')) >= 0) {
+            for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
               const block = buffer.slice(0, at);
               buffer = buffer.slice(at + 2);
               const id = /^id: (.*)$/m.exec(block)?.[1];

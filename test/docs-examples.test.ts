@@ -25,7 +25,7 @@ interface ShellBlock {
 }
 
 /** The page's fenced blocks whose info string is exactly `sh`. */
-export function shellBlocks(markdown: string): ShellBlock[] {
+function shellBlocks(markdown: string): ShellBlock[] {
   const blocks: ShellBlock[] = [];
   let open: ShellBlock | null = null;
   let fenced = false;
@@ -49,29 +49,30 @@ export function shellBlocks(markdown: string): ShellBlock[] {
  * The HTTP statuses a command's comment names (`curl … # 201, then 404`): every three-digit number from 100 to
  * 599 in a comment on any line of the command (its `\`-continued lines included). Empty: it must answer 2xx.
  */
-export function expectedStatuses(commandLines: readonly string[]): string[] {
+function expectedStatuses(commandLines: readonly string[]): string[] {
   const comments = commandLines.map((line) => /(?:^|\s)#\s(.*)$/.exec(line)?.[1] ?? '');
   return [...new Set(comments.join(' ').match(/\b[1-5]\d\d\b/g) ?? [])];
 }
 
 /** The prelude every page's script starts with: strict mode, the curl check, and the jobs stopped at the end. */
-const PRELUDE = String.raw`set -Eeuo pipefail
-trap 'echo "script line $LINENO: a command exited $?" >&2' ERR
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
-# Each curl's statuses (by script line, every line of its command): a 2xx unless its comment names others.
-curl() {
-  local line=${'${BASH_LINENO[0]}'} headers code=0 status expected
-  headers=$(mktemp)
-  command curl -D "$headers" "$@" || code=$?
-  status=$(grep -aoE '^HTTP/[0-9.]+ [0-9]{3}' "$headers" | tail -1 | awk '{print $2}')
-  rm -f "$headers"
-  expected=${'${__EXPECTED[$line]:-}'}
-  if [ "$code" -ne 0 ]; then echo "script line $line: curl exited $code (HTTP $status)" >&2; return "$code"; fi
-  if [ -z "$expected" ]; then [[ $status == 2?? ]] && return 0; else [[ " $expected " == *" $status "* ]] && return 0; fi
-  echo "script line $line: HTTP $status, expected ${'${expected:-2xx}'}" >&2
-  return 22
-}
-`;
+const PRELUDE = [
+  'set -Eeuo pipefail',
+  `trap 'echo "script line $LINENO: a command exited $?" >&2' ERR`,
+  `trap 'kill $(jobs -p) 2>/dev/null || true' EXIT`,
+  '# Each curl answers a 2xx, unless the comment of its command names other statuses (__EXPECTED, by script line).',
+  'curl() {',
+  '  local line=$' + '{BASH_LINENO[0]} headers code=0 status expected',
+  '  headers=$(mktemp)',
+  '  command curl -D "$headers" "$@" || code=$?',
+  `  status=$(grep -aoE '^HTTP/[0-9.]+ [0-9]{3}' "$headers" | tail -1 | awk '{print $2}')`,
+  '  rm -f "$headers"',
+  '  expected=$' + '{__EXPECTED[$line]:-}',
+  '  if [ "$code" -ne 0 ]; then echo "script line $line: curl exited $code (HTTP $status)" >&2; return "$code"; fi',
+  '  if [ -z "$expected" ]; then [[ $status == 2?? ]] && return 0; else [[ " $expected " == *" $status "* ]] && return 0; fi',
+  '  echo "script line $line: HTTP $status, expected $' + '{expected:-2xx}" >&2',
+  '  return 22',
+  '}',
+].join('\n');
 
 /** One bash script for the page's blocks, and the page line each script line came from. */
 function pageScript(blocks: readonly ShellBlock[]): { script: string; pageLineOf: (scriptLine: number) => number | undefined } {

@@ -5,7 +5,7 @@ import { getIntrospectionQuery, parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../src/graphql/schema.js';
 import { DEFAULT_REQUEST_LIMITS, operationCost } from '../src/plugins/use-limits.js';
-import { type Gateway, type GatewayOptions } from '../src/yoga.js';
+import type { Gateway, GatewayOptions } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { documentationPages } from './fixtures/documentation.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';

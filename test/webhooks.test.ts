@@ -31,7 +31,7 @@ describe('the SSRF guard', () => {
   });
 
   it('refuses at delivery an address the guard blocks, before any byte is sent', async () => {
-    const message = { id: 'msg_test', secret: 'whsec_' + Buffer.from('k'.repeat(24)).toString('base64'), body: '{}' };
+    const message = { id: 'msg_test', secret: `whsec_${Buffer.from('k'.repeat(24)).toString('base64')}`, body: '{}' };
     const literal = await sendWebhook({ ...message, url: 'https://127.0.0.1:9/hook' }, { allowPrivate: false });
     expect(literal).toMatchObject({ ok: false, statusCode: null, error: '127.0.0.1 is an address webhooks may not reach' });
     const named = await sendWebhook({ ...message, url: 'https://localhost:9/hook' }, { allowPrivate: false });

@@ -85,7 +85,10 @@ const caches = new WeakMap<Database, Set<CredentialCache>>();
  */
 export function registerCredentialCache(db: Database, cache: CredentialCache): { listen(): void; stop(): Promise<void> } {
   let set = caches.get(db);
-  if (!set) caches.set(db, (set = new Set()));
+  if (!set) {
+    set = new Set();
+    caches.set(db, set);
+  }
   set.add(cache);
   let listening: Promise<(() => Promise<void>) | undefined> | undefined;
   return {

@@ -309,7 +309,10 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
   const listen: Database['listen'] = async (channel, onNotify) => {
     const unlisten = await client.listen(channel, onNotify);
     let set = listeners.get(channel);
-    if (!set) listeners.set(channel, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      listeners.set(channel, set);
+    }
     set.add(onNotify);
     return async () => {
       set.delete(onNotify);

@@ -273,7 +273,7 @@ export async function recordAttempt(
         attempt.startedAt,
         attempt.statusCode,
         attempt.latencyMs,
-        attempt.responseBody.replace(/\u0000/g, ''),
+        attempt.responseBody.replaceAll('\u0000', ''),
         attempt.error,
         attempt.ok ? null : attempt.retryDelayMs,
       ],

@@ -161,8 +161,6 @@ export function connectionMemberProblems(
   return problems;
 }
 
-type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-
 /**
  * RFC 7396 JSON Merge Patch: members of an object patch replace the target's, `null` removes one, nested
  * objects merge recursively, anything else (arrays included) replaces the target whole.

@@ -42,7 +42,8 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
   for (const route of routes) {
     addComponent(schemas, route.spec.itemSchema, route.itemSchema);
     if (route.spec.response.kind === 'list') addComponent(schemas, selectionSchemaName(route), selectionSchema(route.itemSchema));
-    const operations = (paths[route.spec.path] ??= {});
+    paths[route.spec.path] ??= {};
+    const operations = paths[route.spec.path]!;
     operations[route.spec.method.toLowerCase()] = operationObject(route);
   }
   return {
