@@ -131,14 +131,6 @@ describe('the layering of src/', () => {
     expect(breaches).toEqual([]);
   });
 
-  it('never imports the benchmark peer (PostGraphile and its Graphile packages are dev dependencies of bench/ only)', () => {
-    const peerPackages = /(?:\bfrom\s+|\bimport\s*\(\s*|^import\s+)'(postgraphile|grafast|grafserv|graphile-[a-z-]+|@dataplan\/[a-z-]+|pg-sql2|tamedevil)(?:\/[^']*)?'/gm;
-    const breaches = sourceFiles(SRC).flatMap((file) =>
-      [...readFileSync(file, 'utf8').matchAll(peerPackages)].map((match) => `${relative(SRC, file)} imports ${match[1]}`),
-    );
-    expect(breaches).toEqual([]);
-  });
-
   it('has a README in every folder', () => {
     const folders = readdirSync(SRC, { withFileTypes: true }).filter((e) => e.isDirectory() && e.name !== 'generated');
     expect(folders.length).toBeGreaterThan(10);
