@@ -1,4 +1,4 @@
-// Several replicas behave as one service (issue #15): two gateway processes (dist/server.js) on one PostgreSQL
+// Several replicas behave as one service: two gateway processes (dist/server.js) on one PostgreSQL
 // database and one Redis, behind HAProxy with deploy/haproxy.cfg, started by scripts/cluster.ts as
 // `npm run cluster` starts them. Checked through the balancer and the replicas directly:
 // - shared state: a credential's rate-limit budget and an Idempotency-Key hold across replicas;

@@ -7,7 +7,7 @@
 // - every curl must answer 2xx, unless a comment on its command names the statuses it answers (`# 404`).
 // Pages are found by walking README.md and docs/, so a page added later is covered without a change here.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -140,6 +140,16 @@ describe('the shell examples of README.md and docs/', () => {
     expect(pages).toContain('README.md');
     expect(pages.some((page) => page.startsWith('docs/tutorial/'))).toBe(true);
     expect(shellBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8')).length).toBeGreaterThan(0);
+  });
+
+  it('names only files that exist (a code map that drifts from the tree fails here)', () => {
+    const missing = pages.flatMap((page) =>
+      [...readFileSync(join(ROOT, page), 'utf8').matchAll(/\b((?:src|test|bench|scripts|schema|prisma|examples|deploy)\/[\w./-]*\w)/g)]
+        .map((match) => match[1]!)
+        .filter((path) => !path.includes('<') && !path.includes('*') && !existsSync(join(ROOT, path)))
+        .map((path) => `${page}: ${path}`),
+    );
+    expect(missing).toEqual([]);
   });
 
   it('reads the statuses a comment names, and only from comments', () => {

@@ -42,7 +42,7 @@ type PropertyName = 'listQuery' | 'pathIds' | 'headers' | 'graphql' | 'mutations
 
 /**
  * Cases per property with FUZZ_HEAVY=1, over both databases: 10,850 per CI run (which sets TEST_DATABASE_URL and
- * FUZZ_HEAVY). What is checked is the same on both, and a case costs the gateway 3–4× more CPU on PGlite (its
+ * FUZZ_HEAVY). What is checked is the same on both, and a case costs the gateway several times more CPU on PGlite (its
  * database runs as Wasm in this process) than on PostgreSQL (a server of its own): with both databases, PGlite
  * takes PGLITE_SHARE of each property's cases and PostgreSQL the rest; on PGlite alone it takes them all.
  */

@@ -1,4 +1,4 @@
-// Webhooks (issue #13 item 4), on both databases: endpoints managed by admins on REST and GraphQL (secret shown
+// Webhooks, on both databases: endpoints managed by admins on REST and GraphQL (secret shown
 // at creation and rotation only, 403 for other roles, 404 across tenants, every body problem listed, the SSRF
 // guard), and delivery driven by real runs through the API to a loopback receiver that verifies every
 // signature with the `standardwebhooks` library: order, tenant isolation, webhook_enabled, retries after the
@@ -409,7 +409,7 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(refused.error).toBe('url must be an https URL');
     expect(guarded.hits).toBe(1);
   });
-  it("the README's ten-line receiver (examples/webhook-receiver.mjs) verifies real deliveries and refuses a forged one", async () => {
+  it('the ten-line receiver of the docs (examples/webhook-receiver.mjs) verifies real deliveries and refuses a forged one', async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createNetServer().listen(0, '127.0.0.1', () => {
         const { port: free } = probe.address() as AddressInfo;

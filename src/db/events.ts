@@ -4,7 +4,7 @@ import { connectionMessageData, syncMessageData } from '../domain/webhook-messag
 import type { EventType } from '../domain/event-types.js';
 import type { Tx } from './write-transactions.js';
 
-// The durable event log (issue #13 item 1). Every state change of a connection or a run appends one event in
+// The durable event log. Every state change of a connection or a run appends one event in
 // the transaction that makes the change, so an event exists exactly when its change committed.
 //
 // Ids: per tenant 1, 2, 3… with no gap, taken by an UPDATE of the tenant's `event_sequences` row as the LAST

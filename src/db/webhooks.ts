@@ -7,7 +7,7 @@ import type { RawSql } from './client.js';
 import { appendEvents, type BatchOptions, deleteInBatches } from './events.js';
 import { inTransaction, type TransactionRunner, type Tx } from './write-transactions.js';
 
-// The webhooks' data layer (issue #13 item 4): endpoints (written by admins through the API), and the outbox
+// The webhooks' data layer: endpoints (written by admins through the API), and the outbox
 // the delivery worker works through (src/webhooks/delivery-worker.ts). Deliveries are queued by appendEvents,
 // in the event's own transaction. Every statement that serves a request is scoped by tenant; the worker's
 // claim spans tenants, as the scheduler does, and everything after it names the tenant.

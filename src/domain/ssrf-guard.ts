@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 
-// The SSRF guard (issue #13 item 4): a webhook may not reach this machine, its private network, link-local
+// The SSRF guard: a webhook may not reach this machine, its private network, link-local
 // addresses or a cloud metadata service. URLs are checked when an endpoint is created or changed, and every
 // address is checked again when a delivery connects (DNS can change in between): the sender resolves the host
 // through `guardedLookup`, so the address checked is the address connected to. WEBHOOK_ALLOW_PRIVATE=1 lifts

@@ -23,7 +23,7 @@ import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js'
 import { requireViewer } from './viewer.js';
 import { bodyOf, once } from './writes.js';
 
-// Webhooks on GraphQL (issue #13 item 4), admin only (webhooks:manage): the tenant's endpoints, their delivery
+// Webhooks on GraphQL, admin only (webhooks:manage): the tenant's endpoints, their delivery
 // log, and the writes (create, change, delete, rotate the secret, redeliver). The secret is in the answer of
 // createWebhookEndpoint and rotateWebhookSecret only. The REST routes under /webhooks run these operations.
 
