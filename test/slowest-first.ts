@@ -10,6 +10,7 @@ const SLOWEST = [
   'fuzz',
   'write-concurrency',
   'openapi-property',
+  'docs-examples',
   'cluster',
   'pages',
   'local-socket',
