@@ -152,6 +152,13 @@ describe('the shell examples of README.md and docs/', () => {
     expect(missing).toEqual([]);
   });
 
+  it('documents every environment variable the server reads', () => {
+    const names = [...readFileSync(join(ROOT, 'src/env.ts'), 'utf8').matchAll(/^\s+([A-Z][A-Z0-9_]+):/gm)].map((match) => match[1]!);
+    const documentation = pages.map((page) => readFileSync(join(ROOT, page), 'utf8')).join('\n');
+    expect(names.length).toBeGreaterThan(20);
+    expect(names.filter((name) => !documentation.includes(`\`${name}\``))).toEqual([]);
+  });
+
   it('reads the statuses a comment names, and only from comments', () => {
     expect(expectedStatuses(['curl -s "$API/x"    # 404, then 200'])).toEqual(['404', '200']);
     expect(expectedStatuses(['curl -s "$API/x?limit=500"'])).toEqual([]);
