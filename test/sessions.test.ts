@@ -174,6 +174,13 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     expect(sse.headers.get('content-type')).toMatch(/text\/event-stream/);
     await sse.body!.cancel();
 
+    // A REST event stream too.
+    const sync = await t.db.prisma.sync.findFirstOrThrow({ where: { tenantId: t.tenants.demo.id } });
+    const restStream = await fetch(`${origin}/api/v1/integrations/syncs/${sync.id}`, { headers: { cookie, accept: 'text/event-stream' } });
+    expect(restStream.status).toBe(200);
+    expect(restStream.headers.get('content-type')).toMatch(/text\/event-stream/);
+    await restStream.body!.cancel();
+
     const ws = createClient({
       url: `${origin.replace('http', 'ws')}/graphql`,
       webSocketImpl: class extends WebSocket {
@@ -229,6 +236,21 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     expect(sse.status).toBe(403);
     await sse.body?.cancel();
     expect(await t.db.prisma.serviceUser.count({ where: { name: 'csrf-victim' } })).toBe(0);
+
+    // Another site's page can neither sign someone in (login CSRF) nor out.
+    const foreignLogin = await post(
+      '/api/v1/auth/login',
+      { email: 'alice@example.com', password: STRONG },
+      { origin: 'https://evil.example' },
+    );
+    expect(foreignLogin.status).toBe(403);
+    expect(foreignLogin.headers.get('set-cookie')).toBeNull();
+    const foreignLogout = await fetch(`${origin}/api/v1/auth/logout`, {
+      method: 'POST',
+      headers: { cookie, origin: 'https://evil.example' },
+    });
+    expect(foreignLogout.status).toBe(403);
+    expect((await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie } })).status).toBe(200);
 
     // A cross-site WebSocket carrying the cookie is closed before any operation.
     const closed = await new Promise<number>((resolve) => {
