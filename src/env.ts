@@ -24,7 +24,8 @@ const envSchema = z
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
     // Named (prepared) statements on PostgreSQL (db/prepared-statements.ts); off for a pooler that cannot keep them.
     DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
-    SEED: z.enum(['demo', 'none']).default('demo'),
+    // Unset: the demo on a new PGlite database (zero set-up), nothing on PostgreSQL (see seedOf in app.ts).
+    SEED: z.enum(['demo', 'none']).optional(),
     JWT_SECRET: optionalString.pipe(
       z.string().min(32, 'must be at least 32 characters (HS256 key)').optional(),
     ),
