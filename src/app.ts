@@ -9,7 +9,9 @@ import { DEFAULT_REQUEST_LIMITS } from './plugins/use-limits.js';
 import { startScheduler, type Scheduler } from './scheduler.js';
 import { ensureCatalog } from './seed/catalog.js';
 import { DEMO_TENANT_SLUG, ensureDemo } from './seed/demo.js';
+import { sealPlaintextSecrets } from './webhooks/reseal.js';
 import { DeliveryWorker } from './webhooks/delivery-worker.js';
+import { webhookSecretKeysOf, type WebhookSecretKeys } from './webhooks/secret-keys.js';
 import { createGateway, type Gateway } from './yoga.js';
 
 interface App {
@@ -26,10 +28,11 @@ interface App {
 }
 
 /** The webhook delivery worker the configuration asks for, not yet started. */
-function deliveryWorkerOf(db: Database, config: Config, logger: Logger): DeliveryWorker {
+function deliveryWorkerOf(db: Database, config: Config, logger: Logger, secretKeys: WebhookSecretKeys): DeliveryWorker {
   return new DeliveryWorker({
     db,
     logger,
+    secretKeys,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1',
     retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
     disableAfter: config.WEBHOOK_DISABLE_AFTER,
@@ -132,9 +135,14 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     } else if (await ensureCatalog(db)) {
       logger.info('seeded the catalog');
     }
+    const secretKeys = webhookSecretKeysOf(config, db);
+    await sealPlaintextSecrets(db, secretKeys, logger);
     const gateway = createGateway({ db, config, logger });
-    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS }) : undefined;
-    const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger) : undefined;
+    const scheduler =
+      config.SCHEDULER === 'on'
+        ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, stepBudgetMs: config.SCHEDULER_STEP_BUDGET_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS })
+        : undefined;
+    const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger, secretKeys) : undefined;
     await webhooks?.start();
     return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler, webhooks };
   } catch (error) {

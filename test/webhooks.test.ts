@@ -15,7 +15,7 @@ import { deleteOldDeliveries } from '../src/db/webhooks.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../src/webhooks/delivery-worker.js';
 import { createLogger } from '../src/logger.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, gatewayOver, graphql, testSecretKeys, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 import { OK, startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
 import type { Gateway } from '../src/yoga.js';
@@ -140,6 +140,7 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     const w = new DeliveryWorker({
       db: t.db,
       logger: createLogger('silent'),
+      secretKeys: testSecretKeys(t.db),
       allowPrivate: true,
       retrySchedule: [0.3, 0.3, 0.3],
       disableAfter: 10,

@@ -1,0 +1,25 @@
+import type { Config } from '../env.js';
+import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT } from './endpoint-caps.js';
+import { webhookSecretKeysOf, type WebhookSecretKeys } from './secret-keys.js';
+
+/** What the webhook writes of a request need from the configuration. */
+export interface WebhookSettings {
+  /** What the SSRF guard allows webhook endpoints (WEBHOOK_ALLOW_PRIVATE). */
+  allowPrivate: boolean;
+  /** WEBHOOK_ENDPOINTS_PER_TENANT. */
+  endpointsPerTenant: number;
+  /** The keys endpoint secrets are sealed with (WEBHOOK_SECRET_KEY, …). */
+  secretKeys: WebhookSecretKeys;
+}
+
+export type WebhookConfig = Partial<
+  Pick<Config, 'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_ENDPOINTS_PER_TENANT' | 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_SECRET_PREVIOUS_KEYS' | 'DATABASE_URL' | 'DATA_DIR'>
+>;
+
+export function webhookSettingsOf(config: WebhookConfig, database: { kind: 'pglite' | 'postgres' }): WebhookSettings {
+  return {
+    allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1',
+    endpointsPerTenant: config.WEBHOOK_ENDPOINTS_PER_TENANT ?? DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT,
+    secretKeys: webhookSecretKeysOf(config, database),
+  };
+}
