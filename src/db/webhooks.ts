@@ -154,8 +154,11 @@ export async function deleteWebhookEndpoint(runner: TransactionRunner, tenantId:
 /** A new secret for the endpoint, in force for the next attempt; null when the tenant has none with that id. */
 export async function rotateWebhookSecret(runner: TransactionRunner, tenantId: string, id: string, secretKeys: WebhookSecretKeys): Promise<EndpointWithSecret | null> {
   const secret = newWebhookSecret();
-  const sealed = sealOrRefuse(secretKeys, secret, { tenantId, id });
   return inTransaction(runner, async (tx) => {
+    // An endpoint that is not there is NOT_FOUND whatever the keys: sealed only once it is known to exist.
+    const [found] = await tx.query(`SELECT 1 FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 FOR UPDATE`, [tenantId, id]);
+    if (!found) return null;
+    const sealed = sealOrRefuse(secretKeys, secret, { tenantId, id });
     const [row] = await tx.query<WebhookEndpointRow>(
       `UPDATE "public"."webhook_endpoints" AS "w" SET "secret" = $3, "updated_at" = now()
        WHERE "w"."tenant_id" = $1 AND "w"."id" = $2
