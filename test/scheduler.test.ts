@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSync, finishSync, triggerSync } from '../src/db/sync-runs.js';
 import { DELIVERIES_PER_TENANT_STEP, runSchedulerTick, startScheduler } from '../src/scheduler.js';
+import { MAX_DELIVERIES_PER_EVENT } from '../src/webhooks/endpoint-caps.js';
 import { seedCatalog } from '../src/seed/catalog.js';
 import { startChild, type Child } from './fixtures/children.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
@@ -206,6 +207,22 @@ describe.each(databaseKinds)("one tenant's part of a tick never holds up another
     } finally {
       await scheduler.stop();
     }
+  });
+
+  it('an event fans out to at most MAX_DELIVERIES_PER_EVENT endpoints, the oldest', async () => {
+    await db.raw.query(
+      `INSERT INTO webhook_endpoints (id, tenant_id, url, secret, created_at)
+       SELECT 'whk_later' || g, $1, 'https://example.com/later/' || g, 'whsec_unused', now() + make_interval(secs => g) FROM generate_series(1, $2::int) AS g`,
+      [crowded, MAX_DELIVERIES_PER_EVENT],
+    );
+    const connection = await connectApp(db, crowded, { settings: { webhook_enabled: true }, name: 'Fan-out' });
+    const [fanOut] = await db.raw.query<{ n: number; later: number }>(
+      `SELECT count(*)::int AS n, count(*) FILTER (WHERE endpoint_id LIKE 'whk_later%')::int AS later
+       FROM webhook_deliveries WHERE tenant_id = $1 AND event_type = 'connection.created' AND payload -> 'data' ->> 'id' = $2`,
+      [crowded, connection.id],
+    );
+    expect(fanOut).toEqual({ n: MAX_DELIVERIES_PER_EVENT, later: MAX_DELIVERIES_PER_EVENT - ENDPOINTS });
+    await db.raw.query(`DELETE FROM webhook_endpoints WHERE id LIKE 'whk_later%'`);
   });
 
   it("a step that fails is logged and counted, and the tenant's other steps and the other tenants run", async () => {
