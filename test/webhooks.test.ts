@@ -659,9 +659,21 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     const newKeys = webhookSecretKeysOf({ WEBHOOK_SECRET_KEY: newKey }, t.db);
     expect(output).toContain(`with key ${newKeys.currentKeyId}`);
     expect(await sealedRow()).toMatch(new RegExp(`^v1\\.${newKeys.currentKeyId}\\.`));
+    // A worker still on the old key alone cannot open it: the delivery is held, no attempt spent, the endpoint backed off.
+    const stale = await worker({ secretKeys: oldKeys });
+    await connection({ webhook_enabled: true });
+    const held = await until(
+      async () => (await t.db.raw.query<{ backoff: boolean; attempts: number }>(
+        `SELECT w.backoff_until > now() AS backoff, (SELECT coalesce(sum(attempts), 0)::int FROM webhook_deliveries WHERE endpoint_id = w.id) AS attempts
+         FROM webhook_endpoints w WHERE id = 'whk_legacy'`,
+      ))[0]!,
+      (row) => row.backoff === true,
+    );
+    expect(held.attempts).toBe(0);
+    await stale.stop();
+    await t.db.raw.query(`UPDATE webhook_endpoints SET backoff_until = NULL WHERE id = 'whk_legacy'`);
     // Without the old key, nothing is left that needs it: the new key alone opens every secret and signs.
     await worker({ secretKeys: newKeys });
-    await connection({ webhook_enabled: true });
     const [delivered] = await r.waitFor((all) => all.length === 1);
     expect(delivered!.verified).toBe(true);
     // A key that opens nothing: the CLI names the endpoints it could not open, and fails.

@@ -261,6 +261,15 @@ export async function renewEndpointLease(sql: Pick<RawSql, 'query'>, endpoint: L
   return row ?? null;
 }
 
+/** Leaves the endpoint alone for `seconds` (its deliveries kept pending, no attempt recorded). */
+export async function backOffEndpoint(sql: Pick<RawSql, 'query'>, endpoint: LeasedEndpoint, seconds: number): Promise<void> {
+  await sql.query(
+    `UPDATE "public"."webhook_endpoints" AS "w" SET "backoff_until" = now() + make_interval(secs => $3)
+     WHERE "w"."tenant_id" = $1 AND "w"."id" = $2`,
+    [endpoint.tenantId, endpoint.id, seconds],
+  );
+}
+
 /** Gives the lease up; its end becomes now, the mark of when the endpoint was last served (leaseDueEndpoints). */
 export async function releaseEndpointLease(sql: Pick<RawSql, 'query'>, endpoint: LeasedEndpoint, owner: string): Promise<void> {
   await sql.query(

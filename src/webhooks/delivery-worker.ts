@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/client.js';
 import { WEBHOOKS_CHANNEL } from '../db/events.js';
 import {
+  backOffEndpoint,
   dueDeliveries,
   leaseDueEndpoints,
   type LeasedEndpoint,
@@ -12,7 +13,7 @@ import {
 import type { Logger } from '../logger.js';
 import { retryDelayMs } from './retry-schedule.js';
 import { SecretKeyError, type WebhookSecretKeys } from './secret-keys.js';
-import { type AttemptOutcome, sendWebhook, type SendOptions } from './send.js';
+import { sendWebhook, type SendOptions } from './send.js';
 
 // The delivery worker: every server process runs one. It is woken by the NOTIFY appendEvents sends when it
 // queued deliveries (and polls every `pollMs`, for retries that fall due and notifications lost), leases
@@ -28,6 +29,9 @@ import { type AttemptOutcome, sendWebhook, type SendOptions } from './send.js';
 //   the other slots to the other tenants;
 // - an attempt that gets no answer in time ends the endpoint's slice, and backs that endpoint off (5 s,
 //   doubling per further timeout, up to 10 min; recordAttempt), its deliveries kept pending.
+//
+// An endpoint whose stored secret the configured keys cannot open (a key rotation half done) is held: its
+// deliveries stay pending, no attempt is spent, and it is looked at again a minute later.
 
 export interface DeliveryWorkerOptions extends Pick<SendOptions, 'allowPrivate' | 'timeoutMs'> {
   db: Pick<Database, 'raw' | 'listen'>;
@@ -52,6 +56,8 @@ export interface DeliveryWorkerOptions extends Pick<SendOptions, 'allowPrivate' 
 const BATCH = 20;
 const DEFAULT_CONCURRENCY = 8;
 const DEFAULT_SLICE_MS = 2000;
+/** How long an endpoint whose secret the keys cannot open waits before the next look (the keys may be fixed by then). */
+const UNOPENED_SECRET_BACKOFF_SECONDS = 60;
 
 export class DeliveryWorker {
   readonly owner = `worker_${randomUUID()}`;
@@ -153,8 +159,17 @@ export class DeliveryWorker {
           // The endpoint as it is now (URL or secret changed, disabled, deleted?), and the lease kept.
           const endpoint = await renewEndpointLease(db.raw, leased, this.owner);
           if (!endpoint) return;
+          const secret = this.secretOf(endpoint);
+          if (secret === null) {
+            // The keys are misconfigured, not the endpoint broken: no attempt is spent, nothing gets disabled.
+            await backOffEndpoint(db.raw, endpoint, UNOPENED_SECRET_BACKOFF_SECONDS);
+            return;
+          }
           const startedAt = new Date();
-          const outcome = await this.attempt(endpoint, delivery);
+          const outcome = await sendWebhook(
+            { id: delivery.id, url: endpoint.url, secret, body: delivery.body },
+            { allowPrivate: this.options.allowPrivate, timeoutMs: this.options.timeoutMs },
+          );
           const retry = outcome.ok ? null : retryDelayMs(this.options.retrySchedule, delivery.attempts + 1);
           const recorded = await recordAttempt(db.raw, endpoint, delivery, { ...outcome, startedAt, retryDelayMs: retry }, this.options.disableAfter);
           if (recorded.endpointDisabled) {
@@ -170,18 +185,14 @@ export class DeliveryWorker {
     }
   }
 
-  /** One signed attempt; a secret that cannot be opened is a failed attempt that says why. */
-  private async attempt(endpoint: LeasedEndpoint, delivery: { id: string; body: string }): Promise<AttemptOutcome> {
-    let secret: string;
+  /** The endpoint's secret in plaintext; null (logged) when the configured keys do not open it. */
+  private secretOf(endpoint: LeasedEndpoint): string | null {
     try {
-      secret = this.options.secretKeys.open(endpoint.sealedSecret, endpoint);
+      return this.options.secretKeys.open(endpoint.sealedSecret, endpoint);
     } catch (error) {
       if (!(error instanceof SecretKeyError)) throw error;
-      return { ok: false, statusCode: null, latencyMs: 0, responseBody: '', error: error.message, timedOut: false };
+      this.options.logger.warn({ endpoint: endpoint.id, tenant: endpoint.tenantId, reason: error.message }, 'webhook secret cannot be opened: deliveries held');
+      return null;
     }
-    return sendWebhook(
-      { id: delivery.id, url: endpoint.url, secret, body: delivery.body },
-      { allowPrivate: this.options.allowPrivate, timeoutMs: this.options.timeoutMs },
-    );
   }
 }

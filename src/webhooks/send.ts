@@ -19,7 +19,7 @@ interface WebhookMessage {
   body: string;
 }
 
-export interface AttemptOutcome {
+interface AttemptOutcome {
   ok: boolean;
   statusCode: number | null;
   latencyMs: number;
