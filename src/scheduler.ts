@@ -7,7 +7,7 @@ import { withinTransaction, type TransactionRunner } from './db/write-transactio
 import type { RetryPolicy } from './domain/sync-lifecycle.js';
 import type { Logger } from './logger.js';
 import { DEFAULT_STEP_BUDGET_MS } from './env.js';
-import { MAX_DELIVERIES_PER_EVENT } from './webhooks/endpoint-caps.js';
+import { MAX_DELIVERIES_PER_EVENT } from './domain/webhook-caps.js';
 
 // The in-process scheduler: every tick it fails runs whose lease expired (retrying them as their connection
 // allows) and queues the runs that are due, tenant by tenant; then it deletes expired Idempotency-Keys, and

@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { claimSync, finishSync, triggerSync } from '../src/db/sync-runs.js';
 import { DELIVERIES_PER_TENANT_STEP, runSchedulerTick, startScheduler } from '../src/scheduler.js';
-import { MAX_DELIVERIES_PER_EVENT } from '../src/webhooks/endpoint-caps.js';
+import { MAX_DELIVERIES_PER_EVENT } from '../src/domain/webhook-caps.js';
 import { seedCatalog } from '../src/seed/catalog.js';
 import { startChild, type Child } from './fixtures/children.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';

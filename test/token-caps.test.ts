@@ -78,7 +78,9 @@ describe.each(databaseKinds)('token caps on %s', (kind) => {
     const io = {
       env: { SEED: 'none', TOKENS_PER_SERVICE_USER: '1' },
       stdout: () => {},
-      stderr: (text: string) => void (stderr += text),
+      stderr: (text: string) => {
+        stderr += text;
+      },
       openDatabase: async () => ({ ...t.db, close: async () => {} }),
     };
     const expires = new Date(Date.now() + DAY).toISOString().slice(0, 10);

@@ -1,4 +1,4 @@
-// Webhooks (issue #13 item 4), on both databases: endpoints managed by admins on REST and GraphQL (secret shown
+// Webhooks, on both databases: endpoints managed by admins on REST and GraphQL (secret shown
 // at creation and rotation only, 403 for other roles, 404 across tenants, every body problem listed, the SSRF
 // guard), and delivery driven by real runs through the API to a loopback receiver that verifies every
 // signature with the `standardwebhooks` library: order, tenant isolation, webhook_enabled, retries after the
@@ -13,7 +13,7 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
-import { isBlockedAddress, targetProblem, urlProblem } from '../src/webhooks/ssrf-guard.js';
+import { isBlockedAddress, targetProblem, urlProblem } from '../src/domain/ssrf-guard.js';
 import { sendWebhook } from '../src/webhooks/send.js';
 import { deleteOldDeliveries } from '../src/db/webhooks.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../src/webhooks/delivery-worker.js';
@@ -104,7 +104,7 @@ describe('the SSRF guard', () => {
       'resolves to an address webhooks may not reach (loopback, private, link-local, metadata, translated or reserved)',
     );
     expect(await targetProblem('https://[64:ff9b::a9fe:a9fe]/hook', { allowPrivate: false })).toMatch(/^resolves to an address webhooks may not reach/);
-    const message = { id: 'msg_test', secret: 'whsec_' + Buffer.from('k'.repeat(24)).toString('base64'), body: '{}' };
+    const message = { id: 'msg_test', secret: `whsec_${Buffer.from('k'.repeat(24)).toString('base64')}`, body: '{}' };
     const literal = await sendWebhook({ ...message, url: 'https://127.0.0.1:9999/hook' }, { allowPrivate: false });
     expect(literal).toMatchObject({ ok: false, statusCode: null, error: '127.0.0.1 is an address webhooks may not reach' });
     const named = await sendWebhook({ ...message, url: 'https://localhost:9999/hook' }, { allowPrivate: false });
@@ -131,7 +131,7 @@ describe('webhook secrets at rest', () => {
     expect(() => keys.open(sealed, { ...owner, id: 'whk_b' })).toThrow(/does not open/);
     expect(() => keys.open(sealed, { ...owner, tenantId: 'ten_b' })).toThrow(/does not open/);
     const parts = sealed.split('.');
-    parts[3] = Buffer.from('x' + Buffer.from(parts[3]!, 'base64url').toString('latin1').slice(1), 'latin1').toString('base64url');
+    parts[3] = Buffer.from(`x${Buffer.from(parts[3]!, 'base64url').toString('latin1').slice(1)}`, 'latin1').toString('base64url');
     expect(() => keys.open(parts.join('.'), owner)).toThrow(/does not open/);
     // A secret stored before sealing existed opens as it is, and asks to be sealed.
     expect(keys.open('whsec_plain', owner)).toBe('whsec_plain');
@@ -556,7 +556,7 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(refused.error).toBe('url must be an https URL');
     expect(guarded.hits).toBe(1);
   });
-  it("the README's ten-line receiver (examples/webhook-receiver.mjs) verifies real deliveries and refuses a forged one", async () => {
+  it('the ten-line receiver of the docs (examples/webhook-receiver.mjs) verifies real deliveries and refuses a forged one', async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createNetServer().listen(0, '127.0.0.1', () => {
         const { port: free } = probe.address() as AddressInfo;
@@ -653,8 +653,15 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
 
     // Rotation: a new current key, the old one kept for opening; `cli webhooks reseal`; then the old key goes.
     const newKey = Buffer.alloc(32, 9).toString('base64');
-    const io = (env: Record<string, string>) => ({ env, stdout: () => {}, stderr: (text: string) => void (output += text), openDatabase: async () => ({ ...t.db, close: async () => {} }) });
     let output = '';
+    const io = (env: Record<string, string>) => ({
+      env,
+      stdout: () => {},
+      stderr: (text: string) => {
+        output += text;
+      },
+      openDatabase: async () => ({ ...t.db, close: async () => {} }),
+    });
     expect(await runCli(['webhooks', 'reseal'], io({ SEED: 'none', WEBHOOK_SECRET_KEY: newKey, WEBHOOK_SECRET_PREVIOUS_KEYS: WEBHOOK_TEST_KEY }))).toBe(0);
     const newKeys = webhookSecretKeysOf({ WEBHOOK_SECRET_KEY: newKey }, t.db);
     expect(output).toContain(`with key ${newKeys.currentKeyId}`);

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.js';
 import { newId } from '../prefixed-ids.js';
-import { endpointDisabledData } from '../webhooks/messages.js';
-import { SecretKeyError, type SecretOwner, type WebhookSecretKeys } from '../webhooks/secret-keys.js';
+import type { EndpointInput, EndpointPatch } from '../domain/webhook-input.js';
+import { endpointDisabledData } from '../domain/webhook-messages.js';
 import type { RawSql } from './client.js';
 import { appendEvents, type BatchOptions, deleteInBatches } from './events.js';
 import { inTransaction, type TransactionRunner, type Tx } from './write-transactions.js';
 
-// The webhooks' data layer (issue #13 item 4): endpoints (written by admins through the API), and the outbox
+// The webhooks' data layer: endpoints (written by admins through the API), and the outbox
 // the delivery worker works through (src/webhooks/delivery-worker.ts). Deliveries are queued by appendEvents,
 // in the event's own transaction. Every statement that serves a request is scoped by tenant; the worker's
 // claim spans tenants, as the scheduler does, and everything after it names the tenant.
@@ -39,21 +39,20 @@ const ENDPOINT_ROW = `"w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."d
   "w"."enabled", "w"."disabled_reason" AS "disabledReason", "w"."consecutive_failures" AS "consecutiveFailures",
   "w"."created_at" AS "createdAt", "w"."updated_at" AS "updatedAt"`;
 
-export interface EndpointInput {
-  url: string;
-  description?: string | undefined;
-  eventTypes?: readonly string[] | undefined;
-  enabled?: boolean | undefined;
-}
-
-export type EndpointPatch = Partial<{ url: string; description: string; eventTypes: readonly string[]; enabled: boolean }>;
-
 /** An endpoint with its secret: only the answers of create and rotate carry it. */
 type EndpointWithSecret = WebhookEndpointRow & { secret: string };
 
+/**
+ * Seals a secret for storage, bound to its endpoint (src/webhooks/secret-keys.ts); throws an ApiError when the
+ * server has no key to seal with.
+ */
+interface SecretSealer {
+  seal(secret: string, owner: { tenantId: string; id: string }): string;
+}
+
 /** What writing an endpoint's secret needs: the keys that seal it, and the tenant's cap on endpoints. */
 export interface EndpointWriteSettings {
-  secretKeys: WebhookSecretKeys;
+  secretKeys: SecretSealer;
   /** WEBHOOK_ENDPOINTS_PER_TENANT. */
   endpointsPerTenant: number;
 }
@@ -71,7 +70,7 @@ export async function createWebhookEndpoint(
 ): Promise<EndpointWithSecret> {
   const secret = newWebhookSecret();
   const id = newId('whk');
-  const sealed = sealOrRefuse(settings.secretKeys, secret, { tenantId, id });
+  const sealed = settings.secretKeys.seal(secret, { tenantId, id });
   return inTransaction(runner, async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`webhook_endpoints:${tenantId}`]);
     const [count] = await tx.query<{ n: number }>(`SELECT count(*)::int AS "n" FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1`, [tenantId]);
@@ -89,16 +88,6 @@ export async function createWebhookEndpoint(
     );
     return { ...row!, secret };
   });
-}
-
-/** A secret sealed for storage; UNAVAILABLE when the server has no key to seal with (PostgreSQL without one). */
-function sealOrRefuse(keys: WebhookSecretKeys, secret: string, owner: SecretOwner): string {
-  try {
-    return keys.seal(secret, owner);
-  } catch (error) {
-    if (error instanceof SecretKeyError) throw new ApiError('UNAVAILABLE', `${error.message}; see docs/reference/security.md`);
-    throw error;
-  }
 }
 
 /** The tenant's enabled endpoints: how many deliveries each of its events fans out to, at most. */
@@ -152,13 +141,13 @@ export async function deleteWebhookEndpoint(runner: TransactionRunner, tenantId:
 }
 
 /** A new secret for the endpoint, in force for the next attempt; null when the tenant has none with that id. */
-export async function rotateWebhookSecret(runner: TransactionRunner, tenantId: string, id: string, secretKeys: WebhookSecretKeys): Promise<EndpointWithSecret | null> {
+export async function rotateWebhookSecret(runner: TransactionRunner, tenantId: string, id: string, secretKeys: SecretSealer): Promise<EndpointWithSecret | null> {
   const secret = newWebhookSecret();
   return inTransaction(runner, async (tx) => {
     // An endpoint that is not there is NOT_FOUND whatever the keys: sealed only once it is known to exist.
     const [found] = await tx.query(`SELECT 1 FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 FOR UPDATE`, [tenantId, id]);
     if (!found) return null;
-    const sealed = sealOrRefuse(secretKeys, secret, { tenantId, id });
+    const sealed = secretKeys.seal(secret, { tenantId, id });
     const [row] = await tx.query<WebhookEndpointRow>(
       `UPDATE "public"."webhook_endpoints" AS "w" SET "secret" = $3, "updated_at" = now()
        WHERE "w"."tenant_id" = $1 AND "w"."id" = $2
@@ -369,7 +358,7 @@ export async function recordAttempt(
         attempt.startedAt,
         attempt.statusCode,
         attempt.latencyMs,
-        attempt.responseBody.replace(/\u0000/g, ''),
+        attempt.responseBody.replaceAll('\u0000', ''),
         attempt.error,
         attempt.ok ? null : attempt.retryDelayMs,
       ],

@@ -1,6 +1,7 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ApiError } from '../errors.js';
 
 // Webhook signing secrets at rest: sealed with AES-256-GCM (authenticated: a changed byte, or a ciphertext
 // moved to another endpoint's row, fails to open), under a key from the configuration. The database holds
@@ -38,6 +39,7 @@ export interface SecretOwner {
 export interface WebhookSecretKeys {
   /** The id of the key that seals. */
   readonly currentKeyId: string;
+  /** Throws ApiError UNAVAILABLE when there is no key to seal with (PostgreSQL without WEBHOOK_SECRET_KEY). */
   seal(secret: string, owner: SecretOwner): string;
   /** The plaintext of a stored secret; a plaintext one (stored before sealing existed) as it is. Throws SecretKeyError. */
   open(stored: string, owner: SecretOwner): string;
@@ -108,7 +110,10 @@ function keyring(current: Buffer, previous: readonly Buffer[]): WebhookSecretKey
 const NO_KEY: WebhookSecretKeys = {
   currentKeyId: '',
   seal() {
-    throw new SecretKeyError('webhook secrets cannot be stored: set WEBHOOK_SECRET_KEY (32 random bytes, base64) on every server process');
+    throw new ApiError(
+      'UNAVAILABLE',
+      'webhook secrets cannot be stored: set WEBHOOK_SECRET_KEY (32 random bytes, base64) on every server process; see docs/reference/security.md',
+    );
   },
   open(stored) {
     if (isSealed(stored)) throw new SecretKeyError('the webhook secret is sealed, and no WEBHOOK_SECRET_KEY is configured');
@@ -158,7 +163,7 @@ export function webhookSecretKeysOf(settings: SecretKeySettings, database: { kin
   if (settings.WEBHOOK_SECRET_KEY) return keyring(decodeSecretKey(settings.WEBHOOK_SECRET_KEY)!, previous);
   if (database.kind === 'postgres' || settings.DATABASE_URL) return NO_KEY;
   if (settings.DATA_DIR && !settings.DATA_DIR.startsWith('memory://')) return keyring(dataDirectoryKey(settings.DATA_DIR), previous);
-  let key = memoryKeys.get(database);
-  if (!key) memoryKeys.set(database, (key = randomBytes(KEY_BYTES)));
+  const key = memoryKeys.get(database) ?? randomBytes(KEY_BYTES);
+  memoryKeys.set(database, key);
   return keyring(key, previous);
 }

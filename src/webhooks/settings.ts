@@ -1,5 +1,5 @@
 import type { Config } from '../env.js';
-import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT } from './endpoint-caps.js';
+import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT } from '../domain/webhook-caps.js';
 import { webhookSecretKeysOf, type WebhookSecretKeys } from './secret-keys.js';
 
 /** What the webhook writes of a request need from the configuration. */
