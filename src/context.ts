@@ -2,7 +2,7 @@ import type { IdempotencyRecord } from './db/idempotency.js';
 import type { Viewer } from './auth/viewer.js';
 import type { Database } from './db/client.js';
 import type { Live } from './live/live.js';
-import type { TokenCaps } from './auth/token-caps.js';
+import type { TokenCaps } from './domain/token-caps.js';
 import type { WebhookSettings } from './webhooks/settings.js';
 
 export interface Context {

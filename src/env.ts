@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_TOKENS_PER_SERVICE_USER, DEFAULT_TOKENS_PER_TENANT } from './auth/token-caps.js';
+import { DEFAULT_TOKENS_PER_SERVICE_USER, DEFAULT_TOKENS_PER_TENANT } from './domain/token-caps.js';
 import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT, MAX_DELIVERIES_PER_EVENT } from './domain/webhook-caps.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from './webhooks/retry-schedule.js';
 import { decodeSecretKey } from './webhooks/secret-keys.js';

@@ -35,7 +35,7 @@ import { createDirectRest, type DirectRest } from './direct-rest.js';
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from './plugins/use-validated-documents.js';
 import { routes } from './rest/routes.js';
-import { tokenCapsOf } from './auth/token-caps.js';
+import { tokenCapsOf } from './domain/token-caps.js';
 import { webhookSettingsOf, type WebhookConfig } from './webhooks/settings.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */

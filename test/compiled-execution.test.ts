@@ -13,7 +13,7 @@ import { schema } from '../src/graphql/schema.js';
 import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, WEBHOOK_TEST_KEY, type TestGateway } from './fixtures/gateway.js';
-import { DEFAULT_TOKEN_CAPS } from '../src/auth/token-caps.js';
+import { DEFAULT_TOKEN_CAPS } from '../src/domain/token-caps.js';
 import { webhookSettingsOf } from '../src/webhooks/settings.js';
 
 describe.each(databaseKinds)('compiled queries on %s', (kind) => {

@@ -5,7 +5,7 @@ import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
 import { ID_ALPHABET, MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
 import { isRole, permissionsOf } from './permissions.js';
-import { DEFAULT_TOKEN_CAPS, type TokenCaps } from './token-caps.js';
+import { DEFAULT_TOKEN_CAPS, type TokenCaps } from '../domain/token-caps.js';
 
 /**
  * Personal access tokens look like `igw_pat_<prefix>_<secret>`:

@@ -1,6 +1,6 @@
 import { findServiceUserByName } from '../auth/service-users.js';
 import { createToken, listTokens, MAX_TOKEN_LIFETIME_DAYS, revokeToken, validateTokenExpiry } from '../auth/tokens.js';
-import { tokenCapsOf } from '../auth/token-caps.js';
+import { tokenCapsOf } from '../domain/token-caps.js';
 import { ApiError } from '../errors.js';
 import { CliError, stringOption, table, UsageError, type Command } from './commands.js';
 import { requireTenant } from './tenant.js';

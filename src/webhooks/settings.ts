@@ -1,6 +1,5 @@
-import type { Config } from '../env.js';
 import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT } from '../domain/webhook-caps.js';
-import { webhookSecretKeysOf, type WebhookSecretKeys } from './secret-keys.js';
+import { type SecretKeySettings, webhookSecretKeysOf, type WebhookSecretKeys } from './secret-keys.js';
 
 /** What the webhook writes of a request need from the configuration. */
 export interface WebhookSettings {
@@ -12,9 +11,11 @@ export interface WebhookSettings {
   secretKeys: WebhookSecretKeys;
 }
 
-export type WebhookConfig = Partial<
-  Pick<Config, 'WEBHOOK_ALLOW_PRIVATE' | 'WEBHOOK_ENDPOINTS_PER_TENANT' | 'WEBHOOK_SECRET_KEY' | 'WEBHOOK_SECRET_PREVIOUS_KEYS' | 'DATABASE_URL' | 'DATA_DIR'>
->;
+/** The configuration's webhook settings (src/env.ts checks them), and where the database is. */
+export interface WebhookConfig extends SecretKeySettings {
+  WEBHOOK_ALLOW_PRIVATE?: '0' | '1' | undefined;
+  WEBHOOK_ENDPOINTS_PER_TENANT?: number | undefined;
+}
 
 export function webhookSettingsOf(config: WebhookConfig, database: { kind: 'pglite' | 'postgres' }): WebhookSettings {
   return {
