@@ -8,6 +8,7 @@ import { memberCommands } from './cli/member.js';
 import { serviceUserCommands } from './cli/service-user.js';
 import { tenantCommands } from './cli/tenant.js';
 import { tokenCommands } from './cli/token.js';
+import { webhookCommands } from './cli/webhooks.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { UNREACHABLE_CODES } from './db/unreachable.js';
@@ -21,6 +22,7 @@ const COMMANDS: Command[] = [
   ...serviceUserCommands,
   ...memberCommands,
   ...tokenCommands,
+  ...webhookCommands,
 ];
 
 export interface CliIo {

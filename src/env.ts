@@ -1,5 +1,11 @@
 import { z } from 'zod';
+import { DEFAULT_TOKENS_PER_SERVICE_USER, DEFAULT_TOKENS_PER_TENANT } from './domain/token-caps.js';
+import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT, MAX_DELIVERIES_PER_EVENT } from './domain/webhook-caps.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from './webhooks/retry-schedule.js';
+import { decodeSecretKey } from './webhooks/secret-keys.js';
+
+/** SCHEDULER_STEP_BUDGET_MS when unset: the longest one step of a scheduler tick may run (src/scheduler.ts). */
+export const DEFAULT_STEP_BUDGET_MS = 2000;
 
 /** The documented defaults of LOGIN_FAILURES_PER_ACCOUNT and LOGIN_FAILURES_PER_ADDRESS (failed sign-ins in 15 minutes). */
 export const DEFAULT_LOGIN_FAILURES = { perAccount: 10, perAddress: 100 } as const;
@@ -12,6 +18,8 @@ const optionalString = z
   .trim()
   .transform((value) => (value === '' ? undefined : value))
   .optional();
+
+const SECRET_KEY_FORMAT = 'must be 32 bytes, as base64 (openssl rand -base64 32) or 64 hex digits';
 
 const envSchema = z
   .object({
@@ -27,7 +35,8 @@ const envSchema = z
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
     // Named (prepared) statements on PostgreSQL (db/prepared-statements.ts); off for a pooler that cannot keep them.
     DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
-    SEED: z.enum(['demo', 'none']).default('demo'),
+    // Unset: the demo on a new PGlite database (zero set-up), nothing on PostgreSQL (see seedOf in app.ts).
+    SEED: z.enum(['demo', 'none']).optional(),
     JWT_SECRET: optionalString.pipe(
       z.string().min(32, 'must be at least 32 characters (HS256 key)').optional(),
     ),
@@ -62,6 +71,7 @@ const envSchema = z
     METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
     SCHEDULER: z.enum(['on', 'off']).default('on'),
     SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
+    SCHEDULER_STEP_BUDGET_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_STEP_BUDGET_MS),
     EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
     STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
     STREAMS_PER_PROCESS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
@@ -96,6 +106,17 @@ const envSchema = z
     SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(12),
     LOGIN_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_LOGIN_FAILURES.perAccount),
     LOGIN_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_LOGIN_FAILURES.perAddress),
+    WEBHOOK_ENDPOINTS_PER_TENANT: z.coerce.number().int().min(1).max(MAX_DELIVERIES_PER_EVENT).default(DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT),
+    WEBHOOK_SECRET_KEY: optionalString.pipe(z.string().refine((key) => decodeSecretKey(key) !== null, SECRET_KEY_FORMAT).optional()),
+    WEBHOOK_SECRET_PREVIOUS_KEYS: optionalString.pipe(
+      z
+        .string()
+        .transform((value) => value.split(',').map((key) => key.trim()).filter((key) => key !== ''))
+        .pipe(z.array(z.string().refine((key) => decodeSecretKey(key) !== null, `each key ${SECRET_KEY_FORMAT}`)))
+        .optional(),
+    ),
+    TOKENS_PER_SERVICE_USER: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_TOKENS_PER_SERVICE_USER),
+    TOKENS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_TOKENS_PER_TENANT),
   })
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',

@@ -37,6 +37,8 @@ import { createDirectRest, incomingOfNode, type DirectRest } from './direct-rest
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from './plugins/use-validated-documents.js';
 import { routes } from './rest/routes.js';
+import { tokenCapsOf } from './domain/token-caps.js';
+import { webhookSettingsOf, type WebhookConfig } from './webhooks/settings.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
@@ -52,7 +54,9 @@ export interface GatewayOptions {
         Config,
         'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | SignInConfig | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
       >
-    >;
+    > &
+    WebhookConfig &
+    Partial<Pick<Config, 'TOKENS_PER_SERVICE_USER' | 'TOKENS_PER_TENANT'>>;
   logger: Logger;
   /** Request size, GraphQL document and time limits; each one left out keeps its default. */
   limits?: Partial<RequestLimits>;
@@ -147,7 +151,8 @@ export function createGateway({
   // The rate limiter, the context and the request log all need the viewer: one lookup per request, within its time.
   const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
-  const webhooks = { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1' };
+  const webhooks = webhookSettingsOf(config, db);
+  const tokenCaps = tokenCapsOf(config);
   const compiledRoutes = compileRoutes(schema, routes);
   const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
   const rateLimits = withoutPlugins.includes('rate-limit')
@@ -233,6 +238,7 @@ query Connections {
       idempotency: idempotencyOf(request.headers.get('idempotency-key')),
       authorization: viewers.credential(request),
       webhooks,
+      tokenCaps,
       live,
     }),
   });
@@ -248,7 +254,7 @@ query Connections {
     cors: corsOrigins.length > 0,
     maskError,
     compiledExecution,
-    contextBase: { db, webhooks, live },
+    contextBase: { db, webhooks, tokenCaps, live },
   };
   const direct = directRest && withoutPlugins.length === 0 ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength }) : null;
   const graphqlDirect =

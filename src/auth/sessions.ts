@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Database } from '../db/client.js';
+import type { Database, RawSql } from '../db/client.js';
 import type { Config } from '../env.js';
 import { newId } from '../prefixed-ids.js';
 import { isRole, permissionsOf } from './permissions.js';
@@ -120,8 +120,8 @@ export async function endSession(db: Database, value: string): Promise<void> {
 }
 
 /** Deletes sessions past their lifetime or idle timeout (the scheduler's housekeeping). */
-export async function deleteEndedSessions(db: Pick<Database, 'raw'>, policy: SessionPolicy, now: Date = new Date()): Promise<number> {
-  const rows = await db.raw.query<{ id: string }>(
+export async function deleteEndedSessions(sql: Pick<RawSql, 'query'>, policy: SessionPolicy, now: Date = new Date()): Promise<number> {
+  const rows = await sql.query<{ id: string }>(
     'DELETE FROM member_sessions WHERE expires_at <= $1::timestamptz OR last_seen_at <= $2::timestamptz RETURNING id',
     [now.toISOString(), new Date(now.getTime() - policy.idleMs).toISOString()],
   );

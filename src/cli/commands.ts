@@ -33,7 +33,7 @@ export interface CommandInput {
 interface CommandContext {
   /** Migrated already: every command may assume the current schema. */
   db: Database;
-  /** The environment's configuration, as the server reads it. */
+  /** The environment, checked as the server checks it (caps and keys the command applies too). */
   config: Config;
   /** Migrations this invocation applied before the command ran. */
   appliedMigrations: string[];
