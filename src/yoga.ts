@@ -35,6 +35,8 @@ import { createDirectRest, type DirectRest } from './direct-rest.js';
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from './plugins/use-validated-documents.js';
 import { routes } from './rest/routes.js';
+import { createAdmission, type Admission } from './http/admission.js';
+import { refuseBadHost } from './http/host.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
@@ -45,7 +47,7 @@ export interface GatewayOptions {
     Partial<
       Pick<
         Config,
-        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
+        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_TENANT' | 'STREAMS_PER_PROCESS' | 'STREAM_BUFFER_BYTES' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
       >
     >;
   logger: Logger;
@@ -107,6 +109,8 @@ export interface Gateway {
   directGraphQL: DirectGraphQL | null;
   /** The live services of this gateway; `dispose()` stops them. */
   live: Live;
+  /** The admission spine's functions, bound to this gateway (src/http/admission.ts): what the transports call. */
+  admission: Admission;
   /** From now on `/readyz` answers 503 `draining` (at shutdown), while every other request is still served. */
   startDraining(): void;
 }
@@ -131,7 +135,9 @@ export function createGateway({
   const credentials = { db, jwt, tenants, tokenCache: { cache: tokenCache, onStore: () => cacheRegistration.listen() } };
   const live = createLive(db, async (authorization) => (await authenticate(authorization, credentials)).viewer ?? null, logger, {
     perCredential: config.STREAMS_PER_CREDENTIAL,
+    perTenant: config.STREAMS_PER_TENANT,
     perProcess: config.STREAMS_PER_PROCESS,
+    bufferBytes: config.STREAM_BUFFER_BYTES,
     ...liveOptions,
   });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
@@ -146,6 +152,7 @@ export function createGateway({
     ? null
     : RateLimits.create({ perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL, logger, ...rateLimit });
   const maskError = createMaskError(logger);
+  const admission = createAdmission({ logger, credentials, rateLimits, metrics, limits });
   const compiledExecution = compiledExecutionOf(schema);
   const validatedDocuments = new ValidatedDocuments();
   let draining = false;
@@ -244,6 +251,8 @@ query Connections {
         })
       : null;
   const listener = (req: IncomingMessage, res: ServerResponse) => {
+    // The first check of the spine, before any URL is built from the Host header.
+    if (refuseBadHost(req, res, admission)) return;
     if (!direct?.node(req, res) && !graphqlDirect?.node(req, res)) void yoga(req, res);
   };
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -261,6 +270,7 @@ query Connections {
       await yoga.dispose();
     },
     live,
+    admission,
     startDraining: () => void (draining = true),
   });
 }

@@ -9,7 +9,10 @@ import { StreamSlots, type StreamLimits } from './stream-slots.js';
 
 export interface LiveOptions {
   perCredential?: number | undefined;
+  perTenant?: number | undefined;
   perProcess?: number | undefined;
+  /** Bytes a REST event stream or an SSE subscription may hold unsent before it is ended as fallen behind. */
+  bufferBytes?: number | undefined;
   /** How often open streams' credentials are checked again (default 2 s: a revoked one is closed within ~2 s). */
   credentialCheckMs?: number;
   /** Comment lines a REST event stream sends while idle, so proxies keep it open (default 15 s). */
@@ -19,14 +22,19 @@ export interface LiveOptions {
   progressMs?: number;
 }
 
-/** Documented defaults: STREAMS_PER_CREDENTIAL and STREAMS_PER_PROCESS. */
-const DEFAULT_STREAM_LIMITS: StreamLimits = { perCredential: 20, perProcess: 2000 };
+/** Documented defaults (docs/reference/limits.md): STREAMS_PER_CREDENTIAL, STREAMS_PER_TENANT and STREAMS_PER_PROCESS. */
+const DEFAULT_STREAM_LIMITS: StreamLimits = { perCredential: 20, perTenant: 200, perProcess: 2000 };
+
+/** Documented default of STREAM_BUFFER_BYTES. */
+export const DEFAULT_STREAM_BUFFER_BYTES = 256 * 1024;
 
 export interface Live {
   hub: EventHub;
   credentials: CredentialWatch;
   slots: StreamSlots;
   heartbeatMs: number;
+  /** Bytes a stream may hold unsent (STREAM_BUFFER_BYTES). */
+  bufferBytes: number;
   /** The hub, listening: started by the first stream, so a process nobody streams from holds no LISTEN connection. */
   startedHub(): Promise<EventHub>;
   /** Registers an open stream's `end`, called by `endStreams`; returns the function that unregisters it. */
@@ -41,6 +49,7 @@ export function createLive(db: Pick<Database, 'liveReads' | 'listen'>, authentic
   const credentials = new CredentialWatch(authenticate, options.credentialCheckMs ?? 2000, logger);
   const slots = new StreamSlots({
     perCredential: options.perCredential ?? DEFAULT_STREAM_LIMITS.perCredential,
+    perTenant: options.perTenant ?? DEFAULT_STREAM_LIMITS.perTenant,
     perProcess: options.perProcess ?? DEFAULT_STREAM_LIMITS.perProcess,
   });
   let started: Promise<EventHub> | undefined;
@@ -50,6 +59,7 @@ export function createLive(db: Pick<Database, 'liveReads' | 'listen'>, authentic
     credentials,
     slots,
     heartbeatMs: options.heartbeatMs ?? 15_000,
+    bufferBytes: options.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES,
     startedHub() {
       started ??= hub.start().then(
         () => hub,

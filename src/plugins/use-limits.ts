@@ -52,8 +52,7 @@ const MAX_VARIABLE_DEPTH = 64;
 /**
  * Refuses what is too large to be worth reading (URL, body, non-JSON bodies) before any work, GraphQL
  * documents beyond the limits before validation finishes. The time limit is useDeadline's.
- */
-/**
+ *
  * `boundedDocuments`: documents the server itself runs (the REST routes' operations and streams, by object
  * identity, which no client's parsed text can have), whose cost at their largest page test/limits.test.ts
  * keeps within half the budget: they skip the per-request cost walk and the NUL scan of their (fixed) text.
@@ -110,12 +109,7 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
       );
     },
     onParams({ params, setResult }) {
-      // Counted before parsing, so an oversized document costs a lexer pass and nothing more.
-      if (typeof params.query === 'string' && tokenCountExceeds(params.query, limits.maxTokens)) {
-        setResult({ errors: [limitError(`Token limit of ${limits.maxTokens} exceeded.`)] });
-        return;
-      }
-      const refusal = variablesRefusal(params.variables);
+      const refusal = paramsRefusal(params.query, params.variables, limits.maxTokens);
       if (refusal) setResult({ errors: [refusal] });
     },
     onValidate({ addValidationRule }) {
@@ -130,6 +124,16 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
       if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
     },
   };
+}
+
+/**
+ * The refusal of a GraphQL request's parameters before parsing (useLimits' onParams, and graphql-ws through the
+ * admission spine): tokens counted first, so an oversized document costs a lexer pass and nothing more; then the
+ * variables' nesting. Null when fine.
+ */
+export function paramsRefusal(query: unknown, variables: unknown, maxTokens: number): GraphQLError | null {
+  if (typeof query === 'string' && tokenCountExceeds(query, maxTokens)) return limitError(`Token limit of ${maxTokens} exceeded.`);
+  return variablesRefusal(variables);
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { ExecutionResult } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
+import { ApiError } from '../errors.js';
 import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './envelope.js';
 
 // A REST event stream (Server-Sent Events): what a route's subscription yields, one `event:` message per
@@ -28,13 +29,28 @@ interface EventStreamOptions {
   /** The id of the event behind the result being written. */
   currentId: () => number;
   heartbeatMs: number;
+  /** Bytes written but not yet taken by the client that the stream holds; past them it reads no further. */
+  bufferBytes: number;
+  /** A stream whose buffer stays full this long has fallen behind: it is ended, and its client resumes. */
+  stallMs?: number;
   /** The request's signal: aborted when the client disconnects, which ends the stream at once. */
   signal?: AbortSignal;
   target: ResponseTarget;
   fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream };
 }
 
-/** The response: the stream, or the error a refused subscription answers (as JSON, before any stream). */
+/** Default of `stallMs`: a client that takes nothing of a full buffer for this long is not reading. */
+const DEFAULT_STALL_MS = 10_000;
+
+/**
+ * The response: the stream, or the error a refused subscription answers (as JSON, before any stream).
+ *
+ * The stream is pulled: a result is read from the subscription only while the bytes the client has not taken
+ * stay under `bufferBytes` (the stream's desiredSize), so a client that reads slowly slows its subscription (a
+ * replay reads the event log at its pace) instead of growing the process. One whose buffer stays full for
+ * `stallMs` is ended with a retryable `event: error` (UNAVAILABLE) naming the Last-Event-ID to resume from, and
+ * its subscription, slot and buffer are given up.
+ */
 export function eventStreamResponse(options: EventStreamOptions): Response | RestResponse {
   const { result, target, fetchAPI } = options;
   if (!isAsyncIterable(result)) {
@@ -43,55 +59,80 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
   }
   const iterator = result[Symbol.asyncIterator]();
   const encoder = new TextEncoder();
-  let heartbeat: NodeJS.Timeout | undefined;
+  const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
+  let ticker: NodeJS.Timeout | undefined;
   let closed = false;
+  /** The id of the last message sent, for the resume point of a stream that fell behind. */
+  let lastSentId: number | undefined;
   const finish = () => {
     closed = true;
-    clearInterval(heartbeat);
+    clearInterval(ticker);
     void iterator.return?.();
   };
-  const body = new fetchAPI.ReadableStream<Uint8Array>({
-    start(controller) {
-      // Without it a gone client is noticed at the next write, a heartbeat away.
-      options.signal?.addEventListener('abort', () => {
-        if (closed) return;
-        finish();
-        controller.close();
-      });
-      const write = (text: string) => {
-        if (!closed) controller.enqueue(encoder.encode(text));
-      };
-      // The client's reconnection delay, then a comment so headers and first bytes go out at once.
-      write('retry: 3000\n: stream open\n\n');
-      heartbeat = setInterval(() => write(': heartbeat\n\n'), options.heartbeatMs);
-      void (async () => {
-        try {
-          for (;;) {
-            const next = await iterator.next();
-            if (next.done || closed) break;
-            const item = next.value;
-            const error = item.errors?.[0];
-            if (error) {
-              write(`event: error\ndata: ${JSON.stringify(graphqlErrorResponse(error, target).body)}\n\n`);
-              break;
-            }
-            const value = Object.values(item.data ?? {})[0];
-            write(`id: ${options.currentId()}\nevent: ${options.event}\ndata: ${JSON.stringify(value)}\n\n`);
-          }
-        } catch {
-          write(`event: error\ndata: ${JSON.stringify(graphqlErrorResponse({ message: 'Internal error' }, target).body)}\n\n`);
-        }
-        if (!closed) {
+  // The writer and the ending of the stream, made by `start` and used by `pull`.
+  const pulling: { end(last?: string): void; write(text: string): void } = { end: () => {}, write: () => {} };
+  const errorMessage = (error: { message: string; extensions?: Record<string, unknown> }) =>
+    `event: error\ndata: ${JSON.stringify(graphqlErrorResponse(error, target).body)}\n\n`;
+  const body = new fetchAPI.ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const write = (text: string) => {
+          if (!closed) controller.enqueue(encoder.encode(text));
+        };
+        const end = (last?: string) => {
+          if (closed) return;
+          if (last) write(last);
           finish();
           controller.close();
+        };
+        // Without it a gone client is noticed at the next write, a heartbeat away.
+        options.signal?.addEventListener('abort', () => end());
+        // The client's reconnection delay, then a comment so headers and first bytes go out at once.
+        write('retry: 3000\n: stream open\n\n');
+        let lastBeat = performance.now();
+        let fullSince: number | undefined;
+        ticker = setInterval(
+          () => {
+            const now = performance.now();
+            if ((controller.desiredSize ?? 0) > 0) {
+              fullSince = undefined;
+              if (now - lastBeat >= options.heartbeatMs) {
+                lastBeat = now;
+                write(': heartbeat\n\n');
+              }
+              return;
+            }
+            fullSince ??= now;
+            if (now - fullSince < stallMs) return;
+            const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
+            end(errorMessage(new ApiError('UNAVAILABLE', `The stream fell behind: the client took none of its last ${options.bufferBytes} bytes for ${stallMs / 1000} s; reconnect${resume} to resume`)));
+          },
+          Math.min(options.heartbeatMs, 1000),
+        );
+        pulling.end = end;
+        pulling.write = write;
+      },
+      async pull() {
+        try {
+          const next = await iterator.next();
+          if (next.done || closed) return pulling.end();
+          const item = next.value;
+          const error = item.errors?.[0];
+          if (error) return pulling.end(errorMessage(error));
+          const value = Object.values(item.data ?? {})[0];
+          lastSentId = options.currentId();
+          pulling.write(`id: ${lastSentId}\nevent: ${options.event}\ndata: ${JSON.stringify(value)}\n\n`);
+        } catch {
+          pulling.end(errorMessage({ message: 'Internal error' }));
         }
-      })();
+      },
+      cancel() {
+        // The client went away.
+        finish();
+      },
     },
-    cancel() {
-      // The client went away.
-      finish();
-    },
-  });
+    { highWaterMark: options.bufferBytes, size: (chunk) => chunk.byteLength },
+  );
   return new fetchAPI.Response(body, {
     status: 200,
     headers: {

@@ -229,6 +229,7 @@ export async function runStream(
     event: stream.event,
     currentId: () => cursor.current,
     heartbeatMs: context.live.heartbeatMs,
+    bufferBytes: context.live.bufferBytes,
     signal: request.signal,
     target,
     fetchAPI: yoga.fetchAPI,
