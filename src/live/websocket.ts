@@ -2,7 +2,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError } from 'graphql';
 import { CloseCode, makeServer, type Context as WsContext } from 'graphql-ws';
-import type { YogaServerInstance } from 'graphql-yoga';
+import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Viewer } from '../auth/viewer.js';
 import { withStatementSignal } from '../db/cancellation.js';
@@ -10,7 +10,7 @@ import { newRequestId, type ApiError } from '../errors.js';
 import { clientAddressOf, hostRefusal, statusOf, type Admission } from '../http/admission.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
-import { executeWithinDeadline, startDeadline } from '../plugins/use-deadline.js';
+import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline } from '../plugins/use-deadline.js';
 import { KeyedCounts } from './stream-slots.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
@@ -114,7 +114,10 @@ export function attachGraphqlWebSocket(server: Server, gateway: WebSocketGateway
     const startedAt = performance.now();
     const requestId = newRequestId();
     const { request, viewer } = ctx.extra;
+    // From the operation's arrival, as an HTTP request's: parsing, validation and the context are part of its time.
+    const deadline = startDeadline(admission.limits.timeoutMs);
     const refuse = (error: GraphQLError) => {
+      deadline.end();
       admission.done({ requestId, method: 'WS', pathname: GRAPHQL_ENDPOINT, status: statusOf(error), startedAt, viewer });
       return [error];
     };
@@ -140,18 +143,22 @@ export function attachGraphqlWebSocket(server: Server, gateway: WebSocketGateway
     if (errors.length > 0) return refuse(errors[0]!);
     let contextValue;
     try {
-      contextValue = await enveloped.contextFactory();
+      contextValue = await withinDeadline(deadline, Promise.resolve(enveloped.contextFactory()));
     } catch (error) {
       return refuse(error as GraphQLError);
     }
     const isSubscription = getOperationAST(document, payload.operationName)?.operation === 'subscription';
     const run: RootValue['run'] = async (args) => {
-      const deadline = startDeadline(admission.limits.timeoutMs);
       let status = 200;
       try {
-        const result = await withStatementSignal(deadline, () =>
+        let result = await withStatementSignal(deadline, () =>
           executeWithinDeadline(deadline, (isSubscription ? enveloped.subscribe : enveloped.execute) as never, { ...args, rootValue: undefined }),
         );
+        // An answer ready only past the time limit is the timeout, as on HTTP (a stream opened too late is closed).
+        if (isPastDeadline(deadline) && !(result as ExecutionResult).errors?.length) {
+          if (isAsyncIterable(result)) void result[Symbol.asyncIterator]().return?.();
+          result = { errors: [timeoutError()] };
+        }
         status = statusOf((result as ExecutionResult).errors?.[0]);
         return result;
       } finally {

@@ -48,7 +48,8 @@ export function routeOf(pathname: string): string {
   return 'unmatched';
 }
 
-const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+/** `WS`: one graphql-ws operation (src/live/websocket.ts), counted as a request of its own. */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'WS']);
 /** Operation names come from clients; past this many distinct ones, new names are counted as `other`. */
 const MAX_OPERATION_NAMES = 200;
 
