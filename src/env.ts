@@ -63,7 +63,6 @@ const envSchema = z
     STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
     STREAMS_PER_PROCESS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
     STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(200),
-    STREAM_BUFFER_BYTES: z.coerce.number().int().min(4096).max(64 * 1024 * 1024).default(256 * 1024),
     WEBSOCKETS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
     WEBSOCKETS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(100),
     TOKEN_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),

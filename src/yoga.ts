@@ -47,7 +47,7 @@ export interface GatewayOptions {
     Partial<
       Pick<
         Config,
-        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_TENANT' | 'STREAMS_PER_PROCESS' | 'STREAM_BUFFER_BYTES' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
+        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_TENANT' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
       >
     >;
   logger: Logger;
@@ -137,7 +137,6 @@ export function createGateway({
     perCredential: config.STREAMS_PER_CREDENTIAL,
     perTenant: config.STREAMS_PER_TENANT,
     perProcess: config.STREAMS_PER_PROCESS,
-    bufferBytes: config.STREAM_BUFFER_BYTES,
     ...liveOptions,
   });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };

@@ -44,7 +44,7 @@ export interface ChangeStreamOptions {
 }
 
 /** Events read from the log at once when a stream replays it. */
-const REPLAY_PAGE = 500;
+const REPLAY_PAGE = 200;
 
 /** A stream of the tenant's changes; `return()` ends it and releases everything it held. */
 export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem> {
@@ -76,6 +76,8 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
       );
       if (isLast?.(event)) end();
     };
+    // Stopped by its subscriber (return()): the replay reads no further.
+    void stop.then(() => (ended = true));
     const startId = options.start.after;
     let lastDelivered = startId;
     const unguard = options.guard?.((error) => end({ error }));

@@ -11,12 +11,12 @@ export interface LiveOptions {
   perCredential?: number | undefined;
   perTenant?: number | undefined;
   perProcess?: number | undefined;
-  /** Bytes a REST event stream or an SSE subscription may hold unsent before it is ended as fallen behind. */
-  bufferBytes?: number | undefined;
   /** How often open streams' credentials are checked again (default 2 s: a revoked one is closed within ~2 s). */
   credentialCheckMs?: number;
   /** Comment lines a REST event stream sends while idle, so proxies keep it open (default 15 s). */
   heartbeatMs?: number;
+  /** A REST event stream whose client takes nothing this long while it has more to send is ended (default 10 s). */
+  stallMs?: number;
   /** The hub's safety-net poll and progress coalescing (see EventHub). */
   pollMs?: number;
   progressMs?: number;
@@ -25,16 +25,12 @@ export interface LiveOptions {
 /** Documented defaults (docs/reference/limits.md): STREAMS_PER_CREDENTIAL, STREAMS_PER_TENANT and STREAMS_PER_PROCESS. */
 const DEFAULT_STREAM_LIMITS: StreamLimits = { perCredential: 20, perTenant: 200, perProcess: 2000 };
 
-/** Documented default of STREAM_BUFFER_BYTES. */
-export const DEFAULT_STREAM_BUFFER_BYTES = 256 * 1024;
-
 export interface Live {
   hub: EventHub;
   credentials: CredentialWatch;
   slots: StreamSlots;
   heartbeatMs: number;
-  /** Bytes a stream may hold unsent (STREAM_BUFFER_BYTES). */
-  bufferBytes: number;
+  stallMs: number | undefined;
   /** The hub, listening: started by the first stream, so a process nobody streams from holds no LISTEN connection. */
   startedHub(): Promise<EventHub>;
   /** Registers an open stream's `end`, called by `endStreams`; returns the function that unregisters it. */
@@ -59,7 +55,7 @@ export function createLive(db: Pick<Database, 'liveReads' | 'listen'>, authentic
     credentials,
     slots,
     heartbeatMs: options.heartbeatMs ?? 15_000,
-    bufferBytes: options.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES,
+    stallMs: options.stallMs,
     startedHub() {
       started ??= hub.start().then(
         () => hub,

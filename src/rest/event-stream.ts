@@ -29,9 +29,7 @@ interface EventStreamOptions {
   /** The id of the event behind the result being written. */
   currentId: () => number;
   heartbeatMs: number;
-  /** Bytes written but not yet taken by the client that the stream holds; past them it reads no further. */
-  bufferBytes: number;
-  /** A stream whose buffer stays full this long has fallen behind: it is ended, and its client resumes. */
+  /** A stream whose client takes nothing for this long while it has more to send has fallen behind: it is ended. */
   stallMs?: number;
   /** The request's signal: aborted when the client disconnects, which ends the stream at once. */
   signal?: AbortSignal;
@@ -40,16 +38,23 @@ interface EventStreamOptions {
 }
 
 /** Default of `stallMs`: a client that takes nothing of a full buffer for this long is not reading. */
-const DEFAULT_STALL_MS = 10_000;
+export const DEFAULT_STALL_MS = 10_000;
+
+/**
+ * Bytes a stream queues for its client before it reads no further from its subscription, where the stream
+ * implementation honours a queuing strategy (yoga's Node.js one queues 16 KB, in a Readable, whatever it is given).
+ */
+export const STREAM_QUEUE_BYTES = 64 * 1024;
 
 /**
  * The response: the stream, or the error a refused subscription answers (as JSON, before any stream).
  *
- * The stream is pulled: a result is read from the subscription only while the bytes the client has not taken
- * stay under `bufferBytes` (the stream's desiredSize), so a client that reads slowly slows its subscription (a
- * replay reads the event log at its pace) instead of growing the process. One whose buffer stays full for
- * `stallMs` is ended with a retryable `event: error` (UNAVAILABLE) naming the Last-Event-ID to resume from, and
- * its subscription, slot and buffer are given up.
+ * The stream is pulled: a result is read from the subscription only when the stream asks for more, that is when
+ * the bytes its client has not taken are under the queue's bound; so a client that reads slowly slows its
+ * subscription (a replay reads the event log at its pace) instead of growing the process. A client that takes
+ * nothing for `stallMs` while the stream has more to send has fallen behind: the stream is ended with a
+ * retryable `event: error` (UNAVAILABLE) naming the Last-Event-ID to resume from, and its subscription and slot
+ * are given up.
  */
 export function eventStreamResponse(options: EventStreamOptions): Response | RestResponse {
   const { result, target, fetchAPI } = options;
@@ -64,6 +69,8 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
   let closed = false;
   /** The id of the last message sent, for the resume point of a stream that fell behind. */
   let lastSentId: number | undefined;
+  /** When the stream last wrote a message and waited for its client to ask for more; undefined while it is asking. */
+  let waitingSince: number | undefined;
   const finish = () => {
     closed = true;
     clearInterval(ticker);
@@ -90,22 +97,19 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
         // The client's reconnection delay, then a comment so headers and first bytes go out at once.
         write('retry: 3000\n: stream open\n\n');
         let lastBeat = performance.now();
-        let fullSince: number | undefined;
         ticker = setInterval(
           () => {
             const now = performance.now();
-            if ((controller.desiredSize ?? 0) > 0) {
-              fullSince = undefined;
-              if (now - lastBeat >= options.heartbeatMs) {
-                lastBeat = now;
-                write(': heartbeat\n\n');
-              }
+            if (waitingSince !== undefined && now - waitingSince >= stallMs) {
+              const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
+              end(errorMessage(new ApiError('UNAVAILABLE', `The stream fell behind: its client took nothing for ${stallMs / 1000} s; reconnect${resume} to resume`)));
               return;
             }
-            fullSince ??= now;
-            if (now - fullSince < stallMs) return;
-            const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
-            end(errorMessage(new ApiError('UNAVAILABLE', `The stream fell behind: the client took none of its last ${options.bufferBytes} bytes for ${stallMs / 1000} s; reconnect${resume} to resume`)));
+            // An idle stream (its subscription has nothing to send) gets a comment now and then; a full one needs none.
+            if (waitingSince === undefined && now - lastBeat >= options.heartbeatMs) {
+              lastBeat = now;
+              write(': heartbeat\n\n');
+            }
           },
           Math.min(options.heartbeatMs, 1000),
         );
@@ -113,6 +117,7 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
         pulling.write = write;
       },
       async pull() {
+        waitingSince = undefined;
         try {
           const next = await iterator.next();
           if (next.done || closed) return pulling.end();
@@ -122,6 +127,7 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
           const value = Object.values(item.data ?? {})[0];
           lastSentId = options.currentId();
           pulling.write(`id: ${lastSentId}\nevent: ${options.event}\ndata: ${JSON.stringify(value)}\n\n`);
+          waitingSince = performance.now();
         } catch {
           pulling.end(errorMessage({ message: 'Internal error' }));
         }
@@ -131,7 +137,7 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
         finish();
       },
     },
-    { highWaterMark: options.bufferBytes, size: (chunk) => chunk.byteLength },
+    { highWaterMark: STREAM_QUEUE_BYTES, size: (chunk) => chunk.byteLength },
   );
   return new fetchAPI.Response(body, {
     status: 200,

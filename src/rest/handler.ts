@@ -229,7 +229,7 @@ export async function runStream(
     event: stream.event,
     currentId: () => cursor.current,
     heartbeatMs: context.live.heartbeatMs,
-    bufferBytes: context.live.bufferBytes,
+    stallMs: context.live.stallMs,
     signal: request.signal,
     target,
     fetchAPI: yoga.fetchAPI,
