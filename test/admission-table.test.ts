@@ -349,6 +349,22 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
     for (const check of ADMISSION_CHECKS) expect(Object.keys(TABLE[check]).sort(), check).toEqual([...SURFACES].sort());
   });
 
+  it('refuses a crafted Host before routing: POST /healthz creates nothing, GET /healthz lists nothing', async () => {
+    const admin = t.tenants.demo.adminToken;
+    const before = await t.db.prisma.webhookEndpoint.count({ where: { tenantId: t.tenants.demo.id } });
+    const body = JSON.stringify({ url: 'https://example.com/hook', event_types: [] });
+    for (const host of ['x/api/v1/integrations/webhooks?#', 'x/api/v1/integrations/webhooks?', 'evil@x', 'x\t/']) {
+      const posted = await http(origin.main, 'POST', '/healthz', { token: admin, host }, { 'content-type': 'application/json' }, body);
+      expect({ host, status: posted.status, code: posted.code }).toEqual({ host, status: 400, code: 'INVALID_QUERY' });
+    }
+    const listed = await http(origin.main, 'GET', '/healthz', { token: admin, host: 'x/api/v1/integrations/connected?limit=5#' }, {});
+    expect(listed.status).toBe(400);
+    expect(listed.text).not.toContain('"data"');
+    expect(await t.db.prisma.webhookEndpoint.count({ where: { tenantId: t.tenants.demo.id } })).toBe(before);
+    // The docs link of the refusal names this server, not the Host sent.
+    expect(JSON.parse(listed.text).error.docs).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/docs\/errors\/INVALID_QUERY$/);
+  });
+
   for (const check of ADMISSION_CHECKS) {
     for (const surface of SURFACES) {
       it(`${check} × ${surface}`, async (context) => {
