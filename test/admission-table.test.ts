@@ -10,10 +10,10 @@ import WebSocket from 'ws';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { ADMISSION_CHECKS, SURFACES, type AdmissionCheck, type Surface } from '../src/http/admission.js';
-import { createHttpServer } from '../src/http-server.js';
-import { attachGraphqlWebSocket, type WebSocketOptions } from '../src/live/websocket.js';
+import { createHttpServer } from '../src/http/http-server.js';
+import { attachGraphqlWebSocket, type WebSocketOptions } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { capturingLogger, createTestGateway, gatewayOver, type LogLine, type TestGateway } from './fixtures/gateway.js';
 

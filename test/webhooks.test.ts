@@ -18,7 +18,7 @@ import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 import { OK, startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 
 describe('the SSRF guard', () => {
   it('blocks loopback, private, link-local, metadata and mapped addresses, and lets public ones through', () => {

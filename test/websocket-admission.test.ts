@@ -1,4 +1,4 @@
-// graphql-ws admitted like HTTP (src/live/websocket.ts over src/http/admission.ts), through a real server: what the
+// graphql-ws admitted like HTTP (src/http/graphql-ws.ts over src/http/admission.ts), through a real server: what the
 // admission table's cells do not show on their own. A 30 MB frame before connection_init is refused before it is
 // read whole; a socket that never sends connection_init is closed; sockets are capped per client address; many
 // operations on one socket meet the rate limit, each with its log line.
@@ -7,8 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { createHttpServer } from '../src/http-server.js';
-import { attachGraphqlWebSocket } from '../src/live/websocket.js';
+import { createHttpServer } from '../src/http/http-server.js';
+import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { capturingLogger, createTestGateway, gatewayOver, type LogLine, type TestGateway } from './fixtures/gateway.js';

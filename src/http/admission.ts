@@ -20,7 +20,7 @@ export const SURFACES = ['rest', 'graphql-http', 'graphql-sse', 'graphql-ws', 'r
 export type Surface = (typeof SURFACES)[number];
 
 /**
- * The checks, in the order a request meets them (the yoga plugin list in ../yoga.ts is built in this order). A new
+ * The checks, in the order a request meets them (the yoga plugin list in ./yoga.ts is built in this order). A new
  * check is one entry here and one row in test/admission-table.test.ts, which fails until the row exists.
  */
 export const ADMISSION_CHECKS = [

@@ -74,7 +74,7 @@ const deadlines = new WeakMap<Request, Deadline>();
  * (the event loop was busy: a huge result, or PGlite, whose statements hold the thread) is replaced by the 503
  * too, so no request answers 200 past its limit. Streams (text/event-stream) are long-lived by design: the limit
  * covers their opening (a stream opened past it is refused and closed), not the events that follow.
- * The REST reads served directly on node:http (src/direct-rest.ts) keep the same limit with the same functions.
+ * The REST reads served directly on node:http (src/http/direct-rest.ts) keep the same limit with the same functions.
  *
  * First in the plugin list, so the 503 is what every later plugin's onResponse sees (request id, log, metrics).
  */

@@ -161,7 +161,7 @@ const CONTENT_LENGTH = /^\d+$/;
 type RequestParser = Parameters<NonNullable<Plugin['onRequestParse']>>[0]['requestParser'] & {};
 
 /**
- * The body size limit of a GraphQL request, in place of yoga's own (`maxRequestBodySize`, off in src/yoga.ts),
+ * The body size limit of a GraphQL request, in place of yoga's own (`maxRequestBodySize`, off in src/http/yoga.ts),
  * with the same refusals: yoga's pipes every body through a TransformStream, whose `stream.pipeline` builds and
  * aborts a controller (and so a DOMException with its stack) on every request, ~15% of a trivial request's CPU.
  * A body with a valid Content-Length cannot exceed it (node:http reads no more), so only a body without one

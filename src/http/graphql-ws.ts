@@ -7,11 +7,11 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Viewer } from '../auth/viewer.js';
 import { withStatementSignal } from '../db/cancellation.js';
 import { newRequestId, type ApiError } from '../errors.js';
-import { clientAddressOf, hostRefusal, statusOf, type Admission } from '../http/admission.js';
+import { clientAddressOf, hostRefusal, statusOf, type Admission } from './admission.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline } from '../plugins/use-deadline.js';
-import { KeyedCounts } from './stream-slots.js';
+import { KeyedCounts } from '../live/stream-slots.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
 // GraphQL: the admission spine's adapter for it (src/http/admission.ts). The upgrade is refused for a bad Host

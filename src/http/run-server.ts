@@ -1,8 +1,8 @@
 import { databaseEnvironment, startApp } from './app.js';
-import { loadConfigOrExit } from './env.js';
+import { loadConfigOrExit } from '../env.js';
 import { createHttpServer } from './http-server.js';
-import { attachGraphqlWebSocket } from './live/websocket.js';
-import { createLogger } from './logger.js';
+import { attachGraphqlWebSocket } from './graphql-ws.js';
+import { createLogger } from '../logger.js';
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);

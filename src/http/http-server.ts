@@ -1,8 +1,8 @@
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { errorBody, newRequestId, type ErrorCode } from './errors.js';
-import type { Logger } from './logger.js';
-import { bareAnswerHeaders, localOrigin } from './http/host.js';
+import { errorBody, newRequestId, type ErrorCode } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { bareAnswerHeaders, localOrigin } from './host.js';
 
 /**
  * How long node:http waits for a client. Node's defaults (60 s for the headers, 300 s for the whole request)

@@ -1,42 +1,42 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } from './auth/credential-cache.js';
-import { authenticate } from './auth/credentials.js';
-import { createJwtVerifier } from './auth/jwt.js';
-import { createKnownTenants } from './auth/known-tenants.js';
-import { RequestViewers } from './auth/request-viewers.js';
-import { idempotencyOf, type Context } from './context.js';
-import type { Database } from './db/client.js';
-import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
-import { compiledExecutionOf } from './graphql/compiled-execution.js';
-import { schema } from './graphql/schema.js';
-import { createLive, type Live, type LiveOptions } from './live/live.js';
-import type { Logger } from './logger.js';
-import { GRAPHQL_ENDPOINT } from './paths.js';
-import { useAuth } from './plugins/use-auth.js';
-import { useCompiledExecution } from './plugins/use-compiled-execution.js';
-import { useErrorDocs } from './plugins/use-error-docs.js';
-import { createMaskError } from './plugins/use-error-masking.js';
-import { useHealth } from './plugins/use-health.js';
-import { useDeadline, withinRequestTime } from './plugins/use-deadline.js';
-import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from './plugins/use-limits.js';
-import { GatewayMetrics, useMetrics } from './plugins/use-metrics.js';
-import { usePages } from './plugins/use-pages.js';
-import { renderGraphiQLPage } from './pages/graphiql.js';
-import { RateLimits, useRateLimit } from './plugins/use-rate-limit.js';
-import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
-import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
-import { useRequestLog } from './plugins/use-request-log.js';
-import { useRest } from './plugins/use-rest.js';
-import { useResultBytes } from './plugins/use-result-bytes.js';
-import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
-import { compileRoutes } from './rest/compile-routes.js';
+import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } from '../auth/credential-cache.js';
+import { authenticate } from '../auth/credentials.js';
+import { createJwtVerifier } from '../auth/jwt.js';
+import { createKnownTenants } from '../auth/known-tenants.js';
+import { RequestViewers } from '../auth/request-viewers.js';
+import { idempotencyOf, type Context } from '../context.js';
+import type { Database } from '../db/client.js';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from '../env.js';
+import { compiledExecutionOf } from '../graphql/compiled-execution.js';
+import { schema } from '../graphql/schema.js';
+import { createLive, type Live, type LiveOptions } from '../live/live.js';
+import type { Logger } from '../logger.js';
+import { GRAPHQL_ENDPOINT } from '../paths.js';
+import { useAuth } from '../plugins/use-auth.js';
+import { useCompiledExecution } from '../plugins/use-compiled-execution.js';
+import { useErrorDocs } from '../plugins/use-error-docs.js';
+import { createMaskError } from '../plugins/use-error-masking.js';
+import { useHealth } from '../plugins/use-health.js';
+import { useDeadline, withinRequestTime } from '../plugins/use-deadline.js';
+import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from '../plugins/use-limits.js';
+import { GatewayMetrics, useMetrics } from '../plugins/use-metrics.js';
+import { usePages } from '../plugins/use-pages.js';
+import { renderGraphiQLPage } from '../pages/graphiql.js';
+import { RateLimits, useRateLimit } from '../plugins/use-rate-limit.js';
+import { useRequestErrorCodes } from '../plugins/use-request-error-codes.js';
+import { requestIdOf, useRequestId } from '../plugins/use-request-id.js';
+import { useRequestLog } from '../plugins/use-request-log.js';
+import { useRest } from '../plugins/use-rest.js';
+import { useResultBytes } from '../plugins/use-result-bytes.js';
+import { corsPolicy, useSecurityHeaders } from '../plugins/use-security-headers.js';
+import { compileRoutes } from '../rest/compile-routes.js';
 import { createDirectRest, type DirectRest } from './direct-rest.js';
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
-import { useValidatedDocuments, ValidatedDocuments } from './plugins/use-validated-documents.js';
-import { routes } from './rest/routes.js';
-import { createAdmission, type Admission } from './http/admission.js';
-import { refuseBadHost } from './http/host.js';
+import { useValidatedDocuments, ValidatedDocuments } from '../plugins/use-validated-documents.js';
+import { routes } from '../rest/routes.js';
+import { createAdmission, type Admission } from './admission.js';
+import { refuseBadHost } from './host.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
@@ -63,12 +63,12 @@ export interface GatewayOptions {
    */
   withoutPlugins?: readonly OptionalPlugin[];
   /**
-   * Whether REST requests are served directly (src/direct-rest.ts; default true). Off, every request goes through
+   * Whether REST requests are served directly (src/http/direct-rest.ts; default true). Off, every request goes through
    * yoga's pipeline: test/direct-rest.test.ts compares the two. Leaving out a plugin turns it off too.
    */
   directRest?: boolean;
   /**
-   * Whether GraphQL queries of documents yoga has validated are served directly (src/direct-graphql.ts; default
+   * Whether GraphQL queries of documents yoga has validated are served directly (src/http/direct-graphql.ts; default
    * true). Off, they go through yoga's pipeline: test/direct-graphql.test.ts compares the two. Leaving out a plugin
    * turns it off too.
    */
@@ -95,7 +95,7 @@ type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
 
 /**
  * The whole HTTP surface, as a node:http request listener and as `fetch` (tests call it in-process): the REST
- * reads served directly (src/direct-rest.ts), everything else through yoga's pipeline.
+ * reads served directly (src/http/direct-rest.ts), everything else through yoga's pipeline.
  */
 export interface Gateway {
   (req: IncomingMessage, res: ServerResponse): void;
@@ -103,9 +103,9 @@ export interface Gateway {
   getEnveloped: Yoga['getEnveloped'];
   /** Stops the plugins' and the live services' background work. */
   dispose(): Promise<void>;
-  /** The REST requests served without yoga's pipeline (src/direct-rest.ts); null when the option `directRest` is off. */
+  /** The REST requests served without yoga's pipeline (src/http/direct-rest.ts); null when the option `directRest` is off. */
   directRest: DirectRest | null;
-  /** The GraphQL queries served without yoga's pipeline (src/direct-graphql.ts); null when the option `directGraphQL` is off. */
+  /** The GraphQL queries served without yoga's pipeline (src/http/direct-graphql.ts); null when the option `directGraphQL` is off. */
   directGraphQL: DirectGraphQL | null;
   /** The live services of this gateway; `dispose()` stops them. */
   live: Live;
