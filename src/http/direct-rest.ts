@@ -76,7 +76,7 @@ export interface DirectPathOptions {
   /** Yoga's masking function (use-error-masking): what a result or a failed lookup may show. */
   maskError: (error: unknown, message: string) => Error;
   /** The context's fields that do not depend on the request. */
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'live'>;
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'tokenCaps' | 'live'>;
 }
 
 export interface DirectRestOptions extends DirectPathOptions {

@@ -37,6 +37,8 @@ import { useValidatedDocuments, ValidatedDocuments } from '../plugins/use-valida
 import { routes } from '../rest/routes.js';
 import { createAdmission, type Admission } from './admission.js';
 import { refuseBadHost } from './host.js';
+import { tokenCapsOf } from '../domain/token-caps.js';
+import { webhookSettingsOf, type WebhookConfig } from '../webhooks/settings.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
@@ -49,7 +51,9 @@ export interface GatewayOptions {
         Config,
         'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_TENANT' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
       >
-    >;
+    > &
+    WebhookConfig &
+    Partial<Pick<Config, 'TOKENS_PER_SERVICE_USER' | 'TOKENS_PER_TENANT'>>;
   logger: Logger;
   /** Request size, GraphQL document and time limits; each one left out keeps its default. */
   limits?: Partial<RequestLimits>;
@@ -144,7 +148,8 @@ export function createGateway({
   // The rate limiter, the context and the request log all need the viewer: one lookup per request, within its time.
   const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
-  const webhooks = { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1' };
+  const webhooks = webhookSettingsOf(config, db);
+  const tokenCaps = tokenCapsOf(config);
   const compiledRoutes = compileRoutes(schema, routes);
   const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
   const rateLimits = withoutPlugins.includes('rate-limit')
@@ -222,6 +227,7 @@ query Connections {
       idempotency: idempotencyOf(request.headers.get('idempotency-key')),
       authorization: request.headers.get('authorization'),
       webhooks,
+      tokenCaps,
       live,
     }),
   });
@@ -237,7 +243,7 @@ query Connections {
     cors: corsOrigins.length > 0,
     maskError,
     compiledExecution,
-    contextBase: { db, webhooks, live },
+    contextBase: { db, webhooks, tokenCaps, live },
   };
   const direct = directRest && withoutPlugins.length === 0 ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength }) : null;
   const graphqlDirect =

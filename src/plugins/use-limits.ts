@@ -5,6 +5,7 @@ import { createComplexityRule } from '@pothos/plugin-complexity';
 import { GraphQLError, Lexer, Source, TokenKind, validate, visit, BREAK, type DocumentNode, type GraphQLSchema, type ValidationContext } from 'graphql';
 import { createGraphQLError, type Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
+import { isUnstorableText } from '../storable-text.js';
 import { earlyErrorResponse } from './error-response.js';
 
 export interface RequestLimits {
@@ -296,17 +297,6 @@ function nestsDeeper(value: unknown, max: number): boolean {
   return Object.values(value).some((member) => nestsDeeper(member, max - 1));
 }
 
-/** Text PostgreSQL cannot store: a NUL, or a lone surrogate (not well-formed UTF-16, so no UTF-8 for it). */
-function unstorable(text: string): boolean {
-  return text.includes('\0') || !isWellFormed(text);
-}
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-function isWellFormed(text: string): boolean {
-  return !LONE_SURROGATE.test(text);
-}
-
 function unstorableText(): ApiError {
   return new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000) or a lone UTF-16 surrogate');
 }
@@ -317,7 +307,7 @@ export function unstorableTextError(variables: unknown): ApiError | null {
 }
 
 function holdsUnstorableText(value: unknown, depth: number): boolean {
-  if (typeof value === 'string') return unstorable(value);
+  if (typeof value === 'string') return isUnstorableText(value);
   // Deeper than any input type of the schema nests; coercion refuses such values anyway.
   if (value === null || typeof value !== 'object' || depth > 64) return false;
   return Object.values(value).some((member) => holdsUnstorableText(member, depth + 1));
@@ -339,7 +329,7 @@ function walkForNul(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     StringValue(node) {
-      if (!unstorable(node.value)) return undefined;
+      if (!isUnstorableText(node.value)) return undefined;
       found = true;
       return BREAK;
     },
