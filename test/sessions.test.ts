@@ -9,12 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { changeMemberRole, inviteMember, removeMember } from '../src/auth/members.js';
 import { createSession, deleteEndedSessions, verifySession } from '../src/auth/sessions.js';
-import { createHttpServer } from '../src/http-server.js';
-import { attachGraphqlWebSocket } from '../src/live/websocket.js';
+import { createHttpServer } from '../src/http/http-server.js';
+import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { capturingLogger, createTestGateway, gatewayOver, type LogLine, type TestGateway } from './fixtures/gateway.js';
 import { readSse } from './fixtures/sse.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 
 const STRONG = 'correct horse battery staple';
 

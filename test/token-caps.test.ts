@@ -7,7 +7,7 @@ import { createToken, revokeToken } from '../src/auth/tokens.js';
 import { ApiError } from '../src/errors.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 
 const DAY = 86_400_000;
 const caps = { perServiceUser: 2, perTenant: 3 };

@@ -25,7 +25,7 @@ import { sealPlaintextSecrets } from '../src/webhooks/reseal.js';
 import { webhookSecretKeysOf } from '../src/webhooks/secret-keys.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 import { OK, startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 
 describe('the SSRF guard', () => {
   // Address → refused? One row per range the guard knows, with a neighbour on the other side where it has one.

@@ -110,12 +110,7 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
       );
     },
     onParams({ params, setResult }) {
-      // Counted before parsing, so an oversized document costs a lexer pass and nothing more.
-      if (typeof params.query === 'string' && tokenCountExceeds(params.query, limits.maxTokens)) {
-        setResult({ errors: [limitError(`Token limit of ${limits.maxTokens} exceeded.`)] });
-        return;
-      }
-      const refusal = variablesRefusal(params.variables);
+      const refusal = paramsRefusal(params.query, params.variables, limits.maxTokens);
       if (refusal) setResult({ errors: [refusal] });
     },
     onValidate({ addValidationRule }) {
@@ -130,6 +125,16 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
       if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
     },
   };
+}
+
+/**
+ * The refusal of a GraphQL request's parameters before parsing (useLimits' onParams, and graphql-ws through the
+ * admission spine): tokens counted first, so an oversized document costs a lexer pass and nothing more; then the
+ * variables' nesting. Null when fine.
+ */
+export function paramsRefusal(query: unknown, variables: unknown, maxTokens: number): GraphQLError | null {
+  if (typeof query === 'string' && tokenCountExceeds(query, maxTokens)) return limitError(`Token limit of ${maxTokens} exceeded.`);
+  return variablesRefusal(variables);
 }
 
 /**
@@ -157,7 +162,7 @@ const CONTENT_LENGTH = /^\d+$/;
 type RequestParser = Parameters<NonNullable<Plugin['onRequestParse']>>[0]['requestParser'] & {};
 
 /**
- * The body size limit of a GraphQL request, in place of yoga's own (`maxRequestBodySize`, off in src/yoga.ts),
+ * The body size limit of a GraphQL request, in place of yoga's own (`maxRequestBodySize`, off in src/http/yoga.ts),
  * with the same refusals: yoga's pipes every body through a TransformStream, whose `stream.pipeline` builds and
  * aborts a controller (and so a DOMException with its stack) on every request, ~15% of a trivial request's CPU.
  * A body with a valid Content-Length cannot exceed it (node:http reads no more), so only a body without one

@@ -103,7 +103,7 @@ export function useRest({
  * A POST sent with an Idempotency-Key: the first answer is stored with the key (after the write committed);
  * a repeat answers that stored answer, marked `Idempotent-Replayed: true`. A repeat whose first answer was not
  * stored (its process stopped in between) answers the resource as it is now, re-rendered by the mutation. The
- * REST requests served directly (src/direct-rest.ts) keep their answers the same way.
+ * REST requests served directly (src/http/direct-rest.ts) keep their answers the same way.
  */
 export async function withIdempotency(route: CompiledRoute, context: Context, response: RestResponse, target: ResponseTarget): Promise<RestResponse> {
   const outcome = context.idempotency?.outcome;

@@ -1,18 +1,18 @@
-import { adminsWithUsableToken, createServiceUser } from './auth/service-users.js';
-import { signInSettingsOf } from './auth/sessions.js';
-import { createToken } from './auth/tokens.js';
-import { openDatabase, type Database } from './db/client.js';
-import { migrate } from './db/migrate.js';
-import { preloadedPGlite } from './db/pglite-preload.js';
-import type { Config } from './env.js';
-import type { Logger } from './logger.js';
-import { DEFAULT_REQUEST_LIMITS } from './plugins/use-limits.js';
-import { startScheduler, type Scheduler } from './scheduler.js';
-import { ensureCatalog } from './seed/catalog.js';
-import { DEMO_TENANT_SLUG, ensureDemo } from './seed/demo.js';
-import { sealPlaintextSecrets } from './webhooks/reseal.js';
-import { DeliveryWorker } from './webhooks/delivery-worker.js';
-import { webhookSecretKeysOf, type WebhookSecretKeys } from './webhooks/secret-keys.js';
+import { adminsWithUsableToken, createServiceUser } from '../auth/service-users.js';
+import { createToken } from '../auth/tokens.js';
+import { openDatabase, type Database } from '../db/client.js';
+import { migrate } from '../db/migrate.js';
+import { preloadedPGlite } from '../db/pglite-preload.js';
+import type { Config } from '../env.js';
+import type { Logger } from '../logger.js';
+import { DEFAULT_REQUEST_LIMITS } from '../plugins/use-limits.js';
+import { startScheduler, type Scheduler } from '../scheduler.js';
+import { ensureCatalog } from '../seed/catalog.js';
+import { DEMO_TENANT_SLUG, ensureDemo } from '../seed/demo.js';
+import { sealPlaintextSecrets } from '../webhooks/reseal.js';
+import { DeliveryWorker } from '../webhooks/delivery-worker.js';
+import { webhookSecretKeysOf, type WebhookSecretKeys } from '../webhooks/secret-keys.js';
+import { signInSettingsOf } from '../auth/sessions.js';
 import { createGateway, type Gateway } from './yoga.js';
 
 interface App {
