@@ -15,8 +15,8 @@ import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { escapeLike, type OrderInput } from '../query/filter.js';
-import { filterWhere, orderByOf } from '../query/prisma.js';
+import { escapeLike, type OrderInput, orderKeys } from '../query/filter.js';
+import { afterWhere, fieldKeyValues, filterWhere, orderByKeys } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
@@ -188,19 +188,21 @@ builder.queryFields((t) => ({
       orderBy: t.arg({ type: [WebhookEndpointOrder] }),
       ...pageArgs(t.arg, WEBHOOK_ENDPOINT_PAGE, { limitDescription: `Default ${WEBHOOK_ENDPOINT_PAGE.defaultLimit}, at most ${WEBHOOK_ENDPOINT_PAGE.maxLimit}.` }),
     },
-    resolve: (_root, args, context) => {
-      const { take, skip } = pageWindow(args, WEBHOOK_ENDPOINT_PAGE);
+    resolve: async (_root, args, context) => {
+      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]);
+      const window = await pageWindow(args, WEBHOOK_ENDPOINT_PAGE, context, { list: 'webhookEndpoints', args, keyCount: keys.length });
       const where = {
         tenantId: requireViewer(context).tenantId,
         AND: [filterWhere(args.filter, ENDPOINT_COLUMNS), searchWhere(args.search, ['url', 'description'])],
       };
-      const orderBy = orderByOf(args.orderBy as OrderInput[] | null | undefined, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]);
+      const start = window.after ? afterWhere(keys, window.after) : {};
+      const orderBy = orderByKeys(keys);
       const prisma = context.db.prisma;
       return listPage(
-        () => prisma.webhookEndpoint.findMany({ where, orderBy, take, skip, omit: ENDPOINT_OMIT }),
+        (take) => prisma.webhookEndpoint.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip, omit: ENDPOINT_OMIT }),
         () => prisma.webhookEndpoint.count({ where }),
-        take,
-        skip,
+        window,
+        (row) => fieldKeyValues(keys, row),
       );
     },
   }),
@@ -225,7 +227,9 @@ builder.queryFields((t) => ({
       ...pageArgs(t.arg, WEBHOOK_DELIVERY_PAGE, { limitDescription: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.` }),
     },
     resolve: async (_root, args, context) => {
-      const { take, skip } = pageWindow(args, WEBHOOK_DELIVERY_PAGE);
+      // Newest first, then the id: the order of the deliveries' index.
+      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, DELIVERY_COLUMNS, [{ field: 'createdAt', direction: 'DESC' }]);
+      const window = await pageWindow(args, WEBHOOK_DELIVERY_PAGE, context, { list: 'webhookDeliveries', args, keyCount: keys.length });
       const endpoint = await endpointOf(context, args.endpointId);
       if (!endpoint) throw new ApiError('NOT_FOUND', 'webhook endpoint not found');
       const where = {
@@ -233,15 +237,14 @@ builder.queryFields((t) => ({
         endpointId: endpoint.id,
         AND: [filterWhere(args.filter, DELIVERY_COLUMNS), searchWhere(args.search, ['eventType'])],
       };
-      const orderBy = args.orderBy?.length
-        ? orderByOf(args.orderBy as OrderInput[], DELIVERY_COLUMNS, [])
-        : [{ createdAt: 'desc' as const }, { eventId: 'desc' as const }];
+      const start = window.after ? afterWhere(keys, window.after) : {};
+      const orderBy = orderByKeys(keys);
       const prisma = context.db.prisma;
       return listPage(
-        () => prisma.webhookDelivery.findMany({ where, orderBy, take, skip }),
+        (take) => prisma.webhookDelivery.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
         () => prisma.webhookDelivery.count({ where }),
-        take,
-        skip,
+        window,
+        (row) => fieldKeyValues(keys, row),
       );
     },
   }),

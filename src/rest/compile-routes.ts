@@ -112,9 +112,13 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   if (isList) {
     const nodes = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'nodes');
     const total = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'totalCount');
-    if (!nodes || !total || nodes.alias || total.alias || !isObjectType(itemType)) {
-      return fail('a list operation selects `totalCount` and `nodes { … }` of a list type');
+    const offset = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'offset');
+    const pageInfo = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'pageInfo');
+    const pageInfoFields = new Set(fieldNodes(pageInfo?.selectionSet).map((f) => f.name.value));
+    if (!nodes || !total || !offset || !pageInfo || nodes.alias || total.alias || offset.alias || pageInfo.alias || !isObjectType(itemType)) {
+      return fail('a list operation selects `totalCount`, `offset`, `pageInfo { hasNextPage endCursor }` and `nodes { … }` of a list type');
     }
+    if (!pageInfoFields.has('hasNextPage') || !pageInfoFields.has('endCursor')) fail('a list operation selects `pageInfo { hasNextPage endCursor }`');
     const nodesDef = itemType.getFields().nodes;
     if (!nodesDef) return fail('the list type has no nodes');
     itemType = getNamedType(nodesDef.type);
@@ -125,7 +129,7 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   const filterInput = isList ? inputTypeOf(schema, variables.get('filter')?.type) : null;
   const orderEnum = isList ? orderEnumOf(schema, variables.get('orderBy')?.type) : null;
   if (isList) {
-    for (const name of ['filter', 'search', 'orderBy', 'limit', 'offset']) {
+    for (const name of ['filter', 'search', 'orderBy', 'limit', 'offset', 'after']) {
       if (!variables.has(name)) fail(`a list operation declares $${name}`);
     }
     if (!filterInput || !orderEnum) fail('$filter must be an input object and $orderBy a list of {field: Enum} inputs');

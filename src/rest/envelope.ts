@@ -17,6 +17,28 @@ export interface RestResponse {
 export interface ResponseTarget {
   requestId: string;
   origin: string;
+  /** The request's URL, which a list page's Link rel="next" is written from; absent where no list is answered. */
+  requestUrl?: URL;
+}
+
+/** What a list operation's root field answers (rest/compile-routes.ts checks the selection). */
+interface ListResult {
+  totalCount: number;
+  offset: number;
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  nodes: Record<string, unknown>[];
+}
+
+/**
+ * The RFC 8288 `Link` of the page after this one: the same request (filters, select, search, order, limit)
+ * with `cursor` in place of offset and page.
+ */
+export function nextPageLink(requestUrl: URL | undefined, cursor: string): string {
+  if (!requestUrl) throw new Error('a list answer needs its request URL');
+  const next = new URL(requestUrl);
+  for (const name of ['offset', 'page', 'cursor']) next.searchParams.delete(name);
+  next.searchParams.append('cursor', cursor);
+  return `<${next.href}>; rel="next"`;
 }
 
 type GraphQLErrorLike = Pick<GraphQLFormattedError, 'message' | 'extensions'>;
@@ -68,9 +90,16 @@ export function resultResponse(
   const omit = new Set(route.spec.omitNullMembers ?? []);
   if (response.kind === 'list') {
     if (!query) throw new Error('a list route needs its parsed query');
-    const page = value as { totalCount: number; nodes: Record<string, unknown>[] };
+    const page = value as ListResult;
     const items = page.nodes.map((node) => withoutNullMembers(node, omit));
-    return ok({ msg: countMessage(items.length, response.list), data: items, meta: listMeta(response.list, query, page.totalCount, items.length) });
+    // A cursor page's position is the one its cursor carries.
+    const position = query.cursor === null ? query : { ...query, offset: page.offset, page: Math.floor(page.offset / query.limit) + 1 };
+    const headers: Record<string, string> = page.pageInfo.hasNextPage && page.pageInfo.endCursor ? { Link: nextPageLink(target.requestUrl, page.pageInfo.endCursor) } : {};
+    return {
+      status: 200,
+      body: { msg: countMessage(items.length, response.list), data: items, meta: listMeta(response.list, position, page.totalCount, items.length) },
+      headers,
+    };
   }
   if (value === null || value === undefined) {
     if (response.kind === 'item' && response.nullIsNoContent) return { status: 204, body: null, headers: {} };

@@ -171,7 +171,7 @@ export async function runRoute(
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
   const problems = variableProblems(result as ExecutionResult);
   if (problems) return refuse(invalidQueryResponse(problems, target));
-  return { response: resultResponse(route, result as ExecutionResult, query, target), context: contextValue };
+  return { response: resultResponse(route, result as ExecutionResult, query, { ...target, requestUrl: url }), context: contextValue };
 }
 
 /**

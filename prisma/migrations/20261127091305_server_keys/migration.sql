@@ -1,0 +1,8 @@
+-- CreateTable
+CREATE TABLE "server_keys" (
+    "name" TEXT NOT NULL,
+    "secret" TEXT NOT NULL,
+    "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "server_keys_pkey" PRIMARY KEY ("name")
+);
