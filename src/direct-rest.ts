@@ -20,6 +20,7 @@ import { securityHeaders } from './plugins/use-security-headers.js';
 import type { CompiledRoute } from './rest/compile-routes.js';
 import { errorResponse, graphqlErrorResponse, type ResponseTarget, type RestResponse } from './rest/envelope.js';
 import { acceptsEventStream } from './rest/event-stream.js';
+import { exportFormatOf } from './rest/export.js';
 import { runRoute, unexpectedErrorResponse, type OperationRunner, type RouteInput } from './rest/handler.js';
 
 // The REST requests served directly: a documented path is answered on node:http (or from `gateway.fetch`) without
@@ -126,6 +127,8 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
       const match = route.pathPattern.exec(pathname);
       if (!match) continue;
       if (route.spec.stream && acceptsEventStream(incoming.header('accept'))) return null;
+      // An export (rest/export.ts) streams: yoga's pipeline serves it.
+      if (route.spec.response.kind === 'list' && exportFormatOf(incoming.header('accept'))) return null;
       return { url, pathname, route, pathValues: match.slice(1) };
     }
     return null;

@@ -10,6 +10,7 @@ import { apiDocsResponse } from '../rest/docs-page.js';
 import { errorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
 import { envelopedRunner, fetchRouteInput, matchRoute, runRoute, runStream, unexpectedErrorResponse, type Yoga } from '../rest/handler.js';
+import { exportFormatOf, runExport } from '../rest/export.js';
 import { openApiDocument } from '../rest/openapi.js';
 import { DEFAULT_REQUEST_LIMITS } from './use-limits.js';
 import { requestIdOf } from './use-request-id.js';
@@ -89,6 +90,13 @@ export function useRest({
         }
         const operationName = matched.route.operation.name?.value;
         const runner = envelopedRunner(yoga, request, serverContext, operationName, `${matched.route.spec.method} ${matched.route.spec.path}`);
+        const exportFormat = matched.route.spec.response.kind === 'list' && !isHead ? exportFormatOf(request.headers.get('accept')) : null;
+        if (exportFormat) {
+          const exported = await runExport(routeRequest, exportFormat, runner, fetchAPI, request.signal);
+          if (exported instanceof fetchAPI.Response) endResponse(exported);
+          else send(exported as RestResponse);
+          return;
+        }
         const { response, context } = await runRoute(routeRequest, runner, maxBodyBytes);
         send(context ? await withIdempotency(matched.route, context, response, target) : response);
       } catch (error) {

@@ -156,7 +156,7 @@ function syncPagination(query: ListQuery, total: number, count: number): Record<
  * item and those objects are the execution result's own, so the null members are deleted in place: no copy of
  * any object (these are null-prototype objects in dictionary mode, where a delete costs no more than a read).
  */
-function withoutNullMembers(item: Record<string, unknown>, fields: ReadonlySet<string>): Record<string, unknown> {
+export function withoutNullMembers(item: Record<string, unknown>, fields: ReadonlySet<string>): Record<string, unknown> {
   for (const field of fields) {
     const value = item[field];
     if (value === null || typeof value !== 'object') continue;

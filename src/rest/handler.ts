@@ -81,7 +81,7 @@ export function envelopedRunner(
 }
 
 /** The context of a request the runner authenticated, or the refusal: every route needs a credential. */
-async function authenticated(runner: OperationRunner, log: Logger, target: ResponseTarget): Promise<{ context: Context } | { refused: RestResponse }> {
+export async function authenticated(runner: OperationRunner, log: Logger, target: ResponseTarget): Promise<{ context: Context } | { refused: RestResponse }> {
   let context: Context;
   try {
     context = await runner.context();
