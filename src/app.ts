@@ -121,7 +121,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
       }
     }
     const gateway = createGateway({ db, config, logger });
-    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS }) : undefined;
+    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS, syncRetentionDays: config.SYNC_RETENTION_DAYS }) : undefined;
     const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger) : undefined;
     await webhooks?.start();
     return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler, webhooks };

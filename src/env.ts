@@ -60,6 +60,8 @@ const envSchema = z
     SCHEDULER: z.enum(['on', 'off']).default('on'),
     SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
     EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
+    // Finished runs older than this many days are deleted (src/db/retention.ts); unset keeps every run.
+    SYNC_RETENTION_DAYS: optionalString.pipe(z.coerce.number<string | undefined>().int('must be a whole number of days').min(1).max(36_500).optional()),
     STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
     STREAMS_PER_PROCESS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
     TOKEN_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),

@@ -1,6 +1,7 @@
 import type { Database } from './db/client.js';
 import { deleteOldEvents } from './db/events.js';
 import { deleteExpiredIdempotencyKeys } from './db/idempotency.js';
+import { removeExpiredRuns } from './db/retention.js';
 import { deleteOldDeliveries } from './db/webhooks.js';
 import { expireLeases, scheduleDueSyncs, type ScheduleOptions } from './db/sync-runs.js';
 import type { RetryPolicy } from './domain/sync-lifecycle.js';
@@ -19,6 +20,8 @@ interface SchedulerOptions extends Pick<ScheduleOptions, 'intervalSeconds'> {
   retryPolicy?: RetryPolicy;
   /** Events older than this are deleted (EVENT_RETENTION_HOURS); kept forever when left out. */
   eventRetentionHours?: number;
+  /** Finished runs older than this are deleted, a bounded step per tenant (SYNC_RETENTION_DAYS); kept when left out. */
+  syncRetentionDays?: number;
 }
 
 interface TickResult {
@@ -28,12 +31,13 @@ interface TickResult {
   expiredKeys: number;
   deletedEvents: number;
   deletedDeliveries: number;
+  removedRuns: number;
 }
 
 /** One pass over every tenant. */
 export async function runSchedulerTick(options: Omit<SchedulerOptions, 'tickMs' | 'logger'>): Promise<TickResult> {
   const { db } = options;
-  const result: TickResult = { scheduled: 0, expired: 0, retried: 0, expiredKeys: 0, deletedEvents: 0, deletedDeliveries: 0 };
+  const result: TickResult = { scheduled: 0, expired: 0, retried: 0, expiredKeys: 0, deletedEvents: 0, deletedDeliveries: 0, removedRuns: 0 };
   const tenants = await db.raw.query<{ id: string }>('SELECT "t"."id" FROM "public"."tenants" AS "t" ORDER BY "t"."id"');
   for (const { id } of tenants) {
     // Leases first: a run failed now may be retried, and its connection must not also be scheduled anew.
@@ -42,6 +46,7 @@ export async function runSchedulerTick(options: Omit<SchedulerOptions, 'tickMs' 
     result.retried += expired.retries.length;
     const scheduled = await scheduleDueSyncs(db.raw, id, { intervalSeconds: options.intervalSeconds });
     result.scheduled += scheduled.length;
+    if (options.syncRetentionDays !== undefined) result.removedRuns += (await removeExpiredRuns(db.raw, id, { days: options.syncRetentionDays })).runs;
   }
   result.expiredKeys = await deleteExpiredIdempotencyKeys(db.raw);
   if (options.eventRetentionHours !== undefined) {
@@ -66,7 +71,7 @@ export function startScheduler(options: SchedulerOptions): Scheduler {
   const tick = async (): Promise<void> => {
     try {
       const result = await runSchedulerTick(options);
-      if (result.scheduled + result.expired + result.expiredKeys + result.deletedEvents + result.deletedDeliveries > 0) logger.info(result, 'scheduler tick');
+      if (result.scheduled + result.expired + result.expiredKeys + result.deletedEvents + result.deletedDeliveries + result.removedRuns > 0) logger.info(result, 'scheduler tick');
     } catch (error) {
       // A database outage must not stop the scheduler: the next tick tries again.
       logger.warn({ err: error }, 'scheduler tick failed');

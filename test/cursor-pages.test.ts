@@ -143,14 +143,14 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
     beforeAll(async () => {
       const tenantId = harness.tenants.demo.id;
       for (let index = 0; index < 5; index += 1) {
-        const endpointId = newId('whe');
+        const endpointId = newId('whk');
         await harness.db.prisma.webhookEndpoint.create({
           data: { id: endpointId, tenantId, url: `https://hooks.example.com/${index}`, secret: 'whsec_test', createdAt: new Date(Date.UTC(2026, 10, 1, index % 2)) },
         });
         if (index > 0) continue;
         for (let event = 1; event <= 7; event += 1) {
           await harness.db.prisma.webhookDelivery.create({
-            data: { id: newId('whd'), tenantId, endpointId, eventId: BigInt(event), eventType: 'sync.finished', payload: {}, createdAt: new Date(Date.UTC(2026, 10, 1, event % 3)) },
+            data: { id: newId('whk'), tenantId, endpointId, eventId: BigInt(event), eventType: 'sync.finished', payload: {}, createdAt: new Date(Date.UTC(2026, 10, 1, event % 3)) },
           });
         }
       }
@@ -183,12 +183,12 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       const walked: string[] = [];
       let after: string | null = null;
       for (let page = 0; ; page += 1) {
-        const response = await graphql(harness.gateway, `query($after: String) { list: ${await call(`limit: ${size}, after: $after`)} { offset nodes { id } pageInfo { hasNextPage endCursor } } }`, {
+        const response: { body: { data?: Record<string, any> | null } } = await graphql(harness.gateway, `query($after: String) { list: ${await call(`limit: ${size}, after: $after`)} { offset nodes { id } pageInfo { hasNextPage endCursor } } }`, {
           token,
           variables: { after },
           expectOk: true,
         });
-        const list = response.body.data!.list;
+        const list = response.body.data!.list as { offset: number; nodes: { id: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
         expect(list.offset).toBe(walked.length);
         walked.push(...list.nodes.map((node: { id: string }) => node.id));
         if (!list.pageInfo.hasNextPage) break;

@@ -6,3 +6,6 @@ CREATE TABLE "server_keys" (
 
     CONSTRAINT "server_keys_pkey" PRIMARY KEY ("name")
 );
+
+-- CreateIndex
+CREATE INDEX "syncs_retry_of_id_idx" ON "syncs"("retry_of_id") WHERE (retry_of_id IS NOT NULL);
