@@ -1,12 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertSyntheticHistory } from '../src/db/bulk-history.js';
+import { removeExpiredRuns } from '../src/db/retention.js';
 import { newId } from '../src/prefixed-ids.js';
+import { csvCell } from '../src/rest/export.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
+import { connectApp, createTenant } from './fixtures/write-side.js';
 
 // Cursor pages on every list, both surfaces: following REST's Link rel="next" (or GraphQL's
 // pageInfo.endCursor as `after`) reaches every row once, in the list's order, for any filter, select, search
 // and order; a cursor that was altered or belongs to another list, tenant or filter is a 400 INVALID_QUERY.
+// Exports (NDJSON, CSV) hold exactly the list's records. Retention deletes in bounded batches, counts exact.
+// At a million rows, on PostgreSQL: full-history-scale.test.ts.
 
 /** The URL of a Link header's rel="next", or null. */
 function nextLink(headers: Headers): string | null {
@@ -206,6 +212,119 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       const altered = await graphql(harness.gateway, `{ syncs(limit: 2, after: "${cursor.slice(0, -3)}") { totalCount } }`, { token });
       expect(altered.body.errors?.[0]?.extensions?.code).toBe('INVALID_QUERY');
       expect(altered.body.errors?.[0]?.message).toMatch(/cursor is not valid/);
+    });
+  });
+
+  describe('export', () => {
+    const exported = async (path: string, accept: string, credential = token) => {
+      const response = await harness.gateway.fetch(`${ORIGIN}${path}`, { headers: { authorization: `Token ${credential}`, accept } });
+      return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
+    };
+
+    it.each(['', 'status=in.(success,failed)&select=id,status,summary&order=finished_at.asc', 'search=fail&order=started_at.asc'])(
+      'NDJSON of /syncs?%s holds the list\'s records, one a line, in order',
+      async (query) => {
+        const all = await allByOffset(harness, `${BASE}/syncs?${query}`, token);
+        const { status, type, text } = await exported(`${BASE}/syncs?${query}`, 'application/x-ndjson');
+        expect(status).toBe(200);
+        expect(type).toContain('application/x-ndjson');
+        expect(text.endsWith('\n')).toBe(true);
+        expect(text.trimEnd().split('\n').map((line) => JSON.parse(line))).toEqual(all);
+      },
+    );
+
+    it('CSV of /connected: a header row, then one row per record, objects as JSON', async () => {
+      const all = await allByOffset(harness, `${BASE}/connected?select=id,name,settings`, token);
+      const { status, type, text } = await exported(`${BASE}/connected?select=id,name,settings`, 'text/csv');
+      expect(status).toBe(200);
+      expect(type).toContain('text/csv');
+      const lines = text.split('\r\n');
+      expect(lines[0]).toBe('id,name,settings');
+      expect(lines.at(-1)).toBe('');
+      expect(lines.length - 2).toBe(all.length);
+      expect(lines[1]).toBe(`${all[0]!.id},${csvCell(all[0]!.name)},${csvCell(all[0]!.settings)}`);
+    });
+
+    it('refuses paging parameters, bad filters and missing credentials as any request', async () => {
+      const paged = await exported(`${BASE}/syncs?limit=5`, 'application/x-ndjson');
+      expect(paged.status).toBe(400);
+      expect(JSON.parse(paged.text).error.code).toBe('INVALID_QUERY');
+      const filtered = await exported(`${BASE}/syncs?status=eq.nope`, 'text/csv');
+      expect(filtered.status).toBe(400);
+      const anonymous = await harness.gateway.fetch(`${ORIGIN}${BASE}/syncs`, { headers: { accept: 'application/x-ndjson' } });
+      expect(anonymous.status).toBe(401);
+    });
+
+    it("exports only the caller's tenant", async () => {
+      const mine = await exported(`${BASE}/syncs?select=tenant_id`, 'application/x-ndjson');
+      const tenants = new Set(mine.text.trimEnd().split('\n').map((line) => JSON.parse(line).tenant_id));
+      expect([...tenants]).toEqual([harness.tenants.demo.id]);
+    });
+  });
+
+  describe('retention', () => {
+    it('deletes finished runs past the window in bounded batches with their events; counts stay exact', async () => {
+      const tenantId = await createTenant(harness.db, `retention-${kind}`);
+      const connection = await connectApp(harness.db, tenantId, { app: 'stripe', status: 'active' });
+      const newest = new Date('2026-11-01T00:00:00Z');
+      // 3,000 finished runs 45 s apart (about 35 days), one pending run started long ago, and events of old runs.
+      await insertSyntheticHistory(harness.db.raw, { tenantId, connectionIds: [connection.id], runs: 3000, newest });
+      const [oldest] = await harness.db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE tenant_id = $1 ORDER BY started_at LIMIT 1', [tenantId]);
+      await harness.db.raw.query(
+        `INSERT INTO syncs (id, tenant_id, connection_id, status, started_at, due_at, retry_of_id) VALUES ($1, $2, $3, 'pending', $4, $4, $5)`,
+        [newId('syn'), tenantId, connection.id, '2026-09-01T00:00:00Z', oldest!.id],
+      );
+      await harness.db.raw.query(
+        `INSERT INTO events (tenant_id, id, type, subject_id, payload, created_at)
+         SELECT $1, 1000000 + row_number() OVER (), 'sync.success', id, '{}', finished_at FROM syncs WHERE tenant_id = $1 AND status = 'success'`,
+        [tenantId],
+      );
+      const cutoff = new Date(newest.getTime() - 20 * 86_400_000).toISOString();
+      const [expected] = await harness.db.raw.query<{ runs: number }>(
+        `SELECT count(*)::int AS runs FROM syncs WHERE tenant_id = $1 AND status IN ('success', 'failed') AND finished_at < $2`,
+        [tenantId, cutoff],
+      );
+      expect(expected!.runs).toBeGreaterThan(1000);
+
+      const batches: number[] = [];
+      const counting = {
+        query: async <Row>(text: string, values?: unknown[]) => {
+          const rows = await harness.db.raw.query<Row>(text, values);
+          batches.push((rows[0] as { runs: number }).runs);
+          return rows;
+        },
+      };
+      const reads = (async () => {
+        // A read while retention runs: the newest page is the same before, during and after.
+        const page = await rest(harness.gateway, `${BASE}/syncs?limit=5`, { token, expectStatus: 200 });
+        return page.body.data;
+      })();
+      const before = await reads;
+      const result = await removeExpiredRuns(counting, tenantId, { days: 20, now: newest, batchRows: 250 });
+      const during = (await rest(harness.gateway, `${BASE}/syncs?limit=5`, { token, expectStatus: 200 })).body.data;
+      expect(during).toEqual(before);
+
+      expect(result.runs).toBe(expected!.runs);
+      expect(Math.max(...batches)).toBeLessThanOrEqual(250);
+      expect(batches.length).toBe(Math.ceil(expected!.runs / 250) + (expected!.runs % 250 === 0 ? 1 : 0));
+      const [left] = await harness.db.raw.query<{ old: number; pending: number; unlinked: number; events: number }>(
+        `SELECT count(*) FILTER (WHERE status IN ('success', 'failed') AND finished_at < $2)::int AS old,
+                count(*) FILTER (WHERE status = 'pending')::int AS pending,
+                count(*) FILTER (WHERE status = 'pending' AND retry_of_id IS NULL)::int AS unlinked,
+                (SELECT count(*)::int FROM events e WHERE e.tenant_id = $1 AND NOT EXISTS (SELECT 1 FROM syncs s WHERE s.id = e.subject_id)) AS events
+         FROM syncs WHERE tenant_id = $1`,
+        [tenantId, cutoff],
+      );
+      expect(left).toEqual({ old: 0, pending: 1, unlinked: 1, events: 0 });
+      const kept = await harness.db.raw.query<{ status: string; count: number }>(
+        `SELECT status::text, count::int FROM sync_counts WHERE tenant_id = $1 AND count <> 0 ORDER BY status`,
+        [tenantId],
+      );
+      const counted = await harness.db.raw.query<{ status: string; count: number }>(
+        `SELECT status::text, count(*)::int FROM syncs WHERE tenant_id = $1 GROUP BY status ORDER BY status`,
+        [tenantId],
+      );
+      expect(kept).toEqual(counted);
     });
   });
 });
