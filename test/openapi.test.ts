@@ -83,7 +83,11 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     const schemaOf = (name: string) => syncParams.find((p) => p.name === name)?.schema;
     expect(schemaOf('page')).toMatchObject({ minimum: 1, maximum: 10_001 });
     expect(schemaOf('search')).toMatchObject({ minLength: 1, maxLength: 200 });
-    expect(document.paths[`${BASE}/syncs`].get['x-mutually-exclusive-parameters']).toEqual([['offset', 'page']]);
+    expect(document.paths[`${BASE}/syncs`].get['x-mutually-exclusive-parameters']).toEqual([['offset', 'page'], ['cursor', 'offset'], ['cursor', 'page']]);
+    expect(schemaOf('cursor')).toMatchObject({ type: 'string' });
+    const ok = document.paths[`${BASE}/syncs`].get.responses['200'];
+    expect(Object.keys(ok.content)).toEqual(['application/json', 'text/event-stream', 'application/x-ndjson', 'text/csv']);
+    expect(ok.headers.Link.description).toMatch(/rel="next"/);
     const grammar = (name: string) => new RegExp(schemaOf(name).pattern, 'u');
     expect(['eq.failed', 'not.in.(failed,success)', 'is.null'].map((v) => [v, grammar('status').test(v)])).toEqual([
       ['eq.failed', true],

@@ -104,7 +104,7 @@ List endpoints accept:
 
 \`meta.filters\`, \`meta.order\` and \`meta.select\` echo what was applied.
 
-Limits, each answered with 400 INVALID_QUERY (414 for the URL): the URL (path and query string) is at most 8 KiB; a parameter's value at most ${QUERY_LIMITS.maxValueLength} characters; at most ${QUERY_LIMITS.maxFilters} filter conditions and ${QUERY_LIMITS.maxInMembers} \`in\` members; \`search\` at most ${QUERY_LIMITS.maxSearchLength} characters; \`offset\` and \`page\` not together (\`x-mutually-exclusive-parameters\`); each parameter once; no NUL character anywhere. An id that names nothing is 404, whatever its shape. The parameter schemas below are the grammar the server parses: a request they allow is not refused. Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
+Limits, each answered with 400 INVALID_QUERY (414 for the URL): the URL (path and query string) is at most 8 KiB; a parameter's value at most ${QUERY_LIMITS.maxValueLength} characters; at most ${QUERY_LIMITS.maxFilters} filter conditions and ${QUERY_LIMITS.maxInMembers} \`in\` members; \`search\` at most ${QUERY_LIMITS.maxSearchLength} characters; \`offset\` and \`page\` not together (\`x-mutually-exclusive-parameters\`); each parameter once; no NUL character anywhere. An id that names nothing is 404, whatever its shape. The parameter schemas below are the grammar the server parses: a request they allow is not refused (but \`cursor\`, which takes only a value the server issued). Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
 
 function operationObject(route: CompiledRoute): Record<string, unknown> {
   const { spec } = route;
@@ -112,7 +112,7 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
   const statuses = [...new Set([...spec.errors, ...ALWAYS_DOCUMENTED])].sort((a, b) => a - b);
   return {
     operationId: spec.operationId,
-    ...(spec.response.kind === 'list' ? { 'x-mutually-exclusive-parameters': [['offset', 'page']] } : {}),
+    ...(spec.response.kind === 'list' ? { 'x-mutually-exclusive-parameters': [['offset', 'page'], ['cursor', 'offset'], ['cursor', 'page']] } : {}),
     summary: spec.summary,
     description: spec.stream ? `${spec.description}\n\n**Event stream.** ${spec.stream.description}` : spec.description,
     tags: [spec.tag],
@@ -135,10 +135,13 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
         description: spec.response.kind === 'list' ? 'The list envelope.' : created ? 'Created: the item envelope.' : 'The item envelope.',
         headers: created
           ? { ...requestIdHeader(), Location: { description: 'The URL of the created item.', schema: { type: 'string', format: 'uri' } } }
-          : requestIdHeader(),
+          : spec.response.kind === 'list'
+            ? { ...requestIdHeader(), Link: NEXT_PAGE_LINK_HEADER }
+            : requestIdHeader(),
         content: {
           'application/json': { schema: envelopeSchema(route) },
           ...(spec.stream ? { 'text/event-stream': eventStreamContent(route) } : {}),
+          ...(spec.response.kind === 'list' ? exportContent(route) : {}),
         },
       },
       ...(spec.response.kind === 'item' && spec.response.nullIsNoContent
@@ -151,6 +154,28 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
           return [status, { $ref: `${RESPONSE_REF}${response.name}` }];
         }),
       ),
+    },
+  };
+}
+
+/** The cursor of a list's next page (rest/envelope.ts nextPageLink). */
+const NEXT_PAGE_LINK_HEADER = {
+  description:
+    'RFC 8288: `<URL>; rel="next"` on a page that has rows after it: the same request with `cursor` in place of offset and page. Following it from the first page reaches every row once, in order, at any depth; absent on the last page.',
+  schema: { type: 'string' },
+};
+
+/** The exports of a list (rest/export.ts): every matching row, by Accept. */
+function exportContent(route: CompiledRoute): Record<string, unknown> {
+  const shared = `every ${route.spec.itemSchema} the request's filters, select, search and order match, in list order, with no page limit (limit, offset, page and cursor are refused), streamed: the transfer of a cut-off export ends without its last chunk.`;
+  return {
+    'application/x-ndjson': {
+      schema: { type: 'string', description: `With Accept: application/x-ndjson: ${shared} One JSON record (as in \`data\`) a line.` },
+      example: '{"id":"syn_…","status":"success",…}\n{"id":"syn_…","status":"failed",…}\n',
+    },
+    'text/csv': {
+      schema: { type: 'string', description: `With Accept: text/csv: ${shared} A header row of the field names, then a row a record (RFC 4180, CRLF); objects and arrays as JSON text, null as an empty cell.` },
+      example: 'id,status\r\nsyn_…,success\r\n',
     },
   };
 }
@@ -255,6 +280,15 @@ function queryParameters(route: CompiledRoute): unknown[] {
       in: 'query',
       description: `Page number from 1, in pages of limit items; not together with offset. The page must start within offset ${page.maxOffset}: ${maxPage(page)} is the last page at every page size.`,
       schema: { type: 'integer', minimum: 1, maximum: maxPage(page) },
+    },
+    {
+      name: 'cursor',
+      in: 'query',
+      description:
+        'Where the page starts: the value a `Link: <…>; rel="next"` header of this same list carries (opaque, signed, bound to the filters, search and order; not together with offset or page). Pages by cursor reach every row, past the offset limit, each as fast as the first. Any other value is 400 INVALID_QUERY.',
+      schema: { type: 'string', minLength: 1, maxLength: 8192, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' },
+      // Its schema is its shape only: a value the server did not issue for this list is refused.
+      'x-server-issued': true,
     },
   );
   for (const field of route.fields) {
