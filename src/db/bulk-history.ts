@@ -9,6 +9,8 @@ export interface SyntheticHistory {
   tenantId: string;
   connectionIds: readonly string[];
   runs: number;
+  /** The index of the first run to write (0, the newest): a later call with `from` continues a history further back. */
+  from?: number;
   /** The newest run's start; each older run started 30 to 59 seconds before the next. */
   newest: Date;
   /** Rows per statement (each its own transaction). */
@@ -37,8 +39,9 @@ FROM generate_series($3::int, $4::int) AS "g",
 export async function insertSyntheticHistory(db: Pick<RawSql, 'query'>, history: SyntheticHistory): Promise<void> {
   const chunk = history.chunkRows ?? 250_000;
   const connections = `{${history.connectionIds.map((id) => `"${id}"`).join(',')}}`;
-  for (let first = 0; first < history.runs; first += chunk) {
-    const last = Math.min(history.runs, first + chunk) - 1;
+  const from = history.from ?? 0;
+  for (let first = from; first < from + history.runs; first += chunk) {
+    const last = Math.min(from + history.runs, first + chunk) - 1;
     await db.query(INSERT_CHUNK, [history.tenantId, connections, first, last, history.newest.toISOString()]);
   }
 }
