@@ -7,6 +7,7 @@ import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 import { connectApp, createTenant } from './fixtures/write-side.js';
+import { runCliOn } from './fixtures/cli.js';
 
 // Cursor pages on every list, both surfaces: following REST's Link rel="next" (or GraphQL's
 // pageInfo.endCursor as `after`) reaches every row once, in the list's order, for any filter, select, search
@@ -253,6 +254,20 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       expect(filtered.status).toBe(400);
       const anonymous = await harness.gateway.fetch(`${ORIGIN}${BASE}/syncs`, { headers: { accept: 'application/x-ndjson' } });
       expect(anonymous.status).toBe(401);
+    });
+
+    it('the CLI writes the same export to stdout, its progress to stderr', async () => {
+      const query = 'status=eq.failed&select=id,status,started_at&order=started_at.asc';
+      const expected = await exported(`${BASE}/syncs?${query}`, 'text/csv');
+      const run = await runCliOn(harness.db, 'export', 'syncs', '--tenant', harness.tenants.demo.slug, '--format', 'csv', ...query.split('&').flatMap((pair) => ['--filter', pair]));
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toBe(expected.text);
+      expect(run.stderr).toMatch(new RegExp(`exported ${expected.text.split('\r\n').length - 2} rows`));
+      const unknown = await runCliOn(harness.db, 'export', 'syncs', '--tenant', 'nobody', '--format', 'ndjson');
+      expect(unknown.code).toBe(1);
+      const badFilter = await runCliOn(harness.db, 'export', 'syncs', '--tenant', harness.tenants.demo.slug, '--format', 'ndjson', '--filter', 'status=eq.nope');
+      expect(badFilter.code).toBe(1);
+      expect(badFilter.stderr).toMatch(/status/);
     });
 
     it("exports only the caller's tenant", async () => {
