@@ -1,11 +1,10 @@
 import { getOperationAST, Kind, type DocumentNode, type ExecutionResult, type FieldNode, type OperationDefinitionNode } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
 import type { Context } from '../context.js';
-import type { Logger } from '../logger.js';
 import { withinStepDeadline } from '../plugins/batch-deadline.js';
 import type { CompiledRoute } from './compile-routes.js';
-import { graphqlErrorResponse, invalidQueryResponse, type ResponseTarget, type RestResponse, withoutNullMembers } from './envelope.js';
-import { authenticated, type OperationRunner, type RouteInput, variableProblems } from './handler.js';
+import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
+import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, withFilterFormParams } from './query-params.js';
 
@@ -66,15 +65,6 @@ interface ExportPage {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
 
-interface ExportRequest {
-  route: CompiledRoute;
-  pathValues: string[];
-  url: URL;
-  input: RouteInput;
-  target: ResponseTarget;
-  log: Logger;
-}
-
 /** A GraphQL error of a batch, carried to the stream's consumer. */
 class BatchError extends Error {
   constructor(readonly response: RestResponse) {
@@ -88,7 +78,7 @@ class BatchError extends Error {
  * client can tell a cut transfer from a whole one.
  */
 export async function runExport(
-  { route, pathValues, url, input, target, log }: ExportRequest,
+  { route, pathValues, url, target, log }: RouteRequest,
   format: ExportFormat,
   runner: OperationRunner,
   fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream },

@@ -106,8 +106,8 @@ export function fetchRouteInput(request: Request): RouteInput {
   return { header: (name) => request.headers.get(name), body: () => request.body as AsyncIterable<Uint8Array> | null };
 }
 
-/** A request matched to a route: what running it (as JSON, or as an event stream) needs. */
-interface RouteRequest {
+/** A request matched to a route: what running it (as JSON, an event stream or an export) needs. */
+export interface RouteRequest {
   route: CompiledRoute;
   pathValues: string[];
   url: URL;
