@@ -15,7 +15,7 @@ import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { escapeLike, type OrderInput, orderKeys } from '../query/filter.js';
+import { escapeLike, type OrderInput, type OrderKey, orderKeys } from '../query/filter.js';
 import { afterWhere, fieldKeyValues, filterWhere, orderByKeys } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
@@ -141,6 +141,12 @@ const DELIVERY_COLUMNS: Columns<PrismaColumn> = {
   nextAttemptAt: { field: 'nextAttemptAt', kind: 'dateTime', nullable: true },
 };
 
+/** The deliveries' order when the caller gives none; the event id is no filter or order field of the API. */
+const DELIVERY_DEFAULT_KEYS: readonly OrderKey<PrismaColumn>[] = [
+  { column: DELIVERY_COLUMNS.createdAt!, descending: true, nulls: null },
+  { column: { field: 'eventId', kind: 'string', nullable: false, bigint: true }, descending: true, nulls: null },
+];
+
 export const WEBHOOK_ENDPOINT_PAGE = pageBounds(100, 100);
 export const WEBHOOK_DELIVERY_PAGE = pageBounds(20, 100);
 
@@ -227,8 +233,8 @@ builder.queryFields((t) => ({
       ...pageArgs(t.arg, WEBHOOK_DELIVERY_PAGE, { limitDescription: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.` }),
     },
     resolve: async (_root, args, context) => {
-      // Newest first, then the id: the order of the deliveries' index.
-      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, DELIVERY_COLUMNS, [{ field: 'createdAt', direction: 'DESC' }]);
+      // Newest first, then by event (unique per endpoint): the order the events happened in.
+      const keys = args.orderBy?.length ? orderKeys(args.orderBy as OrderInput[], DELIVERY_COLUMNS, []) : DELIVERY_DEFAULT_KEYS;
       const window = await pageWindow(args, WEBHOOK_DELIVERY_PAGE, context, { list: 'webhookDeliveries', args, keyCount: keys.length });
       const endpoint = await endpointOf(context, args.endpointId);
       if (!endpoint) throw new ApiError('NOT_FOUND', 'webhook endpoint not found');

@@ -96,7 +96,11 @@ export function orderByKeys(keys: readonly OrderKey<PrismaColumn>[]): Where[] {
  * millisecond precision these tables keep): a cursor page's condition (renderAfter) as a Prisma `where`.
  */
 export function afterWhere(keys: readonly OrderKey<PrismaColumn>[], values: readonly unknown[]): Where {
-  const typed = values.map((value, index) => (value !== null && keys[index]?.column.kind === 'dateTime' ? new Date(String(value)) : value));
+  const typed = values.map((value, index) => {
+    const column = keys[index]?.column;
+    if (value === null || !column) return value;
+    return column.kind === 'dateTime' ? new Date(String(value)) : column.bigint ? BigInt(String(value)) : value;
+  });
   return renderAfter(keys, typed, prismaWhere);
 }
 
@@ -104,6 +108,6 @@ export function afterWhere(keys: readonly OrderKey<PrismaColumn>[], values: read
 export function fieldKeyValues(keys: readonly OrderKey<PrismaColumn>[], row: Record<string, unknown>): unknown[] {
   return keys.map(({ column }) => {
     const value = column.field.split('.').reduce<unknown>((object, key) => (object as Record<string, unknown> | null)?.[key] ?? null, row);
-    return value instanceof Date ? value.toISOString() : value;
+    return value instanceof Date ? value.toISOString() : typeof value === 'bigint' ? value.toString() : value;
   });
 }
