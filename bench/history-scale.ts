@@ -19,9 +19,8 @@ import { createConnection } from '../src/db/connection-writes.js';
 import { migrate } from '../src/db/migrate.js';
 import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
-import { serverEnv } from './cold-start.js';
-import { createDatabase, databaseUrl, dropDatabase } from './databases.js';
-import { freePort, rssMb, startNode, stopChild, waitFor200 } from './processes.js';
+import { ADMIN_URL, databaseUrl, withDatabase } from './databases.js';
+import { freePort, rssMb, serverEnv, startNode, stopChild, waitFor200 } from './processes.js';
 
 const SIZES = (process.env.HISTORY_SIZES ?? '10000,100000,1000000,10000000').split(',').map(Number);
 const TENANTS = 20;
@@ -37,7 +36,8 @@ async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number 
   return { value, ms: performance.now() - started };
 }
 
-const name = await createDatabase('history');
+const name = `bench_history_${process.pid}`;
+await withDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`));
 const url = databaseUrl(name);
 const db = await openDatabase({ databaseUrl: url, poolSize: 4 });
 await migrate(db);
@@ -141,7 +141,7 @@ for (const size of SIZES) {
 
 await stopChild(server.process);
 await db.close();
-if (!process.env.HISTORY_KEEP) await dropDatabase(name);
+if (!process.env.HISTORY_KEEP) await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${name} WITH (FORCE)`));
 
 const header = ['runs (all)', 'big tenant', 'load', 'first page', 'page N by cursor', 'filtered page', 'count: kept / count(*)', 'export rows/s (vs \\copy)', 'RSS Δ export', 'table; indexes (MB)'];
 process.stdout.write(
