@@ -10,7 +10,8 @@ import { apiDocsResponse } from '../rest/docs-page.js';
 import { errorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
 import { envelopedRunner, fetchRouteInput, matchRoute, runRoute, runStream, unexpectedErrorResponse, type Yoga } from '../rest/handler.js';
-import { exportFormatOf, runExport } from '../rest/export.js';
+import { EXPORT_BATCH_TIMEOUT_MS, exportFormatOf, runExport } from '../rest/export.js';
+import { withinStepDeadline } from './batch-deadline.js';
 import { openApiDocument } from '../rest/openapi.js';
 import { DEFAULT_REQUEST_LIMITS } from './use-limits.js';
 import { requestIdOf } from './use-request-id.js';
@@ -92,7 +93,7 @@ export function useRest({
         const runner = envelopedRunner(yoga, request, serverContext, operationName, `${matched.route.spec.method} ${matched.route.spec.path}`);
         const exportFormat = matched.route.spec.response.kind === 'list' && !isHead ? exportFormatOf(request.headers.get('accept')) : null;
         if (exportFormat) {
-          const exported = await runExport(routeRequest, exportFormat, runner, fetchAPI, request.signal);
+          const exported = await runExport(routeRequest, exportFormat, runner, fetchAPI, request.signal, (work) => withinStepDeadline(EXPORT_BATCH_TIMEOUT_MS, work));
           if (exported instanceof fetchAPI.Response) endResponse(exported);
           else send(exported as RestResponse);
           return;

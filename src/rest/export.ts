@@ -1,7 +1,6 @@
 import { getOperationAST, Kind, type DocumentNode, type ExecutionResult, type FieldNode, type OperationDefinitionNode } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
 import type { Context } from '../context.js';
-import { withinStepDeadline } from '../plugins/batch-deadline.js';
 import type { CompiledRoute } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
@@ -19,7 +18,7 @@ import { parseListQuery, withFilterFormParams } from './query-params.js';
 /** Rows read per batch: large enough that a batch's fixed costs vanish, small enough to keep memory flat. */
 export const EXPORT_BATCH_ROWS = 2000;
 /** Each batch's time limit (as a request's). */
-const BATCH_TIMEOUT_MS = 30_000;
+export const EXPORT_BATCH_TIMEOUT_MS = 30_000;
 /** The whole transfer's time limit: at the export's rate, far beyond any tenant's history. */
 export const EXPORT_MAX_MS = 60 * 60_000;
 
@@ -83,6 +82,8 @@ export async function runExport(
   runner: OperationRunner,
   fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream },
   signal: AbortSignal,
+  /** Runs one batch within its own time limit (EXPORT_BATCH_TIMEOUT_MS), its statements cancelled past it. */
+  withinBatchTime: <T>(work: () => Promise<T>) => Promise<T>,
 ): Promise<Response | RestResponse> {
   const startedAt = performance.now();
   const pipeline = await authenticated(runner, log, target);
@@ -110,7 +111,7 @@ export async function runExport(
   const fields = parsed.query.select ?? route.fields.map((field) => field.name);
 
   const readBatch = (after: string | null): Promise<ExportPage> =>
-    withinStepDeadline(BATCH_TIMEOUT_MS, async () => {
+    withinBatchTime(async () => {
       const result = await runner.execute({ document, operationName, variableValues: { ...variables, after }, contextValue: context });
       if (isAsyncIterable(result)) throw new Error('an export ran a stream');
       const executed = result as ExecutionResult;
