@@ -137,6 +137,12 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     }
     const secretKeys = webhookSecretKeysOf(config, db);
     await sealPlaintextSecrets(db, secretKeys, logger);
+    if (db.kind === 'postgres' && !config.WEBHOOK_SECRET_KEY && secretKeys.currentKeyId) {
+      logger.warn(
+        { key: secretKeys.currentKeyId, data_dir: config.DATA_DIR },
+        'WEBHOOK_SECRET_KEY is not set: webhook secrets are sealed with the key kept in DATA_DIR; replicas on other hosts must be given WEBHOOK_SECRET_KEY',
+      );
+    }
     const gateway = createGateway({ db, config, logger });
     const scheduler =
       config.SCHEDULER === 'on'
