@@ -8,6 +8,7 @@ import { seedCommands } from './cli/seed.js';
 import { serviceUserCommands } from './cli/service-user.js';
 import { tenantCommands } from './cli/tenant.js';
 import { tokenCommands } from './cli/token.js';
+import { webhookCommands } from './cli/webhooks.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { UNREACHABLE_CODES } from './db/unreachable.js';
@@ -20,6 +21,7 @@ const COMMANDS: Command[] = [
   ...seedCommands,
   ...serviceUserCommands,
   ...tokenCommands,
+  ...webhookCommands,
   ...exportCommands,
 ];
 
@@ -137,7 +139,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     db = await (io.openDatabase ?? openConfiguredDatabase)(config);
     // Migrating first lets every command run against a fresh database, as the server does at start.
     const appliedMigrations = await migrate(db);
-    await command.run({ db, appliedMigrations, out, err, io }, input);
+    await command.run({ db, config, appliedMigrations, out, err, io }, input);
     return 0;
   } catch (error) {
     err(`error: ${describeError(error)}`);

@@ -3,7 +3,7 @@ import { SingleBar } from 'cli-progress';
 import { SignJWT } from 'jose';
 import { createLogger } from '../logger.js';
 import { INTEGRATIONS_BASE } from '../paths.js';
-import { createGateway } from '../yoga.js';
+import { createGateway } from '../http/yoga.js';
 import { CliError, type Command, stringOption, UsageError } from './commands.js';
 
 // `export <syncs|connected> --tenant <slug> --format <csv|ndjson> [--filter <param=value>]…`: a tenant's list to
