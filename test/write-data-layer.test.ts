@@ -110,7 +110,7 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
         }),
       );
       expect(bad.extensions.code).toBe('INVALID_QUERY');
-      expect((bad.extensions.details as { field: string }[]).map((p) => p.field).sort()).toEqual([
+      expect((bad.extensions.details as { parameter: string }[]).map((p) => p.parameter).sort()).toEqual([
         'metadata.location',
         'settings.mention_users',
         'settings.notification_enabled',

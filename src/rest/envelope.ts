@@ -51,7 +51,15 @@ export function graphqlErrorResponse(error: GraphQLErrorLike, target: ResponseTa
   const http = (extensions.http ?? {}) as { status?: unknown; headers?: unknown };
   const status = typeof http.status === 'number' ? http.status : undefined;
   const headers = isStringRecord(http.headers) ? http.headers : undefined;
-  return errorResponse(extensions.code, error.message, target, { status, headers, details: extensions.details });
+  return errorResponse(extensions.code, error.message, target, { status, headers, details: restDetails(extensions.details) });
+}
+
+/** An error's details as REST answers them: `{parameter, message}`, also for problems a resolver named `{field, message}`. */
+function restDetails(details: unknown): unknown {
+  if (!Array.isArray(details)) return details;
+  return details.map((item: unknown) =>
+    typeof item === 'object' && item !== null && 'field' in item && 'message' in item ? { parameter: String(item.field), message: String(item.message) } : item,
+  );
 }
 
 /** The envelope for a route's execution result. `query` is the parsed query string of a list route. */
