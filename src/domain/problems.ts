@@ -40,3 +40,31 @@ export function invalidGraphQLInput(problems: readonly FieldProblem[], argument?
   });
   return new ApiError('INVALID_QUERY', `invalid input: ${details.map((p) => `${p.field}: ${p.message}`).join('; ')}`, { details });
 }
+
+/**
+ * Runs a data-layer write whose input problems are named as the REST body names them, and names them by their
+ * GraphQL path instead (for a resolver): the data layer is shared, the names are the surface's.
+ */
+export async function withGraphQLNames<T>(argument: string | undefined, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    const details = error instanceof ApiError && error.code === 'INVALID_QUERY' ? error.extensions.details : undefined;
+    if (!Array.isArray(details) || !details.every(isParameterProblem)) throw error;
+    throw invalidGraphQLInput(details.map((d) => ({ field: d.parameter, message: d.message })), argument);
+  }
+}
+
+function isParameterProblem(value: unknown): value is ParameterProblem {
+  return typeof value === 'object' && value !== null && 'parameter' in value && 'message' in value;
+}
+
+/** The GraphQL arguments a REST body is passed in whole (`input`, `report`): not part of a body member's name. */
+const BODY_ARGUMENTS = new Set(['input', 'report']);
+
+/** `input.settings.retryAttempts` → `settings.retry_attempts`: a GraphQL input path as the REST body names it. */
+export function restNameOfGraphQLPath(path: string): string {
+  const segments = path.split('.');
+  if (segments.length > 0 && BODY_ARGUMENTS.has(segments[0]!)) segments.shift();
+  return segments.map(snakeCaseName).join('.') || '(body)';
+}

@@ -5,7 +5,7 @@ import { hashRequestBody, IDEMPOTENCY_KEY_PATTERN, type IdempotentResource, runI
 import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../db/sync-runs.js';
 import type { TransactionRunner } from '../db/write-transactions.js';
 import { parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
-import { camelCaseName, type FieldProblem, invalidGraphQLInput, snakeCaseName } from '../domain/problems.js';
+import { camelCaseName, type FieldProblem, invalidGraphQLInput, snakeCaseName, withGraphQLNames } from '../domain/problems.js';
 import { ApiError } from '../errors.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, type SyncReport } from '../domain/sync-reports.js';
 import { builder } from './builder.js';
@@ -185,7 +185,7 @@ builder.mutationFields((t) => ({
         context,
         'createConnection',
         args.input,
-        async (sql) => (await createConnection(sql, tenantId, input)).id,
+        async (sql) => (await withGraphQLNames('input', () => createConnection(sql, tenantId, input))).id,
         (created) => ({ type: 'connection', id: created }),
         async (resource) => resource?.id ?? '',
       );
@@ -200,7 +200,7 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, context, info) => {
       const { patch } = parsed(parseConnectionPatch(bodyOf(args.input, 'input')), 'input');
       const id = assertIdLength(args.id, 'connection');
-      await updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch);
+      await withGraphQLNames('input', () => updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch));
       return connectionForSelection(context, info, id);
     },
   }),

@@ -1,5 +1,6 @@
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import { ERROR_CODES, errorBody, isErrorCode, type ErrorCode } from '../errors.js';
+import { restNameOfGraphQLPath } from '../domain/problems.js';
 import type { CompiledRoute } from './compile-routes.js';
 import { describeFilters, describeOrder, type ListQuery, type QueryProblem } from './query-params.js';
 import type { ListSpec } from './routes.js';
@@ -54,11 +55,16 @@ export function graphqlErrorResponse(error: GraphQLErrorLike, target: ResponseTa
   return errorResponse(extensions.code, error.message, target, { status, headers, details: restDetails(extensions.details) });
 }
 
-/** An error's details as REST answers them: `{parameter, message}`, also for problems a resolver named `{field, message}`. */
+/**
+ * An error's details as REST answers them: `{parameter, message}`, also for the problems a resolver named by
+ * their GraphQL path (`{field: 'input.settings.retryAttempts'}` → `settings.retry_attempts`, the body's name).
+ */
 function restDetails(details: unknown): unknown {
   if (!Array.isArray(details)) return details;
   return details.map((item: unknown) =>
-    typeof item === 'object' && item !== null && 'field' in item && 'message' in item ? { parameter: String(item.field), message: String(item.message) } : item,
+    typeof item === 'object' && item !== null && 'field' in item && 'message' in item
+      ? { parameter: restNameOfGraphQLPath(String(item.field)), message: String(item.message) }
+      : item,
   );
 }
 
