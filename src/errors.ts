@@ -154,7 +154,7 @@ export const EXAMPLE_ORIGIN = 'http://127.0.0.1:4000';
 const EXAMPLE_MESSAGES: Record<number, string> = {
   400: "Invalid query: unknown field 'colour'; filterable fields: id, name, slug",
   401: 'Missing credential: send Authorization: Token <personal access token> or Authorization: Bearer <JWT>',
-  403: "The credential lacks the permission catalog:read this operation needs (its role is engine)",
+  403: 'The credential lacks the permission catalog:read this operation needs (its role is engine; roles with it: admin, reader)',
   404: 'connection not found',
   405: 'PUT is not allowed on /api/v1/integrations/connected; allowed: GET, HEAD, POST',
   406: 'Accept admits none of application/graphql-response+json, application/json',
