@@ -1,4 +1,4 @@
-import { messageSchema, WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { messageSchema, WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { ERROR_CODES, errorCodeOfStatus, exampleErrorBody } from '../errors.js';
 import { heldByEveryRole, isPermission, rolesWith } from '../auth/permissions.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
@@ -72,7 +72,8 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
   for (const route of routes) {
     addComponent(schemas, route.spec.itemSchema, route.itemSchema);
     if (route.spec.response.kind === 'list') addComponent(schemas, selectionSchemaName(route), selectionSchema(route.itemSchema));
-    const operations = (paths[route.spec.path] ??= {});
+    paths[route.spec.path] ??= {};
+    const operations = paths[route.spec.path]!;
     operations[route.spec.method.toLowerCase()] = operationObject(route);
     if (route.spec.stream) paths[`${route.spec.path}${STREAM_PATH_SUFFIX}`] = { get: streamOperationObject(route) };
     // The spec writes the sync list with a trailing slash; both are served (as every path is), and this one is
