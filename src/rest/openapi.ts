@@ -41,9 +41,14 @@ const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
 const ANY_REQUEST_STATUSES = [400, 401, 408, 413, 414, 429, 431, 500, 503];
 
 /** The error body of one status: its code (see ERROR_CODES' statuses), with `details` on 400 only. */
-function errorBodySchema(status: number): JsonSchema {
+function statusErrorBodySchema(status: number): JsonSchema {
   const code = errorCodeOfStatus(status);
   if (!code) throw new Error(`no error code answers HTTP ${status}`);
+  return errorBodySchema([code], status === 400, `The page of the code: /docs/errors/${code}.`);
+}
+
+/** `{msg, error: {code, docs, req_id, details?}}` with `code` one of `codes`. */
+function errorBodySchema(codes: readonly string[], withDetails: boolean, docs: string): JsonSchema {
   return {
     type: 'object',
     required: ['msg', 'error'],
@@ -55,10 +60,10 @@ function errorBodySchema(status: number): JsonSchema {
         required: ['code', 'docs', 'req_id'],
         additionalProperties: false,
         properties: {
-          code: { type: 'string', enum: [code] },
-          docs: { type: 'string', format: 'uri', description: `The page of the code: /docs/errors/${code}.` },
+          code: { type: 'string', enum: codes },
+          docs: { type: 'string', format: 'uri', description: docs },
           req_id: { type: 'string', pattern: '^req_\\d+$' },
-          ...(status === 400 ? { details: { $ref: `${SCHEMA_REF}ProblemDetails` } } : {}),
+          ...(withDetails ? { details: { $ref: `${SCHEMA_REF}ProblemDetails` } } : {}),
         },
       },
     },
@@ -118,7 +123,7 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
               headers: retry
                 ? { ...requestIdHeader(), 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^\\d+$' } } }
                 : requestIdHeader(),
-              content: { 'application/json': { schema: errorBodySchema(Number(status)), example: exampleErrorBody(code, Number(status)) } },
+              content: { 'application/json': { schema: statusErrorBodySchema(Number(status)), example: exampleErrorBody(code, Number(status)) } },
             },
           ];
         }),
@@ -415,25 +420,7 @@ function sharedSchemas(): Record<string, JsonSchema> {
     select: { type: 'array', description: 'The fields selected.', items: { type: 'string' } },
   };
   return {
-    ErrorBody: {
-      type: 'object',
-      required: ['msg', 'error'],
-      additionalProperties: false,
-      properties: {
-        msg: { type: 'string', description: 'Human-readable explanation.' },
-        error: {
-          type: 'object',
-          required: ['code', 'docs', 'req_id'],
-          additionalProperties: false,
-          properties: {
-            code: { type: 'string', enum: Object.keys(ERROR_CODES) },
-            docs: { type: 'string', format: 'uri', description: 'Documentation of the code.' },
-            req_id: { type: 'string', pattern: '^req_\\d+$' },
-            details: { $ref: `${SCHEMA_REF}ProblemDetails` },
-          },
-        },
-      },
-    },
+    ErrorBody: errorBodySchema(Object.keys(ERROR_CODES), true, 'Documentation of the code.'),
     ProblemDetails: {
       type: 'array',
       description:
