@@ -292,6 +292,7 @@ function pathParameters(route: CompiledRoute): unknown[] {
     required: true,
     description: 'Identifier of the item. Any string that names no item of the caller is 404; only one longer than 64 characters (or holding NUL) is 400.',
     schema: PATH_ID_SCHEMA,
+    ...(route.spec.pathExamples?.[name] ? { example: route.spec.pathExamples[name] } : {}),
   }));
 }
 

@@ -2,6 +2,7 @@ import type { DocumentNode } from 'graphql';
 import type { Context } from '../context.js';
 import { INTEGRATIONS_BASE } from '../paths.js';
 import { CONNECTION_BODY_SCHEMAS, parseConnectionPatch } from '../domain/connection-input.js';
+import { catalogId } from '../domain/category-kinds.js';
 import { camelCaseName, type FieldProblem } from '../domain/problems.js';
 import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
 import { createConnectionInputProblems } from '../graphql/writes.js';
@@ -114,6 +115,8 @@ export interface RouteSpec {
     params: Record<string, { variable: string; description: string }>;
     description: string;
   };
+  /** Example values of path parameters that name demo data (the catalog's ids are the same in every database). */
+  pathExamples?: Record<string, string>;
   /** Members the answer always carries a value for, though the GraphQL field is nullable (a secret shown this once). */
   valuedMembers?: readonly string[];
   /** Operation-specific statuses to document besides the shared error responses. */
@@ -162,6 +165,9 @@ function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, u
 }
 
 const KEYWORD_SEARCH = ['name', 'slug', 'description', 'keywords'] as const;
+
+/** A catalog application for the examples: catalog ids derive from slugs, so it names Stripe in every database. */
+const DEMO_APPLICATION_ID = catalogId('app', 'stripe');
 
 export const routes: readonly RouteSpec[] = [
   {
@@ -216,6 +222,7 @@ export const routes: readonly RouteSpec[] = [
     summary: 'Read one available application',
     description: 'One catalog application. As the spec shows it, `data` is an array holding that one application.',
     itemSchema: 'AvailableApplication',
+    pathExamples: { id: DEMO_APPLICATION_ID },
     response: { kind: 'item-in-array', msg: 'OK', notFound: 'application not found' },
     errors: [400, 404],
   },
@@ -356,7 +363,7 @@ export const routes: readonly RouteSpec[] = [
       problems: createConnectionInputProblems,
       variables: (body) => ({ input: camelMembers(body) }),
       schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.create),
-      example: { application_id: 'app_…', name: 'Stripe EU', settings: { sync_interval: '1h', retry_attempts: 3 } },
+      example: { application_id: DEMO_APPLICATION_ID, name: 'Stripe US', settings: { sync_interval: '1h', retry_attempts: 3 } },
     },
   },
   {
