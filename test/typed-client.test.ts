@@ -12,7 +12,7 @@ import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { createLogger } from '../src/logger.js';
 import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
-import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, testSecretKeys, type TestGateway } from './fixtures/gateway.js';
 import { ORIGIN } from './fixtures/rest.js';
 import { ROOT } from './fixtures/server-process.js';
 import { startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
@@ -158,7 +158,7 @@ describe('a client generated from the served document', () => {
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'typed-client-engine', role: 'engine' });
     engineToken = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
     receiver = await startReceiver();
-    worker = new DeliveryWorker({ db: t.db, logger: createLogger('silent'), allowPrivate: true, retrySchedule: [60], disableAfter: 10, pollMs: 100 });
+    worker = new DeliveryWorker({ db: t.db, secretKeys: testSecretKeys(t.db), logger: createLogger('silent'), allowPrivate: true, retrySchedule: [60], disableAfter: 10, pollMs: 100 });
     await worker.start();
   });
 
