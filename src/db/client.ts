@@ -177,18 +177,21 @@ function withQueryEvents({ kind, adapterFactory, raw, liveReads, close: closeDri
 }
 
 /** A PGlite data directory that another process holds open. */
-class DataDirectoryInUseError extends Error {
-  constructor(dataDir: string, pid: number) {
+export class DataDirectoryInUseError extends Error {
+  constructor(dataDir: string, pid: number, address: string | undefined) {
     super(
-      `the PGlite data directory ${dataDir} is in use by process ${pid} (a server still starting, or another CLI command): ` +
+      (address
+        ? `a running server (pid ${pid}, listening on ${address}) holds the PGlite data directory ${dataDir}: `
+        : `the PGlite data directory ${dataDir} is in use by process ${pid} (a server still starting, or another CLI command): `) +
         `embedded PGlite serves one process at a time, and a second one would overwrite its changes. A running server ` +
-        `lets the CLI in through its socket; wait for that process to finish, or run both on PostgreSQL (DATABASE_URL). ` +
+        `lets the CLI in through its socket; stop that process first, use another DATA_DIR, or run both on PostgreSQL (DATABASE_URL). ` +
         `If no such process runs, delete ${join(dataDir, LOCK_FILE)}.`,
     );
     this.name = 'DataDirectoryInUseError';
   }
 }
 
+/** `<pid>\n[<url the server listens on>\n]`: who holds the directory, and where a server holding it answers. */
 const LOCK_FILE = 'gateway.pid';
 
 /**
@@ -200,16 +203,27 @@ function claimDataDirectory(dataDir: string): () => void {
   const path = join(dataDir, LOCK_FILE);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      writeFileSync(path, String(process.pid), { flag: 'wx', mode: 0o600 });
+      writeFileSync(path, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
       return () => rmSync(path, { force: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(readFileSync(path, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && isRunning(holder)) throw new DataDirectoryInUseError(dataDir, holder);
+      const [pidLine, address] = readFileSync(path, 'utf8').split('\n');
+      const holder = Number(pidLine?.trim());
+      if (Number.isInteger(holder) && holder > 0 && isRunning(holder)) throw new DataDirectoryInUseError(dataDir, holder, address?.trim() || undefined);
       rmSync(path, { force: true });
     }
   }
   throw new Error(`could not claim the PGlite data directory ${dataDir}`);
+}
+
+/** Adds where this server listens to its claim on the data directory, for a second server's refusal to name. */
+export function recordListeningAddress(dataDir: string, url: string): void {
+  const path = join(dataDir, LOCK_FILE);
+  try {
+    if (Number(readFileSync(path, 'utf8').split('\n')[0]) === process.pid) writeFileSync(path, `${process.pid}\n${url}\n`);
+  } catch {
+    // No claim (not on PGlite): nothing to add to.
+  }
 }
 
 function isRunning(pid: number): boolean {

@@ -8,7 +8,7 @@ import {
   type WebhookEndpointRow,
 } from '../db/webhooks.js';
 import { parseCreateWebhookEndpoint, parseWebhookEndpointPatch } from '../domain/webhook-input.js';
-import { invalidInput } from '../domain/problems.js';
+import { invalidGraphQLInput } from '../domain/problems.js';
 import { ApiError } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
@@ -295,7 +295,7 @@ function found<T>(value: T | null, what: string, id: string): T {
 }
 
 function problemsOrValue<T>(result: { value: T } | { problems: { field: string; message: string }[] }): T {
-  if ('problems' in result) throw invalidInput(result.problems);
+  if ('problems' in result) throw invalidGraphQLInput(result.problems, 'input');
   return result.value;
 }
 
@@ -306,7 +306,7 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'webhooks:manage' },
     args: { input: t.arg({ type: CreateWebhookEndpointInput, required: true }) },
     resolve: async (_root, args, context) => {
-      const input = problemsOrValue(await parseCreateWebhookEndpoint(bodyOf(args.input), guardOf(context)));
+      const input = problemsOrValue(await parseCreateWebhookEndpoint(bodyOf(args.input, 'input'), guardOf(context)));
       const tenantId = requireViewer(context).tenantId;
       return once<EndpointView>(
         context,
@@ -326,7 +326,7 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'webhooks:manage' },
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateWebhookEndpointInput, required: true }) },
     resolve: async (_root, args, context) => {
-      const patch = problemsOrValue(await parseWebhookEndpointPatch(bodyOf(args.input), guardOf(context)));
+      const patch = problemsOrValue(await parseWebhookEndpointPatch(bodyOf(args.input, 'input'), guardOf(context)));
       const id = assertIdLength(args.id, 'webhook endpoint');
       return found(await updateWebhookEndpoint(context.db.raw, requireViewer(context).tenantId, id, patch), 'webhook endpoint', id);
     },

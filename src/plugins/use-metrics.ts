@@ -59,7 +59,14 @@ let processRegistry: Registry | undefined;
 function processMetrics(): Registry {
   if (!processRegistry) {
     processRegistry = new Registry();
+    const before = process.cpuUsage();
     collectDefaultMetrics({ register: processRegistry });
+    // prom-client counts CPU from the moment its collector is registered (the first scrape, here); the CPU the
+    // process used before that is added, so the counters count since the process started, as their names say.
+    const add = (name: string, micros: number) => (processRegistry?.getSingleMetric(name) as Counter | undefined)?.inc(micros / 1e6);
+    add('process_cpu_user_seconds_total', before.user);
+    add('process_cpu_system_seconds_total', before.system);
+    add('process_cpu_seconds_total', before.user + before.system);
   }
   return processRegistry;
 }

@@ -84,7 +84,7 @@ export function useRest({
           return;
         }
         const routeRequest = { ...matched, url, input: fetchRouteInput(request), target, log: logger };
-        if (matched.route.spec.stream && !isHead && acceptsEventStream(request.headers.get('accept'))) {
+        if (matched.route.spec.stream && ('stream' in matched || (!isHead && acceptsEventStream(request.headers.get('accept'))))) {
           const streamed = await runStream(routeRequest, { yoga, request, serverContext });
           if (streamed instanceof fetchAPI.Response) endResponse(streamed);
           else send(streamed as RestResponse);

@@ -59,6 +59,8 @@ export interface CompiledRoute {
   resource: ResourceSpec | null;
   /** JSON Schema of one data item. */
   itemSchema: JsonSchema;
+  /** The permission the root field needs (its auth scope), when it names one. */
+  permission: string | null;
 }
 
 export function compileRoutes(schema: GraphQLSchema, routes: readonly RouteSpec[]): CompiledRoute[] {
@@ -168,16 +170,30 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     };
   }
 
+  const scopes = (rootDef.extensions as { pothosOptions?: { authScopes?: { permission?: unknown } } }).pothosOptions?.authScopes;
   return {
     spec: route,
+    permission: typeof scopes?.permission === 'string' ? scopes.permission : null,
     operation,
     rootKey: rootField.alias?.value ?? rootField.name.value,
     pathPattern: pathPatternOf(route.path),
     pathParams,
     fields,
     resource,
-    itemSchema: objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])),
+    itemSchema: withValuedMembers(objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])), route.valuedMembers ?? [], fail),
   };
+}
+
+/** The item schema with the named members never null (the route always answers a value for them). */
+function withValuedMembers(schema: JsonSchema, members: readonly string[], fail: (message: string) => never): JsonSchema {
+  if (members.length === 0) return schema;
+  const properties = { ...(schema.properties as Record<string, JsonSchema>) };
+  for (const member of members) {
+    const property = properties[member];
+    if (!property) return fail(`valued member ${member} is not selected`);
+    properties[member] = stripNull(property);
+  }
+  return { ...schema, properties };
 }
 
 /** The selection with every named fragment spread replaced by the fragment's fields, recursively. */

@@ -1,5 +1,6 @@
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import { ERROR_CODES, errorBody, isErrorCode, type ErrorCode } from '../errors.js';
+import { restNameOfGraphQLPath } from '../domain/problems.js';
 import type { CompiledRoute } from './compile-routes.js';
 import { describeFilters, describeOrder, type ListQuery, type QueryProblem } from './query-params.js';
 import type { ListSpec } from './routes.js';
@@ -73,7 +74,20 @@ export function graphqlErrorResponse(error: GraphQLErrorLike, target: ResponseTa
   const http = (extensions.http ?? {}) as { status?: unknown; headers?: unknown };
   const status = typeof http.status === 'number' ? http.status : undefined;
   const headers = isStringRecord(http.headers) ? http.headers : undefined;
-  return errorResponse(extensions.code, error.message, target, { status, headers, details: extensions.details });
+  return errorResponse(extensions.code, error.message, target, { status, headers, details: restDetails(extensions.details) });
+}
+
+/**
+ * An error's details as REST answers them: `{parameter, message}`, also for the problems a resolver named by
+ * their GraphQL path (`{field: 'input.settings.retryAttempts'}` → `settings.retry_attempts`, the body's name).
+ */
+function restDetails(details: unknown): unknown {
+  if (!Array.isArray(details)) return details;
+  return details.map((item: unknown) =>
+    typeof item === 'object' && item !== null && 'field' in item && 'message' in item
+      ? { parameter: restNameOfGraphQLPath(String(item.field)), message: String(item.message) }
+      : item,
+  );
 }
 
 /** The envelope for a route's execution result. `query` is the parsed query string of a list route. */

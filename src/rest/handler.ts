@@ -11,7 +11,7 @@ import { errorResponse, graphqlErrorResponse, invalidQueryResponse, resultRespon
 import { eventStreamResponse, parseLastEventId } from './event-stream.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, type ListQuery, type QueryProblem, withFilterFormParams } from './query-params.js';
-import type { BodySpec } from './routes.js';
+import { STREAM_PATH_SUFFIX, type BodySpec } from './routes.js';
 
 // Running a REST request: the route it matches, then its GraphQL operation through yoga's enveloped pipeline
 // (context and auth, limits, masking, logging) and the result in the spec's envelope, as JSON or as an event
@@ -29,7 +29,9 @@ export function matchRoute(
   method: string,
   requestMethod: string,
   target: ResponseTarget,
-): { route: CompiledRoute; pathValues: string[] } | { refused: RestResponse } {
+): { route: CompiledRoute; pathValues: string[]; stream?: true } | { refused: RestResponse } {
+  const streamed = method === 'GET' ? matchStreamPath(routes, pathname) : null;
+  if (streamed) return streamed;
   const candidates = routes.flatMap((route) => {
     const match = route.pathPattern.exec(pathname);
     return match ? [{ route, pathValues: match.slice(1) }] : [];
@@ -43,6 +45,17 @@ export function matchRoute(
       headers: { Allow: allow },
     }),
   };
+}
+
+/** A streamed route's own stream path (`…/events`), whatever the Accept header asks for; null for any other path. */
+export function matchStreamPath(routes: readonly CompiledRoute[], pathname: string): { route: CompiledRoute; pathValues: string[]; stream: true } | null {
+  if (!pathname.endsWith(STREAM_PATH_SUFFIX)) return null;
+  const streamedPath = pathname.slice(0, -STREAM_PATH_SUFFIX.length);
+  for (const route of routes) {
+    const match = route.spec.stream && route.spec.method === 'GET' ? route.pathPattern.exec(streamedPath) : null;
+    if (match) return { route, pathValues: match.slice(1), stream: true };
+  }
+  return null;
 }
 
 /** The operation arguments a runner executes. */
