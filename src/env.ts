@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_READ_MAX_LAG_MS } from './db/read-routing.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
 /** The documented default of RATE_LIMIT_PER_MINUTE, also for gateways built without a configuration's value. */
@@ -20,6 +21,14 @@ const envSchema = z
         .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
         .optional(),
     ),
+    // Read replicas (src/db/read-routing.ts): read-only work goes there, with read-your-writes kept.
+    DATABASE_READ_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+        .optional(),
+    ),
+    DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_READ_MAX_LAG_MS),
     DATA_DIR: z.string().trim().min(1).default('./.data'),
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
     // Named (prepared) statements on PostgreSQL (db/prepared-statements.ts); off for a pooler that cannot keep them.
@@ -79,6 +88,10 @@ const envSchema = z
       }),
     WEBHOOK_DISABLE_AFTER: z.coerce.number().int().min(1).max(1000).default(10),
     WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  })
+  .refine((env) => !env.DATABASE_READ_URL || env.DATABASE_URL, {
+    message: 'needs DATABASE_URL: replicas serve reads of a PostgreSQL primary, not of the embedded PGlite',
+    path: ['DATABASE_READ_URL'],
   })
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',

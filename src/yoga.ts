@@ -35,6 +35,7 @@ import { createDirectRest, type DirectRest } from './direct-rest.js';
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from './plugins/use-validated-documents.js';
 import { routes } from './rest/routes.js';
+import { useReadRouting, withRequestReadScope } from './plugins/use-read-routing.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
@@ -206,6 +207,7 @@ query Connections {
       ...optional('request-error-codes', () => useRequestErrorCodes()),
       useResultBytes(),
       useValidatedDocuments(validatedDocuments),
+      useReadRouting(),
       useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
       { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
     ],
@@ -243,9 +245,10 @@ query Connections {
           yoga: (request, serverContext) => (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
         })
       : null;
-  const listener = (req: IncomingMessage, res: ServerResponse) => {
-    if (!direct?.node(req, res) && !graphqlDirect?.node(req, res)) void yoga(req, res);
-  };
+  const listener = (req: IncomingMessage, res: ServerResponse) =>
+    withRequestReadScope(db, req, res, () => {
+      if (!direct?.node(req, res) && !graphqlDirect?.node(req, res)) void yoga(req, res);
+    });
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = (direct || graphqlDirect) && directRequest(input, init);
     const answered = request && (direct?.fetch(request) ?? graphqlDirect?.fetch(request));
