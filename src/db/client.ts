@@ -386,10 +386,11 @@ async function openPostgres(
   // With replicas, the main pool routes the plain reads of read-only requests to them.
   const pool = poolOf(poolSize, url, readUrl ? RoutingPool : pg.Pool);
   const readReplicas = readUrl ? new ReadReplicas(poolOf(poolSize, readUrl), readMaxLagMs) : undefined;
-  if (readReplicas) (pool as RoutingPool).replicas = readReplicas;
   // pg.Pool opens its connections on demand: a process without live subscribers never opens these.
   const livePool = poolOf(LIVE_POOL_SIZE);
   const cancellation = cancelStatementsOnAbort(pool);
+  const replicaCancellation = readReplicas ? cancelStatementsOnAbort(readReplicas.pool) : undefined;
+  if (readReplicas) (pool as RoutingPool).routeTo(readReplicas);
   /** How statements run on `of`'s connections (and on `alsoOf`'s, where `of` routes some): prepared, or unnamed. */
   const runnerOf = (of: pg.Pool, alsoOf?: pg.Pool) => {
     // Never through a server's local socket: PGlite runs one session for every client of it.
@@ -489,7 +490,7 @@ async function openPostgres(
     liveReads,
     async close() {
       await Promise.all([pool.end(), livePool.end(), readReplicas?.pool.end()]);
-      await cancellation.close();
+      await Promise.all([cancellation.close(), replicaCancellation?.close()]);
     },
     listen,
   });

@@ -76,7 +76,7 @@ function textOf(config: unknown): string {
 }
 
 /** What a replica connection's server last reported. */
-interface ServerState {
+export interface ServerState {
   /** It is a standby; a primary (the read port's fallback) has every commit. */
   inRecovery: boolean;
   replayLsn: bigint | undefined;
@@ -101,6 +101,8 @@ export interface ReadRoutingStats {
  */
 export class ReadReplicas {
   readonly stats: ReadRoutingStats = { replica: 0, primaryFallback: 0 };
+  /** What a replica connection's server reported last (for metrics). */
+  latest: ServerState | undefined;
   private readonly states = new WeakMap<pg.PoolClient, ServerState>();
 
   constructor(
@@ -165,6 +167,7 @@ export class ReadReplicas {
     const row = rows[0]!;
     const state = { inRecovery: row.in_recovery, replayLsn: parseLsn(row.replay_lsn), lagMs: Number(row.lag_ms), at: Date.now() };
     this.states.set(client, state);
+    this.latest = state;
     return state;
   }
 }
@@ -181,12 +184,12 @@ function handsToPrimary(error: unknown): boolean {
 type QueryFunction = (config: unknown, values?: unknown, callback?: unknown) => unknown;
 
 /**
- * The primary's pool, routing: `query` (a statement outside a transaction, Prisma's and RawSql's alike) sends
- * the plain reads of a read-only scope to `replicas` when they may serve it; transactions (`connect`) and
- * everything else run here. Commits made inside a scope report the WAL position after them (`onCommit`).
+ * The primary's pool, routing once `routeTo` is called: `query` (a statement outside a transaction, Prisma's and
+ * RawSql's alike) sends the plain reads of a read-only scope to the replicas when they may serve it;
+ * transactions (`connect`) and everything else run here. Commits made inside a scope report the WAL position
+ * after them (`onCommit`).
  */
 export class RoutingPool extends pg.Pool {
-  replicas: ReadReplicas | undefined;
 
   constructor(config: pg.PoolConfig) {
     super(config);
@@ -213,23 +216,32 @@ export class RoutingPool extends pg.Pool {
     });
   }
 
-  override query(...args: unknown[]): never {
-    const [config, values, callback] = args;
-    const base = super.query.bind(this) as QueryFunction;
-    const scope = scopes.getStore();
-    if (typeof values === 'function' || callback !== undefined || !scope) return base(config, values, callback) as never;
-    const sql = textOf(config);
-    if (!isPlainRead(sql)) return this.write(scope, base(config, values) as Promise<pg.QueryResult>) as never;
-    if (!scope.readOnly || !this.replicas) return base(config, values) as never;
-    return this.replicas.read(scope, config, values).then((result) => result ?? (base(config, values) as Promise<pg.QueryResult>)) as never;
+  /**
+   * From now on `query` routes (see the class comment). Call it after anything else that wraps this pool's
+   * `query` (the cancellation at a request's deadline): routing comes first, and either pool's statements are
+   * then cancelled alike.
+   */
+  routeTo(replicas: ReadReplicas): void {
+    const base = this.query.bind(this) as QueryFunction;
+    const run = (config: unknown, values: unknown) => base(config, values) as Promise<pg.QueryResult>;
+    (this as unknown as { query: QueryFunction }).query = (config, values, callback) => {
+      const scope = scopes.getStore();
+      if (typeof values === 'function' || callback !== undefined || !scope) return base(config, values, callback);
+      if (!isPlainRead(textOf(config))) return this.write(scope, run(config, values), () => run(FLUSH_LSN_SQL, undefined));
+      if (!scope.readOnly) return run(config, values);
+      return replicas.read(scope, config, values).then((result) => result ?? run(config, values));
+    };
   }
 
   /** A statement that may write, outside a transaction: its commit's position goes to the scope. */
-  private async write(scope: ReadScope, statement: Promise<pg.QueryResult>): Promise<pg.QueryResult> {
+  private async write(scope: ReadScope, statement: Promise<pg.QueryResult>, position: () => Promise<pg.QueryResult>): Promise<pg.QueryResult> {
     const result = await statement;
     if (scope.onCommit) {
-      const position = await (super.query(FLUSH_LSN_SQL) as Promise<pg.QueryResult<{ lsn: string }>>).catch(() => undefined);
-      if (position) scope.onCommit(position.rows[0]!.lsn);
+      const lsn = await position().then(
+        ({ rows }) => (rows[0] as { lsn?: string } | undefined)?.lsn,
+        () => undefined,
+      );
+      if (lsn) scope.onCommit(lsn);
     }
     return result;
   }
