@@ -83,6 +83,8 @@ export class ResumingStream {
   constructor(
     private readonly url: string,
     private readonly token: string,
+    /** Where the stream starts: after this event id (Last-Event-ID), or from now on. */
+    private readonly after?: number,
   ) {
     this.done = this.run();
   }
@@ -90,7 +92,7 @@ export class ResumingStream {
   private async run(): Promise<void> {
     while (!this.stopped) {
       this.abort = new AbortController();
-      const last = this.events.at(-1)?.id;
+      const last = this.events.at(-1)?.id ?? this.after;
       try {
         const response = await fetch(`${this.url}/api/v1/integrations/syncs`, {
           headers: { authorization: `Token ${this.token}`, accept: 'text/event-stream', ...(last === undefined ? {} : { 'last-event-id': String(last) }) },
@@ -137,6 +139,11 @@ export class ResumingStream {
     }
   }
 
+  /** Drops the connection as a network failure would; the stream resumes with Last-Event-ID. */
+  drop(): void {
+    this.abort?.abort();
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort?.abort();
@@ -160,10 +167,25 @@ export function checkStream(stream: ResumingStream, logIds: readonly number[]): 
   return { missing: logIds.filter((id) => !delivered.has(id)).length, duplicated, outOfOrder };
 }
 
-/** The ids of the tenant's run events in the event log, ascending. */
-async function runEventIds(client: pg.Client, tenantId: string): Promise<number[]> {
-  const { rows } = await client.query<{ id: string }>("SELECT id::text AS id FROM events WHERE tenant_id = $1 AND type LIKE 'sync.%' ORDER BY id", [tenantId]);
+/** The ids of the tenant's run events in the event log after `after`, ascending. */
+async function runEventIds(client: pg.Client, tenantId: string, after: number): Promise<number[]> {
+  const { rows } = await client.query<{ id: string }>(
+    "SELECT id::text AS id FROM events WHERE tenant_id = $1 AND id > $2 AND type LIKE 'sync.%' ORDER BY id",
+    [tenantId, after],
+  );
   return rows.map((row) => Number(row.id));
+}
+
+/** The tenant's last event id (0: none yet). */
+async function lastEventId(writeUrl: string, tenantId: string): Promise<number> {
+  const client = new pg.Client({ connectionString: writeUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ id: string | null }>('SELECT max(id)::text AS id FROM events WHERE tenant_id = $1', [tenantId]);
+    return Number(rows[0]?.id ?? 0);
+  } finally {
+    await client.end();
+  }
 }
 
 export interface DrillResult {
@@ -175,7 +197,7 @@ export interface DrillResult {
   unavailableSeconds: number;
   /** From the kill until Patroni reported another primary, in seconds. */
   promotionSeconds: number;
-  /** Reads answered 200 between the kill and the first write acknowledged after it. */
+  /** Reads answered 200 during the longest time without an acknowledged write. */
   readsDuringFailover: number;
   /** Reads in all, and how many answered 200. */
   reads: number;
@@ -197,6 +219,8 @@ export interface DrillOptions {
   readers?: number;
   /** Event streams kept open across the failover (default 1). */
   streams?: number;
+  /** Streams whose connection is dropped at the kill, to resume with Last-Event-ID while the primary is lost (default all). */
+  droppedStreams?: number;
   /** Writes acknowledged before the kill (default 60). */
   warmupWrites?: number;
   /** Writes acknowledged in all before the drill stops writing (default 220), and at least this long after the first write after the kill (default 4 s). */
@@ -282,7 +306,9 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     }
   };
 
-  const streams = Array.from({ length: options.streams ?? 1 }, () => new ResumingStream(base, tenant.token));
+  // The streams start after the tenant's last event, so that they are checked against every run event after it.
+  const startId = await lastEventId(cluster.writeUrl, tenant.tenantId);
+  const streams = Array.from({ length: options.streams ?? 1 }, () => new ResumingStream(base, tenant.token, startId));
   await Promise.all(streams.map((stream) => stream.open));
   const writers = Array.from({ length: options.writers ?? 4 }, writer);
   const readers = Array.from({ length: options.readers ?? 2 }, reader);
@@ -301,6 +327,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     log(`kill -9 ${pid} (the postmaster of ${primary.name}, the primary) after ${acks.length} acknowledged writes`);
     killedAt = Date.now();
     process.kill(pid, 'SIGKILL');
+    for (const stream of streams.slice(0, options.droppedStreams ?? streams.length)) stream.drop();
     const promoted = await promotion(cluster.nodes, primary, 60_000);
     promotionSeconds = (Date.now() - killedAt) / 1000;
     log(`${promoted.name} promoted ${promotionSeconds.toFixed(1)} s after the kill`);
@@ -333,7 +360,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     const settleBy = Date.now() + 30_000;
     for (;;) {
       unscheduled = Number(await unscheduledNow());
-      logIds = await runEventIds(client, tenant.tenantId);
+      logIds = await runEventIds(client, tenant.tenantId, startId);
       const caughtUp = streams.every((stream) => checkStream(stream, logIds).missing === 0);
       if ((unscheduled === 0 && caughtUp) || Date.now() > settleBy) break;
       await new Promise((resolve) => setTimeout(resolve, 250));
@@ -352,11 +379,11 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
   }
 
   const sorted = [...acks].sort((a, b) => a - b);
-  let longestGap = 0;
-  for (let i = 1; i < sorted.length; i++) longestGap = Math.max(longestGap, sorted[i]! - sorted[i - 1]!);
+  let gap = { from: 0, to: 0 };
+  for (let i = 1; i < sorted.length; i++) if (sorted[i]! - sorted[i - 1]! > gap.to - gap.from) gap = { from: sorted[i - 1]!, to: sorted[i]! };
   const recoveredAt = sorted.find((at) => at > killedAt) ?? Number.POSITIVE_INFINITY;
   // Reads second by second around the failover: how many were sent, answered 200, and the slowest.
-  for (let second = -2; killedAt + second * 1000 < Math.min(recoveredAt + 2000, Date.now()); second++) {
+  for (let second = -1; killedAt + second * 1000 < Math.min(Math.max(recoveredAt, gap.to) + 1000, Date.now()); second++) {
     const from = killedAt + second * 1000;
     const bucket = readLog.filter((read) => read.at >= from && read.at < from + 1000);
     log(`reads ${second >= 0 ? '+' : ''}${second} s after the kill: ${bucket.filter((read) => read.status === 200).length} of ${bucket.length} answered 200, statuses ${[...new Set(bucket.map((read) => read.status))].join('/')}, slowest ${Math.max(0, ...bucket.map((read) => read.ms))} ms`);
@@ -366,9 +393,9 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     found,
     lost: acks.length - found,
     duplicated,
-    unavailableSeconds: longestGap / 1000,
+    unavailableSeconds: (gap.to - gap.from) / 1000,
     promotionSeconds,
-    readsDuringFailover: readTimes.filter((at) => at > killedAt && at < recoveredAt).length,
+    readsDuringFailover: readTimes.filter((at) => at > gap.from && at < gap.to).length,
     reads,
     readsOk: readTimes.length,
     unscheduled,
