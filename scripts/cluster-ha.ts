@@ -91,6 +91,13 @@ function fill(template: string, values: Record<string, string>): string {
   return template.replace(/\$\{([A-Z_0-9]+)\}/g, (whole, key: string) => values[key] ?? whole);
 }
 
+/** The HAProxy template (server lines for n1 and n2) with a line for each further node, after n2's. */
+function withServerLines(template: string, count: number): string {
+  return template.replace(/^(\s*server n2 .*)$/gm, (line) =>
+    [line, ...Array.from({ length: Math.max(0, count - 2) }, (_, i) => line.replaceAll('n2', `n${i + 3}`).replaceAll('N2_', `N${i + 3}_`))].join('\n'),
+  );
+}
+
 function exitedOf(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
@@ -172,6 +179,7 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
 
     const template = readFileSync(join(ROOT, 'deploy/ha/patroni.yml'), 'utf8');
     const count = options.nodes ?? 2;
+    if (!Number.isInteger(count) || count < 2 || count > 9) throw new Error(`NODES must be 2 to 9 (got ${count})`);
     for (let i = 1; i <= count; i++) {
       const name = `n${i}`;
       const nodeDir = join(dir, name);
@@ -235,7 +243,9 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
     const writePort = await freePort();
     const readPort = await freePort();
     const statsPort = await freePort();
-    const haproxy = spawn('haproxy', ['-db', '-f', join(ROOT, 'deploy/ha/haproxy-postgres.cfg')], {
+    const haproxyConfig = join(dir, 'haproxy-postgres.cfg');
+    writeFileSync(haproxyConfig, withServerLines(readFileSync(join(ROOT, 'deploy/ha/haproxy-postgres.cfg'), 'utf8'), nodes.length));
+    const haproxy = spawn('haproxy', ['-db', '-f', haproxyConfig], {
       env: {
         PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/bin',
         WRITE: `127.0.0.1:${writePort}`,
