@@ -6,12 +6,15 @@
 // resuming with Last-Event-ID whenever it ends. Then it kill -9s the primary's postmaster, waits for Patroni to
 // promote the replica, writes on, and compares: acknowledged writes against rows on the new primary,
 // duplicates, the longest time without an acknowledged write, reads served meanwhile, whether the schedulers
-// went on queueing runs, and the events the stream got against the event log. Its last line:
+// went on queueing runs, and the events the stream and a webhook endpoint got against the event log. Its last
+// line:
 //
 //   failover: acknowledged N, found N, lost 0, duplicated 0, unavailable T s
 //
 // It exits non-zero when anything was lost, duplicated or answered wrongly, or when T exceeds 10 s.
 import { randomUUID } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createServiceUser } from '../src/auth/service-users.js';
@@ -167,6 +170,44 @@ export function checkStream(stream: ResumingStream, logIds: readonly number[]): 
   return { missing: logIds.filter((id) => !delivered.has(id)).length, duplicated, outOfOrder };
 }
 
+/** A webhook endpoint on loopback that records the `event_id` of every message it receives (and answers 204). */
+class WebhookReceiver {
+  readonly received: number[] = [];
+  private readonly server: Server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      try {
+        this.received.push(Number((JSON.parse(body) as { event_id: unknown }).event_id));
+      } catch {
+        // not a message: counted nowhere
+      }
+      response.writeHead(204).end();
+    });
+  });
+
+  async url(): Promise<string> {
+    if (!this.server.listening) await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+  }
+
+  /** Of `logIds`, how many were never received. */
+  missing(logIds: readonly number[]): number {
+    const received = new Set(this.received);
+    return logIds.filter((id) => !received.has(id)).length;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/** The ids of the tenant's events after `after` (every type), ascending. */
+async function eventIds(client: pg.Client, tenantId: string, after: number): Promise<number[]> {
+  const { rows } = await client.query<{ id: string }>('SELECT id::text AS id FROM events WHERE tenant_id = $1 AND id > $2 ORDER BY id', [tenantId, after]);
+  return rows.map((row) => Number(row.id));
+}
+
 /** The ids of the tenant's run events in the event log after `after`, ascending. */
 async function runEventIds(client: pg.Client, tenantId: string, after: number): Promise<number[]> {
   const { rows } = await client.query<{ id: string }>(
@@ -209,6 +250,8 @@ export interface DrillResult {
   readYourWritesChecked: number;
   /** Answers other than success and 503 with Retry-After and the error body (a 500, say), by status. */
   wrongAnswers: Record<string, number>;
+  /** The webhook endpoint: events of the log after the drill started it never received (at least once each). */
+  webhook: { received: number; missing: number };
   /** The event streams: events got, reconnects, and what the check found. */
   streams: { events: number; reconnects: number; missing: number; duplicated: number; outOfOrder: number }[];
 }
@@ -279,7 +322,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
   const writer = async () => {
     while (!stopWriting) {
       const i = (counter += 1);
-      const connection = await write('/api/v1/integrations/connected', { application_id: tenant.applicationId, name: `drill ${run} ${i}` }, `${run}-${i}`);
+      const connection = await write('/api/v1/integrations/connected', { application_id: tenant.applicationId, name: `drill ${run} ${i}`, settings: { webhook_enabled: true } }, `${run}-${i}`);
       const id = connection?.body?.data?.id;
       if (!id) continue;
       acks.push(Date.now());
@@ -306,8 +349,16 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     }
   };
 
-  // The streams start after the tenant's last event, so that they are checked against every run event after it.
+  // The streams and the webhook endpoint start after the tenant's last event, and are checked against every
+  // event after it. The drill's connections have webhooks on: their events and their runs' are sent.
   const startId = await lastEventId(cluster.writeUrl, tenant.tenantId);
+  const receiver = new WebhookReceiver();
+  const endpoint = await call(`${base}/api/v1/integrations/webhooks`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ url: await receiver.url(), description: 'failover drill' }),
+  });
+  if (endpoint.status !== 201) throw new Error(`registering the webhook endpoint answered ${endpoint.status}`);
   const streams = Array.from({ length: options.streams ?? 1 }, () => new ResumingStream(base, tenant.token, startId));
   await Promise.all(streams.map((stream) => stream.open));
   const writers = Array.from({ length: options.writers ?? 4 }, writer);
@@ -347,6 +398,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
   let duplicated = 0;
   let unscheduled = 0;
   let logIds: number[] = [];
+  let webhookMissing = 0;
   try {
     // The schedulers queue a run of every acknowledged connection, and the streams deliver each run's event
     // (at most 30 s).
@@ -361,7 +413,8 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     for (;;) {
       unscheduled = Number(await unscheduledNow());
       logIds = await runEventIds(client, tenant.tenantId, startId);
-      const caughtUp = streams.every((stream) => checkStream(stream, logIds).missing === 0);
+      webhookMissing = receiver.missing(await eventIds(client, tenant.tenantId, startId));
+      const caughtUp = streams.every((stream) => checkStream(stream, logIds).missing === 0) && webhookMissing === 0;
       if ((unscheduled === 0 && caughtUp) || Date.now() > settleBy) break;
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
@@ -375,6 +428,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     for (const row of connections.rows) duplicated += Number(row.count) - 1;
   } finally {
     await Promise.all(streams.map((stream) => stream.stop()));
+    await receiver.close();
     await client.end();
   }
 
@@ -402,9 +456,19 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     readYourWritesMisses,
     readYourWritesChecked,
     wrongAnswers,
+    webhook: { received: receiver.received.length, missing: webhookMissing },
     streams: streams.map((stream) => ({ events: stream.events.length, reconnects: stream.reconnects, ...checkStream(stream, logIds) })),
   };
 }
+
+/** The gateways' settings for the drill: no rate limit, schedulers ticking every second, webhooks to loopback. */
+export const DRILL_GATEWAY_ENV: Record<string, string> = {
+  SEED: 'none',
+  RATE_LIMIT_PER_MINUTE: '0',
+  LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
+  SCHEDULER_TICK_MS: '1000',
+  WEBHOOK_ALLOW_PRIVATE: '1',
+};
 
 /** Resolves with the node Patroni promoted in place of `lost`. */
 async function promotion(nodes: HaNode[], lost: HaNode, timeoutMs: number): Promise<HaNode> {
@@ -426,6 +490,7 @@ export function failures(result: DrillResult, { minAcknowledged = 200, maxUnavai
   if (result.unscheduled !== 0) reasons.push(`${result.unscheduled} connections got no scheduled run (a scheduler did not resume)`);
   if (result.readYourWritesMisses !== 0) reasons.push(`${result.readYourWritesMisses} reads missed their own write`);
   if (Object.keys(result.wrongAnswers).length > 0) reasons.push(`wrong answers: ${JSON.stringify(result.wrongAnswers)}`);
+  if (result.webhook.missing !== 0) reasons.push(`the webhook endpoint never received ${result.webhook.missing} events`);
   result.streams.forEach((stream, i) => {
     if (stream.missing || stream.duplicated || stream.outOfOrder) {
       reasons.push(`stream ${i + 1}: ${stream.missing} events missing, ${stream.duplicated} duplicated, ${stream.outOfOrder} out of order`);
@@ -453,7 +518,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       nodes: 2,
       gateways: 2,
       port: 0,
-      env: { SEED: 'none', RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn', SCHEDULER_TICK_MS: '1000' },
+      env: DRILL_GATEWAY_ENV,
     });
     log(`cluster up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (data and logs: ${cluster.dir}, gateways' logs: ${cluster.gateways!.logDir})`);
     const tenant = await provisionTenant(cluster.writeUrl);
@@ -462,6 +527,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     log(`promotion ${result.promotionSeconds.toFixed(1)} s after the kill; reads ${result.readsOk} of ${result.reads} answered, ${result.readsDuringFailover} while writes were unavailable`);
     log(`read-your-writes: ${result.readYourWritesChecked - result.readYourWritesMisses} of ${result.readYourWritesChecked} found at once with the write's token`);
     log(`schedulers: ${result.unscheduled} acknowledged connections without a queued run`);
+    log(`webhooks: ${result.webhook.received} messages received, ${result.webhook.missing} events of the log never sent`);
     log(`event stream: ${stream.events} run events, ${stream.reconnects} reconnects (Last-Event-ID), ${stream.missing} missing, ${stream.duplicated} duplicated, ${stream.outOfOrder} out of order`);
     if (Object.keys(result.wrongAnswers).length > 0) log(`wrong answers: ${JSON.stringify(result.wrongAnswers)}`);
     const reasons = failures(result);

@@ -5,11 +5,12 @@
 //   times out of 1,000, with the replicas serving reads;
 // - a failover with event streams open (the drill of npm run drill:failover, shorter): no acknowledged write
 //   lost or duplicated, every stream (one resumed with Last-Event-ID while the primary is lost) gets every run
-//   event of the log once and in order, and the schedulers go on queueing runs on the new primary.
+//   event of the log once and in order, a webhook endpoint gets every event, and the schedulers go on queueing
+//   runs on the new primary.
 // Needs the Debian packages patroni, etcd-server and haproxy, and PostgreSQL 15 (.ci/run installs them).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { missingForHa, startHaCluster, type HaCluster } from '../scripts/cluster-ha.js';
-import { failures, provisionTenant, runFailoverDrill, type DrillTenant } from '../scripts/drill-failover.js';
+import { DRILL_GATEWAY_ENV, failures, provisionTenant, runFailoverDrill, type DrillTenant } from '../scripts/drill-failover.js';
 
 const BASE = '/api/v1/integrations';
 const missing = missingForHa();
@@ -31,7 +32,7 @@ describe.skipIf(missing.length > 0)('high availability (Patroni, etcd, HAProxy)'
   let auth: Record<string, string>;
 
   beforeAll(async () => {
-    cluster = await startHaCluster({ gateways: 2, env: { SEED: 'none', RATE_LIMIT_PER_MINUTE: '0', LOG_LEVEL: 'warn', SCHEDULER_TICK_MS: '1000' } });
+    cluster = await startHaCluster({ gateways: 2, env: DRILL_GATEWAY_ENV });
     tenant = await provisionTenant(cluster.writeUrl);
     auth = { authorization: `Token ${tenant.token}` };
   }, 180_000);
@@ -107,5 +108,8 @@ describe.skipIf(missing.length > 0)('high availability (Patroni, etcd, HAProxy)'
     // The dropped stream resumed (with Last-Event-ID) at least once.
     expect(result.streams[0]!.reconnects).toBeGreaterThan(0);
     expect(result.streams.every((stream) => stream.events > 0)).toBe(true);
+    // The webhook worker went on as well: every event of the log reached the endpoint.
+    expect(result.webhook.received).toBeGreaterThan(0);
+    expect(result.webhook.missing).toBe(0);
   }, 240_000);
 });

@@ -164,13 +164,18 @@ export interface LeasedEndpoint {
   secret: string;
 }
 
-/** Leases up to `limit` enabled endpoints that have a delivery due and no live lease, for `owner`. */
+/**
+ * Leases up to `limit` enabled endpoints that have a delivery due and no live lease, for `owner`. A lease
+ * `owner` still holds counts as free: its worker serves one pass at a time, so the lease is left over from a
+ * pass whose release failed (the database lost, a failover) and would otherwise hold the endpoint's deliveries
+ * back until it expires.
+ */
 export async function leaseDueEndpoints(sql: Pick<RawSql, 'query'>, owner: string, limit: number): Promise<LeasedEndpoint[]> {
   return sql.query<LeasedEndpoint>(
     `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_owner" = $1, "lease_until" = now() + make_interval(secs => $2)
      WHERE "w"."id" IN (
        SELECT "e"."id" FROM "public"."webhook_endpoints" AS "e"
-       WHERE "e"."enabled" AND ("e"."lease_until" IS NULL OR "e"."lease_until" < now())
+       WHERE "e"."enabled" AND ("e"."lease_until" IS NULL OR "e"."lease_until" < now() OR "e"."lease_owner" = $1)
          AND EXISTS (
            SELECT 1 FROM "public"."webhook_deliveries" AS "d"
            WHERE "d"."endpoint_id" = "e"."id" AND "d"."status" = 'pending' AND "d"."next_attempt_at" <= now())
