@@ -1,4 +1,4 @@
-import { messageSchema, WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { messageSchema, WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
 import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';
@@ -42,7 +42,8 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
   for (const route of routes) {
     addComponent(schemas, route.spec.itemSchema, route.itemSchema);
     if (route.spec.response.kind === 'list') addComponent(schemas, selectionSchemaName(route), selectionSchema(route.itemSchema));
-    const operations = (paths[route.spec.path] ??= {});
+    paths[route.spec.path] ??= {};
+    const operations = paths[route.spec.path]!;
     operations[route.spec.method.toLowerCase()] = operationObject(route);
   }
   return {
