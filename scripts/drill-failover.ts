@@ -124,8 +124,7 @@ export class ResumingStream {
       const { done, value } = await reader.read();
       if (done) return;
       buffer += decoder.decode(value, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
+      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
         const message = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
         const fields = new Map<string, string>();
@@ -321,7 +320,8 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
 
   const writer = async () => {
     while (!stopWriting) {
-      const i = (counter += 1);
+      counter += 1;
+      const i = counter;
       const connection = await write('/api/v1/integrations/connected', { application_id: tenant.applicationId, name: `drill ${run} ${i}`, settings: { webhook_enabled: true } }, `${run}-${i}`);
       const id = connection?.body?.data?.id;
       if (!id) continue;

@@ -14,7 +14,10 @@ const UNREADABLE_TOKEN = 1n << 64n;
  * `Consistency-Token` asks; every commit it makes sets that header on its answer.
  */
 export function withRequestReadScope(db: Pick<Database, 'readReplicas'>, req: IncomingMessage, res: ServerResponse, work: () => void): void {
-  if (!db.readReplicas) return work();
+  if (!db.readReplicas) {
+    work();
+    return;
+  }
   const presented = req.headers[CONSISTENCY_TOKEN_HEADER];
   const token = Array.isArray(presented) ? presented[0] : presented;
   const minLsn = token === undefined ? undefined : (parseLsn(token) ?? UNREADABLE_TOKEN);
