@@ -201,9 +201,14 @@ class WebhookReceiver {
   }
 }
 
-/** The ids of the tenant's events after `after` (every type), ascending. */
-async function eventIds(client: pg.Client, tenantId: string, after: number): Promise<number[]> {
-  const { rows } = await client.query<{ id: string }>('SELECT id::text AS id FROM events WHERE tenant_id = $1 AND id > $2 ORDER BY id', [tenantId, after]);
+/** The ids of the events of `connections` and of their runs after `after`, ascending: what their webhooks send. */
+async function eventIdsOf(client: pg.Client, tenantId: string, connections: string[], after: number): Promise<number[]> {
+  const { rows } = await client.query<{ id: string }>(
+    `SELECT e.id::text AS id FROM events AS e WHERE e.tenant_id = $1 AND e.id > $2
+       AND (e.subject_id = ANY($3) OR e.subject_id IN (SELECT s.id FROM syncs AS s WHERE s.tenant_id = $1 AND s.connection_id = ANY($3)))
+     ORDER BY e.id`,
+    [tenantId, after, connections],
+  );
   return rows.map((row) => Number(row.id));
 }
 
@@ -249,7 +254,7 @@ export interface DrillResult {
   readYourWritesChecked: number;
   /** Answers other than success and 503 with Retry-After and the error body (a 500, say), by status. */
   wrongAnswers: Record<string, number>;
-  /** The webhook endpoint: events of the log after the drill started it never received (at least once each). */
+  /** The webhook endpoint: events of the drill's connections and runs it never received (at least once each). */
   webhook: { received: number; missing: number };
   /** The event streams: events got, reconnects, and what the check found. */
   streams: { events: number; reconnects: number; missing: number; duplicated: number; outOfOrder: number }[];
@@ -413,7 +418,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     for (;;) {
       unscheduled = Number(await unscheduledNow());
       logIds = await runEventIds(client, tenant.tenantId, startId);
-      webhookMissing = receiver.missing(await eventIds(client, tenant.tenantId, startId));
+      webhookMissing = receiver.missing(await eventIdsOf(client, tenant.tenantId, ackedConnections, startId));
       const caughtUp = streams.every((stream) => checkStream(stream, logIds).missing === 0) && webhookMissing === 0;
       if ((unscheduled === 0 && caughtUp) || Date.now() > settleBy) break;
       await new Promise((resolve) => setTimeout(resolve, 250));
