@@ -406,7 +406,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
   let webhookMissing = 0;
   try {
     // The schedulers queue a run of every acknowledged connection, and the streams deliver each run's event
-    // (at most 30 s).
+    // (at most 45 s: a webhook lease left by a worker that lost the database lapses after 30 s).
     const unscheduledNow = async () =>
       (
         await client.query<{ count: string }>(
@@ -414,7 +414,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
           [ackedConnections],
         )
       ).rows[0]!.count;
-    const settleBy = Date.now() + 30_000;
+    const settleBy = Date.now() + 45_000;
     for (;;) {
       unscheduled = Number(await unscheduledNow());
       logIds = await runEventIds(client, tenant.tenantId, startId);

@@ -7,6 +7,7 @@ import { seedCommands } from './cli/seed.js';
 import { serviceUserCommands } from './cli/service-user.js';
 import { tenantCommands } from './cli/tenant.js';
 import { tokenCommands } from './cli/token.js';
+import { webhookCommands } from './cli/webhooks.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate, MigrationError } from './db/migrate.js';
 import { UNREACHABLE_CODES } from './db/unreachable.js';
@@ -19,6 +20,7 @@ const COMMANDS: Command[] = [
   ...seedCommands,
   ...serviceUserCommands,
   ...tokenCommands,
+  ...webhookCommands,
 ];
 
 export interface CliIo {
@@ -135,7 +137,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     db = await (io.openDatabase ?? openConfiguredDatabase)(config);
     // Migrating first lets every command run against a fresh database, as the server does at start.
     const appliedMigrations = await migrate(db);
-    await command.run({ db, appliedMigrations, out, err }, input);
+    await command.run({ db, config, appliedMigrations, out, err }, input);
     return 0;
   } catch (error) {
     err(`error: ${describeError(error)}`);

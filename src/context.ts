@@ -2,6 +2,8 @@ import type { IdempotencyRecord } from './db/idempotency.js';
 import type { Viewer } from './auth/viewer.js';
 import type { Database } from './db/client.js';
 import type { Live } from './live/live.js';
+import type { TokenCaps } from './domain/token-caps.js';
+import type { WebhookSettings } from './webhooks/settings.js';
 
 export interface Context {
   db: Database;
@@ -15,8 +17,10 @@ export interface Context {
   idempotency: { key: string; outcome?: { replayed: boolean; record?: IdempotencyRecord } } | null;
   /** The request's Authorization header: open streams check it again while they last. */
   authorization: string | null;
-  /** What the SSRF guard allows webhook endpoints (WEBHOOK_ALLOW_PRIVATE). */
-  webhooks: { allowPrivate: boolean };
+  /** The SSRF guard's setting, the endpoint cap and the secrets' keys (src/webhooks/settings.ts). */
+  webhooks: WebhookSettings;
+  /** Active tokens a service user and a tenant may hold (TOKENS_PER_SERVICE_USER, TOKENS_PER_TENANT). */
+  tokenCaps: TokenCaps;
   /** The event hub, credential watch and stream caps the subscriptions use. */
   live: Live;
   /**

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { DEFAULT_READ_MAX_LAG_MS } from './db/read-routing.js';
+import { DEFAULT_TOKENS_PER_SERVICE_USER, DEFAULT_TOKENS_PER_TENANT } from './domain/token-caps.js';
+import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT, MAX_DELIVERIES_PER_EVENT } from './domain/webhook-caps.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from './webhooks/retry-schedule.js';
+import { decodeSecretKey } from './webhooks/secret-keys.js';
+
+/** SCHEDULER_STEP_BUDGET_MS when unset: the longest one step of a scheduler tick may run (src/scheduler.ts). */
+export const DEFAULT_STEP_BUDGET_MS = 2000;
 
 /** The documented default of RATE_LIMIT_PER_MINUTE, also for gateways built without a configuration's value. */
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
@@ -10,6 +16,8 @@ const optionalString = z
   .trim()
   .transform((value) => (value === '' ? undefined : value))
   .optional();
+
+const SECRET_KEY_FORMAT = 'must be 32 bytes, as base64 (openssl rand -base64 32) or 64 hex digits';
 
 const envSchema = z
   .object({
@@ -33,7 +41,8 @@ const envSchema = z
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
     // Named (prepared) statements on PostgreSQL (db/prepared-statements.ts); off for a pooler that cannot keep them.
     DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
-    SEED: z.enum(['demo', 'none']).default('demo'),
+    // Unset: the demo on a new PGlite database (zero set-up), nothing on PostgreSQL (see seedOf in app.ts).
+    SEED: z.enum(['demo', 'none']).optional(),
     JWT_SECRET: optionalString.pipe(
       z.string().min(32, 'must be at least 32 characters (HS256 key)').optional(),
     ),
@@ -68,9 +77,13 @@ const envSchema = z
     METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
     SCHEDULER: z.enum(['on', 'off']).default('on'),
     SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
+    SCHEDULER_STEP_BUDGET_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_STEP_BUDGET_MS),
     EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
     STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
     STREAMS_PER_PROCESS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
+    STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(200),
+    WEBSOCKETS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
+    WEBSOCKETS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(100),
     TOKEN_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
     SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
     WEBHOOKS: z.enum(['on', 'off']).default('on'),
@@ -88,6 +101,17 @@ const envSchema = z
       }),
     WEBHOOK_DISABLE_AFTER: z.coerce.number().int().min(1).max(1000).default(10),
     WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+    WEBHOOK_ENDPOINTS_PER_TENANT: z.coerce.number().int().min(1).max(MAX_DELIVERIES_PER_EVENT).default(DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT),
+    WEBHOOK_SECRET_KEY: optionalString.pipe(z.string().refine((key) => decodeSecretKey(key) !== null, SECRET_KEY_FORMAT).optional()),
+    WEBHOOK_SECRET_PREVIOUS_KEYS: optionalString.pipe(
+      z
+        .string()
+        .transform((value) => value.split(',').map((key) => key.trim()).filter((key) => key !== ''))
+        .pipe(z.array(z.string().refine((key) => decodeSecretKey(key) !== null, `each key ${SECRET_KEY_FORMAT}`)))
+        .optional(),
+    ),
+    TOKENS_PER_SERVICE_USER: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_TOKENS_PER_SERVICE_USER),
+    TOKENS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_TOKENS_PER_TENANT),
   })
   .refine((env) => !env.DATABASE_READ_URL || env.DATABASE_URL, {
     message: 'needs DATABASE_URL: replicas serve reads of a PostgreSQL primary, not of the embedded PGlite',

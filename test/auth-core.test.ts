@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT } from 'jose';
@@ -304,6 +305,14 @@ async function sign(
   return jwt.sign(options.key ?? hsKey);
 }
 
+/** An HS256 JWT over the payload's JSON text exactly as written: escapes such as \\udfff reach the verifier as they are. */
+function signedText(payloadJson: string): string {
+  const header = Buffer.from(JSON.stringify({ alg: 'HS256', typ: 'JWT' })).toString('base64url');
+  const payload = Buffer.from(payloadJson).toString('base64url');
+  const signature = createHmac('sha256', SECRET).update(`${header}.${payload}`).digest('base64url');
+  return `${header}.${payload}.${signature}`;
+}
+
 function unsigned(payload: Record<string, unknown>): string {
   const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
   return `${part({ alg: 'none', typ: 'JWT' })}.${part(payload)}.`;
@@ -538,6 +547,17 @@ describe.each(databaseKinds)('authenticate() on %s', (kind) => {
       viewer: null,
       reason: 'invalid',
     });
+    // Correctly signed, with text PostgreSQL cannot store in a claim (a NUL, a lone surrogate): refused, not a 500.
+    const exp = Math.floor(Date.now() / 1000) + 300;
+    for (const claimsJson of [
+      `{"tenant_id":"${tenantId}\\u0000","sub":"s","exp":${exp}}`,
+      `{"tenant_id":"\\udfff${tenantId}","sub":"s","exp":${exp}}`,
+      `{"tenant_id":"${tenantId}","sub":"s\\ud800","exp":${exp}}`,
+      `{"tenant_id":"${tenantId}","sub":"s","exp":${exp},"name":{"given":"a\\u0000"}}`,
+    ]) {
+      expect(await authenticate(`Bearer ${signedText(claimsJson)}`, { db, jwt }), claimsJson).toEqual({ viewer: null, reason: 'invalid' });
+    }
+    expect((await authenticate(`Bearer ${signedText(`{"tenant_id":"${tenantId}","sub":"s","exp":${exp}}`)}`, { db, jwt })).viewer?.tenantId).toBe(tenantId);
     // A JWT when JWT authentication is not configured.
     expect(await authenticate(`Bearer ${await sign(claims({ tenant_id: tenantId }))}`, { db, jwt: noJwt })).toEqual({
       viewer: null,

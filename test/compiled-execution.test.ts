@@ -12,7 +12,9 @@ import { CompiledExecution, loadCompiler } from '../src/graphql/compiled-executi
 import { schema } from '../src/graphql/schema.js';
 import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, WEBHOOK_TEST_KEY, type TestGateway } from './fixtures/gateway.js';
+import { DEFAULT_TOKEN_CAPS } from '../src/domain/token-caps.js';
+import { webhookSettingsOf } from '../src/webhooks/settings.js';
 
 describe.each(databaseKinds)('compiled queries on %s', (kind) => {
   let t: TestGateway;
@@ -24,7 +26,7 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
     await loadCompiler();
     t = await createTestGateway(kind);
     const viewer = await viewerOf(`Token ${t.tenants.demo.adminToken}`, { db: t.db, jwt: createJwtVerifier({}) });
-    context = () => ({ db: t.db, viewer, requestId: 'req_test', idempotency: null, authorization: null, webhooks: { allowPrivate: false }, live: t.gateway.live });
+    context = () => ({ db: t.db, viewer, requestId: 'req_test', idempotency: null, authorization: null, webhooks: webhookSettingsOf({ WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY }, t.db), tokenCaps: DEFAULT_TOKEN_CAPS, live: t.gateway.live });
     const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [t.tenants.demo.id]);
     const [sync] = await t.db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE tenant_id = $1 ORDER BY started_at LIMIT 1', [t.tenants.demo.id]);
     const [application] = await t.db.raw.query<{ id: string }>('SELECT id FROM applications ORDER BY name LIMIT 1');

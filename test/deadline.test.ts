@@ -3,12 +3,12 @@
 // connections carry a statement_timeout no longer than the deadline.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { SERVER_STATEMENT_TIMEOUT_MS, startApp } from '../src/app.js';
+import { SERVER_STATEMENT_TIMEOUT_MS, startApp } from '../src/http/app.js';
 import { openDatabase } from '../src/db/client.js';
 import { parseConfig } from '../src/env.js';
 import { createLogger } from '../src/logger.js';
 import { DEFAULT_REQUEST_LIMITS } from '../src/plugins/use-limits.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, rest } from './fixtures/rest.js';

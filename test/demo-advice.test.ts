@@ -1,13 +1,15 @@
+import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoTokenAdvice } from '../src/app.js';
+import { demoTokenAdvice, startApp } from '../src/http/app.js';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken, revokeToken } from '../src/auth/tokens.js';
 import type { Database } from '../src/db/client.js';
 import { parseConfig } from '../src/env.js';
+import { createLogger } from '../src/logger.js';
 import { ensureDemo } from '../src/seed/demo.js';
-import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
+import { createTestDatabase, databaseKinds, migratedPgliteDataDir, type TestDatabase } from './fixtures/databases.js';
 
-// What a server start says about the demo tenant's admin token (src/app.ts demoTokenAdvice, src/seed/demo.ts
+// What a server start says about the demo tenant's admin token (src/http/app.ts demoTokenAdvice, src/seed/demo.ts
 // ensureDemo), and that a restart reads it without Prisma: the start then loads no Prisma query compiler before it
 // listens.
 
@@ -84,5 +86,57 @@ describe.each(databaseKinds)('the demo tenant at a server start on %s', (kind) =
     // Revoked, it no longer counts.
     expect(await revokeToken(db, created.id)).toBe('revoked');
     expect(await demoTokenAdvice(db, config)).toContain('has no usable admin token');
+  });
+});
+
+describe('what a new database gets at a server start', () => {
+  const quiet = { LOG_LEVEL: 'silent', SCHEDULER: 'off', WEBHOOKS: 'off' } as const;
+  /** Starts the app on `env`, reads what the start seeded, and stops it. */
+  async function startOnce(env: Record<string, string>) {
+    const app = await startApp(parseConfig({ ...quiet, ...env }), createLogger('silent'));
+    try {
+      const [counts] = await app.db.raw.query<{ tenants: number; categories: number; tokens: number }>(
+        'SELECT (SELECT count(*)::int FROM tenants) AS tenants, (SELECT count(*)::int FROM categories) AS categories, (SELECT count(*)::int FROM tokens) AS tokens',
+      );
+      return { demoToken: app.demoToken, ...counts! };
+    } finally {
+      await app.gateway.dispose();
+      await app.db.close();
+    }
+  }
+
+  it.runIf(databaseKinds.includes('postgres'))('PostgreSQL: the catalog only, no demo tenant and no printed token, unless SEED=demo', async () => {
+    const plain = await createTestDatabase('postgres');
+    const demo = await createTestDatabase('postgres');
+    try {
+      const first = await startOnce({ DATABASE_URL: plain.url! });
+      expect(first).toMatchObject({ demoToken: undefined, tenants: 0, tokens: 0 });
+      expect(first.categories).toBeGreaterThan(0);
+      // A restart changes nothing.
+      expect(await startOnce({ DATABASE_URL: plain.url! })).toEqual(first);
+      const seeded = await startOnce({ DATABASE_URL: demo.url!, SEED: 'demo' });
+      expect(seeded.demoToken).toMatch(/^igw_pat_/);
+      expect(seeded).toMatchObject({ tenants: 1, tokens: 1 });
+    } finally {
+      await plain.dispose();
+      await demo.dispose();
+    }
+  });
+
+  it('PGlite: the zero set-up demo, with its admin token printed once; SEED=none the catalog alone', async () => {
+    const dataDir = migratedPgliteDataDir('gw-first-start-');
+    const bare = migratedPgliteDataDir('gw-first-start-bare-');
+    try {
+      const first = await startOnce({ DATA_DIR: dataDir });
+      expect(first.demoToken).toMatch(/^igw_pat_/);
+      expect(first).toMatchObject({ tenants: 1, tokens: 1 });
+      expect((await startOnce({ DATA_DIR: dataDir })).demoToken).toBeUndefined();
+      const none = await startOnce({ DATA_DIR: bare, SEED: 'none' });
+      expect(none).toMatchObject({ demoToken: undefined, tenants: 0, tokens: 0 });
+      expect(none.categories).toBeGreaterThan(0);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(bare, { recursive: true, force: true });
+    }
   });
 });

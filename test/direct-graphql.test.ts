@@ -1,10 +1,10 @@
-// GraphQL queries of validated documents are served directly (src/direct-graphql.ts), without yoga's request
+// GraphQL queries of validated documents are served directly (src/http/direct-graphql.ts), without yoga's request
 // pipeline. Every answer must be the one yoga's pipeline gives: the same status, headers and body for the same
 // request, over node:http and in-process, its first time (when yoga validates the document), its second (the
 // direct path, not yet compiled) and its third (compiled); whatever the direct path declines reaches yoga intact.
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { capturingLogger, createTestGateway, gatewayOver, leaveMidBody, listenOnLoopback, type LogLine, type TestGateway } from './fixtures/gateway.js';
 import { ORIGIN } from './fixtures/rest.js';

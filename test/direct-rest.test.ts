@@ -1,10 +1,10 @@
-// REST requests are served directly (src/direct-rest.ts), without yoga's request pipeline. Every answer must be
+// REST requests are served directly (src/http/direct-rest.ts), without yoga's request pipeline. Every answer must be
 // the one yoga's pipeline gives: the same status, headers and body for the same request, in-process and over
 // node:http, successes and refusals alike; requests the direct path does not take go to yoga untouched.
 import type { Server } from 'node:http';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { capturingLogger, createTestGateway, gatewayOver, JWT_TEST_SECRET, leaveMidBody, listenOnLoopback, type LogLine, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';

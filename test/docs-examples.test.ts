@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './fixtures/databases.js';
 import { documentationPages } from './fixtures/documentation.js';
+import { WEBHOOK_TEST_KEY } from './fixtures/gateway.js';
 import { printedToken, ROOT, type RunningServer, startServer } from './fixtures/server-process.js';
 
 /** Each page's own time: a page waits for the scheduler, the engine or a webhook at most a few seconds each. */
@@ -185,7 +186,8 @@ describe.each(kinds)('the pages run on %s', (kind) => {
     } else {
       const seeded = inject('seededDatabases').postgres!;
       db = await createTestDatabase('postgres', { template: seeded.template });
-      server = await startServer({ ...common, DATABASE_URL: db.url!, SEED: 'none' });
+      // PostgreSQL seals webhook secrets only with a configured key (docs/reference/security.md).
+      server = await startServer({ ...common, DATABASE_URL: db.url!, SEED: 'none', WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY });
       env = { API: server.url.replace(/\/$/, ''), TOKEN: seeded.tenants.demo.adminToken, DATABASE_URL: db.url! };
     }
   }, 120_000);

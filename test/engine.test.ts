@@ -6,7 +6,7 @@ import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { triggerSync } from '../src/db/sync-runs.js';
 import { EngineStopped, runEngine } from '../src/engine/simulated-engine.js';
-import { createHttpServer } from '../src/http-server.js';
+import { createHttpServer } from '../src/http/http-server.js';
 import { createLogger } from '../src/logger.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';

@@ -7,7 +7,6 @@ describe('configuration', () => {
       PORT: 4000,
       HOST: '127.0.0.1',
       DATA_DIR: './.data',
-      SEED: 'demo',
       LOG_LEVEL: 'info',
       RATE_LIMIT_PER_MINUTE: 600,
       JWT_MAX_LIFETIME_SECONDS: 86_400,

@@ -1,7 +1,7 @@
 import { auditServer } from 'graphql-http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.js';
-import { createGateway, type Gateway } from '../src/yoga.js';
+import { createGateway, type Gateway } from '../src/http/yoga.js';
 import { createTestDatabase, type TestDatabase } from './fixtures/databases.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 

@@ -1,9 +1,9 @@
-// The HTTP server `npm start` listens with (src/http-server.ts), on a real port: slow clients are cut off at
+// The HTTP server `npm start` listens with (src/http/http-server.ts), on a real port: slow clients are cut off at
 // the configured bounds, and Node's own refusals (408, 431, 400) carry the spec's error body and a request id.
 import type { Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpServer, HTTP_TIMEOUTS, type HttpTimeouts } from '../src/http-server.js';
+import { createHttpServer, HTTP_TIMEOUTS, type HttpTimeouts } from '../src/http/http-server.js';
 import { createLogger } from '../src/logger.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 

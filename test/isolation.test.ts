@@ -8,7 +8,7 @@ import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken, listTokens } from '../src/auth/tokens.js';
 import { schema } from '../src/graphql/schema.js';
 import { newId } from '../src/prefixed-ids.js';
-import { createGateway } from '../src/yoga.js';
+import { createGateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { BASE, rest } from './fixtures/rest.js';

@@ -5,7 +5,7 @@ import { getIntrospectionQuery, parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../src/graphql/schema.js';
 import { DEFAULT_REQUEST_LIMITS, operationCost } from '../src/plugins/use-limits.js';
-import type { Gateway, GatewayOptions } from '../src/yoga.js';
+import type { Gateway, GatewayOptions } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { documentationPages } from './fixtures/documentation.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
@@ -216,7 +216,7 @@ describe('default limits admit every document this project ships', () => {
     }
   });
 
-  // What lets useLimits skip the cost walk for the REST routes' own documents (REST_DOCUMENTS in src/yoga.ts):
+  // What lets useLimits skip the cost walk for the REST routes' own documents (REST_DOCUMENTS in src/http/yoga.ts):
   // each is measured here at the largest page its route accepts.
   it('keeps every shipped document at most half the cost budget, with its largest page', () => {
     for (const { name, query, variables } of shippedDocuments()) {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseKind } from '../src/db/client.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 import { ORIGIN, rest } from './fixtures/rest.js';
 
 const addFormats = addFormatsModule.default;

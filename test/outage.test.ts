@@ -14,7 +14,7 @@ import { newId } from '../src/prefixed-ids.js';
 import { seedCatalog } from '../src/seed/catalog.js';
 import { seedDemoTenant } from '../src/seed/demo.js';
 import { seedLoad } from '../src/seed/load.js';
-import { createGateway } from '../src/yoga.js';
+import { createGateway } from '../src/http/yoga.js';
 import { capturingLogger, type LogLine } from './fixtures/gateway.js';
 
 // PGlite lives inside the process and cannot go away, so an outage needs a real server that can be

@@ -1,4 +1,5 @@
-import { rmSync, statSync } from 'node:fs';
+import { chmodSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/db/client.js';
@@ -28,6 +29,34 @@ describe('PGlite as the server opens it', () => {
     cleanups.push(() => db.close());
     const [applied] = await db.raw.query<{ n: number }>('SELECT count(*)::int AS n FROM "_prisma_migrations"');
     expect(applied!.n).toBeGreaterThan(0);
+  });
+
+  it('keeps its data directory private: the directory 0700, every file in it 0600, while open and after closing', async () => {
+    const dataDir = migratedPgliteDataDir('gw-private-');
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    // As an older version left it: world-readable.
+    chmodSync(dataDir, 0o755);
+    chmodSync(join(dataDir, 'PG_VERSION'), 0o666);
+    /** Each path under the directory whose mode is not private, with that mode. */
+    const open = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+        const path = join(dir, entry.name);
+        const mode = statSync(path).mode & 0o777;
+        if (entry.isDirectory()) return [...(mode === 0o700 ? [] : [`${path} ${mode.toString(8)}`]), ...open(path)];
+        return entry.isFile() && mode !== 0o600 ? [`${path} ${mode.toString(8)}`] : [];
+      });
+    const db = await openDatabase({ dataDir });
+    try {
+      expect((statSync(dataDir).mode & 0o777).toString(8)).toBe('700');
+      expect(open(dataDir)).toEqual([]);
+      // Enough writes for PostgreSQL to create new files (log segments, a table's relation files).
+      await db.raw.exec('CREATE TABLE "filler" ("n" int, "t" text); INSERT INTO "filler" SELECT g, repeat(\'x\', 200) FROM generate_series(1, 20000) AS g; CHECKPOINT;');
+    } finally {
+      await db.close();
+    }
+    expect((statSync(dataDir).mode & 0o777).toString(8)).toBe('700');
+    expect(open(dataDir)).toEqual([]);
+    expect(readdirSync(join(dataDir, 'pg_wal')).length).toBeGreaterThan(0);
   });
 
   it('starts with a 16 MB buffer pool, on a database initialised with 1 MB log segments', async () => {

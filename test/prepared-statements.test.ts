@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { createTestDatabase, type TestDatabase } from './fixtures/databases.js';
 import { gatewayOver } from './fixtures/gateway.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 
 // The server's statements as named, prepared statements on PostgreSQL (src/db/prepared-statements.ts): a text is
 // prepared on its second run, the names are bounded, a migration that changes a statement's result does not break

@@ -6,7 +6,7 @@ import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/db/client.js';
 import { isPlainRead, parseLsn } from '../src/db/read-routing.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 import { createTestGateway, gatewayOver, listenOnLoopback, type TestGateway } from './fixtures/gateway.js';
 
 const BASE = '/api/v1/integrations';

@@ -234,6 +234,15 @@ describe.each(databaseKinds)('seed data on %s', (kind) => {
     await expect(seedLoad(db, 'nobody', { connections: 1, syncs: 1 })).rejects.toThrow(/does not exist/);
   });
 
+  test('seedLoad reports the rows it really inserted when several writers insert small batches at once', async () => {
+    const tenantId = await createTenant(db, 'bench-small-batches');
+    // Small batches: on PostgreSQL the four writers' inserts interleave, and every one must be counted.
+    const result = await seedLoad(db, 'bench-small-batches', { connections: 12, syncs: 3000, batchSize: 50, now: NOW });
+    const stored = await db.prisma.sync.count({ where: { tenantId } });
+    expect(stored).toBe(3000);
+    expect(result.syncs).toBe(stored);
+  });
+
   test('a loaded history whose newest run is open leaves it out when the connection has a live run, and fails on a duplicate id', async () => {
     const tenantId = await createTenant(db, 'loader-meets-live-run');
     await seedLoad(db, 'loader-meets-live-run', { connections: 1, syncs: 0 });

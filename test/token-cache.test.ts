@@ -10,7 +10,7 @@ import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fix
 import { BASE, ORIGIN } from './fixtures/rest.js';
 import { startServer, type RunningServer } from './fixtures/server-process.js';
 import type { TestTenants } from './fixtures/gateway.js';
-import type { Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 
 const DAY = 86_400_000;
 

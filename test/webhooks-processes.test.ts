@@ -4,7 +4,7 @@
 // - the server restarts between attempts: the delivery queued before the restart is still made after it.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './fixtures/databases.js';
-import type { TestTenants } from './fixtures/gateway.js';
+import { WEBHOOK_TEST_KEY, type TestTenants } from './fixtures/gateway.js';
 import { startServer, type RunningServer } from './fixtures/server-process.js';
 import { OK, startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
 
@@ -15,7 +15,8 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('webhooks across server processe
   let tenants: TestTenants;
   let receiver: WebhookReceiver;
   const servers: RunningServer[] = [];
-  const env = () => ({ DATABASE_URL: db.url!, SEED: 'none', SCHEDULER: 'off', WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_POLL_MS: '100', RATE_LIMIT_PER_MINUTE: '0' });
+  // Both servers seal and open the secrets with the same key, as every replica of a deployment must.
+  const env = () => ({ DATABASE_URL: db.url!, SEED: 'none', SCHEDULER: 'off', WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_POLL_MS: '100', RATE_LIMIT_PER_MINUTE: '0', WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY });
 
   async function api(server: RunningServer, method: string, path: string, body?: unknown) {
     const response = await fetch(`${server.url}${BASE}${path}`, {

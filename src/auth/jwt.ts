@@ -10,6 +10,7 @@ import {
 import type { Viewer } from './viewer.js';
 import type { Config } from '../env.js';
 import { ApiError } from '../errors.js';
+import { isUnstorableText } from '../storable-text.js';
 import type { Role } from '../generated/prisma/enums.js';
 import { isRole, permissionsOf } from './permissions.js';
 
@@ -132,6 +133,9 @@ export function createJwtVerifier(config: JwtConfig): JwtVerifier {
         return null;
       }
       if (!withinLifetime(payload.exp, payload.iat, maxLifetime)) return null;
+      // A signed claim is still outside input: text PostgreSQL cannot hold (a NUL, a lone surrogate) would
+      // fail the tenant lookup as a server error instead of a refused credential.
+      if (holdsUnstorableText(payload)) return null;
       const { sub, tenant_id: tenantId } = payload;
       if (typeof sub !== 'string' || sub.trim() === '') return null;
       if (typeof tenantId !== 'string' || tenantId.trim() === '') return null;
@@ -143,6 +147,13 @@ export function createJwtVerifier(config: JwtConfig): JwtVerifier {
       return { tenantId, role, permissions: permissionsOf(role), subject: sub, credential: 'jwt' };
     },
   };
+}
+
+/** Whether a claim, at any depth, is text PostgreSQL cannot store (member names included). */
+function holdsUnstorableText(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return isUnstorableText(value);
+  if (value === null || typeof value !== 'object' || depth > 16) return false;
+  return Object.entries(value).some(([name, member]) => isUnstorableText(name) || holdsUnstorableText(member, depth + 1));
 }
 
 /**

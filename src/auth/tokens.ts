@@ -3,9 +3,9 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
-import { isConstraintViolation } from '../db/constraint-violations.js';
 import { ID_ALPHABET, MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
 import { isRole, permissionsOf } from './permissions.js';
+import { DEFAULT_TOKEN_CAPS, type TokenCaps } from '../domain/token-caps.js';
 
 /**
  * Personal access tokens look like `igw_pat_<prefix>_<secret>`:
@@ -86,10 +86,20 @@ export function validateTokenExpiry(expiresAt: Date, now: Date = new Date()): vo
   }
 }
 
+/** PostgreSQL's SQLSTATEs for a broken foreign key and a duplicate key. */
+const FOREIGN_KEY_VIOLATION = '23503';
+const UNIQUE_VIOLATION = '23505';
+
+/**
+ * Creates a token, unless the service user or the tenant already holds as many active tokens (neither revoked
+ * nor expired) as `caps` allow: CONFLICT then, saying which cap and how to make room. The count and the insert
+ * are one step per tenant (an advisory lock), so tokens created at once cannot pass a cap together.
+ */
 export async function createToken(
   db: Database,
   input: { tenantId: string; serviceUserId: string; expiresAt: Date },
   now: Date = new Date(),
+  caps: TokenCaps = DEFAULT_TOKEN_CAPS,
 ): Promise<CreatedToken> {
   validateTokenExpiry(input.expiresAt, now);
   const secretBytes = randomBytes(SECRET_BYTES);
@@ -99,22 +109,40 @@ export async function createToken(
   for (let attempt = 0; ; attempt++) {
     const prefix = newPrefix();
     try {
-      // The composite foreign key (tenant_id, service_user_id) guarantees the service user is in the tenant.
-      const row = await db.prisma.token.create({
-        data: {
-          id: newId('tok'),
-          tenantId: input.tenantId,
-          serviceUserId: input.serviceUserId,
-          prefix,
-          secretHash: new Uint8Array(secretHash),
-          expiresAt: input.expiresAt,
-        },
-        select: { id: true, prefix: true, expiresAt: true },
+      const row = await db.raw.transaction(async (tx) => {
+        await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`tokens:${input.tenantId}`]);
+        const [active] = await tx.query<{ user: number; tenant: number }>(
+          `SELECT count(*) FILTER (WHERE "t"."service_user_id" = $2)::int AS "user", count(*)::int AS "tenant"
+           FROM "public"."tokens" AS "t"
+           WHERE "t"."tenant_id" = $1 AND "t"."revoked_at" IS NULL AND "t"."expires_at" > $3::timestamptz`,
+          [input.tenantId, input.serviceUserId, now.toISOString()],
+        );
+        if ((active?.user ?? 0) >= caps.perServiceUser) {
+          throw new ApiError(
+            'CONFLICT',
+            `the service user has ${active!.user} active tokens, the most one may hold (TOKENS_PER_SERVICE_USER is ${caps.perServiceUser}): revoke one first`,
+          );
+        }
+        if ((active?.tenant ?? 0) >= caps.perTenant) {
+          throw new ApiError(
+            'CONFLICT',
+            `the tenant has ${active!.tenant} active tokens, the most it may hold (TOKENS_PER_TENANT is ${caps.perTenant}): revoke one first`,
+          );
+        }
+        // The composite foreign key (tenant_id, service_user_id) guarantees the service user is in the tenant.
+        const [created] = await tx.query<{ id: string; prefix: string; expiresAt: Date }>(
+          `INSERT INTO "public"."tokens" ("id", "tenant_id", "service_user_id", "prefix", "secret_hash", "expires_at")
+           VALUES ($1, $2, $3, $4, $5, $6::timestamptz)
+           RETURNING "id", "prefix", "expires_at" AS "expiresAt"`,
+          [newId('tok'), input.tenantId, input.serviceUserId, prefix, secretHash, input.expiresAt.toISOString()],
+        );
+        return created!;
       });
-      return { id: row.id, token: `${TOKEN_MARKER}${prefix}_${secret}`, prefix: row.prefix, expiresAt: row.expiresAt };
+      return { id: row.id, token: `${TOKEN_MARKER}${prefix}_${secret}`, prefix: row.prefix, expiresAt: new Date(row.expiresAt) };
     } catch (error) {
-      if (isConstraintViolation(error, 'foreignKey')) throw new ApiError('NOT_FOUND', 'no such service user');
-      if (isConstraintViolation(error, 'unique') && attempt < 3) continue;
+      const code = (error as { code?: unknown } | null)?.code;
+      if (code === FOREIGN_KEY_VIOLATION) throw new ApiError('NOT_FOUND', 'no such service user');
+      if (code === UNIQUE_VIOLATION && attempt < 3) continue;
       throw error;
     }
   }

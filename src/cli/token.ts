@@ -1,5 +1,6 @@
 import { findServiceUserByName } from '../auth/service-users.js';
 import { createToken, listTokens, MAX_TOKEN_LIFETIME_DAYS, revokeToken, validateTokenExpiry } from '../auth/tokens.js';
+import { tokenCapsOf } from '../domain/token-caps.js';
 import { ApiError } from '../errors.js';
 import { CliError, stringOption, table, UsageError, type Command } from './commands.js';
 import { requireTenant } from './tenant.js';
@@ -52,7 +53,7 @@ export const tokenCommands: Command[] = [
       expires: { type: 'string' },
       json: { type: 'boolean' },
     },
-    async run({ db, out }, input) {
+    async run({ db, config, out }, input) {
       const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
       const name = stringOption(input, 'service-user', true);
       const expiresAt = parseExpiry(stringOption(input, 'expires', true).trim());
@@ -64,7 +65,13 @@ export const tokenCommands: Command[] = [
       }
       const user = await findServiceUserByName(db, tenant.id, name);
       if (!user) throw new CliError(`service user "${name}" does not exist in tenant "${tenant.slug}"`);
-      const created = await createToken(db, { tenantId: tenant.id, serviceUserId: user.id, expiresAt });
+      let created;
+      try {
+        created = await createToken(db, { tenantId: tenant.id, serviceUserId: user.id, expiresAt }, new Date(), tokenCapsOf(config));
+      } catch (error) {
+        if (error instanceof ApiError) throw new CliError(error.message);
+        throw error;
+      }
       out(
         input.values.json
           ? JSON.stringify({ id: created.id, token: created.token, expires_at: created.expiresAt.toISOString() })

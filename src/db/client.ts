@@ -1,4 +1,5 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createPrivateDirectory, keepDirectoryPrivate } from './data-dir-permissions.js';
 import { join } from 'node:path';
 import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
@@ -209,7 +210,7 @@ function claimDataDirectory(dataDir: string): () => void {
   const path = join(dataDir, LOCK_FILE);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      writeFileSync(path, String(process.pid), { flag: 'wx' });
+      writeFileSync(path, String(process.pid), { flag: 'wx', mode: 0o600 });
       return () => rmSync(path, { force: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -255,7 +256,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
   let release = () => {};
   let stopSocket = async () => {};
   if (!dataDir.startsWith('memory://')) {
-    mkdirSync(dataDir, { recursive: true });
+    createPrivateDirectory(dataDir);
     try {
       release = claimDataDirectory(dataDir);
     } catch (error) {
@@ -280,6 +281,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
     release();
     throw error;
   }
+  const stopSweeping = dataDir.startsWith('memory://') ? () => {} : keepDirectoryPrivate(dataDir);
   // Listeners by channel, so NOTIFYs sent by local socket clients reach them too (see serveLocalSocket).
   const listeners = new Map<string, Set<(payload: string) => void>>();
   if (localSocket === 'serve' && !dataDir.startsWith('memory://')) {
@@ -339,6 +341,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
         await stopSocket();
         await client.close();
       } finally {
+        stopSweeping();
         release();
       }
     },

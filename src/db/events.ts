@@ -2,6 +2,7 @@ import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { RawSql } from './client.js';
 import { connectionMessageData, syncMessageData } from '../domain/webhook-messages.js';
 import type { EventType } from '../domain/event-types.js';
+import { MAX_DELIVERIES_PER_EVENT } from '../domain/webhook-caps.js';
 import type { Tx } from './write-transactions.js';
 
 // The durable event log. Every state change of a connection or a run appends one event in
@@ -17,7 +18,7 @@ import type { Tx } from './write-transactions.js';
 //
 // The webhook outbox is written by the same statement: one delivery per event and enabled endpoint of the
 // tenant that takes its type, for events of connections whose settings.webhook_enabled is true (see
-// src/webhooks/). Sequence, log, outbox and notifications are one statement, sent with the transaction's COMMIT,
+// src/webhooks/), at most MAX_DELIVERIES_PER_EVENT of them (the oldest) per event. Sequence, log, outbox and notifications are one statement, sent with the transaction's COMMIT,
 // so the tenant's row lock is held while PostgreSQL runs those two, not across a round trip to this process.
 
 export const WEBHOOKS_CHANNEL = 'ig_webhooks';
@@ -112,9 +113,13 @@ export async function appendEvents(tx: Tx, tenantId: string, events: readonly Ne
                 'event_id', "new"."id",
                 'data', "new"."message")
        FROM "new"
-       JOIN "public"."webhook_endpoints" AS "w"
-         ON "w"."tenant_id" = $1 AND "w"."enabled"
-        AND (coalesce(cardinality("w"."event_types"), 0) = 0 OR "new"."type" = ANY ("w"."event_types"))
+       CROSS JOIN LATERAL (
+         SELECT "e"."id" FROM "public"."webhook_endpoints" AS "e"
+         WHERE "e"."tenant_id" = $1 AND "e"."enabled"
+           AND (coalesce(cardinality("e"."event_types"), 0) = 0 OR "new"."type" = ANY ("e"."event_types"))
+         ORDER BY "e"."created_at", "e"."id"
+         LIMIT $10
+       ) AS "w"
        LEFT JOIN "public"."connections" AS "c" ON "c"."tenant_id" = $1 AND "c"."id" = "new"."connection_id"
        WHERE "new"."message" IS NOT NULL
          AND ("new"."connection_id" IS NULL OR "c"."settings" -> 'webhook_enabled' = 'true'::jsonb)
@@ -134,6 +139,7 @@ export async function appendEvents(tx: Tx, tenantId: string, events: readonly Ne
       events.map((e) => e.connectionId ?? null),
       EVENTS_CHANNEL,
       WEBHOOKS_CHANNEL,
+      MAX_DELIVERIES_PER_EVENT,
     ],
   );
   const last = Number(row!.lastId);

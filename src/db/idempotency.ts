@@ -122,12 +122,8 @@ async function reserveIdempotencyKey(tx: Tx, tenantId: string, request: Idempote
   const earlier = await findIdempotencyKey(tx, tenantId, request.key);
   if (!earlier) throw new Error(`idempotency key ${request.key} neither reserved nor found`);
   if (earlier.method !== request.method || earlier.path !== request.path || earlier.requestHash !== request.requestHash) {
-    throw new ApiError(
-      'IDEMPOTENCY_KEY_REUSED',
-      `the Idempotency-Key was used at ${earlier.createdAt.toISOString()} for another request (${earlier.method} ${earlier.path}${
-        earlier.method === request.method && earlier.path === request.path ? ' with another body' : ''
-      }); use a new key for a new request`,
-    );
+    // Which request used the key, and when, is not said: the key may have been another credential's of the tenant.
+    throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'the Idempotency-Key was already used for another request; use a new key for a new request');
   }
   return earlier;
 }

@@ -42,17 +42,61 @@ const ENDPOINT_ROW = `"w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."d
 /** An endpoint with its secret: only the answers of create and rotate carry it. */
 type EndpointWithSecret = WebhookEndpointRow & { secret: string };
 
-export async function createWebhookEndpoint(runner: TransactionRunner, tenantId: string, input: EndpointInput): Promise<EndpointWithSecret> {
+/**
+ * Seals a secret for storage, bound to its endpoint (src/webhooks/secret-keys.ts); throws an ApiError when the
+ * server has no key to seal with.
+ */
+interface SecretSealer {
+  seal(secret: string, owner: { tenantId: string; id: string }): string;
+}
+
+/** What writing an endpoint's secret needs: the keys that seal it, and the tenant's cap on endpoints. */
+export interface EndpointWriteSettings {
+  secretKeys: SecretSealer;
+  /** WEBHOOK_ENDPOINTS_PER_TENANT. */
+  endpointsPerTenant: number;
+}
+
+/**
+ * Adds an endpoint with a new secret, sealed for storage (the answer carries it in plaintext, once). CONFLICT
+ * when the tenant already has `endpointsPerTenant` endpoints (enabled or not); the count and the insert are one
+ * step per tenant (an advisory lock), so concurrent creations cannot pass the cap together.
+ */
+export async function createWebhookEndpoint(
+  runner: TransactionRunner,
+  tenantId: string,
+  input: EndpointInput,
+  settings: EndpointWriteSettings,
+): Promise<EndpointWithSecret> {
   const secret = newWebhookSecret();
+  const id = newId('whk');
+  const sealed = settings.secretKeys.seal(secret, { tenantId, id });
   return inTransaction(runner, async (tx) => {
+    await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`webhook_endpoints:${tenantId}`]);
+    const [count] = await tx.query<{ n: number }>(`SELECT count(*)::int AS "n" FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1`, [tenantId]);
+    if ((count?.n ?? 0) >= settings.endpointsPerTenant) {
+      throw new ApiError(
+        'CONFLICT',
+        `the tenant has ${count!.n} webhook endpoints, the most it may have (WEBHOOK_ENDPOINTS_PER_TENANT is ${settings.endpointsPerTenant}): delete one first`,
+      );
+    }
     const [row] = await tx.query<WebhookEndpointRow>(
       `INSERT INTO "public"."webhook_endpoints" AS "w" ("id", "tenant_id", "url", "description", "secret", "event_types", "enabled")
        VALUES ($1, $2, $3, $4, $5, $6::text[], $7)
        RETURNING ${ENDPOINT_ROW}`,
-      [newId('whk'), tenantId, input.url, input.description ?? '', secret, input.eventTypes ?? [], input.enabled ?? true],
+      [id, tenantId, input.url, input.description ?? '', sealed, input.eventTypes ?? [], input.enabled ?? true],
     );
     return { ...row!, secret };
   });
+}
+
+/** The tenant's enabled endpoints: how many deliveries each of its events fans out to, at most. */
+export async function enabledEndpointCount(sql: Pick<RawSql, 'query'>, tenantId: string): Promise<number> {
+  const [row] = await sql.query<{ n: number }>(
+    `SELECT count(*)::int AS "n" FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1 AND "w"."enabled"`,
+    [tenantId],
+  );
+  return row?.n ?? 0;
 }
 
 /**
@@ -97,14 +141,18 @@ export async function deleteWebhookEndpoint(runner: TransactionRunner, tenantId:
 }
 
 /** A new secret for the endpoint, in force for the next attempt; null when the tenant has none with that id. */
-export async function rotateWebhookSecret(runner: TransactionRunner, tenantId: string, id: string): Promise<EndpointWithSecret | null> {
+export async function rotateWebhookSecret(runner: TransactionRunner, tenantId: string, id: string, secretKeys: SecretSealer): Promise<EndpointWithSecret | null> {
   const secret = newWebhookSecret();
   return inTransaction(runner, async (tx) => {
+    // An endpoint that is not there is NOT_FOUND whatever the keys: sealed only once it is known to exist.
+    const [found] = await tx.query(`SELECT 1 FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 FOR UPDATE`, [tenantId, id]);
+    if (!found) return null;
+    const sealed = secretKeys.seal(secret, { tenantId, id });
     const [row] = await tx.query<WebhookEndpointRow>(
       `UPDATE "public"."webhook_endpoints" AS "w" SET "secret" = $3, "updated_at" = now()
        WHERE "w"."tenant_id" = $1 AND "w"."id" = $2
        RETURNING ${ENDPOINT_ROW}`,
-      [tenantId, id, secret],
+      [tenantId, id, sealed],
     );
     return row ? { ...row, secret } : null;
   });
@@ -149,32 +197,42 @@ async function failPendingDeliveries(tx: Tx, tenantId: string, endpointId: strin
 /** How long a worker holds an endpoint between renewals: well over one attempt's 10 s. */
 const LEASE_SECONDS = 30;
 
+/** After the first attempt in a row that got no answer in time, an endpoint is left alone this long, doubled for each further one. */
+const TIMEOUT_BACKOFF_SECONDS = 5;
+const MAX_TIMEOUT_BACKOFF_SECONDS = 600;
+
 export interface LeasedEndpoint {
   id: string;
   tenantId: string;
   url: string;
-  secret: string;
+  /** The secret as stored (sealed; see src/webhooks/secret-keys.ts). */
+  sealedSecret: string;
 }
 
+const LEASED_ENDPOINT = `"w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."secret" AS "sealedSecret"`;
+
 /**
- * Leases up to `limit` enabled endpoints that have a delivery due and no live lease, for `owner`. A lease
- * `owner` still holds counts as free: its worker serves one pass at a time, so the lease is left over from a
- * pass whose release failed (the database lost, a failover) and would otherwise hold the endpoint's deliveries
- * back until it expires.
+ * Leases up to `limit` enabled endpoints that have a delivery due, no live lease and no back-off, for `owner`,
+ * none of `skipTenants`' (tenants that already hold their share of the worker). The endpoint served least
+ * recently comes first: a released lease keeps its end time (lease_until) as that mark, so each endpoint with
+ * work gets its turn before any gets a second one.
  */
-export async function leaseDueEndpoints(sql: Pick<RawSql, 'query'>, owner: string, limit: number): Promise<LeasedEndpoint[]> {
+export async function leaseDueEndpoints(sql: Pick<RawSql, 'query'>, owner: string, limit: number, skipTenants: readonly string[] = []): Promise<LeasedEndpoint[]> {
   return sql.query<LeasedEndpoint>(
     `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_owner" = $1, "lease_until" = now() + make_interval(secs => $2)
      WHERE "w"."id" IN (
        SELECT "e"."id" FROM "public"."webhook_endpoints" AS "e"
-       WHERE "e"."enabled" AND ("e"."lease_until" IS NULL OR "e"."lease_until" < now() OR "e"."lease_owner" = $1)
+       WHERE "e"."enabled" AND ("e"."lease_owner" IS NULL OR "e"."lease_until" < now())
+         AND ("e"."backoff_until" IS NULL OR "e"."backoff_until" <= now())
+         AND "e"."tenant_id" <> ALL ($4::text[])
          AND EXISTS (
            SELECT 1 FROM "public"."webhook_deliveries" AS "d"
            WHERE "d"."endpoint_id" = "e"."id" AND "d"."status" = 'pending' AND "d"."next_attempt_at" <= now())
+       ORDER BY "e"."lease_until" NULLS FIRST, "e"."id"
        LIMIT $3
        FOR UPDATE SKIP LOCKED)
-     RETURNING "w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."secret"`,
-    [owner, LEASE_SECONDS, limit],
+     RETURNING ${LEASED_ENDPOINT}`,
+    [owner, LEASE_SECONDS, limit, skipTenants],
   );
 }
 
@@ -186,15 +244,25 @@ export async function renewEndpointLease(sql: Pick<RawSql, 'query'>, endpoint: L
   const [row] = await sql.query<LeasedEndpoint>(
     `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_until" = now() + make_interval(secs => $4)
      WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 AND "w"."lease_owner" = $3 AND "w"."enabled"
-     RETURNING "w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."secret"`,
+     RETURNING ${LEASED_ENDPOINT}`,
     [endpoint.tenantId, endpoint.id, owner, LEASE_SECONDS],
   );
   return row ?? null;
 }
 
+/** Leaves the endpoint alone for `seconds` (its deliveries kept pending, no attempt recorded). */
+export async function backOffEndpoint(sql: Pick<RawSql, 'query'>, endpoint: LeasedEndpoint, seconds: number): Promise<void> {
+  await sql.query(
+    `UPDATE "public"."webhook_endpoints" AS "w" SET "backoff_until" = now() + make_interval(secs => $3)
+     WHERE "w"."tenant_id" = $1 AND "w"."id" = $2`,
+    [endpoint.tenantId, endpoint.id, seconds],
+  );
+}
+
+/** Gives the lease up; its end becomes now, the mark of when the endpoint was last served (leaseDueEndpoints). */
 export async function releaseEndpointLease(sql: Pick<RawSql, 'query'>, endpoint: LeasedEndpoint, owner: string): Promise<void> {
   await sql.query(
-    `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_owner" = NULL, "lease_until" = NULL
+    `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_owner" = NULL, "lease_until" = now()
      WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 AND "w"."lease_owner" = $3`,
     [endpoint.tenantId, endpoint.id, owner],
   );
@@ -221,6 +289,8 @@ export async function dueDeliveries(sql: Pick<RawSql, 'query'>, endpoint: Leased
 interface AttemptRecord {
   startedAt: Date;
   ok: boolean;
+  /** No answer came within the attempt's time limit: the endpoint is backed off (on its own, deliveries kept). */
+  timedOut: boolean;
   statusCode: number | null;
   latencyMs: number;
   responseBody: string;
@@ -256,6 +326,16 @@ export async function recordAttempt(
       [endpoint.tenantId, endpoint.id],
     );
     if (!current) return { endpointDisabled: false };
+    // The endpoint's own back-off: each attempt in a row without an answer in time doubles it; any answer ends it.
+    await tx.query(
+      `UPDATE "public"."webhook_endpoints" AS "w" SET
+         "consecutive_timeouts" = CASE WHEN $3 THEN "w"."consecutive_timeouts" + 1 ELSE 0 END,
+         "backoff_until" = CASE WHEN $3
+           THEN now() + make_interval(secs => least($4::double precision * power(2, "w"."consecutive_timeouts"), $5))
+           END
+       WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 AND ($3 OR "w"."consecutive_timeouts" > 0)`,
+      [endpoint.tenantId, endpoint.id, attempt.timedOut, TIMEOUT_BACKOFF_SECONDS, MAX_TIMEOUT_BACKOFF_SECONDS],
+    );
     const number = delivery.attempts + 1;
     const finished = attempt.ok ? 'succeeded' : attempt.retryDelayMs === null ? 'failed' : 'pending';
     const updated = await tx.query<{ id: string }>(
@@ -327,4 +407,38 @@ export async function deleteOldDeliveries(sql: Pick<RawSql, 'query'>, retentionH
     retentionHours,
     options,
   );
+}
+
+// ---- Secrets at rest (src/webhooks/reseal.ts) ----
+
+interface StoredSecret {
+  tenantId: string;
+  id: string;
+  secret: string;
+}
+
+/**
+ * Up to `limit` endpoints after `afterId` (by id) whose stored secret is not sealed with the key `keyId`:
+ * plaintext ones, and with `keyId` null only those. The one read of the data layer that spans tenants besides
+ * the worker's: every row is written back to its own tenant and id.
+ */
+export async function secretsToReseal(sql: Pick<RawSql, 'query'>, keyId: string | null, afterId: string, limit: number): Promise<StoredSecret[]> {
+  return sql.query<StoredSecret>(
+    `SELECT "w"."tenant_id" AS "tenantId", "w"."id", "w"."secret" FROM "public"."webhook_endpoints" AS "w"
+     WHERE "w"."id" > $1 AND CASE WHEN $2::text IS NULL THEN "w"."secret" NOT LIKE 'v1.%' ELSE "w"."secret" NOT LIKE 'v1.' || $2::text || '.%' END
+     ORDER BY "w"."id"
+     LIMIT $3`,
+    [afterId, keyId, limit],
+  );
+}
+
+/** Replaces a stored secret by its resealed form, unless it changed meanwhile (a rotation wins); whether it did. */
+export async function replaceStoredSecret(sql: Pick<RawSql, 'query'>, stored: StoredSecret, resealed: string): Promise<boolean> {
+  const rows = await sql.query<{ id: string }>(
+    `UPDATE "public"."webhook_endpoints" AS "w" SET "secret" = $4
+     WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 AND "w"."secret" = $3
+     RETURNING "w"."id"`,
+    [stored.tenantId, stored.id, stored.secret, resealed],
+  );
+  return rows.length > 0;
 }

@@ -5,7 +5,18 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 // addresses or a cloud metadata service. URLs are checked when an endpoint is created or changed, and every
 // address is checked again when a delivery connects (DNS can change in between): the sender resolves the host
 // through `guardedLookup`, so the address checked is the address connected to. WEBHOOK_ALLOW_PRIVATE=1 lifts
-// both the address and the https-only rule (the tests reach their receiver on 127.0.0.1 that way).
+// the address, the https-only and the port rules (the tests reach their receiver on 127.0.0.1 that way).
+//
+// IPv6 forms that carry or reach an IPv4 address by translation are refused whole, whatever they embed: the
+// IPv4-compatible (::/96) and IPv4-translated (::ffff:0:0:0/96) forms, NAT64 (64:ff9b::/96, 64:ff9b:1::/48),
+// 6to4 (2002::/16) and Teredo (2001::/32): a gateway on the way could turn them into a private IPv4 address
+// this check never saw. Only the IPv4-mapped form (::ffff:a.b.c.d), which this process itself connects to as
+// a.b.c.d, is judged by the IPv4 address it holds.
+//
+// Ports: 443 and 80 (the scheme's own), and 1024-65535. The privileged ports below 1024 are where mail, SSH,
+// DNS and other services that are not web servers listen; a webhook has no business there.
+//
+// A refusal never says what a name resolved to: that would let an admin map the inside of the network.
 
 const BLOCKED = new BlockList();
 for (const [network, prefix] of [
@@ -26,11 +37,16 @@ for (const [network, prefix] of [
 ] as const) {
   BLOCKED.addSubnet(network, prefix, 'ipv4');
 }
+BLOCKED.addSubnet('192.88.99.0', 24, 'ipv4'); // 6to4 relay anycast
 for (const [network, prefix] of [
-  ['::', 128],
-  ['::1', 128],
-  ['64:ff9b::', 96], // NAT64: checked as the IPv4 address it embeds too
+  ['::', 96], // IPv4-compatible, with :: and ::1
+  ['::ffff:0:0:0', 96], // IPv4-translated
+  ['64:ff9b::', 96], // NAT64
+  ['64:ff9b:1::', 48], // NAT64, local use
   ['100::', 64], // discard
+  ['2001::', 32], // Teredo
+  ['2002::', 16], // 6to4
+  ['fec0::', 10], // site-local (deprecated)
   ['2001:db8::', 32], // documentation
   ['fc00::', 7], // unique local, with AWS's fd00:ec2::254 (metadata)
   ['fe80::', 10], // link-local
@@ -39,14 +55,24 @@ for (const [network, prefix] of [
   BLOCKED.addSubnet(network, prefix, 'ipv6');
 }
 
-/** The IPv4 address an IPv4-mapped (::ffff:a.b.c.d) or NAT64 (64:ff9b::a.b.c.d) IPv6 address stands for. */
-function embeddedIpv4(address: string): string | null {
-  const dotted = /^(?:::ffff:|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (dotted) return dotted[1] ?? null;
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address);
-  if (!hex) return null;
-  const high = parseInt(hex[1] ?? '0', 16);
-  const low = parseInt(hex[2] ?? '0', 16);
+/** The eight 16-bit groups of a valid IPv6 address (as isIP accepts it: `::`, a trailing dotted quad). */
+function ipv6Groups(address: string): number[] {
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(address);
+  const text = dotted
+    ? `${address.slice(0, dotted.index)}${((Number(dotted[1]) << 8) | Number(dotted[2])).toString(16)}:${((Number(dotted[3]) << 8) | Number(dotted[4])).toString(16)}`
+    : address;
+  const [head = '', tail] = text.split('::');
+  const parse = (part: string) => (part === '' ? [] : part.split(':').map((group) => parseInt(group, 16)));
+  const before = parse(head);
+  const after = tail === undefined ? [] : parse(tail);
+  return [...before, ...Array<number>(8 - before.length - after.length).fill(0), ...after];
+}
+
+/** The IPv4 address an IPv4-mapped IPv6 address (::ffff:a.b.c.d, in any spelling) stands for; null for others. */
+function mappedIpv4(address: string): string | null {
+  const groups = ipv6Groups(address.replace(/%.*$/, ''));
+  if (groups.slice(0, 5).some((group) => group !== 0) || groups[5] !== 0xffff) return null;
+  const [high = 0, low = 0] = groups.slice(6);
   return [high >> 8, high & 255, low >> 8, low & 255].join('.');
 }
 
@@ -55,7 +81,7 @@ export function isBlockedAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return BLOCKED.check(address, 'ipv4');
   if (family === 6) {
-    const v4 = embeddedIpv4(address);
+    const v4 = mappedIpv4(address);
     if (v4 !== null) return BLOCKED.check(v4, 'ipv4');
     return BLOCKED.check(address, 'ipv6');
   }
@@ -72,6 +98,13 @@ export interface GuardOptions {
 
 const MAX_URL_LENGTH = 2048;
 
+const REFUSED_ADDRESS = 'resolves to an address webhooks may not reach (loopback, private, link-local, metadata, translated or reserved)';
+
+/** The ports a webhook may use: the schemes' own, and the unprivileged range. */
+export function isAllowedPort(port: number): boolean {
+  return port === 80 || port === 443 || (port >= 1024 && port <= 65535);
+}
+
 /** The URL's own problems (scheme, credentials, length), without resolving it. */
 export function urlProblem(raw: string, { allowPrivate }: GuardOptions): string | null {
   if (raw.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
@@ -87,6 +120,8 @@ export function urlProblem(raw: string, { allowPrivate }: GuardOptions): string 
   if (url.username || url.password) return 'must not carry credentials (user:password@)';
   if (url.hash) return 'must not have a #fragment';
   if (!url.hostname) return 'must name a host';
+  // URL leaves out the scheme's default port (443 for https, 80 for http).
+  if (!allowPrivate && url.port !== '' && !isAllowedPort(Number(url.port))) return 'must use port 443, 80 or one of 1024-65535';
   return null;
 }
 
@@ -110,8 +145,8 @@ export async function targetProblem(raw: string, options: GuardOptions): Promise
   } catch {
     return `host ${host} does not resolve`;
   }
-  const blocked = addresses.find(isBlockedAddress);
-  return blocked ? `resolves to ${blocked}, a loopback, private, link-local or metadata address` : null;
+  // Which address it was is not said: an admin could otherwise map the internal network by its names.
+  return addresses.some(isBlockedAddress) ? REFUSED_ADDRESS : null;
 }
 
 /**
@@ -125,8 +160,7 @@ export function guardedLookup(options: GuardOptions): LookupFunction {
       .then((addresses) => {
         const allowed = options.allowPrivate ? addresses : addresses.filter((a) => !isBlockedAddress(a.address));
         if (allowed.length === 0) {
-          const blocked = addresses[0]?.address ?? '?';
-          callback(new WebhookTargetError(`${hostname} resolves to ${blocked}, which webhooks may not reach`), '', 4);
+          callback(new WebhookTargetError(`${hostname} ${REFUSED_ADDRESS}`), '', 4);
           return;
         }
         if (lookupOptions.all) (callback as unknown as (e: null, a: typeof allowed) => void)(null, allowed);

@@ -112,7 +112,8 @@ builder.mutationFields((t) => ({
   }),
   createToken: t.field({
     type: CreatedToken,
-    description: 'Creates a personal access token for a service user. The expiry must be in the future, at most 366 days ahead.',
+    description:
+      'Creates a personal access token for a service user. The expiry must be in the future, at most 366 days ahead. CONFLICT when the service user or the tenant already holds as many active tokens as allowed (TOKENS_PER_SERVICE_USER, TOKENS_PER_TENANT): revoke one first.',
     authScopes: { permission: 'access:manage' },
     args: {
       serviceUserId: t.arg.id({ required: true }),
@@ -126,7 +127,7 @@ builder.mutationFields((t) => ({
         select: { id: true },
       });
       if (!user) throw new ApiError('NOT_FOUND', `service user ${serviceUserId} not found`);
-      return createToken(context.db, { tenantId, serviceUserId, expiresAt: args.expiresAt });
+      return createToken(context.db, { tenantId, serviceUserId, expiresAt: args.expiresAt }, new Date(), context.tokenCaps);
     },
   }),
   revokeToken: t.prismaField({

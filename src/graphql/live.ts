@@ -13,7 +13,7 @@ import { Sync } from './sync.js';
 import { requireViewer } from './viewer.js';
 
 // Subscriptions: each change of a run or a connection, from the durable event log (src/live/change-stream.ts),
-// served over SSE (yoga) and WebSocket (graphql-ws, src/live/websocket.ts), and run by the REST event streams.
+// served over SSE (yoga) and WebSocket (graphql-ws, src/http/graphql-ws.ts), and run by the REST event streams.
 // Authorised like a query (the same scopes) when they open, checked again while open (CredentialWatch), and
 // scoped to the caller's tenant in every statement that reads an event or a row.
 
@@ -32,7 +32,7 @@ async function subscribeChanges(
   stream: Pick<ChangeStreamOptions, 'matches' | 'connectionId' | 'initial' | 'isLast'>,
 ): Promise<AsyncIterable<ChangeItem>> {
   const viewer = requireViewer(context);
-  const release = context.live.slots.acquire(viewer.tokenId ?? `jwt:${viewer.tenantId}:${viewer.subject}`);
+  const release = context.live.slots.acquire(viewer.tokenId ?? `jwt:${viewer.tenantId}:${viewer.subject}`, viewer.tenantId);
   try {
     const hub = await context.live.startedHub();
     const authorization = context.authorization ?? '';

@@ -153,8 +153,8 @@ const WebhookDeliveryOrder = resourceOrder('WebhookDeliveryOrder', DELIVERY_COLU
 const WebhookEndpointList = listType('WebhookEndpointList', WebhookEndpoint, 'A page of webhook endpoints.');
 const WebhookDeliveryList = listType('WebhookDeliveryList', WebhookDelivery, 'A page of deliveries, newest first unless orderBy says otherwise.');
 
-/** Columns an endpoint read shows: never the secret or the lease. */
-const ENDPOINT_OMIT = { secret: true, leaseOwner: true, leaseUntil: true } as const;
+/** Columns an endpoint read shows: never the secret, the lease or the back-off. */
+const ENDPOINT_OMIT = { secret: true, leaseOwner: true, leaseUntil: true, consecutiveTimeouts: true, backoffUntil: true } as const;
 
 function searchWhere(search: string | null | undefined, columns: readonly string[]) {
   const term = search?.trim();
@@ -162,14 +162,12 @@ function searchWhere(search: string | null | undefined, columns: readonly string
   return { OR: columns.map((column) => ({ [column]: { contains: escapeLike(term), mode: 'insensitive' as const } })) };
 }
 
-async function endpointOf(context: Context, id: string, withSecret = false): Promise<EndpointView | null> {
-  const row = await context.db.prisma.webhookEndpoint.findUnique({
+/** One endpoint of the caller's tenant, never with its secret. */
+function endpointOf(context: Context, id: string): Promise<EndpointView | null> {
+  return context.db.prisma.webhookEndpoint.findUnique({
     where: { id: assertIdLength(id, 'webhook endpoint'), tenantId: requireViewer(context).tenantId },
-    omit: { leaseOwner: true, leaseUntil: true },
+    omit: ENDPOINT_OMIT,
   });
-  if (!row) return null;
-  const { secret, ...endpoint } = row;
-  return { ...endpoint, ...(withSecret ? { secret } : {}) };
 }
 
 function guardOf(context: Context) {
@@ -305,9 +303,11 @@ builder.mutationFields((t) => ({
         context,
         'createWebhookEndpoint',
         args.input,
-        (sql) => createWebhookEndpoint(sql, tenantId, input),
+        (sql) => createWebhookEndpoint(sql, tenantId, input, context.webhooks),
         (created) => ({ type: 'webhook_endpoint', id: created.id }),
-        async (resource) => (await endpointOf(context, resource?.id ?? '', true))!,
+        // A replay shows the endpoint without its secret: the secret is in the first answer only, and the
+        // endpoint's secret now may be a later rotation's (lost the first answer? rotate the secret).
+        async (resource) => (await endpointOf(context, resource?.id ?? ''))!,
       );
     },
   }),
@@ -344,9 +344,10 @@ builder.mutationFields((t) => ({
         context,
         'rotateWebhookSecret',
         args,
-        (sql) => rotateWebhookSecret(sql, tenantId, id),
+        (sql) => rotateWebhookSecret(sql, tenantId, id, context.webhooks.secretKeys),
         (result) => (result ? { type: 'webhook_endpoint', id: result.id } : null),
-        async (resource) => (resource ? endpointOf(context, resource.id, true) : null),
+        // Without the secret, as a replayed creation (see createWebhookEndpoint).
+        async (resource) => (resource ? endpointOf(context, resource.id) : null),
       );
       return found(rotated, 'webhook endpoint', id);
     },

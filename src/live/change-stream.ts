@@ -43,6 +43,9 @@ export interface ChangeStreamOptions {
   maxPending?: number;
 }
 
+/** Events read from the log at once when a stream replays it. */
+const REPLAY_PAGE = 200;
+
 /** A stream of the tenant's changes; `return()` ends it and releases everything it held. */
 export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem> {
   const { hub, sql, tenantId, matches, isLast, maxPending = 1000 } = options;
@@ -55,20 +58,26 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
       if (item) void push(item).catch(() => {});
       stop();
     };
+    // The promise of the last item pushed: settled once the subscriber has taken it (or the stream ended).
+    let lastTaken: Promise<unknown> = Promise.resolve();
+    const fellBehind = () =>
+      end({ error: new ApiError('UNAVAILABLE', `The stream fell more than ${maxPending} events behind; reconnect with Last-Event-ID ${lastDelivered} to resume`) });
     const deliver = (event: StoredEvent) => {
       if (ended) return;
       if (pending >= maxPending) {
-        end({ error: new ApiError('UNAVAILABLE', `The stream fell more than ${maxPending} events behind; reconnect with Last-Event-ID ${lastDelivered} to resume`) });
+        fellBehind();
         return;
       }
       pending++;
       lastDelivered = event.id;
-      push({ event }).then(
+      lastTaken = push({ event }).then(
         () => pending--,
         () => {},
       );
       if (isLast?.(event)) end();
     };
+    // Stopped by its subscriber (return()): the replay reads no further.
+    void stop.then(() => (ended = true));
     const startId = options.start.after;
     let lastDelivered = startId;
     const unguard = options.guard?.((error) => end({ error }));
@@ -98,19 +107,24 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
       unsubscribe = await hub.subscribe(
         tenantId,
         (event) => {
-          if (replaying) queued.push(event);
-          else live(event);
+          if (!replaying) live(event);
+          // Live events wait while the log is replayed at the subscriber's pace: as many as it may fall behind.
+          else if (queued.length < maxPending) queued.push(event);
+          else fellBehind();
         },
         options.connectionId,
       );
       for (const event of initial) deliver(event);
       while (!ended) {
-        const events = await readEvents(sql, tenantId, takenUpTo, 500);
+        const events = await readEvents(sql, tenantId, takenUpTo, REPLAY_PAGE);
         for (const event of events) {
           takenUpTo = event.id;
           if (matches(event)) deliver(event);
         }
-        if (events.length < 500) break;
+        if (events.length < REPLAY_PAGE) break;
+        // The log is read no faster than the subscriber takes it: a history of any length costs a page or two
+        // of memory, and a subscriber that reads slowly is not ended for it.
+        if (pending >= REPLAY_PAGE) await Promise.race([lastTaken, stop]);
       }
       replaying = false;
       for (const event of queued) live(event);

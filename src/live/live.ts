@@ -9,24 +9,28 @@ import { StreamSlots, type StreamLimits } from './stream-slots.js';
 
 export interface LiveOptions {
   perCredential?: number | undefined;
+  perTenant?: number | undefined;
   perProcess?: number | undefined;
   /** How often open streams' credentials are checked again (default 2 s: a revoked one is closed within ~2 s). */
   credentialCheckMs?: number;
   /** Comment lines a REST event stream sends while idle, so proxies keep it open (default 15 s). */
   heartbeatMs?: number;
+  /** A REST event stream whose client takes nothing this long while it has more to send is ended (default 10 s). */
+  stallMs?: number;
   /** The hub's safety-net poll and progress coalescing (see EventHub). */
   pollMs?: number;
   progressMs?: number;
 }
 
-/** Documented defaults: STREAMS_PER_CREDENTIAL and STREAMS_PER_PROCESS. */
-const DEFAULT_STREAM_LIMITS: StreamLimits = { perCredential: 20, perProcess: 2000 };
+/** Documented defaults (docs/reference/limits.md): STREAMS_PER_CREDENTIAL, STREAMS_PER_TENANT and STREAMS_PER_PROCESS. */
+const DEFAULT_STREAM_LIMITS: StreamLimits = { perCredential: 20, perTenant: 200, perProcess: 2000 };
 
 export interface Live {
   hub: EventHub;
   credentials: CredentialWatch;
   slots: StreamSlots;
   heartbeatMs: number;
+  stallMs: number | undefined;
   /** The hub, listening: started by the first stream, so a process nobody streams from holds no LISTEN connection. */
   startedHub(): Promise<EventHub>;
   /** Registers an open stream's `end`, called by `endStreams`; returns the function that unregisters it. */
@@ -41,6 +45,7 @@ export function createLive(db: Pick<Database, 'liveReads' | 'listen'>, authentic
   const credentials = new CredentialWatch(authenticate, options.credentialCheckMs ?? 2000, logger);
   const slots = new StreamSlots({
     perCredential: options.perCredential ?? DEFAULT_STREAM_LIMITS.perCredential,
+    perTenant: options.perTenant ?? DEFAULT_STREAM_LIMITS.perTenant,
     perProcess: options.perProcess ?? DEFAULT_STREAM_LIMITS.perProcess,
   });
   let started: Promise<EventHub> | undefined;
@@ -50,6 +55,7 @@ export function createLive(db: Pick<Database, 'liveReads' | 'listen'>, authentic
     credentials,
     slots,
     heartbeatMs: options.heartbeatMs ?? 15_000,
+    stallMs: options.stallMs,
     startedHub() {
       started ??= hub.start().then(
         () => hub,

@@ -72,8 +72,9 @@ const deadlines = new WeakMap<Request, Deadline>();
  * starting resolvers, the PostgreSQL statements the request still runs are cancelled in the database
  * (src/db/cancellation.ts), and the answer is 503 UNAVAILABLE. An answer that is ready only after the deadline
  * (the event loop was busy: a huge result, or PGlite, whose statements hold the thread) is replaced by the 503
- * too, so no request answers 200 past its limit. Streams (text/event-stream) are long-lived by design and exempt.
- * The REST reads served directly on node:http (src/direct-rest.ts) keep the same limit with the same functions.
+ * too, so no request answers 200 past its limit. Streams (text/event-stream) are long-lived by design: the limit
+ * covers their opening (a stream opened past it is refused and closed), not the events that follow.
+ * The REST reads served directly on node:http (src/http/direct-rest.ts) keep the same limit with the same functions.
  *
  * First in the plugin list, so the 503 is what every later plugin's onResponse sees (request id, log, metrics).
  */
@@ -100,7 +101,9 @@ export function useDeadline({ timeoutMs }: { timeoutMs: number }): Plugin {
     },
     onResponse({ request, response, setResponse, fetchAPI }) {
       if (!isPastDeadline(deadlines.get(request)) || response.status === 503) return;
-      if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return;
+      // A stream is answered once open, before its first event: one opened too late is refused like any
+      // answer, and its subscription given up (its body is never read).
+      if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) void response.body?.cancel().catch(() => {});
       setResponse(replaceResponse(response, earlyErrorResponse(request, timeoutError(), fetchAPI)));
     },
   };

@@ -5,6 +5,7 @@ import { createComplexityRule } from '@pothos/plugin-complexity';
 import { GraphQLError, Lexer, Source, TokenKind, validate, visit, BREAK, type DocumentNode, type GraphQLSchema, type ValidationContext } from 'graphql';
 import { createGraphQLError, type Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
+import { isUnstorableText } from '../storable-text.js';
 import { earlyErrorResponse } from './error-response.js';
 
 export interface RequestLimits {
@@ -109,12 +110,7 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
       );
     },
     onParams({ params, setResult }) {
-      // Counted before parsing, so an oversized document costs a lexer pass and nothing more.
-      if (typeof params.query === 'string' && tokenCountExceeds(params.query, limits.maxTokens)) {
-        setResult({ errors: [limitError(`Token limit of ${limits.maxTokens} exceeded.`)] });
-        return;
-      }
-      const refusal = variablesRefusal(params.variables);
+      const refusal = paramsRefusal(params.query, params.variables, limits.maxTokens);
       if (refusal) setResult({ errors: [refusal] });
     },
     onValidate({ addValidationRule }) {
@@ -129,6 +125,16 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
       if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
     },
   };
+}
+
+/**
+ * The refusal of a GraphQL request's parameters before parsing (useLimits' onParams, and graphql-ws through the
+ * admission spine): tokens counted first, so an oversized document costs a lexer pass and nothing more; then the
+ * variables' nesting. Null when fine.
+ */
+export function paramsRefusal(query: unknown, variables: unknown, maxTokens: number): GraphQLError | null {
+  if (typeof query === 'string' && tokenCountExceeds(query, maxTokens)) return limitError(`Token limit of ${maxTokens} exceeded.`);
+  return variablesRefusal(variables);
 }
 
 /**
@@ -156,7 +162,7 @@ const CONTENT_LENGTH = /^\d+$/;
 type RequestParser = Parameters<NonNullable<Plugin['onRequestParse']>>[0]['requestParser'] & {};
 
 /**
- * The body size limit of a GraphQL request, in place of yoga's own (`maxRequestBodySize`, off in src/yoga.ts),
+ * The body size limit of a GraphQL request, in place of yoga's own (`maxRequestBodySize`, off in src/http/yoga.ts),
  * with the same refusals: yoga's pipes every body through a TransformStream, whose `stream.pipeline` builds and
  * aborts a controller (and so a DOMException with its stack) on every request, ~15% of a trivial request's CPU.
  * A body with a valid Content-Length cannot exceed it (node:http reads no more), so only a body without one
@@ -291,17 +297,6 @@ function nestsDeeper(value: unknown, max: number): boolean {
   return Object.values(value).some((member) => nestsDeeper(member, max - 1));
 }
 
-/** Text PostgreSQL cannot store: a NUL, or a lone surrogate (not well-formed UTF-16, so no UTF-8 for it). */
-function unstorable(text: string): boolean {
-  return text.includes('\0') || !isWellFormed(text);
-}
-
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-function isWellFormed(text: string): boolean {
-  return !LONE_SURROGATE.test(text);
-}
-
 function unstorableText(): ApiError {
   return new ApiError('INVALID_QUERY', 'Text values must not contain the NUL character (U+0000) or a lone UTF-16 surrogate');
 }
@@ -312,7 +307,7 @@ export function unstorableTextError(variables: unknown): ApiError | null {
 }
 
 function holdsUnstorableText(value: unknown, depth: number): boolean {
-  if (typeof value === 'string') return unstorable(value);
+  if (typeof value === 'string') return isUnstorableText(value);
   // Deeper than any input type of the schema nests; coercion refuses such values anyway.
   if (value === null || typeof value !== 'object' || depth > 64) return false;
   return Object.values(value).some((member) => holdsUnstorableText(member, depth + 1));
@@ -334,7 +329,7 @@ function walkForNul(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
     StringValue(node) {
-      if (!unstorable(node.value)) return undefined;
+      if (!isUnstorableText(node.value)) return undefined;
       found = true;
       return BREAK;
     },

@@ -49,7 +49,8 @@ export function routeOf(pathname: string): string {
   return 'unmatched';
 }
 
-const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+/** `WS`: one graphql-ws operation (src/http/graphql-ws.ts), counted as a request of its own. */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'WS']);
 /** Operation names come from clients; past this many distinct ones, new names are counted as `other`. */
 const MAX_OPERATION_NAMES = 200;
 
@@ -70,7 +71,7 @@ export type OperationSurface = 'graphql' | 'rest';
 /**
  * The gateway's Prometheus metrics: requests by route and status, GraphQL operations by name, the PostgreSQL
  * pool, and the process. One per gateway; its plugin (useMetrics) and the REST reads served directly on
- * node:http (src/direct-rest.ts) record into the same series.
+ * node:http (src/http/direct-rest.ts) record into the same series.
  */
 export class GatewayMetrics {
   private readonly registry = new Registry();

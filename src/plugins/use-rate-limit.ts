@@ -42,7 +42,7 @@ const WARNING_INTERVAL_MS = 60_000;
  * Per-credential and per-tenant budgets over a fixed one-minute window. Requests without a valid
  * credential count against their client address. When Redis fails the request goes through uncounted (with a
  * warning): the budget protects the API, it must not stop it. Used by useRateLimit and by the REST reads
- * served directly on node:http (src/direct-rest.ts).
+ * served directly on node:http (src/http/direct-rest.ts).
  */
 export class RateLimits {
   private readonly redis: Redis | undefined;

@@ -11,6 +11,7 @@ import { errorResponse, type ResponseTarget, type RestResponse } from '../rest/e
 import { acceptsEventStream } from '../rest/event-stream.js';
 import { envelopedRunner, fetchRouteInput, matchRoute, runRoute, runStream, unexpectedErrorResponse, type Yoga } from '../rest/handler.js';
 import { openApiDocument } from '../rest/openapi.js';
+import { replayableBody } from '../rest/routes.js';
 import { DEFAULT_REQUEST_LIMITS } from './use-limits.js';
 import { requestIdOf } from './use-request-id.js';
 
@@ -102,7 +103,7 @@ export function useRest({
  * A POST sent with an Idempotency-Key: the first answer is stored with the key (after the write committed);
  * a repeat answers that stored answer, marked `Idempotent-Replayed: true`. A repeat whose first answer was not
  * stored (its process stopped in between) answers the resource as it is now, re-rendered by the mutation. The
- * REST requests served directly (src/direct-rest.ts) keep their answers the same way.
+ * REST requests served directly (src/http/direct-rest.ts) keep their answers the same way.
  */
 export async function withIdempotency(route: CompiledRoute, context: Context, response: RestResponse, target: ResponseTarget): Promise<RestResponse> {
   const outcome = context.idempotency?.outcome;
@@ -113,7 +114,8 @@ export async function withIdempotency(route: CompiledRoute, context: Context, re
     return { ...replayed, headers: { ...replayed.headers, 'Idempotent-Replayed': 'true' } };
   }
   if (response.status < 300) {
-    await storeIdempotentResponse(context.db.raw, context.viewer.tenantId, context.idempotency.key, { status: response.status, body: response.body });
+    const body = replayableBody(route.spec.response, response.body);
+    await storeIdempotentResponse(context.db.raw, context.viewer.tenantId, context.idempotency.key, { status: response.status, body });
   }
   return response;
 }

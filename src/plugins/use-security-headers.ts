@@ -51,7 +51,7 @@ export function corsPolicy(origins: readonly string[]): false | ((request: Reque
 
 /**
  * The security headers of a response of `contentType`, given the `Vary` and `Cache-Control` it already has:
- * what useSecurityHeaders sets on every response, and the REST reads served directly (src/direct-rest.ts) on theirs.
+ * what useSecurityHeaders sets on every response, and the REST reads served directly (src/http/direct-rest.ts) on theirs.
  */
 export function securityHeaders(contentType: string, { cors, vary, cacheControl }: { cors: boolean; vary: string | null; cacheControl: string | null }): Record<string, string> {
   const headers: Record<string, string> = { ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': contentType.startsWith('text/html') ? PAGE_CSP : DATA_CSP };

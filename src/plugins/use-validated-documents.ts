@@ -7,7 +7,7 @@ const MAX_DOCUMENTS = 1000;
 /**
  * Client documents that yoga's pipeline parsed and found valid under every rule (the limits' depth, alias and
  * directive rules among them), by their text, as yoga's caches keep them. The direct GraphQL path
- * (src/direct-graphql.ts) answers only documents found here: whatever a document's parse or validation would
+ * (src/http/direct-graphql.ts) answers only documents found here: whatever a document's parse or validation would
  * refuse, yoga refuses, on its first request and on every one after.
  */
 export class ValidatedDocuments {

@@ -1,5 +1,6 @@
 import type { ExecutionResult } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
+import { ApiError } from '../errors.js';
 import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './envelope.js';
 
 // A REST event stream (Server-Sent Events): what a route's subscription yields, one `event:` message per
@@ -28,13 +29,33 @@ interface EventStreamOptions {
   /** The id of the event behind the result being written. */
   currentId: () => number;
   heartbeatMs: number;
+  /** A stream whose client takes nothing for this long while it has more to send has fallen behind: it is ended. */
+  stallMs?: number;
   /** The request's signal: aborted when the client disconnects, which ends the stream at once. */
   signal?: AbortSignal;
   target: ResponseTarget;
   fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream };
 }
 
-/** The response: the stream, or the error a refused subscription answers (as JSON, before any stream). */
+/** Default of `stallMs`: a client that takes nothing of a full buffer for this long is not reading. */
+export const DEFAULT_STALL_MS = 10_000;
+
+/**
+ * Bytes a stream queues for its client before it reads no further from its subscription, where the stream
+ * implementation honours a queuing strategy (yoga's Node.js one queues 16 KB, in a Readable, whatever it is given).
+ */
+export const STREAM_QUEUE_BYTES = 64 * 1024;
+
+/**
+ * The response: the stream, or the error a refused subscription answers (as JSON, before any stream).
+ *
+ * The stream is pulled: a result is read from the subscription only when the stream asks for more, that is when
+ * the bytes its client has not taken are under the queue's bound; so a client that reads slowly slows its
+ * subscription (a replay reads the event log at its pace) instead of growing the process. A client that takes
+ * nothing for `stallMs` while the stream has more to send has fallen behind: the stream is ended with a
+ * retryable `event: error` (UNAVAILABLE) naming the Last-Event-ID to resume from, and its subscription and slot
+ * are given up.
+ */
 export function eventStreamResponse(options: EventStreamOptions): Response | RestResponse {
   const { result, target, fetchAPI } = options;
   if (!isAsyncIterable(result)) {
@@ -43,55 +64,81 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
   }
   const iterator = result[Symbol.asyncIterator]();
   const encoder = new TextEncoder();
-  let heartbeat: NodeJS.Timeout | undefined;
+  const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
+  let ticker: NodeJS.Timeout | undefined;
   let closed = false;
+  /** The id of the last message sent, for the resume point of a stream that fell behind. */
+  let lastSentId: number | undefined;
+  /** When the stream last wrote a message and waited for its client to ask for more; undefined while it is asking. */
+  let waitingSince: number | undefined;
   const finish = () => {
     closed = true;
-    clearInterval(heartbeat);
+    clearInterval(ticker);
     void iterator.return?.();
   };
-  const body = new fetchAPI.ReadableStream<Uint8Array>({
-    start(controller) {
-      // Without it a gone client is noticed at the next write, a heartbeat away.
-      options.signal?.addEventListener('abort', () => {
-        if (closed) return;
-        finish();
-        controller.close();
-      });
-      const write = (text: string) => {
-        if (!closed) controller.enqueue(encoder.encode(text));
-      };
-      // The client's reconnection delay, then a comment so headers and first bytes go out at once.
-      write('retry: 3000\n: stream open\n\n');
-      heartbeat = setInterval(() => write(': heartbeat\n\n'), options.heartbeatMs);
-      void (async () => {
-        try {
-          for (;;) {
-            const next = await iterator.next();
-            if (next.done || closed) break;
-            const item = next.value;
-            const error = item.errors?.[0];
-            if (error) {
-              write(`event: error\ndata: ${JSON.stringify(graphqlErrorResponse(error, target).body)}\n\n`);
-              break;
-            }
-            const value = Object.values(item.data ?? {})[0];
-            write(`id: ${options.currentId()}\nevent: ${options.event}\ndata: ${JSON.stringify(value)}\n\n`);
-          }
-        } catch {
-          write(`event: error\ndata: ${JSON.stringify(graphqlErrorResponse({ message: 'Internal error' }, target).body)}\n\n`);
-        }
-        if (!closed) {
+  // The writer and the ending of the stream, made by `start` and used by `pull`.
+  const pulling: { end(last?: string): void; write(text: string): void } = { end: () => {}, write: () => {} };
+  const errorMessage = (error: { message: string; extensions?: Record<string, unknown> }) =>
+    `event: error\ndata: ${JSON.stringify(graphqlErrorResponse(error, target).body)}\n\n`;
+  const body = new fetchAPI.ReadableStream<Uint8Array>(
+    {
+      start(controller) {
+        const write = (text: string) => {
+          if (!closed) controller.enqueue(encoder.encode(text));
+        };
+        const end = (last?: string) => {
+          if (closed) return;
+          if (last) write(last);
           finish();
           controller.close();
+        };
+        // Without it a gone client is noticed at the next write, a heartbeat away.
+        options.signal?.addEventListener('abort', () => end());
+        // The client's reconnection delay, then a comment so headers and first bytes go out at once.
+        write('retry: 3000\n: stream open\n\n');
+        let lastBeat = performance.now();
+        ticker = setInterval(
+          () => {
+            const now = performance.now();
+            if (waitingSince !== undefined && now - waitingSince >= stallMs) {
+              const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
+              end(errorMessage(new ApiError('UNAVAILABLE', `The stream fell behind: its client took nothing for ${stallMs / 1000} s; reconnect${resume} to resume`)));
+              return;
+            }
+            // An idle stream (its subscription has nothing to send) gets a comment now and then; a full one needs none.
+            if (waitingSince === undefined && now - lastBeat >= options.heartbeatMs) {
+              lastBeat = now;
+              write(': heartbeat\n\n');
+            }
+          },
+          Math.min(options.heartbeatMs, 1000),
+        );
+        pulling.end = end;
+        pulling.write = write;
+      },
+      async pull() {
+        waitingSince = undefined;
+        try {
+          const next = await iterator.next();
+          if (next.done || closed) return pulling.end();
+          const item = next.value;
+          const error = item.errors?.[0];
+          if (error) return pulling.end(errorMessage(error));
+          const value = Object.values(item.data ?? {})[0];
+          lastSentId = options.currentId();
+          pulling.write(`id: ${lastSentId}\nevent: ${options.event}\ndata: ${JSON.stringify(value)}\n\n`);
+          waitingSince = performance.now();
+        } catch {
+          pulling.end(errorMessage({ message: 'Internal error' }));
         }
-      })();
+      },
+      cancel() {
+        // The client went away.
+        finish();
+      },
     },
-    cancel() {
-      // The client went away.
-      finish();
-    },
-  });
+    { highWaterMark: STREAM_QUEUE_BYTES, size: (chunk) => chunk.byteLength },
+  );
   return new fetchAPI.Response(body, {
     status: 200,
     headers: {

@@ -55,7 +55,7 @@ export interface OperationArgs {
 
 /**
  * How a route's operation runs: through yoga's enveloped pipeline (`envelopedRunner`), or on the REST reads
- * served directly on node:http (src/direct-rest.ts), which apply the same plugins' checks as plain functions.
+ * served directly on node:http (src/http/direct-rest.ts), which apply the same plugins' checks as plain functions.
  */
 export interface OperationRunner {
   /** The request's context, authenticated; a rejected credential (or a failed lookup) is thrown, already masked. */
@@ -229,6 +229,7 @@ export async function runStream(
     event: stream.event,
     currentId: () => cursor.current,
     heartbeatMs: context.live.heartbeatMs,
+    stallMs: context.live.stallMs,
     signal: request.signal,
     target,
     fetchAPI: yoga.fetchAPI,

@@ -80,11 +80,20 @@ type ResponseSpec =
   | { kind: 'list'; list: ListSpec }
   /**
    * `{msg, data: {...}}`; a null result is 404, or 204 without a body with `nullIsNoContent`. `created` answers
-   * 201 with a `Location` of the item's own path (`{id}` is the item's id).
+   * 201 with a `Location` of the item's own path (`{id}` is the item's id). `shownOnce` names members of `data`
+   * that only the first answer carries (a secret): the answer kept for an Idempotency-Key replay has them null.
    */
-  | { kind: 'item'; msg: string; notFound: string; created?: { location: string }; nullIsNoContent?: boolean }
+  | { kind: 'item'; msg: string; notFound: string; created?: { location: string }; nullIsNoContent?: boolean; shownOnce?: readonly string[] }
   /** `{msg, data: [item]}`: a single item shown as a one-element array, as the spec does for endpoint 3. */
   | { kind: 'item-in-array'; msg: string; notFound: string };
+
+/** The answer as an Idempotency-Key keeps it for replays: the `shownOnce` members of its `data` are null. */
+export function replayableBody(response: ResponseSpec, body: unknown): unknown {
+  if (response.kind !== 'item' || !response.shownOnce) return body;
+  const data = (body as { data?: unknown } | null)?.data;
+  if (typeof data !== 'object' || data === null) return body;
+  return { ...(body as object), data: { ...data, ...Object.fromEntries(response.shownOnce.map((member) => [member, null])) } };
+}
 
 export interface RouteSpec {
   operationId: string;
@@ -441,8 +450,14 @@ export const routes: readonly RouteSpec[] = [
     description:
       'Adds an endpoint that receives the events of event_types (all when left out), signed with Standard Webhooks. The answer carries the secret (whsec_…), shown this once. The URL must be https and must not resolve to a loopback, private, link-local or metadata address (unless the server runs with WEBHOOK_ALLOW_PRIVATE=1). 400 lists every problem. Needs the admin role.',
     itemSchema: 'WebhookEndpoint',
-    response: { kind: 'item', msg: 'webhook endpoint created', notFound: 'webhook endpoint not found', created: { location: `${INTEGRATIONS_BASE}/webhooks/{id}` } },
-    errors: [400, 403, 413, 415, 422],
+    response: {
+      kind: 'item',
+      msg: 'webhook endpoint created',
+      notFound: 'webhook endpoint not found',
+      created: { location: `${INTEGRATIONS_BASE}/webhooks/{id}` },
+      shownOnce: ['secret'],
+    },
+    errors: [400, 403, 409, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
       problems: (body, context) => webhookBodyProblems('create', body, context),
@@ -504,7 +519,7 @@ export const routes: readonly RouteSpec[] = [
     summary: 'Rotate the signing secret',
     description: 'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. No body. Needs the admin role.',
     itemSchema: 'WebhookEndpoint',
-    response: { kind: 'item', msg: 'webhook secret rotated', notFound: 'webhook endpoint not found' },
+    response: { kind: 'item', msg: 'webhook secret rotated', notFound: 'webhook endpoint not found', shownOnce: ['secret'] },
     errors: [400, 403, 404, 415, 422],
     body: NO_BODY,
   },

@@ -504,3 +504,14 @@ export async function seedCatalog(db: Database): Promise<{ categories: number; a
   });
   return { categories: categories.count, applications: applications.count };
 }
+
+/**
+ * Server start without the demo: a new database gets the catalog alone. SQL first, so that a restart (the
+ * usual case, the catalog there) loads no Prisma before the server listens. Returns whether it seeded.
+ */
+export async function ensureCatalog(db: Database): Promise<boolean> {
+  const [catalog] = await db.raw.query<{ exist: boolean }>('SELECT EXISTS (SELECT 1 FROM "public"."categories") AS "exist"');
+  if (catalog?.exist) return false;
+  await seedCatalog(db);
+  return true;
+}

@@ -120,7 +120,10 @@ export async function seedLoad(db: Database, tenantSlug: string, options: SeedLo
             exhausted = true;
             break;
           }
-          inserted += await insertSyncs(tx, tenant.id, batch);
+          // Awaited first, then added: `inserted += await …` reads `inserted` before the await, and the
+          // other writers' additions made meanwhile would be lost.
+          const rows = await insertSyncs(tx, tenant.id, batch);
+          inserted += rows;
           written += batch.length;
         }
       });

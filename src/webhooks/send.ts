@@ -27,6 +27,8 @@ interface AttemptOutcome {
   responseBody: string;
   /** Why there was no 2xx answer, for the log: a timeout, a refused connection, the SSRF guard, a redirect… */
   error: string | null;
+  /** No answer within the time limit (the worker backs such an endpoint off). */
+  timedOut: boolean;
 }
 
 export interface SendOptions extends GuardOptions {
@@ -71,12 +73,13 @@ function firstKilobyte(response: IncomingMessage): Promise<string> {
 export async function sendWebhook(message: WebhookMessage, options: SendOptions): Promise<AttemptOutcome> {
   const started = performance.now();
   const elapsed = () => Math.round(performance.now() - started);
-  const failed = (error: string, statusCode: number | null = null, responseBody = ''): AttemptOutcome => ({
+  const failed = (error: string, statusCode: number | null = null, responseBody = '', timedOut = false): AttemptOutcome => ({
     ok: false,
     statusCode,
     latencyMs: elapsed(),
     responseBody,
     error,
+    timedOut,
   });
   const problem = urlProblem(message.url, options);
   if (problem) return failed(`url ${problem}`);
@@ -105,13 +108,13 @@ export async function sendWebhook(message: WebhookMessage, options: SendOptions)
     req.on('response', (response) => {
       const statusCode = response.statusCode ?? 0;
       void firstKilobyte(response).then((text) => {
-        if (statusCode >= 200 && statusCode < 300) resolve({ ok: true, statusCode, latencyMs: elapsed(), responseBody: text, error: null });
+        if (statusCode >= 200 && statusCode < 300) resolve({ ok: true, statusCode, latencyMs: elapsed(), responseBody: text, error: null, timedOut: false });
         else if (statusCode >= 300 && statusCode < 400) resolve(failed(`redirect to ${response.headers.location ?? '?'} not followed`, statusCode, text));
         else resolve(failed(`HTTP ${statusCode}`, statusCode, text));
       });
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
-      if (signal.aborted) resolve(failed(`no answer within ${(options.timeoutMs ?? ATTEMPT_TIMEOUT_MS) / 1000} s`));
+      if (signal.aborted) resolve(failed(`no answer within ${(options.timeoutMs ?? ATTEMPT_TIMEOUT_MS) / 1000} s`, null, '', true));
       else resolve(failed(error.code ? `${error.code}: ${error.message}` : error.message));
     });
     req.end(body);

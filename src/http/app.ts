@@ -1,14 +1,17 @@
-import { adminsWithUsableToken, createServiceUser } from './auth/service-users.js';
-import { createToken } from './auth/tokens.js';
-import { openDatabase, type Database } from './db/client.js';
-import { migrate } from './db/migrate.js';
-import { preloadedPGlite } from './db/pglite-preload.js';
-import type { Config } from './env.js';
-import type { Logger } from './logger.js';
-import { DEFAULT_REQUEST_LIMITS } from './plugins/use-limits.js';
-import { startScheduler, type Scheduler } from './scheduler.js';
-import { DEMO_TENANT_SLUG, ensureDemo } from './seed/demo.js';
-import { DeliveryWorker } from './webhooks/delivery-worker.js';
+import { adminsWithUsableToken, createServiceUser } from '../auth/service-users.js';
+import { createToken } from '../auth/tokens.js';
+import { openDatabase, type Database } from '../db/client.js';
+import { migrate } from '../db/migrate.js';
+import { preloadedPGlite } from '../db/pglite-preload.js';
+import type { Config } from '../env.js';
+import type { Logger } from '../logger.js';
+import { DEFAULT_REQUEST_LIMITS } from '../plugins/use-limits.js';
+import { startScheduler, type Scheduler } from '../scheduler.js';
+import { ensureCatalog } from '../seed/catalog.js';
+import { DEMO_TENANT_SLUG, ensureDemo } from '../seed/demo.js';
+import { sealPlaintextSecrets } from '../webhooks/reseal.js';
+import { DeliveryWorker } from '../webhooks/delivery-worker.js';
+import { webhookSecretKeysOf, type WebhookSecretKeys } from '../webhooks/secret-keys.js';
 import { createGateway, type Gateway } from './yoga.js';
 
 interface App {
@@ -25,10 +28,11 @@ interface App {
 }
 
 /** The webhook delivery worker the configuration asks for, not yet started. */
-function deliveryWorkerOf(db: Database, config: Config, logger: Logger): DeliveryWorker {
+function deliveryWorkerOf(db: Database, config: Config, logger: Logger, secretKeys: WebhookSecretKeys): DeliveryWorker {
   return new DeliveryWorker({
     db,
     logger,
+    secretKeys,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1',
     retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
     disableAfter: config.WEBHOOK_DISABLE_AFTER,
@@ -90,8 +94,17 @@ export async function demoTokenAdvice(db: Database, config: Config): Promise<str
 }
 
 /**
- * Opens the database, applies pending migrations, seeds a new database with the demo tenant (unless
- * SEED=none) and builds the gateway. Listening is the caller's business.
+ * What a new database gets besides the catalog: SEED when set; otherwise the demo tenant (and its printed admin
+ * token) on PGlite, the zero set-up database for trying the service, and nothing on PostgreSQL, where a
+ * production database must never start with a known tenant and a token in its log.
+ */
+export function seedOf(config: Pick<Config, 'SEED' | 'DATABASE_URL'>): 'demo' | 'none' {
+  return config.SEED ?? (config.DATABASE_URL ? 'none' : 'demo');
+}
+
+/**
+ * Opens the database, applies pending migrations, seeds a new database (seedOf) and builds the gateway.
+ * Listening is the caller's business.
  */
 export async function startApp(config: Config, logger: Logger): Promise<App> {
   const db = await openDatabase({
@@ -111,7 +124,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     if (applied.length > 0) logger.info({ migrations: applied }, 'applied migrations');
     let demoToken: string | undefined;
     let advice: string | undefined;
-    if (config.SEED === 'demo') {
+    if (seedOf(config) === 'demo') {
       const tenantId = await ensureDemo(db);
       if (tenantId) {
         const user = await createServiceUser(db, { tenantId, name: DEMO_ADMIN_NAME, role: 'admin' });
@@ -121,10 +134,17 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
       } else {
         advice = await demoTokenAdvice(db, config);
       }
+    } else if (await ensureCatalog(db)) {
+      logger.info('seeded the catalog');
     }
+    const secretKeys = webhookSecretKeysOf(config, db);
+    await sealPlaintextSecrets(db, secretKeys, logger);
     const gateway = createGateway({ db, config, logger });
-    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS }) : undefined;
-    const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger) : undefined;
+    const scheduler =
+      config.SCHEDULER === 'on'
+        ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, stepBudgetMs: config.SCHEDULER_STEP_BUDGET_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS })
+        : undefined;
+    const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger, secretKeys) : undefined;
     await webhooks?.start();
     return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler, webhooks };
   } catch (error) {

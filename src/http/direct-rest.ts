@@ -1,26 +1,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { normalizedExecutor } from '@graphql-tools/executor';
 import type { ExecutionArgs, ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
-import { viewerOf } from './auth/request-viewers.js';
-import type { Viewer } from './auth/viewer.js';
-import { idempotencyOf, type Context } from './context.js';
-import type { CompiledExecution } from './graphql/compiled-execution.js';
-import { withStatementSignal } from './db/cancellation.js';
-import { newRequestId } from './errors.js';
-import { jsonBytes } from './json-bytes.js';
-import type { Logger } from './logger.js';
-import { INTEGRATIONS_BASE, withoutTrailingSlash } from './paths.js';
-import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from './plugins/use-deadline.js';
-import { unstorableTextError } from './plugins/use-limits.js';
-import { routeOf, type GatewayMetrics, type OperationSurface } from './plugins/use-metrics.js';
-import { budgetHeaders, type BudgetState, type RateLimits } from './plugins/use-rate-limit.js';
-import { logRequest } from './plugins/use-request-log.js';
-import { withIdempotency } from './plugins/use-rest.js';
-import { securityHeaders } from './plugins/use-security-headers.js';
-import type { CompiledRoute } from './rest/compile-routes.js';
-import { errorResponse, graphqlErrorResponse, type ResponseTarget, type RestResponse } from './rest/envelope.js';
-import { acceptsEventStream } from './rest/event-stream.js';
-import { runRoute, unexpectedErrorResponse, type OperationRunner, type RouteInput } from './rest/handler.js';
+import { viewerOf } from '../auth/request-viewers.js';
+import type { Viewer } from '../auth/viewer.js';
+import { idempotencyOf, type Context } from '../context.js';
+import type { CompiledExecution } from '../graphql/compiled-execution.js';
+import { withStatementSignal } from '../db/cancellation.js';
+import { newRequestId } from '../errors.js';
+import { jsonBytes } from '../json-bytes.js';
+import type { Logger } from '../logger.js';
+import { INTEGRATIONS_BASE, withoutTrailingSlash } from '../paths.js';
+import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from '../plugins/use-deadline.js';
+import { unstorableTextError } from '../plugins/use-limits.js';
+import { routeOf, type GatewayMetrics, type OperationSurface } from '../plugins/use-metrics.js';
+import { budgetHeaders, type BudgetState, type RateLimits } from '../plugins/use-rate-limit.js';
+import { logRequest } from '../plugins/use-request-log.js';
+import { withIdempotency } from '../plugins/use-rest.js';
+import { securityHeaders } from '../plugins/use-security-headers.js';
+import type { CompiledRoute } from '../rest/compile-routes.js';
+import { errorResponse, graphqlErrorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
+import { acceptsEventStream } from '../rest/event-stream.js';
+import { runRoute, unexpectedErrorResponse, type OperationRunner, type RouteInput } from '../rest/handler.js';
 
 // The REST requests served directly: a documented path is answered on node:http (or from `gateway.fetch`) without
 // yoga's request pipeline, its fetch-API request and response objects and envelop's per-request hooks, which cost
@@ -76,7 +76,7 @@ export interface DirectPathOptions {
   /** Yoga's masking function (use-error-masking): what a result or a failed lookup may show. */
   maskError: (error: unknown, message: string) => Error;
   /** The context's fields that do not depend on the request. */
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'live'>;
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'tokenCaps' | 'live'>;
 }
 
 export interface DirectRestOptions extends DirectPathOptions {

@@ -1,8 +1,8 @@
 import { databaseEnvironment, startApp } from './app.js';
-import { loadConfigOrExit } from './env.js';
+import { loadConfigOrExit } from '../env.js';
 import { createHttpServer } from './http-server.js';
-import { attachGraphqlWebSocket } from './live/websocket.js';
-import { createLogger } from './logger.js';
+import { attachGraphqlWebSocket } from './graphql-ws.js';
+import { createLogger } from '../logger.js';
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
@@ -17,7 +17,7 @@ const app = await startApp(config, logger).catch((error: unknown) => {
 });
 
 const server = createHttpServer(app.gateway, { logger });
-const closeWebSockets = attachGraphqlWebSocket(server, app.gateway, logger);
+const closeWebSockets = attachGraphqlWebSocket(server, app.gateway, logger, { perCredential: config.WEBSOCKETS_PER_CREDENTIAL, perAddress: config.WEBSOCKETS_PER_ADDRESS });
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

@@ -1,41 +1,45 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
-import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } from './auth/credential-cache.js';
-import { authenticate } from './auth/credentials.js';
-import { createJwtVerifier } from './auth/jwt.js';
-import { createKnownTenants } from './auth/known-tenants.js';
-import { RequestViewers } from './auth/request-viewers.js';
-import { idempotencyOf, type Context } from './context.js';
-import type { Database } from './db/client.js';
-import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
-import { compiledExecutionOf } from './graphql/compiled-execution.js';
-import { schema } from './graphql/schema.js';
-import { createLive, type Live, type LiveOptions } from './live/live.js';
-import type { Logger } from './logger.js';
-import { GRAPHQL_ENDPOINT } from './paths.js';
-import { useAuth } from './plugins/use-auth.js';
-import { useCompiledExecution } from './plugins/use-compiled-execution.js';
-import { useErrorDocs } from './plugins/use-error-docs.js';
-import { createMaskError } from './plugins/use-error-masking.js';
-import { useHealth } from './plugins/use-health.js';
-import { useDeadline, withinRequestTime } from './plugins/use-deadline.js';
-import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from './plugins/use-limits.js';
-import { GatewayMetrics, useMetrics } from './plugins/use-metrics.js';
-import { usePages } from './plugins/use-pages.js';
-import { renderGraphiQLPage } from './pages/graphiql.js';
-import { RateLimits, useRateLimit } from './plugins/use-rate-limit.js';
-import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
-import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
-import { useRequestLog } from './plugins/use-request-log.js';
-import { useRest } from './plugins/use-rest.js';
-import { useResultBytes } from './plugins/use-result-bytes.js';
-import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
-import { compileRoutes } from './rest/compile-routes.js';
+import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } from '../auth/credential-cache.js';
+import { authenticate } from '../auth/credentials.js';
+import { createJwtVerifier } from '../auth/jwt.js';
+import { createKnownTenants } from '../auth/known-tenants.js';
+import { RequestViewers } from '../auth/request-viewers.js';
+import { idempotencyOf, type Context } from '../context.js';
+import type { Database } from '../db/client.js';
+import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from '../env.js';
+import { compiledExecutionOf } from '../graphql/compiled-execution.js';
+import { schema } from '../graphql/schema.js';
+import { createLive, type Live, type LiveOptions } from '../live/live.js';
+import type { Logger } from '../logger.js';
+import { GRAPHQL_ENDPOINT } from '../paths.js';
+import { useAuth } from '../plugins/use-auth.js';
+import { useCompiledExecution } from '../plugins/use-compiled-execution.js';
+import { useErrorDocs } from '../plugins/use-error-docs.js';
+import { createMaskError } from '../plugins/use-error-masking.js';
+import { useHealth } from '../plugins/use-health.js';
+import { useDeadline, withinRequestTime } from '../plugins/use-deadline.js';
+import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from '../plugins/use-limits.js';
+import { GatewayMetrics, useMetrics } from '../plugins/use-metrics.js';
+import { usePages } from '../plugins/use-pages.js';
+import { renderGraphiQLPage } from '../pages/graphiql.js';
+import { RateLimits, useRateLimit } from '../plugins/use-rate-limit.js';
+import { useRequestErrorCodes } from '../plugins/use-request-error-codes.js';
+import { requestIdOf, useRequestId } from '../plugins/use-request-id.js';
+import { useRequestLog } from '../plugins/use-request-log.js';
+import { useRest } from '../plugins/use-rest.js';
+import { useResultBytes } from '../plugins/use-result-bytes.js';
+import { corsPolicy, useSecurityHeaders } from '../plugins/use-security-headers.js';
+import { compileRoutes } from '../rest/compile-routes.js';
 import { createDirectRest, type DirectRest } from './direct-rest.js';
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
-import { useValidatedDocuments, ValidatedDocuments } from './plugins/use-validated-documents.js';
-import { routes } from './rest/routes.js';
-import { useReadRouting, withRequestReadScope } from './plugins/use-read-routing.js';
+import { useValidatedDocuments, ValidatedDocuments } from '../plugins/use-validated-documents.js';
+import { routes } from '../rest/routes.js';
+import { createAdmission, type Admission } from './admission.js';
+import { refuseBadHost } from './host.js';
+import { tokenCapsOf } from '../domain/token-caps.js';
+import { webhookSettingsOf, type WebhookConfig } from '../webhooks/settings.js';
+import { useReadRouting, withRequestReadScope } from '../plugins/use-read-routing.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
@@ -46,9 +50,11 @@ export interface GatewayOptions {
     Partial<
       Pick<
         Config,
-        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
+        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_TENANT' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
       >
-    >;
+    > &
+    WebhookConfig &
+    Partial<Pick<Config, 'TOKENS_PER_SERVICE_USER' | 'TOKENS_PER_TENANT'>>;
   logger: Logger;
   /** Request size, GraphQL document and time limits; each one left out keeps its default. */
   limits?: Partial<RequestLimits>;
@@ -62,12 +68,12 @@ export interface GatewayOptions {
    */
   withoutPlugins?: readonly OptionalPlugin[];
   /**
-   * Whether REST requests are served directly (src/direct-rest.ts; default true). Off, every request goes through
+   * Whether REST requests are served directly (src/http/direct-rest.ts; default true). Off, every request goes through
    * yoga's pipeline: test/direct-rest.test.ts compares the two. Leaving out a plugin turns it off too.
    */
   directRest?: boolean;
   /**
-   * Whether GraphQL queries of documents yoga has validated are served directly (src/direct-graphql.ts; default
+   * Whether GraphQL queries of documents yoga has validated are served directly (src/http/direct-graphql.ts; default
    * true). Off, they go through yoga's pipeline: test/direct-graphql.test.ts compares the two. Leaving out a plugin
    * turns it off too.
    */
@@ -94,7 +100,7 @@ type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
 
 /**
  * The whole HTTP surface, as a node:http request listener and as `fetch` (tests call it in-process): the REST
- * reads served directly (src/direct-rest.ts), everything else through yoga's pipeline.
+ * reads served directly (src/http/direct-rest.ts), everything else through yoga's pipeline.
  */
 export interface Gateway {
   (req: IncomingMessage, res: ServerResponse): void;
@@ -102,12 +108,14 @@ export interface Gateway {
   getEnveloped: Yoga['getEnveloped'];
   /** Stops the plugins' and the live services' background work. */
   dispose(): Promise<void>;
-  /** The REST requests served without yoga's pipeline (src/direct-rest.ts); null when the option `directRest` is off. */
+  /** The REST requests served without yoga's pipeline (src/http/direct-rest.ts); null when the option `directRest` is off. */
   directRest: DirectRest | null;
-  /** The GraphQL queries served without yoga's pipeline (src/direct-graphql.ts); null when the option `directGraphQL` is off. */
+  /** The GraphQL queries served without yoga's pipeline (src/http/direct-graphql.ts); null when the option `directGraphQL` is off. */
   directGraphQL: DirectGraphQL | null;
   /** The live services of this gateway; `dispose()` stops them. */
   live: Live;
+  /** The admission spine's functions, bound to this gateway (src/http/admission.ts): what the transports call. */
+  admission: Admission;
   /** From now on `/readyz` answers 503 `draining` (at shutdown), while every other request is still served. */
   startDraining(): void;
 }
@@ -132,6 +140,7 @@ export function createGateway({
   const credentials = { db, jwt, tenants, tokenCache: { cache: tokenCache, onStore: () => cacheRegistration.listen() } };
   const live = createLive(db, async (authorization) => (await authenticate(authorization, credentials)).viewer ?? null, logger, {
     perCredential: config.STREAMS_PER_CREDENTIAL,
+    perTenant: config.STREAMS_PER_TENANT,
     perProcess: config.STREAMS_PER_PROCESS,
     ...liveOptions,
   });
@@ -140,13 +149,15 @@ export function createGateway({
   // The rate limiter, the context and the request log all need the viewer: one lookup per request, within its time.
   const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
-  const webhooks = { allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1' };
+  const webhooks = webhookSettingsOf(config, db);
+  const tokenCaps = tokenCapsOf(config);
   const compiledRoutes = compileRoutes(schema, routes);
   const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
   const rateLimits = withoutPlugins.includes('rate-limit')
     ? null
     : RateLimits.create({ perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL, logger, ...rateLimit });
   const maskError = createMaskError(logger);
+  const admission = createAdmission({ logger, credentials, rateLimits, metrics, limits });
   const compiledExecution = compiledExecutionOf(schema);
   const validatedDocuments = new ValidatedDocuments();
   let draining = false;
@@ -218,6 +229,7 @@ query Connections {
       idempotency: idempotencyOf(request.headers.get('idempotency-key')),
       authorization: request.headers.get('authorization'),
       webhooks,
+      tokenCaps,
       live,
     }),
   });
@@ -233,7 +245,7 @@ query Connections {
     cors: corsOrigins.length > 0,
     maskError,
     compiledExecution,
-    contextBase: { db, webhooks, live },
+    contextBase: { db, webhooks, tokenCaps, live },
   };
   const direct = directRest && withoutPlugins.length === 0 ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength }) : null;
   const graphqlDirect =
@@ -245,10 +257,13 @@ query Connections {
           yoga: (request, serverContext) => (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
         })
       : null;
-  const listener = (req: IncomingMessage, res: ServerResponse) =>
+  const listener = (req: IncomingMessage, res: ServerResponse) => {
+    // The first check of the spine, before any URL is built from the Host header.
+    if (refuseBadHost(req, res, admission)) return;
     withRequestReadScope(db, req, res, () => {
       if (!direct?.node(req, res) && !graphqlDirect?.node(req, res)) void yoga(req, res);
     });
+  };
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = (direct || graphqlDirect) && directRequest(input, init);
     const answered = request && (direct?.fetch(request) ?? graphqlDirect?.fetch(request));
@@ -264,6 +279,7 @@ query Connections {
       await yoga.dispose();
     },
     live,
+    admission,
     startDraining: () => void (draining = true),
   });
 }

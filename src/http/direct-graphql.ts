@@ -1,32 +1,32 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getOperationAST, type ExecutionResult } from 'graphql';
 import { processRegularResult } from 'graphql-yoga';
-import { viewerOf } from './auth/request-viewers.js';
-import type { Viewer } from './auth/viewer.js';
-import { idempotencyOf, type Context } from './context.js';
-import { withStatementSignal } from './db/cancellation.js';
+import { viewerOf } from '../auth/request-viewers.js';
+import type { Viewer } from '../auth/viewer.js';
+import { idempotencyOf, type Context } from '../context.js';
+import { withStatementSignal } from '../db/cancellation.js';
 import { CLIENT_CLOSED_REQUEST, executeDirectly, incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type DirectPathOptions, type Incoming, type Outgoing } from './direct-rest.js';
-import { newRequestId, type ApiError } from './errors.js';
-import { jsonBytes } from './json-bytes.js';
-import { introspects } from './graphql/compiled-execution.js';
-import { GRAPHQL_ENDPOINT } from './paths.js';
-import { operationAsksForData } from './plugins/use-auth.js';
-import { isPastDeadline, startDeadline, timeoutError, withinDeadline } from './plugins/use-deadline.js';
-import { earlyErrorResponse } from './plugins/error-response.js';
-import { executionRefusal, variablesRefusal } from './plugins/use-limits.js';
-import { routeOf } from './plugins/use-metrics.js';
-import { budgetHeaders, type BudgetState } from './plugins/use-rate-limit.js';
-import { recodeResultErrors } from './plugins/use-request-error-codes.js';
-import { logRequest } from './plugins/use-request-log.js';
-import { securityHeaders } from './plugins/use-security-headers.js';
-import type { ValidatedDocuments } from './plugins/use-validated-documents.js';
-import { markReadOnly } from './db/read-routing.js';
+import { newRequestId, type ApiError } from '../errors.js';
+import { jsonBytes } from '../json-bytes.js';
+import { introspects } from '../graphql/compiled-execution.js';
+import { GRAPHQL_ENDPOINT } from '../paths.js';
+import { operationAsksForData } from '../plugins/use-auth.js';
+import { isPastDeadline, startDeadline, timeoutError, withinDeadline } from '../plugins/use-deadline.js';
+import { earlyErrorResponse } from '../plugins/error-response.js';
+import { executionRefusal, variablesRefusal } from '../plugins/use-limits.js';
+import { routeOf } from '../plugins/use-metrics.js';
+import { budgetHeaders, type BudgetState } from '../plugins/use-rate-limit.js';
+import { recodeResultErrors } from '../plugins/use-request-error-codes.js';
+import { logRequest } from '../plugins/use-request-log.js';
+import { securityHeaders } from '../plugins/use-security-headers.js';
+import type { ValidatedDocuments } from '../plugins/use-validated-documents.js';
+import { markReadOnly } from '../db/read-routing.js';
 
 // GraphQL queries served directly: a POST to /graphql whose document yoga's pipeline has already parsed and
 // validated (plugins/use-validated-documents.ts) is answered on node:http, or from `gateway.fetch`, without
 // yoga's request pipeline: its fetch-API request and response objects, envelop's per-request hooks and yoga's
 // request parsing and content negotiation cost ~0.3 ms of CPU a request, as much as a small query itself
-// (bench/analysis.md). As on the direct REST path (src/direct-rest.ts), every plugin's check applies as the
+// (bench/analysis.md). As on the direct REST path (src/http/direct-rest.ts), every plugin's check applies as the
 // function the plugin calls: the time limit, authentication and the credential requirement (use-auth), the
 // rate limit, the variables' and the cost limits (use-limits), error masking and codes, metrics, the request
 // log and the security headers; the answer is yoga's (processRegularResult when it holds errors).

@@ -1,8 +1,8 @@
 import { createServer, STATUS_CODES, type RequestListener, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { errorBody, newRequestId, type ErrorCode } from './errors.js';
-import type { Logger } from './logger.js';
-import { COMMON_SECURITY_HEADERS, DATA_CSP } from './plugins/use-security-headers.js';
+import { errorBody, newRequestId, type ErrorCode } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { bareAnswerHeaders, localOrigin } from './host.js';
 
 /**
  * How long node:http waits for a client. Node's defaults (60 s for the headers, 300 s for the whole request)
@@ -59,18 +59,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, timeout
   }
   const { status, code, message } = describeClientError(error, timeouts);
   const requestId = newRequestId();
-  const local = socket as { localAddress?: string; localPort?: number };
-  const host = local.localAddress?.includes(':') ? `[${local.localAddress}]` : (local.localAddress ?? 'localhost');
-  const body = JSON.stringify(errorBody(code, message, requestId, `http://${host}:${local.localPort ?? 80}`));
-  const headers = {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Content-Length': String(Buffer.byteLength(body)),
-    Connection: 'close',
-    'X-Request-Id': requestId,
-    'Cache-Control': 'no-store',
-    'Content-Security-Policy': DATA_CSP,
-    ...COMMON_SECURITY_HEADERS,
-  };
+  const body = JSON.stringify(errorBody(code, message, requestId, localOrigin(socket as { localAddress?: string; localPort?: number })));
+  const headers = { ...bareAnswerHeaders(body, requestId), Connection: 'close' };
   const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   logger.info({ req_id: requestId, status, error: error.code }, 'client error');
   // As Node's own handler: write, then close without waiting for a client that may never read.

@@ -1,0 +1,129 @@
+import type { Socket } from 'node:net';
+import type { GraphQLError } from 'graphql';
+import { viewerOf } from '../auth/request-viewers.js';
+import type { Viewer } from '../auth/viewer.js';
+import { ApiError, ERROR_CODES, isErrorCode } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { withinDeadline, type Deadline } from '../plugins/use-deadline.js';
+import { paramsRefusal, type RequestLimits } from '../plugins/use-limits.js';
+import { routeOf, type GatewayMetrics } from '../plugins/use-metrics.js';
+import type { RateCheck, RateLimits } from '../plugins/use-rate-limit.js';
+import { logRequest } from '../plugins/use-request-log.js';
+
+// The admission spine: the one ordered list of checks every way in passes, and the functions that run them.
+// A transport (yoga's pipeline, the two direct HTTP paths, graphql-ws) is an adapter: it reads its request into
+// the few values a check needs and calls these functions in the list's order; none decides a check itself.
+// docs/explanation/admission.md says why; docs/how-to/add-an-admission-check.md how to add one.
+
+/** The ways in. A new one added here fails test/admission-table.test.ts until every check has a row for it. */
+export const SURFACES = ['rest', 'graphql-http', 'graphql-sse', 'graphql-ws', 'rest-stream'] as const;
+export type Surface = (typeof SURFACES)[number];
+
+/**
+ * The checks, in the order a request meets them (the yoga plugin list in ./yoga.ts is built in this order). A new
+ * check is one entry here and one row in test/admission-table.test.ts, which fails until the row exists.
+ */
+export const ADMISSION_CHECKS = [
+  /** The Host header is a plain host[:port], so the origin of Location and `docs` links is this server's (400). */
+  'host',
+  /** URL length (414), body bytes (413), WebSocket frame bytes (close 1009), sockets per client address. */
+  'size',
+  /** The credential is resolved (src/auth/credentials.ts): a refused one is 401, WebSocket close 4401. */
+  'credential',
+  /** Per-credential, per-tenant and per-address budgets (429). */
+  'rate-limit',
+  /** GraphQL tokens, variable nesting, depth, aliases, directives, cost (400). */
+  'document-limits',
+  /** An operation asking for data needs a credential (401; WebSocket: at connection_init). */
+  'credential-requirement',
+  /** Open streams per credential, per tenant (429) and per process (503); WebSockets per credential. */
+  'stream-caps',
+  /** From arrival to answer (503); streams are exempt once open. */
+  'deadline',
+  /** What an unexpected error may show: a code and the request id, never a stack or SQL. */
+  'error-masking',
+  /** One log line per request or WebSocket operation. */
+  'request-log',
+  /** Requests and operations counted by route, status and surface. */
+  'metrics',
+  /** nosniff, CSP, frame and referrer policies, no-store. */
+  'security-headers',
+] as const;
+export type AdmissionCheck = (typeof ADMISSION_CHECKS)[number];
+
+/**
+ * A Host header as RFC 3986 allows it: a registered name or an IP literal, with an optional port. Anything else
+ * (`/`, `?`, `#`, `@`, whitespace) would make the URL the server builds from it point elsewhere.
+ */
+const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]+)(?::\d{1,5})?$/;
+
+/** The refusal of a Host header (absent is fine: HTTP/1.0; the local address stands in). */
+export function hostRefusal(host: string | undefined | null): ApiError | null {
+  if (host === undefined || host === null || HOST.test(host)) return null;
+  return new ApiError('INVALID_QUERY', 'The Host header must be a host name or address, with an optional port');
+}
+
+/** What the spine's functions need, built once per gateway. */
+export interface AdmissionParts {
+  logger: Logger;
+  /** The credential checks (src/auth/credentials.ts, through viewerOf). */
+  credentials: Parameters<typeof viewerOf>[1];
+  rateLimits: RateLimits | null;
+  metrics: GatewayMetrics | null;
+  limits: RequestLimits;
+}
+
+/** One operation's or request's outcome, for its log line and its metrics. */
+export interface Outcome {
+  requestId: string;
+  method: string;
+  pathname: string;
+  status: number;
+  startedAt: number;
+  viewer: Viewer | null | undefined;
+}
+
+/** The spine's functions, bound to one gateway's parts: what every adapter calls. */
+export interface Admission {
+  readonly limits: RequestLimits;
+  /** The credential of an Authorization value: null without one; a refused one throws 401. Within `deadline` when given. */
+  credential(authorization: string | null, deadline?: Deadline): Promise<Viewer | null>;
+  /** Counts a request or an operation; null when not counted (exempt path, store down, limits off). */
+  rateLimit(pathname: string, viewer: Viewer | null, clientAddress: string): Promise<RateCheck | null>;
+  /** A GraphQL request's parameters before parsing: token count and variable nesting (400). */
+  params(query: unknown, variables: unknown): GraphQLError | null;
+  /** The log line and the request metrics. */
+  done(outcome: Outcome): void;
+}
+
+export function createAdmission(parts: AdmissionParts): Admission {
+  const { logger, credentials, rateLimits, metrics, limits } = parts;
+  return {
+    limits,
+    credential: (authorization, deadline) => {
+      const lookup = viewerOf(authorization, credentials);
+      return deadline ? withinDeadline(deadline, lookup) : lookup;
+    },
+    rateLimit: async (pathname, viewer, clientAddress) => (rateLimits ? rateLimits.check(pathname, viewer, clientAddress) : null),
+    params: (query, variables) => paramsRefusal(query, variables, limits.maxTokens),
+    done({ requestId, method, pathname, status, startedAt, viewer }) {
+      const route = routeOf(pathname);
+      if (logger.isLevelEnabled('info')) logRequest(logger, { requestId, method, pathname, route, status, startedAt, tenantId: viewer?.tenantId ?? undefined });
+      metrics?.requestDone(method, route, status, startedAt);
+    },
+  };
+}
+
+/** The HTTP status an error stands for (its own, else its code's), for a log line of a transport without one. */
+export function statusOf(error: GraphQLError | undefined): number {
+  if (!error) return 200;
+  const http = error.extensions?.http as { status?: number } | undefined;
+  if (http?.status) return http.status;
+  const code = error.extensions?.code;
+  return isErrorCode(code) ? ERROR_CODES[code].status : 400;
+}
+
+/** The address a request came from, for the budgets of a request without a credential and the per-address caps. */
+export function clientAddressOf(socket: Pick<Socket, 'remoteAddress'> | undefined): string {
+  return socket?.remoteAddress ?? 'unknown';
+}

@@ -1,0 +1,224 @@
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { getOperationAST, type ExecutionArgs, type ExecutionResult, type GraphQLError } from 'graphql';
+import { CloseCode, makeServer, type Context as WsContext } from 'graphql-ws';
+import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Viewer } from '../auth/viewer.js';
+import { withStatementSignal } from '../db/cancellation.js';
+import { newRequestId, type ApiError } from '../errors.js';
+import { clientAddressOf, hostRefusal, statusOf, type Admission } from './admission.js';
+import type { Logger } from '../logger.js';
+import { GRAPHQL_ENDPOINT } from '../paths.js';
+import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline } from '../plugins/use-deadline.js';
+import { KeyedCounts } from '../live/stream-slots.js';
+
+// GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
+// GraphQL: the admission spine's adapter for it (src/http/admission.ts). The upgrade is refused for a bad Host
+// or past the per-address socket cap; a frame over `maxPayload` closes the socket (1009) before it is parsed; the
+// credential is required at connection_init (a browser cannot set headers on a WebSocket, so it may come as the
+// `Authorization` member of the payload, else the upgrade's header): none or a refused one closes with 4401,
+// past the per-credential socket cap 4429. Each operation is then admitted as an HTTP request is: counted
+// against the rate limit, its parameters checked before parsing, run through yoga's enveloped pipeline (depth,
+// alias, directive and cost limits, the credential requirement, error masking), within the request time limit
+// (a subscription once open is exempt, as SSE is), with one log line and the request metrics.
+
+/** What this transport needs of the gateway (structurally: a transport does not import its server). */
+export interface WebSocketGateway {
+  getEnveloped: YogaServerInstance<Record<string, unknown>, Record<string, unknown>>['getEnveloped'];
+  admission: Admission;
+}
+
+export interface WebSocketOptions {
+  /** Bytes of one frame; a bigger one closes the socket (1009) before it is read whole. Default: the HTTP body limit. */
+  maxPayload?: number;
+  /** A socket that sends no connection_init is closed after this long (4408). */
+  connectionInitWaitMs?: number;
+  /** Open sockets per credential (WEBSOCKETS_PER_CREDENTIAL) and per client address (WEBSOCKETS_PER_ADDRESS). */
+  perCredential?: number;
+  perAddress?: number;
+}
+
+export const DEFAULT_WEBSOCKET_LIMITS = { perCredential: 20, perAddress: 100, connectionInitWaitMs: 3000 } as const;
+
+/** The close codes of a refused connection (graphql-ws uses 44xx for its own: 4400, 4401, 4403, 4408…). */
+export const WS_CLOSE = { unauthorized: 4401, tooManySockets: 4429 } as const;
+
+type Enveloped = ReturnType<WebSocketGateway['getEnveloped']>;
+
+/** What one socket carries through graphql-ws's callbacks. */
+interface Extra {
+  request: IncomingMessage;
+  socket: WebSocket;
+  viewer?: Viewer;
+}
+
+interface RootValue {
+  run: (args: ExecutionArgs) => Promise<unknown>;
+}
+
+/** The credential of a connection: connection_init's `Authorization` (or `authorization`), else the upgrade request's header. */
+function authorizationOf(params: Readonly<Record<string, unknown>> | undefined, upgrade: IncomingMessage): string | null {
+  const fromParams = params?.Authorization ?? params?.authorization;
+  if (typeof fromParams === 'string') return fromParams;
+  const header = upgrade.headers.authorization;
+  return typeof header === 'string' ? header : null;
+}
+
+/** Token id or JWT tenant + subject: the key of a credential's socket count. */
+function credentialKey(viewer: Viewer): string {
+  return viewer.tokenId ?? `jwt:${viewer.tenantId}:${viewer.subject}`;
+}
+
+/** Serves graphql-ws on `server` at /graphql; returns the function that closes every socket. */
+export function attachGraphqlWebSocket(server: Server, gateway: WebSocketGateway, logger: Logger, options: WebSocketOptions = {}): () => Promise<void> {
+  const { admission } = gateway;
+  const perCredential = options.perCredential ?? DEFAULT_WEBSOCKET_LIMITS.perCredential;
+  const perAddress = options.perAddress ?? DEFAULT_WEBSOCKET_LIMITS.perAddress;
+  const byAddress = new KeyedCounts();
+  const byCredential = new KeyedCounts();
+  const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? admission.limits.maxBodyBytes });
+
+  const protocol = makeServer<Record<string, unknown>, Extra>({
+    connectionInitWaitTimeout: options.connectionInitWaitMs ?? DEFAULT_WEBSOCKET_LIMITS.connectionInitWaitMs,
+    onConnect: async (ctx) => {
+      const { request, socket } = ctx.extra;
+      let viewer: Viewer | null;
+      try {
+        viewer = await admission.credential(authorizationOf(ctx.connectionParams, request));
+      } catch (error) {
+        socket.close(WS_CLOSE.unauthorized, (error as ApiError).message.slice(0, 120));
+        return false;
+      }
+      if (!viewer) {
+        socket.close(WS_CLOSE.unauthorized, 'A credential is required: send Authorization in connection_init');
+        return false;
+      }
+      const key = credentialKey(viewer);
+      if (byCredential.count(key) >= perCredential) {
+        socket.close(WS_CLOSE.tooManySockets, `This credential has ${perCredential} open WebSockets, the most it may hold`);
+        return false;
+      }
+      const release = byCredential.take(key);
+      socket.once('close', release);
+      ctx.extra.viewer = viewer;
+      return true;
+    },
+    onSubscribe: async (ctx, _id, payload) => operationArgs(ctx, payload),
+    execute: (args) => (args.rootValue as RootValue).run(args) as never,
+    subscribe: (args) => (args.rootValue as RootValue).run(args) as never,
+  });
+
+  /** The spine's operation checks, then the execution arguments (or the refusal, as errors the client receives). */
+  async function operationArgs(ctx: WsContext<Record<string, unknown>, Extra>, payload: { query: string; variables?: Record<string, unknown> | null; operationName?: string | null }) {
+    const startedAt = performance.now();
+    const requestId = newRequestId();
+    const { request, viewer } = ctx.extra;
+    // From the operation's arrival, as an HTTP request's: parsing, validation and the context are part of its time.
+    const deadline = startDeadline(admission.limits.timeoutMs);
+    const refuse = (error: GraphQLError) => {
+      deadline.end();
+      admission.done({ requestId, method: 'WS', pathname: GRAPHQL_ENDPOINT, status: statusOf(error), startedAt, viewer });
+      return [error];
+    };
+    const check = await admission.rateLimit(GRAPHQL_ENDPOINT, viewer ?? null, clientAddressOf(request.socket));
+    if (check?.refusal) return refuse(check.refusal);
+    const paramsRefused = admission.params(payload.query, payload.variables);
+    if (paramsRefused) return refuse(paramsRefused);
+
+    const authorization = authorizationOf(ctx.connectionParams, request);
+    // The request the context and plugins see: this socket's upgrade, carrying its credential.
+    const httpRequest = new Request(`http://${request.headers.host ?? 'localhost'}${GRAPHQL_ENDPOINT}`, {
+      method: 'POST',
+      headers: authorization ? { authorization } : {},
+    });
+    const enveloped: Enveloped = gateway.getEnveloped({ req: request, request: httpRequest, params: payload });
+    let document;
+    try {
+      document = enveloped.parse(payload.query);
+    } catch (error) {
+      return refuse(error as GraphQLError);
+    }
+    const errors = enveloped.validate(enveloped.schema, document);
+    if (errors.length > 0) return refuse(errors[0]!);
+    let contextValue;
+    try {
+      contextValue = await withinDeadline(deadline, Promise.resolve(enveloped.contextFactory()));
+    } catch (error) {
+      return refuse(error as GraphQLError);
+    }
+    const isSubscription = getOperationAST(document, payload.operationName)?.operation === 'subscription';
+    const run: RootValue['run'] = async (args) => {
+      let status = 200;
+      try {
+        let result = await withStatementSignal(deadline, () =>
+          executeWithinDeadline(deadline, (isSubscription ? enveloped.subscribe : enveloped.execute) as never, { ...args, rootValue: undefined }),
+        );
+        // An answer ready only past the time limit is the timeout, as on HTTP (a stream opened too late is closed).
+        if (isPastDeadline(deadline) && !(result as ExecutionResult).errors?.length) {
+          if (isAsyncIterable(result)) void result[Symbol.asyncIterator]().return?.();
+          result = { errors: [timeoutError()] };
+        }
+        status = statusOf((result as ExecutionResult).errors?.[0]);
+        return result;
+      } finally {
+        deadline.end();
+        admission.done({ requestId, method: 'WS', pathname: GRAPHQL_ENDPOINT, status, startedAt, viewer });
+      }
+    };
+    return {
+      schema: enveloped.schema,
+      document,
+      operationName: payload.operationName,
+      variableValues: payload.variables,
+      contextValue,
+      rootValue: { run } satisfies RootValue,
+    };
+  }
+
+  wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
+    const release = byAddress.take(clientAddressOf(request.socket));
+    socket.once('close', release);
+    // A frame over maxPayload, or a broken frame: ws closes the socket itself (1009, 1002); nothing to print.
+    socket.on('error', (error) => logger.debug({ err: error }, 'websocket closed on a protocol error'));
+    const closed = protocol.opened(
+      {
+        protocol: socket.protocol,
+        send: (data) =>
+          new Promise<void>((resolve, reject) => {
+            if (socket.readyState !== socket.OPEN) return resolve();
+            socket.send(data, (error) => (error ? reject(error) : resolve()));
+          }),
+        close: (code, reason) => socket.close(code, reason),
+        onMessage: (handle) =>
+          socket.on('message', (data) => {
+            handle(String(data)).catch((error: unknown) => {
+              logger.error({ err: error }, 'websocket message failed');
+              socket.close(CloseCode.InternalServerError, 'Internal server error');
+            });
+          }),
+      },
+      { request, socket },
+    );
+    socket.once('close', (code, reason) => void closed(code, String(reason)));
+  });
+  wss.on('error', (error) => logger.warn({ err: error }, 'websocket server error'));
+
+  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (new URL(request.url ?? '/', 'http://localhost').pathname !== GRAPHQL_ENDPOINT) return refuseUpgrade(socket, 404, 'Not Found');
+    if (hostRefusal(request.headers.host)) return refuseUpgrade(socket, 400, 'Bad Request');
+    if (byAddress.count(clientAddressOf(request.socket)) >= perAddress) return refuseUpgrade(socket, 429, 'Too Many Requests');
+    wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
+  };
+  server.on('upgrade', onUpgrade);
+  return async () => {
+    server.off('upgrade', onUpgrade);
+    for (const socket of wss.clients) socket.close(1001, 'Server shutting down');
+    await new Promise<void>((resolve) => wss.close(() => resolve()));
+  };
+}
+
+/** An upgrade refused before the handshake: a bare HTTP answer, then the connection is closed. */
+function refuseUpgrade(socket: Duplex, status: number, reason: string): void {
+  socket.end(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+}
