@@ -22,6 +22,7 @@ import { createToken } from '../src/auth/tokens.js';
 import { openDatabase } from '../src/db/client.js';
 import { newId } from '../src/prefixed-ids.js';
 import { seedCatalog } from '../src/seed/catalog.js';
+import { generateSecretKey } from '../src/webhooks/secret-keys.js';
 import { startHaCluster, type HaCluster, type HaNode } from './cluster-ha.js';
 
 const CONSISTENCY_TOKEN = 'consistency-token';
@@ -473,6 +474,8 @@ export const DRILL_GATEWAY_ENV: Record<string, string> = {
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
   SCHEDULER_TICK_MS: '1000',
   WEBHOOK_ALLOW_PRIVATE: '1',
+  // Webhook endpoints' secrets are sealed with it; one for this cluster only.
+  WEBHOOK_SECRET_KEY: generateSecretKey(),
 };
 
 /** Resolves with the node Patroni promoted in place of `lost`. */
