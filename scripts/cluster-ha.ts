@@ -62,7 +62,8 @@ export interface HaCluster {
   dir: string;
   /** Resolves with the primary once one leads and has a synchronous standby streaming. */
   healthy(timeoutMs?: number): Promise<HaNode>;
-  stop(): Promise<void>;
+  /** Stops everything; the directory (data and logs) is deleted unless `keepData` (here or at start). */
+  stop(keepData?: boolean): Promise<void>;
 }
 
 export interface HaClusterOptions {
@@ -151,10 +152,10 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
     await Promise.all(children.map(exitedOf));
   };
 
-  const stop = async () => {
+  const stop = async (keepData = options.keepData) => {
     await gateways?.stop().catch(() => {});
     await stopDatabaseTier();
-    if (!options.keepData) rmSync(dir, { recursive: true, force: true });
+    if (!keepData) rmSync(dir, { recursive: true, force: true });
   };
 
   try {

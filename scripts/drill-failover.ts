@@ -548,7 +548,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     log(`FAILED: ${(error as Error).message}`);
   } finally {
     clearTimeout(limit);
-    await cluster?.stop().catch(() => {});
+    // A failed drill keeps its data and logs for a look.
+    await cluster?.stop(exitCode !== 0).catch(() => {});
+    if (exitCode !== 0 && cluster) log(`data and logs kept in ${cluster.dir}`);
   }
   process.exit(exitCode);
 }
