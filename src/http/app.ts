@@ -111,6 +111,8 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATA_DIR,
     poolSize: config.DATABASE_POOL_SIZE,
+    readUrl: config.DATABASE_READ_URL,
+    readMaxLagMs: config.DATABASE_READ_MAX_LAG_MS,
     preparedStatements: config.DATABASE_PREPARED_STATEMENTS === 'on',
     queryTimeoutMs: SERVER_QUERY_TIMEOUT_MS,
     statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,

@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { getOperationAST, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerReadReplicaMetrics } from './read-replica-metrics.js';
 import type { Database, PoolStats } from '../db/client.js';
 import type { Live } from '../live/live.js';
 import { ApiError } from '../errors.js';
@@ -141,6 +142,7 @@ export class GatewayMetrics {
         db.livePoolStats.bind(db),
       );
     }
+    if (db.readReplicas) registerReadReplicaMetrics(this.registry, db, db.readReplicas);
     if (live) {
       new Gauge({
         name: 'live_open_streams',
