@@ -204,6 +204,9 @@ function operationObject(route: CompiledRoute, operationId = route.spec.operatio
           ],
           // With `select`, each item carries the selected members only: this schema instead of the full one.
           'x-selected-item-schema': { $ref: `${SCHEMA_REF}${selectionSchemaName(route)}` },
+          // The exports answer 200 by Accept: kept out of the 200's content so that the JSON is the only body a
+          // generated client types there.
+          'x-export-media-types': exportContent(route),
         }
       : {}),
     ...(spec.stream ? { 'x-event-stream-operation': spec.stream.operationId } : {}),
@@ -231,10 +234,7 @@ function operationObject(route: CompiledRoute, operationId = route.spec.operatio
           : spec.response.kind === 'list'
             ? { ...requestIdHeader(), Link: NEXT_PAGE_LINK_HEADER }
             : requestIdHeader(),
-        content: {
-          'application/json': { schema: envelopeSchema(route) },
-          ...(spec.response.kind === 'list' ? exportContent(route) : {}),
-        },
+        content: { 'application/json': { schema: envelopeSchema(route) } },
       },
       ...(spec.response.kind === 'item' && spec.response.nullIsNoContent
         ? { 204: { description: 'Nothing to answer (no body).', headers: requestIdHeader() } }
