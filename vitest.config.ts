@@ -10,6 +10,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    // Every response and webhook message a test receives is checked against the OpenAPI document.
+    setupFiles: ['test/contract-setup.ts'],
     pool: 'forks',
     // Three files at a time on the two vCPUs: with two the machine sat ~13% idle (files waiting on PostgreSQL,
     // child processes and Chromium) and the suite took 221 s; three 200 s (95% busy); four 199 s (98%),

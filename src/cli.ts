@@ -2,6 +2,7 @@ import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { dbCommands } from './cli/db.js';
+import { exportCommands } from './cli/export.js';
 import { CliError, UsageError, type Command, type CommandInput } from './cli/commands.js';
 import { seedCommands } from './cli/seed.js';
 import { memberCommands } from './cli/member.js';
@@ -23,6 +24,7 @@ const COMMANDS: Command[] = [
   ...memberCommands,
   ...tokenCommands,
   ...webhookCommands,
+  ...exportCommands,
 ];
 
 export interface CliIo {
@@ -139,7 +141,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     db = await (io.openDatabase ?? openConfiguredDatabase)(config);
     // Migrating first lets every command run against a fresh database, as the server does at start.
     const appliedMigrations = await migrate(db);
-    await command.run({ db, config, appliedMigrations, out, err }, input);
+    await command.run({ db, config, appliedMigrations, out, err, io }, input);
     return 0;
   } catch (error) {
     err(`error: ${describeError(error)}`);

@@ -28,6 +28,8 @@ export interface Context {
    * the event being delivered, written by the subscription before each item for the stream's `id:` line.
    */
   streamCursor?: { after?: number; current: number };
+  /** Set by a REST export (rest/export.ts): each list page reads this many rows, past a client page's maximum. */
+  exportBatchSize?: number;
 }
 
 /** A request's Idempotency-Key header, as the context holds it (checked by the mutation that uses it). */

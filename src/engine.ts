@@ -3,12 +3,13 @@
 import { parseArgs } from 'node:util';
 import { EngineStopped, runEngine } from './engine/simulated-engine.js';
 
-const USAGE = `Usage: npm run engine -- --simulate [--url http://127.0.0.1:4000] [--token <engine token>] [--workers 2] [--failure-rate 0.1]
+const USAGE = `Usage: ENGINE_TOKEN=<engine token> npm run engine -- --simulate [--url http://127.0.0.1:4000] [--workers 2] [--failure-rate 0.1]
 
 Claims due sync runs, reports progress every few hundred milliseconds and finishes them with simulated counts
-and occasional failures, through the REST API with an engine token (--token or ENGINE_TOKEN). Make one with:
+and occasional failures, through the REST API with the engine token in ENGINE_TOKEN (not an argument: npm
+echoes its arguments and ps shows them). Make one with:
   npm run --silent cli -- service-user create --tenant demo --name engine --role engine
-  npm run --silent cli -- token create --tenant demo --service-user engine --expires <YYYY-MM-DD>
+  export ENGINE_TOKEN="$(npm run --silent cli -- token create --tenant demo --service-user engine --expires <YYYY-MM-DD>)"
 Stop it with Ctrl-C.`;
 
 function fail(message: string): never {
@@ -36,7 +37,11 @@ if (values.help) {
   process.exit(0);
 }
 if (!values.simulate) fail('Only the simulated engine exists: pass --simulate.');
-if (!values.token) fail('No token: pass --token or set ENGINE_TOKEN.');
+if (!values.token) fail('No token: set ENGINE_TOKEN to an engine token.');
+// Still taken, for scripts written before; the environment keeps it out of npm's echo and of ps.
+if (process.argv.some((arg) => arg === '--token' || arg.startsWith('--token='))) {
+  process.stderr.write('warning: --token puts the token where npm echoes it and ps shows it; set ENGINE_TOKEN instead\n');
+}
 const workers = Number(values.workers);
 const failureRate = Number(values['failure-rate']);
 if (!Number.isInteger(workers) || workers < 1 || workers > 32) fail('--workers must be an integer from 1 to 32.');

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_READ_MAX_LAG_MS } from './db/read-routing.js';
 import { DEFAULT_TOKENS_PER_SERVICE_USER, DEFAULT_TOKENS_PER_TENANT } from './domain/token-caps.js';
 import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT, MAX_DELIVERIES_PER_EVENT } from './domain/webhook-caps.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from './webhooks/retry-schedule.js';
@@ -31,6 +32,14 @@ const envSchema = z
         .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
         .optional(),
     ),
+    // Read replicas (src/db/read-routing.ts): read-only work goes there, with read-your-writes kept.
+    DATABASE_READ_URL: optionalString.pipe(
+      z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+        .optional(),
+    ),
+    DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_READ_MAX_LAG_MS),
     DATA_DIR: z.string().trim().min(1).default('./.data'),
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
     // Named (prepared) statements on PostgreSQL (db/prepared-statements.ts); off for a pooler that cannot keep them.
@@ -73,6 +82,8 @@ const envSchema = z
     SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
     SCHEDULER_STEP_BUDGET_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_STEP_BUDGET_MS),
     EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
+    // Finished runs older than this many days are deleted (src/db/retention.ts); unset keeps every run.
+    SYNC_RETENTION_DAYS: optionalString.pipe(z.coerce.number<string | undefined>().int('must be a whole number of days').min(1).max(36_500).optional()),
     STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
     STREAMS_PER_PROCESS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
     STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(200),
@@ -120,6 +131,10 @@ const envSchema = z
     ),
     TOKENS_PER_SERVICE_USER: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_TOKENS_PER_SERVICE_USER),
     TOKENS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_TOKENS_PER_TENANT),
+  })
+  .refine((env) => !env.DATABASE_READ_URL || env.DATABASE_URL, {
+    message: 'needs DATABASE_URL: replicas serve reads of a PostgreSQL primary, not of the embedded PGlite',
+    path: ['DATABASE_READ_URL'],
   })
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',

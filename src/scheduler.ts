@@ -2,6 +2,7 @@ import { DEFAULT_SESSION_POLICY, deleteEndedSessions, type SessionPolicy } from 
 import type { Database, RawSql } from './db/client.js';
 import { deleteOldEvents } from './db/events.js';
 import { deleteExpiredIdempotencyKeys } from './db/idempotency.js';
+import { removeExpiredRuns } from './db/retention.js';
 import { deleteOldDeliveries, enabledEndpointCount } from './db/webhooks.js';
 import { expireLeases, scheduleDueSyncs, type ScheduleOptions } from './db/sync-runs.js';
 import { withinTransaction, type TransactionRunner } from './db/write-transactions.js';
@@ -37,6 +38,8 @@ export interface TickResult {
   deletedDeliveries: number;
   /** Members' sessions past their idle timeout or lifetime (refused anyway; deleted to keep the table small). */
   endedSessions: number;
+  /** Finished runs deleted past SYNC_RETENTION_DAYS. */
+  removedRuns: number;
   /** Steps that failed or ran out of their budget (each logged). */
   failedSteps: number;
 }
@@ -50,6 +53,8 @@ export interface TickOptions extends Pick<ScheduleOptions, 'intervalSeconds'> {
   eventRetentionHours?: number | undefined;
   /** Members' session limits (SESSION_IDLE_MINUTES, SESSION_LIFETIME_HOURS); their defaults when left out. */
   sessionPolicy?: SessionPolicy | undefined;
+  /** Finished runs older than this are deleted (SYNC_RETENTION_DAYS); kept when left out. */
+  syncRetentionDays?: number | undefined;
 }
 
 /** A tenant step's statements: joined to the step's own transaction, which carries its time budget. */
@@ -96,6 +101,12 @@ export const TENANT_STEPS: readonly TenantStep[] = [
       const limit = await runsWithinDeliveryBudget(sql, tenantId);
       return { scheduled: (await scheduleDueSyncs(sql, tenantId, { intervalSeconds: options.intervalSeconds, limit })).length };
     },
+  },
+  {
+    // One bounded batch a tick (db/retention.ts): a backlog is worked off tick by tick, every tenant in turn.
+    name: 'sync retention',
+    run: async (sql, tenantId, { syncRetentionDays }) =>
+      syncRetentionDays === undefined ? {} : { removedRuns: (await removeExpiredRuns(sql, tenantId, { days: syncRetentionDays, budgetMs: 0 })).runs },
   },
 ];
 
@@ -146,7 +157,7 @@ export async function runSchedulerTick(
 ): Promise<TickResult> {
   const { db, logger } = options;
   const budgetMs = options.stepBudgetMs ?? DEFAULT_STEP_BUDGET_MS;
-  const result: TickResult = { scheduled: 0, expired: 0, retried: 0, expiredKeys: 0, deletedEvents: 0, deletedDeliveries: 0, endedSessions: 0, failedSteps: 0 };
+  const result: TickResult = { scheduled: 0, expired: 0, retried: 0, expiredKeys: 0, deletedEvents: 0, deletedDeliveries: 0, endedSessions: 0, removedRuns: 0, failedSteps: 0 };
   const step = async (name: string, tenantId: string | undefined, work: (sql: StepSql) => Promise<TickCounts>) => {
     const started = performance.now();
     try {

@@ -516,13 +516,21 @@ describe.each(databaseKinds)('authenticate() on %s', (kind) => {
       'Token a b',
       `Token${token}`,
       `Token\t${token}`,
-      'Token not-a-token',
       'Bearer not-a-jwt',
       `Token ${token}${'a'.repeat(5000)}`,
       `Token ${'a'.repeat(5000)}`,
     ];
     for (const header of headers) {
       expect(await authenticate(header, { db, jwt }), header.slice(0, 40)).toEqual({ viewer: null, reason: 'malformed' });
+    }
+  });
+
+  it('reports a value that is not a whole token as unknown, and a doubled scheme as such', async () => {
+    for (const header of ['Token not-a-token', `Token ${token.slice(0, -5)}`, `Bearer ${token.slice(0, 20)}`]) {
+      expect(await authenticate(header, { db, jwt }), header.slice(0, 40)).toEqual({ viewer: null, reason: 'invalid' });
+    }
+    for (const header of [`Token Token ${token}`, `token Bearer ${token}`]) {
+      expect(await authenticate(header, { db, jwt }), header.slice(0, 40)).toEqual({ viewer: null, reason: 'doubled-scheme' });
     }
   });
 

@@ -21,7 +21,8 @@ const VARYING_HEADERS = new Set(['x-request-id', 'date', 'ratelimit-reset', 'con
 async function answerOf(response: Response, origin: string): Promise<Answer> {
   const headers: Record<string, string> = {};
   response.headers.forEach((value, name) => {
-    if (!VARYING_HEADERS.has(name)) headers[name] = value;
+    // A list page's Link names the server it came from.
+    if (!VARYING_HEADERS.has(name)) headers[name] = name === 'link' ? value.replaceAll(origin, 'ORIGIN') : value;
   });
   const body = (await response.text()).replace(/req_\d+/g, 'req_…').replaceAll(origin, 'ORIGIN');
   return { status: response.status, headers, body };

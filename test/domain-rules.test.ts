@@ -13,7 +13,7 @@ import {
   assertAdminConnectionTransition,
   connectionStatusAfterRun,
 } from '../src/domain/connection-status.js';
-import { invalidInput } from '../src/domain/problems.js';
+import { invalidGraphQLInput, invalidInput } from '../src/domain/problems.js';
 import { RETRY_BACKOFF, retryDelaySeconds, shouldRetry, SYNC_TRANSITIONS, syncTransitionConflict } from '../src/domain/sync-lifecycle.js';
 import { parseSyncReport, SYNC_SUMMARY_KEYS } from '../src/domain/sync-reports.js';
 import { ApiError } from '../src/errors.js';
@@ -116,11 +116,28 @@ describe('metadata and settings members per kind', () => {
       code: 'INVALID_QUERY',
       http: { status: 400 },
       details: [
-        { field: 'settings.retry_attempts', message: 'too big' },
-        { field: 'metadata.x', message: 'unknown member' },
+        { parameter: 'settings.retry_attempts', message: 'too big' },
+        { parameter: 'metadata.x', message: 'unknown member' },
       ],
     });
     expect(error.message).toBe('invalid input: settings.retry_attempts: too big; metadata.x: unknown member');
+  });
+
+  it('names the same problems by their GraphQL path on GraphQL: the argument, then camelCase members', () => {
+    const error = invalidGraphQLInput(
+      [
+        { field: 'settings.retry_attempts', message: 'too big' },
+        { field: 'application_id', message: 'no such application' },
+        { field: '(body)', message: 'must be an object' },
+      ],
+      'input',
+    );
+    expect(error.extensions.details).toEqual([
+      { field: 'input.settings.retryAttempts', message: 'too big' },
+      { field: 'input.applicationId', message: 'no such application' },
+      { field: 'input', message: 'must be an object' },
+    ]);
+    expect(error.message).toBe('invalid input: input.settings.retryAttempts: too big; input.applicationId: no such application; input: must be an object');
   });
 });
 

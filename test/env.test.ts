@@ -20,6 +20,19 @@ describe('configuration', () => {
     expect(() => parseConfig({ SCHEDULER: 'maybe', SCHEDULER_TICK_MS: '10' })).toThrow(/SCHEDULER:[\s\S]*SCHEDULER_TICK_MS:/);
   });
 
+  it('takes DATABASE_READ_URL only beside a PostgreSQL DATABASE_URL, with a lag bound of 1 s by default', () => {
+    const primary = 'postgres://gw@db:5000/gw';
+    expect(parseConfig({ DATABASE_URL: primary, DATABASE_READ_URL: 'postgres://gw@db:5001/gw' })).toMatchObject({
+      DATABASE_READ_URL: 'postgres://gw@db:5001/gw',
+      DATABASE_READ_MAX_LAG_MS: 1000,
+    });
+    expect(parseConfig({ DATABASE_URL: primary, DATABASE_READ_URL: '' }).DATABASE_READ_URL).toBeUndefined();
+    expect(() => parseConfig({ DATABASE_READ_URL: 'postgres://gw@db:5001/gw' })).toThrow(/DATABASE_READ_URL: needs DATABASE_URL/);
+    expect(() => parseConfig({ DATABASE_URL: primary, DATABASE_READ_URL: 'mysql://x', DATABASE_READ_MAX_LAG_MS: '-1' })).toThrow(
+      /DATABASE_READ_URL: must be a postgres:\/\/[\s\S]*DATABASE_READ_MAX_LAG_MS/,
+    );
+  });
+
   it('treats empty values as unset', () => {
     expect(parseConfig({ DATABASE_URL: '', JWT_SECRET: '  ' }).DATABASE_URL).toBeUndefined();
   });

@@ -25,7 +25,7 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
 
   async function refused(query: string, variables: Record<string, unknown>, token: string) {
     const { status, body } = await graphql(t.gateway, query, { token, variables });
-    return { status, code: body.errors?.[0]?.extensions?.code as string | undefined, message: body.errors?.[0]?.message ?? '' };
+    return { status, code: body.errors?.[0]?.extensions?.code as string | undefined, message: body.errors?.[0]?.message ?? '', details: body.errors?.[0]?.extensions?.details as unknown };
   }
 
   const fingerprint = () => writeFingerprint(t.db);
@@ -61,7 +61,7 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
 
   it('runs connect → trigger → claim → progress → finish, and the run reads on REST like a seeded one', async () => {
     const name = `Stripe writes ${kind} ${Date.now()}`;
-    const { createConnection: created } = await ok(CREATE, { input: { applicationId, name, settings: { sync_interval: '1h', retry_attempts: 2 } } }, admin);
+    const { createConnection: created } = await ok(CREATE, { input: { applicationId, name, settings: { syncInterval: '1h', retryAttempts: 2 } } }, admin);
     expect(created).toMatchObject({ name, status: 'pending', applicationId, settings: { syncInterval: '1h', retryAttempts: 2 } });
 
     const { triggerSync: queued } = await ok(TRIGGER, { c: created.id }, admin);
@@ -74,7 +74,7 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     expect(claimed).toMatchObject({ id: queued.id, status: 'in_progress', workerId: expect.any(String), leaseExpiresAt: expect.any(String) });
     expect((await ok(CLAIM, { c: created.id }, engine)).claimSync).toBeNull();
 
-    const { reportSyncProgress: progressed } = await ok(PROGRESS, { id: queued.id, summary: { processed: 10, estimated_items: 42 } }, engine);
+    const { reportSyncProgress: progressed } = await ok(PROGRESS, { id: queued.id, summary: { processed: 10, estimatedItems: 42 } }, engine);
     expect(progressed.summary).toMatchObject({ processed: 10, estimatedItems: 42 });
     expect(Date.parse(progressed.leaseExpiresAt)).toBeGreaterThanOrEqual(Date.parse(claimed.leaseExpiresAt));
 
@@ -107,21 +107,28 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     const before = await fingerprint();
     const bad = await refused(
       CREATE,
-      { input: { applicationId, settings: { sync_interval: '2h', retry_attempts: 11, colour: 'red' }, metadata: { nope: 1 } } },
+      { input: { applicationId, settings: { syncInterval: '2h', retryAttempts: 11, colour: 'red' }, metadata: { nope: 1 } } },
       admin,
     );
     expect(bad).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
-    for (const field of ['settings.sync_interval', 'settings.retry_attempts', 'settings.colour', 'metadata.nope']) expect(bad.message).toContain(field);
+    // Problems name the GraphQL path of each member, camelCase as the inputs are.
+    for (const field of ['input.settings.syncInterval', 'input.settings.retryAttempts', 'input.settings.colour', 'input.metadata.nope']) expect(bad.message).toContain(field);
+    expect(bad.details).toContainEqual({ field: 'input.settings.retryAttempts', message: expect.any(String) });
     // A shape problem (an empty name) and member problems together: one error naming all of them.
-    const both = await refused(CREATE, { input: { applicationId, name: '  ', settings: { retry_attempts: 11 }, metadata: { nope: 1 } } }, admin);
+    const both = await refused(CREATE, { input: { applicationId, name: '  ', settings: { retryAttempts: 11 }, metadata: { nope: 1 } } }, admin);
     expect(both).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
-    for (const field of ['name', 'settings.retry_attempts', 'metadata.nope']) expect(both.message).toContain(field);
+    for (const field of ['input.name', 'input.settings.retryAttempts', 'input.metadata.nope']) expect(both.message).toContain(field);
     const unknownApp = await refused(CREATE, { input: { applicationId: 'app_doesnotexist' } }, admin);
     expect(unknownApp).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
-    expect(unknownApp.message).toContain('application_id');
+    expect(unknownApp.message).toContain('input.applicationId');
+    expect(unknownApp.message).not.toContain('application_id');
+    // A member in the REST body's snake_case is refused, with the camelCase name to write instead.
+    const snake = await refused(CREATE, { input: { applicationId, settings: { sync_interval: '1h' } } }, admin);
+    expect(snake).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
+    expect(snake.message).toContain('write syncInterval');
     const badReport = await refused(FINISH, { id: 'syn_x', input: { status: 'failed' } }, engine);
     expect(badReport).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
-    expect(badReport.message).toContain('error_message');
+    expect(badReport.message).toContain('input.errorMessage');
     expect(await fingerprint()).toEqual(before);
   });
 
@@ -135,7 +142,7 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     }
     expect(await fingerprint()).toEqual(before);
     // A merge patch: null removes a settings member; other members stay.
-    const { updateConnection: patched } = await ok(UPDATE, { id: created.id, input: { description: null, settings: { retry_attempts: 5 } } }, admin);
+    const { updateConnection: patched } = await ok(UPDATE, { id: created.id, input: { description: null, settings: { retryAttempts: 5 } } }, admin);
     expect(patched.settings.retryAttempts).toBe(5);
   });
 

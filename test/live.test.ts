@@ -313,10 +313,15 @@ describe.each(databaseKinds)('live on %s', (kind) => {
   it('documents the streams in the OpenAPI document', async () => {
     const response = await t.gateway.fetch(`${ORIGIN}/api/v1/openapi.json`);
     const document = await response.json();
+    // Each stream is an operation of its own (`…/events`), so that the JSON operation's 200 is JSON only and a
+    // generated client types it as such; the JSON operation names it for the Accept form of the same path.
     for (const path of [`${BASE}/syncs`, `${BASE}/syncs/{id}`]) {
-      const operation = document.paths[path].get;
-      expect(Object.keys(operation.responses['200'].content)).toEqual(['application/json', 'text/event-stream']);
-      expect(operation.parameters.map((p: { name: string }) => p.name)).toContain('Last-Event-ID');
+      const json = document.paths[path].get;
+      expect(Object.keys(json.responses['200'].content)).toEqual(['application/json']);
+      const stream = document.paths[`${path}/events`].get;
+      expect(json['x-event-stream-operation']).toBe(stream.operationId);
+      expect(Object.keys(stream.responses['200'].content)).toEqual(['text/event-stream']);
+      expect(stream.parameters.map((p: { name: string }) => p.name)).toContain('Last-Event-ID');
     }
   });
 });

@@ -104,6 +104,11 @@ describe.each(databaseKinds)('metrics on %s', (kind) => {
     expect(sample(text, 'graphql_operation_duration_seconds_count', { operation_name: 'DashboardConnections', operation_type: 'query', surface: 'graphql' })).toBe(1);
 
     expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
+    // Since the process started, not since the first scrape: at least the CPU this process had used by now.
+    const reported = Number(/^process_cpu_user_seconds_total (\S+)$/m.exec(text)?.[1]);
+    const used = process.cpuUsage().user / 1e6;
+    expect(reported).toBeLessThanOrEqual(used);
+    expect(reported).toBeGreaterThan(used - 5);
     expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
     expect(text).toMatch(/^process_resident_memory_bytes \d/m);
 

@@ -3,8 +3,6 @@
 // and every answer must be one the document allows (no 400 for a request it allows) and match the response
 // schema it declares for that status.
 import { dereference } from '@readme/openapi-parser';
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DatabaseKind } from '../src/db/client.js';
@@ -13,7 +11,6 @@ import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gat
 import type { Gateway } from '../src/http/yoga.js';
 import { ORIGIN, rest } from './fixtures/rest.js';
 
-const addFormats = addFormatsModule.default;
 type Json = Record<string, any>;
 
 /**
@@ -84,9 +81,6 @@ describe.each(databaseKinds)('requests the OpenAPI document allows, on %s', (kin
   // Thousands of requests with one token: rate limiting off, the rest of the pipeline as served.
   let gateway: Gateway;
   let resolved: Json;
-  const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false });
-  addFormats(ajv);
-  const validators = new Map<unknown, ValidateFunction>();
   const realIds: Record<string, string[]> = {};
 
   beforeAll(async () => {
@@ -102,10 +96,12 @@ describe.each(databaseKinds)('requests the OpenAPI document allows, on %s', (kin
   });
   afterAll(() => t?.dispose());
 
+  /** The GET operations that answer JSON (an event stream never ends, so it is not one request to check). */
   function operations(): Array<{ path: string; operation: Json }> {
-    return Object.entries(resolved.paths as Json).flatMap(([path, methods]) =>
-      (methods as Json).get ? [{ path, operation: (methods as Json).get as Json }] : [],
-    );
+    return Object.entries(resolved.paths as Json).flatMap(([path, methods]) => {
+      const get = (methods as Json).get as Json | undefined;
+      return get?.responses?.['200']?.content?.['application/json'] ? [{ path, operation: get }] : [];
+    });
   }
 
   it('documents every GET operation with parameter schemas a generator can follow', () => {
@@ -124,7 +120,8 @@ describe.each(databaseKinds)('requests the OpenAPI document allows, on %s', (kin
     for (const { path, operation } of operations()) {
       const parameters = (operation.parameters ?? []) as Json[];
       const exclusive = (operation['x-mutually-exclusive-parameters'] ?? []) as string[][];
-      const query = parameters.filter((p) => p.in === 'query');
+      // A cursor is only ever one the server issued (x-server-issued): its shape alone is refused.
+      const query = parameters.filter((p) => p.in === 'query' && !p['x-server-issued']);
       const pathParams = parameters.filter((p) => p.in === 'path');
       const resource = path.split('/')[4] ?? '';
       const request = fc.record({
@@ -155,16 +152,8 @@ describe.each(databaseKinds)('requests the OpenAPI document allows, on %s', (kin
           if (!allowed.includes(response.status)) {
             expect.fail(`${target} → ${response.status} ${JSON.stringify(response.body).slice(0, 400)}`);
           }
-          const declared = operation.responses[String(response.status)];
-          const schema = declared.content['application/json'].schema;
-          let check = validators.get(schema);
-          if (!check) {
-            check = ajv.compile(schema);
-            validators.set(schema, check);
-          }
-          if (!check(response.body)) {
-            expect.fail(`${target}: ${ajv.errorsText(check.errors)}\n${JSON.stringify(response.body).slice(0, 600)}`);
-          }
+          // The body against the operation's documented schema (with `select`, its selection schema): the
+          // contract check every test's responses go through (test/fixtures/contract.ts) did it already.
         }),
         { numRuns: RUNS_PER_OPERATION, seed: Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31) },
       );

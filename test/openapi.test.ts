@@ -62,12 +62,19 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
       Object.keys(operations as Json).map((method) => `${method.toUpperCase()} ${path}`),
     );
     const signIn = ['POST /api/v1/auth/login', 'POST /api/v1/auth/logout', 'POST /api/v1/auth/invitations/{code}'];
-    expect(documented.sort()).toEqual([...routes.map((r) => `${r.method} ${r.path}`), ...signIn].sort());
+    // Each route; each streamed route's stream at its own path; the sync list also at the spec's `/syncs/`.
+    const expected = [
+      ...routes.map((r) => `${r.method} ${r.path}`),
+      ...routes.flatMap((r) => (r.stream ? [`GET ${r.path}/events`] : [])),
+      `GET ${BASE}/syncs/`,
+      ...signIn,
+    ];
+    expect(documented.sort()).toEqual(expected.sort());
     const ids = documented.map((key) => {
       const [method, path] = key.split(' ');
       return document.paths[path!][method!.toLowerCase()].operationId;
     });
-    expect(new Set(ids).size).toBe(routes.length + signIn.length);
+    expect(new Set(ids).size).toBe(expected.length);
   });
 
   it('lists the query parameters each list endpoint accepts', () => {
@@ -84,7 +91,12 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     const schemaOf = (name: string) => syncParams.find((p) => p.name === name)?.schema;
     expect(schemaOf('page')).toMatchObject({ minimum: 1, maximum: 10_001 });
     expect(schemaOf('search')).toMatchObject({ minLength: 1, maxLength: 200 });
-    expect(document.paths[`${BASE}/syncs`].get['x-mutually-exclusive-parameters']).toEqual([['offset', 'page']]);
+    expect(document.paths[`${BASE}/syncs`].get['x-mutually-exclusive-parameters']).toEqual([['offset', 'page'], ['cursor', 'offset'], ['cursor', 'page']]);
+    expect(schemaOf('cursor')).toMatchObject({ type: 'string' });
+    const ok = document.paths[`${BASE}/syncs`].get.responses['200'];
+    expect(Object.keys(ok.content)).toEqual(['application/json']);
+    expect(Object.keys(document.paths[`${BASE}/syncs`].get['x-export-media-types'])).toEqual(['application/x-ndjson', 'text/csv']);
+    expect(ok.headers.Link.description).toMatch(/rel="next"/);
     const grammar = (name: string) => new RegExp(schemaOf(name).pattern, 'u');
     expect(['eq.failed', 'not.in.(failed,success)', 'is.null'].map((v) => [v, grammar('status').test(v)])).toEqual([
       ['eq.failed', true],

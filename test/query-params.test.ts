@@ -112,9 +112,19 @@ describe('defaults', () => {
       limit: 10,
       offset: 0,
       page: 1,
+      cursor: null,
       paginationRequested: false,
       reserved: {},
     });
+  });
+
+  it('takes a cursor instead of offset or page, never with them', () => {
+    const withCursor = parseListQuery(new URLSearchParams('cursor=abc.def&limit=5'), resource);
+    expect(withCursor.ok && withCursor.query.cursor).toBe('abc.def');
+    for (const paging of ['offset=10', 'page=2']) {
+      const refused = parseListQuery(new URLSearchParams(`cursor=abc.def&${paging}`), resource);
+      expect(refused.ok ? [] : refused.problems.map((p) => p.parameter)).toEqual(['cursor']);
+    }
   });
 
   it('parses a raw query string the way a request delivers it', () => {

@@ -31,7 +31,8 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
     for (const column of ['"summary"', '"diff"', '"checksum"', '"error_message"', '"file_url"']) expect(all).toContain(column);
     const narrow = await rowQuery(`${BASE}/syncs?select=id`, 'syncs');
     for (const column of ['"summary"', '"diff"', '"checksum"', '"error_message"', '"file_url"']) expect(narrow).not.toContain(column);
-    expect(narrow.slice(0, narrow.indexOf(' FROM '))).toBe('SELECT "t0"."id"');
+    // The id, and the sort keys' values the page's cursor is written from.
+    expect(narrow.slice(0, narrow.indexOf(' FROM '))).toBe('SELECT "t0"."id", ("t0"."started_at")::text AS "__key0", ("t0"."id")::text AS "__key1"');
     // Ordering still works on a column that is not selected.
     expect(narrow).toMatch(/ORDER BY "t0"\."started_at" DESC/);
   });
@@ -97,6 +98,8 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
 
   it('categories: the nested applications of a page come from one statement, whatever the page size', async () => {
     const query = `query ($limit: Int!) { categories(limit: $limit) { nodes { id applications { id name } } } }`;
+    // The process's first list reads the key its cursors are signed with, once: not a statement of the page.
+    await graphql(t.gateway, query, { token: t.tenants.demo.readerToken, variables: { limit: 1 }, expectOk: true });
     const counts: number[] = [];
     for (const limit of [1, 3, 100]) {
       const statements: string[] = [];

@@ -144,19 +144,19 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     }
     // Every problem of the body's shape at once; then every problem of the members the application's kind takes.
     const listed = await send('POST', '/connected', admin, { application_id: applicationId, colour: 'red', name: 5, via: 'fax' });
-    expect(listed.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['colour', 'name', 'via']);
+    expect(listed.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['colour', 'name', 'via']);
     const members = await send('POST', '/connected', admin, { application_id: applicationId, settings: { sync_interval: '2h', retry_attempts: 99, colour: 1 } });
-    expect(members.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['settings.colour', 'settings.retry_attempts', 'settings.sync_interval']);
+    expect(members.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['settings.colour', 'settings.retry_attempts', 'settings.sync_interval']);
     // Wrong in both ways at once: one 400 lists the shape's problems and the members' together.
     const both = await send('POST', '/connected', admin, { application_id: applicationId, name: 5, colour: 'red', settings: { retry_attempts: 99 }, metadata: { currency: 'euro' } });
     expect(both.status).toBe(400);
-    expect(both.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['colour', 'metadata.currency', 'name', 'settings.retry_attempts']);
+    expect(both.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['colour', 'metadata.currency', 'name', 'settings.retry_attempts']);
     // An application the catalog does not have, with a shape problem and members no kind takes or types right.
     const unknown = await send('POST', '/connected', admin, { application_id: 'app_nope', via: 'fax', settings: { retry_attempts: 'x', colour: 1 } });
-    expect(unknown.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['application_id', 'settings.colour', 'settings.retry_attempts', 'via']);
+    expect(unknown.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['application_id', 'settings.colour', 'settings.retry_attempts', 'via']);
     // A container with a shape problem is not judged member by member as well.
     const notObject = await send('POST', '/connected', admin, { application_id: applicationId, via: 'fax', settings: [1] });
-    expect(notObject.body.error.details.map((d: { field: string }) => d.field).sort()).toEqual(['settings', 'via']);
+    expect(notObject.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['settings', 'via']);
     const huge = await send('POST', '/connected', admin, { application_id: applicationId, description: 'x'.repeat(1_100_000) });
     expect([huge.status, huge.body.error.code]).toEqual([413, 'PAYLOAD_TOO_LARGE']);
     // Roles: a reader writes nothing, an engine changes no connection.

@@ -150,7 +150,7 @@ describe('webhook secrets at rest', () => {
     expect(() => newOnly.open(sealed, owner)).toThrow(new RegExp(`key ${old.currentKeyId}, which is not configured`));
   });
 
-  it('without a key: PGlite keeps one in its data directory (0600); PostgreSQL seals nothing', () => {
+  it('without a key: both databases keep one in the data directory (0600); without a directory PostgreSQL seals nothing', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gw-keyfile-'));
     try {
       const first = webhookSecretKeysOf({ DATA_DIR: dataDir }, memory);
@@ -161,6 +161,15 @@ describe('webhook secrets at rest', () => {
       expect(again.open(first.seal('whsec_x', owner), owner)).toBe('whsec_x');
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+    const postgresDir = join(mkdtempSync(join(tmpdir(), 'gw-keyfile-')), 'data');
+    try {
+      const onDisk = webhookSecretKeysOf({ DATABASE_URL: 'postgres://x@localhost/db', DATA_DIR: postgresDir }, { kind: 'postgres' });
+      expect((statSync(postgresDir).mode & 0o777).toString(8)).toBe('700');
+      expect((statSync(join(postgresDir, 'webhook-secret.key')).mode & 0o777).toString(8)).toBe('600');
+      expect(onDisk.open(onDisk.seal('whsec_x', owner), owner)).toBe('whsec_x');
+    } finally {
+      rmSync(join(postgresDir, '..'), { recursive: true, force: true });
     }
     const postgres = webhookSecretKeysOf({ DATABASE_URL: 'postgres://x@localhost/db' }, { kind: 'postgres' });
     expect(() => postgres.seal('whsec_x', owner)).toThrow(/set WEBHOOK_SECRET_KEY/);
@@ -340,8 +349,8 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(list.body.data!.webhookEndpoints).toEqual({ totalCount: 1, nodes: [{ id: endpoint.id, secret: null }] });
     const bad = await graphql(t.gateway, create, { variables: { input: { url: 'ftp://x', eventTypes: ['sync.exploded'] } }, token: admin });
     expect(bad.body.errors?.[0]?.extensions?.code).toBe('INVALID_QUERY');
-    expect(bad.body.errors?.[0]?.message).toMatch(/url: .*https/);
-    expect(bad.body.errors?.[0]?.message).toMatch(/event_types\.0/);
+    expect(bad.body.errors?.[0]?.message).toMatch(/input\.url: .*https/);
+    expect(bad.body.errors?.[0]?.message).toMatch(/input\.eventTypes\.0/);
     const denied = await graphql(t.gateway, '{ webhookEndpoints { totalCount } }', { variables: {}, token: reader });
     expect(denied.body.errors?.[0]?.extensions?.code).toBe('UNAUTHORIZED');
   });

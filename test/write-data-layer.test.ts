@@ -101,7 +101,7 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
     it('refuses an unknown application, and every problem of metadata and settings, writing nothing', async () => {
       const before = await db.prisma.connection.count({ where: { tenantId: acme } });
       const unknown = await refusal(createConnection(sql, acme, { applicationId: 'app_nope' }));
-      expect(unknown.extensions).toMatchObject({ code: 'INVALID_QUERY', details: [{ field: 'application_id' }] });
+      expect(unknown.extensions).toMatchObject({ code: 'INVALID_QUERY', details: [{ parameter: 'application_id' }] });
       const bad = await refusal(
         createConnection(sql, acme, {
           applicationId: applicationBySlug('slack').id,
@@ -110,7 +110,7 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
         }),
       );
       expect(bad.extensions.code).toBe('INVALID_QUERY');
-      expect((bad.extensions.details as { field: string }[]).map((p) => p.field).sort()).toEqual([
+      expect((bad.extensions.details as { parameter: string }[]).map((p) => p.parameter).sort()).toEqual([
         'metadata.location',
         'settings.mention_users',
         'settings.notification_enabled',
@@ -149,7 +149,7 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
         updateConnection(sql, acme, connection.id, { name: 'x', settings: { retry_attempts: null, webhook_enabled: 1 }, metadata: { gateway_id: 'g' } }),
       );
       expect(refused.extensions.code).toBe('INVALID_QUERY');
-      expect((refused.extensions.details as { field: string; message: string }[]).map((p) => `${p.field}: ${p.message}`)).toEqual([
+      expect((refused.extensions.details as { parameter: string; message: string }[]).map((p) => `${p.parameter}: ${p.message}`)).toEqual([
         expect.stringMatching(/^metadata\.gateway_id: unknown member/),
         expect.stringMatching(/^settings\.webhook_enabled: /),
         'settings.retry_attempts: is required',

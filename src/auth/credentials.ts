@@ -6,7 +6,8 @@ import { DEFAULT_SESSION_POLICY, looksLikeSession, type SessionPolicy, verifySes
 import { parsePersonalAccessToken, type TokenCacheUse, verifyPersonalAccessToken } from './tokens.js';
 import type { CookiePolicy } from './session-cookie.js';
 
-type AuthFailureReason = 'missing' | 'malformed' | 'invalid';
+/** `doubled-scheme`: the scheme written twice (`Token Token …`), as pasting a whole header into a token field does. */
+type AuthFailureReason = 'missing' | 'malformed' | 'doubled-scheme' | 'invalid';
 
 type AuthResult = { viewer: Viewer } | { viewer: null; reason: AuthFailureReason };
 
@@ -15,6 +16,7 @@ const MAX_AUTHORIZATION_LENGTH = 4096;
 
 /** `<scheme> <credential>`: one token68-ish credential, no further parameters (RFC 9110 allows 1*SP). */
 const AUTHORIZATION_PATTERN = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
+const DOUBLED_SCHEME_PATTERN = /^(?:token|bearer) +(?:token|bearer) +\S/i;
 
 /**
  * Resolves an Authorization header to a viewer, or says why not. Three forms exist:
@@ -36,13 +38,15 @@ export async function authenticate(
   if (typeof authorization !== 'string' || authorization.length > MAX_AUTHORIZATION_LENGTH) {
     return { viewer: null, reason: 'malformed' };
   }
+  if (DOUBLED_SCHEME_PATTERN.test(authorization.trim())) return { viewer: null, reason: 'doubled-scheme' };
   const match = AUTHORIZATION_PATTERN.exec(authorization.trim());
   const scheme = match?.[1]?.toLowerCase();
   const credential = match?.[2];
   if (!scheme || !credential) return { viewer: null, reason: 'malformed' };
 
   if (scheme === 'token' || (scheme === 'bearer' && credential.startsWith('igw_pat_'))) {
-    if (!parsePersonalAccessToken(credential)) return { viewer: null, reason: 'malformed' };
+    // A value that is not a whole token (cut short when copied, say) is as unknown as a revoked one.
+    if (!parsePersonalAccessToken(credential)) return { viewer: null, reason: 'invalid' };
     const viewer = await verifyPersonalAccessToken(deps.db, credential, new Date(), deps.tokenCache);
     return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
   }

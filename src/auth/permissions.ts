@@ -35,3 +35,23 @@ export function isRole(value: unknown): value is Role {
 export function permissionsOf(role: Role): ReadonlySet<Permission> {
   return ROLE_PERMISSIONS[role];
 }
+
+/** Whether every role holds a permission (so no credential is ever refused it). */
+export function heldByEveryRole(permission: Permission): boolean {
+  return rolesWith(permission).length === Object.keys(ROLE_PERMISSIONS).length;
+}
+
+/** Every role that holds a permission. */
+export function rolesWith(permission: Permission): Role[] {
+  return (Object.keys(ROLE_PERMISSIONS) as Role[]).filter((role) => ROLE_PERMISSIONS[role].has(permission));
+}
+
+export function isPermission(value: unknown): value is Permission {
+  return typeof value === 'string' && (PERMISSIONS as readonly string[]).includes(value);
+}
+
+/** The 403 message: which permission the operation needs, which role the credential has, and which roles hold it. */
+export function lacksPermissionMessage(permission: string | null, role: Role): string {
+  if (!permission || !isPermission(permission)) return `The credential's role (${role}) lacks the permission this operation needs`;
+  return `The credential lacks the permission ${permission} this operation needs (its role is ${role}; roles with it: ${rolesWith(permission).join(', ')})`;
+}

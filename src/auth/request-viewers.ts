@@ -49,6 +49,13 @@ export class RequestViewers {
   }
 }
 
+const AUTH_FAILURE_MESSAGES = {
+  malformed: 'The Authorization header is malformed: use "Token <personal access token>" or "Bearer <JWT>"',
+  'doubled-scheme':
+    'The Authorization header names its scheme twice ("Token Token …"): send "Token <personal access token>"; in the API reference page, paste the token alone',
+  invalid: 'Unknown or expired token: the credential is unknown, expired or revoked',
+} as const;
+
 /**
  * The viewer an Authorization header names: null without one; a credential that is present but malformed,
  * unknown, expired or revoked fails with 401 UNAUTHORIZED.
@@ -58,9 +65,7 @@ export async function viewerOf(authorization: string | null | undefined, credent
   if (!result.viewer && result.reason !== 'missing') {
     throw new ApiError(
       'UNAUTHORIZED',
-      result.reason === 'malformed'
-        ? 'The Authorization header is malformed: use "Token <personal access token>" or "Bearer <JWT>"'
-        : 'The credential is unknown, expired or revoked',
+      AUTH_FAILURE_MESSAGES[result.reason],
       { headers: { 'WWW-Authenticate': 'Bearer, Token' } },
     );
   }

@@ -41,6 +41,8 @@ interface CommandContext {
   out(line: string): void;
   /** One line to stderr: progress and reports meant for people. */
   err(line: string): void;
+  /** The streams as they are, for output that is not lines (an export, a progress bar). */
+  io: { stdout(text: string): void; stderr(text: string): void };
 }
 
 /** An expected failure: its message alone goes to stderr and the process exits 1, without a stack trace. */

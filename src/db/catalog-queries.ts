@@ -1,9 +1,9 @@
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
-import { likePattern } from '../query/filter.js';
+import { likePattern, type OrderKey } from '../query/filter.js';
 import { allOf, arrayLiteral, raw, type Sql, sql } from '../query/sql.js';
 import type { RawSql } from './client.js';
-import { aliasedColumns, type ListQuery, nestedRows, pageSql, propertiesToRead } from './list-reads.js';
+import { aliasedColumns, type ListQuery, nestedRows, pageColumns, pageSql, propertiesToRead } from './list-reads.js';
 
 // The catalog, read in hand-written SQL like the connections (connection-queries.ts). An application comes with
 // its category from the same statement (a JOIN, written only when the statement reads or filters by a column
@@ -39,8 +39,16 @@ export type CategoryRow = Prisma.CategoryGetPayload<object>;
 /** One category list's question: conditions (filter, search), order, page, properties. */
 export type CategoryListQuery = ListQuery<CategoryProperty>;
 
-/** The categories' order when the caller gives none: sort_order, then name (then id, as every list). */
-export const CATEGORY_DEFAULT_ORDER: Sql = raw('"t0"."sort_order" ASC, "t0"."name" ASC, "t0"."id" ASC');
+/**
+ * The categories' order when the caller gives none: sort_order, then name (then id, as every list). sort_order
+ * is no filter or order field of the API, so its column is described here only as a sort key (whose value a
+ * cursor carries as text, which the comparison reads back as the column's integer).
+ */
+export const CATEGORY_DEFAULT_KEYS: readonly OrderKey<SqlColumn>[] = [
+  { column: { sql: '"t0"."sort_order"', kind: 'string', nullable: false }, descending: false, nulls: null },
+  { column: CATEGORY_COLUMNS.name, descending: false, nulls: null },
+  { column: CATEGORY_COLUMNS.id, descending: false, nulls: null },
+];
 
 /** `search` over categories: a lowercase keyword (query/filter.ts `searchTerm`) in the name, slug or description, any case. */
 export function categorySearchSql(term: string | null): Sql {
@@ -54,7 +62,7 @@ const CATEGORIES = raw('FROM "public"."categories" AS "t0"');
 /** A page of the catalog's categories. */
 export async function readCategoryPage(db: Pick<RawSql, 'query'>, query: CategoryListQuery): Promise<CategoryRow[]> {
   const read = propertiesToRead(ALL_CATEGORY_PROPERTIES, query.properties);
-  const statement = sql`SELECT ${aliasedColumns(CATEGORY_ROW_SQL, read)} ${CATEGORIES} WHERE ${query.where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`;
+  const statement = sql`SELECT ${pageColumns(CATEGORY_ROW_SQL, read, query.keys)} ${CATEGORIES} WHERE ${allOf([query.where, query.start])} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`;
   return (await db.query<Record<string, unknown>>(statement.text, statement.values)) as CategoryRow[];
 }
 
@@ -120,17 +128,19 @@ function fromOf(read: readonly ApplicationProperty[], parts: readonly Sql[]): Sq
   return raw(`FROM "public"."applications" AS "t0"${category ? ' JOIN "public"."categories" AS "t1" ON "t1"."id" = "t0"."category_id"' : ''}`);
 }
 
-async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ApplicationProperty[]): Promise<ApplicationRow[]> {
-  return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read) as ApplicationRow[];
+async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ApplicationProperty[], keyCount = 0): Promise<ApplicationRow[]> {
+  return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read, keyCount) as ApplicationRow[];
 }
 
 /** A page of the catalog's applications. */
 export function readApplicationPage(db: Pick<RawSql, 'query'>, query: ApplicationListQuery): Promise<ApplicationRow[]> {
   const read = propertiesToRead(ALL_PROPERTIES, query.properties);
+  const where = allOf([query.where, query.start]);
   return rowsOf(
     db,
-    sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [query.where, query.orderBy])} WHERE ${query.where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`,
+    sql`SELECT ${pageColumns(APPLICATION_ROW_SQL, read, query.keys)} ${fromOf(read, [where, query.orderBy])} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`,
     read,
+    query.keys.length,
   );
 }
 

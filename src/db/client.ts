@@ -11,6 +11,7 @@ import { cancelStatementsOnAbort } from './cancellation.js';
 import type { PGliteFiles } from './pglite-preload.js';
 import { PreparedStatements } from './prepared-statements.js';
 import { admittedByLocalSocket, hasLocalSocket, localSocketUrl, serveLocalSocket } from './local-socket.js';
+import { DEFAULT_READ_MAX_LAG_MS, ReadReplicas, RoutingPool } from './read-routing.js';
 
 export type DatabaseKind = 'pglite' | 'postgres';
 
@@ -61,6 +62,8 @@ export interface Database {
   poolStats?(): PoolStats;
   /** The same of the pool behind `liveReads`; PostgreSQL only. */
   livePoolStats?(): PoolStats;
+  /** With a read URL (DATABASE_READ_URL): the replicas read-only work goes to (src/db/read-routing.ts). */
+  readReplicas?: ReadReplicas;
   /**
    * LISTENs on `channel`: PGlite through its own listen API, PostgreSQL on a dedicated connection outside the
    * pool that is reopened (with `onReconnect` called once it listens again) whenever it is lost; notifications
@@ -85,6 +88,13 @@ interface DatabaseOptions {
   dataDir?: string | undefined;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /**
+   * PostgreSQL: where read-only work may go (a read replica, or a balancer in front of several), with a pool of
+   * `poolSize` of its own; see src/db/read-routing.ts.
+   */
+  readUrl?: string | undefined;
+  /** With `readUrl`: the replay lag up to which a replica serves a read that presents no consistency token. */
+  readMaxLagMs?: number;
   /** PostgreSQL: longest wait for a new connection or for a free pooled one (default 5 s). */
   connectTimeoutMs?: number;
   /**
@@ -177,18 +187,21 @@ function withQueryEvents({ kind, adapterFactory, raw, liveReads, close: closeDri
 }
 
 /** A PGlite data directory that another process holds open. */
-class DataDirectoryInUseError extends Error {
-  constructor(dataDir: string, pid: number) {
+export class DataDirectoryInUseError extends Error {
+  constructor(dataDir: string, pid: number, address: string | undefined) {
     super(
-      `the PGlite data directory ${dataDir} is in use by process ${pid} (a server still starting, or another CLI command): ` +
+      (address
+        ? `a running server (pid ${pid}, listening on ${address}) holds the PGlite data directory ${dataDir}: `
+        : `the PGlite data directory ${dataDir} is in use by process ${pid} (a server still starting, or another CLI command): `) +
         `embedded PGlite serves one process at a time, and a second one would overwrite its changes. A running server ` +
-        `lets the CLI in through its socket; wait for that process to finish, or run both on PostgreSQL (DATABASE_URL). ` +
+        `lets the CLI in through its socket; stop that process first, use another DATA_DIR, or run both on PostgreSQL (DATABASE_URL). ` +
         `If no such process runs, delete ${join(dataDir, LOCK_FILE)}.`,
     );
     this.name = 'DataDirectoryInUseError';
   }
 }
 
+/** `<pid>\n[<url the server listens on>\n]`: who holds the directory, and where a server holding it answers. */
 const LOCK_FILE = 'gateway.pid';
 
 /**
@@ -200,16 +213,27 @@ function claimDataDirectory(dataDir: string): () => void {
   const path = join(dataDir, LOCK_FILE);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      writeFileSync(path, String(process.pid), { flag: 'wx', mode: 0o600 });
+      writeFileSync(path, `${process.pid}\n`, { flag: 'wx', mode: 0o600 });
       return () => rmSync(path, { force: true });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const holder = Number(readFileSync(path, 'utf8').trim());
-      if (Number.isInteger(holder) && holder > 0 && isRunning(holder)) throw new DataDirectoryInUseError(dataDir, holder);
+      const [pidLine, address] = readFileSync(path, 'utf8').split('\n');
+      const holder = Number(pidLine?.trim());
+      if (Number.isInteger(holder) && holder > 0 && isRunning(holder)) throw new DataDirectoryInUseError(dataDir, holder, address?.trim() || undefined);
       rmSync(path, { force: true });
     }
   }
   throw new Error(`could not claim the PGlite data directory ${dataDir}`);
+}
+
+/** Adds where this server listens to its claim on the data directory, for a second server's refusal to name. */
+export function recordListeningAddress(dataDir: string, url: string): void {
+  const path = join(dataDir, LOCK_FILE);
+  try {
+    if (Number(readFileSync(path, 'utf8').split('\n')[0]) === process.pid) writeFileSync(path, `${process.pid}\n${url}\n`);
+  } catch {
+    // No claim (not on PGlite): nothing to add to.
+  }
 }
 
 function isRunning(pid: number): boolean {
@@ -350,7 +374,9 @@ async function openPostgres(
     queryTimeoutMs,
     statementTimeoutMs,
     preparedStatements = true,
-  }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements'>,
+    readUrl,
+    readMaxLagMs = DEFAULT_READ_MAX_LAG_MS,
+  }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements' | 'readUrl' | 'readMaxLagMs'>,
   /** What answers on the other end: PostgreSQL, or a server's PGlite through its local socket. */
   kind: DatabaseKind = 'postgres',
 ): Promise<Database> {
@@ -363,9 +389,9 @@ async function openPostgres(
   // not after a round trip through this process (src/db/events.ts). Not through a server's local socket: PGlite
   // answers one message at a time there.
   const pipelined = kind === 'postgres';
-  const poolOf = (max: number) => {
-    const created = new pg.Pool({
-      connectionString: url,
+  const poolOf = (max: number, connectionString = url, Pool: typeof pg.Pool = pg.Pool) => {
+    const created = new Pool({
+      connectionString,
       max,
       pipeline: pipelined,
       connectionTimeoutMillis: connectTimeoutMs,
@@ -377,19 +403,24 @@ async function openPostgres(
     created.on('error', () => {});
     return created;
   };
-  const pool = poolOf(poolSize);
+  // With replicas, the main pool routes the plain reads of read-only requests to them.
+  const pool = poolOf(poolSize, url, readUrl ? RoutingPool : pg.Pool);
+  const readReplicas = readUrl ? new ReadReplicas(poolOf(poolSize, readUrl), readMaxLagMs) : undefined;
   // pg.Pool opens its connections on demand: a process without live subscribers never opens these.
   const livePool = poolOf(LIVE_POOL_SIZE);
   const cancellation = cancelStatementsOnAbort(pool);
-  /** How statements run on `of`'s connections: prepared (per pool), or unnamed. */
-  const runnerOf = (of: pg.Pool) => {
+  const replicaCancellation = readReplicas ? cancelStatementsOnAbort(readReplicas.pool) : undefined;
+  if (readReplicas) (pool as RoutingPool).routeTo(readReplicas);
+  /** How statements run on `of`'s connections (and on `alsoOf`'s, where `of` routes some): prepared, or unnamed. */
+  const runnerOf = (of: pg.Pool, alsoOf?: pg.Pool) => {
     // Never through a server's local socket: PGlite runs one session for every client of it.
     const statements = preparedStatements && kind === 'postgres' ? new PreparedStatements() : null;
     statements?.attach(of);
+    if (alsoOf) statements?.attach(alsoOf);
     return (target: pg.Pool | pg.PoolClient, sql: string, params: unknown[], alone: boolean) =>
       statements ? statements.run(target, sql, params, alone) : target.query(sql, params);
   };
-  const run = runnerOf(pool);
+  const run = runnerOf(pool, readReplicas?.pool);
   const runLive = runnerOf(livePool);
   const statsOf = (of: pg.Pool, max: number) => (): PoolStats => ({ total: of.totalCount, idle: of.idleCount, waiting: of.waitingCount, max });
   const raw: RawSql = {
@@ -466,7 +497,7 @@ async function openPostgres(
     },
   };
   const listen: Database['listen'] = (channel, onNotify, onReconnect) =>
-    listenOnDedicatedClient({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs }, channel, onNotify, onReconnect);
+    listenOnDedicatedClient({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true }, channel, onNotify, onReconnect);
   const liveReads: Database['liveReads'] = {
     async query<Row>(sql: string, params: unknown[] = []) {
       return (await runLive(livePool, sql, params, true)).rows as Row[];
@@ -478,20 +509,28 @@ async function openPostgres(
     raw,
     liveReads,
     async close() {
-      await Promise.all([pool.end(), livePool.end()]);
-      await cancellation.close();
+      await Promise.all([pool.end(), livePool.end(), readReplicas?.pool.end()]);
+      await Promise.all([cancellation.close(), replicaCancellation?.close()]);
     },
     listen,
   });
   return Object.assign(database, {
     poolStats: statsOf(pool, poolSize),
     livePoolStats: statsOf(livePool, LIVE_POOL_SIZE),
+    ...(readReplicas ? { readReplicas } : {}),
   });
 }
 
 /**
+ * The longest pause between two attempts to listen again: short, so that after a failover (a few seconds of a
+ * write address that refuses) live delivery resumes within about a second of the new primary taking over.
+ */
+const MAX_LISTEN_PAUSE_MS = 1000;
+
+/**
  * LISTEN on a client of its own (a pooled one would hand the session to others). When the connection is
- * lost it is reopened after a pause growing from 100 ms to 5 s; `onReconnect` runs once it listens again.
+ * lost it is reopened after a pause growing from 100 ms to MAX_LISTEN_PAUSE_MS; `onReconnect` runs once it
+ * listens again.
  */
 async function listenOnDedicatedClient(
   config: pg.ClientConfig,
@@ -531,7 +570,7 @@ async function listenOnDedicatedClient(
       open().then(
         () => onReconnect?.(),
         () => {
-          pause = Math.min(pause * 2, 5000);
+          pause = Math.min(pause * 2, MAX_LISTEN_PAUSE_MS);
           reopen();
         },
       );

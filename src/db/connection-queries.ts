@@ -2,7 +2,7 @@ import type { Prisma } from '../generated/prisma/client.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
 import type { RawSql } from './client.js';
-import { aliasedColumns, type ListQuery, nestedRows, pageSql, propertiesToRead } from './list-reads.js';
+import { aliasedColumns, type ListQuery, nestedRows, pageColumns, pageSql, propertiesToRead } from './list-reads.js';
 
 // The connections' reads, in hand-written SQL like the sync history's (sync-queries.ts): a connection comes
 // with its application and the application's category from the same statement (JOINs), so a page of
@@ -113,16 +113,17 @@ function whereOf(tenantId: string, conditions: readonly Sql[]): Sql {
 const LIVE = raw('"t0"."deleted_at" IS NULL');
 
 /** Runs a statement that reads `read` and hands back its rows nested. */
-async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ConnectionProperty[]): Promise<ConnectionRow[]> {
-  return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read) as ConnectionRow[];
+async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ConnectionProperty[], keyCount = 0): Promise<ConnectionRow[]> {
+  return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read, keyCount) as ConnectionRow[];
 }
 
 /** A page of the tenant's live connections. */
 export function readConnectionPage(db: Pick<RawSql, 'query'>, query: ConnectionListQuery): Promise<ConnectionRow[]> {
   const read = propertiesToRead(ALL_PROPERTIES, query.properties);
-  const where = whereOf(query.tenantId, [LIVE, query.where]);
+  const where = whereOf(query.tenantId, [LIVE, query.where, query.start]);
   const from = fromOf(read, [where, query.orderBy]);
-  return rowsOf(db, sql`SELECT ${aliasedColumns(CONNECTION_ROW_SQL, read)} ${from} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`, read);
+  const select = pageColumns(CONNECTION_ROW_SQL, read, query.keys);
+  return rowsOf(db, sql`SELECT ${select} ${from} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`, read, query.keys.length);
 }
 
 /** How many of the tenant's live connections the query matches. */

@@ -137,18 +137,27 @@ async function recordIdempotentResource(tx: Tx, tenantId: string, key: string, r
   );
 }
 
-/** Stores the answer once it is rendered (after the commit); the first stored answer stays. */
+/**
+ * Stores the answer once it is rendered (after the commit); the first stored answer stays. Resolves false when
+ * it could not be stored: the work has committed, so losing the database just then (a failover) must not turn
+ * its success into an error; a repeat then answers from the resource, as after a process stopped in between.
+ */
 export async function storeIdempotentResponse(
   sql: Pick<RawSql, 'query'>,
   tenantId: string,
   key: string,
   response: { status: number; body: unknown },
-): Promise<void> {
-  await sql.query(
-    `UPDATE "public"."idempotency_keys" AS "k" SET "response_status" = $3, "response_body" = $4::jsonb
+): Promise<boolean> {
+  return sql
+    .query(
+      `UPDATE "public"."idempotency_keys" AS "k" SET "response_status" = $3, "response_body" = $4::jsonb
      WHERE "k"."tenant_id" = $1 AND "k"."key" = $2 AND "k"."response_status" IS NULL`,
-    [tenantId, key, response.status, response.body === undefined ? null : JSON.stringify(response.body)],
-  );
+      [tenantId, key, response.status, response.body === undefined ? null : JSON.stringify(response.body)],
+    )
+    .then(
+      () => true,
+      () => false,
+    );
 }
 
 type IdempotentOutcome<T> = { replayed: false; result: T } | { replayed: true; record: IdempotencyRecord };

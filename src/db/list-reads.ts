@@ -1,5 +1,6 @@
-import { likePattern } from '../query/filter.js';
-import { allOf, raw, type Sql, sql } from '../query/sql.js';
+import type { SqlColumn } from '../query/columns.js';
+import { likePattern, type OrderKey } from '../query/filter.js';
+import { allOf, keyAlias, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 
 // What the hand-written list reads share (connection-queries.ts, catalog-queries.ts, sync-queries.ts): a list's
 // question, the properties a read reads, its select list, its rows nested, the keyword search, and its page.
@@ -8,6 +9,10 @@ import { allOf, raw, type Sql, sql } from '../query/sql.js';
 export interface ListQuery<Property extends string> {
   where: Sql;
   orderBy: Sql;
+  /** The sort keys `orderBy` is written from: a page also reads their values, for the next page's cursor. */
+  keys: readonly OrderKey<SqlColumn>[];
+  /** A cursor page: the rows after the cursor's (query/sql.ts afterSql); TRUE otherwise. Not counted in totals. */
+  start: Sql;
   take: number;
   skip: number;
   properties: ReadonlySet<Property> | ReadonlySet<string> | null;
@@ -23,6 +28,15 @@ export function aliasedColumns<Property extends string>(columns: Readonly<Record
   return raw(read.map((property) => `${columns[property]} AS "${property}"`).join(', '));
 }
 
+/** A page's select list: the read properties (aliasedColumns), then its sort keys' values (keyValuesSql). */
+export function pageColumns<Property extends string>(
+  columns: Readonly<Record<Property, string>>,
+  read: readonly Property[],
+  keys: readonly OrderKey<SqlColumn>[],
+): Sql {
+  return keys.length === 0 ? aliasedColumns(columns, read) : sql`${aliasedColumns(columns, read)}, ${keyValuesSql(keys)}`;
+}
+
 /** A page's LIMIT and OFFSET, written into the statement (whole numbers the list bounds checked). */
 export function pageSql(take: number, skip: number): Sql {
   return raw(`LIMIT ${take} OFFSET ${skip}`);
@@ -35,7 +49,11 @@ export function pageSql(take: number, skip: number): Sql {
  * each filled by index and linked to its parent (a page of 100 connections with their application and category
  * is some 1,700 assignments a request).
  */
-export function nestedRows<Property extends string>(rows: readonly Record<string, unknown>[], read: readonly Property[]): Record<string, unknown>[] {
+export function nestedRows<Property extends string>(
+  rows: readonly Record<string, unknown>[],
+  read: readonly Property[],
+  keyCount = 0,
+): Record<string, unknown>[] {
   // The objects of a row: 0 the row itself, then one per dotted path, each after its parent and linked to it.
   const paths = [''];
   const links: { child: number; parent: number; key: string }[] = [];
@@ -52,6 +70,8 @@ export function nestedRows<Property extends string>(rows: readonly Record<string
     const dot = property.lastIndexOf('.');
     return { property, object: objectOf(dot < 0 ? '' : property.slice(0, dot)), key: property.slice(dot + 1) };
   });
+  // The sort keys' values (pageColumns) stay on the row itself, for the page's cursor.
+  for (let index = 0; index < keyCount; index += 1) leaves.push({ property: keyAlias(index) as Property, object: 0, key: keyAlias(index) });
   return rows.map((row) => {
     const objects: Record<string, unknown>[] = paths.map(() => ({}));
     for (const { property, object, key } of leaves) objects[object]![key] = row[property];

@@ -1,7 +1,8 @@
 import type { Prisma } from '../generated/prisma/client.js';
 import { SyncStatus } from '../generated/prisma/enums.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
-import { allOf, anyOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
+import { allOf, anyOf, arrayLiteral, compareSql, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
+import type { OrderKey } from '../query/filter.js';
 import { timestampTextSql, type TimestampText } from '../timestamps.js';
 import type { RawSql } from './client.js';
 import { pageSql } from './list-reads.js';
@@ -88,6 +89,10 @@ export interface SyncListQuery {
   /** `where` reads only the connection and the status (countableByKeys): its count sums sync_counts. */
   totalFromCounts: boolean;
   orderBy: Sql;
+  /** The sort keys `orderBy` is written from: each page also reads their values, for the next page's cursor. */
+  keys: readonly OrderKey<SqlColumn>[];
+  /** A cursor page: the rows after the cursor's (query/sql.ts afterSql); TRUE otherwise. Not counted in totals. */
+  start: Sql;
   /** `orderBy` is the default (newest started first, then id), the order every syncs index ends with. */
   indexOrdered: boolean;
   take: number;
@@ -128,11 +133,13 @@ function whereOf(query: SyncListQuery, scope: Sql | null): Sql {
  * alias the select list and the order are written against. Its ORDER BY sorts at most a page, and keeps the
  * order the SQL standard does not promise through a join.
  */
-function pageOf(query: SyncListQuery, select: Sql, scope: Sql | null): Sql {
+function pageOf(query: SyncListQuery, properties: Sql, scope: Sql | null): Sql {
+  const select = sql`${properties}, ${keyValuesSql(query.keys)}`;
+  const where = allOf([whereOf(query, scope), query.start]);
   if (query.skip === 0 && query.indexOrdered) {
-    return sql`SELECT ${select} ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))}`;
+    return sql`SELECT ${select} ${FROM} WHERE ${where} ORDER BY ${query.orderBy} LIMIT ${raw(String(query.take))}`;
   }
-  const ids = sql`SELECT "t0"."id" ${FROM} WHERE ${whereOf(query, scope)} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`;
+  const ids = sql`SELECT "t0"."id" ${FROM} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`;
   return sql`SELECT ${select} FROM (${ids}) AS "page" JOIN "public"."syncs" AS "t0" ON "t0"."id" = "page"."id" AND "t0"."tenant_id" = ${query.tenantId} ORDER BY ${query.orderBy}`;
 }
 

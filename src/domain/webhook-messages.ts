@@ -47,29 +47,18 @@ export function endpointDisabledData(endpoint: { id: string; url: string }, reas
   return { id: endpoint.id, url: endpoint.url, reason };
 }
 
-/** JSON Schemas of the messages, for the OpenAPI document's `webhooks` section. */
-export function messageSchema(type: WebhookEventType): Record<string, unknown> {
-  const nullableString = { type: ['string', 'null'] };
+/**
+ * JSON Schemas of the messages, for the OpenAPI document's `webhooks` section. `syncRecord` is the REST sync
+ * record's schema (the document's SyncRecord component, derived from the same GraphQL selection as GET
+ * /syncs/{id}): a sync message's data is that record plus `attempt`, so the two cannot drift apart.
+ */
+export function messageSchema(type: WebhookEventType, syncRecord: Record<string, unknown>): Record<string, unknown> {
   const data: Record<string, unknown> = type.startsWith('sync.')
     ? {
-        type: 'object',
+        ...syncRecord,
         description: 'The sync record as GET /syncs/{id} shows it, plus attempt.',
-        required: ['id', 'tenant_id', 'connection_id', 'status', 'summary', 'attempt'],
-        properties: {
-          id: { type: 'string' },
-          tenant_id: { type: 'string' },
-          connection_id: { type: 'string' },
-          started_at: { ...nullableString, format: 'date-time' },
-          finished_at: { ...nullableString, format: 'date-time' },
-          error_message: nullableString,
-          summary: { type: 'string', description: 'JSON-encoded object' },
-          file_url: nullableString,
-          is_auto_migrate: { type: 'boolean' },
-          diff: { type: 'string', description: 'JSON-encoded object' },
-          checksum: { type: 'string', description: 'JSON-encoded object' },
-          status: { type: 'string', enum: ['pending', 'in_progress', 'success', 'failed'] },
-          attempt: { type: 'integer' },
-        },
+        properties: { ...(syncRecord.properties as Record<string, unknown>), attempt: { type: 'integer', minimum: 1, description: 'The attempt this run is (1 for the first).' } },
+        required: [...(syncRecord.required as string[]), 'attempt'],
       }
     : type.startsWith('connection.')
       ? {

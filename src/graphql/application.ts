@@ -5,8 +5,8 @@ import { APPLICATION_COLUMNS, countApplications, readApplication, readApplicatio
 import { builder } from './builder.js';
 import { Category, categoryFieldReads } from './category.js';
 import { pageComplexity } from './complexity.js';
-import { type OrderInput, searchTerm } from '../query/filter.js';
-import { allOf, filterSql, orderSql } from '../query/sql.js';
+import { type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
+import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
@@ -102,21 +102,22 @@ builder.queryFields((t) => ({
       orderBy: t.arg({ type: [ApplicationOrder] }),
       ...pageArgs(t.arg, APPLICATION_PAGE),
     },
-    resolve: (_root, args, context, info) => {
-      const { take, skip } = pageWindow(args, APPLICATION_PAGE);
+    resolve: async (_root, args, context, info) => {
+      const keys = orderKeys(args.orderBy as OrderInput[] | null, APPLICATION_COLUMNS, [{ field: 'name' }]);
+      const window = await pageWindow(args, APPLICATION_PAGE, context, { list: 'applications', args, keyCount: keys.length });
       const query = {
         // `search`: case-insensitive substring of name, slug, description or a keyword (the generated search_text).
         where: allOf([filterSql(args.filter, APPLICATION_COLUMNS), searchTextSql(searchTerm(args.search))]),
-        orderBy: orderSql(args.orderBy as OrderInput[] | null, APPLICATION_COLUMNS, [{ field: 'name' }]),
-        take,
-        skip,
+        ...keysetOrder(keys, window.after),
+        take: window.take,
+        skip: window.skip,
         properties: applicationProperties(info, ['nodes']),
       };
       return listPage(
-        () => readApplicationPage(context.db.raw, query),
+        (take) => readApplicationPage(context.db.raw, { ...query, take }),
         () => countApplications(context.db.raw, query),
-        take,
-        skip,
+        window,
+        (row) => keyValuesOf(row as unknown as Record<string, unknown>, keys.length),
       );
     },
   }),

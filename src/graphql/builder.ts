@@ -2,8 +2,8 @@ import SchemaBuilder from '@pothos/core';
 import ComplexityPlugin from '@pothos/plugin-complexity';
 import DataloaderPlugin from '@pothos/plugin-dataloader';
 import PrismaPlugin from '@pothos/plugin-prisma';
-import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
-import type { Permission } from '../auth/permissions.js';
+import ScopeAuthPlugin, { type AuthFailure, AuthScopeFailureType } from '@pothos/plugin-scope-auth';
+import { lacksPermissionMessage, type Permission } from '../auth/permissions.js';
 import type { Context } from '../context.js';
 import type { TimestampText } from '../timestamps.js';
 import { ApiError } from '../errors.js';
@@ -41,12 +41,24 @@ export const builder = new SchemaBuilder<{
       permission: (permission) => context.viewer?.permissions.has(permission) ?? false,
     }),
     // No credential is 401; a credential without the permission is 403. Both carry UNAUTHORIZED.
-    unauthorizedError: (_parent, context) =>
+    unauthorizedError: (_parent, context, _info, result) =>
       context.viewer
-        ? new ApiError('UNAUTHORIZED', 'The credential lacks the permission this operation needs', { status: 403 })
+        ? new ApiError('UNAUTHORIZED', lacksPermissionMessage(missingPermission(result.failure), context.viewer.role), { status: 403 })
         : credentialRequiredError(),
   },
 });
+
+/** The permission a failed scope check asked for, when it was one. */
+function missingPermission(failure: AuthFailure): string | null {
+  if (failure.kind === AuthScopeFailureType.AuthScope && failure.scope === 'permission') return String(failure.parameter);
+  if (failure.kind === AuthScopeFailureType.AnyAuthScopes || failure.kind === AuthScopeFailureType.AllAuthScopes) {
+    for (const inner of failure.failures) {
+      const found = missingPermission(inner);
+      if (found) return found;
+    }
+  }
+  return null;
+}
 
 builder.queryType({});
 builder.mutationType({});

@@ -1,10 +1,10 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
-import { CATEGORY_COLUMNS, CATEGORY_DEFAULT_ORDER, categorySearchSql, countCategories, readCategory, readCategoryPage } from '../db/catalog-queries.js';
+import { CATEGORY_COLUMNS, CATEGORY_DEFAULT_KEYS, categorySearchSql, countCategories, readCategory, readCategoryPage } from '../db/catalog-queries.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
-import { type OrderInput, searchTerm } from '../query/filter.js';
-import { allOf, filterSql, orderSql } from '../query/sql.js';
+import { type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
+import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
@@ -55,21 +55,22 @@ builder.queryFields((t) => ({
       orderBy: t.arg({ type: [CategoryOrder] }),
       ...pageArgs(t.arg, CATEGORY_PAGE),
     },
-    resolve: (_root, args, context, info) => {
-      const { take, skip } = pageWindow(args, CATEGORY_PAGE);
+    resolve: async (_root, args, context, info) => {
       const orderBy = args.orderBy as OrderInput[] | null | undefined;
+      const keys = orderBy?.length ? orderKeys(orderBy, CATEGORY_COLUMNS, []) : CATEGORY_DEFAULT_KEYS;
+      const window = await pageWindow(args, CATEGORY_PAGE, context, { list: 'categories', args, keyCount: keys.length });
       const query = {
         where: allOf([filterSql(args.filter, CATEGORY_COLUMNS), categorySearchSql(searchTerm(args.search))]),
-        orderBy: orderBy?.length ? orderSql(orderBy, CATEGORY_COLUMNS, []) : CATEGORY_DEFAULT_ORDER,
-        take,
-        skip,
+        ...keysetOrder(keys, window.after),
+        take: window.take,
+        skip: window.skip,
         properties: categoryProperties(info, ['nodes']),
       };
       return listPage(
-        () => readCategoryPage(context.db.raw, query),
+        (take) => readCategoryPage(context.db.raw, { ...query, take }),
         () => countCategories(context.db.raw, query),
-        take,
-        skip,
+        window,
+        (row) => keyValuesOf(row as unknown as Record<string, unknown>, keys.length),
       );
     },
   }),

@@ -16,8 +16,8 @@ import { searchTextSql } from '../db/list-reads.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { Category, categoryFieldReads } from './category.js';
-import { assertValueLength, type OrderInput, searchTerm } from '../query/filter.js';
-import { allOf, compareSql, filterSql, orderSql } from '../query/sql.js';
+import { assertValueLength, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
+import { allOf, compareSql, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
@@ -180,9 +180,10 @@ builder.queryFields((t) => ({
     },
     // Hand-written SQL rather than Prisma, like the sync history: a page with its applications and categories
     // is one statement, and the rows resolve without plugin-prisma's per-field work.
-    resolve: (_root, args, context, info) => {
+    resolve: async (_root, args, context, info) => {
       const viewer = requireViewer(context);
-      const { take, skip } = pageWindow(args, CONNECTION_PAGE);
+      const keys = orderKeys(args.orderBy as OrderInput[] | null, CONNECTION_COLUMNS, [{ field: 'name' }]);
+      const window = await pageWindow(args, CONNECTION_PAGE, context, { list: 'connections', args, keyCount: keys.length });
       assertValueLength('name', args.name);
       const query = {
         tenantId: viewer.tenantId,
@@ -192,17 +193,17 @@ builder.queryFields((t) => ({
           filterSql(args.filter, CONNECTION_COLUMNS),
           searchTextSql(searchTerm(args.search)),
         ]),
-        orderBy: orderSql(args.orderBy as OrderInput[] | null, CONNECTION_COLUMNS, [{ field: 'name' }]),
-        take,
-        skip,
+        ...keysetOrder(keys, window.after),
+        take: window.take,
+        skip: window.skip,
         properties: connectionProperties(info, ['nodes']),
       };
       const raw = context.db.raw;
       return listPage(
-        () => readConnectionPage(raw, query),
+        (take) => readConnectionPage(raw, { ...query, take }),
         () => countConnections(raw, query),
-        take,
-        skip,
+        window,
+        (row) => keyValuesOf(row as unknown as Record<string, unknown>, keys.length),
       );
     },
   }),

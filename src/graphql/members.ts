@@ -2,8 +2,8 @@ import { actorOf } from '../auth/audit.js';
 import { changeMemberRole, inviteMember, removeMember } from '../auth/members.js';
 import { INVITATION_PAGE_PATH } from '../paths.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import type { OrderInput } from '../query/filter.js';
-import { filterWhere, orderByOf, searchWhere } from '../query/prisma.js';
+import { type OrderInput, orderKeys } from '../query/filter.js';
+import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
@@ -117,18 +117,21 @@ builder.queryFields((t) => ({
       orderBy: t.arg({ type: [MemberOrder] }),
       ...pageArgs(t.arg, MEMBER_PAGE, { limitDescription: `Default ${MEMBER_PAGE.defaultLimit}, at most ${MEMBER_PAGE.maxLimit}.` }),
     },
-    resolve: (_root, args, context) => {
-      const { take, skip } = pageWindow(args, MEMBER_PAGE);
+    resolve: async (_root, args, context) => {
+      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, MEMBER_COLUMNS, [{ field: 'email' }, { field: 'id' }]);
+      const window = await pageWindow(args, MEMBER_PAGE, context, { list: 'memberList', args, keyCount: keys.length });
       const where = {
         tenantId: requireViewer(context).tenantId,
         AND: [filterWhere(args.filter, MEMBER_COLUMNS), searchWhere(args.search, ['email'])],
       };
-      const orderBy = orderByOf(args.orderBy as OrderInput[] | null | undefined, MEMBER_COLUMNS, [{ field: 'email' }, { field: 'id' }]);
+      const start = window.after ? afterWhere(keys, window.after) : {};
+      const orderBy = orderByKeys(keys);
+      const prisma = context.db.prisma;
       return listPage(
-        () => context.db.prisma.member.findMany({ where, orderBy, take, skip }),
-        () => context.db.prisma.member.count({ where }),
-        take,
-        skip,
+        (take) => prisma.member.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
+        () => prisma.member.count({ where }),
+        window,
+        (row) => fieldKeyValues(keys, row),
       );
     },
   }),

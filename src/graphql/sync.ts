@@ -16,14 +16,14 @@ import {
 } from '../db/sync-queries.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
-import { filterColumns, type OrderInput, searchTerm } from '../query/filter.js';
-import { allOf, filterSql, orderSql } from '../query/sql.js';
+import { filterColumns, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
+import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
+import { listPage, listType, offsetWindow, pageArgs, pageBounds, type PageWindow, pageWindow } from './list.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 import { requireViewer } from './viewer.js';
 
@@ -143,6 +143,7 @@ interface SyncListArgs {
   orderBy?: readonly unknown[] | null;
   limit?: number | null;
   offset?: number | null;
+  after?: string | null;
 }
 
 /**
@@ -154,22 +155,34 @@ function asSyncObjects(rows: SyncListRow[]): Prisma.SyncGetPayload<object>[] {
   return rows as unknown as Prisma.SyncGetPayload<object>[];
 }
 
+/** The sort keys of a sync list: its order, or newest started first; then the id. */
+function syncOrderKeys(args: SyncListArgs) {
+  return orderKeys(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER);
+}
+
 /** A sync list's arguments as the data layer's question: the caller's tenant, conditions, order and page. */
-function syncListQuery(args: SyncListArgs, context: Context, properties: ReadonlySet<SyncProperty> | null): SyncListQuery {
-  const { take, skip } = pageWindow(args, SYNC_PAGE);
+function syncListQuery(
+  args: SyncListArgs,
+  context: Context,
+  properties: ReadonlySet<SyncProperty> | null,
+  window: Pick<PageWindow, 'take' | 'skip' | 'after'>,
+): SyncListQuery {
   const term = searchTerm(args.search);
+  const keys = syncOrderKeys(args);
   return {
     tenantId: requireViewer(context).tenantId,
     where: allOf([filterSql(args.filter, SYNC_COLUMNS), syncSearchSql(term)]),
     // A search reads error_message, so only a list without one can be counted from the maintained counts.
     totalFromCounts: term === null && countableByKeys(filterColumns(args.filter, SYNC_COLUMNS)),
-    orderBy: orderSql(args.orderBy as OrderInput[] | null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER),
+    ...keysetOrder(keys, window.after),
     indexOrdered: !args.orderBy?.length,
-    take,
-    skip,
+    take: window.take,
+    skip: window.skip,
     properties,
   };
 }
+
+
 
 // Connection.syncs and Connection.syncCount, declared here where the sync list lives. Loaded with one
 // statement for all the connections of a page: per-connection pages through a LATERAL join, counts
@@ -185,11 +198,11 @@ builder.prismaObjectFields('Connection', (t) => ({
       filter: t.arg({ type: SyncFilter }),
       search: t.arg.string(),
       orderBy: t.arg({ type: [SyncOrder] }),
-      ...pageArgs(t.arg, SYNC_PAGE, { defaults: true }),
+      ...pageArgs(t.arg, SYNC_PAGE, { defaults: true, cursor: false }),
     },
     byPath: true,
     load: (ids: string[], context, args, info: GraphQLResolveInfo) =>
-      readConnectionSyncPages(context.db.raw, ids, syncListQuery(args, context, syncProperties(info, []))).then(asSyncObjects),
+      readConnectionSyncPages(context.db.raw, ids, syncListQuery(args, context, syncProperties(info, []), { ...offsetWindow(args, SYNC_PAGE), after: null })).then(asSyncObjects),
     group: (sync) => sync.connectionId,
     resolve: (connection) => connection.id,
   }),
@@ -199,7 +212,7 @@ builder.prismaObjectFields('Connection', (t) => ({
     authScopes: { permission: 'syncs:read' },
     args: { filter: t.arg({ type: SyncFilter }), search: t.arg.string() },
     byPath: true,
-    load: (ids: string[], context, args) => countConnectionSyncs(context.db.raw, ids, syncListQuery(args, context, new Set())),
+    load: (ids: string[], context, args) => countConnectionSyncs(context.db.raw, ids, syncListQuery(args, context, new Set(), { take: 0, skip: 0, after: null })),
     resolve: (connection) => connection.id,
   }),
 }));
@@ -219,15 +232,16 @@ builder.queryFields((t) => ({
     },
     // Hand-written SQL rather than Prisma: the history is the hot read, and Prisma's per-statement work cost
     // more than the rest of the request.
-    resolve: (_root, args, context, info) => {
+    resolve: async (_root, args, context, info) => {
       const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
-      const query = syncListQuery(args, context, syncProperties(info, ['nodes']));
+      const window = await pageWindow(args, SYNC_PAGE, context, { list: 'syncs', args, keyCount: syncOrderKeys(args).length });
+      const query = syncListQuery(args, context, syncProperties(info, ['nodes']), window);
       const raw = context.db.raw;
       return listPage(
-        () => readSyncPage(raw, query, connectionId).then(asSyncObjects),
+        (take) => readSyncPage(raw, { ...query, take }, connectionId).then(asSyncObjects),
         () => countSyncs(raw, query, connectionId),
-        query.take,
-        query.skip,
+        window,
+        (row) => keyValuesOf(row as unknown as Record<string, unknown>, query.keys.length),
       );
     },
   }),

@@ -9,15 +9,15 @@ import {
   type WebhookEndpointRow,
 } from '../db/webhooks.js';
 import { parseCreateWebhookEndpoint, parseWebhookEndpointPatch } from '../domain/webhook-input.js';
-import { invalidInput } from '../domain/problems.js';
+import { invalidGraphQLInput } from '../domain/problems.js';
 import { ApiError } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import type { OrderInput } from '../query/filter.js';
-import { filterWhere, orderByOf, searchWhere } from '../query/prisma.js';
+import { type OrderInput, type OrderKey, orderKeys } from '../query/filter.js';
+import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
@@ -143,6 +143,12 @@ const DELIVERY_COLUMNS: Columns<PrismaColumn> = {
   nextAttemptAt: { field: 'nextAttemptAt', kind: 'dateTime', nullable: true },
 };
 
+/** The deliveries' order when the caller gives none; the event id is no filter or order field of the API. */
+const DELIVERY_DEFAULT_KEYS: readonly OrderKey<PrismaColumn>[] = [
+  { column: DELIVERY_COLUMNS.createdAt!, descending: true, nulls: null },
+  { column: { field: 'eventId', kind: 'string', nullable: false, bigint: true }, descending: true, nulls: null },
+];
+
 export const WEBHOOK_ENDPOINT_PAGE = pageBounds(100, 100);
 export const WEBHOOK_DELIVERY_PAGE = pageBounds(20, 100);
 
@@ -182,19 +188,21 @@ builder.queryFields((t) => ({
       orderBy: t.arg({ type: [WebhookEndpointOrder] }),
       ...pageArgs(t.arg, WEBHOOK_ENDPOINT_PAGE, { limitDescription: `Default ${WEBHOOK_ENDPOINT_PAGE.defaultLimit}, at most ${WEBHOOK_ENDPOINT_PAGE.maxLimit}.` }),
     },
-    resolve: (_root, args, context) => {
-      const { take, skip } = pageWindow(args, WEBHOOK_ENDPOINT_PAGE);
+    resolve: async (_root, args, context) => {
+      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]);
+      const window = await pageWindow(args, WEBHOOK_ENDPOINT_PAGE, context, { list: 'webhookEndpoints', args, keyCount: keys.length });
       const where = {
         tenantId: requireViewer(context).tenantId,
         AND: [filterWhere(args.filter, ENDPOINT_COLUMNS), searchWhere(args.search, ['url', 'description'])],
       };
-      const orderBy = orderByOf(args.orderBy as OrderInput[] | null | undefined, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]);
+      const start = window.after ? afterWhere(keys, window.after) : {};
+      const orderBy = orderByKeys(keys);
       const prisma = context.db.prisma;
       return listPage(
-        () => prisma.webhookEndpoint.findMany({ where, orderBy, take, skip, omit: ENDPOINT_OMIT }),
+        (take) => prisma.webhookEndpoint.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip, omit: ENDPOINT_OMIT }),
         () => prisma.webhookEndpoint.count({ where }),
-        take,
-        skip,
+        window,
+        (row) => fieldKeyValues(keys, row),
       );
     },
   }),
@@ -219,7 +227,9 @@ builder.queryFields((t) => ({
       ...pageArgs(t.arg, WEBHOOK_DELIVERY_PAGE, { limitDescription: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.` }),
     },
     resolve: async (_root, args, context) => {
-      const { take, skip } = pageWindow(args, WEBHOOK_DELIVERY_PAGE);
+      // Newest first, then by event (unique per endpoint): the order the events happened in.
+      const keys = args.orderBy?.length ? orderKeys(args.orderBy as OrderInput[], DELIVERY_COLUMNS, []) : DELIVERY_DEFAULT_KEYS;
+      const window = await pageWindow(args, WEBHOOK_DELIVERY_PAGE, context, { list: 'webhookDeliveries', args, keyCount: keys.length });
       const endpoint = await endpointOf(context, args.endpointId);
       if (!endpoint) throw new ApiError('NOT_FOUND', 'webhook endpoint not found');
       const where = {
@@ -227,15 +237,14 @@ builder.queryFields((t) => ({
         endpointId: endpoint.id,
         AND: [filterWhere(args.filter, DELIVERY_COLUMNS), searchWhere(args.search, ['eventType'])],
       };
-      const orderBy = args.orderBy?.length
-        ? orderByOf(args.orderBy as OrderInput[], DELIVERY_COLUMNS, [])
-        : [{ createdAt: 'desc' as const }, { eventId: 'desc' as const }];
+      const start = window.after ? afterWhere(keys, window.after) : {};
+      const orderBy = orderByKeys(keys);
       const prisma = context.db.prisma;
       return listPage(
-        () => prisma.webhookDelivery.findMany({ where, orderBy, take, skip }),
+        (take) => prisma.webhookDelivery.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
         () => prisma.webhookDelivery.count({ where }),
-        take,
-        skip,
+        window,
+        (row) => fieldKeyValues(keys, row),
       );
     },
   }),
@@ -282,7 +291,7 @@ function found<T>(value: T | null, what: string, id: string): T {
 }
 
 function problemsOrValue<T>(result: { value: T } | { problems: { field: string; message: string }[] }): T {
-  if ('problems' in result) throw invalidInput(result.problems);
+  if ('problems' in result) throw invalidGraphQLInput(result.problems, 'input');
   return result.value;
 }
 
@@ -293,7 +302,7 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'webhooks:manage' },
     args: { input: t.arg({ type: CreateWebhookEndpointInput, required: true }) },
     resolve: async (_root, args, context) => {
-      const input = problemsOrValue(await parseCreateWebhookEndpoint(bodyOf(args.input), guardOf(context)));
+      const input = problemsOrValue(await parseCreateWebhookEndpoint(bodyOf(args.input, 'input'), guardOf(context)));
       const tenantId = requireViewer(context).tenantId;
       return once<EndpointView>(
         context,
@@ -313,7 +322,7 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'webhooks:manage' },
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateWebhookEndpointInput, required: true }) },
     resolve: async (_root, args, context) => {
-      const patch = problemsOrValue(await parseWebhookEndpointPatch(bodyOf(args.input), guardOf(context)));
+      const patch = problemsOrValue(await parseWebhookEndpointPatch(bodyOf(args.input, 'input'), guardOf(context)));
       const id = assertIdLength(args.id, 'webhook endpoint');
       return found(await updateWebhookEndpoint(context.db.raw, requireViewer(context).tenantId, id, patch), 'webhook endpoint', id);
     },

@@ -6,7 +6,7 @@ import { hashRequestBody, IDEMPOTENCY_KEY_PATTERN, type IdempotentResource, runI
 import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../db/sync-runs.js';
 import type { TransactionRunner } from '../db/write-transactions.js';
 import { parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
-import { invalidInput } from '../domain/problems.js';
+import { camelCaseName, type FieldProblem, invalidGraphQLInput, snakeCaseName, withGraphQLNames } from '../domain/problems.js';
 import { ApiError } from '../errors.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, type SyncReport } from '../domain/sync-reports.js';
 import { builder } from './builder.js';
@@ -37,18 +37,35 @@ builder.scalarType('JSONObject', {
   },
 });
 
-/** `applicationId` → `application_id`: GraphQL argument names as the REST body names them. */
-function snakeCase(name: string): string {
-  return name.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
+/**
+ * The REST body equivalent of a GraphQL argument: member names in snake_case at every depth (the JSON members
+ * settings, metadata, summary… included), omitted members left out, explicit nulls kept. GraphQL inputs are
+ * camelCase throughout, so a member written in snake_case is refused, named by its GraphQL path under `argument`.
+ */
+export function bodyOf(args: Record<string, unknown>, argument?: string): Record<string, unknown> {
+  const problems: FieldProblem[] = [];
+  const convert = (value: unknown, path: readonly string[]): unknown => {
+    if (Array.isArray(value)) return value.map((member) => convert(member, path));
+    if (!isJsonObject(value)) return value;
+    const members: [string, unknown][] = [];
+    for (const [key, member] of Object.entries(value)) {
+      if (member === undefined) continue;
+      if (key.includes('_')) {
+        problems.push({ field: [...path, key].join('.'), message: `GraphQL inputs are camelCase: write ${camelCaseName(key)}, not ${key}` });
+        continue;
+      }
+      members.push([snakeCaseName(key), convert(member, [...path, snakeCaseName(key)])]);
+    }
+    return Object.fromEntries(members);
+  };
+  const body = convert(args, []) as Record<string, unknown>;
+  if (problems.length > 0) throw invalidGraphQLInput(problems, argument);
+  return body;
 }
 
-/** The REST body equivalent of GraphQL input arguments: omitted members stay omitted, explicit nulls stay null. */
-export function bodyOf(args: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(args).filter(([, value]) => value !== undefined).map(([key, value]) => [snakeCase(key), value]));
-}
-
-export function parsed<T>(result: T | { problems: { field: string; message: string }[] }): T {
-  if (typeof result === 'object' && result !== null && 'problems' in result) throw invalidInput(result.problems);
+/** A parse result's value, or its problems named by their GraphQL path under `argument`. */
+export function parsed<T>(result: T | { problems: FieldProblem[] }, argument?: string): T {
+  if (typeof result === 'object' && result !== null && 'problems' in result) throw invalidGraphQLInput(result.problems, argument);
   return result as T;
 }
 
@@ -59,10 +76,10 @@ const CreateConnectionInput = builder.inputType('CreateConnectionInput', {
     name: t.string(),
     description: t.string(),
     via: t.field({ type: ConnectionVia }),
-    metadata: t.field({ type: 'JSONObject', description: 'Members the application kind takes (e.g. hotel_id, account_id).' }),
+    metadata: t.field({ type: 'JSONObject', description: 'Members the application kind takes (e.g. propertyId, region), camelCase as the output fields.' }),
     settings: t.field({
       type: 'JSONObject',
-      description: 'Members the application kind takes: sync_interval (15m, 1h, 6h, 24h), retry_attempts (0–10), webhook_enabled…',
+      description: 'Members the application kind takes: syncInterval (15m, 1h, 6h, 24h), retryAttempts (0–10), webhookEnabled…',
     }),
   }),
 });
@@ -160,16 +177,16 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'connections:write' },
     args: { input: t.arg({ type: CreateConnectionInput, required: true }) },
     resolve: async (_root, args, context, info) => {
-      const body = bodyOf(args.input);
+      const body = bodyOf(args.input, 'input');
       const problems = await createConnectionInputProblems(body, context);
-      if (problems.length > 0) throw invalidInput(problems);
-      const { input } = parsed(parseCreateConnection(body));
+      if (problems.length > 0) throw invalidGraphQLInput(problems, 'input');
+      const { input } = parsed(parseCreateConnection(body), 'input');
       const tenantId = requireViewer(context).tenantId;
       const id = await once(
         context,
         'createConnection',
         args.input,
-        async (sql) => (await createConnection(sql, tenantId, input, actorOf(requireViewer(context)))).id,
+        async (sql) => (await withGraphQLNames('input', () => createConnection(sql, tenantId, input, actorOf(requireViewer(context))))).id,
         (created) => ({ type: 'connection', id: created }),
         async (resource) => resource?.id ?? '',
       );
@@ -182,9 +199,9 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'connections:write' },
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateConnectionInput, required: true }) },
     resolve: async (_root, args, context, info) => {
-      const { patch } = parsed(parseConnectionPatch(bodyOf(args.input)));
+      const { patch } = parsed(parseConnectionPatch(bodyOf(args.input, 'input')), 'input');
       const id = assertIdLength(args.id, 'connection');
-      await updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch);
+      await withGraphQLNames('input', () => updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch));
       return connectionForSelection(context, info, id);
     },
   }),
@@ -248,7 +265,7 @@ builder.mutationFields((t) => ({
     description: "Records progress on a run this credential claimed and extends its lease (a heartbeat). CONFLICT once the lease is lost.",
     authScopes: { permission: 'syncs:run' },
     args: { id: t.arg.id({ required: true }), summary: t.arg({ type: 'JSONObject', required: true }) },
-    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport({ summary: args.summary })).report),
+    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport({ summary: bodyOf(args.summary, 'summary') })).report),
   }),
   finishSync: t.field({
     type: Sync,
@@ -258,7 +275,7 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: FinishSyncInput, required: true }) },
     resolve: async (_root, args, context) => {
       // FinishSyncInput requires a status, so the report is an outcome, never progress.
-      const { report } = parsed(parseSyncReport(bodyOf(args.input)));
+      const { report } = parsed(parseSyncReport(bodyOf(args.input, 'input')), 'input');
       return applyReport(context, args.id, report);
     },
   }),
@@ -268,7 +285,7 @@ builder.mutationFields((t) => ({
       'A run report as PATCH /api/v1/integrations/syncs/{id} takes it: {summary} is progress (a heartbeat), {status: "success" | "failed", …} the outcome.',
     authScopes: { permission: 'syncs:run' },
     args: { id: t.arg.id({ required: true }), report: t.arg({ type: 'JSONObject', required: true }) },
-    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport(args.report)).report),
+    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport(bodyOf(args.report, 'report')), 'report').report),
   }),
 }));
 

@@ -112,6 +112,8 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATA_DIR,
     poolSize: config.DATABASE_POOL_SIZE,
+    readUrl: config.DATABASE_READ_URL,
+    readMaxLagMs: config.DATABASE_READ_MAX_LAG_MS,
     preparedStatements: config.DATABASE_PREPARED_STATEMENTS === 'on',
     queryTimeoutMs: SERVER_QUERY_TIMEOUT_MS,
     statementTimeoutMs: SERVER_STATEMENT_TIMEOUT_MS,
@@ -138,6 +140,12 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     }
     const secretKeys = webhookSecretKeysOf(config, db);
     await sealPlaintextSecrets(db, secretKeys, logger);
+    if (db.kind === 'postgres' && !config.WEBHOOK_SECRET_KEY && secretKeys.currentKeyId) {
+      logger.warn(
+        { key: secretKeys.currentKeyId, data_dir: config.DATA_DIR },
+        'WEBHOOK_SECRET_KEY is not set: webhook secrets are sealed with the key kept in DATA_DIR; replicas on other hosts must be given WEBHOOK_SECRET_KEY',
+      );
+    }
     const gateway = createGateway({ db, config, logger });
     const scheduler =
       config.SCHEDULER === 'on'
@@ -148,6 +156,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
             stepBudgetMs: config.SCHEDULER_STEP_BUDGET_MS,
             eventRetentionHours: config.EVENT_RETENTION_HOURS,
             sessionPolicy: signInSettingsOf(config),
+            syncRetentionDays: config.SYNC_RETENTION_DAYS,
           })
         : undefined;
     const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger, secretKeys) : undefined;

@@ -20,6 +20,7 @@ import { recodeResultErrors } from '../plugins/use-request-error-codes.js';
 import { logRequest } from '../plugins/use-request-log.js';
 import { securityHeaders } from '../plugins/use-security-headers.js';
 import type { ValidatedDocuments } from '../plugins/use-validated-documents.js';
+import { markReadOnly } from '../db/read-routing.js';
 
 // GraphQL queries served directly: a POST to /graphql whose document yoga's pipeline has already parsed and
 // validated (plugins/use-validated-documents.ts) is answered on node:http, or from `gateway.fetch`, without
@@ -120,6 +121,7 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       const { operationName, variables } = request;
       const operation = getOperationAST(document, operationName);
       if (operation?.operation !== 'query' || introspects(document)) return fallback();
+      markReadOnly();
       const args = { schema: options.schema, document, operationName, variableValues: variables, contextValue: {} };
       if (variablesRefusal(variables) || executionRefusal(args, options.maxCost, false)) return fallback();
 

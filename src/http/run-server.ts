@@ -3,6 +3,7 @@ import { loadConfigOrExit } from '../env.js';
 import { createHttpServer } from './http-server.js';
 import { attachGraphqlWebSocket } from './graphql-ws.js';
 import { createLogger } from '../logger.js';
+import { DataDirectoryInUseError, recordListeningAddress } from '../db/client.js';
 
 const config = loadConfigOrExit();
 const logger = createLogger(config.LOG_LEVEL);
@@ -11,7 +12,8 @@ const logger = createLogger(config.LOG_LEVEL);
 const DRAIN_TIMEOUT_MS = 10_000;
 
 const app = await startApp(config, logger).catch((error: unknown) => {
-  logger.fatal({ err: error }, 'start failed');
+  // A refusal the user can act on is said once, as text; anything else is logged with its stack as well.
+  if (!(error instanceof DataDirectoryInUseError)) logger.fatal({ err: error }, 'start failed');
   process.stderr.write(`start failed: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 });
@@ -23,6 +25,7 @@ server.listen(config.PORT, config.HOST, () => {
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const base = `http://${config.HOST}:${port}`;
   logger.info({ url: base, database: app.db.kind, pid: process.pid }, 'listening');
+  if (app.db.kind === 'pglite') recordListeningAddress(config.DATA_DIR, base);
   if (app.demoToken) {
     process.stderr.write(
       `\nDemo tenant "demo" is ready. Admin token (shown once, valid 90 days):\n\n  ${app.demoToken}\n\n` +
@@ -42,7 +45,9 @@ function engineAdvice(base: string): string {
     `Simulated sync engine, in another terminal: it claims the due runs, reports progress and finishes them\n` +
     `(the first command once; the service user stays):\n\n` +
     `  ${cli} service-user create --tenant demo --name engine --role engine\n` +
-    `  npm run engine -- --simulate --url ${base} --token "$(${cli} token create --tenant demo --service-user engine --expires ${expires})"\n\n`
+    // The token goes through the environment: on a command line npm would echo it and ps would show it.
+    `  export ENGINE_TOKEN="$(${cli} token create --tenant demo --service-user engine --expires ${expires})"\n` +
+    `  npm run engine -- --simulate --url ${base}\n\n`
   );
 }
 

@@ -41,6 +41,7 @@ import { createAdmission, type Admission } from './admission.js';
 import { refuseBadHost } from './host.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
 import { webhookSettingsOf, type WebhookConfig } from '../webhooks/settings.js';
+import { useReadRouting, withRequestReadScope } from '../plugins/use-read-routing.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
@@ -234,6 +235,7 @@ query Connections {
       ...optional('request-error-codes', () => useRequestErrorCodes()),
       useResultBytes(),
       useValidatedDocuments(validatedDocuments),
+      useReadRouting(),
       useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
       { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
     ],
@@ -275,7 +277,9 @@ query Connections {
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     // The first check of the spine, before any URL is built from the Host header.
     if (refuseBadHost(req, res, admission)) return;
-    if (!direct?.node(req, res) && !graphqlDirect?.node(req, res)) void yoga(req, res);
+    withRequestReadScope(db, req, res, () => {
+      if (!direct?.node(req, res) && !graphqlDirect?.node(req, res)) void yoga(req, res);
+    });
   };
   const fetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const request = (direct || graphqlDirect) && directRequest(input, init);

@@ -61,9 +61,12 @@ async function graphiqlFile(name: keyof typeof GRAPHIQL_FILES): Promise<ArrayBuf
   return Uint8Array.from(dataUrl ? Buffer.from(dataUrl[1]!, 'base64') : Buffer.from(text, 'utf8')).buffer;
 }
 
-/** The asset at `pathname` (under ASSETS_PATH), or null when there is none. */
+/** Where browsers look for a site's icon unasked: the same icon as GraphiQL's. */
+export const FAVICON_PATH = '/favicon.ico';
+
+/** The asset at `pathname` (under ASSETS_PATH, or FAVICON_PATH), or null when there is none. */
 export async function assetResponse(pathname: string, fetchAPI: { Response: typeof Response }): Promise<Response | null> {
-  const name = pathname.slice(ASSETS_PATH.length + 1);
+  const name = pathname === FAVICON_PATH ? 'graphiql/favicon.ico' : pathname.slice(ASSETS_PATH.length + 1);
   let type: string;
   let content: Promise<ArrayBuffer>;
   if (Object.hasOwn(STATIC_FILES, name)) {

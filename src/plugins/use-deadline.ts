@@ -16,6 +16,8 @@ export class Deadline implements StatementSignal {
   /** performance.now() at which the request's time is up. */
   readonly at: number;
   aborted = false;
+  /** The request was answered: its limit no longer bounds work (a stream's later steps have limits of their own). */
+  ended = false;
   reason: unknown = undefined;
   private readonly timer: NodeJS.Timeout;
   private readonly listeners = new Set<() => void>();
@@ -42,6 +44,7 @@ export class Deadline implements StatementSignal {
 
   /** The request is answered: the timer stops. */
   end(): void {
+    this.ended = true;
     clearTimeout(this.timer);
   }
 
@@ -132,7 +135,8 @@ export function timeoutError(): ApiError {
  */
 function raceDeadline<T>(deadline: Deadline | undefined, work: Promise<T>): Promise<{ value: T } | typeof TIMED_OUT> {
   const done = work.then((value) => ({ value }));
-  return deadline === undefined ? done : Promise.race([done, deadline.expired]);
+  // An ended deadline never expires: racing its promise would only pile reactions (holding each result) on it.
+  return deadline === undefined || (deadline.ended && !deadline.aborted) ? done : Promise.race([done, deadline.expired]);
 }
 
 type ExecuteFn = (args: ExecutionArgs & { signal?: AbortSignal }) => unknown;

@@ -1,5 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
-import { ERROR_CODES, isErrorCode } from '../errors.js';
+import { ERROR_CODES, exampleErrorBody, isErrorCode } from '../errors.js';
 import { ERROR_DOCS_PATH } from '../paths.js';
 import { escapeHtml, htmlPage as page, htmlResponse, renderInline } from '../pages/layout.js';
 
@@ -14,7 +14,7 @@ export function useErrorDocs(): Plugin {
       const html = (status: number, body: string) => endResponse(htmlResponse(fetchAPI, body, status));
       if (code === '') {
         const rows = Object.entries(ERROR_CODES)
-          .map(([name, info]) => `<tr><td><a href="${ERROR_DOCS_PATH}/${name}"><code>${name}</code></a></td><td>${statusBadge(info.status)}</td><td>${escapeHtml(info.title)}</td></tr>`)
+          .map(([name, info]) => `<tr><td><a href="${ERROR_DOCS_PATH}/${name}"><code>${name}</code></a></td><td>${info.statuses.map(statusBadge).join(' ')}</td><td>${escapeHtml(info.title)}</td></tr>`)
           .join('');
         html(200, page('Error codes', `<h1>Error codes</h1><table><tr><th>code</th><th>HTTP</th><th>meaning</th></tr>${rows}</table>`));
         return;
@@ -28,7 +28,11 @@ export function useErrorDocs(): Plugin {
         200,
         page(
           code,
-          `<h1><code>${code}</code></h1><p>${statusBadge(info.status)}${code === 'UNAUTHORIZED' ? ` or ${statusBadge(403)}` : ''} ${escapeHtml(info.title)}</p><p>${renderInline(info.description)}</p><p><a href="${ERROR_DOCS_PATH}">All codes</a></p>`,
+          `<h1><code>${code}</code></h1><p>${info.statuses.map(statusBadge).join(' or ')} ${escapeHtml(info.title)}</p><p>${renderInline(info.description)}</p>` +
+            info.statuses
+              .map((status) => `<h2>Example: HTTP ${status}</h2><pre><code>${escapeHtml(JSON.stringify(exampleErrorBody(code, status), null, 2))}</code></pre>`)
+              .join('') +
+            `<p><a href="${ERROR_DOCS_PATH}">All codes</a></p>`,
         ),
       );
     },

@@ -11,6 +11,7 @@ const CONNECTION_FAILURE_CODES = new Set([
   '57P01', // admin_shutdown
   '57P02', // crash_shutdown
   '57P03', // cannot_connect_now
+  '25006', // read_only_sql_transaction: a write reached a server that is no longer the primary (failover)
   '08000',
   '08003',
   '08006',

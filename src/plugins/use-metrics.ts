@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { getOperationAST, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerReadReplicaMetrics } from './read-replica-metrics.js';
 import type { Database, PoolStats } from '../db/client.js';
 import type { Live } from '../live/live.js';
 import { ApiError } from '../errors.js';
@@ -59,7 +60,14 @@ let processRegistry: Registry | undefined;
 function processMetrics(): Registry {
   if (!processRegistry) {
     processRegistry = new Registry();
+    const before = process.cpuUsage();
     collectDefaultMetrics({ register: processRegistry });
+    // prom-client counts CPU from the moment its collector is registered (the first scrape, here); the CPU the
+    // process used before that is added, so the counters count since the process started, as their names say.
+    const add = (name: string, micros: number) => (processRegistry?.getSingleMetric(name) as Counter | undefined)?.inc(micros / 1e6);
+    add('process_cpu_user_seconds_total', before.user);
+    add('process_cpu_system_seconds_total', before.system);
+    add('process_cpu_seconds_total', before.user + before.system);
   }
   return processRegistry;
 }
@@ -134,6 +142,7 @@ export class GatewayMetrics {
         db.livePoolStats.bind(db),
       );
     }
+    if (db.readReplicas) registerReadReplicaMetrics(this.registry, db, db.readReplicas);
     if (live) {
       new Gauge({
         name: 'live_open_streams',

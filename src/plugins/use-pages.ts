@@ -1,10 +1,10 @@
 import type { Plugin } from 'graphql-yoga';
-import { assetResponse } from '../pages/assets.js';
+import { assetResponse, FAVICON_PATH } from '../pages/assets.js';
 import { landingPage } from '../pages/landing.js';
 import { htmlResponse } from '../pages/layout.js';
 import { ASSETS_PATH } from '../paths.js';
 
-/** The landing page at `/` and the pages' static files under `/assets/` (GraphiQL's bundle among them). */
+/** The landing page at `/`, the pages' static files under `/assets/` (GraphiQL's bundle among them) and `/favicon.ico`. */
 export function usePages(): Plugin {
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
@@ -14,7 +14,7 @@ export function usePages(): Plugin {
         endResponse(head(htmlResponse(fetchAPI, landingPage(url.origin))));
         return;
       }
-      if (url.pathname.startsWith(`${ASSETS_PATH}/`)) {
+      if (url.pathname.startsWith(`${ASSETS_PATH}/`) || url.pathname === FAVICON_PATH) {
         const asset = await assetResponse(url.pathname, fetchAPI);
         if (asset) endResponse(head(asset));
       }

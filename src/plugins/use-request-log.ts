@@ -1,6 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { RequestViewers } from '../auth/request-viewers.js';
+import { HEALTH_PATH, READY_PATH } from '../paths.js';
 import { requestIdOf } from './use-request-id.js';
 import { routeOf } from './use-metrics.js';
 import { loggablePath } from '../paths.js';
@@ -20,7 +21,9 @@ export interface RequestLogEntry {
 
 /** The one log line of a request: id, method, path, route pattern, status, duration and tenant. Never headers or tokens. */
 export function logRequest(logger: Logger, { requestId, method, pathname, route, status, startedAt, tenantId }: RequestLogEntry): void {
-  logger.info(
+  // A load balancer asks /readyz every few seconds: its answers are debug lines, unless they report a problem.
+  const probe = (pathname === READY_PATH || pathname === HEALTH_PATH) && status < 400;
+  logger[probe ? 'debug' : 'info'](
     {
       req_id: requestId,
       method,

@@ -10,6 +10,8 @@ import { apiDocsResponse } from '../rest/docs-page.js';
 import { errorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
 import { envelopedRunner, fetchRouteInput, matchRoute, runRoute, runStream, unexpectedErrorResponse, type Yoga } from '../rest/handler.js';
+import { EXPORT_BATCH_TIMEOUT_MS, exportFormatOf, runExport } from '../rest/export.js';
+import { withinStepDeadline } from './batch-deadline.js';
 import { openApiDocument } from '../rest/openapi.js';
 import { replayableBody } from '../rest/routes.js';
 import { DEFAULT_REQUEST_LIMITS } from './use-limits.js';
@@ -82,7 +84,7 @@ export function useRest({
           return;
         }
         const routeRequest = { ...matched, url, input: fetchRouteInput(request), target, log: logger };
-        if (matched.route.spec.stream && !isHead && acceptsEventStream(request.headers.get('accept'))) {
+        if (matched.route.spec.stream && ('stream' in matched || (!isHead && acceptsEventStream(request.headers.get('accept'))))) {
           const streamed = await runStream(routeRequest, { yoga, request, serverContext });
           if (streamed instanceof fetchAPI.Response) endResponse(streamed);
           else send(streamed as RestResponse);
@@ -90,6 +92,13 @@ export function useRest({
         }
         const operationName = matched.route.operation.name?.value;
         const runner = envelopedRunner(yoga, request, serverContext, operationName, `${matched.route.spec.method} ${matched.route.spec.path}`);
+        const exportFormat = matched.route.spec.response.kind === 'list' && !isHead ? exportFormatOf(request.headers.get('accept')) : null;
+        if (exportFormat) {
+          const exported = await runExport(routeRequest, exportFormat, runner, fetchAPI, request.signal, (work) => withinStepDeadline(EXPORT_BATCH_TIMEOUT_MS, work));
+          if (exported instanceof fetchAPI.Response) endResponse(exported);
+          else send(exported as RestResponse);
+          return;
+        }
         const { response, context } = await runRoute(routeRequest, runner, maxBodyBytes);
         send(context ? await withIdempotency(matched.route, context, response, target) : response);
       } catch (error) {

@@ -16,6 +16,8 @@ interface ColumnFacts {
 export interface PrismaColumn extends ColumnFacts {
   /** Prisma field name; a dotted path (`application.category.slug`) reaches through to-one relations. */
   field: string;
+  /** A BigInt field: a cursor carries its value as text (JSON has no 64-bit integers). */
+  bigint?: boolean;
 }
 
 /** A column of a list read with hand-written SQL. */

@@ -155,7 +155,7 @@ export interface OrderInput {
   nulls?: 'FIRST' | 'LAST' | null;
 }
 
-interface OrderKey<Column> {
+export interface OrderKey<Column> {
   column: Column;
   descending: boolean;
   /** Where nulls sort; null for a column that cannot hold one (no NULLS clause). */
@@ -182,4 +182,43 @@ export function orderKeys<Column extends PrismaColumn | SqlColumn>(
   });
   if (inputs.some((input) => input.field === 'id')) return keys;
   return [...keys, { column: columns.id, descending: inputs[0]?.direction === 'DESC', nulls: null }];
+}
+
+// ---- keyset (cursor pages) ----
+
+/**
+ * The rows after a row whose sort keys hold `values` (a null for a null), in the order of `keys`: the keyset
+ * condition of a cursor page, as a filter condition in the renderer's terms. Row by row it is
+ * `k1 after v1 OR (k1 = v1 AND k2 after v2) OR …`, where "after" follows each key's direction and nulls
+ * placement. The first key's bound is repeated on its own (`k1 >= v1`, or `<=` descending) when that key
+ * cannot be null: it is what an index on the keys reads as the start of a range.
+ */
+export function renderAfter<Condition, Column extends { nullable: boolean }>(
+  keys: readonly OrderKey<Column>[],
+  values: readonly unknown[],
+  renderer: Pick<FilterRenderer<Condition, Column>, 'all' | 'any' | 'compare'>,
+): Condition {
+  const alternatives: Condition[] = [];
+  const equalSoFar: Condition[] = [];
+  keys.forEach((key, index) => {
+    const value = values[index] ?? null;
+    const after = afterKey(key, value, renderer);
+    if (after !== null) alternatives.push(renderer.all([...equalSoFar, after]));
+    equalSoFar.push(value === null ? renderer.compare(key.column, 'isNull', true) : renderer.compare(key.column, 'eq', value));
+  });
+  const first = keys[0];
+  const condition = renderer.any(alternatives);
+  if (!first || first.column.nullable || values[0] === null || values[0] === undefined) return condition;
+  return renderer.all([renderer.compare(first.column, first.descending ? 'lte' : 'gte', values[0]), condition]);
+}
+
+/** The rows after `value` on one key alone; null when none can be (a null that sorts last). */
+function afterKey<Condition, Column extends { nullable: boolean }>(
+  key: OrderKey<Column>,
+  value: unknown,
+  renderer: Pick<FilterRenderer<Condition, Column>, 'any' | 'compare'>,
+): Condition | null {
+  if (value === null) return key.nulls === 'first' ? renderer.compare(key.column, 'isNull', false) : null;
+  const beyond = renderer.compare(key.column, key.descending ? 'lt' : 'gt', value);
+  return key.nulls === 'last' ? renderer.any([beyond, renderer.compare(key.column, 'isNull', true)]) : beyond;
 }

@@ -4,8 +4,8 @@ import {
   type FilterOperator,
   type FilterRenderer,
   likeMatch,
-  type OrderInput,
-  orderKeys,
+  type OrderKey,
+  renderAfter,
   renderFilter,
 } from './filter.js';
 
@@ -83,13 +83,9 @@ export function filterWhere(filter: Record<string, unknown> | null | undefined, 
   return renderFilter(filter, columns, prismaWhere);
 }
 
-/** A Prisma `orderBy` for order inputs (query/filter.ts decides nulls and the `id` tie-break). */
-export function orderByOf(
-  order: readonly OrderInput[] | null | undefined,
-  columns: Columns<PrismaColumn>,
-  fallback: readonly OrderInput[],
-): Where[] {
-  return orderKeys(order, columns, fallback).map(({ column, descending, nulls }) => {
+/** A Prisma `orderBy` for sort keys. */
+export function orderByKeys(keys: readonly OrderKey<PrismaColumn>[]): Where[] {
+  return keys.map(({ column, descending, nulls }) => {
     const sort = descending ? 'desc' : 'asc';
     return nestPath(column.field, nulls ? { sort, nulls } : sort);
   });
@@ -100,4 +96,25 @@ export function searchWhere(search: string | null | undefined, columns: readonly
   const term = search?.trim();
   if (!term) return {};
   return { OR: columns.map((column) => ({ [column]: { contains: escapeLike(term), mode: 'insensitive' as const } })) };
+}
+
+/**
+ * The rows after a row whose sort keys hold `values` (its fields' values; a timestamp as ISO text, exact at the
+ * millisecond precision these tables keep): a cursor page's condition (renderAfter) as a Prisma `where`.
+ */
+export function afterWhere(keys: readonly OrderKey<PrismaColumn>[], values: readonly unknown[]): Where {
+  const typed = values.map((value, index) => {
+    const column = keys[index]?.column;
+    if (value === null || !column) return value;
+    return column.kind === 'dateTime' ? new Date(String(value)) : column.bigint ? BigInt(String(value)) : value;
+  });
+  return renderAfter(keys, typed, prismaWhere);
+}
+
+/** The sort keys' values of a row read through Prisma, as a cursor carries them (a timestamp as ISO text). */
+export function fieldKeyValues(keys: readonly OrderKey<PrismaColumn>[], row: Record<string, unknown>): unknown[] {
+  return keys.map(({ column }) => {
+    const value = column.field.split('.').reduce<unknown>((object, key) => (object as Record<string, unknown> | null)?.[key] ?? null, row);
+    return value instanceof Date ? value.toISOString() : typeof value === 'bigint' ? value.toString() : value;
+  });
 }

@@ -1,6 +1,6 @@
 import { Prisma } from '../generated/prisma/client.js';
 import type { Columns, SqlColumn } from './columns.js';
-import { type FilterOperator, type FilterRenderer, likeMatch, likePattern, type OrderInput, orderKeys, renderFilter } from './filter.js';
+import { type FilterOperator, type FilterRenderer, likeMatch, likePattern, type OrderKey, renderAfter, renderFilter } from './filter.js';
 
 // The list query language (query/filter.ts) written as SQL: composed with Prisma's tagged template
 // (`Prisma.sql`, sql-template-tag), so every value is a bind parameter and fragments nest without counting
@@ -101,10 +101,36 @@ export function filterSql(filter: Record<string, unknown> | null | undefined, co
   return renderFilter(filter, columns, sqlRenderer);
 }
 
-/** ORDER BY items for order inputs (query/filter.ts decides nulls and the `id` tie-break). */
-export function orderSql(order: readonly OrderInput[] | null | undefined, columns: Columns<SqlColumn>, fallback: readonly OrderInput[]): Sql {
-  const items = orderKeys(order, columns, fallback).map(({ column, descending, nulls }) =>
-    raw(`${column.sql} ${descending ? 'DESC' : 'ASC'}${nulls ? ` NULLS ${nulls.toUpperCase()}` : ''}`),
-  );
+/** ORDER BY items for sort keys. */
+export function orderByKeysSql(keys: readonly OrderKey<SqlColumn>[]): Sql {
+  const items = keys.map(({ column, descending, nulls }) => raw(`${column.sql} ${descending ? 'DESC' : 'ASC'}${nulls ? ` NULLS ${nulls.toUpperCase()}` : ''}`));
   return Prisma.join(items, ', ');
+}
+
+/** The alias a list read gives the text of its `index`th sort key (keyValuesSql), read back for the page's cursor. */
+export function keyAlias(index: number): string {
+  return `__key${index}`;
+}
+
+/**
+ * Select items reading each sort key's value as text: exact (a timestamp keeps its microseconds and its offset),
+ * and what a comparison with a text parameter reads back into the column's type (afterSql).
+ */
+export function keyValuesSql(keys: readonly OrderKey<SqlColumn>[]): Sql {
+  return raw(keys.map(({ column }, index) => `(${column.sql})::text AS "${keyAlias(index)}"`).join(', '));
+}
+
+/** The sort keys' values of a row read with keyValuesSql. */
+export function keyValuesOf(row: Record<string, unknown>, count: number): (string | null)[] {
+  return Array.from({ length: count }, (_, index) => (row[keyAlias(index)] ?? null) as string | null);
+}
+
+/** The rows after a row whose sort keys read `values` (keyValuesOf): a cursor page's condition (renderAfter). */
+export function afterSql(keys: readonly OrderKey<SqlColumn>[], values: readonly (string | null)[]): Sql {
+  return renderAfter(keys, values, sqlRenderer);
+}
+
+/** A list's order as its reads take it: the sort keys, their ORDER BY, and a cursor page's start (afterSql; TRUE without). */
+export function keysetOrder(keys: readonly OrderKey<SqlColumn>[], after: readonly unknown[] | null): { keys: readonly OrderKey<SqlColumn>[]; orderBy: Sql; start: Sql } {
+  return { keys, orderBy: orderByKeysSql(keys), start: after ? afterSql(keys, after as (string | null)[]) : TRUE };
 }

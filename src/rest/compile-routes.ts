@@ -59,6 +59,8 @@ export interface CompiledRoute {
   resource: ResourceSpec | null;
   /** JSON Schema of one data item. */
   itemSchema: JsonSchema;
+  /** The permission the root field needs (its auth scope), when it names one. */
+  permission: string | null;
 }
 
 export function compileRoutes(schema: GraphQLSchema, routes: readonly RouteSpec[]): CompiledRoute[] {
@@ -112,9 +114,13 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   if (isList) {
     const nodes = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'nodes');
     const total = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'totalCount');
-    if (!nodes || !total || nodes.alias || total.alias || !isObjectType(itemType)) {
-      return fail('a list operation selects `totalCount` and `nodes { … }` of a list type');
+    const offset = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'offset');
+    const pageInfo = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'pageInfo');
+    const pageInfoFields = new Set(fieldNodes(pageInfo?.selectionSet).map((f) => f.name.value));
+    if (!nodes || !total || !offset || !pageInfo || nodes.alias || total.alias || offset.alias || pageInfo.alias || !isObjectType(itemType)) {
+      return fail('a list operation selects `totalCount`, `offset`, `pageInfo { hasNextPage endCursor }` and `nodes { … }` of a list type');
     }
+    if (!pageInfoFields.has('hasNextPage') || !pageInfoFields.has('endCursor')) fail('a list operation selects `pageInfo { hasNextPage endCursor }`');
     const nodesDef = itemType.getFields().nodes;
     if (!nodesDef) return fail('the list type has no nodes');
     itemType = getNamedType(nodesDef.type);
@@ -125,7 +131,7 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   const filterInput = isList ? inputTypeOf(schema, variables.get('filter')?.type) : null;
   const orderEnum = isList ? orderEnumOf(schema, variables.get('orderBy')?.type) : null;
   if (isList) {
-    for (const name of ['filter', 'search', 'orderBy', 'limit', 'offset']) {
+    for (const name of ['filter', 'search', 'orderBy', 'limit', 'offset', 'after']) {
       if (!variables.has(name)) fail(`a list operation declares $${name}`);
     }
     if (!filterInput || !orderEnum) fail('$filter must be an input object and $orderBy a list of {field: Enum} inputs');
@@ -164,16 +170,30 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     };
   }
 
+  const scopes = (rootDef.extensions as { pothosOptions?: { authScopes?: { permission?: unknown } } }).pothosOptions?.authScopes;
   return {
     spec: route,
+    permission: typeof scopes?.permission === 'string' ? scopes.permission : null,
     operation,
     rootKey: rootField.alias?.value ?? rootField.name.value,
     pathPattern: pathPatternOf(route.path),
     pathParams,
     fields,
     resource,
-    itemSchema: objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])),
+    itemSchema: withValuedMembers(objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])), route.valuedMembers ?? [], fail),
   };
+}
+
+/** The item schema with the named members never null (the route always answers a value for them). */
+function withValuedMembers(schema: JsonSchema, members: readonly string[], fail: (message: string) => never): JsonSchema {
+  if (members.length === 0) return schema;
+  const properties = { ...(schema.properties as Record<string, JsonSchema>) };
+  for (const member of members) {
+    const property = properties[member];
+    if (!property) return fail(`valued member ${member} is not selected`);
+    properties[member] = stripNull(property);
+  }
+  return { ...schema, properties };
 }
 
 /** The selection with every named fragment spread replaced by the fragment's fields, recursively. */

@@ -1,5 +1,6 @@
 import type { ExecutionResult, GraphQLFormattedError } from 'graphql';
 import { ERROR_CODES, errorBody, isErrorCode, type ErrorCode } from '../errors.js';
+import { restNameOfGraphQLPath } from '../domain/problems.js';
 import type { CompiledRoute } from './compile-routes.js';
 import { describeFilters, describeOrder, type ListQuery, type QueryProblem } from './query-params.js';
 import type { ListSpec } from './routes.js';
@@ -17,6 +18,28 @@ export interface RestResponse {
 export interface ResponseTarget {
   requestId: string;
   origin: string;
+  /** The request's URL, which a list page's Link rel="next" is written from; absent where no list is answered. */
+  requestUrl?: URL;
+}
+
+/** What a list operation's root field answers (rest/compile-routes.ts checks the selection). */
+interface ListResult {
+  totalCount: number;
+  offset: number;
+  pageInfo: { hasNextPage: boolean; endCursor: string | null };
+  nodes: Record<string, unknown>[];
+}
+
+/**
+ * The RFC 8288 `Link` of the page after this one: the same request (filters, select, search, order, limit)
+ * with `cursor` in place of offset and page.
+ */
+export function nextPageLink(requestUrl: URL | undefined, cursor: string): string {
+  if (!requestUrl) throw new Error('a list answer needs its request URL');
+  const next = new URL(requestUrl);
+  for (const name of ['offset', 'page', 'cursor']) next.searchParams.delete(name);
+  next.searchParams.append('cursor', cursor);
+  return `<${next.href}>; rel="next"`;
 }
 
 type GraphQLErrorLike = Pick<GraphQLFormattedError, 'message' | 'extensions'>;
@@ -51,7 +74,20 @@ export function graphqlErrorResponse(error: GraphQLErrorLike, target: ResponseTa
   const http = (extensions.http ?? {}) as { status?: unknown; headers?: unknown };
   const status = typeof http.status === 'number' ? http.status : undefined;
   const headers = isStringRecord(http.headers) ? http.headers : undefined;
-  return errorResponse(extensions.code, error.message, target, { status, headers, details: extensions.details });
+  return errorResponse(extensions.code, error.message, target, { status, headers, details: restDetails(extensions.details) });
+}
+
+/**
+ * An error's details as REST answers them: `{parameter, message}`, also for the problems a resolver named by
+ * their GraphQL path (`{field: 'input.settings.retryAttempts'}` → `settings.retry_attempts`, the body's name).
+ */
+function restDetails(details: unknown): unknown {
+  if (!Array.isArray(details)) return details;
+  return details.map((item: unknown) =>
+    typeof item === 'object' && item !== null && 'field' in item && 'message' in item
+      ? { parameter: restNameOfGraphQLPath(String(item.field)), message: String(item.message) }
+      : item,
+  );
 }
 
 /** The envelope for a route's execution result. `query` is the parsed query string of a list route. */
@@ -68,9 +104,16 @@ export function resultResponse(
   const omit = new Set(route.spec.omitNullMembers ?? []);
   if (response.kind === 'list') {
     if (!query) throw new Error('a list route needs its parsed query');
-    const page = value as { totalCount: number; nodes: Record<string, unknown>[] };
+    const page = value as ListResult;
     const items = page.nodes.map((node) => withoutNullMembers(node, omit));
-    return ok({ msg: countMessage(items.length, response.list), data: items, meta: listMeta(response.list, query, page.totalCount, items.length) });
+    // A cursor page's position is the one its cursor carries.
+    const position = query.cursor === null ? query : { ...query, offset: page.offset, page: Math.floor(page.offset / query.limit) + 1 };
+    const headers: Record<string, string> = page.pageInfo.hasNextPage && page.pageInfo.endCursor ? { Link: nextPageLink(target.requestUrl, page.pageInfo.endCursor) } : {};
+    return {
+      status: 200,
+      body: { msg: countMessage(items.length, response.list), data: items, meta: listMeta(response.list, position, page.totalCount, items.length) },
+      headers,
+    };
   }
   if (value === null || value === undefined) {
     if (response.kind === 'item' && response.nullIsNoContent) return { status: 204, body: null, headers: {} };
@@ -127,7 +170,7 @@ function syncPagination(query: ListQuery, total: number, count: number): Record<
  * item and those objects are the execution result's own, so the null members are deleted in place: no copy of
  * any object (these are null-prototype objects in dictionary mode, where a delete costs no more than a read).
  */
-function withoutNullMembers(item: Record<string, unknown>, fields: ReadonlySet<string>): Record<string, unknown> {
+export function withoutNullMembers(item: Record<string, unknown>, fields: ReadonlySet<string>): Record<string, unknown> {
   for (const field of fields) {
     const value = item[field];
     if (value === null || typeof value !== 'object') continue;

@@ -11,7 +11,7 @@ import { errorResponse, graphqlErrorResponse, invalidQueryResponse, resultRespon
 import { eventStreamResponse, parseLastEventId } from './event-stream.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, type ListQuery, type QueryProblem, withFilterFormParams } from './query-params.js';
-import type { BodySpec } from './routes.js';
+import { STREAM_PATH_SUFFIX, type BodySpec } from './routes.js';
 
 // Running a REST request: the route it matches, then its GraphQL operation through yoga's enveloped pipeline
 // (context and auth, limits, masking, logging) and the result in the spec's envelope, as JSON or as an event
@@ -29,7 +29,9 @@ export function matchRoute(
   method: string,
   requestMethod: string,
   target: ResponseTarget,
-): { route: CompiledRoute; pathValues: string[] } | { refused: RestResponse } {
+): { route: CompiledRoute; pathValues: string[]; stream?: true } | { refused: RestResponse } {
+  const streamed = method === 'GET' ? matchStreamPath(routes, pathname) : null;
+  if (streamed) return streamed;
   const candidates = routes.flatMap((route) => {
     const match = route.pathPattern.exec(pathname);
     return match ? [{ route, pathValues: match.slice(1) }] : [];
@@ -43,6 +45,17 @@ export function matchRoute(
       headers: { Allow: allow },
     }),
   };
+}
+
+/** A streamed route's own stream path (`…/events`), whatever the Accept header asks for; null for any other path. */
+export function matchStreamPath(routes: readonly CompiledRoute[], pathname: string): { route: CompiledRoute; pathValues: string[]; stream: true } | null {
+  if (!pathname.endsWith(STREAM_PATH_SUFFIX)) return null;
+  const streamedPath = pathname.slice(0, -STREAM_PATH_SUFFIX.length);
+  for (const route of routes) {
+    const match = route.spec.stream && route.spec.method === 'GET' ? route.pathPattern.exec(streamedPath) : null;
+    if (match) return { route, pathValues: match.slice(1), stream: true };
+  }
+  return null;
 }
 
 /** The operation arguments a runner executes. */
@@ -81,7 +94,7 @@ export function envelopedRunner(
 }
 
 /** The context of a request the runner authenticated, or the refusal: every route needs a credential. */
-async function authenticated(runner: OperationRunner, log: Logger, target: ResponseTarget): Promise<{ context: Context } | { refused: RestResponse }> {
+export async function authenticated(runner: OperationRunner, log: Logger, target: ResponseTarget): Promise<{ context: Context } | { refused: RestResponse }> {
   let context: Context;
   try {
     context = await runner.context();
@@ -106,8 +119,8 @@ export function fetchRouteInput(request: Request): RouteInput {
   return { header: (name) => request.headers.get(name), body: () => request.body as AsyncIterable<Uint8Array> | null };
 }
 
-/** A request matched to a route: what running it (as JSON, or as an event stream) needs. */
-interface RouteRequest {
+/** A request matched to a route: what running it (as JSON, an event stream or an export) needs. */
+export interface RouteRequest {
   route: CompiledRoute;
   pathValues: string[];
   url: URL;
@@ -171,7 +184,7 @@ export async function runRoute(
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
   const problems = variableProblems(result as ExecutionResult);
   if (problems) return refuse(invalidQueryResponse(problems, target));
-  return { response: resultResponse(route, result as ExecutionResult, query, target), context: contextValue };
+  return { response: resultResponse(route, result as ExecutionResult, query, { ...target, requestUrl: url }), context: contextValue };
 }
 
 /**

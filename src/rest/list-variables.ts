@@ -22,7 +22,8 @@ export function listVariables(route: CompiledRoute, list: ListSpec, query: ListQ
           }))
         : null,
     limit: query.limit,
-    offset: query.offset,
+    offset: query.cursor === null ? query.offset : null,
+    after: query.cursor,
   };
   for (const [param, raw] of Object.entries(query.reserved)) {
     const endpointParam = list.params[param];

@@ -1,9 +1,11 @@
 import { messageSchema, WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { SESSION_SECURITY_SCHEME, signInPaths, signInSchemas } from './sign-in-openapi.js';
-import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { ERROR_CODES, type ErrorCode, errorCodeOfStatus, exampleErrorBody } from '../errors.js';
+import { heldByEveryRole, isPermission, rolesWith } from '../auth/permissions.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
 import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';
 import { QUERY_LIMITS } from './query-params.js';
+import { STREAM_PATH_SUFFIX } from './routes.js';
 
 // OpenAPI 3.1 for the REST routes, built from the compiled route table: parameters from each route's
 // fields (which the document's selection and the schema determine), response schemas from the same
@@ -12,29 +14,62 @@ import { QUERY_LIMITS } from './query-params.js';
 const SCHEMA_REF = '#/components/schemas/';
 const RESPONSE_REF = '#/components/responses/';
 
-const ERROR_RESPONSES: Record<number, { name: string; code: ErrorCode; description: string }> = {
-  400: { name: 'InvalidQuery', code: 'INVALID_QUERY', description: 'The query string, a path parameter or a value is invalid; msg lists every problem.' },
-  401: { name: 'Unauthorized', code: 'UNAUTHORIZED', description: 'The credential is missing, malformed, unknown, expired or revoked.' },
-  403: { name: 'Forbidden', code: 'UNAUTHORIZED', description: 'The credential is valid but its role lacks the permission (e.g. a reader deleting).' },
-  404: { name: 'NotFound', code: 'NOT_FOUND', description: "No such item for the calling tenant (another tenant's items are not found either)." },
-  409: { name: 'Conflict', code: 'CONFLICT', description: 'The request conflicts with the current state of the resource.' },
-  413: { name: 'PayloadTooLarge', code: 'PAYLOAD_TOO_LARGE', description: 'The request body is over 1 MiB.' },
-  422: { name: 'IdempotencyKeyReused', code: 'IDEMPOTENCY_KEY_REUSED', description: 'The Idempotency-Key was used within 24 hours for another request.' },
-  415: { name: 'UnsupportedMediaType', code: 'UNSUPPORTED_MEDIA_TYPE', description: 'The body is not sent as one of the media types the operation takes.' },
+/** Every error status an operation may answer, the response component it refers to, and when it happens. */
+const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
+  400: { name: 'InvalidQuery', description: 'The query string, a path parameter, a header value or the body is invalid; msg lists every problem and error.details names each one `{parameter, message}`.' },
+  401: { name: 'Unauthorized', description: 'The credential is missing, malformed, unknown, expired or revoked.' },
+  403: { name: 'Forbidden', description: "The credential is valid but its role lacks the permission the operation needs; msg names it (e.g. the engine role on the catalog)." },
+  404: { name: 'NotFound', description: "No such item for the calling tenant (another tenant's items are not found either)." },
+  408: { name: 'RequestTimeout', description: 'The request was sent too slowly (headers within 10 s, the whole request within 30 s).' },
+  409: { name: 'Conflict', description: 'The request conflicts with the current state of the resource; msg names that state.' },
+  413: { name: 'PayloadTooLarge', description: 'The request body is over 1 MiB.' },
+  414: { name: 'UriTooLong', description: 'The URL (path and query string) is over 8 KiB.' },
+  415: { name: 'UnsupportedMediaType', description: 'The body is not sent as one of the media types the operation takes.' },
+  422: { name: 'IdempotencyKeyReused', description: 'The Idempotency-Key was used within 24 hours for another request.' },
   429: {
     name: 'RateLimited',
-    code: 'RATE_LIMITED',
     description: 'Too many requests for this credential, or (event streams) too many open streams for it; retry after Retry-After seconds.',
   },
-  500: { name: 'Internal', code: 'INTERNAL', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
+  431: { name: 'HeadersTooLarge', description: 'The request headers are over 16 KB.' },
+  500: { name: 'Internal', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
   503: {
     name: 'Unavailable',
-    code: 'UNAVAILABLE',
-    description: 'The database is unreachable, or (event streams) the server holds as many open streams as it serves; retry after Retry-After seconds.',
+    description: 'The database is unreachable, the request ran past the time limit, or (event streams) the server holds as many open streams as it serves; retry after Retry-After seconds.',
   },
 };
 
-const ALWAYS_DOCUMENTED = [401, 500, 503];
+/** What any request can be answered with: its query string, its size, its credential, its rate and the server's state. */
+const ANY_REQUEST_STATUSES = [400, 401, 408, 413, 414, 429, 431, 500, 503];
+
+/** The error body of one status: its code (see ERROR_CODES' statuses), with `details` on 400 only. */
+function statusErrorBodySchema(status: number): JsonSchema {
+  const code = errorCodeOfStatus(status);
+  if (!code) throw new Error(`no error code answers HTTP ${status}`);
+  return errorBodySchema([code], status === 400, `The page of the code: /docs/errors/${code}.`);
+}
+
+/** `{msg, error: {code, docs, req_id, details?}}` with `code` one of `codes`. */
+function errorBodySchema(codes: readonly string[], withDetails: boolean, docs: string): JsonSchema {
+  return {
+    type: 'object',
+    required: ['msg', 'error'],
+    additionalProperties: false,
+    properties: {
+      msg: { type: 'string', description: 'Human-readable explanation.' },
+      error: {
+        type: 'object',
+        required: ['code', 'docs', 'req_id'],
+        additionalProperties: false,
+        properties: {
+          code: { type: 'string', enum: codes },
+          docs: { type: 'string', format: 'uri', description: docs },
+          req_id: { type: 'string', pattern: '^req_\\d+$' },
+          ...(withDetails ? { details: { $ref: `${SCHEMA_REF}ProblemDetails` } } : {}),
+        },
+      },
+    },
+  };
+}
 
 /** The OpenAPI 3.1 document of the compiled routes. */
 export function openApiDocument(routes: readonly CompiledRoute[]): Record<string, unknown> {
@@ -46,6 +81,12 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
     paths[route.spec.path] ??= {};
     const operations = paths[route.spec.path]!;
     operations[route.spec.method.toLowerCase()] = operationObject(route);
+    if (route.spec.stream) paths[`${route.spec.path}${STREAM_PATH_SUFFIX}`] = { get: streamOperationObject(route) };
+    // The spec writes the sync list with a trailing slash; both are served (as every path is), and this one is
+    // documented so that a validator does not take it for `/syncs/{id}` with an empty id.
+    if (route.spec.operationId === 'listSyncs') {
+      paths[`${route.spec.path}/`] = { get: operationObject(route, 'listSyncsTrailingSlash', `${route.spec.summary} (the spec's path, with a trailing slash)`) };
+    }
   }
   Object.assign(paths, signInPaths());
   Object.assign(schemas, signInSchemas());
@@ -73,14 +114,24 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
     ],
     security: [{ token: [] }, { bearer: [] }, { session: [] }],
     paths,
-    webhooks: webhookMessages(),
+    webhooks: webhookMessages(schemas.SyncRecord!),
     components: {
       schemas,
       responses: Object.fromEntries(
-        Object.values(ERROR_RESPONSES).map(({ name, description }) => [
-          name,
-          { description, headers: requestIdHeader(), content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}ErrorBody` } } } },
-        ]),
+        Object.entries(ERROR_RESPONSES).map(([status, { name, description }]) => {
+          const code = errorCodeOfStatus(Number(status))!;
+          const retry = Number(status) === 429 || Number(status) === 503;
+          return [
+            name,
+            {
+              description: `${code}: ${description}`,
+              headers: retry
+                ? { ...requestIdHeader(), 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^\\d+$' } } }
+                : requestIdHeader(),
+              content: { 'application/json': { schema: statusErrorBodySchema(Number(status)), example: exampleErrorBody(code, Number(status)) } },
+            },
+          ];
+        }),
       ),
       headers: {
         'X-Request-Id': { description: 'The request id (`req_<digits>`), as error bodies show it.', schema: { type: 'string', pattern: '^req_\\d+$' } },
@@ -111,28 +162,72 @@ List endpoints accept:
 
 \`meta.filters\`, \`meta.order\` and \`meta.select\` echo what was applied.
 
-Limits, each answered with 400 INVALID_QUERY (414 for the URL): the URL (path and query string) is at most 8 KiB; a parameter's value at most ${QUERY_LIMITS.maxValueLength} characters; at most ${QUERY_LIMITS.maxFilters} filter conditions and ${QUERY_LIMITS.maxInMembers} \`in\` members; \`search\` at most ${QUERY_LIMITS.maxSearchLength} characters; \`offset\` and \`page\` not together (\`x-mutually-exclusive-parameters\`); each parameter once; no NUL character anywhere. An id that names nothing is 404, whatever its shape. The parameter schemas below are the grammar the server parses: a request they allow is not refused. Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
+Limits, each answered with 400 INVALID_QUERY (414 for the URL): the URL (path and query string) is at most 8 KiB; a parameter's value at most ${QUERY_LIMITS.maxValueLength} characters; at most ${QUERY_LIMITS.maxFilters} filter conditions and ${QUERY_LIMITS.maxInMembers} \`in\` members; \`search\` at most ${QUERY_LIMITS.maxSearchLength} characters; \`offset\` and \`page\` not together (\`x-mutually-exclusive-parameters\`); each parameter once; no NUL character anywhere. An id that names nothing is 404, whatever its shape. The parameter schemas below are the grammar the server parses: a request they allow is not refused (but \`cursor\`, which takes only a value the server issued). Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
 
-function operationObject(route: CompiledRoute): Record<string, unknown> {
+/** The error statuses of an operation: any request's, the route's own, 403 where a role lacks its permission, 404 where it names an item. */
+function errorStatuses(route: CompiledRoute, own: readonly number[]): number[] {
+  const { permission } = route;
+  const someRoleLacks = permission !== null && isPermission(permission) && !heldByEveryRole(permission);
+  return [
+    ...new Set([
+      ...ANY_REQUEST_STATUSES,
+      ...own,
+      // A session cookie on a state-changing request without X-Requested-With is 403 whatever the role.
+      ...(someRoleLacks || route.spec.method !== 'GET' ? [403] : []),
+      ...(route.pathParams.length > 0 ? [404] : []),
+    ]),
+  ].sort((a, b) => a - b);
+}
+
+function errorResponseRefs(statuses: readonly number[]): Record<string, unknown> {
+  return Object.fromEntries(
+    statuses.map((status) => {
+      const response = ERROR_RESPONSES[status];
+      if (!response) throw new Error(`no error response documented for HTTP ${status}`);
+      return [status, { $ref: `${RESPONSE_REF}${response.name}` }];
+    }),
+  );
+}
+
+function permissionNote(route: CompiledRoute): string {
+  const { permission } = route;
+  if (!permission || !isPermission(permission)) return '';
+  return `\n\nNeeds the permission \`${permission}\` (roles: ${rolesWith(permission).join(', ')}).`;
+}
+
+function operationObject(route: CompiledRoute, operationId = route.spec.operationId, summary = route.spec.summary): Record<string, unknown> {
   const { spec } = route;
   const created = spec.response.kind === 'item' && spec.response.created !== undefined;
-  const statuses = [...new Set([...spec.errors, ...ALWAYS_DOCUMENTED])].sort((a, b) => a - b);
+  const streamPath = `${spec.path}${STREAM_PATH_SUFFIX}`;
   return {
-    operationId: spec.operationId,
-    ...(spec.response.kind === 'list' ? { 'x-mutually-exclusive-parameters': [['offset', 'page']] } : {}),
-    summary: spec.summary,
-    description: spec.stream ? `${spec.description}\n\n**Event stream.** ${spec.stream.description}` : spec.description,
+    operationId,
+    ...(spec.response.kind === 'list'
+      ? {
+          'x-mutually-exclusive-parameters': [
+            ['offset', 'page'],
+            ['cursor', 'offset'],
+            ['cursor', 'page'],
+          ],
+          // With `select`, each item carries the selected members only: this schema instead of the full one.
+          'x-selected-item-schema': { $ref: `${SCHEMA_REF}${selectionSchemaName(route)}` },
+          // The exports answer 200 by Accept: kept out of the 200's content so that the JSON is the only body a
+          // generated client types there.
+          'x-export-media-types': exportContent(route),
+        }
+      : {}),
+    ...(spec.stream ? { 'x-event-stream-operation': spec.stream.operationId } : {}),
+    summary,
+    description:
+      (spec.stream
+        ? `${spec.description}\n\n**Event stream.** With \`Accept: text/event-stream\` this path answers the event stream of \`GET ${streamPath}\` (${spec.stream.operationId}) instead: documented there, so that the JSON answer here is the only 200.`
+        : spec.description) + permissionNote(route),
     tags: [spec.tag],
-    parameters: [
-      ...pathParameters(route),
-      ...queryParameters(route),
-      ...(spec.method === 'POST' ? [IDEMPOTENCY_KEY_PARAMETER] : []),
-      ...(spec.stream ? [LAST_EVENT_ID_PARAMETER] : []),
-    ],
+    parameters: [...pathParameters(route), ...queryParameters(route), ...(spec.method === 'POST' ? [IDEMPOTENCY_KEY_PARAMETER] : [])],
     ...(spec.body
       ? {
           requestBody: {
-            required: true,
+            required: spec.body.optional !== true,
+            ...(spec.body.optional ? { description: 'No body is needed: send none (or `{}`).' } : {}),
             content: Object.fromEntries(spec.body.mediaTypes.map((type) => [type, { schema: spec.body?.schema, example: spec.body?.example }])),
           },
         }
@@ -142,22 +237,57 @@ function operationObject(route: CompiledRoute): Record<string, unknown> {
         description: spec.response.kind === 'list' ? 'The list envelope.' : created ? 'Created: the item envelope.' : 'The item envelope.',
         headers: created
           ? { ...requestIdHeader(), Location: { description: 'The URL of the created item.', schema: { type: 'string', format: 'uri' } } }
-          : requestIdHeader(),
-        content: {
-          'application/json': { schema: envelopeSchema(route) },
-          ...(spec.stream ? { 'text/event-stream': eventStreamContent(route) } : {}),
-        },
+          : spec.response.kind === 'list'
+            ? { ...requestIdHeader(), Link: NEXT_PAGE_LINK_HEADER }
+            : requestIdHeader(),
+        content: { 'application/json': { schema: envelopeSchema(route) } },
       },
       ...(spec.response.kind === 'item' && spec.response.nullIsNoContent
         ? { 204: { description: 'Nothing to answer (no body).', headers: requestIdHeader() } }
         : {}),
-      ...Object.fromEntries(
-        statuses.map((status) => {
-          const response = ERROR_RESPONSES[status];
-          if (!response) throw new Error(`no error response documented for HTTP ${status}`);
-          return [status, { $ref: `${RESPONSE_REF}${response.name}` }];
-        }),
-      ),
+      ...errorResponseRefs(errorStatuses(route, spec.errors)),
+    },
+  };
+}
+
+/** The event stream of a streamed route, at its own path: the only answer there is `text/event-stream`. */
+function streamOperationObject(route: CompiledRoute): Record<string, unknown> {
+  const stream = route.spec.stream!;
+  return {
+    operationId: stream.operationId,
+    summary: stream.summary,
+    description: `${stream.description}\n\nThe same stream is answered at \`GET ${route.spec.path}\` when the request sends \`Accept: text/event-stream\` (as EventSource does not, use this path with EventSource).${permissionNote(route)}`,
+    tags: [route.spec.tag],
+    parameters: [
+      ...pathParameters(route),
+      ...Object.entries(stream.params).map(([name, param]) => ({ name, in: 'query', description: param.description, schema: plainParamSchema('id') })),
+      LAST_EVENT_ID_PARAMETER,
+    ],
+    responses: {
+      200: { description: 'The event stream.', headers: requestIdHeader(), content: { 'text/event-stream': eventStreamContent(route) } },
+      ...errorResponseRefs(errorStatuses(route, [...new Set([...route.spec.errors, 404])])),
+    },
+  };
+}
+
+/** The cursor of a list's next page (rest/envelope.ts nextPageLink). */
+const NEXT_PAGE_LINK_HEADER = {
+  description:
+    'RFC 8288: `<URL>; rel="next"` on a page that has rows after it: the same request with `cursor` in place of offset and page. Following it from the first page reaches every row once, in order, at any depth; absent on the last page.',
+  schema: { type: 'string' },
+};
+
+/** The exports of a list (rest/export.ts): every matching row, by Accept. */
+function exportContent(route: CompiledRoute): Record<string, unknown> {
+  const shared = `every ${route.spec.itemSchema} the request's filters, select, search and order match, in list order, with no page limit (limit, offset, page and cursor are refused), streamed: the transfer of a cut-off export ends without its last chunk.`;
+  return {
+    'application/x-ndjson': {
+      schema: { type: 'string', description: `With Accept: application/x-ndjson: ${shared} One JSON record (as in \`data\`) a line.` },
+      example: '{"id":"syn_…","status":"success",…}\n{"id":"syn_…","status":"failed",…}\n',
+    },
+    'text/csv': {
+      schema: { type: 'string', description: `With Accept: text/csv: ${shared} A header row of the field names, then a row a record (RFC 4180, CRLF); objects and arrays as JSON text, null as an empty cell.` },
+      example: 'id,status\r\nsyn_…,success\r\n',
     },
   };
 }
@@ -167,7 +297,7 @@ const LAST_EVENT_ID_PARAMETER = {
   in: 'header',
   required: false,
   description:
-    'With Accept: text/event-stream only: resume after this event (the `id` of the last message received; EventSource sends it when it reconnects). An id past the tenant\'s last event is 400; one older than the event retention window gets an `event: error` message with code EVENTS_EXPIRED, then the end of the stream.',
+    'Resume after this event (the `id` of the last message received; EventSource sends it when it reconnects). An id past the tenant\'s last event is 400; one older than the event retention window gets an `event: error` message with code EVENTS_EXPIRED, then the end of the stream.',
   schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
 };
 
@@ -199,6 +329,7 @@ function pathParameters(route: CompiledRoute): unknown[] {
     required: true,
     description: 'Identifier of the item. Any string that names no item of the caller is 404; only one longer than 64 characters (or holding NUL) is 400.',
     schema: PATH_ID_SCHEMA,
+    ...(route.spec.pathExamples?.[name] ? { example: route.spec.pathExamples[name] } : {}),
   }));
 }
 
@@ -263,6 +394,15 @@ function queryParameters(route: CompiledRoute): unknown[] {
       description: `Page number from 1, in pages of limit items; not together with offset. The page must start within offset ${page.maxOffset}: ${maxPage(page)} is the last page at every page size.`,
       schema: { type: 'integer', minimum: 1, maximum: maxPage(page) },
     },
+    {
+      name: 'cursor',
+      in: 'query',
+      description:
+        'Where the page starts: the value a `Link: <…>; rel="next"` header of this same list carries (opaque, signed, bound to the filters, search and order; not together with offset or page). Pages by cursor reach every row, past the offset limit, each as fast as the first. Any other value is 400 INVALID_QUERY.',
+      schema: { type: 'string', minLength: 1, maxLength: 8192, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' },
+      // Its schema is its shape only: a value the server did not issue for this list is refused.
+      'x-server-issued': true,
+    },
   );
   for (const field of route.fields) {
     if (field.filterKey === null || endpointParams.has(field.name)) continue;
@@ -300,7 +440,7 @@ function envelopeSchema(route: CompiledRoute): JsonSchema {
         additionalProperties: false,
         properties: {
           msg,
-          data: { type: 'array', items: { anyOf: [item, { $ref: `${SCHEMA_REF}${selectionSchemaName(route)}` }] } },
+          data: { type: 'array', items: item, description: 'Each item in full; with `select`, only the selected members (x-selected-item-schema).' },
           meta: { $ref: `${SCHEMA_REF}${response.list.pagination === 'sync' ? 'SyncListMeta' : 'ListMeta'}` },
         },
       };
@@ -327,28 +467,12 @@ function sharedSchemas(): Record<string, JsonSchema> {
     select: { type: 'array', description: 'The fields selected.', items: { type: 'string' } },
   };
   return {
-    ErrorBody: {
-      type: 'object',
-      required: ['msg', 'error'],
-      additionalProperties: false,
-      properties: {
-        msg: { type: 'string', description: 'Human-readable explanation.' },
-        error: {
-          type: 'object',
-          required: ['code', 'docs', 'req_id'],
-          additionalProperties: false,
-          properties: {
-            code: { type: 'string', enum: Object.keys(ERROR_CODES) },
-            docs: { type: 'string', format: 'uri', description: 'Documentation of the code.' },
-            req_id: { type: 'string', pattern: '^req_\\d+$' },
-            details: {
-              type: 'array',
-              description: 'For INVALID_QUERY: each problem and the parameter it is about.',
-              items: stringObject(['parameter', 'message']),
-            },
-          },
-        },
-      },
+    ErrorBody: errorBodySchema(Object.keys(ERROR_CODES), true, 'Documentation of the code.'),
+    ProblemDetails: {
+      type: 'array',
+      description:
+        'For INVALID_QUERY: each problem and what it is about: a query parameter, a path parameter, a header, or a body member by its path (`settings.retry_attempts`; `(body)` for the body as a whole).',
+      items: stringObject(['parameter', 'message']),
     },
     GenericPagination: {
       type: 'object',
@@ -411,7 +535,7 @@ function addComponent(schemas: Record<string, JsonSchema>, name: string, schema:
  * OpenAPI 3.1 `webhooks`: the message each event type sends to an endpoint (POST, JSON, signed), and what the
  * receiver answers.
  */
-function webhookMessages(): Record<string, unknown> {
+function webhookMessages(syncRecord: JsonSchema): Record<string, unknown> {
   const signatureHeaders = [
     { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'The message id (msg_…): the same on every attempt of this message. De-duplicate by it.' },
     { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Unix seconds when this attempt was signed. Refuse old ones (Standard Webhooks libraries allow 5 minutes).' },
@@ -431,7 +555,7 @@ function webhookMessages(): Record<string, unknown> {
           summary: `${type} message`,
           description: `Sent to every enabled endpoint whose event_types include ${type} (or are empty)${type.startsWith('webhook.') ? '' : ", while the connection's settings.webhook_enabled is true"}. Answer 2xx within 10 s; anything else (a redirect too) is retried.`,
           parameters: signatureHeaders,
-          requestBody: { required: true, content: { 'application/json': { schema: messageSchema(type) } } },
+          requestBody: { required: true, content: { 'application/json': { schema: messageSchema(type, syncRecord) } } },
           responses: { '2XX': { description: 'Received: no retry.' }, default: { description: 'Not received: retried on the documented schedule.' } },
         },
       },

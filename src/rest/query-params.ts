@@ -80,6 +80,8 @@ export interface ListQuery {
   limit: number;
   offset: number;
   page: number;
+  /** `cursor`: the page after the row it names (a Link rel="next" URL's), instead of offset/page. */
+  cursor: string | null;
   paginationRequested: boolean;
   /** Raw values of the resource's reserved parameters, e.g. connection_id. */
   reserved: Record<string, string>;
@@ -102,7 +104,7 @@ export const QUERY_LIMITS = {
   maxProblems: 50,
 } as const;
 
-const CONTROL_PARAMS: ReadonlySet<string> = new Set(['select', 'search', 'order', 'limit', 'offset', 'page']);
+const CONTROL_PARAMS: ReadonlySet<string> = new Set(['select', 'search', 'order', 'limit', 'offset', 'page', 'cursor']);
 
 const COMPARISONS: readonly FilterOperator[] = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte'];
 export const OPERATORS_BY_TYPE: Record<FieldType, readonly FilterOperator[]> = {
@@ -130,7 +132,7 @@ export function parseListQuery(params: URLSearchParams, resource: ResourceSpec):
   let select: string[] | null = null;
   let search: string | null = null;
   let order: OrderKey[] = [];
-  const paging: { limit?: string; offset?: string; page?: string } = {};
+  const paging: { limit?: string; offset?: string; page?: string; cursor?: string } = {};
   let filterCount = 0;
 
   for (const [name, value] of params) {
@@ -164,6 +166,7 @@ export function parseListQuery(params: URLSearchParams, resource: ResourceSpec):
       case 'limit':
       case 'offset':
       case 'page':
+      case 'cursor':
         paging[name] = value;
         continue;
     }
@@ -486,11 +489,18 @@ function isSortable(spec: FieldSpec): boolean {
 }
 
 function parsePagination(
-  paging: { limit?: string; offset?: string; page?: string },
+  paging: { limit?: string; offset?: string; page?: string; cursor?: string },
   resource: ResourceSpec,
   problems: ProblemList,
-): Pick<ListQuery, 'limit' | 'offset' | 'page' | 'paginationRequested'> {
-  const paginationRequested = paging.limit !== undefined || paging.offset !== undefined || paging.page !== undefined;
+): Pick<ListQuery, 'limit' | 'offset' | 'page' | 'cursor' | 'paginationRequested'> {
+  const paginationRequested = paging.limit !== undefined || paging.offset !== undefined || paging.page !== undefined || paging.cursor !== undefined;
+  // The cursor's own checks (signature, list, filters) are the GraphQL field's; here only its exclusivity.
+  const cursor = paging.cursor ?? null;
+  if (cursor !== null && (paging.offset !== undefined || paging.page !== undefined)) {
+    problems.add('cursor', `cursor and ${paging.offset !== undefined ? 'offset' : 'page'} cannot be combined; a cursor names where its page starts`);
+  } else if (cursor === '') {
+    problems.add('cursor', 'cursor is not valid: it is empty; use the cursor of a Link rel="next" URL');
+  }
   let limit = resource.defaultLimit;
   if (paging.limit !== undefined) {
     const n = parseBoundedCount(paging.limit, 1, resource.maxLimit);
@@ -504,7 +514,7 @@ function parsePagination(
   } else if (paging.offset !== undefined) {
     const n = parseBoundedCount(paging.offset, 0, resource.maxOffset);
     if (n === undefined) {
-      problems.add('offset', `offset must be an integer from 0 to ${resource.maxOffset}, got ${quote(paging.offset)}`);
+      problems.add('offset', `offset must be an integer from 0 to ${resource.maxOffset}, got ${quote(paging.offset)}; ${DEEPER}`);
     } else {
       offset = n;
       page = Math.floor(offset / limit) + 1;
@@ -514,14 +524,17 @@ function parsePagination(
     if (n === undefined) {
       problems.add('page', `page must be an integer of at least 1, got ${quote(paging.page)}`);
     } else if ((n - 1) * limit > resource.maxOffset) {
-      problems.add('page', `page ${n} with limit ${limit} starts beyond the maximum offset ${resource.maxOffset}`);
+      problems.add('page', `page ${n} with limit ${limit} starts beyond the maximum offset ${resource.maxOffset}; ${DEEPER}`);
     } else {
       page = n;
       offset = (n - 1) * limit;
     }
   }
-  return { limit, offset, page, paginationRequested };
+  return { limit, offset, page, cursor, paginationRequested };
 }
+
+/** What a page past the offset limit is told: the Link rel="next" cursors reach every row, at any depth. */
+const DEEPER = 'to page deeper, follow the Link rel="next" URL of each page (cursor pages reach every row)';
 
 function parseBoundedCount(text: string, min: number, max: number): number | undefined {
   // The length check keeps Number() exact; anything this long is out of range anyway.

@@ -2,7 +2,8 @@ import type { DocumentNode } from 'graphql';
 import type { Context } from '../context.js';
 import { INTEGRATIONS_BASE } from '../paths.js';
 import { CONNECTION_BODY_SCHEMAS, parseConnectionPatch } from '../domain/connection-input.js';
-import type { FieldProblem } from '../domain/problems.js';
+import { catalogId } from '../domain/category-kinds.js';
+import { camelCaseName, type FieldProblem } from '../domain/problems.js';
 import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
 import { createConnectionInputProblems } from '../graphql/writes.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
@@ -119,12 +120,27 @@ export interface RouteSpec {
    * `Accept: text/event-stream`: the subscription `document` runs with the path parameters and the query
    * parameters named in `params` (each sets its variable), and each result's root field is one message.
    */
-  stream?: { document: DocumentNode; event: string; params: Record<string, { variable: string; description: string }>; description: string };
+  stream?: {
+    document: DocumentNode;
+    /** The stream is also served, whatever the Accept header, at the route's path + STREAM_PATH_SUFFIX: its own operation. */
+    operationId: string;
+    summary: string;
+    event: string;
+    params: Record<string, { variable: string; description: string }>;
+    description: string;
+  };
+  /** Example values of path parameters that name demo data (the catalog's ids are the same in every database). */
+  pathExamples?: Record<string, string>;
+  /** Members the answer always carries a value for, though the GraphQL field is nullable (a secret shown this once). */
+  valuedMembers?: readonly string[];
   /** Operation-specific statuses to document besides the shared error responses. */
   errors: readonly number[];
   /** POST and PATCH routes: their JSON body. */
   body?: BodySpec;
 }
+
+/** A streamed route's stream has its own path too: `/syncs/{id}/events` streams what `/syncs/{id}` streams with Accept. */
+export const STREAM_PATH_SUFFIX = '/events';
 
 const JSON_BODY = ['application/json'] as const;
 /** A POST that takes nothing: no body at all, or `{}`. */
@@ -144,9 +160,17 @@ function problemsOf(result: object): readonly FieldProblem[] {
   return 'problems' in result ? (result.problems as FieldProblem[]) : [];
 }
 
-/** `application_id` → `applicationId`: the members of a REST body as the GraphQL input names them. */
+/**
+ * `{application_id, settings: {sync_interval}}` → `{applicationId, settings: {syncInterval}}`: a REST body as
+ * the GraphQL input names it, at every depth (GraphQL inputs are camelCase throughout, JSON members included).
+ */
 function camelMembers(body: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(body).map(([key, value]) => [key.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase()), value]));
+  const convert = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(convert);
+    if (typeof value !== 'object' || value === null) return value;
+    return Object.fromEntries(Object.entries(value).map(([key, member]) => [camelCaseName(key), convert(member)]));
+  };
+  return convert(body) as Record<string, unknown>;
 }
 
 function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, unknown> {
@@ -155,6 +179,9 @@ function withoutSchemaKeyword(schema: Record<string, unknown>): Record<string, u
 }
 
 const KEYWORD_SEARCH = ['name', 'slug', 'description', 'keywords'] as const;
+
+/** A catalog application for the examples: catalog ids derive from slugs, so it names Stripe in every database. */
+const DEMO_APPLICATION_ID = catalogId('app', 'stripe');
 
 export const routes: readonly RouteSpec[] = [
   {
@@ -209,6 +236,7 @@ export const routes: readonly RouteSpec[] = [
     summary: 'Read one available application',
     description: 'One catalog application. As the spec shows it, `data` is an array holding that one application.',
     itemSchema: 'AvailableApplication',
+    pathExamples: { id: DEMO_APPLICATION_ID },
     response: { kind: 'item-in-array', msg: 'OK', notFound: 'application not found' },
     errors: [400, 404],
   },
@@ -300,6 +328,8 @@ export const routes: readonly RouteSpec[] = [
     },
     stream: {
       document: StreamSyncsDocument,
+      operationId: 'streamSyncs',
+      summary: "Stream the changes of the tenant's sync records",
       event: 'sync',
       params: { connection_id: { variable: 'connectionId', description: 'Only runs of this connection (404 when it names none).' } },
       description:
@@ -319,6 +349,8 @@ export const routes: readonly RouteSpec[] = [
     response: { kind: 'item', msg: 'OK', notFound: 'sync record not found' },
     stream: {
       document: StreamSyncsDocument,
+      operationId: 'streamSync',
+      summary: 'Stream the changes of one sync record',
       event: 'sync',
       params: {},
       description:
@@ -345,7 +377,7 @@ export const routes: readonly RouteSpec[] = [
       problems: createConnectionInputProblems,
       variables: (body) => ({ input: camelMembers(body) }),
       schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.create),
-      example: { application_id: 'app_…', name: 'Stripe EU', settings: { sync_interval: '1h', retry_attempts: 3 } },
+      example: { application_id: DEMO_APPLICATION_ID, name: 'Stripe US', settings: { sync_interval: '1h', retry_attempts: 3 } },
     },
   },
   {
@@ -424,7 +456,7 @@ export const routes: readonly RouteSpec[] = [
     body: {
       mediaTypes: MERGE_PATCH_BODY,
       problems: (body) => problemsOf(parseSyncReport(body)),
-      variables: (body) => ({ report: body }),
+      variables: (body) => ({ report: camelMembers(body) }),
       schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.report),
       example: { status: 'success', summary: { processed: 1200, inserted: 40, updated: 1100, deleted: 60 } },
     },
@@ -454,7 +486,8 @@ export const routes: readonly RouteSpec[] = [
     summary: 'Add a webhook endpoint',
     description:
       'Adds an endpoint that receives the events of event_types (all when left out), signed with Standard Webhooks. The answer carries the secret (whsec_…), shown this once. The URL must be https and must not resolve to a loopback, private, link-local or metadata address (unless the server runs with WEBHOOK_ALLOW_PRIVATE=1). 400 lists every problem. Needs the admin role.',
-    itemSchema: 'WebhookEndpoint',
+    itemSchema: 'WebhookEndpointWithSecret',
+    valuedMembers: ['secret'],
     response: {
       kind: 'item',
       msg: 'webhook endpoint created',
@@ -523,7 +556,8 @@ export const routes: readonly RouteSpec[] = [
     tag: 'Webhooks',
     summary: 'Rotate the signing secret',
     description: 'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. No body. Needs the admin role.',
-    itemSchema: 'WebhookEndpoint',
+    itemSchema: 'WebhookEndpointWithSecret',
+    valuedMembers: ['secret'],
     response: { kind: 'item', msg: 'webhook secret rotated', notFound: 'webhook endpoint not found', shownOnce: ['secret'] },
     errors: [400, 403, 404, 415, 422],
     body: NO_BODY,

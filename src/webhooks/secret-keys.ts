@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApiError } from '../errors.js';
 
@@ -15,8 +15,9 @@ import { ApiError } from '../errors.js';
 // - PGlite on disk: a key generated on first use and kept in the data directory (webhook-secret.key, 0600),
 //   so the zero set-up database stores no plaintext secret either;
 // - PGlite in memory: a key for the life of the database object;
-// - PostgreSQL: none. The key must come from the operator (a key in the same database would protect nothing):
-//   writing an endpoint's secret is refused until one is configured.
+// - PostgreSQL: a key generated on first use in DATA_DIR as well (never in the database, where it would protect
+//   nothing). Replicas on one host share it; replicas on several hosts must be given WEBHOOK_SECRET_KEY, which
+//   the start-up warning says. With DATA_DIR in memory there is no key, and writing a secret is refused.
 //
 // Rotation (docs/reference/security.md): a new WEBHOOK_SECRET_KEY with the old one in
 // WEBHOOK_SECRET_PREVIOUS_KEYS, then `cli webhooks reseal` re-seals every row with the new key.
@@ -106,7 +107,7 @@ function keyring(current: Buffer, previous: readonly Buffer[]): WebhookSecretKey
   };
 }
 
-/** Opens legacy plaintext only: PostgreSQL without a configured key. */
+/** Opens legacy plaintext only: PostgreSQL with neither a configured key nor a data directory to keep one in. */
 const NO_KEY: WebhookSecretKeys = {
   currentKeyId: '',
   seal() {
@@ -129,9 +130,10 @@ export interface SecretKeySettings {
   DATA_DIR?: string | undefined;
 }
 
-/** The key kept in a PGlite data directory, made on first use. */
+/** The key kept in the data directory, made on first use (with the directory, owner-only, when it is missing). */
 function dataDirectoryKey(dataDir: string): Buffer {
   const path = join(dataDir, KEY_FILE);
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   try {
     const key = decodeSecretKey(readFileSync(path, 'utf8'));
     if (!key) throw new SecretKeyError(`${path} does not hold a 32-byte key`);
@@ -161,8 +163,8 @@ export function webhookSecretKeysOf(settings: SecretKeySettings, database: { kin
   // The configuration has checked every key (env.ts).
   const previous = (settings.WEBHOOK_SECRET_PREVIOUS_KEYS ?? []).map((text) => decodeSecretKey(text)!);
   if (settings.WEBHOOK_SECRET_KEY) return keyring(decodeSecretKey(settings.WEBHOOK_SECRET_KEY)!, previous);
-  if (database.kind === 'postgres' || settings.DATABASE_URL) return NO_KEY;
   if (settings.DATA_DIR && !settings.DATA_DIR.startsWith('memory://')) return keyring(dataDirectoryKey(settings.DATA_DIR), previous);
+  if (database.kind === 'postgres' || settings.DATABASE_URL) return NO_KEY;
   const key = memoryKeys.get(database) ?? randomBytes(KEY_BYTES);
   memoryKeys.set(database, key);
   return keyring(key, previous);

@@ -1,0 +1,150 @@
+// The history at scale (manual, not in CI): 20 tenants, one holding half of all runs, grown stage by stage
+// (HISTORY_SIZES, default 10k → 100k → 1M → 10M runs in all) with the bulk loader (src/db/bulk-history.ts,
+// generate_series in PostgreSQL). At each stage, against the real server (`node dist/server.js`) over HTTP, on
+// the big tenant: the first page, page 10,000 by cursor (walking Link rel="next" from the first; the last page
+// when there are fewer), a filtered page, the total count (kept counts) and a filtered count (count(*)), the
+// NDJSON export's rows/s and the server's RSS during it, `psql \copy` of the same rows, and the index sizes.
+// Prints a markdown table (docs/explanation/history-at-scale.md holds a run's).
+//
+//   npm run build && npx tsx bench/history-scale.ts        (HISTORY_SIZES=10000,100000 for a short run;
+//                                                            HISTORY_KEEP=1 keeps the database)
+
+import { execFileSync } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { createServiceUser } from '../src/auth/service-users.js';
+import { createToken } from '../src/auth/tokens.js';
+import { insertSyntheticHistory } from '../src/db/bulk-history.js';
+import { openDatabase } from '../src/db/client.js';
+import { createConnection } from '../src/db/connection-writes.js';
+import { migrate } from '../src/db/migrate.js';
+import { newId } from '../src/prefixed-ids.js';
+import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
+import { ADMIN_URL, databaseUrl, withDatabase } from './databases.js';
+import { freePort, rssMb, serverEnv, startNode, stopChild, waitFor200 } from './processes.js';
+
+const SIZES = (process.env.HISTORY_SIZES ?? '10000,100000,1000000,10000000').split(',').map(Number);
+const TENANTS = 20;
+const NEWEST = new Date('2026-11-01T00:00:00Z');
+const APPS = ['stripe', 'slack', 'xero', 'mews-pms', 'adyen', 'kisi', 'apaleo', 'mixpanel'];
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
+
+async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const started = performance.now();
+  const value = await work();
+  return { value, ms: performance.now() - started };
+}
+
+const name = `bench_history_${process.pid}`;
+await withDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${name}`));
+const url = databaseUrl(name);
+const db = await openDatabase({ databaseUrl: url, poolSize: 4 });
+await migrate(db);
+await seedCatalog(db);
+const tenants: { id: string; connections: string[]; loaded: number }[] = [];
+for (let index = 0; index < TENANTS; index += 1) {
+  const id = newId('ten');
+  await db.prisma.tenant.create({ data: { id, slug: `history-${index}`, name: `History ${index}` } });
+  const connections = [];
+  for (const app of APPS) connections.push((await createConnection(db.raw, id, { applicationId: applicationBySlug(app).id })).id);
+  tenants.push({ id, connections, loaded: 0 });
+}
+const big = tenants[0]!;
+const user = await createServiceUser(db, { tenantId: big.id, name: 'bench', role: 'reader' });
+const token = (await createToken(db, { tenantId: big.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+const port = await freePort();
+const server = startNode('history-server', 'dist/server.js', { env: serverEnv({ DATABASE_URL: url }, port) });
+const origin = `http://127.0.0.1:${port}`;
+await waitFor200(`${origin}/readyz`, { since: performance.now(), timeoutMs: 60_000, child: server });
+const headers = { authorization: `Token ${token}` };
+const get = async (path: string) => {
+  const response = await fetch(`${origin}${path}`, { headers });
+  const body = (await response.json()) as { data: unknown[]; meta: { pagination: { total_items: number } } };
+  if (response.status !== 200) throw new Error(`${path}: ${response.status} ${JSON.stringify(body)}`);
+  return { body, next: /<([^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1]?.slice(origin.length) ?? null };
+};
+const sampleMs = async (path: string, times = 15) => {
+  const samples: number[] = [];
+  for (let index = 0; index < times; index += 1) samples.push((await timed(() => get(path))).ms);
+  return median(samples);
+};
+
+const rows: string[][] = [];
+for (const size of SIZES) {
+  // The big tenant holds half of all runs; the 19 others share the other half.
+  const load = await timed(async () => {
+    for (const [index, tenant] of tenants.entries()) {
+      const target = index === 0 ? size / 2 : Math.floor(size / 2 / (TENANTS - 1));
+      if (target > tenant.loaded) {
+        await insertSyntheticHistory(db.raw, { tenantId: tenant.id, connectionIds: tenant.connections, runs: target - tenant.loaded, from: tenant.loaded, newest: NEWEST });
+        tenant.loaded = target;
+      }
+    }
+    await db.raw.query('VACUUM ANALYZE syncs');
+  });
+  const total = (await db.raw.query<{ n: string }>('SELECT count(*) AS n FROM syncs'))[0]!.n;
+
+  const first = await sampleMs('/api/v1/integrations/syncs?limit=100');
+  // Walk by Link to page 10,000 (or the last page), then time that page again.
+  let path: string | null = '/api/v1/integrations/syncs?limit=100';
+  let deepPath = path;
+  let pages = 0;
+  const walk = await timed(async () => {
+    while (path && pages < 10_000) {
+      deepPath = path;
+      path = (await get(path)).next;
+      pages += 1;
+    }
+  });
+  const deep = await sampleMs(deepPath);
+  const filtered = await sampleMs('/api/v1/integrations/syncs?limit=100&status=eq.failed&order=started_at.asc');
+  const counted = await sampleMs('/api/v1/integrations/syncs?limit=1');
+  const countedFiltered = await sampleMs('/api/v1/integrations/syncs?limit=1&started_at=gte.2025-06-01T00:00:00Z', 3);
+
+  // Export through HTTP, the server's RSS sampled; then psql \copy of the same rows in the same run.
+  const idle = rssMb(server.pid) ?? 0;
+  let peak = idle;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb(server.pid) ?? 0)), 200);
+  const exported = await timed(async () => {
+    const response = await fetch(`${origin}/api/v1/integrations/syncs`, { headers: { ...headers, accept: 'application/x-ndjson' } });
+    let lines = 0;
+    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) for (const byte of chunk) if (byte === 10) lines += 1;
+    return lines;
+  });
+  clearInterval(sampler);
+  if (exported.value !== big.loaded) throw new Error(`export wrote ${exported.value} rows, not ${big.loaded}`);
+  const copy = await timed(async () => {
+    const statement = `\\copy (SELECT * FROM syncs WHERE tenant_id = '${big.id}' ORDER BY started_at DESC, id DESC) TO '/dev/null'`;
+    execFileSync('psql', [url, '-qc', statement]);
+  });
+  const indexes = await db.raw.query<{ name: string; mb: number }>(
+    `SELECT indexrelid::regclass::text AS name, round(pg_relation_size(indexrelid) / 1048576.0)::int AS mb FROM pg_index WHERE indrelid = 'syncs'::regclass ORDER BY 1`,
+  );
+  const [table] = await db.raw.query<{ mb: number }>(`SELECT round(pg_relation_size('syncs') / 1048576.0)::int AS mb`);
+  const rate = exported.value / (exported.ms / 1000);
+  const copyRate = exported.value / (copy.ms / 1000);
+  rows.push([
+    Number(total).toLocaleString('en'),
+    big.loaded.toLocaleString('en'),
+    `${(load.ms / 1000).toFixed(0)} s`,
+    ms(first),
+    `${pages.toLocaleString('en')}: ${ms(deep)} (walk ${(walk.ms / 1000).toFixed(0)} s)`,
+    ms(filtered),
+    `${ms(counted)} / ${ms(countedFiltered)}`,
+    `${Math.round(rate).toLocaleString('en')} (${(rate / copyRate).toFixed(2)}× \\copy ${Math.round(copyRate).toLocaleString('en')})`,
+    `${Math.round(peak - idle)} MB`,
+    `${table!.mb} MB; ${indexes.map((index) => `${index.name.replace(/^syncs_/, '')} ${index.mb}`).join(', ')}`,
+  ]);
+  process.stderr.write(`stage ${size} done (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
+}
+
+await stopChild(server.process);
+await db.close();
+if (!process.env.HISTORY_KEEP) await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${name} WITH (FORCE)`));
+
+const header = ['runs (all)', 'big tenant', 'load', 'first page', 'page N by cursor', 'filtered page', 'count: kept / count(*)', 'export rows/s (vs \\copy)', 'RSS Δ export', 'table; indexes (MB)'];
+process.stdout.write(
+  [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n') +
+    `\n\nload average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')} (${(await import('node:os')).cpus().length} cores)\n`,
+);

@@ -1,0 +1,227 @@
+// A typed client as an outside user generates it: openapi-typescript over the served OpenAPI document, openapi-fetch
+// to call it. A program calls every operation's happy path, reading the answers through the generated types with no
+// cast; it must typecheck under `strict` and then run against a real gateway (every answer also checked against the
+// document by the contract hook).
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import openapiTS, { astToString } from 'openapi-typescript';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServiceUser } from '../src/auth/service-users.js';
+import { createToken } from '../src/auth/tokens.js';
+import { createLogger } from '../src/logger.js';
+import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
+import { createTestGateway, testSecretKeys, type TestGateway } from './fixtures/gateway.js';
+import { ORIGIN } from './fixtures/rest.js';
+import { ROOT } from './fixtures/server-process.js';
+import { startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
+
+/** The program a user writes: no `as`, no `any`, no `!`; each answer is read through its generated type. */
+const PROGRAM = `import createClient from 'openapi-fetch';
+import type { paths } from './schema.js';
+
+const BASE = '/api/v1/integrations';
+
+/** Fails with the answer when a call did not succeed. */
+function ok<T>(result: { data?: T; error?: unknown; response: Response }, what: string): T {
+  if (result.data === undefined) throw new Error(what + ': HTTP ' + result.response.status + ' ' + JSON.stringify(result.error));
+  return result.data;
+}
+
+export async function run(baseUrl: string, token: string, engineToken: string, receiverUrl: string, fetchImpl: typeof fetch): Promise<string[]> {
+  const headers = { Authorization: 'Token ' + token };
+  const client = createClient<paths>({ baseUrl, headers, fetch: fetchImpl });
+  const engine = createClient<paths>({ baseUrl, headers: { Authorization: 'Token ' + engineToken }, fetch: fetchImpl });
+  const seen: string[] = [];
+
+  const categories = ok(await client.GET('/api/v1/integrations/categories'), 'listCategories');
+  const categoryName: string = categories.data[0]?.name ?? '';
+  seen.push('listCategories ' + categoryName);
+
+  const available = ok(await client.GET('/api/v1/integrations/available', { params: { query: { limit: 5 } } }), 'listAvailableApplications');
+  const applicationId: string = available.data[0]?.id ?? '';
+  const pagination = available.meta.pagination;
+  seen.push('listAvailableApplications ' + applicationId + ' ' + ('total' in pagination ? pagination.total : 0));
+  const application = ok(await client.GET('/api/v1/integrations/available/{id}', { params: { path: { id: applicationId } } }), 'getAvailableApplication');
+  const applicationName: string = application.data[0]?.name ?? '';
+  seen.push('getAvailableApplication ' + applicationName);
+
+  const endpoint = ok(
+    await client.POST('/api/v1/integrations/webhooks', { body: { url: receiverUrl, event_types: ['connection.created'] } }),
+    'createWebhookEndpoint',
+  );
+  const secret: string = endpoint.data.secret;
+  const endpointId: string = endpoint.data.id;
+  seen.push('createWebhookEndpoint ' + secret.slice(0, 6));
+
+  const created = ok(
+    await client.POST('/api/v1/integrations/connected', { body: { application_id: applicationId, name: 'Typed client', settings: { sync_interval: '1h', webhook_enabled: true } } }),
+    'createConnection',
+  );
+  const connectionId: string = created.data.id;
+  const createdStatus: 'pending' | 'active' | 'paused' | 'error' = created.data.status;
+  seen.push('createConnection ' + createdStatus);
+  const connection = ok(await client.GET('/api/v1/integrations/connected/{id}', { params: { path: { id: connectionId } } }), 'getConnection');
+  seen.push('getConnection ' + connection.data.name);
+  const patched = ok(
+    await client.PATCH('/api/v1/integrations/connected/{id}', { params: { path: { id: connectionId } }, body: { description: 'typed' } }),
+    'updateConnection',
+  );
+  seen.push('updateConnection ' + (patched.data.description ?? ''));
+  const connections = ok(await client.GET('/api/v1/integrations/connected', { params: { query: { limit: 100 } } }), 'listConnections');
+  seen.push('listConnections ' + connections.data.map((c) => c.id).includes(connectionId));
+
+  const queued = ok(await client.POST('/api/v1/integrations/syncs', { body: { connection_id: connectionId } }), 'triggerSync');
+  const queuedStatus: 'pending' | 'in_progress' | 'success' | 'failed' = queued.data.status;
+  seen.push('triggerSync ' + queuedStatus);
+  const claimed = ok(await engine.POST('/api/v1/integrations/syncs/claim', { body: { connection_id: connectionId } }), 'claimSync');
+  // 204 (nothing due) has no body: the type says so.
+  if (claimed === undefined) throw new Error('claimSync: nothing was due');
+  seen.push('claimSync ' + claimed.data.status);
+  const reported = ok(
+    await engine.PATCH('/api/v1/integrations/syncs/{id}', {
+      params: { path: { id: claimed.data.id } },
+      body: { status: 'success', summary: { processed: 3, inserted: 1, updated: 2, deleted: 0 } },
+    }),
+    'reportSync',
+  );
+  const finishedAt: string | null = reported.data.finished_at;
+  seen.push('reportSync ' + reported.data.status + ' ' + (finishedAt !== null));
+  const sync = ok(await client.GET('/api/v1/integrations/syncs/{id}', { params: { path: { id: queued.data.id } } }), 'getSync');
+  seen.push('getSync ' + sync.data.status);
+  const syncs = ok(await client.GET('/api/v1/integrations/syncs', { params: { query: { connection_id: connectionId } } }), 'listSyncs');
+  seen.push('listSyncs ' + syncs.meta.pagination.total_items);
+  const slashed = ok(await client.GET('/api/v1/integrations/syncs/', { params: { query: { limit: 1 } } }), 'listSyncsTrailingSlash');
+  seen.push('listSyncsTrailingSlash ' + slashed.meta.pagination.per_page);
+
+  // A finished run's stream sends its state and ends; the tenant's stream stays open until it is cancelled.
+  const runStream = ok(await client.GET('/api/v1/integrations/syncs/{id}/events', { params: { path: { id: queued.data.id } }, parseAs: 'text' }), 'streamSync');
+  seen.push('streamSync ' + runStream.includes('event: sync'));
+  const tenantStream = ok(await client.GET('/api/v1/integrations/syncs/events', { params: { query: {} }, parseAs: 'stream' }), 'streamSyncs');
+  await tenantStream?.cancel();
+  seen.push('streamSyncs open');
+
+  const endpoints = ok(await client.GET('/api/v1/integrations/webhooks'), 'listWebhookEndpoints');
+  seen.push('listWebhookEndpoints ' + endpoints.data.length);
+  const read = ok(await client.GET('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } } }), 'getWebhookEndpoint');
+  seen.push('getWebhookEndpoint ' + read.data.url);
+  const changed = ok(
+    await client.PATCH('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } }, body: { description: 'typed' } }),
+    'updateWebhookEndpoint',
+  );
+  seen.push('updateWebhookEndpoint ' + (changed.data.description ?? ''));
+  const rotated = ok(await client.POST('/api/v1/integrations/webhooks/{id}/rotate-secret', { params: { path: { id: endpointId } } }), 'rotateWebhookSecret');
+  const newSecret: string = rotated.data.secret;
+  seen.push('rotateWebhookSecret ' + (newSecret !== secret));
+
+  let deliveryId = '';
+  for (let i = 0; i < 100 && deliveryId === ''; i++) {
+    const deliveries = ok(await client.GET('/api/v1/integrations/webhooks/{id}/deliveries', { params: { path: { id: endpointId } } }), 'listWebhookDeliveries');
+    deliveryId = deliveries.data[0]?.id ?? '';
+    if (deliveryId === '') await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  if (deliveryId === '') throw new Error('listWebhookDeliveries: no delivery of connection.created');
+  seen.push('listWebhookDeliveries true');
+  const delivery = ok(
+    await client.GET('/api/v1/integrations/webhooks/{id}/deliveries/{delivery_id}', { params: { path: { id: endpointId, delivery_id: deliveryId } } }),
+    'getWebhookDelivery',
+  );
+  seen.push('getWebhookDelivery ' + delivery.data.event_type);
+  const redelivered = ok(
+    await client.POST('/api/v1/integrations/webhooks/{id}/deliveries/{delivery_id}/redeliver', { params: { path: { id: endpointId, delivery_id: deliveryId } } }),
+    'redeliverWebhook',
+  );
+  seen.push('redeliverWebhook ' + redelivered.data.id);
+
+  const deletedEndpoint = ok(await client.DELETE('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } } }), 'deleteWebhookEndpoint');
+  seen.push('deleteWebhookEndpoint ' + deletedEndpoint.data.id);
+  const deleted = ok(await client.DELETE('/api/v1/integrations/connected/{id}', { params: { path: { id: connectionId } } }), 'deleteConnection');
+  seen.push('deleteConnection ' + deleted.data.id);
+  return seen;
+}
+`;
+
+describe('a client generated from the served document', () => {
+  let t: TestGateway;
+  let dir: string;
+  let engineToken: string;
+  let receiver: WebhookReceiver;
+  let worker: DeliveryWorker;
+
+  beforeAll(async () => {
+    t = await createTestGateway('pglite', { config: { WEBHOOK_ALLOW_PRIVATE: '1' } });
+    const cache = join(ROOT, 'node_modules', '.cache');
+    mkdirSync(cache, { recursive: true });
+    // Inside the project, so the program resolves openapi-fetch as a user's would.
+    dir = mkdtempSync(join(cache, 'typed-client-'));
+    const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'typed-client-engine', role: 'engine' });
+    engineToken = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    receiver = await startReceiver();
+    worker = new DeliveryWorker({ db: t.db, secretKeys: testSecretKeys(t.db), logger: createLogger('silent'), allowPrivate: true, retrySchedule: [60], disableAfter: 10, pollMs: 100 });
+    await worker.start();
+  });
+
+  afterAll(async () => {
+    await worker?.stop();
+    await receiver?.close();
+    await t?.dispose();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('typechecks a program calling every operation with no cast, which then runs against the server', async () => {
+    const served = await t.gateway.fetch(`${ORIGIN}/api/v1/openapi.json`);
+    const document = (await served.json()) as Record<string, any>;
+    writeFileSync(join(dir, 'schema.ts'), astToString(await openapiTS(JSON.stringify(document))));
+    writeFileSync(join(dir, 'program.ts'), PROGRAM);
+
+    // Every operation of the document is called by the program.
+    const operations = Object.entries(document.paths as Record<string, Record<string, { operationId: string }>>).flatMap(([, ops]) =>
+      Object.values(ops).map((op) => op.operationId),
+    );
+    const called = [...PROGRAM.matchAll(/'([a-zA-Z]+)',?\s*\)/g)].map((m) => m[1]);
+    expect(operations.filter((id) => !called.includes(id))).toEqual([]);
+    expect(PROGRAM).not.toMatch(/ as |<any>|: any\b|!\./);
+
+    const program = ts.createProgram([join(dir, 'program.ts')], {
+      strict: true,
+      noUncheckedIndexedAccess: true,
+      exactOptionalPropertyTypes: true,
+      noEmit: true,
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      lib: ['lib.es2022.d.ts', 'lib.dom.d.ts'],
+      skipLibCheck: true,
+      types: [],
+    });
+    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => {
+      const where = d.file && d.start !== undefined ? `${d.file.fileName.split('/').pop()}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}` : '';
+      return `${where} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
+    });
+    expect(diagnostics).toEqual([]);
+
+    // The same program, run: each operation answers its happy path.
+    const compiled = ts.transpileModule(PROGRAM.replace("'./schema.js'", "'./schema.mjs'"), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    });
+    writeFileSync(join(dir, 'program.mjs'), compiled.outputText);
+    writeFileSync(join(dir, 'schema.mjs'), 'export {};\n');
+    const { run } = (await import(pathToFileURL(join(dir, 'program.mjs')).href)) as {
+      run: (baseUrl: string, token: string, engine: string, receiverUrl: string, fetchImpl: typeof fetch) => Promise<string[]>;
+    };
+    const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, (input, init) => t.gateway.fetch(input as Request, init));
+    expect(seen).toHaveLength(operations.length);
+    expect(seen).toEqual(
+      expect.arrayContaining([
+        'createConnection pending',
+        'triggerSync pending',
+        'claimSync in_progress',
+        'reportSync success true',
+        'streamSync true',
+        'rotateWebhookSecret true',
+        'listWebhookDeliveries true',
+      ]),
+    );
+  });
+});
