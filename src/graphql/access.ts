@@ -13,7 +13,7 @@ import { requireViewer } from './viewer.js';
 // The portal's "Service Users" section as GraphQL: admin-only (access:manage), always within the caller's
 // tenant. Token values appear exactly once, in createToken's payload; nothing else can read them.
 
-const Role = builder.enumType(RoleValues, {
+export const Role = builder.enumType(RoleValues, {
   name: 'Role',
   description: 'admin: everything within the tenant. reader: read-only. engine: a sync engine (worker): reads connections and runs, claims runs and reports on them; nothing else.',
 });
