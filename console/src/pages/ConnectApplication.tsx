@@ -74,7 +74,7 @@ export function ConnectApplication() {
       <p>
         <Link href="/connections">Connections</Link> / Connect an application
       </p>
-      <div className="filters" role="search" aria-label="Search the catalog">
+      <div className="filters" role="search" aria-label="Catalog">
         <div>
           <label htmlFor="catalog-search">Search the catalog</label>
           <input id="catalog-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
