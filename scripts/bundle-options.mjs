@@ -12,7 +12,8 @@ export const bundleOptions = {
   // bundled, every access of the executor to one of its functions went through esbuild's interop getters
   // (8.8% of a nested GraphQL request's CPU in a profile); loaded by Node, it is one copy for every importer.
   // External modules resolve from the output's folder: a bundle must be written inside the project.
-  external: ['@electric-sql/pglite', '@electric-sql/pglite-socket', 'pg-native', 'graphql'],
+  // @node-rs/argon2 loads its prebuilt native binding (a package per platform) at run time: it stays outside.
+  external: ['@electric-sql/pglite', '@electric-sql/pglite-socket', 'pg-native', 'graphql', '@node-rs/argon2'],
   // Bundled CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
   banner: { js: "import { createRequire as __bundleCreateRequire } from 'node:module';\nconst require = __bundleCreateRequire(import.meta.url);" },
   logLevel: 'warning',

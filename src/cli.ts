@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { dbCommands } from './cli/db.js';
 import { CliError, UsageError, type Command, type CommandInput } from './cli/commands.js';
 import { seedCommands } from './cli/seed.js';
+import { memberCommands } from './cli/member.js';
 import { serviceUserCommands } from './cli/service-user.js';
 import { tenantCommands } from './cli/tenant.js';
 import { tokenCommands } from './cli/token.js';
@@ -18,6 +19,7 @@ const COMMANDS: Command[] = [
   ...tenantCommands,
   ...seedCommands,
   ...serviceUserCommands,
+  ...memberCommands,
   ...tokenCommands,
 ];
 
@@ -135,7 +137,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
     db = await (io.openDatabase ?? openConfiguredDatabase)(config);
     // Migrating first lets every command run against a fresh database, as the server does at start.
     const appliedMigrations = await migrate(db);
-    await command.run({ db, appliedMigrations, out, err }, input);
+    await command.run({ db, config, appliedMigrations, out, err }, input);
     return 0;
   } catch (error) {
     err(`error: ${describeError(error)}`);

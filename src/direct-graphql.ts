@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getOperationAST, type ExecutionResult } from 'graphql';
 import { processRegularResult } from 'graphql-yoga';
-import { viewerOf } from './auth/request-viewers.js';
+import { requestCredential, viewerOf } from './auth/request-viewers.js';
 import type { Viewer } from './auth/viewer.js';
 import { idempotencyOf, type Context } from './context.js';
 import { withStatementSignal } from './db/cancellation.js';
@@ -123,11 +123,11 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       const args = { schema: options.schema, document, operationName, variableValues: variables, contextValue: {} };
       if (variablesRefusal(variables) || executionRefusal(args, options.maxCost, false)) return fallback();
 
-      const authorization = incoming.header('authorization');
+      let authorization: string | null = null;
       let viewer: Viewer | null = null;
       let outgoing: Outgoing | undefined;
       try {
-        viewer = await withinDeadline(deadline, viewerOf(authorization, options.credentials));
+        viewer = await withinDeadline(deadline, (async () => viewerOf((authorization = requestCredential(incoming, options.credentials)), options.credentials))());
       } catch (error) {
         // A refused credential is yoga's to answer (and to count by address); a lookup past the time limit is the 503.
         if (!deadline.aborted) return fallback();

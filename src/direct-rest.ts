@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { normalizedExecutor } from '@graphql-tools/executor';
 import type { ExecutionArgs, ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
-import { viewerOf } from './auth/request-viewers.js';
+import { requestCredential, viewerOf } from './auth/request-viewers.js';
 import type { Viewer } from './auth/viewer.js';
 import { idempotencyOf, type Context } from './context.js';
 import type { CompiledExecution } from './graphql/compiled-execution.js';
@@ -141,11 +141,11 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
     let response: RestResponse;
     try {
       response = await withStatementSignal(deadline, async () => {
-        const authorization = incoming.header('authorization');
+        let authorization: string | null = null;
         // One lookup for the rate limit and the context, within the request's time (RequestViewers, use-rate-limit).
         const lookup = withinDeadline(
           deadline,
-          viewerOf(authorization, options.credentials).then((found) => (viewer = found)),
+          (async () => viewerOf((authorization = requestCredential(incoming, options.credentials)), options.credentials))().then((found) => (viewer = found)),
         );
         lookup.catch(() => undefined);
         if (options.rateLimits) {

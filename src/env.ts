@@ -79,6 +79,20 @@ const envSchema = z
       }),
     WEBHOOK_DISABLE_AFTER: z.coerce.number().int().min(1).max(1000).default(10),
     WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+    // Members' sign-in (docs/how-to/sign-in.md): where browsers reach this server (invitation URLs, the session
+    // cookie's own-origin check), whether a proxy's X-Forwarded-* headers are believed, sessions' idle timeout and
+    // absolute lifetime, and the failed sign-ins allowed per account and per client address in 15 minutes.
+    PUBLIC_ORIGIN: optionalString.pipe(
+      z
+        .string()
+        .regex(/^https?:\/\/[^/\s]+$/, 'must be scheme://host[:port], without a path')
+        .optional(),
+    ),
+    TRUST_PROXY: z.enum(['0', '1']).default('0'),
+    SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(7 * 1440).default(30),
+    SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(12),
+    LOGIN_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(10),
+    LOGIN_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(100),
   })
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',

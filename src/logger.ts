@@ -5,7 +5,11 @@ export function createLogger(level: string): Logger {
   return pino({
     level,
     base: undefined,
-    redact: { paths: ['authorization', '*.authorization', 'token', '*.token', 'headers.authorization'], censor: '[redacted]' },
+    // Passwords and session cookies too: a member's sign-in is as secret as a token.
+    redact: {
+      paths: ['authorization', '*.authorization', 'token', '*.token', 'headers.authorization', 'password', '*.password', 'cookie', '*.cookie', 'headers.cookie'],
+      censor: '[redacted]',
+    },
   });
 }
 

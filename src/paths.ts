@@ -57,3 +57,8 @@ export function jsonResponse(
     headers: { 'content-type': contentType, ...headers },
   });
 }
+
+/** Members sign in, out, and accept invitations below this path (plugins/use-sign-in.ts). */
+export const AUTH_BASE = '/api/v1/auth';
+/** The console page where an invitation's holder chooses a password: `<origin>/console/invite/<code>`. */
+export const INVITATION_PAGE_PATH = '/console/invite';

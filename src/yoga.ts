@@ -4,7 +4,7 @@ import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } 
 import { authenticate } from './auth/credentials.js';
 import { createJwtVerifier } from './auth/jwt.js';
 import { createKnownTenants } from './auth/known-tenants.js';
-import { RequestViewers } from './auth/request-viewers.js';
+import { RequestViewers, requestCredential } from './auth/request-viewers.js';
 import { idempotencyOf, type Context } from './context.js';
 import type { Database } from './db/client.js';
 import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
@@ -28,10 +28,12 @@ import { useRequestErrorCodes } from './plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from './plugins/use-request-id.js';
 import { useRequestLog } from './plugins/use-request-log.js';
 import { useRest } from './plugins/use-rest.js';
+import { useSignIn } from './plugins/use-sign-in.js';
+import { signInSettingsOf } from './auth/sessions.js';
 import { useResultBytes } from './plugins/use-result-bytes.js';
 import { corsPolicy, useSecurityHeaders } from './plugins/use-security-headers.js';
 import { compileRoutes } from './rest/compile-routes.js';
-import { createDirectRest, type DirectRest } from './direct-rest.js';
+import { createDirectRest, incomingOfNode, type DirectRest } from './direct-rest.js';
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from './plugins/use-validated-documents.js';
 import { routes } from './rest/routes.js';
@@ -39,13 +41,16 @@ import { routes } from './rest/routes.js';
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
 
+/** Members' sign-in settings (src/auth/sessions.ts, plugins/use-sign-in.ts). */
+type SignInConfig = 'PUBLIC_ORIGIN' | 'TRUST_PROXY' | 'SESSION_IDLE_MINUTES' | 'SESSION_LIFETIME_HOURS' | 'LOGIN_FAILURES_PER_ACCOUNT' | 'LOGIN_FAILURES_PER_ADDRESS';
+
 export interface GatewayOptions {
   db: Database;
   config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'> &
     Partial<
       Pick<
         Config,
-        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
+        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | SignInConfig | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
       >
     >;
   logger: Logger;
@@ -109,6 +114,8 @@ export interface Gateway {
   live: Live;
   /** From now on `/readyz` answers 503 `draining` (at shutdown), while every other request is still served. */
   startDraining(): void;
+  /** The credential a WebSocket upgrade presents (Authorization, or the session cookie: a cross-site one throws). */
+  credentialOfUpgrade(req: IncomingMessage): string | null;
 }
 
 /** The whole HTTP surface: GraphQL at /graphql and the plugins every request passes through. */
@@ -128,7 +135,8 @@ export function createGateway({
   // Verified tokens, kept TOKEN_CACHE_TTL_MS (src/auth/credential-cache.ts); revocations evict them everywhere.
   const tokenCache = new CredentialCache(config.TOKEN_CACHE_TTL_MS ?? DEFAULT_TOKEN_CACHE_TTL_MS);
   const cacheRegistration = registerCredentialCache(db, tokenCache);
-  const credentials = { db, jwt, tenants, tokenCache: { cache: tokenCache, onStore: () => cacheRegistration.listen() } };
+  const sessions = signInSettingsOf(config);
+  const credentials = { db, jwt, tenants, tokenCache: { cache: tokenCache, onStore: () => cacheRegistration.listen() }, sessions };
   const live = createLive(db, async (authorization) => (await authenticate(authorization, credentials)).viewer ?? null, logger, {
     perCredential: config.STREAMS_PER_CREDENTIAL,
     perProcess: config.STREAMS_PER_PROCESS,
@@ -202,6 +210,15 @@ query Connections {
       ...optional('pages', () => usePages()),
       ...optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
       useRateLimit({ limits: rateLimits, viewers }),
+      useSignIn({
+        db,
+        policy: sessions,
+        failuresPerAccount: config.LOGIN_FAILURES_PER_ACCOUNT ?? 10,
+        failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS ?? 100,
+        redisUrl: config.REDIS_URL,
+        keyPrefix: rateLimit?.keyPrefix,
+        logger,
+      }),
       useAuth(),
       ...optional('request-error-codes', () => useRequestErrorCodes()),
       useResultBytes(),
@@ -214,7 +231,7 @@ query Connections {
       requestId: requestIdOf(request),
       viewer: await viewers.of(request),
       idempotency: idempotencyOf(request.headers.get('idempotency-key')),
-      authorization: request.headers.get('authorization'),
+      authorization: viewers.credential(request),
       webhooks,
       live,
     }),
@@ -262,6 +279,7 @@ query Connections {
     },
     live,
     startDraining: () => void (draining = true),
+    credentialOfUpgrade: (req: IncomingMessage) => requestCredential(incomingOfNode(req), credentials, 'websocket'),
   });
 }
 

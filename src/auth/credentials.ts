@@ -2,7 +2,9 @@ import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 import { looksLikeJwt, type JwtVerifier } from './jwt.js';
 import { createKnownTenants, type KnownTenants } from './known-tenants.js';
+import { DEFAULT_SESSION_POLICY, looksLikeSession, type SessionPolicy, verifySession } from './sessions.js';
 import { parsePersonalAccessToken, type TokenCacheUse, verifyPersonalAccessToken } from './tokens.js';
+import type { CookiePolicy } from './session-cookie.js';
 
 type AuthFailureReason = 'missing' | 'malformed' | 'invalid';
 
@@ -15,8 +17,9 @@ const MAX_AUTHORIZATION_LENGTH = 4096;
 const AUTHORIZATION_PATTERN = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
 
 /**
- * Resolves an Authorization header to a viewer, or says why not. Only two forms exist:
- * `Token <personal access token>` and `Bearer <JWT>` (scheme case-insensitive). A personal access token sent
+ * Resolves an Authorization header to a viewer, or says why not. Three forms exist:
+ * `Token <personal access token>`, `Bearer <JWT>` and `Session <session>` (scheme case-insensitive; the last is
+ * what the session cookie becomes, src/auth/session-cookie.ts). A personal access token sent
  * as `Bearer` is accepted too, because many HTTP clients only offer a "bearer token" field; the token format
  * is unambiguous, so this cannot confuse the two kinds.
  *
@@ -25,7 +28,7 @@ const AUTHORIZATION_PATTERN = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
  */
 export async function authenticate(
   authorization: string | null | undefined,
-  deps: { db: Database; jwt: JwtVerifier; tenants?: KnownTenants; tokenCache?: TokenCacheUse },
+  deps: { db: Database; jwt: JwtVerifier; tenants?: KnownTenants; tokenCache?: TokenCacheUse; sessions?: SessionPolicy & CookiePolicy },
 ): Promise<AuthResult> {
   if (authorization === undefined || authorization === null || authorization === '') {
     return { viewer: null, reason: 'missing' };
@@ -41,6 +44,11 @@ export async function authenticate(
   if (scheme === 'token' || (scheme === 'bearer' && credential.startsWith('igw_pat_'))) {
     if (!parsePersonalAccessToken(credential)) return { viewer: null, reason: 'malformed' };
     const viewer = await verifyPersonalAccessToken(deps.db, credential, new Date(), deps.tokenCache);
+    return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
+  }
+  if (scheme === 'session') {
+    if (!looksLikeSession(credential)) return { viewer: null, reason: 'malformed' };
+    const viewer = await verifySession(deps.db, credential, deps.sessions ?? DEFAULT_SESSION_POLICY);
     return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
   }
   if (scheme === 'bearer') {

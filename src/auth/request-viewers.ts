@@ -1,5 +1,6 @@
 import { ApiError } from '../errors.js';
 import { authenticate } from './credentials.js';
+import { credentialOf, type CredentialSource } from './session-cookie.js';
 import type { Viewer } from './viewer.js';
 
 /**
@@ -11,6 +12,7 @@ import type { Viewer } from './viewer.js';
 export class RequestViewers {
   private readonly lookups = new WeakMap<Request, Promise<Viewer | null>>();
   private readonly known = new WeakMap<Request, Viewer | null>();
+  private readonly presented = new WeakMap<Request, string | null>();
 
   constructor(
     private readonly credentials: Parameters<typeof authenticate>[1],
@@ -33,8 +35,15 @@ export class RequestViewers {
     return this.known.get(request);
   }
 
+  /** The credential the request presented (its Authorization header, or its session cookie), once looked up. */
+  credential(request: Request): string | null {
+    return this.presented.get(request) ?? null;
+  }
+
   private async authenticate(request: Request): Promise<Viewer | null> {
-    const viewer = await viewerOf(request.headers.get('authorization'), this.credentials);
+    const credential = requestCredential(sourceOfFetch(request), this.credentials);
+    this.presented.set(request, credential);
+    const viewer = await viewerOf(credential, this.credentials);
     this.known.set(request, viewer);
     return viewer;
   }
@@ -56,4 +65,14 @@ export async function viewerOf(authorization: string | null | undefined, credent
     );
   }
   return result.viewer;
+}
+
+/** A fetch API request as the credential checks read it. */
+export function sourceOfFetch(request: Request): CredentialSource {
+  return { method: request.method, url: request.url, header: (name) => request.headers.get(name) };
+}
+
+/** The credential a request presents (Authorization, or the session cookie past its cross-site checks). */
+export function requestCredential(source: CredentialSource, credentials: Parameters<typeof authenticate>[1], surface?: 'websocket'): string | null {
+  return credentialOf(source, credentials.sessions ?? { trustProxy: false }, surface);
 }

@@ -6,9 +6,9 @@ export interface Viewer {
   tenantId: string;
   role: Role;
   permissions: ReadonlySet<Permission>;
-  /** Service user id (token) or JWT `sub`. */
+  /** Service user id (token), JWT `sub` or member id (session). */
   subject: string;
-  credential: 'token' | 'jwt';
+  credential: 'token' | 'jwt' | 'session';
   /** Token id, for throttled last_used_at updates and logs; never the secret. */
   tokenId?: string;
 }

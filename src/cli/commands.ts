@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { Database } from '../db/client.js';
+import type { Config } from '../env.js';
 
 /**
  * The CLI is a table of commands. A feature adds its commands in its own module (`src/cli/<feature>.ts`
@@ -32,6 +33,8 @@ export interface CommandInput {
 interface CommandContext {
   /** Migrated already: every command may assume the current schema. */
   db: Database;
+  /** The environment's configuration, as the server reads it. */
+  config: Config;
   /** Migrations this invocation applied before the command ran. */
   appliedMigrations: string[];
   /** One line to stdout: the command's result, for scripts (`id=$(… tenant create acme)`). */

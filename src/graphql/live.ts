@@ -32,7 +32,7 @@ async function subscribeChanges(
   stream: Pick<ChangeStreamOptions, 'matches' | 'connectionId' | 'initial' | 'isLast'>,
 ): Promise<AsyncIterable<ChangeItem>> {
   const viewer = requireViewer(context);
-  const release = context.live.slots.acquire(viewer.tokenId ?? `jwt:${viewer.tenantId}:${viewer.subject}`);
+  const release = context.live.slots.acquire(viewer.tokenId ?? `${viewer.credential}:${viewer.tenantId}:${viewer.subject}`);
   try {
     const hub = await context.live.startedHub();
     const authorization = context.authorization ?? '';

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import { WebSocketServer } from 'ws';
@@ -17,12 +17,14 @@ interface RootValue {
   subscribe: Enveloped['subscribe'];
 }
 
-/** The credential of a connection: connection_init's `Authorization` (or `authorization`), else the upgrade request's header. */
-function authorizationOf(params: Readonly<Record<string, unknown>> | undefined, upgrade: { headers: Record<string, string | string[] | undefined> }): string | null {
+/**
+ * The credential of a connection: connection_init's `Authorization` (or `authorization`), else the upgrade
+ * request's header or session cookie (whose cross-site check throws).
+ */
+function authorizationOf(params: Readonly<Record<string, unknown>> | undefined, upgrade: IncomingMessage, gateway: Gateway): string | null {
   const fromParams = params?.Authorization ?? params?.authorization;
   if (typeof fromParams === 'string') return fromParams;
-  const header = upgrade.headers.authorization;
-  return typeof header === 'string' ? header : null;
+  return gateway.credentialOfUpgrade(upgrade);
 }
 
 /** Serves graphql-ws on `server` at /graphql; returns the function that closes every socket. */
@@ -32,8 +34,22 @@ export function attachGraphqlWebSocket(server: Server, gateway: Gateway, logger:
     {
       execute: (args: ExecutionArgs) => (args.rootValue as RootValue).execute(args),
       subscribe: (args: ExecutionArgs) => (args.rootValue as RootValue).subscribe(args),
+      // A cross-site page may open a socket that carries the session cookie: refused (4403) before any operation.
+      onConnect: (ctx) => {
+        try {
+          authorizationOf(ctx.connectionParams, ctx.extra.request, gateway);
+          return true;
+        } catch {
+          return false;
+        }
+      },
       onSubscribe: async (ctx, _id, payload) => {
-        const authorization = authorizationOf(ctx.connectionParams, ctx.extra.request);
+        let authorization: string | null;
+        try {
+          authorization = authorizationOf(ctx.connectionParams, ctx.extra.request, gateway);
+        } catch (error) {
+          return [error as never];
+        }
         // The request the context and plugins see: this socket's upgrade, carrying its credential.
         const request = new Request(`http://${ctx.extra.request.headers.host ?? 'localhost'}${GRAPHQL_ENDPOINT}`, {
           method: 'POST',

@@ -157,9 +157,10 @@ export function budgetHeaders(state: BudgetState): Record<string, string> {
   };
 }
 
-/** Token id or JWT tenant + subject: never the credential itself. */
+/** Token id, member id (all of a member's sessions share one budget) or JWT tenant + subject: never the credential itself. */
 function callerKey(viewer: Viewer): string {
-  return viewer.tokenId ? `token:${viewer.tokenId}` : `jwt:${viewer.tenantId}:${viewer.subject}`;
+  if (viewer.tokenId) return `token:${viewer.tokenId}`;
+  return viewer.credential === 'session' ? `member:${viewer.subject}` : `jwt:${viewer.tenantId}:${viewer.subject}`;
 }
 
 /** The client's address as node:http saw it (yoga's server context), for the budget of a request without a credential. */
@@ -183,7 +184,7 @@ function isExempt(pathname: string): boolean {
  * Settles when the first connection attempt succeeds or fails, so requests right after start are counted
  * rather than let through; later outages fail fast because the client does not queue commands.
  */
-function firstConnection(redis: Redis): Promise<void> {
+export function firstConnection(redis: Redis): Promise<void> {
   return new Promise((resolve) => {
     if (redis.status === 'ready') resolve();
     redis.once('ready', () => resolve());
@@ -192,7 +193,7 @@ function firstConnection(redis: Redis): Promise<void> {
   });
 }
 
-function connectRedis(url: string, timeoutMs: number, logger: Logger): Redis {
+export function connectRedis(url: string, timeoutMs: number, logger: Logger): Redis {
   const redis = new Redis(url, {
     // Fail at once while disconnected instead of queueing: a request must never wait for Redis to return.
     enableOfflineQueue: false,

@@ -1,0 +1,231 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Database } from '../db/client.js';
+import type { Config } from '../env.js';
+import { INVITATION_PAGE_PATH } from '../paths.js';
+import { isConstraintViolation } from '../db/constraint-violations.js';
+import { ApiError } from '../errors.js';
+import type { Prisma } from '../generated/prisma/client.js';
+import type { Role } from '../generated/prisma/enums.js';
+import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
+import { hashPassword, passwordMatches, passwordWeakness } from './passwords.js';
+
+// Members: the people of a tenant (its organization), who sign in with an email and a password. An admin invites
+// an email; the invitation's code, shown once as a URL, lets its holder choose the password. A new invitation of
+// the same email resets the password (the way back in while there is no mail). Only the SHA-256 of a code is
+// stored. The last-admin rule of service users holds here too: the last admin who can sign in is neither removed
+// nor demoted.
+
+export type MemberRole = Exclude<Role, 'engine'>;
+export const MEMBER_ROLES: readonly MemberRole[] = ['admin', 'reader'];
+export const INVITATION_LIFETIME_MS = 7 * 86_400_000;
+const CODE_BYTES = 32;
+const CODE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+/** RFC 5321's limit on a forward path. */
+const MAX_EMAIL_LENGTH = 254;
+/** One `@`, something on each side, no white space or control characters: mail itself decides the rest. */
+const EMAIL_PATTERN = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u;
+
+export interface MemberInfo {
+  id: string;
+  tenantId: string;
+  email: string;
+  role: MemberRole;
+  createdAt: Date;
+  lastSeenAt: Date | null;
+}
+
+/**
+ * Where browsers reach this server: PUBLIC_ORIGIN, else HOST and PORT (a wildcard HOST, which no browser can
+ * open, as localhost).
+ */
+export function publicOriginOf(config: Pick<Config, 'PUBLIC_ORIGIN' | 'HOST' | 'PORT'>): string {
+  if (config.PUBLIC_ORIGIN) return config.PUBLIC_ORIGIN;
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  return `http://${host}:${config.PORT}`;
+}
+
+/** The console page an invitation's code opens. */
+export function invitationUrl(origin: string, code: string): string {
+  return `${origin}${INVITATION_PAGE_PATH}/${code}`;
+}
+
+/** The lower-cased email, or a 400 saying what is wrong with it. */
+export function normalizeEmail(email: unknown): string {
+  const value = typeof email === 'string' ? email.trim().toLowerCase() : '';
+  if (value.length === 0 || value.length > MAX_EMAIL_LENGTH || !EMAIL_PATTERN.test(value)) {
+    throw new ApiError('INVALID_QUERY', `email must be an email address (name@domain, at most ${MAX_EMAIL_LENGTH} characters)`);
+  }
+  return value;
+}
+
+/** For input from outside the type system: admin or reader; engine is a service user's role only. */
+export function parseMemberRole(value: unknown): MemberRole {
+  if (value === 'admin' || value === 'reader') return value;
+  if (value === 'engine') throw new ApiError('INVALID_QUERY', 'the engine role belongs to service users: a member is admin or reader');
+  throw new ApiError('INVALID_QUERY', 'role must be one of admin, reader');
+}
+
+function codeHashOf(code: string): Uint8Array<ArrayBuffer> | null {
+  if (!CODE_PATTERN.test(code)) return null;
+  const bytes = Buffer.from(code, 'base64url');
+  return bytes.toString('base64url') === code ? new Uint8Array(createHash('sha256').update(bytes).digest()) : null;
+}
+
+function notFound(): ApiError {
+  return new ApiError('NOT_FOUND', 'no such member');
+}
+
+const memberSelect = { id: true, tenantId: true, email: true, role: true, createdAt: true, lastSeenAt: true } as const;
+
+function asMember<T extends { role: Role }>(row: T): T & { role: MemberRole } {
+  return row as T & { role: MemberRole };
+}
+
+/**
+ * Invites an email into a tenant with a role: a new member, or a member of this tenant invited again (the role
+ * set anew, the password cleared, every session ended, earlier codes void). Returns the member and the code,
+ * which is never stored and never shown again. An email that belongs to another tenant is refused.
+ */
+export async function inviteMember(
+  db: Database,
+  input: { tenantId: string; email: string; role: string; createdBy: string },
+  now: Date = new Date(),
+): Promise<{ member: MemberInfo; code: string; expiresAt: Date }> {
+  const email = normalizeEmail(input.email);
+  const role = parseMemberRole(input.role);
+  const code = randomBytes(CODE_BYTES).toString('base64url');
+  const expiresAt = new Date(now.getTime() + INVITATION_LIFETIME_MS);
+  try {
+    const member = await db.prisma.$transaction(async (tx) => {
+      await lockTenant(tx, input.tenantId);
+      const existing = await tx.member.findUnique({ where: { email }, select: { ...memberSelect, passwordHash: true } });
+      if (existing && existing.tenantId !== input.tenantId) {
+        throw new ApiError('CONFLICT', 'this email address belongs to a member of another organization and cannot be invited');
+      }
+      let member;
+      if (existing) {
+        if (role !== 'admin') await refuseLastAdmin(tx, existing, 'demoted');
+        await tx.memberInvitation.deleteMany({ where: { tenantId: input.tenantId, memberId: existing.id } });
+        await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: existing.id } });
+        member = await tx.member.update({ where: { id: existing.id }, data: { role, passwordHash: null }, select: memberSelect });
+      } else {
+        member = await tx.member.create({ data: { id: newId('mbr'), tenantId: input.tenantId, email, role, createdBy: input.createdBy }, select: memberSelect });
+      }
+      await tx.memberInvitation.create({
+        data: { id: newId('inv'), tenantId: input.tenantId, memberId: member.id, codeHash: codeHashOf(code)!, expiresAt, createdAt: now },
+      });
+      return asMember(member);
+    });
+    return { member, code, expiresAt };
+  } catch (error) {
+    if (isConstraintViolation(error, 'unique')) throw new ApiError('CONFLICT', 'this email address was invited at the same moment: try again');
+    if (isConstraintViolation(error, 'foreignKey')) throw new ApiError('NOT_FOUND', 'no such tenant');
+    throw error;
+  }
+}
+
+/**
+ * Sets the password of an invitation's member: the code works once, within its 7 days. A weak password is a 400
+ * that says why and leaves the code usable. Every earlier session of the member ends.
+ */
+export async function acceptInvitation(
+  db: Database,
+  code: string,
+  password: unknown,
+  now: Date = new Date(),
+): Promise<{ email: string; role: MemberRole; tenant: string }> {
+  const codeHash = codeHashOf(code);
+  const invalid = () => new ApiError('NOT_FOUND', 'This invitation is unknown, already used or expired: ask an admin for a new one');
+  if (!codeHash) throw invalid();
+  const weakness = await passwordWeakness(password);
+  if (weakness) throw new ApiError('INVALID_QUERY', weakness);
+  const passwordHash = await hashPassword(password as string);
+  return db.prisma.$transaction(async (tx) => {
+    const used = await tx.memberInvitation.updateMany({ where: { codeHash, usedAt: null, expiresAt: { gt: now } }, data: { usedAt: now } });
+    if (used.count !== 1) throw invalid();
+    const invitation = await tx.memberInvitation.findUniqueOrThrow({ where: { codeHash }, select: { tenantId: true, memberId: true } });
+    await tx.memberSession.deleteMany({ where: { tenantId: invitation.tenantId, memberId: invitation.memberId } });
+    const member = await tx.member.update({
+      where: { tenantId_id: { tenantId: invitation.tenantId, id: invitation.memberId } },
+      data: { passwordHash },
+      select: { email: true, role: true, tenant: { select: { slug: true } } },
+    });
+    return { email: member.email, role: asMember(member).role, tenant: member.tenant.slug };
+  });
+}
+
+/**
+ * The member an email and a password sign in, or null. An unknown email costs the same hash verification as a
+ * wrong password, so the answer's time does not tell the two apart.
+ */
+export async function memberOfPassword(
+  db: Database,
+  email: unknown,
+  password: unknown,
+): Promise<{ id: string; tenantId: string; email: string; role: MemberRole; tenant: string; tenantName: string } | null> {
+  const normalized = typeof email === 'string' ? email.trim().toLowerCase() : '';
+  const [row] =
+    normalized.length > 0 && normalized.length <= MAX_EMAIL_LENGTH
+      ? await db.raw.query<{ id: string; tenant_id: string; email: string; role: string; password_hash: string | null; slug: string; name: string }>(
+          `SELECT m.id, m.tenant_id, m.email, m.role, m.password_hash, t.slug, t.name
+             FROM members m JOIN tenants t ON t.id = m.tenant_id WHERE m.email = $1`,
+          [normalized],
+        )
+      : [];
+  const matches = await passwordMatches(row?.password_hash ?? null, typeof password === 'string' ? password : '');
+  if (!row || !matches || (row.role !== 'admin' && row.role !== 'reader')) return null;
+  return { id: row.id, tenantId: row.tenant_id, email: row.email, role: row.role, tenant: row.slug, tenantName: row.name };
+}
+
+/** Changes a member's role; a change ends the member's sessions (and so its open streams). */
+export async function changeMemberRole(db: Database, input: { tenantId: string; memberId: string; role: string }): Promise<MemberInfo> {
+  const role = parseMemberRole(input.role);
+  return withMember(db, input, async (tx, member) => {
+    if (member.role === role) return member;
+    if (role !== 'admin') await refuseLastAdmin(tx, member, 'demoted');
+    await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: member.id } });
+    return asMember(await tx.member.update({ where: { id: member.id }, data: { role }, select: memberSelect }));
+  });
+}
+
+/** Removes a member with its sessions and invitations. */
+export async function removeMember(db: Database, input: { tenantId: string; memberId: string }): Promise<{ id: string }> {
+  return withMember(db, input, async (tx, member) => {
+    await refuseLastAdmin(tx, member, 'removed');
+    await tx.member.delete({ where: { id: member.id } });
+    return { id: member.id };
+  });
+}
+
+type Transaction = Prisma.TransactionClient;
+
+/** The tenant's row lock makes counting the admins and changing one a single step (as for service users). */
+async function lockTenant(tx: Transaction, tenantId: string): Promise<void> {
+  await tx.$queryRaw`SELECT 1 FROM tenants WHERE id = ${tenantId} FOR NO KEY UPDATE`;
+}
+
+async function withMember<T>(
+  db: Database,
+  input: { tenantId: string; memberId: string },
+  change: (tx: Transaction, member: MemberInfo & { passwordHash: string | null }) => Promise<T>,
+): Promise<T> {
+  if (input.memberId.length > MAX_ID_LENGTH) throw notFound();
+  return db.prisma.$transaction(async (tx) => {
+    await lockTenant(tx, input.tenantId);
+    const member = await tx.member.findUnique({
+      where: { tenantId_id: { tenantId: input.tenantId, id: input.memberId } },
+      select: { ...memberSelect, passwordHash: true },
+    });
+    if (!member) throw notFound();
+    return change(tx, asMember(member));
+  });
+}
+
+/** 409 when `member` is the tenant's last admin who can sign in (an admin with a password). */
+async function refuseLastAdmin(tx: Transaction, member: { id: string; tenantId: string; email: string; role: Role; passwordHash: string | null }, what: 'demoted' | 'removed'): Promise<void> {
+  if (member.role !== 'admin' || member.passwordHash === null) return;
+  const admins = await tx.member.count({ where: { tenantId: member.tenantId, role: 'admin', passwordHash: { not: null } } });
+  if (admins <= 1) {
+    throw new ApiError('CONFLICT', `${member.email} is the last admin member of this organization and cannot be ${what}; make another member admin first`);
+  }
+}

@@ -1,0 +1,48 @@
+import { hash, verify } from '@node-rs/argon2';
+
+// Passwords are hashed with argon2id at OWASP's first recommended setting (19 MiB, 2 passes, 1 lane): memory-hard,
+// so a stolen table costs an attacker as much memory per guess. The PHC string keeps the parameters beside the
+// hash, so a later change of setting still verifies the passwords hashed before it.
+
+const ARGON2ID = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
+
+export const MIN_PASSWORD_LENGTH = 12;
+/** argon2 takes any length; a bound keeps one request from hashing megabytes. */
+export const MAX_PASSWORD_LENGTH = 256;
+
+export function hashPassword(password: string): Promise<string> {
+  return hash(password, ARGON2ID);
+}
+
+/**
+ * Whether `password` matches `stored`. Without a stored hash (no such account, or no password set yet) a dummy
+ * hash is verified all the same, so the answer takes as long as for a wrong password.
+ */
+export async function passwordMatches(stored: string | null, password: string): Promise<boolean> {
+  const target = stored ?? (await dummyHash());
+  const matches = await verify(target, password.slice(0, MAX_PASSWORD_LENGTH)).catch(() => false);
+  return stored !== null && matches;
+}
+
+let dummy: Promise<string> | undefined;
+function dummyHash(): Promise<string> {
+  dummy ??= hash('a password no account has', ARGON2ID);
+  return dummy;
+}
+
+let common: Promise<ReadonlySet<string>> | undefined;
+/** The 49,000 most common passwords that @zxcvbn-ts/language-common ships, loaded at the first check. */
+function commonPasswords(): Promise<ReadonlySet<string>> {
+  common ??= import('@zxcvbn-ts/language-common').then(({ dictionary }) => new Set(dictionary['passwords-common'] as string[]));
+  return common;
+}
+
+/** Why a chosen password is refused, or null when it is acceptable. */
+export async function passwordWeakness(password: unknown): Promise<string | null> {
+  if (typeof password !== 'string') return 'password must be a string';
+  const length = [...password].length;
+  if (length < MIN_PASSWORD_LENGTH) return `the password is too short: at least ${MIN_PASSWORD_LENGTH} characters`;
+  if (password.length > MAX_PASSWORD_LENGTH) return `the password is too long: at most ${MAX_PASSWORD_LENGTH} characters`;
+  if ((await commonPasswords()).has(password.toLowerCase())) return 'the password is on a list of commonly used passwords: choose another';
+  return null;
+}

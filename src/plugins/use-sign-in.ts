@@ -1,0 +1,166 @@
+import type { Plugin } from 'graphql-yoga';
+import type { Logger } from 'pino';
+import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { acceptInvitation, memberOfPassword } from '../auth/members.js';
+import { sourceOfFetch } from '../auth/request-viewers.js';
+import { assertOwnOrigin, clientAddressOf, isSecureRequest, sessionCookieOf, sessionSetCookie, type CookiePolicy } from '../auth/session-cookie.js';
+import { createSession, endSession, type SessionPolicy } from '../auth/sessions.js';
+import type { Database } from '../db/client.js';
+import { ApiError } from '../errors.js';
+import { AUTH_BASE, jsonResponse } from '../paths.js';
+import { earlyErrorResponse } from './error-response.js';
+import { connectRedis, firstConnection } from './use-rate-limit.js';
+
+// Members sign in and out, and accept invitations, at /api/v1/auth (docs/how-to/sign-in.md). These answer before
+// GraphQL: they set and clear the session cookie, which no GraphQL result can. Bodies are JSON only, so a
+// cross-site form cannot post them, and a request from a page of another origin is refused.
+
+const LOGIN_PATH = `${AUTH_BASE}/login`;
+const LOGOUT_PATH = `${AUTH_BASE}/logout`;
+const INVITATION_PATTERN = new RegExp(`^${AUTH_BASE}/invitations/([^/]+)$`);
+/** An email and a password fit in far less; a larger body is refused before it is parsed. */
+const MAX_BODY_BYTES = 4096;
+/** Failed sign-ins are counted over this window; when over, further attempts wait out the rest of it. */
+const FAILURE_WINDOW_SECONDS = 15 * 60;
+const SIGNED_OUT = 'The email or the password is wrong';
+
+export interface SignInOptions {
+  db: Database;
+  policy: SessionPolicy & CookiePolicy;
+  failuresPerAccount: number;
+  failuresPerAddress: number;
+  /** With a Redis URL every replica counts the same failures; without one each process counts alone. */
+  redisUrl?: string | undefined;
+  keyPrefix?: string;
+  logger: Logger;
+}
+
+/**
+ * Failed sign-ins per account (the email, known or not) and per client address. Over either budget, sign-in
+ * answers 429 with Retry-After without checking the password, so guessing is slowed whether it aims at one
+ * account from many addresses or at many accounts from one. A success clears the account's count.
+ */
+class LoginThrottle {
+  private readonly redis;
+  private readonly connected: Promise<void>;
+  private readonly byAccount: RateLimiterAbstract;
+  private readonly byAddress: RateLimiterAbstract;
+
+  constructor(options: SignInOptions) {
+    this.redis = options.redisUrl ? connectRedis(options.redisUrl, 500, options.logger) : undefined;
+    this.connected = this.redis ? firstConnection(this.redis) : Promise.resolve();
+    const prefix = `${options.keyPrefix ?? 'igw:rl'}:login`;
+    const limiter = (scope: string, points: number): RateLimiterAbstract => {
+      const settings = { points, duration: FAILURE_WINDOW_SECONDS, blockDuration: FAILURE_WINDOW_SECONDS, keyPrefix: `${prefix}:${scope}` };
+      return this.redis ? new RateLimiterRedis({ ...settings, storeClient: this.redis, rejectIfRedisNotReady: true }) : new RateLimiterMemory(settings);
+    };
+    this.byAccount = limiter('account', options.failuresPerAccount);
+    this.byAddress = limiter('address', options.failuresPerAddress);
+  }
+
+  /** Seconds to wait when either budget is spent; 0 when the attempt may go ahead. */
+  async wait(account: string, address: string): Promise<number> {
+    await this.connected;
+    const states = await Promise.all([this.byAccount.get(account), this.byAddress.get(address)]).catch(() => [null, null]);
+    const limits = [this.byAccount.points, this.byAddress.points];
+    const waits = states.map((state, i) => (state && state.consumedPoints >= limits[i]! ? Math.ceil(state.msBeforeNext / 1000) : 0));
+    return Math.max(0, ...waits);
+  }
+
+  async failed(account: string, address: string): Promise<void> {
+    await Promise.all([consume(this.byAccount, account), consume(this.byAddress, address)]);
+  }
+
+  async succeeded(account: string): Promise<void> {
+    await this.byAccount.delete(account).catch(() => false);
+  }
+
+  async dispose(): Promise<void> {
+    await this.redis?.quit().catch(() => this.redis?.disconnect());
+  }
+}
+
+/** Counting a failure over budget rejects (the next attempt waits); a store that fails loses the count. */
+async function consume(limiter: RateLimiterAbstract, key: string): Promise<void> {
+  await limiter.consume(key).catch(() => undefined);
+}
+
+export function useSignIn(options: SignInOptions): Plugin {
+  const throttle = new LoginThrottle(options);
+  const { db, policy } = options;
+
+  async function answer(request: Request, pathname: string, socketAddress: string, fetchAPI: { Response: typeof Response }): Promise<Response> {
+    const source = sourceOfFetch(request);
+    const invitation = INVITATION_PATTERN.exec(pathname);
+    if (pathname !== LOGIN_PATH && pathname !== LOGOUT_PATH && !invitation) throw new ApiError('NOT_FOUND', `no such path: ${pathname}`);
+    if (request.method !== 'POST') throw new ApiError('METHOD_NOT_ALLOWED', `${pathname} accepts POST only`, { headers: { Allow: 'POST' } });
+    // A page of another origin may not sign anyone in or out, nor choose a password.
+    assertOwnOrigin(source, policy);
+    const noStore = { 'Cache-Control': 'no-store' };
+    const cookie = (value: string | null) => sessionSetCookie(value, { secure: isSecureRequest(source, policy), maxAgeSeconds: Math.floor(policy.lifetimeMs / 1000) });
+
+    if (pathname === LOGOUT_PATH) {
+      const session = sessionCookieOf(request.headers.get('cookie'));
+      if (session !== undefined) await endSession(db, session);
+      return jsonResponse(fetchAPI, { msg: 'Signed out' }, { headers: { ...noStore, 'Set-Cookie': cookie(null) } });
+    }
+    const body = await jsonBody(request);
+    if (invitation) {
+      const accepted = await acceptInvitation(db, decodeURIComponent(invitation[1]!), body.password);
+      return jsonResponse(fetchAPI, { msg: 'Password set: sign in with it', data: accepted }, { headers: noStore });
+    }
+    const account = typeof body.email === 'string' ? body.email.trim().toLowerCase().slice(0, 254) : '';
+    const address = clientAddressOf(source, socketAddress, policy);
+    const wait = await throttle.wait(account, address);
+    if (wait > 0) {
+      throw new ApiError('RATE_LIMITED', `Too many failed sign-ins for this account or from this address: retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
+    }
+    const member = await memberOfPassword(db, body.email, body.password);
+    if (!member) {
+      await throttle.failed(account, address);
+      throw new ApiError('UNAUTHORIZED', SIGNED_OUT);
+    }
+    await throttle.succeeded(account);
+    const session = await createSession(db, member, policy);
+    return jsonResponse(
+      fetchAPI,
+      { msg: 'Signed in', data: { email: member.email, role: member.role, tenant: member.tenant, tenant_name: member.tenantName } },
+      { headers: { ...noStore, 'Set-Cookie': cookie(session.value) } },
+    );
+  }
+
+  return {
+    async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
+      if (!url.pathname.startsWith(`${AUTH_BASE}/`)) return;
+      const socketAddress = (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req?.socket?.remoteAddress ?? 'unknown';
+      try {
+        endResponse(await answer(request, url.pathname, socketAddress, fetchAPI));
+      } catch (error) {
+        if (!(error instanceof ApiError)) {
+          options.logger.error({ err: error }, 'sign-in request failed');
+          endResponse(earlyErrorResponse(request, new ApiError('INTERNAL', 'Unexpected error.'), fetchAPI));
+          return;
+        }
+        endResponse(earlyErrorResponse(request, error, fetchAPI));
+      }
+    },
+    onDispose: () => throttle.dispose(),
+  };
+}
+
+/** The request's JSON object body, or a 400/413/415 saying what is wrong with it. */
+async function jsonBody(request: Request): Promise<Record<string, unknown>> {
+  if (!(request.headers.get('content-type') ?? '').toLowerCase().startsWith('application/json')) {
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON (Content-Type: application/json)');
+  }
+  const text = await request.text();
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new ApiError('PAYLOAD_TOO_LARGE', `The body may be at most ${MAX_BODY_BYTES} bytes`);
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new ApiError('INVALID_QUERY', 'The body is not valid JSON');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError('INVALID_QUERY', 'The body must be a JSON object');
+  return body as Record<string, unknown>;
+}
