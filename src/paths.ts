@@ -62,3 +62,11 @@ export function jsonResponse(
 export const AUTH_BASE = '/api/v1/auth';
 /** The console page where an invitation's holder chooses a password: `<origin>/console/invite/<code>`. */
 export const INVITATION_PAGE_PATH = '/console/invite';
+
+/** Invitation codes travel in paths (the API's and the console's): a log line shows `{code}` in their place. */
+const SECRET_PATH = new RegExp(`^(${AUTH_BASE}/invitations|${INVITATION_PAGE_PATH})/[^/]+`);
+
+/** A path as a log line may show it: without the secrets some paths carry. */
+export function loggablePath(pathname: string): string {
+  return pathname.replace(SECRET_PATH, '$1/{code}');
+}

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RequestViewers } from '../auth/request-viewers.js';
 import { requestIdOf } from './use-request-id.js';
 import { routeOf } from './use-metrics.js';
+import { loggablePath } from '../paths.js';
 
 /** What the log line of one request says. */
 export interface RequestLogEntry {
@@ -23,7 +24,7 @@ export function logRequest(logger: Logger, { requestId, method, pathname, route,
     {
       req_id: requestId,
       method,
-      path: pathname,
+      path: loggablePath(pathname),
       route,
       status,
       duration_ms: Math.round((performance.now() - startedAt) * 100) / 100,

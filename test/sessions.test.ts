@@ -1,0 +1,264 @@
+// Members sign in, end to end over HTTP on both databases: an invitation from the CLI's own function, accepting
+// it (weak passwords refused, a code used once), signing in, the session cookie as a credential on REST, GraphQL
+// over HTTP, SSE and graphql-ws, cross-site requests refused, signing out, throttled guessing, and a role change
+// or removal ending the member's sessions and open streams. No password, code or session value is logged.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createClient } from 'graphql-ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { changeMemberRole, inviteMember, removeMember } from '../src/auth/members.js';
+import { createHttpServer } from '../src/http-server.js';
+import { attachGraphqlWebSocket } from '../src/live/websocket.js';
+import { databaseKinds } from './fixtures/databases.js';
+import { capturingLogger, createTestGateway, gatewayOver, type LogLine, type TestGateway } from './fixtures/gateway.js';
+import { readSse } from './fixtures/sse.js';
+import type { Gateway } from '../src/yoga.js';
+
+const STRONG = 'correct horse battery staple';
+
+describe.each(databaseKinds)('members sign in on %s', (kind) => {
+  let t: TestGateway;
+  let gateway: Gateway;
+  let origin: string;
+  let server: Server;
+  let closeSockets: () => Promise<void>;
+  const logs: LogLine[] = [];
+  const secrets: string[] = [STRONG];
+
+  beforeAll(async () => {
+    t = await createTestGateway(kind);
+    // Every log line at the lowest level, to look for secrets in them.
+    gateway = gatewayOver(t.db, {
+      logger: capturingLogger(logs, 'trace'),
+      config: { LOGIN_FAILURES_PER_ACCOUNT: 3, LOGIN_FAILURES_PER_ADDRESS: 1000, RATE_LIMIT_PER_MINUTE: 100_000 },
+      rateLimit: { keyPrefix: `test:sessions:${kind}:${process.pid}:${Date.now()}` },
+      live: { credentialCheckMs: 100, heartbeatMs: 200 },
+    });
+    server = createHttpServer(gateway, { logger: capturingLogger(logs, 'trace') });
+    closeSockets = attachGraphqlWebSocket(server, gateway, capturingLogger(logs, 'trace'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterAll(async () => {
+    await closeSockets?.();
+    await new Promise<void>((resolve) => server?.close(() => resolve()));
+    await gateway?.dispose();
+    await t?.dispose();
+  });
+
+  async function invite(email: string, role: 'admin' | 'reader', tenantId = t.tenants.demo.id): Promise<string> {
+    const { code } = await inviteMember(t.db, { tenantId, email, role, createdBy: 'cli' });
+    secrets.push(code);
+    return code;
+  }
+
+  function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+    return fetch(`${origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  }
+
+  async function signIn(email: string, password = STRONG): Promise<string> {
+    const response = await post('/api/v1/auth/login', { email, password });
+    expect(response.status).toBe(200);
+    const cookie = response.headers.get('set-cookie')!;
+    const value = /igw_session=([^;]+)/.exec(cookie)![1]!;
+    secrets.push(value);
+    return `igw_session=${value}`;
+  }
+
+  async function accept(code: string, password = STRONG) {
+    return post(`/api/v1/auth/invitations/${code}`, { password });
+  }
+
+  it('invites, refuses weak passwords, accepts a code once, signs in with an HttpOnly SameSite=Lax cookie', async () => {
+    const code = await invite('Alice@Example.com', 'admin');
+    const short = await accept(code, 'short');
+    expect(short.status).toBe(400);
+    expect((await short.json()).msg).toMatch(/at least 12 characters/);
+    const common = await accept(code, 'qwerty123456');
+    expect(common.status).toBe(400);
+    expect((await common.json()).msg).toMatch(/commonly used/);
+
+    const accepted = await accept(code);
+    expect(accepted.status).toBe(200);
+    expect((await accepted.json()).data).toEqual({ email: 'alice@example.com', role: 'admin', tenant: 'demo' });
+    const twice = await accept(code, 'another long passphrase');
+    expect(twice.status).toBe(404);
+    expect((await twice.json()).error.code).toBe('NOT_FOUND');
+
+    const login = await post('/api/v1/auth/login', { email: 'alice@example.com', password: STRONG });
+    expect(login.status).toBe(200);
+    expect(await login.json()).toMatchObject({ msg: expect.any(String), data: { email: 'alice@example.com', role: 'admin', tenant: 'demo' } });
+    const cookie = login.headers.get('set-cookie')!;
+    expect(cookie).toMatch(/^igw_session=igw_ses_[A-Za-z0-9_-]{43};/);
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Lax/);
+    expect(cookie).toMatch(/Path=\//);
+    expect(cookie).not.toMatch(/Secure/);
+    secrets.push(/igw_session=([^;]+)/.exec(cookie)![1]!);
+
+    // Stored hashed: neither the password, nor the code, nor the session value is in the database.
+    const dump = JSON.stringify(await t.db.raw.query('SELECT m.password_hash, i.code_hash::text, s.secret_hash::text FROM members m JOIN member_invitations i ON i.member_id = m.id LEFT JOIN member_sessions s ON s.member_id = m.id'));
+    for (const secret of secrets) expect(dump).not.toContain(secret);
+    expect(dump).toContain('$argon2id$');
+  });
+
+  it('sets Secure behind a trusted proxy that says HTTPS, and only then', async () => {
+    const proxied = gatewayOver(t.db, { config: { TRUST_PROXY: '1' } });
+    const untrusted = gatewayOver(t.db, { config: { TRUST_PROXY: '0' } });
+    try {
+      const request = { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-proto': 'https' }, body: JSON.stringify({ email: 'alice@example.com', password: STRONG }) };
+      const secure = await proxied.fetch('http://gateway.test/api/v1/auth/login', request);
+      expect(secure.status).toBe(200);
+      expect(secure.headers.get('set-cookie')).toMatch(/Secure/);
+      const plain = await untrusted.fetch('http://gateway.test/api/v1/auth/login', request);
+      expect(plain.headers.get('set-cookie')).not.toMatch(/Secure/);
+    } finally {
+      await proxied.dispose();
+      await untrusted.dispose();
+    }
+  });
+
+  it('answers an unknown email and a wrong password alike, in about the same time', async () => {
+    const time = async (body: unknown) => {
+      const started = performance.now();
+      const response = await post('/api/v1/auth/login', body);
+      return { status: response.status, body: await response.json(), ms: performance.now() - started };
+    };
+    const wrong = await time({ email: 'alice@example.com', password: 'not the right password' });
+    const unknown = await time({ email: 'nobody@example.com', password: 'not the right password' });
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(unknown.body.msg).toBe(wrong.body.msg);
+    expect(unknown.body.error.code).toBe('UNAUTHORIZED');
+    // Both verify an argon2id hash: neither answers in a fraction of the other's time.
+    expect(unknown.ms).toBeGreaterThan(wrong.ms / 4);
+    expect(wrong.ms).toBeGreaterThan(unknown.ms / 4);
+  });
+
+  it('is a credential on REST, GraphQL over HTTP, SSE and graphql-ws, with the member role', async () => {
+    const cookie = await signIn('alice@example.com');
+    const rest = await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie } });
+    expect(rest.status).toBe(200);
+    expect((await rest.json()).data).toHaveLength(1);
+
+    const query = await fetch(`${origin}/graphql`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', 'x-requested-with': 'console' },
+      body: JSON.stringify({ query: '{ connections(limit: 1) { totalCount } }' }),
+    });
+    expect(query.status).toBe(200);
+    expect((await query.json()).data.connections.totalCount).toBeGreaterThan(0);
+
+    const sse = await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, { headers: { cookie, accept: 'text/event-stream' } });
+    expect(sse.status).toBe(200);
+    expect(sse.headers.get('content-type')).toMatch(/text\/event-stream/);
+    await sse.body!.cancel();
+
+    const ws = createClient({ url: `${origin.replace('http', 'ws')}/graphql`, webSocketImpl: class extends WebSocket {
+      constructor(address: string, protocols?: string | string[]) {
+        super(address, protocols, { headers: { cookie, origin } });
+      }
+    }, retryAttempts: 0, lazy: true });
+    try {
+      const result = await new Promise<unknown>((resolve, reject) => {
+        ws.subscribe({ query: '{ connections(limit: 1) { totalCount } }' }, { next: resolve, error: reject, complete: () => {} });
+      });
+      expect(JSON.stringify(result)).toMatch(/totalCount/);
+    } finally {
+      await ws.dispose();
+    }
+  });
+
+  it('refuses cross-site use of the cookie and leaves token requests alone', async () => {
+    const cookie = await signIn('alice@example.com');
+    const mutation = JSON.stringify({ query: 'mutation { createServiceUser(name: "csrf-victim", role: admin) { id } }' });
+    // A cross-site form post: text/plain, no X-Requested-With, a foreign Origin.
+    const form = await fetch(`${origin}/graphql`, { method: 'POST', headers: { cookie, 'content-type': 'text/plain', origin: 'https://evil.example' }, body: mutation });
+    expect([403, 415]).toContain(form.status);
+    // Without the header, even from our own origin.
+    const noHeader = await fetch(`${origin}/graphql`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', origin }, body: mutation });
+    expect(noHeader.status).toBe(403);
+    const foreign = await fetch(`${origin}/graphql`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', origin: 'https://evil.example', 'x-requested-with': 'x' }, body: mutation });
+    expect(foreign.status).toBe(403);
+    const restWrite = await fetch(`${origin}/api/v1/integrations/connected`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{}' });
+    expect(restWrite.status).toBe(403);
+    const sse = await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, { headers: { cookie, accept: 'text/event-stream', origin: 'https://evil.example' } });
+    expect(sse.status).toBe(403);
+    await sse.body?.cancel();
+    expect(await t.db.prisma.serviceUser.count({ where: { name: 'csrf-victim' } })).toBe(0);
+
+    // A cross-site WebSocket carrying the cookie is closed before any operation.
+    const closed = await new Promise<number>((resolve) => {
+      const socket = new WebSocket(`${origin.replace('http', 'ws')}/graphql`, 'graphql-transport-ws', { headers: { cookie, origin: 'https://evil.example' } });
+      socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init' })));
+      socket.on('close', (code) => resolve(code));
+    });
+    expect(closed).toBe(4403);
+
+    // The same mutation from our own page succeeds; a token needs neither header.
+    const own = await fetch(`${origin}/graphql`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', origin, 'x-requested-with': 'console' },
+      body: JSON.stringify({ query: 'mutation { createServiceUser(name: "made-by-alice", role: reader) { id } }' }),
+    });
+    expect((await own.json()).data.createServiceUser.id).toMatch(/^usr_/);
+    const token = await fetch(`${origin}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Token ${t.tenants.demo.adminToken}`, 'content-type': 'application/json', origin: 'https://elsewhere.example' },
+      body: JSON.stringify({ query: '{ connections(limit: 1) { totalCount } }' }),
+    });
+    expect(token.status).toBe(200);
+  });
+
+  it('signs out: the session ends on the server', async () => {
+    const cookie = await signIn('alice@example.com');
+    const out = await fetch(`${origin}/api/v1/auth/logout`, { method: 'POST', headers: { cookie } });
+    expect(out.status).toBe(200);
+    expect(out.headers.get('set-cookie')).toMatch(/igw_session=;.*Max-Age=0/);
+    const after = await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie } });
+    expect(after.status).toBe(401);
+  });
+
+  it('throttles guessing per account with 429 and Retry-After', async () => {
+    const code = await invite('bob@example.com', 'reader');
+    expect((await accept(code)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await post('/api/v1/auth/login', { email: 'bob@example.com', password: `wrong guess ${i}` })).status).toBe(401);
+    const throttled = await post('/api/v1/auth/login', { email: 'bob@example.com', password: STRONG });
+    expect(throttled.status).toBe(429);
+    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await throttled.json()).error.code).toBe('RATE_LIMITED');
+    // Another account from the same address is not held up by Bob's.
+    expect((await post('/api/v1/auth/login', { email: 'alice@example.com', password: STRONG })).status).toBe(200);
+  });
+
+  it('ends the sessions and the open streams of a member whose role changes or who is removed', async () => {
+    const code = await invite('carol@example.com', 'admin');
+    expect((await accept(code)).status).toBe(200);
+    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'carol@example.com' } });
+
+    const cookie = await signIn('carol@example.com');
+    const stream = readSse(await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, { headers: { cookie, accept: 'text/event-stream' } }));
+    await changeMemberRole(t.db, { tenantId: t.tenants.demo.id, memberId: member.id, role: 'reader' });
+    await Promise.race([stream.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('stream still open')), 5000))]);
+    expect((await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie } })).status).toBe(401);
+
+    const again = await signIn('carol@example.com');
+    const reader = await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie: again } });
+    expect(reader.status).toBe(200);
+    const refused = await fetch(`${origin}/api/v1/integrations/connected`, { method: 'POST', headers: { cookie: again, 'content-type': 'application/json', 'x-requested-with': 'x' }, body: JSON.stringify({ application_id: 'x' }) });
+    expect(refused.status).toBe(403);
+
+    const second = readSse(await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, { headers: { cookie: again, accept: 'text/event-stream' } }));
+    await removeMember(t.db, { tenantId: t.tenants.demo.id, memberId: member.id });
+    await Promise.race([second.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('stream still open')), 5000))]);
+    expect((await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie: again } })).status).toBe(401);
+  });
+
+  it('logs no password, invitation code or session value at any level', () => {
+    expect(logs.length).toBeGreaterThan(0);
+    const text = logs.map((line) => JSON.stringify(line)).join('\n');
+    for (const secret of secrets) expect(text).not.toContain(secret);
+  });
+});
