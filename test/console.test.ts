@@ -47,6 +47,10 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
   let context: BrowserContext;
   let userDataDir: string;
   let engineToken: string;
+  /** Invitation pages, as the CLI printed their URLs, of an admin and a reader of the demo tenant. */
+  const invitations: Record<'admin' | 'reader', string> = { admin: '', reader: '' };
+  const ADMIN = { email: 'ana.admin@example.com', password: 'correct horse battery staple 7' };
+  const READER = { email: 'rui.reader@example.com', password: 'a reader reads but never writes' };
   const offsite: string[] = [];
   const problems: string[] = [];
   const screenshots = process.env.UPDATE_SCREENSHOTS === '1' && kind === 'pglite';
@@ -63,6 +67,12 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     const token = await runCliOn(fixture.db, 'token', 'create', '--tenant', 'demo', '--service-user', 'console-test-engine', '--expires', new Date(Date.now() + 7 * 86_400_000).toISOString());
     expect(token.code, token.stderr).toBe(0);
     engineToken = token.stdout.trim();
+    for (const [role, person] of [['admin', ADMIN], ['reader', READER]] as const) {
+      const invited = await runCliOn(fixture.db, 'member', 'invite', '--tenant', 'demo', '--email', person.email, '--role', role);
+      expect(invited.code, invited.stderr).toBe(0);
+      expect(invited.stdout).toMatch(/^http:\/\/[^/]+\/console\/invite\/[^/\s]+\n$/);
+      invitations[role] = new URL(invited.stdout.trim()).pathname;
+    }
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-console-chromium-'));
     context = await chromium.launchPersistentContext(userDataDir, {
       executablePath: CHROMIUM,
@@ -135,6 +145,19 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('heading', { name: 'Overview' }).waitFor();
   }
 
+  async function signIn(page: Page, person: { email: string; password: string }): Promise<void> {
+    await page.goto(`${origin}/console`);
+    const signInHeading = page.getByRole('heading', { name: 'Sign in' });
+    const overview = page.getByRole('heading', { name: 'Overview' });
+    await signInHeading.or(overview).waitFor();
+    if (await overview.isVisible()) await page.getByRole('button', { name: 'Sign out' }).click();
+    await signInHeading.waitFor();
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByLabel('Password').fill(person.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await overview.waitFor();
+  }
+
   function expectCleanRun(): void {
     expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
     expect(problems, 'console errors (CSP violations among them)').toEqual([]);
@@ -168,12 +191,50 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expect((await fetch(`${origin}/console/assets/missing-file.js`)).status).toBe(404);
   });
 
-  it('signs in, and follows the spec\'s portal flow from the organization name to a working token', async () => {
-    const page = await newPage('token flow');
+  it('lets a person invited with the CLI choose a password on the invitation page, then sign in', async () => {
+    const page = await newPage('invitation');
     await page.goto(`${origin}/console`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await visited(page, 'sign-in');
-    await signInWithToken(page, fixture.tenants.demo.adminToken);
+    for (const [role, person] of [['admin', ADMIN], ['reader', READER]] as const) {
+      await page.goto(`${origin}${invitations[role]}`);
+      await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
+      // A weak password is refused with the server's reason.
+      await page.getByLabel('Password', { exact: true }).fill('password1234');
+      await page.getByLabel('Repeat the password').fill('password1234');
+      if (role === 'admin') await visited(page, 'invitation');
+      await page.getByRole('button', { name: 'Set password' }).click();
+      await expect(page.getByRole('alert').textContent()).resolves.toContain('commonly used');
+      await page.getByLabel('Password', { exact: true }).fill(person.password);
+      await page.getByLabel('Repeat the password').fill(person.password);
+      await page.getByRole('button', { name: 'Set password' }).click();
+      await page.getByText('Your password is set.').waitFor();
+    }
+    // The code worked once.
+    await page.goto(`${origin}${invitations.admin}`);
+    await page.getByLabel('Password', { exact: true }).fill('another long passphrase 9');
+    await page.getByLabel('Repeat the password').fill('another long passphrase 9');
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await page.getByRole('alert').waitFor();
+
+    // A wrong password is refused; the right one opens the console.
+    await page.goto(`${origin}/console`);
+    await page.getByLabel('Email').fill(ADMIN.email);
+    await page.getByLabel('Password').fill('not the password at all');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('wrong');
+    await signIn(page, ADMIN);
+    await expect(page.getByText('Role: admin').count()).resolves.toBe(1);
+    await page.close();
+    // The wrong password's 401 and the used code's refusal are the only errors the browser reported.
+    const expected = problems.filter((p) => /^invitation: Failed to load resource: the server responded with a status of 4\d\d/.test(p));
+    problems.splice(0, problems.length, ...problems.filter((p) => !expected.includes(p)));
+    expectCleanRun();
+  }, 120_000);
+
+  it('signs in, and follows the spec\'s portal flow from the organization name to a working token', async () => {
+    const page = await newPage('token flow');
+    await signIn(page, ADMIN);
 
     // The organization's name in the sidebar opens user management.
     const organization = await graphql<{ organization: { name: string } }>(fixture.gateway, '{ organization { name } }', { token: fixture.tenants.demo.adminToken, expectOk: true });
@@ -228,7 +289,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
   it('connects an application with a form built from its kind, validated as the API validates, and shows a run finishing live', async () => {
     const page = await newPage('connect');
-    await signInWithToken(page, fixture.tenants.demo.adminToken);
+    await signIn(page, ADMIN);
     await visited(page, 'overview');
     await page.getByRole('link', { name: 'Connections', exact: true }).click();
     await page.getByRole('heading', { name: 'Connections' }).waitFor();
@@ -313,7 +374,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
   it('shows the sync history with filters, pagination over the whole history, run details, and new runs live', async () => {
     const page = await newPage('syncs');
-    await signInWithToken(page, fixture.tenants.demo.adminToken);
+    await signIn(page, ADMIN);
     await page.getByRole('link', { name: 'Sync history' }).click();
     await page.getByRole('heading', { name: 'Sync history' }).waitFor();
     await page.locator('tbody tr').first().waitFor();
@@ -353,7 +414,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
   it('manages webhook endpoints: the secret shown once, rotate, disable, the delivery log', async () => {
     const page = await newPage('webhooks');
-    await signInWithToken(page, fixture.tenants.demo.adminToken);
+    await signIn(page, ADMIN);
     await page.getByRole('link', { name: 'Webhooks' }).click();
     await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
     await page.getByRole('button', { name: 'Add endpoint' }).click();
@@ -381,7 +442,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
   it('shows a reader no write controls, and the server refuses the writes anyway', async () => {
     const page = await newPage('reader');
-    await signInWithToken(page, fixture.tenants.demo.readerToken);
+    await signIn(page, READER);
     await expect(page.getByText('Role: reader').count()).resolves.toBe(1);
     await page.getByRole('link', { name: 'Connections', exact: true }).click();
     await page.locator('tbody tr').first().waitFor();
@@ -400,23 +461,24 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     const refused = await graphql(fixture.gateway, 'mutation { createServiceUser(name: "x", role: admin) { id } }', { token: fixture.tenants.demo.readerToken });
     expect(refused.status).toBe(403);
 
-    // Signing out forgets the token: the console asks to sign in again, also after a reload.
+    // Signing out ends the session on the server: the console asks to sign in again, also after a reload, and
+    // the old cookie is refused.
+    const cookie = (await context.cookies(origin)).map((c) => `${c.name}=${c.value}`).join('; ');
+    expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { cookie } })).status).toBe(200);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { cookie } })).status).toBe(401);
+
+    // A token in this tab works as well, and is forgotten on signing out.
+    await signInWithToken(page, fixture.tenants.demo.readerToken);
+    await expect(page.getByText('Role: reader').count()).resolves.toBe(1);
+    await page.getByRole('button', { name: 'Sign out' }).click();
     await page.reload();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await page.close();
     expectCleanRun();
   }, 90_000);
 
-  it('opens the invitation page, where an invited person chooses a password', async () => {
-    const page = await newPage('invitation');
-    await page.goto(`${origin}/console/invite/some-code`);
-    await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
-    await page.getByLabel('Password', { exact: true }).fill('short');
-    await page.getByLabel('Repeat the password').fill('different-one');
-    await visited(page, 'invitation');
-    await page.close();
-    expectCleanRun();
-  });
 });
