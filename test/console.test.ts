@@ -9,9 +9,11 @@ import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.js';
 import { attachGraphqlWebSocket } from '../src/live/websocket.js';
+import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
 import { runCliOn } from './fixtures/cli.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
+import { startReceiver } from './fixtures/webhook-receiver.js';
 
 // The console end to end: the real gateway (on PGlite, and on PostgreSQL when TEST_DATABASE_URL is set) serving
 // the console built from console/ by Vite, driven in Debian's headless Chromium like a person would: sign in,
@@ -127,7 +129,13 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
   }
 
   async function screenshot(page: Page, name: string): Promise<void> {
-    if (screenshots) await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: false });
+    if (!screenshots) return;
+    // The top of the page, as a person arriving on it sees it, whatever field the test left focused.
+    await page.evaluate(() => {
+      (document.activeElement as HTMLElement | null)?.blur();
+      window.scrollTo(0, 0);
+    });
+    await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: false });
   }
 
   /** Checks the page with axe and, when asked to, keeps its picture. */
@@ -412,33 +420,65 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expectCleanRun();
   }, 120_000);
 
-  it('manages webhook endpoints: the secret shown once, rotate, disable, the delivery log', async () => {
-    const page = await newPage('webhooks');
-    await signIn(page, ADMIN);
-    await page.getByRole('link', { name: 'Webhooks' }).click();
-    await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
-    await page.getByRole('button', { name: 'Add endpoint' }).click();
-    await page.getByLabel('URL').fill(`${origin}/healthz`);
-    await page.getByLabel('Description').fill('Console test receiver');
-    await page.getByLabel('sync.success').check();
-    await visited(page, 'webhooks-add');
-    await page.getByRole('button', { name: 'Add', exact: true }).click();
-    const secret = await page.getByRole('textbox', { name: /^Signing secret of / }).inputValue();
-    expect(secret).toMatch(/^whsec_/);
-    await visited(page, 'webhooks');
-    await page.getByRole('link', { name: `${origin}/healthz` }).click();
-    await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
-    await page.getByRole('button', { name: 'Rotate secret' }).click();
-    await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
-    const rotated = await page.getByRole('textbox', { name: 'New signing secret' }).inputValue();
-    expect(rotated).toMatch(/^whsec_/);
-    expect(rotated).not.toBe(secret);
-    await page.getByRole('button', { name: 'Disable' }).click();
-    await page.getByRole('button', { name: 'Enable' }).waitFor();
-    await visited(page, 'webhook-endpoint');
-    await page.close();
-    expectCleanRun();
-  }, 90_000);
+  it('manages webhook endpoints: the secret shown once, the delivery log with attempts, redeliver, rotate, disable', async () => {
+    const receiver = await startReceiver();
+    const worker = new DeliveryWorker({ db: fixture.db, logger: createLogger('silent'), allowPrivate: true, retrySchedule: [0.3], disableAfter: 10, pollMs: 100 });
+    await worker.start();
+    try {
+      const page = await newPage('webhooks');
+      await signIn(page, ADMIN);
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      await page.getByLabel('URL').fill(receiver.url);
+      await page.getByLabel('Description').fill('Operations dashboard');
+      await page.getByLabel('sync.pending').check();
+      await visited(page, 'webhooks-add');
+      await page.getByRole('button', { name: 'Add', exact: true }).click();
+      const secret = await page.getByRole('textbox', { name: /^Signing secret of / }).inputValue();
+      expect(secret).toMatch(/^whsec_/);
+      await visited(page, 'webhooks');
+
+      // An event of the chosen type is delivered, signed with the secret shown.
+      receiver.secret = secret;
+      const connections = await graphql<{ connections: { nodes: { id: string }[] } }>(fixture.gateway, '{ connections(filter: { status: { eq: active } }, limit: 5) { nodes { id } } }', {
+        token: fixture.tenants.demo.adminToken,
+        expectOk: true,
+      });
+      for (const { id } of connections.body.data!.connections.nodes) {
+        const queued = await graphql(fixture.gateway, 'mutation($id: ID!) { triggerSync(connectionId: $id) { id } }', { token: fixture.tenants.demo.adminToken, variables: { id } });
+        if (queued.status === 200) break;
+      }
+      await receiver.waitFor((received) => received.some((r) => r.message.type === 'sync.pending'));
+      expect(receiver.received[0]!.verified).toBe(true);
+
+      await page.getByRole('link', { name: receiver.url }).click();
+      await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
+      await page.getByRole('button', { name: /^Attempts of / }).first().click();
+      await page.getByRole('table', { name: /^Attempts of / }).getByRole('cell', { name: '200' }).waitFor();
+      await page.getByRole('button', { name: /^Redeliver / }).first().click();
+      await receiver.waitFor((received) => received.length >= 2);
+      await page.getByRole('cell', { name: '2', exact: true }).first().waitFor();
+      await visited(page, 'webhook-endpoint');
+
+      await page.getByRole('button', { name: 'Rotate secret' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
+      const rotated = await page.getByRole('textbox', { name: 'New signing secret' }).inputValue();
+      expect(rotated).toMatch(/^whsec_/);
+      expect(rotated).not.toBe(secret);
+      await page.getByRole('button', { name: 'Disable' }).click();
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+      await page.getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await page.getByText('No endpoints yet.').waitFor();
+      await page.close();
+      expectCleanRun();
+    } finally {
+      await worker.stop();
+      await receiver.close();
+    }
+  }, 120_000);
 
   it('shows a reader no write controls, and the server refuses the writes anyway', async () => {
     const page = await newPage('reader');
