@@ -3,6 +3,8 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
+import { inviteMember } from '../src/auth/members.js';
+import { createSession, DEFAULT_SESSION_POLICY, endSession } from '../src/auth/sessions.js';
 import { claimSync, triggerSync } from '../src/db/sync-runs.js';
 import { newId } from '../src/prefixed-ids.js';
 import { createTestGateway, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
@@ -776,6 +778,11 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
     { name: 'JWT of a tenant that does not exist', acting: 'none', header: () => headers.get('jwt-unknown-tenant') },
     { name: 'JWT issued an hour ahead', acting: 'none', header: () => headers.get('jwt-future-iat') },
     { name: 'JWT valid for 100 years', acting: 'none', header: () => headers.get('jwt-century') },
+    // A member's session, as the session cookie becomes inside the server (the cookie itself: test/sessions.test.ts).
+    { name: 'admin member session', acting: 'demo-admin', header: () => headers.get('member-admin') },
+    { name: 'reader member session', acting: 'demo-reader', header: () => headers.get('member-reader') },
+    { name: "other tenant's admin member session", acting: 'other-admin', header: () => headers.get('member-other-admin') },
+    { name: 'signed-out member session', acting: 'none', header: () => headers.get('member-signed-out') },
   ];
 
   beforeAll(async () => {
@@ -825,6 +832,16 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
     headers.set('jwt-unknown-tenant', `Bearer ${await signJwt({ tenant_id: 'ten_doesnotexist', role: 'admin' })}`);
     headers.set('jwt-future-iat', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin', iat: now + 3600 }, { expiresAt: now + 4200 })}`);
     headers.set('jwt-century', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' }, { expiresAt: now + 100 * 365 * 86_400 })}`);
+    const memberSession = async (tenantId: string, email: string, role: 'admin' | 'reader') => {
+      const { member } = await inviteMember(t.db, { tenantId, email, role, createdBy: 'cli' });
+      return `Session ${(await createSession(t.db, member, DEFAULT_SESSION_POLICY)).value}`;
+    };
+    headers.set('member-admin', await memberSession(demo.id, 'matrix-admin@example.com', 'admin'));
+    headers.set('member-reader', await memberSession(demo.id, 'matrix-reader@example.com', 'reader'));
+    headers.set('member-other-admin', await memberSession(t.tenants.other.id, 'matrix-other@example.com', 'admin'));
+    const signedOut = await memberSession(demo.id, 'matrix-gone@example.com', 'reader');
+    await endSession(t.db, signedOut.slice('Session '.length));
+    headers.set('member-signed-out', signedOut);
 
     const connection = await prisma.connection.findFirstOrThrow({ where: { tenantId: demo.id, deletedAt: null }, orderBy: { id: 'asc' } });
     const sync = await prisma.sync.findFirstOrThrow({ where: { tenantId: demo.id }, orderBy: { id: 'asc' } });
@@ -870,7 +887,7 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
   afterAll(() => t?.dispose());
 
   it('builds the whole matrix', () => {
-    expect(credentials).toHaveLength(19);
+    expect(credentials).toHaveLength(23);
     expect(operations).toHaveLength(34);
   });
 

@@ -249,6 +249,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     const name = organization.body.data!.organization.name;
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name }).click();
     await page.getByRole('heading', { name: 'User management' }).waitFor();
+    await page.getByRole('heading', { name: 'Members' }).waitFor();
+    await page.getByRole('link', { name: 'Service users' }).click();
     await page.getByRole('heading', { name: 'Service users' }).waitFor();
     await visited(page, 'service-users');
 
@@ -291,6 +293,51 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Service users' }).waitFor();
     await expect(page.getByRole('link', { name: 'reporting-bot' }).count()).resolves.toBe(0);
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+
+  it('manages members: invite (the URL shown once), change role, remove', async () => {
+    const page = await newPage('members');
+    await signIn(page, ADMIN);
+    await page.getByRole('navigation', { name: 'Console' }).locator('.organization').click();
+    await page.getByRole('heading', { name: 'Members' }).waitFor();
+    await page.getByRole('cell', { name: `${ADMIN.email} (you)` }).waitFor();
+    await page.getByRole('button', { name: 'Invite member' }).click();
+    await page.getByLabel('Email').fill('lea.new@example.com');
+    await page.getByLabel('Role', { exact: true }).selectOption('reader');
+    await page.getByRole('button', { name: 'Invite', exact: true }).click();
+    const url = await page.getByRole('textbox', { name: 'Invitation URL for lea.new@example.com' }).inputValue();
+    expect(url).toMatch(new RegExp(`^${origin}/console/invite/[^/]+$`));
+    await page.getByRole('cell', { name: 'lea.new@example.com' }).waitFor();
+    await visited(page, 'members');
+
+    // The URL works: the invited person chooses a password and signs in as a reader.
+    const accepted = await fetch(`${origin}/api/v1/auth/invitations/${url.split('/').pop()}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-requested-with': 'test' },
+      body: JSON.stringify({ password: 'lea chooses a long password' }),
+    });
+    expect(accepted.status).toBeLessThan(300);
+    const login = await fetch(`${origin}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-requested-with': 'test' },
+      body: JSON.stringify({ email: 'lea.new@example.com', password: 'lea chooses a long password' }),
+    });
+    expect(login.status).toBe(200);
+    expect(((await login.json()) as { data: { role: string } }).data.role).toBe('reader');
+
+    await page.getByLabel('Role of lea.new@example.com').selectOption('admin');
+    await page.getByRole('button', { name: 'Change role of lea.new@example.com' }).click();
+    await page.waitForFunction(() => (document.querySelector('select[id^="role-"]:not([id="role-"])') as HTMLSelectElement | null) !== null);
+    await expect.poll(async () => {
+      const members = await graphql<{ members: { email: string; role: string }[] }>(fixture.gateway, '{ members { email role } }', { token: fixture.tenants.demo.adminToken, expectOk: true });
+      return members.body.data!.members.find((m) => m.email === 'lea.new@example.com')?.role;
+    }).toBe('admin');
+
+    await page.getByRole('button', { name: 'Remove lea.new@example.com' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+    await expect.poll(() => page.getByRole('cell', { name: 'lea.new@example.com' }).count()).toBe(0);
     await page.close();
     expectCleanRun();
   }, 120_000);
@@ -494,7 +541,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     }
     await visited(page, 'reader-connection');
     await page.goto(`${origin}/console/users`);
-    await page.getByText('Only an admin manages users and their tokens.').waitFor();
+    await page.getByText('Only an admin manages members, service users and their tokens.').waitFor();
     await expect(page.getByRole('button', { name: 'Create service user' }).count()).resolves.toBe(0);
     await page.goto(`${origin}/console/webhooks`);
     await page.getByText('Only an admin manages webhook endpoints.').waitFor();

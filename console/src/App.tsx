@@ -8,6 +8,7 @@ import { ErrorMessage, Loading } from './ui';
 import { SignIn } from './pages/SignIn';
 import { Invitation } from './pages/Invitation';
 import { Overview } from './pages/Overview';
+import { Members } from './pages/Members';
 import { ServiceUsers } from './pages/ServiceUsers';
 import { ServiceUserDetail } from './pages/ServiceUserDetail';
 import { Connections } from './pages/Connections';
@@ -80,7 +81,10 @@ function SignedIn() {
               <Overview />
             </Route>
             <Route path="/users">
-              <Redirect to="/users/service-users" />
+              <Redirect to="/users/members" />
+            </Route>
+            <Route path="/users/members">
+              <Members />
             </Route>
             <Route path="/users/service-users">
               <ServiceUsers />

@@ -98,16 +98,14 @@ export async function inviteMember(
   try {
     const member = await db.prisma.$transaction(async (tx) => {
       await lockTenant(tx, input.tenantId);
-      const existing = await tx.member.findUnique({ where: { email }, select: { ...memberSelect, passwordHash: true } });
-      if (existing && existing.tenantId !== input.tenantId) {
-        throw new ApiError('CONFLICT', 'this email address belongs to a member of another organization and cannot be invited');
-      }
+      // Within the tenant only: an email of another tenant meets the unique index on insert.
+      const existing = await tx.member.findFirst({ where: { tenantId: input.tenantId, email }, select: { ...memberSelect, passwordHash: true } });
       let member;
       if (existing) {
         if (role !== 'admin') await refuseLastAdmin(tx, existing, 'demoted');
         await tx.memberInvitation.deleteMany({ where: { tenantId: input.tenantId, memberId: existing.id } });
         await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: existing.id } });
-        member = await tx.member.update({ where: { id: existing.id }, data: { role, passwordHash: null }, select: memberSelect });
+        member = await tx.member.update({ where: { tenantId_id: { tenantId: input.tenantId, id: existing.id } }, data: { role, passwordHash: null }, select: memberSelect });
       } else {
         member = await tx.member.create({ data: { id: newId('mbr'), tenantId: input.tenantId, email, role, createdBy: input.createdBy }, select: memberSelect });
       }
@@ -118,7 +116,8 @@ export async function inviteMember(
     });
     return { member, code, expiresAt };
   } catch (error) {
-    if (isConstraintViolation(error, 'unique')) throw new ApiError('CONFLICT', 'this email address was invited at the same moment: try again');
+    // Emails are unique across tenants (signing in names no tenant).
+    if (isConstraintViolation(error, 'unique')) throw new ApiError('CONFLICT', 'this email address belongs to a member of another organization and cannot be invited');
     if (isConstraintViolation(error, 'foreignKey')) throw new ApiError('NOT_FOUND', 'no such tenant');
     throw error;
   }
@@ -141,6 +140,7 @@ export async function acceptInvitation(
   if (weakness) throw new ApiError('INVALID_QUERY', weakness);
   const passwordHash = await hashPassword(password as string);
   return db.prisma.$transaction(async (tx) => {
+    // Found by its code, as a token by its prefix: the code names its tenant.
     const used = await tx.memberInvitation.updateMany({ where: { codeHash, usedAt: null, expiresAt: { gt: now } }, data: { usedAt: now } });
     if (used.count !== 1) throw invalid();
     const invitation = await tx.memberInvitation.findUniqueOrThrow({ where: { codeHash }, select: { tenantId: true, memberId: true } });
@@ -184,7 +184,7 @@ export async function changeMemberRole(db: Database, input: { tenantId: string; 
     if (member.role === role) return member;
     if (role !== 'admin') await refuseLastAdmin(tx, member, 'demoted');
     await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: member.id } });
-    return asMember(await tx.member.update({ where: { id: member.id }, data: { role }, select: memberSelect }));
+    return asMember(await tx.member.update({ where: { tenantId_id: { tenantId: input.tenantId, id: member.id } }, data: { role }, select: memberSelect }));
   });
 }
 
@@ -192,7 +192,7 @@ export async function changeMemberRole(db: Database, input: { tenantId: string; 
 export async function removeMember(db: Database, input: { tenantId: string; memberId: string }): Promise<{ id: string }> {
   return withMember(db, input, async (tx, member) => {
     await refuseLastAdmin(tx, member, 'removed');
-    await tx.member.delete({ where: { id: member.id } });
+    await tx.member.delete({ where: { tenantId_id: { tenantId: input.tenantId, id: member.id } } });
     return { id: member.id };
   });
 }

@@ -70,13 +70,13 @@ function notFound(): ApiError {
 
 export async function createServiceUser(
   db: Database,
-  input: { tenantId: string; name: string; role: Role },
+  input: { tenantId: string; name: string; role: Role; createdBy?: string },
 ): Promise<ServiceUserInfo> {
   const name = normalizeServiceUserName(input.name);
   const role = parseRole(input.role);
   try {
     return await db.prisma.serviceUser.create({
-      data: { id: newId('usr'), tenantId: input.tenantId, name, role },
+      data: { id: newId('usr'), tenantId: input.tenantId, name, role, createdBy: input.createdBy ?? null },
       select: serviceUserSelect,
     });
   } catch (error) {

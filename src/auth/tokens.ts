@@ -88,7 +88,7 @@ export function validateTokenExpiry(expiresAt: Date, now: Date = new Date()): vo
 
 export async function createToken(
   db: Database,
-  input: { tenantId: string; serviceUserId: string; expiresAt: Date },
+  input: { tenantId: string; serviceUserId: string; expiresAt: Date; createdBy?: string },
   now: Date = new Date(),
 ): Promise<CreatedToken> {
   validateTokenExpiry(input.expiresAt, now);
@@ -108,6 +108,7 @@ export async function createToken(
           prefix,
           secretHash: new Uint8Array(secretHash),
           expiresAt: input.expiresAt,
+          createdBy: input.createdBy ?? null,
         },
         select: { id: true, prefix: true, expiresAt: true },
       });

@@ -23,7 +23,7 @@ export const serviceUserCommands: Command[] = [
       const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
       const name = stringOption(input, 'name', true);
       const role = roleOption(stringOption(input, 'role', true));
-      const user = await createServiceUser(db, { tenantId: tenant.id, name, role });
+      const user = await createServiceUser(db, { tenantId: tenant.id, name, role, createdBy: 'cli' });
       out(user.id);
     },
   },

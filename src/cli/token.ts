@@ -64,7 +64,7 @@ export const tokenCommands: Command[] = [
       }
       const user = await findServiceUserByName(db, tenant.id, name);
       if (!user) throw new CliError(`service user "${name}" does not exist in tenant "${tenant.slug}"`);
-      const created = await createToken(db, { tenantId: tenant.id, serviceUserId: user.id, expiresAt });
+      const created = await createToken(db, { tenantId: tenant.id, serviceUserId: user.id, expiresAt, createdBy: 'cli' });
       out(
         input.values.json
           ? JSON.stringify({ id: created.id, token: created.token, expires_at: created.expiresAt.toISOString() })

@@ -50,6 +50,7 @@ const CONNECTION_ROW_SQL = {
   createdAt: '"t0"."created_at"',
   updatedAt: '"t0"."updated_at"',
   deletedAt: '"t0"."deleted_at"',
+  createdBy: '"t0"."created_by"',
   'application.id': '"t1"."id"',
   'application.name': '"t1"."name"',
   'application.slug': '"t1"."slug"',

@@ -126,7 +126,7 @@ export async function createConnectionProblems(sql: Pick<RawSql, 'query'>, body:
  * `sync_interval` for a connection that is only run when triggered). An unknown application and every
  * problem of metadata and settings are one INVALID_QUERY listing them all.
  */
-export async function createConnection(sql: TransactionRunner, tenantId: string, input: CreateConnectionInput): Promise<Connection> {
+export async function createConnection(sql: TransactionRunner, tenantId: string, input: CreateConnectionInput, createdBy: string | null = null): Promise<Connection> {
   return inTransaction(sql, async (tx) => {
     const [application] = await findApplication(tx, input.applicationId);
     const problems = catalogProblems(application, input.applicationId, input);
@@ -140,8 +140,8 @@ export async function createConnection(sql: TransactionRunner, tenantId: string,
     const [connection] = await tx.query<Connection>(
       `INSERT INTO "public"."connections" AS "c"
          ("id", "tenant_id", "application_id", "name", "slug", "description", "logo_url", "keywords", "via", "status",
-          "metadata", "settings")
-       SELECT $1, $2, "a"."id", $3, $4, $5, "a"."logo_url", "a"."keywords", $6::connection_via, 'pending', $7::jsonb, $8::jsonb
+          "metadata", "settings", "created_by")
+       SELECT $1, $2, "a"."id", $3, $4, $5, "a"."logo_url", "a"."keywords", $6::connection_via, 'pending', $7::jsonb, $8::jsonb, $10
        FROM "public"."applications" AS "a" WHERE "a"."id" = $9
        RETURNING ${CONNECTION_ROW}`,
       [
@@ -154,6 +154,7 @@ export async function createConnection(sql: TransactionRunner, tenantId: string,
         JSON.stringify(metadata),
         JSON.stringify(settings),
         application.id,
+        createdBy,
       ],
     );
     await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.created')]);

@@ -32,11 +32,13 @@ export interface WebhookEndpointRow {
   consecutiveFailures: number;
   createdAt: Date;
   updatedAt: Date;
+  /** Who created it: member:<id>, token:<id>, jwt:<sub> or cli. */
+  createdBy: string | null;
 }
 
 const ENDPOINT_ROW = `"w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."description", coalesce("w"."event_types", '{}') AS "eventTypes",
   "w"."enabled", "w"."disabled_reason" AS "disabledReason", "w"."consecutive_failures" AS "consecutiveFailures",
-  "w"."created_at" AS "createdAt", "w"."updated_at" AS "updatedAt"`;
+  "w"."created_at" AS "createdAt", "w"."updated_at" AS "updatedAt", "w"."created_by" AS "createdBy"`;
 
 export interface EndpointInput {
   url: string;
@@ -50,14 +52,14 @@ export type EndpointPatch = Partial<{ url: string; description: string; eventTyp
 /** An endpoint with its secret: only the answers of create and rotate carry it. */
 type EndpointWithSecret = WebhookEndpointRow & { secret: string };
 
-export async function createWebhookEndpoint(runner: TransactionRunner, tenantId: string, input: EndpointInput): Promise<EndpointWithSecret> {
+export async function createWebhookEndpoint(runner: TransactionRunner, tenantId: string, input: EndpointInput, createdBy: string | null = null): Promise<EndpointWithSecret> {
   const secret = newWebhookSecret();
   return inTransaction(runner, async (tx) => {
     const [row] = await tx.query<WebhookEndpointRow>(
-      `INSERT INTO "public"."webhook_endpoints" AS "w" ("id", "tenant_id", "url", "description", "secret", "event_types", "enabled")
-       VALUES ($1, $2, $3, $4, $5, $6::text[], $7)
+      `INSERT INTO "public"."webhook_endpoints" AS "w" ("id", "tenant_id", "url", "description", "secret", "event_types", "enabled", "created_by")
+       VALUES ($1, $2, $3, $4, $5, $6::text[], $7, $8)
        RETURNING ${ENDPOINT_ROW}`,
-      [newId('whk'), tenantId, input.url, input.description ?? '', secret, input.eventTypes ?? [], input.enabled ?? true],
+      [newId('whk'), tenantId, input.url, input.description ?? '', secret, input.eventTypes ?? [], input.enabled ?? true, createdBy],
     );
     return { ...row!, secret };
   });

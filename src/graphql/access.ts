@@ -1,3 +1,4 @@
+import { actorOf } from '../auth/audit.js';
 import {
   changeServiceUserRole,
   createServiceUser,
@@ -12,6 +13,8 @@ import { requireViewer } from './viewer.js';
 
 // The portal's "Service Users" section as GraphQL: admin-only (access:manage), always within the caller's
 // tenant. Token values appear exactly once, in createToken's payload; nothing else can read them.
+
+const CREATED_BY = 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli; null when made before this was recorded.';
 
 export const Role = builder.enumType(RoleValues, {
   name: 'Role',
@@ -28,6 +31,7 @@ const Token = builder.prismaObject('Token', {
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     lastUsedAt: t.expose('lastUsedAt', { type: 'DateTime', nullable: true, description: 'Updated at most once a minute.' }),
     revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
+    createdBy: t.exposeString('createdBy', { nullable: true, description: CREATED_BY }),
     serviceUser: t.relation('serviceUser'),
   }),
 });
@@ -41,6 +45,7 @@ const ServiceUser = builder.prismaObject('ServiceUser', {
     role: t.expose('role', { type: Role }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    createdBy: t.exposeString('createdBy', { nullable: true, description: CREATED_BY }),
     tokens: t.relation('tokens', { query: { orderBy: [{ createdAt: 'desc' }, { id: 'desc' }] } }),
   }),
 });
@@ -83,7 +88,7 @@ builder.mutationFields((t) => ({
     args: { name: t.arg.string({ required: true }), role: t.arg({ type: Role, required: true }) },
     resolve: async (query, _root, args, context) => {
       const { tenantId } = requireViewer(context);
-      const user = await createServiceUser(context.db, { tenantId, name: args.name, role: args.role });
+      const user = await createServiceUser(context.db, { tenantId, name: args.name, role: args.role, createdBy: actorOf(requireViewer(context)) });
       return context.db.prisma.serviceUser.findUniqueOrThrow({ ...query, where: serviceUserById(tenantId, user.id) });
     },
   }),
@@ -126,7 +131,7 @@ builder.mutationFields((t) => ({
         select: { id: true },
       });
       if (!user) throw new ApiError('NOT_FOUND', `service user ${serviceUserId} not found`);
-      return createToken(context.db, { tenantId, serviceUserId, expiresAt: args.expiresAt });
+      return createToken(context.db, { tenantId, serviceUserId, expiresAt: args.expiresAt, createdBy: actorOf(requireViewer(context)) });
     },
   }),
   revokeToken: t.prismaField({

@@ -127,6 +127,7 @@ export const Connection = builder.prismaObject('Connection', {
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    createdBy: t.exposeString('createdBy', { nullable: true, description: 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli (not part of the REST shape).' }),
     application: t.field({ type: Application, resolve: (c) => c.application }),
     category: t.field({ type: Category, resolve: (c) => c.application.category }),
   }),

@@ -10,6 +10,7 @@ import './writes.js';
 import './live.js';
 import './webhooks.js';
 import './sync-stats.js';
+import './members.js';
 
 /** The whole GraphQL schema; domain modules register their types on import. */
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -1,3 +1,4 @@
+import { actorOf } from '../auth/audit.js';
 import type { Context } from '../context.js';
 import {
   createWebhookEndpoint,
@@ -120,6 +121,7 @@ export const WebhookEndpoint = builder.objectRef<EndpointView>('WebhookEndpoint'
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
+    createdBy: t.exposeString('createdBy', { nullable: true, description: 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli.' }),
   }),
 });
 
@@ -305,7 +307,7 @@ builder.mutationFields((t) => ({
         context,
         'createWebhookEndpoint',
         args.input,
-        (sql) => createWebhookEndpoint(sql, tenantId, input),
+        (sql) => createWebhookEndpoint(sql, tenantId, input, actorOf(requireViewer(context))),
         (created) => ({ type: 'webhook_endpoint', id: created.id }),
         async (resource) => (await endpointOf(context, resource?.id ?? '', true))!,
       );

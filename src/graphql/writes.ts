@@ -1,3 +1,4 @@
+import { actorOf } from '../auth/audit.js';
 import { GraphQLError, type GraphQLResolveInfo, Kind, valueFromASTUntyped } from 'graphql';
 import type { Context } from '../context.js';
 import { createConnection, createConnectionProblems, updateConnection } from '../db/connection-writes.js';
@@ -168,7 +169,7 @@ builder.mutationFields((t) => ({
         context,
         'createConnection',
         args.input,
-        async (sql) => (await createConnection(sql, tenantId, input)).id,
+        async (sql) => (await createConnection(sql, tenantId, input, actorOf(requireViewer(context)))).id,
         (created) => ({ type: 'connection', id: created }),
         async (resource) => resource?.id ?? '',
       );

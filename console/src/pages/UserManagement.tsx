@@ -11,11 +11,14 @@ export function UserManagement({ children }: { children: ReactNode }) {
     <>
       <PageHeader title="User management" />
       <nav className="tabs" aria-label="User management">
+        <Link href="/users/members" aria-current={location.startsWith('/users/members') ? 'page' : undefined}>
+          Members
+        </Link>
         <Link href="/users/service-users" aria-current={location.startsWith('/users/service-users') ? 'page' : undefined}>
           Service users
         </Link>
       </nav>
-      {canManage ? children : <p>Only an admin manages users and their tokens.</p>}
+      {canManage ? children : <p>Only an admin manages members, service users and their tokens.</p>}
     </>
   );
 }

@@ -1,0 +1,115 @@
+import { actorOf } from '../auth/audit.js';
+import { changeMemberRole, inviteMember, removeMember } from '../auth/members.js';
+import { INVITATION_PAGE_PATH } from '../paths.js';
+import { builder } from './builder.js';
+import { assertIdLength } from './ids.js';
+import { requireViewer } from './viewer.js';
+
+// The organization's members (people who sign in), admin only (access:manage), always within the caller's
+// tenant. The API the console builds on; it stays as it is:
+//
+//   type Member { id, email, role: MemberRole, pending: Boolean!, createdAt, lastSeenAt, createdBy }
+//   enum MemberRole { admin reader }
+//   Query.members: [Member!]!                              admin
+//   Query.currentMember: Member                            the signed-in member; null for a token or a JWT
+//   Mutation.inviteMember(email: String!, role: MemberRole!): MemberInvitation!   admin
+//     MemberInvitation { member: Member!, code: String! (shown once), path: String! (/console/invite/<code>), expiresAt }
+//   Mutation.changeMemberRole(id: ID!, role: MemberRole!): Member!                admin; ends the member's sessions
+//   Mutation.removeMember(id: ID!): RemovedMember! { id }                         admin; ends the member's sessions
+//
+// Inviting an email again resets its password (the recovery path). The last admin member who can sign in is
+// neither demoted nor removed (409 CONFLICT).
+
+const MemberRole = builder.enumType('MemberRole', {
+  values: ['admin', 'reader'] as const,
+  description: 'admin: everything within the organization. reader: read-only. (engine is a service user role, never a member\'s.)',
+});
+
+const Member = builder.prismaObject('Member', {
+  description: 'A person of the organization, who signs in with an email and a password.',
+  select: { id: true },
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    email: t.exposeString('email'),
+    role: t.field({ type: MemberRole, select: { role: true }, resolve: (member) => (member.role === 'admin' ? 'admin' : 'reader') }),
+    pending: t.boolean({
+      description: 'True until the invitation is accepted (and again after a new invitation, until that one is).',
+      select: { passwordHash: true },
+      resolve: (member) => member.passwordHash === null,
+    }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    lastSeenAt: t.expose('lastSeenAt', { type: 'DateTime', nullable: true, description: 'The last request of one of its sessions (updated at most once a minute).' }),
+    createdBy: t.exposeString('createdBy', { nullable: true, description: 'Who invited it first: member:<id>, token:<id>, jwt:<sub> or cli.' }),
+  }),
+});
+
+const MemberInvitation = builder.objectRef<{ memberId: string; tenantId: string; code: string; expiresAt: Date }>('MemberInvitation').implement({
+  fields: (t) => ({
+    member: t.prismaField({
+      type: Member,
+      resolve: (query, invitation, _args, context) =>
+        context.db.prisma.member.findUniqueOrThrow({ ...query, where: { tenantId_id: { tenantId: invitation.tenantId, id: invitation.memberId } } }),
+    }),
+    code: t.exposeString('code', { description: 'The invitation code: single use, shown only now.' }),
+    path: t.string({ description: 'The console page that accepts it (prefix it with the server origin).', resolve: (invitation) => `${INVITATION_PAGE_PATH}/${invitation.code}` }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+  }),
+});
+
+const RemovedMember = builder.objectRef<{ id: string }>('RemovedMember').implement({
+  fields: (t) => ({ id: t.exposeID('id') }),
+});
+
+builder.queryFields((t) => ({
+  members: t.prismaField({
+    type: [Member],
+    description: "The organization's members by email.",
+    authScopes: { permission: 'access:manage' },
+    resolve: (query, _root, _args, context) =>
+      context.db.prisma.member.findMany({ ...query, where: { tenantId: requireViewer(context).tenantId }, orderBy: [{ email: 'asc' }, { id: 'asc' }] }),
+  }),
+  currentMember: t.prismaField({
+    type: Member,
+    nullable: true,
+    description: 'The signed-in member (a session); null for a token or a JWT.',
+    authScopes: { authenticated: true },
+    resolve: (query, _root, _args, context) => {
+      const viewer = requireViewer(context);
+      if (viewer.credential !== 'session') return null;
+      return context.db.prisma.member.findUnique({ ...query, where: { tenantId_id: { tenantId: viewer.tenantId, id: viewer.subject } } });
+    },
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  inviteMember: t.field({
+    type: MemberInvitation,
+    description: 'Invites an email (or invites it again: its password is reset and its sessions end). The code is valid 7 days, once.',
+    authScopes: { permission: 'access:manage' },
+    args: { email: t.arg.string({ required: true }), role: t.arg({ type: MemberRole, required: true }) },
+    resolve: async (_root, args, context) => {
+      const viewer = requireViewer(context);
+      const { member, code, expiresAt } = await inviteMember(context.db, { tenantId: viewer.tenantId, email: args.email, role: args.role, createdBy: actorOf(viewer) });
+      return { memberId: member.id, tenantId: viewer.tenantId, code, expiresAt };
+    },
+  }),
+  changeMemberRole: t.prismaField({
+    type: Member,
+    description: "Changes a member's role; the member's sessions end (it signs in again with the new role).",
+    authScopes: { permission: 'access:manage' },
+    args: { id: t.arg.id({ required: true }), role: t.arg({ type: MemberRole, required: true }) },
+    resolve: async (query, _root, args, context) => {
+      const { tenantId } = requireViewer(context);
+      const id = assertIdLength(args.id, 'member');
+      await changeMemberRole(context.db, { tenantId, memberId: id, role: args.role });
+      return context.db.prisma.member.findUniqueOrThrow({ ...query, where: { tenantId_id: { tenantId, id } } });
+    },
+  }),
+  removeMember: t.field({
+    type: RemovedMember,
+    description: 'Removes a member with its sessions and invitations.',
+    authScopes: { permission: 'access:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) => removeMember(context.db, { tenantId: requireViewer(context).tenantId, memberId: assertIdLength(args.id, 'member') }),
+  }),
+}));

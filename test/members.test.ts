@@ -1,0 +1,123 @@
+// The member API on both databases and both surfaces' credentials: the CLI invitation, GraphQL list / invite /
+// change role / remove (admin only, the last-admin rule, never the engine role, another tenant's members out of
+// sight), and the audit columns: who created a service user, a token, a webhook endpoint and a connection.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acceptInvitation } from '../src/auth/members.js';
+import { createSession, DEFAULT_SESSION_POLICY } from '../src/auth/sessions.js';
+import { runCliOn } from './fixtures/cli.js';
+import { databaseKinds } from './fixtures/databases.js';
+import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
+
+const STRONG = 'a long enough passphrase';
+
+describe.each(databaseKinds)('members on %s', (kind) => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await createTestGateway(kind);
+  });
+  afterAll(() => t?.dispose());
+
+  const admin = () => ({ token: t.tenants.demo.adminToken });
+
+  it('invites from the CLI: the URL alone on stdout, from PUBLIC_ORIGIN or HOST:PORT', async () => {
+    const run = await runCliOn(t.db, 'member', 'invite', '--tenant', 'demo', '--email', 'Cli@Example.com', '--role', 'admin');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^http:\/\/127\.0\.0\.1:4000\/console\/invite\/[A-Za-z0-9_-]{43}\n$/);
+    const code = run.stdout.trim().split('/').at(-1)!;
+    expect(await acceptInvitation(t.db, code, STRONG)).toEqual({ email: 'cli@example.com', role: 'admin', tenant: 'demo' });
+    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'cli@example.com' } });
+    expect(member.createdBy).toBe('cli');
+
+    const engine = await runCliOn(t.db, 'member', 'invite', '--tenant', 'demo', '--email', 'x@example.com', '--role', 'engine');
+    expect(engine.code).toBe(2);
+    expect(engine.stderr).toMatch(/--role must be one of admin, reader/);
+    const unknownTenant = await runCliOn(t.db, 'member', 'invite', '--tenant', 'nope', '--email', 'x@example.com', '--role', 'reader');
+    expect(unknownTenant.code).toBe(1);
+  });
+
+  it('manages members over GraphQL: invite, list, change role, remove, with the last-admin rule', async () => {
+    const invited = await graphql(t.gateway, 'mutation { inviteMember(email: "dana@example.com", role: reader) { code path expiresAt member { id email role pending createdBy } } }', { ...admin(), expectOk: true });
+    const invitation = invited.body.data!.inviteMember;
+    expect(invitation.path).toBe(`/console/invite/${invitation.code}`);
+    expect(invitation.member).toMatchObject({ email: 'dana@example.com', role: 'reader', pending: true, createdBy: expect.stringMatching(/^token:tok_/) });
+    expect(new Date(invitation.expiresAt).getTime() - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+
+    const engine = await graphql(t.gateway, 'mutation { inviteMember(email: "e@example.com", role: engine) { code } }', admin());
+    expect(engine.body.errors?.[0]?.message).toMatch(/engine/);
+    const badEmail = await graphql(t.gateway, 'mutation { inviteMember(email: "not an email", role: reader) { code } }', admin());
+    expect(badEmail.body.errors?.[0]?.extensions?.code).toBe('INVALID_QUERY');
+
+    const listed = await graphql(t.gateway, '{ members { email role pending lastSeenAt } }', { ...admin(), expectOk: true });
+    expect(listed.body.data!.members.map((m: { email: string }) => m.email)).toEqual(expect.arrayContaining(['cli@example.com', 'dana@example.com']));
+
+    // The only admin member who can sign in is neither demoted nor removed.
+    const cli = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'cli@example.com' } });
+    const demote = await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { id } }', { ...admin(), variables: { id: cli.id } });
+    expect(demote.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    const removeLast = await graphql(t.gateway, 'mutation($id: ID!) { removeMember(id: $id) { id } }', { ...admin(), variables: { id: cli.id } });
+    expect(removeLast.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+
+    const dana = invitation.member.id as string;
+    await acceptInvitation(t.db, invitation.code, STRONG);
+    const promoted = await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: admin) { role pending } }', { ...admin(), variables: { id: dana }, expectOk: true });
+    expect(promoted.body.data!.changeMemberRole).toEqual({ role: 'admin', pending: false });
+    // Two admins now: one may go.
+    await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { role } }', { ...admin(), variables: { id: cli.id }, expectOk: true });
+    const removed = await graphql(t.gateway, 'mutation($id: ID!) { removeMember(id: $id) { id } }', { ...admin(), variables: { id: cli.id }, expectOk: true });
+    expect(removed.body.data!.removeMember.id).toBe(cli.id);
+    expect(await t.db.prisma.member.count({ where: { id: cli.id } })).toBe(0);
+  });
+
+  it('is admin only, and a session acts with its member role; currentMember names the signed-in member', async () => {
+    const reader = await graphql(t.gateway, '{ members { email } }', { token: t.tenants.demo.readerToken });
+    expect(reader.status).toBe(403);
+    expect(reader.body.errors?.[0]?.extensions?.code).toBe('UNAUTHORIZED');
+
+    const dana = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'dana@example.com' } });
+    const session = `Session ${(await createSession(t.db, dana, DEFAULT_SESSION_POLICY)).value}`;
+    const me = await graphql(t.gateway, '{ currentMember { email role } members { email } }', { authorization: session, expectOk: true });
+    expect(me.body.data!.currentMember).toEqual({ email: 'dana@example.com', role: 'admin' });
+    const viaToken = await graphql(t.gateway, '{ currentMember { email } }', { ...admin(), expectOk: true });
+    expect(viaToken.body.data!.currentMember).toBeNull();
+
+    // What a member creates records the member.
+    const user = await graphql(t.gateway, 'mutation { createServiceUser(name: "made-by-dana", role: reader) { id createdBy } }', { authorization: session, expectOk: true });
+    expect(user.body.data!.createServiceUser.createdBy).toBe(`member:${dana.id}`);
+    const token = await graphql(t.gateway, 'mutation($id: ID!, $at: DateTime!) { createToken(serviceUserId: $id, expiresAt: $at) { id } }', {
+      authorization: session,
+      variables: { id: user.body.data!.createServiceUser.id, at: new Date(Date.now() + 86_400_000).toISOString() },
+      expectOk: true,
+    });
+    const tokens = await graphql(t.gateway, '{ serviceUsers { name tokens { id createdBy } } }', { ...admin(), expectOk: true });
+    const made = tokens.body.data!.serviceUsers.find((u: { name: string }) => u.name === 'made-by-dana');
+    expect(made.tokens).toEqual([{ id: token.body.data!.createToken.id, createdBy: `member:${dana.id}` }]);
+
+    const application = await t.db.prisma.application.findFirstOrThrow();
+    const connection = await graphql(t.gateway, 'mutation($a: ID!) { createConnection(input: { applicationId: $a, name: "by dana" }) { id createdBy } }', {
+      authorization: session,
+      variables: { a: application.id },
+      headers: { 'idempotency-key': `members-${kind}-${Date.now()}` },
+      expectOk: true,
+    });
+    expect(connection.body.data!.createConnection.createdBy).toBe(`member:${dana.id}`);
+    const read = await graphql(t.gateway, 'query($id: ID!) { connection(id: $id) { createdBy } }', { ...admin(), variables: { id: connection.body.data!.createConnection.id }, expectOk: true });
+    expect(read.body.data!.connection.createdBy).toBe(`member:${dana.id}`);
+
+    const endpoint = await graphql(t.gateway, 'mutation { createWebhookEndpoint(input: { url: "https://93.184.216.34/dana" }) { id createdBy } }', { ...admin(), expectOk: true });
+    expect(endpoint.body.data!.createWebhookEndpoint.createdBy).toMatch(/^token:tok_/);
+  });
+
+  it("keeps tenants apart: another tenant's members are invisible, and its emails cannot be invited", async () => {
+    const other = { token: t.tenants.other.adminToken };
+    const listed = await graphql(t.gateway, '{ members { email } }', { ...other, expectOk: true });
+    expect(listed.body.data!.members).toEqual([]);
+    const dana = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'dana@example.com' } });
+    for (const mutation of ['mutation($id: ID!) { removeMember(id: $id) { id } }', 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { id } }']) {
+      const refused = await graphql(t.gateway, mutation, { ...other, variables: { id: dana.id } });
+      expect(refused.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    }
+    const taken = await graphql(t.gateway, 'mutation { inviteMember(email: "dana@example.com", role: admin) { code } }', other);
+    expect(taken.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
+    expect((await t.db.prisma.member.findUniqueOrThrow({ where: { id: dana.id } })).tenantId).toBe(t.tenants.demo.id);
+  });
+});
