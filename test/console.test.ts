@@ -309,7 +309,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('button', { name: 'Invite', exact: true }).click();
     const url = await page.getByRole('textbox', { name: 'Invitation URL for lea.new@example.com' }).inputValue();
     expect(url).toMatch(new RegExp(`^${origin}/console/invite/[^/]+$`));
-    await page.getByRole('cell', { name: 'lea.new@example.com' }).waitFor();
+    await page.getByRole('cell', { name: 'lea.new@example.com', exact: true }).waitFor();
     await visited(page, 'members');
 
     // The URL works: the invited person chooses a password and signs in as a reader.
@@ -327,9 +327,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expect(login.status).toBe(200);
     expect(((await login.json()) as { data: { role: string } }).data.role).toBe('reader');
 
-    await page.getByLabel('Role of lea.new@example.com').selectOption('admin');
+    await page.getByLabel('Role of lea.new@example.com', { exact: true }).selectOption('admin');
     await page.getByRole('button', { name: 'Change role of lea.new@example.com' }).click();
-    await page.waitForFunction(() => (document.querySelector('select[id^="role-"]:not([id="role-"])') as HTMLSelectElement | null) !== null);
     await expect.poll(async () => {
       const members = await graphql<{ members: { email: string; role: string }[] }>(fixture.gateway, '{ members { email role } }', { token: fixture.tenants.demo.adminToken, expectOk: true });
       return members.body.data!.members.find((m) => m.email === 'lea.new@example.com')?.role;
@@ -337,7 +336,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
     await page.getByRole('button', { name: 'Remove lea.new@example.com' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
-    await expect.poll(() => page.getByRole('cell', { name: 'lea.new@example.com' }).count()).toBe(0);
+    await expect.poll(() => page.getByRole('cell', { name: 'lea.new@example.com', exact: true }).count()).toBe(0);
     await page.close();
     expectCleanRun();
   }, 120_000);
@@ -479,7 +478,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       await page.getByRole('button', { name: 'Add endpoint' }).click();
       await page.getByLabel('URL').fill(receiver.url);
       await page.getByLabel('Description').fill('Operations dashboard');
-      await page.getByLabel('sync.pending').check();
+      await page.getByLabel('connection.updated').check();
       await visited(page, 'webhooks-add');
       await page.getByRole('button', { name: 'Add', exact: true }).click();
       const secret = await page.getByRole('textbox', { name: /^Signing secret of / }).inputValue();
@@ -488,15 +487,16 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
       // An event of the chosen type is delivered, signed with the secret shown.
       receiver.secret = secret;
-      const connections = await graphql<{ connections: { nodes: { id: string }[] } }>(fixture.gateway, '{ connections(filter: { status: { eq: active } }, limit: 5) { nodes { id } } }', {
+      const connections = await graphql<{ connections: { nodes: { id: string }[] } }>(fixture.gateway, '{ connections(limit: 1) { nodes { id } } }', {
         token: fixture.tenants.demo.adminToken,
         expectOk: true,
       });
-      for (const { id } of connections.body.data!.connections.nodes) {
-        const queued = await graphql(fixture.gateway, 'mutation($id: ID!) { triggerSync(connectionId: $id) { id } }', { token: fixture.tenants.demo.adminToken, variables: { id } });
-        if (queued.status === 200) break;
-      }
-      await receiver.waitFor((received) => received.some((r) => r.message.type === 'sync.pending'));
+      await graphql(fixture.gateway, 'mutation($id: ID!) { updateConnection(id: $id, input: { description: "Watched by the operations dashboard" }) { id } }', {
+        token: fixture.tenants.demo.adminToken,
+        variables: { id: connections.body.data!.connections.nodes[0]!.id },
+        expectOk: true,
+      });
+      await receiver.waitFor((received) => received.some((r) => r.message.type === 'connection.updated'));
       expect(receiver.received[0]!.verified).toBe(true);
 
       await page.getByRole('link', { name: receiver.url }).click();

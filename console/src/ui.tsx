@@ -13,6 +13,17 @@ export function ErrorMessage({ error }: { error: CombinedError | Error | string 
   ) : null;
 }
 
+/** The problems a form's own checks found, each on a line, announced as they appear. */
+export function ProblemList({ problems }: { problems: readonly string[] }) {
+  return problems.length > 0 ? (
+    <ul className="error" role="alert">
+      {problems.map((problem) => (
+        <li key={problem}>{problem}</li>
+      ))}
+    </ul>
+  ) : null;
+}
+
 export function Loading() {
   return <p aria-live="polite">Loading…</p>;
 }

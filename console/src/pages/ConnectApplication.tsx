@@ -4,7 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { kindOf, MemberFields, memberPatchOf, memberProblems, withoutNulls } from '../connection-members';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { ErrorMessage, Loading, PageHeader } from '../ui';
+import { ErrorMessage, Loading, PageHeader, ProblemList } from '../ui';
 
 const CatalogQuery = graphql(`
   query ConsoleCatalog($search: String) {
@@ -114,13 +114,7 @@ export function ConnectApplication() {
             ))}
           </select>
           <MemberFields kind={kind} />
-          {problems.length > 0 ? (
-            <ul className="error" role="alert">
-              {problems.map((p) => (
-                <li key={p}>{p}</li>
-              ))}
-            </ul>
-          ) : null}
+          <ProblemList problems={problems} />
           <ErrorMessage error={created.error} />
           <button type="submit" className="primary" disabled={created.fetching}>
             Connect

@@ -4,7 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { kindOf, MemberFields, memberPatchOf, memberProblems, membersFromGraphQL } from '../connection-members';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { ConfirmButton, ErrorMessage, formatTime, Loading, PageHeader, StatusBadge, useThrottled } from '../ui';
+import { ConfirmButton, ErrorMessage, formatTime, Loading, PageHeader, ProblemList, StatusBadge, useThrottled } from '../ui';
 import { SyncRows } from './SyncHistory';
 
 const ConnectionQuery = graphql(`
@@ -45,22 +45,7 @@ const ConnectionQuery = graphql(`
       }
       syncCount
       syncs(limit: 10) {
-        id
-        status
-        startedAt
-        finishedAt
-        errorMessage
-        connectionId
-        connection {
-          id
-          name
-        }
-        summary {
-          processed
-          inserted
-          updated
-          deleted
-        }
+        ...ConsoleSyncRow
       }
     }
   }
@@ -222,13 +207,7 @@ export function ConnectionDetail({ id }: { id: string }) {
           <label htmlFor="connection-description">Description</label>
           <textarea id="connection-description" name="description" defaultValue={connection.description} maxLength={2000} rows={2} />
           <MemberFields kind={kind} current={current} />
-          {problems.length > 0 ? (
-            <ul className="error" role="alert">
-              {problems.map((p) => (
-                <li key={p}>{p}</li>
-              ))}
-            </ul>
-          ) : null}
+          <ProblemList problems={problems} />
           <div className="actions">
             <button type="button" onClick={() => setEditing(false)}>
               Cancel

@@ -2,30 +2,37 @@ import { useState } from 'react';
 import { useQuery, useSubscription } from 'urql';
 import { Link, useSearch } from 'wouter';
 import { graphql } from '../generated';
+import type { ConsoleSyncRowFragment } from '../generated/graphql';
 import { durationOf, ErrorMessage, formatDuration, formatTime, Loading, PageHeader, Pager, StatusBadge, useThrottled } from '../ui';
 import { SyncChanges } from './Connections';
+
+/** What a row of the runs table shows. */
+export const SyncRowFields = graphql(`
+  fragment ConsoleSyncRow on Sync {
+    id
+    status
+    startedAt
+    finishedAt
+    connectionId
+    connection {
+      id
+      name
+    }
+    summary {
+      processed
+      inserted
+      updated
+      deleted
+    }
+  }
+`);
 
 const SyncsQuery = graphql(`
   query ConsoleSyncs($connectionId: ID, $filter: SyncFilter, $search: String, $limit: Int!, $offset: Int!) {
     syncs(connectionId: $connectionId, filter: $filter, search: $search, limit: $limit, offset: $offset) {
       totalCount
       nodes {
-        id
-        status
-        startedAt
-        finishedAt
-        errorMessage
-        connectionId
-        connection {
-          id
-          name
-        }
-        summary {
-          processed
-          inserted
-          updated
-          deleted
-        }
+        ...ConsoleSyncRow
       }
     }
     connections(limit: 100) {
@@ -41,15 +48,7 @@ export const SYNC_STATUSES = ['pending', 'in_progress', 'success', 'failed'] as 
 const PAGE = 25;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-interface SyncRow {
-  id: string;
-  status: string;
-  startedAt: string;
-  finishedAt?: string | null;
-  connectionId: string;
-  connection?: { id: string; name: string } | null;
-  summary: { processed?: number | null; inserted?: number | null; updated?: number | null; deleted?: number | null };
-}
+type SyncRow = ConsoleSyncRowFragment;
 
 function count(value: number | null | undefined): string {
   return value === null || value === undefined ? '—' : String(value);
