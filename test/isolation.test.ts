@@ -20,7 +20,10 @@ import { tableReferences, tenantScopeProblems as scopeProblems } from './fixture
 // read-only, and a token value is never stored, logged or listed.
 
 const DAY = 86_400_000;
-const TENANT_TABLES = ['connections', 'syncs', 'sync_counts', 'service_users', 'tokens', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts'] as const;
+const TENANT_TABLES = [
+  'connections', 'syncs', 'sync_counts', 'service_users', 'tokens', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts',
+  'members', 'member_invitations', 'member_sessions',
+] as const;
 const CATALOG_TABLES = ['categories', 'applications'] as const;
 
 const tenantScopeProblems = (sql: string) => scopeProblems(sql, TENANT_TABLES);
@@ -228,6 +231,19 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       await captured('redeliverWebhook', gql('mutation($e: ID!, $d: ID!) { redeliverWebhook(endpointId: $e, id: $d) { id status } }', ids));
       await captured('updateWebhookEndpoint (disable: fails pending deliveries)', gql('mutation($e: ID!) { updateWebhookEndpoint(id: $e, input: { enabled: false }) { id } }', ids));
       await captured('deleteWebhookEndpoint', gql('mutation($e: ID!) { deleteWebhookEndpoint(id: $e) { id } }', ids));
+    });
+
+    it('scopes every member read and write: list, invite, invite again, change role, remove', async () => {
+      await t.db.prisma.member.create({ data: { id: newId('mbr'), tenantId: t.tenants.other.id, email: 'iso-other@example.com', role: 'admin' } });
+      const invite = gql('mutation { inviteMember(email: "iso-member@example.com", role: reader) { code member { id email role pending createdBy } } }');
+      const invited = await invite();
+      const id = invited.body.data!.inviteMember.member.id as string;
+      await captured('members', gql('{ members { id email role pending createdAt lastSeenAt } }'));
+      const listed = await graphql(t.gateway, '{ members { email } }', { authorization: demoAdmin });
+      expect(listed.body.data!.members.map((m: { email: string }) => m.email)).not.toContain('iso-other@example.com');
+      await captured('inviteMember (again: resets the password, ends the sessions)', invite);
+      await captured('changeMemberRole', gql('mutation($id: ID!) { changeMemberRole(id: $id, role: admin) { id role } }', { id }));
+      await captured('removeMember', gql('mutation($id: ID!) { removeMember(id: $id) { id } }', { id }));
     });
 
     it('covered every tenant-owned table, and no statement wrote the catalog', () => {
@@ -445,6 +461,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       // A new mutation makes this list fail: decide then whether it touches the catalog.
       expect(fields.map((f) => f.name).sort()).toEqual(
         [
+          'changeMemberRole',
           'changeServiceUserRole',
           'claimSync',
           'createConnection',
@@ -454,7 +471,9 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           'deleteConnection',
           'deleteServiceUser',
           'deleteWebhookEndpoint',
+          'inviteMember',
           'redeliverWebhook',
+          'removeMember',
           'rotateWebhookSecret',
           'updateWebhookEndpoint',
           'finishSync',
@@ -578,7 +597,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const tokenType = schema.getType('Token');
       expect(isObjectType(tokenType)).toBe(true);
       const tokenFields = isObjectType(tokenType) ? Object.keys(tokenType.getFields()).sort() : [];
-      expect(tokenFields).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'prefix', 'revokedAt', 'serviceUser']);
+      expect(tokenFields).toEqual(['createdAt', 'createdBy', 'expiresAt', 'id', 'lastUsedAt', 'prefix', 'revokedAt', 'serviceUser']);
       const listing = await graphql(
         logged,
         '{ serviceUsers { id name tokens { id prefix expiresAt createdAt lastUsedAt revokedAt serviceUser { id name } } } }',

@@ -107,6 +107,35 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     expect(endpoint.body.data!.createWebhookEndpoint.createdBy).toMatch(/^token:tok_/);
   });
 
+  it('manages members over REST with the same rules', async () => {
+    const headers = { authorization: `Token ${t.tenants.demo.adminToken}`, 'content-type': 'application/json' };
+    const base = 'http://gateway.test/api/v1/integrations/members';
+    const invited = await t.gateway.fetch(base, { method: 'POST', headers, body: JSON.stringify({ email: 'Erin@Example.com', role: 'reader' }) });
+    const invitation = await invited.json();
+    expect(invited.status, JSON.stringify(invitation)).toBe(200);
+    expect(invitation.data).toMatchObject({ code: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), path: `/console/invite/${invitation.data.code}`, member: { email: 'erin@example.com', role: 'reader', pending: true } });
+    const engine = await t.gateway.fetch(base, { method: 'POST', headers, body: JSON.stringify({ email: 'f@example.com', role: 'engine' }) });
+    expect(engine.status).toBe(400);
+    expect((await engine.json()).msg).toMatch(/engine is a service user role/);
+
+    const listed = await t.gateway.fetch(`${base}?select=email,role&order=email.asc`, { headers });
+    const list = await listed.json();
+    expect(listed.status).toBe(200);
+    expect(list.data).toContainEqual({ email: 'erin@example.com', role: 'reader' });
+    expect(Object.keys(list.data[0]).sort()).toEqual(['email', 'role']);
+
+    const id = invitation.data.member.id as string;
+    const patched = await t.gateway.fetch(`${base}/${id}`, { method: 'PATCH', headers, body: JSON.stringify({ role: 'admin' }) });
+    expect((await patched.json()).data).toMatchObject({ id, role: 'admin' });
+    const reader = await t.gateway.fetch(`${base}/${id}`, { method: 'DELETE', headers: { authorization: `Token ${t.tenants.demo.readerToken}` } });
+    expect(reader.status).toBe(403);
+    const other = await t.gateway.fetch(`${base}/${id}`, { method: 'DELETE', headers: { authorization: `Token ${t.tenants.other.adminToken}` } });
+    expect(other.status).toBe(404);
+    const removed = await t.gateway.fetch(`${base}/${id}`, { method: 'DELETE', headers });
+    expect(removed.status).toBe(200);
+    expect((await removed.json()).data).toEqual({ id });
+  });
+
   it("keeps tenants apart: another tenant's members are invisible, and its emails cannot be invited", async () => {
     const other = { token: t.tenants.other.adminToken };
     const listed = await graphql(t.gateway, '{ members { email } }', { ...other, expectOk: true });

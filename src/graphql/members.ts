@@ -1,7 +1,13 @@
 import { actorOf } from '../auth/audit.js';
 import { changeMemberRole, inviteMember, removeMember } from '../auth/members.js';
 import { INVITATION_PAGE_PATH } from '../paths.js';
+import type { Columns, PrismaColumn } from '../query/columns.js';
+import type { OrderInput } from '../query/filter.js';
+import { filterWhere, orderByOf, searchWhere } from '../query/prisma.js';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
+import { resourceFilter, resourceOrder } from './filters.js';
+import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
 import { assertIdLength } from './ids.js';
 import { requireViewer } from './viewer.js';
 
@@ -11,6 +17,7 @@ import { requireViewer } from './viewer.js';
 //   type Member { id, email, role: MemberRole, pending: Boolean!, createdAt, lastSeenAt, createdBy }
 //   enum MemberRole { admin reader }
 //   Query.members: [Member!]!                              admin
+//   Query.memberList(filter, search, orderBy, limit, offset): MemberList { totalCount nodes }   admin (REST's list)
 //   Query.currentMember: Member                            the signed-in member; null for a token or a JWT
 //   Mutation.inviteMember(email: String!, role: MemberRole!): MemberInvitation!   admin
 //     MemberInvitation { member: Member!, code: String! (shown once), path: String! (/console/invite/<code>), expiresAt }
@@ -43,6 +50,18 @@ const Member = builder.prismaObject('Member', {
   }),
 });
 
+const MEMBER_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  email: { field: 'email', kind: 'string', nullable: false },
+  role: { field: 'role', kind: 'enum', nullable: false },
+  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
+  lastSeenAt: { field: 'lastSeenAt', kind: 'dateTime', nullable: true },
+};
+const MEMBER_PAGE = pageBounds(100, 100);
+const MemberFilter = resourceFilter('MemberFilter', MEMBER_COLUMNS, { role: MemberRole });
+const MemberOrder = resourceOrder('MemberOrder', MEMBER_COLUMNS);
+const MemberList = listType('MemberList', Member, 'A page of members, by email unless orderBy says otherwise.');
+
 const MemberInvitation = builder.objectRef<{ memberId: string; tenantId: string; code: string; expiresAt: Date }>('MemberInvitation').implement({
   fields: (t) => ({
     member: t.prismaField({
@@ -67,6 +86,29 @@ builder.queryFields((t) => ({
     authScopes: { permission: 'access:manage' },
     resolve: (query, _root, _args, context) =>
       context.db.prisma.member.findMany({ ...query, where: { tenantId: requireViewer(context).tenantId }, orderBy: [{ email: 'asc' }, { id: 'asc' }] }),
+  }),
+  memberList: t.field({
+    type: MemberList,
+    complexity: pageComplexity(MEMBER_PAGE),
+    description: "A page of the organization's members, with filters and order (what REST's GET /members runs).",
+    authScopes: { permission: 'access:manage' },
+    args: {
+      filter: t.arg({ type: MemberFilter }),
+      search: t.arg.string({ description: 'Case-insensitive text in the email.' }),
+      orderBy: t.arg({ type: [MemberOrder] }),
+      ...pageArgs(t.arg, MEMBER_PAGE, { limitDescription: `Default ${MEMBER_PAGE.defaultLimit}, at most ${MEMBER_PAGE.maxLimit}.` }),
+    },
+    resolve: (_root, args, context) => {
+      const { take, skip } = pageWindow(args, MEMBER_PAGE);
+      const where = { tenantId: requireViewer(context).tenantId, AND: [filterWhere(args.filter, MEMBER_COLUMNS), searchWhere(args.search, ['email'])] };
+      const orderBy = orderByOf(args.orderBy as OrderInput[] | null | undefined, MEMBER_COLUMNS, [{ field: 'email' }, { field: 'id' }]);
+      return listPage(
+        () => context.db.prisma.member.findMany({ where, orderBy, take, skip }),
+        () => context.db.prisma.member.count({ where }),
+        take,
+        skip,
+      );
+    },
   }),
   currentMember: t.prismaField({
     type: Member,

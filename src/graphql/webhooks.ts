@@ -16,8 +16,8 @@ import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { escapeLike, type OrderInput } from '../query/filter.js';
-import { filterWhere, orderByOf } from '../query/prisma.js';
+import type { OrderInput } from '../query/filter.js';
+import { filterWhere, orderByOf, searchWhere } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
@@ -157,12 +157,6 @@ const WebhookDeliveryList = listType('WebhookDeliveryList', WebhookDelivery, 'A 
 
 /** Columns an endpoint read shows: never the secret or the lease. */
 const ENDPOINT_OMIT = { secret: true, leaseOwner: true, leaseUntil: true } as const;
-
-function searchWhere(search: string | null | undefined, columns: readonly string[]) {
-  const term = search?.trim();
-  if (!term) return {};
-  return { OR: columns.map((column) => ({ [column]: { contains: escapeLike(term), mode: 'insensitive' as const } })) };
-}
 
 async function endpointOf(context: Context, id: string, withSecret = false): Promise<EndpointView | null> {
   const row = await context.db.prisma.webhookEndpoint.findUnique({

@@ -94,3 +94,10 @@ export function orderByOf(
     return nestPath(column.field, nulls ? { sort, nulls } : sort);
   });
 }
+
+/** A case-insensitive `search` over some string columns (any of them may hold it); no condition without a term. */
+export function searchWhere(search: string | null | undefined, columns: readonly string[]) {
+  const term = search?.trim();
+  if (!term) return {};
+  return { OR: columns.map((column) => ({ [column]: { contains: escapeLike(term), mode: 'insensitive' as const } })) };
+}

@@ -1,4 +1,5 @@
 import { messageSchema, WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { SESSION_SECURITY_SCHEME, signInPaths, signInSchemas } from './sign-in-openapi.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
 import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';
@@ -45,6 +46,8 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
     const operations = (paths[route.spec.path] ??= {});
     operations[route.spec.method.toLowerCase()] = operationObject(route);
   }
+  Object.assign(paths, signInPaths());
+  Object.assign(schemas, signInSchemas());
   return {
     openapi: '3.1.0',
     info: {
@@ -59,13 +62,15 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
       { name: 'Catalog', description: 'Categories and applications that can be connected.' },
       { name: 'Connections', description: "The calling tenant's connected applications." },
       { name: 'Syncs', description: 'Records of synchronization runs.' },
+      { name: 'Members', description: "The organization's members (people who sign in): invite, change role, remove. Admin only." },
+      { name: 'Sign-in', description: 'Members sign in and out, and choose a password with an invitation. The session cookie is then a credential on every endpoint.' },
       {
         name: 'Webhooks',
         description:
           'Endpoints that receive the events, signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256>), and their delivery log. The messages are listed under webhooks.',
       },
     ],
-    security: [{ token: [] }, { bearer: [] }],
+    security: [{ token: [] }, { bearer: [] }, { session: [] }],
     paths,
     webhooks: webhookMessages(),
     components: {
@@ -88,6 +93,7 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
             'A personal access token of a service user, sent as `Authorization: Token <token>`. In the API reference page, paste the token alone: the page adds `Token `.',
         },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: '`Authorization: Bearer <JWT>`.' },
+        session: SESSION_SECURITY_SCHEME,
       },
     },
   };

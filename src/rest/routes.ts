@@ -6,7 +6,12 @@ import type { FieldProblem } from '../domain/problems.js';
 import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
 import { createConnectionInputProblems } from '../graphql/writes.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
+import { MEMBER_BODY_SCHEMAS, memberBodyProblems } from '../domain/member-input.js';
 import {
+  ChangeMemberRoleDocument,
+  InviteMemberDocument,
+  ListMembersDocument,
+  RemoveMemberDocument,
   ClaimSyncDocument,
   CreateConnectionDocument,
   CreateWebhookEndpointDocument,
@@ -94,7 +99,7 @@ export interface RouteSpec {
   document: DocumentNode;
   summary: string;
   description: string;
-  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks';
+  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks' | 'Members';
   response: ResponseSpec;
   /** Name of the data item's schema in the OpenAPI components. */
   itemSchema: string;
@@ -547,5 +552,69 @@ export const routes: readonly RouteSpec[] = [
     response: { kind: 'item', msg: 'webhook redelivery queued', notFound: 'webhook delivery not found' },
     errors: [400, 403, 404, 409, 415, 422],
     body: NO_BODY,
+  },
+  // Members: the people of the organization, who sign in (admin only; docs/how-to/sign-in.md).
+  {
+    operationId: 'listMembers',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/members`,
+    document: ListMembersDocument,
+    tag: 'Members',
+    summary: 'List members',
+    description: "The organization's members by email: role, whether the invitation is still pending, when they were invited and last seen, and who invited them. Needs the admin role.",
+    itemSchema: 'MemberListEntry',
+    response: { kind: 'list', list: { pagination: 'generic', params: {}, searchFields: ['email'], noun: { one: 'member', many: 'members' } } },
+    errors: [400, 403],
+  },
+  {
+    operationId: 'inviteMember',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/members`,
+    document: InviteMemberDocument,
+    tag: 'Members',
+    summary: 'Invite a member',
+    description:
+      'Invites an email with a role (admin or reader). The answer carries the invitation code and its console path (/console/invite/<code>), shown this once; the code works once, for 7 days. Inviting a member again resets its password and ends its sessions. An email of another organization is 409. Needs the admin role.',
+    itemSchema: 'MemberInvitation',
+    response: { kind: 'item', msg: 'member invited', notFound: 'member not found' },
+    errors: [400, 403, 409, 413, 415, 422],
+    body: {
+      mediaTypes: JSON_BODY,
+      problems: (body) => memberBodyProblems('invite', body),
+      variables: (body) => body,
+      schema: withoutSchemaKeyword(MEMBER_BODY_SCHEMAS.invite),
+      example: { email: 'ada@example.com', role: 'reader' },
+    },
+  },
+  {
+    operationId: 'changeMemberRole',
+    method: 'PATCH',
+    path: `${INTEGRATIONS_BASE}/members/{id}`,
+    document: ChangeMemberRoleDocument,
+    tag: 'Members',
+    summary: "Change a member's role",
+    description: "Sets the role (admin or reader); the member's sessions and open streams end. The last admin who can sign in cannot be demoted (409). Needs the admin role.",
+    itemSchema: 'Member',
+    response: { kind: 'item', msg: 'member updated', notFound: 'member not found' },
+    errors: [400, 403, 404, 409, 413, 415],
+    body: {
+      mediaTypes: MERGE_PATCH_BODY,
+      problems: (body) => memberBodyProblems('patch', body),
+      variables: (body) => body,
+      schema: withoutSchemaKeyword(MEMBER_BODY_SCHEMAS.patch),
+      example: { role: 'admin' },
+    },
+  },
+  {
+    operationId: 'removeMember',
+    method: 'DELETE',
+    path: `${INTEGRATIONS_BASE}/members/{id}`,
+    document: RemoveMemberDocument,
+    tag: 'Members',
+    summary: 'Remove a member',
+    description: 'Removes the member with its sessions (its open streams end) and invitations. The last admin who can sign in cannot be removed (409). Needs the admin role.',
+    itemSchema: 'RemovedMember',
+    response: { kind: 'item', msg: 'member removed', notFound: 'member not found' },
+    errors: [400, 403, 404, 409],
   },
 ];

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import type { FieldProblem } from './problems.js';
+
+// The REST bodies of the member routes, in one schema each: the 400's problems and the OpenAPI document both
+// come from them. The domain rules beyond shape (an email of another organization, the last admin) are
+// src/auth/members.ts's.
+
+const role = z.enum(['admin', 'reader']);
+
+const inviteBody = z.strictObject({ email: z.string().min(3).max(254), role });
+const patchBody = z.strictObject({ role });
+
+export const MEMBER_BODY_SCHEMAS = {
+  invite: z.toJSONSchema(inviteBody, { io: 'input' }),
+  patch: z.toJSONSchema(patchBody, { io: 'input' }),
+};
+
+function problemsOf(schema: z.ZodType, body: unknown): FieldProblem[] {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return [];
+  return parsed.error.issues.map((issue) => ({
+    field: issue.path.join('.') || 'body',
+    message: issue.code === 'invalid_value' && issue.path[0] === 'role' ? 'must be admin or reader (engine is a service user role)' : issue.message,
+  }));
+}
+
+export const memberBodyProblems = (kind: keyof typeof MEMBER_BODY_SCHEMAS, body: unknown): FieldProblem[] =>
+  problemsOf(kind === 'invite' ? inviteBody : patchBody, body);
