@@ -1,4 +1,4 @@
-import { Fragment, useState } from 'react';
+import { Fragment, useEffect, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Link, useLocation } from 'wouter';
 import { graphql } from '../generated';
@@ -90,6 +90,13 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
   const [open, setOpen] = useState<string | null>(null);
   const [, navigate] = useLocation();
   const reload = () => refetch({ requestPolicy: 'network-only' });
+  // Deliveries still pending (a retry due, a redelivery asked for) are read again every 2 s until they settle.
+  const pending = data?.webhookDeliveries.nodes.some((delivery) => delivery.status === 'pending') ?? false;
+  useEffect(() => {
+    if (!pending) return;
+    const timer = setInterval(() => refetch({ requestPolicy: 'network-only' }), 2000);
+    return () => clearInterval(timer);
+  }, [pending, refetch]);
 
   if (!canWrite) return <p>Only an admin manages webhook endpoints.</p>;
   if (!data) return fetching ? <Loading /> : <ErrorMessage error={error} />;
