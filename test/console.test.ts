@@ -282,9 +282,18 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expect(await page.content()).not.toContain(value);
     await page.getByRole('cell', { name: 'active' }).waitFor();
 
-    // Revoking asks first; afterwards the token is refused.
-    await page.getByRole('button', { name: /^Revoke token / }).click();
-    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+    // Revoking asks first, and works from the keyboard: Escape cancels, Enter on the dialog's button confirms.
+    const revoke = page.getByRole('button', { name: /^Revoke token / });
+    await revoke.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { authorization: `Token ${value}` } })).status).toBe(200);
+    await revoke.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).focus();
+    await page.keyboard.press('Enter');
     await page.getByRole('cell', { name: /^revoked / }).waitFor();
     expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { authorization: `Token ${value}` } })).status).toBe(401);
 
