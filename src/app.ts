@@ -1,4 +1,5 @@
 import { adminsWithUsableToken, createServiceUser } from './auth/service-users.js';
+import { signInSettingsOf } from './auth/sessions.js';
 import { createToken } from './auth/tokens.js';
 import { openDatabase, type Database } from './db/client.js';
 import { migrate } from './db/migrate.js';
@@ -121,7 +122,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
       }
     }
     const gateway = createGateway({ db, config, logger });
-    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS }) : undefined;
+    const scheduler = config.SCHEDULER === 'on' ? startScheduler({ db, logger, tickMs: config.SCHEDULER_TICK_MS, eventRetentionHours: config.EVENT_RETENTION_HOURS, sessionPolicy: signInSettingsOf(config) }) : undefined;
     const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger) : undefined;
     await webhooks?.start();
     return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler, webhooks };

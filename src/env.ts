@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS, parseRetrySchedule } from './webhooks/retry-schedule.js';
 
+/** The documented defaults of LOGIN_FAILURES_PER_ACCOUNT and LOGIN_FAILURES_PER_ADDRESS (failed sign-ins in 15 minutes). */
+export const DEFAULT_LOGIN_FAILURES = { perAccount: 10, perAddress: 100 } as const;
+
 /** The documented default of RATE_LIMIT_PER_MINUTE, also for gateways built without a configuration's value. */
 export const DEFAULT_RATE_LIMIT_PER_MINUTE = 600;
 
@@ -91,8 +94,8 @@ const envSchema = z
     TRUST_PROXY: z.enum(['0', '1']).default('0'),
     SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(7 * 1440).default(30),
     SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(12),
-    LOGIN_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(10),
-    LOGIN_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(100),
+    LOGIN_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_LOGIN_FAILURES.perAccount),
+    LOGIN_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_LOGIN_FAILURES.perAddress),
   })
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',

@@ -7,7 +7,7 @@ import { createKnownTenants } from './auth/known-tenants.js';
 import { RequestViewers, requestCredential } from './auth/request-viewers.js';
 import { idempotencyOf, type Context } from './context.js';
 import type { Database } from './db/client.js';
-import { DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
+import { DEFAULT_LOGIN_FAILURES, DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from './env.js';
 import { compiledExecutionOf } from './graphql/compiled-execution.js';
 import { schema } from './graphql/schema.js';
 import { createLive, type Live, type LiveOptions } from './live/live.js';
@@ -213,8 +213,8 @@ query Connections {
       useSignIn({
         db,
         policy: sessions,
-        failuresPerAccount: config.LOGIN_FAILURES_PER_ACCOUNT ?? 10,
-        failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS ?? 100,
+        failuresPerAccount: config.LOGIN_FAILURES_PER_ACCOUNT ?? DEFAULT_LOGIN_FAILURES.perAccount,
+        failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS ?? DEFAULT_LOGIN_FAILURES.perAddress,
         redisUrl: config.REDIS_URL,
         keyPrefix: rateLimit?.keyPrefix,
         logger,

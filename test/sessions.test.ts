@@ -8,6 +8,7 @@ import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { changeMemberRole, inviteMember, removeMember } from '../src/auth/members.js';
+import { createSession, deleteEndedSessions, verifySession } from '../src/auth/sessions.js';
 import { createHttpServer } from '../src/http-server.js';
 import { attachGraphqlWebSocket } from '../src/live/websocket.js';
 import { databaseKinds } from './fixtures/databases.js';
@@ -254,6 +255,41 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     await removeMember(t.db, { tenantId: t.tenants.demo.id, memberId: member.id });
     await Promise.race([second.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('stream still open')), 5000))]);
     expect((await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie: again } })).status).toBe(401);
+  });
+
+  it('ends a session after its idle timeout and after its absolute lifetime', async () => {
+    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'alice@example.com' } });
+    const policy = { idleMs: 60_000, lifetimeMs: 3_600_000 };
+    const start = new Date();
+    const idle = await createSession(t.db, member, policy, start);
+    expect(await verifySession(t.db, idle.value, policy, new Date(start.getTime() + 30_000))).not.toBeNull();
+    expect(await verifySession(t.db, idle.value, policy, new Date(start.getTime() + 61_000))).toBeNull();
+    // Used a moment ago, it still ends with its lifetime.
+    const busy = await createSession(t.db, member, policy, start);
+    await t.db.raw.query('UPDATE member_sessions SET last_seen_at = $2::timestamptz WHERE secret_hash = sha256($1::bytea)', [
+      Buffer.from(busy.value.slice('igw_ses_'.length), 'base64url'),
+      new Date(start.getTime() + 3_599_000).toISOString(),
+    ]);
+    expect(await verifySession(t.db, busy.value, policy, new Date(start.getTime() + 3_599_500))).not.toBeNull();
+    expect(await verifySession(t.db, busy.value, policy, new Date(start.getTime() + 3_600_001))).toBeNull();
+    expect(await deleteEndedSessions(t.db, policy, new Date(start.getTime() + 7_200_000))).toBeGreaterThan(0);
+  });
+
+  it('shares the sign-in throttle between replicas through Redis', async () => {
+    const keyPrefix = `test:sessions-redis:${kind}:${process.pid}:${Date.now()}`;
+    const config = { REDIS_URL: 'redis://127.0.0.1:6379', LOGIN_FAILURES_PER_ACCOUNT: 2 };
+    const replicas = [gatewayOver(t.db, { config, rateLimit: { keyPrefix } }), gatewayOver(t.db, { config, rateLimit: { keyPrefix } })];
+    try {
+      const attempt = (replica: Gateway) =>
+        replica.fetch('http://gateway.test/api/v1/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'alice@example.com', password: 'a wrong password' }) });
+      expect((await attempt(replicas[0]!)).status).toBe(401);
+      expect((await attempt(replicas[1]!)).status).toBe(401);
+      const third = await attempt(replicas[0]!);
+      expect(third.status).toBe(429);
+      expect(third.headers.get('retry-after')).toMatch(/^\d+$/);
+    } finally {
+      await Promise.all(replicas.map((replica) => replica.dispose()));
+    }
   });
 
   it('logs no password, invitation code or session value at any level', () => {

@@ -120,7 +120,7 @@ export async function endSession(db: Database, value: string): Promise<void> {
 }
 
 /** Deletes sessions past their lifetime or idle timeout (the scheduler's housekeeping). */
-export async function deleteEndedSessions(db: Database, policy: SessionPolicy, now: Date = new Date()): Promise<number> {
+export async function deleteEndedSessions(db: Pick<Database, 'raw'>, policy: SessionPolicy, now: Date = new Date()): Promise<number> {
   const rows = await db.raw.query<{ id: string }>(
     'DELETE FROM member_sessions WHERE expires_at <= $1::timestamptz OR last_seen_at <= $2::timestamptz RETURNING id',
     [now.toISOString(), new Date(now.getTime() - policy.idleMs).toISOString()],
