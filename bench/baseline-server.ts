@@ -103,7 +103,10 @@ export function createBaseline(
   function run(text: string, values?: unknown[]) {
     if (!options.prepared) return pool.query(text, values);
     let name = statementNames.get(text);
-    if (name === undefined) statementNames.set(text, (name = `b${statementNames.size}`));
+    if (name === undefined) {
+      name = `b${statementNames.size}`;
+      statementNames.set(text, name);
+    }
     return pool.query({ name, text, values });
   }
   async function tenantOf(request: IncomingMessage): Promise<string | null> {

@@ -1,32 +1,46 @@
-// `npm run bench:compare`: a short A/B for working on the hot path. One kept database (`bench_compare`,
-// loaded once: 100k syncs over 250 connections for the measured tenant, beside neighbour tenants), the
-// gateway (`dist/server.js`, or `GATEWAY=<script>`), the baseline, and optionally a second gateway build
-// (`GATEWAY_B=<dir>/server.js`), measured interleaved for a few rounds. Prints each scenario's req/s, CPU per
-// request and the ratio to the baseline, medians of the rounds. The full report is still `npm run bench`.
+// The benchmark: the built gateway (`dist/server.js`, as `npm start` runs it) against the baseline
+// (bench/baseline-server.ts: node:http and pg, the same SQL and the same JSON, its statements prepared as the
+// gateway prepares its own), on a kept PostgreSQL database, measured interleaved for a few rounds. The ratio
+// gateway / baseline is what the GraphQL layer costs. That both answer alike, that no request's statement count
+// grows with the data and that the hot statements read through an index are checked by the suite
+// (test/baseline-parity.test.ts, test/statement-counts.test.ts, test/query-plans.test.ts), not here.
 //
-//   COMPARE_SCENARIOS=syncs-connection,connected   the scenarios (ids of bench/scenarios.ts; default: the REST ones
-//                                                   and graphql-nested-50)
+//   npm run bench:compare     prints the table (a few minutes)
+//   npm run bench             the same at the report's size, and writes BENCHMARKS.md
+//   BENCH_QUICK=1 npm run bench   a smoke run: small data, one short round; writes bench/results/quick.md
+//
+//   COMPARE_SCENARIOS=syncs-connection,connected   the scenarios (ids of bench/scenarios.ts)
 //   COMPARE_ROUNDS=3  COMPARE_DURATION=4           rounds and measured seconds per figure
 //   COMPARE_WARMUP=3                               seconds of each scenario on each server before the rounds
 //   COMPARE_RELOAD=1                               drop and load the database again
-//   COMPARE_PREPARED_BASELINE=1                    also the baseline with its statements prepared (BASELINE_PREPARED=1)
-//   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'  node options for the gateway(s), e.g. a CPU profile
-//   COMPARE_NODE_ARGS_B='--max-semi-space-size=32'       other node options for gateway B (GATEWAY_B may be dist/server.js)
+//   COMPARE_PREPARED_BASELINE=0                    the baseline with unnamed statements instead (PostgreSQL plans
+//                                                  each one every time)
+//   GATEWAY=<script>  GATEWAY_B=<dir>/server.js    the gateway build, and a second one to compare with it
+//   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'   node options for the gateway(s), e.g. a CPU profile
 
-import { loadavg } from 'node:os';
-import { serverEnv } from './cold-start.js';
-import { ADMIN_URL, databaseUrl, withDatabase } from './databases.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { ADMIN_URL, databaseUrl, serverVersion, withDatabase } from './databases.js';
 import { fetchOnce, measureLoad, type LoadResult } from './load.js';
-import { freePort, runCli, startNode, stopAllChildren, waitFor200, type NodeChild } from './processes.js';
+import { freePort, ROOT, runCli, serverEnv, startNode, stopAllChildren, waitFor200, type NodeChild } from './processes.js';
 import { scenarios as buildScenarios, type Scenario } from './scenarios.js';
 
-const DATABASE = 'bench_compare';
-const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? 3);
-const DURATION_S = Number(process.env.COMPARE_DURATION ?? 4);
-const WARMUP_S = Number(process.env.COMPARE_WARMUP ?? 3);
+const REPORT = process.argv.includes('--report');
+const QUICK = process.env.BENCH_QUICK === '1';
+/** The measured tenant's size, beside neighbour tenants, so that it is a small share of each table. */
+const SIZE = QUICK
+  ? { database: 'bench_quick', connections: 50, syncs: 10_000, neighbours: 2 }
+  : REPORT
+    ? { database: 'bench_report', connections: 1_000, syncs: 1_000_000, neighbours: 20 }
+    : { database: 'bench_compare', connections: 250, syncs: 100_000, neighbours: 8 };
+const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? (QUICK ? 1 : 3));
+const DURATION_S = Number(process.env.COMPARE_DURATION ?? (QUICK ? 2 : REPORT ? 5 : 4));
+const WARMUP_S = Number(process.env.COMPARE_WARMUP ?? (QUICK ? 1 : 3));
+const PREPARED = process.env.COMPARE_PREPARED_BASELINE !== '0';
+const DEFAULT_SCENARIOS = 'syncs-connection,syncs-filtered,connected,connected-one,graphql-nested-50';
+const WANTED = process.env.COMPARE_SCENARIOS?.split(',') ?? (REPORT ? null : DEFAULT_SCENARIOS.split(','));
 const gatewayNodeArgs = process.env.COMPARE_NODE_ARGS?.split(' ').filter(Boolean);
-const gatewayBNodeArgs = process.env.COMPARE_NODE_ARGS_B?.split(' ').filter(Boolean) ?? gatewayNodeArgs;
-const WANTED = (process.env.COMPARE_SCENARIOS ?? 'syncs-connection,syncs-filtered,connected,connected-one,graphql-nested-50').split(',');
 
 interface Server {
   label: string;
@@ -35,8 +49,9 @@ interface Server {
   child: NodeChild;
 }
 
-const log = (message: string) => process.stderr.write(`[compare] ${message}\n`);
+const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const load = () => loadavg().map((l) => l.toFixed(2)).join(' / ');
 
 async function start(label: string, script: string, env: Record<string, string>, nodeArgs?: string[]): Promise<Server> {
   const since = performance.now();
@@ -45,35 +60,130 @@ async function start(label: string, script: string, env: Record<string, string>,
   return { label, port: Number(env.PORT), pid: child.pid, child };
 }
 
-/** The kept database, loaded on first use: the measured tenant `compare-a` and its reader token. */
+/** The kept database, loaded on first use: the measured tenant `bench-a`, its neighbours, and a reader token. */
 async function prepare(): Promise<{ url: string; token: string; tenantId: string }> {
-  const url = databaseUrl(DATABASE);
-  const exists = await withDatabase(ADMIN_URL, async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE])).rowCount === 1);
-  if (exists && process.env.COMPARE_RELOAD === '1') await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${DATABASE} WITH (FORCE)`));
+  const url = databaseUrl(SIZE.database);
+  const exists = await withDatabase(ADMIN_URL, async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [SIZE.database])).rowCount === 1);
+  if (exists && process.env.COMPARE_RELOAD === '1') await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${SIZE.database} WITH (FORCE)`));
   const env = { DATABASE_URL: url };
   if (!exists || process.env.COMPARE_RELOAD === '1') {
-    log('loading the database (once)');
-    await withDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${DATABASE}`));
+    log(`loading ${SIZE.database} (once): ${SIZE.syncs} syncs over ${SIZE.connections} connections, ${SIZE.neighbours} neighbours`);
+    await withDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${SIZE.database}`));
     await runCli(['db', 'migrate'], env);
-    for (let i = 1; i <= 8; i++) {
-      await runCli(['tenant', 'create', `compare-neighbour-${i}`], env);
-      await runCli(['seed', 'load', '--tenant', `compare-neighbour-${i}`, '--connections', '300', '--syncs', '3000'], env);
+    for (let i = 1; i <= SIZE.neighbours; i++) {
+      await runCli(['tenant', 'create', `bench-neighbour-${i}`], env);
+      await runCli(['seed', 'load', '--tenant', `bench-neighbour-${i}`, '--connections', '300', '--syncs', '3000'], env);
     }
-    await runCli(['tenant', 'create', 'compare-a'], env);
-    await runCli(['seed', 'load', '--tenant', 'compare-a', '--connections', '250', '--syncs', '100000'], env);
-    await runCli(['service-user', 'create', '--tenant', 'compare-a', '--name', 'compare-reader', '--role', 'reader'], env);
+    await runCli(['tenant', 'create', 'bench-a'], env);
+    await runCli(['seed', 'load', '--tenant', 'bench-a', '--connections', String(SIZE.connections), '--syncs', String(SIZE.syncs)], env);
+    await runCli(['service-user', 'create', '--tenant', 'bench-a', '--name', 'bench-reader', '--role', 'reader'], env);
+    // Statistics for the planner, and the load's writes flushed before anything is measured.
     await withDatabase(url, async (client) => {
       await client.query('VACUUM (ANALYZE)');
       await client.query('CHECKPOINT');
     });
   }
   const expires = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
-  const token = await runCli(['token', 'create', '--tenant', 'compare-a', '--service-user', 'compare-reader', '--expires', expires], env);
-  const tenantId = await withDatabase(url, async (client) => ((await client.query("SELECT id FROM tenants WHERE slug = 'compare-a'")).rows[0] as { id: string }).id);
+  const token = await runCli(['token', 'create', '--tenant', 'bench-a', '--service-user', 'bench-reader', '--expires', expires], env);
+  const tenantId = await withDatabase(url, async (client) => ((await client.query("SELECT id FROM tenants WHERE slug = 'bench-a'")).rows[0] as { id: string }).id);
   return { url, token, tenantId };
 }
 
+interface Row {
+  scenario: Scenario;
+  /** Per server: the rounds' results. */
+  runs: Map<Server, LoadResult[]>;
+}
+
+async function measure(list: Scenario[], servers: Server[], token: string): Promise<Row[]> {
+  const problems: string[] = [];
+  const reference = servers[servers.length - 1]!;
+  for (const scenario of list) {
+    const answers = await Promise.all(servers.map((server) => fetchOnce(server, scenario, token)));
+    const expected = answers[answers.length - 1]!;
+    if (!answers.every((a) => a.status === 200 && a.body === expected.body)) {
+      problems.push(`${scenario.id}: answers differ (${answers.map((a) => `${a.status} ${a.body.length} B`).join(' / ')})`);
+    }
+  }
+  // A first pass warms every server up on every scenario (V8 optimises the gateway's larger code later than the
+  // baseline's): without it the first round measures the gateway half-compiled.
+  for (const scenario of list) {
+    for (const server of servers) await measureLoad(server, scenario, { token, connections: 10, durationS: WARMUP_S, warmupS: 0 });
+  }
+  log(`load average ${load()}; ${ROUNDS} round(s) of ${DURATION_S} s per figure`);
+  const rows: Row[] = list.map((scenario) => ({ scenario, runs: new Map(servers.map((server) => [server, []])) }));
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const row of rows) {
+      // The order swaps every other round, so that neither server always runs on a machine the other just warmed.
+      for (const server of round % 2 === 0 ? servers : [...servers].reverse()) {
+        const result = await measureLoad(server, row.scenario, { token, connections: 10, durationS: DURATION_S, warmupS: 1, quiet: servers.map((s) => s.pid) });
+        if (result.failures > 0) problems.push(`${server.label} ${row.scenario.id}: ${result.failures} failed requests`);
+        row.runs.get(server)!.push(result);
+      }
+    }
+  }
+  if (problems.length > 0) {
+    for (const problem of problems) log(`PROBLEM ${problem}`);
+    process.exitCode = 1;
+  }
+  log(`load average ${load()}; reference: ${reference.label}`);
+  return rows;
+}
+
+/** Each gateway's ratio to the reference (the last server): the median of the rounds' ratios, and each round's. */
+function ratio(row: Row, server: Server, reference: Server): { median: number; rounds: number[] } {
+  const rounds = row.runs.get(server)!.map((r, i) => r.rps / row.runs.get(reference)![i]!.rps);
+  return { median: median(rounds), rounds };
+}
+
+function table(rows: Row[], servers: Server[]): string {
+  const reference = servers[servers.length - 1]!;
+  const gateways = servers.slice(0, -1);
+  const fmt = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+  const lines = [
+    `| Scenario | ${gateways.map((g) => `${g.label} / ${reference.label}`).join(' | ')} | ${servers.map((s) => `${s.label} req/s`).join(' | ')} | CPU ms/req (${servers.map((s) => s.label).join(' / ')}) |`,
+    `| :-- | ${[...gateways, ...servers].map(() => '--:').join(' | ')} | --: |`,
+  ];
+  for (const row of rows) {
+    const ratios = gateways.map((g) => {
+      const r = ratio(row, g, reference);
+      return `**${r.median.toFixed(2)}×** (${r.rounds.map((x) => x.toFixed(2)).join(', ')})`;
+    });
+    const rps = servers.map((s) => fmt(median(row.runs.get(s)!.map((r) => r.rps))));
+    const cpu = servers.map((s) => median(row.runs.get(s)!.map((r) => r.cpuMsPerRequest ?? Number.NaN)).toFixed(2)).join(' / ');
+    lines.push(`| ${row.scenario.title} | ${ratios.join(' | ')} | ${rps.join(' | ')} | ${cpu} |`);
+  }
+  return lines.join('\n');
+}
+
+async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtStart: string): Promise<string> {
+  const reference = servers[servers.length - 1]!;
+  return [
+    '# Benchmarks',
+    '',
+    `The latest run of \`npm run bench\` (\`bench/compare.ts\`), ${startedAt.toISOString().slice(0, 16).replace('T', ' ')} UTC. Earlier runs are in the history of this file.`,
+    '',
+    `## The gateway against the ${reference.label}, ${SIZE.syncs.toLocaleString('en-US')} syncs (PostgreSQL)`,
+    '',
+    table(rows, servers),
+    '',
+    'Ratios are the median of the rounds\' ratios (each round in brackets): above 1× the gateway answered more requests a second than the baseline.',
+    '',
+    '## Method',
+    '',
+    `- Machine: ${cpus().length} vCPU (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, PostgreSQL ${await serverVersion()} on the same machine. Load average ${loadAtStart} at the start, ${load()} at the end: the ratios are the robust figures, the absolute ones move with the machine.`,
+    `- Data: the CLI's \`seed load\` into a kept database: the measured tenant has ${SIZE.syncs.toLocaleString('en-US')} syncs over ${SIZE.connections.toLocaleString('en-US')} connections, beside ${SIZE.neighbours} neighbour tenants of 300 connections and 3,000 syncs, so that it is a small share of each table; \`VACUUM ANALYZE\` and a \`CHECKPOINT\` after loading.`,
+    '- Gateway: `node dist/server.js` as `npm start` runs it (request log at `info`, `NODE_ENV=production` from the build), with `SCHEDULER=off` so the data stays as loaded and `RATE_LIMIT_PER_MINUTE=0`.',
+    `- Baseline: \`bench/baseline-server.ts\`, node:http and pg, the same SQL written by hand, the same token check (one statement and a SHA-256 a request) and byte for byte the same JSON; ${PREPARED ? 'its statements prepared, as the gateway prepares its own on PostgreSQL' : 'its statements unnamed'}. Both answers are compared before measuring; the suite checks the same (\`test/baseline-parity.test.ts\`).`,
+    `- Load: autocannon, 10 keep-alive connections; after a warm-up of every scenario on every server, ${ROUNDS} round(s) of ${DURATION_S} s per figure after 1 s of warm-up, the servers measured back to back for each scenario, the order swapped every other round. CPU ms/req is each server process's own CPU time (PostgreSQL's not counted).`,
+    '- Correctness is the suite\'s: statement counts that do not grow with the data (`test/statement-counts.test.ts`), index paths for every hot statement, generic plans included (`test/query-plans.test.ts`).',
+    '',
+  ].join('\n');
+}
+
 async function main(): Promise<void> {
+  const startedAt = new Date();
+  const loadAtStart = load();
   const { url, token, tenantId } = await prepare();
   const busiest = await withDatabase(url, async (client) =>
     (
@@ -81,54 +191,25 @@ async function main(): Promise<void> {
     ).rows[0] as { connection_id: string; n: number },
   );
   const since = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
-  const list = buildScenarios({ token, connectionId: busiest.connection_id, connectionSyncs: busiest.n, since }).filter((s) => WANTED.includes(s.id));
+  const list = buildScenarios({ token, connectionId: busiest.connection_id, connectionSyncs: busiest.n, since }).filter(
+    (s) => WANTED === null || WANTED.includes(s.id),
+  );
+  const baselineEnv = async () => ({ DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', ...(PREPARED ? { BASELINE_PREPARED: '1' } : {}) });
   const servers: Server[] = [
     await start('gateway', process.env.GATEWAY ?? 'dist/server.js', serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs),
-    ...(process.env.GATEWAY_B ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayBNodeArgs)] : []),
-    ...(process.env.COMPARE_PREPARED_BASELINE === '1'
-      ? [await start('baseline prepared', 'bench/baseline-server.ts', { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', BASELINE_PREPARED: '1' })]
-      : []),
-    await start('baseline', 'bench/baseline-server.ts', { DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1' }),
+    ...(process.env.GATEWAY_B ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs)] : []),
+    await start(PREPARED ? 'prepared baseline' : 'baseline', 'bench/baseline-server.ts', await baselineEnv()),
   ];
-  const baseline = servers[servers.length - 1]!;
   try {
-    for (const scenario of list) {
-      const answers = await Promise.all(servers.map((server) => fetchOnce(server, scenario, token)));
-      const same = answers.every((a) => a.status === 200 && a.body === answers[answers.length - 1]!.body);
-      if (!same) log(`${scenario.id}: answers differ (${answers.map((a) => `${a.status} ${a.body.length} B`).join(' / ')})`);
+    const rows = await measure(list, servers, token);
+    if (!REPORT) {
+      process.stdout.write(`\n${table(rows, servers)}\n`);
+      return;
     }
-    // A first pass warms every server up on every scenario (V8 optimises the gateway's larger code later than the
-    // baseline's): without it the first round measures the gateway half-compiled.
-    for (const scenario of list) {
-      for (const server of servers) await measureLoad(server, scenario, { token, connections: 10, durationS: WARMUP_S, warmupS: 0 });
-    }
-    log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ${ROUNDS} rounds of ${DURATION_S} s`);
-    const results = new Map<string, Map<Server, LoadResult[]>>(list.map((s) => [s.id, new Map(servers.map((v) => [v, []]))]));
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const scenario of list) {
-        const order = round % 2 === 0 ? servers : [...servers].reverse();
-        for (const server of order) {
-          const result = await measureLoad(server, scenario, { token, connections: 10, durationS: DURATION_S, warmupS: 1, quiet: servers.map((s) => s.pid) });
-          if (result.failures > 0) log(`${server.label} ${scenario.id}: ${result.failures} failures`);
-          results.get(scenario.id)!.get(server)!.push(result);
-        }
-      }
-    }
-    process.stdout.write(`\n| Scenario | ${servers.map((s) => `${s.label} req/s (CPU ms/req)`).join(' | ')} | ${servers.slice(0, -1).map((s) => `${s.label} / baseline`).join(' | ')} |\n`);
-    process.stdout.write(`| :-- | ${servers.map(() => '--:').join(' | ')} | ${servers.slice(0, -1).map(() => '--:').join(' | ')} |\n`);
-    for (const scenario of list as Scenario[]) {
-      const byServer = results.get(scenario.id)!;
-      const cells = servers.map((s) => {
-        const runs = byServer.get(s)!;
-        return `${median(runs.map((r) => r.rps)).toFixed(0)} (${median(runs.map((r) => r.cpuMsPerRequest ?? Number.NaN)).toFixed(2)})`;
-      });
-      const ratios = servers.slice(0, -1).map((s) => {
-        const per = byServer.get(s)!.map((r, i) => r.rps / byServer.get(baseline)![i]!.rps);
-        return `**${median(per).toFixed(2)}×** (${per.map((r) => r.toFixed(2)).join(', ')})`;
-      });
-      process.stdout.write(`| ${scenario.id} | ${cells.join(' | ')} | ${ratios.join(' | ')} |\n`);
-    }
-    log(`load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
+    const file = QUICK ? join(ROOT, 'bench', 'results', 'quick.md') : join(ROOT, 'BENCHMARKS.md');
+    writeFileSync(file, await report(rows, servers, startedAt, loadAtStart));
+    log(`wrote ${file}`);
   } finally {
     await stopAllChildren();
   }

@@ -1,8 +1,5 @@
-// Load generation: autocannon for throughput under concurrency, and a sequential keep-alive loop for the
-// latency of a single request on an otherwise idle server (sub-millisecond resolution; autocannon's
-// histogram counts whole milliseconds).
+// Load generation: autocannon for throughput under concurrency, with the server's CPU time per request.
 
-import { Agent, request as httpRequest } from 'node:http';
 import autocannon from 'autocannon';
 import { cpuTimeMs, rssMb } from './processes.js';
 import type { Scenario } from './scenarios.js';
@@ -25,13 +22,6 @@ export interface LoadResult {
   cpuMsPerRequest: number | null;
   /** The server process's resident memory at the end of the measured load. */
   rssMb: number | null;
-}
-
-export interface LatencyResult {
-  p50: number;
-  p99: number;
-  mean: number;
-  requests: number;
 }
 
 function headersOf(scenario: Scenario, token: string): Record<string, string> {
@@ -92,44 +82,6 @@ export async function measureLoad(
     cpuMsPerRequest: cpuBefore !== null && cpuAfter !== null && requests > 0 ? (cpuAfter - cpuBefore) / requests : null,
     rssMb: rssAfter,
   };
-}
-
-/** One request at a time for `durationS` (at least 20 requests), after a few warm-up requests. */
-export async function measureLatency(
-  target: Target,
-  scenario: Scenario,
-  options: { token: string; durationS: number; quiet?: number[] },
-): Promise<LatencyResult> {
-  await waitIdle([target.pid, ...(options.quiet ?? [])]);
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  const headers = headersOf(scenario, options.token);
-  const once = () =>
-    new Promise<number>((resolve, reject) => {
-      const started = performance.now();
-      const req = httpRequest(
-        { host: '127.0.0.1', port: target.port, path: scenario.path, method: scenario.method, headers, agent },
-        (res) => {
-          res.on('data', () => {});
-          res.on('end', () => {
-            if (res.statusCode !== 200) reject(new Error(`${target.label} ${scenario.id}: HTTP ${res.statusCode}`));
-            else resolve(performance.now() - started);
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(scenario.body);
-    });
-  try {
-    for (let i = 0; i < 5; i++) await once();
-    const samples: number[] = [];
-    const until = performance.now() + options.durationS * 1000;
-    while (performance.now() < until || samples.length < 20) samples.push(await once());
-    samples.sort((a, b) => a - b);
-    const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
-    return { p50: at(0.5), p99: at(0.99), mean: samples.reduce((a, b) => a + b, 0) / samples.length, requests: samples.length };
-  } finally {
-    agent.destroy();
-  }
 }
 
 /** One request; the status and body, for checking that gateway and baseline answer the same. */

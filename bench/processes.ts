@@ -2,7 +2,7 @@
 // `stopAllChildren()` ends exactly the processes this run started, also when the run fails.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, readdirSync, readFileSync } from 'node:fs';
+import { createWriteStream, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -143,59 +143,6 @@ export function cpuTimeMs(pid: number): number | null {
   }
 }
 
-/** Every PostgreSQL process (postmaster and backends) on this machine now: pid → CPU time (ms) so far. */
-function postgresProcesses(): Map<number, number> {
-  const cpu = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/comm`, 'utf8').trim() !== 'postgres') continue;
-    } catch {
-      continue;
-    }
-    const ms = cpuTimeMs(Number(entry));
-    if (ms !== null) cpu.set(Number(entry), ms);
-  }
-  return cpu;
-}
-
-/** How often PostgresCpuMeter reads the postgres processes' CPU time. */
-const POSTGRES_SAMPLE_MS = 250;
-
-/**
- * PostgreSQL's CPU time (ms, every postgres process) over a span of work, counted per process: a backend that
- * ends during the span (a pool closing an idle connection) keeps the CPU it used until its last sample, and
- * one that starts counts from zero. A sum over the processes alive at both ends, as this replaced, lost the
- * whole CPU time of every backend that ended in between, and went down when one did.
- */
-export class PostgresCpuMeter {
-  readonly #first = new Map<number, number>();
-  readonly #last = new Map<number, number>();
-  readonly #timer: NodeJS.Timeout;
-
-  constructor() {
-    for (const [pid, ms] of postgresProcesses()) this.#first.set(pid, ms);
-    this.#sample();
-    this.#timer = setInterval(() => this.#sample(), POSTGRES_SAMPLE_MS);
-  }
-
-  #sample(): void {
-    for (const [pid, ms] of postgresProcesses()) {
-      if (!this.#first.has(pid)) this.#first.set(pid, 0);
-      this.#last.set(pid, ms);
-    }
-  }
-
-  /** Stops sampling; the CPU time used since the meter started. */
-  stop(): number {
-    clearInterval(this.#timer);
-    this.#sample();
-    let total = 0;
-    for (const [pid, ms] of this.#last) total += ms - (this.#first.get(pid) ?? 0);
-    return total;
-  }
-}
-
 /** Resident memory of a process now, in MB (Linux /proc); null once it has exited. */
 export function rssMb(pid: number): number | null {
   try {
@@ -208,3 +155,20 @@ export function rssMb(pid: number): number | null {
 
 /** USER_HZ; 100 on every Linux this runs on. */
 const CLOCK_TICKS = 100;
+
+/** The gateway's environment: the given database on `port`, as `npm start` runs it in production. */
+export function serverEnv(database: { DATABASE_URL: string }, port: number): Record<string, string> {
+  return {
+    DATABASE_URL: database.DATABASE_URL,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    SEED: 'none',
+    // The measured data must stay as loaded: the scheduler would queue runs and fail the loaded in-progress ones.
+    SCHEDULER: 'off',
+    // As `npm start` runs in production: the request log at info (one JSON line per request to stdout, which the
+    // benchmark reads as a log collector would), NODE_ENV fixed to production by the build (scripts/build.mjs).
+    LOG_LEVEL: 'info',
+    // The measurements send thousands of requests a second with one token, past the per-token default.
+    RATE_LIMIT_PER_MINUTE: '0',
+  };
+}

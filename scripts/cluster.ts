@@ -1,4 +1,4 @@
-// `npm run cluster`: the gateway as operators run it (issue #15) — N replicas (default 2) on one PostgreSQL
+// `npm run cluster`: the gateway as operators run it — N replicas (default 2) on one PostgreSQL
 // database and one Redis, behind HAProxy (deploy/haproxy.cfg). test/cluster.test.ts drives the same set-up.
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npm run cluster

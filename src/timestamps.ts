@@ -20,7 +20,7 @@ export function isTimestampText(value: unknown): value is TimestampText {
 /**
  * SQL that reads a timestamptz(3) `column` (every timestamp of the schema keeps milliseconds) as
  * formatTimestamp would write it, in UTC. The hot lists read their timestamps so: no Date is parsed and
- * formatted again per value (13% of a nested page's CPU, BENCHMARKS.md).
+ * formatted again per value, a noticeable share of a nested page's CPU.
  */
 export function timestampTextSql(column: string): string {
   return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"')`;

@@ -1,4 +1,4 @@
-// Several replicas behave as one service (issue #15): two gateway processes (dist/server.js) on one PostgreSQL
+// Several replicas behave as one service: two gateway processes (dist/server.js) on one PostgreSQL
 // database and one Redis, behind HAProxy with deploy/haproxy.cfg, started by scripts/cluster.ts as
 // `npm run cluster` starts them. Checked through the balancer and the replicas directly:
 // - shared state: a credential's rate-limit budget and an Idempotency-Key hold across replicas;
@@ -127,8 +127,7 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
           let buffer = '';
           for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
             buffer += decoder.decode(chunk, { stream: true });
-            let at: number;
-            while ((at = buffer.indexOf('\n\n')) >= 0) {
+            for (let at = buffer.indexOf('\n\n'); at >= 0; at = buffer.indexOf('\n\n')) {
               const block = buffer.slice(0, at);
               buffer = buffer.slice(at + 2);
               const id = /^id: (.*)$/m.exec(block)?.[1];

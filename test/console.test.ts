@@ -64,12 +64,35 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     closeSockets = attachGraphqlWebSocket(server, fixture.gateway, createLogger('silent'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const engine = await runCliOn(fixture.db, 'service-user', 'create', '--tenant', 'demo', '--name', 'console-test-engine', '--role', 'engine');
+    const engine = await runCliOn(
+      fixture.db,
+      'service-user',
+      'create',
+      '--tenant',
+      'demo',
+      '--name',
+      'console-test-engine',
+      '--role',
+      'engine',
+    );
     expect(engine.code, engine.stderr).toBe(0);
-    const token = await runCliOn(fixture.db, 'token', 'create', '--tenant', 'demo', '--service-user', 'console-test-engine', '--expires', new Date(Date.now() + 7 * 86_400_000).toISOString());
+    const token = await runCliOn(
+      fixture.db,
+      'token',
+      'create',
+      '--tenant',
+      'demo',
+      '--service-user',
+      'console-test-engine',
+      '--expires',
+      new Date(Date.now() + 7 * 86_400_000).toISOString(),
+    );
     expect(token.code, token.stderr).toBe(0);
     engineToken = token.stdout.trim();
-    for (const [role, person] of [['admin', ADMIN], ['reader', READER]] as const) {
+    for (const [role, person] of [
+      ['admin', ADMIN],
+      ['reader', READER],
+    ] as const) {
       const invited = await runCliOn(fixture.db, 'member', 'invite', '--tenant', 'demo', '--email', person.email, '--role', role);
       expect(invited.code, invited.stderr).toBe(0);
       expect(invited.stdout).toMatch(/^http:\/\/[^/]+\/console\/invite\/[^/\s]+\n$/);
@@ -80,11 +103,22 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       executablePath: CHROMIUM,
       headless: true,
       viewport: { width: 1200, height: 800 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
     await context.route(
-      (url) => url.origin !== origin && (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
+      (url) =>
+        url.origin !== origin &&
+        (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
       async (route) => {
         offsite.push(route.request().url());
         await route.abort('internetdisconnected');
@@ -118,7 +152,16 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     // Evaluated through the DevTools protocol, which the page's CSP does not govern (a <script> tag it would refuse).
     if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
     const violations = await page.evaluate(async () => {
-      const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }> } }).axe;
+      const axe = (
+        window as unknown as {
+          axe: {
+            run: (
+              context: Document,
+              options: object,
+            ) => Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }>;
+          };
+        }
+      ).axe;
       const result = await axe.run(document, { resultTypes: ['violations'] });
       return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
     });
@@ -204,7 +247,10 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.goto(`${origin}/console`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await visited(page, 'sign-in');
-    for (const [role, person] of [['admin', ADMIN], ['reader', READER]] as const) {
+    for (const [role, person] of [
+      ['admin', ADMIN],
+      ['reader', READER],
+    ] as const) {
       await page.goto(`${origin}${invitations[role]}`);
       await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
       // A weak password is refused with the server's reason.
@@ -240,12 +286,15 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expectCleanRun();
   }, 120_000);
 
-  it('signs in, and follows the spec\'s portal flow from the organization name to a working token', async () => {
+  it("signs in, and follows the spec's portal flow from the organization name to a working token", async () => {
     const page = await newPage('token flow');
     await signIn(page, ADMIN);
 
     // The organization's name in the sidebar opens user management.
-    const organization = await graphql<{ organization: { name: string } }>(fixture.gateway, '{ organization { name } }', { token: fixture.tenants.demo.adminToken, expectOk: true });
+    const organization = await graphql<{ organization: { name: string } }>(fixture.gateway, '{ organization { name } }', {
+      token: fixture.tenants.demo.adminToken,
+      expectOk: true,
+    });
     const name = organization.body.data!.organization.name;
     await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name }).click();
     await page.getByRole('heading', { name: 'User management' }).waitFor();
@@ -338,10 +387,15 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
     await page.getByLabel('Role of lea.new@example.com', { exact: true }).selectOption('admin');
     await page.getByRole('button', { name: 'Change role of lea.new@example.com' }).click();
-    await expect.poll(async () => {
-      const members = await graphql<{ members: { email: string; role: string }[] }>(fixture.gateway, '{ members { email role } }', { token: fixture.tenants.demo.adminToken, expectOk: true });
-      return members.body.data!.members.find((m) => m.email === 'lea.new@example.com')?.role;
-    }).toBe('admin');
+    await expect
+      .poll(async () => {
+        const members = await graphql<{ members: { email: string; role: string }[] }>(fixture.gateway, '{ members { email role } }', {
+          token: fixture.tenants.demo.adminToken,
+          expectOk: true,
+        });
+        return members.body.data!.members.find((m) => m.email === 'lea.new@example.com')?.role;
+      })
+      .toBe('admin');
 
     await page.getByRole('button', { name: 'Remove lea.new@example.com' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
@@ -362,7 +416,10 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     // Search and filters narrow the list.
     const all = await page.locator('tbody tr').count();
     await page.getByLabel('Status').selectOption('paused');
-    await page.waitForFunction((before) => document.querySelectorAll('tbody tr').length !== before || document.body.textContent!.includes('No connections match'), all);
+    await page.waitForFunction(
+      (before) => document.querySelectorAll('tbody tr').length !== before || document.body.textContent!.includes('No connections match'),
+      all,
+    );
 
     await page.getByRole('link', { name: 'Connect an application' }).click();
     await page.getByRole('heading', { name: 'Connect an application' }).waitFor();
@@ -397,7 +454,11 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('button', { name: 'Run now' }).click();
     await page.getByRole('link', { name: /: pending$/ }).waitFor();
     const engine = (path: string, method: string, body: unknown) =>
-      fetch(`${origin}/api/v1/integrations${path}`, { method, headers: { authorization: `Token ${engineToken}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${origin}/api/v1/integrations${path}`, {
+        method,
+        headers: { authorization: `Token ${engineToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const claim = await engine('/syncs/claim', 'POST', { connection_id: connectionId });
     expect(claim.status).toBe(200);
     const run = ((await claim.json()) as { data: { id: string } }).data;
@@ -430,7 +491,14 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('button', { name: 'Delete connection' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Connections' }).waitFor();
-    expect((await graphql(fixture.gateway, `{ connection(id: "${connectionId}") { id } }`, { token: fixture.tenants.demo.adminToken, expectOk: true })).body.data).toEqual({ connection: null });
+    expect(
+      (
+        await graphql(fixture.gateway, `{ connection(id: "${connectionId}") { id } }`, {
+          token: fixture.tenants.demo.adminToken,
+          expectOk: true,
+        })
+      ).body.data,
+    ).toEqual({ connection: null });
     await page.close();
     expectCleanRun();
   }, 150_000);
@@ -460,12 +528,20 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByLabel('Status').selectOption('');
 
     // A run queued elsewhere appears without a reload.
-    const connections = await graphql<{ connections: { nodes: { id: string; status: string }[] } }>(fixture.gateway, '{ connections(filter: { status: { eq: active } }, limit: 1) { nodes { id status } } }', {
-      token: fixture.tenants.demo.adminToken,
-      expectOk: true,
-    });
+    const connections = await graphql<{ connections: { nodes: { id: string; status: string }[] } }>(
+      fixture.gateway,
+      '{ connections(filter: { status: { eq: active } }, limit: 1) { nodes { id status } } }',
+      {
+        token: fixture.tenants.demo.adminToken,
+        expectOk: true,
+      },
+    );
     const target = connections.body.data!.connections.nodes[0]!;
-    const queued = await graphql<{ triggerSync: { id: string } }>(fixture.gateway, `mutation { triggerSync(connectionId: "${target.id}") { id } }`, { token: fixture.tenants.demo.adminToken, expectOk: true });
+    const queued = await graphql<{ triggerSync: { id: string } }>(
+      fixture.gateway,
+      `mutation { triggerSync(connectionId: "${target.id}") { id } }`,
+      { token: fixture.tenants.demo.adminToken, expectOk: true },
+    );
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).waitFor({ timeout: 15_000 });
 
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).click();
@@ -477,7 +553,14 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
   it('manages webhook endpoints: the secret shown once, the delivery log with attempts, redeliver, rotate, disable', async () => {
     const receiver = await startReceiver();
-    const worker = new DeliveryWorker({ db: fixture.db, logger: createLogger('silent'), allowPrivate: true, retrySchedule: [0.3], disableAfter: 10, pollMs: 100 });
+    const worker = new DeliveryWorker({
+      db: fixture.db,
+      logger: createLogger('silent'),
+      allowPrivate: true,
+      retrySchedule: [0.3],
+      disableAfter: 10,
+      pollMs: 100,
+    });
     await worker.start();
     try {
       const page = await newPage('webhooks');
@@ -496,23 +579,40 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
       // An event of the chosen type is delivered, signed with the secret shown.
       receiver.secret = secret;
-      const connections = await graphql<{ connections: { nodes: { id: string }[] } }>(fixture.gateway, '{ connections(limit: 1) { nodes { id } } }', {
-        token: fixture.tenants.demo.adminToken,
-        expectOk: true,
-      });
-      await graphql(fixture.gateway, 'mutation($id: ID!) { updateConnection(id: $id, input: { description: "Watched by the operations dashboard" }) { id } }', {
-        token: fixture.tenants.demo.adminToken,
-        variables: { id: connections.body.data!.connections.nodes[0]!.id },
-        expectOk: true,
-      });
+      const connections = await graphql<{ connections: { nodes: { id: string }[] } }>(
+        fixture.gateway,
+        '{ connections(limit: 1) { nodes { id } } }',
+        {
+          token: fixture.tenants.demo.adminToken,
+          expectOk: true,
+        },
+      );
+      await graphql(
+        fixture.gateway,
+        'mutation($id: ID!) { updateConnection(id: $id, input: { description: "Watched by the operations dashboard" }) { id } }',
+        {
+          token: fixture.tenants.demo.adminToken,
+          variables: { id: connections.body.data!.connections.nodes[0]!.id },
+          expectOk: true,
+        },
+      );
       await receiver.waitFor((received) => received.some((r) => r.message.type === 'connection.updated'));
       expect(receiver.received[0]!.verified).toBe(true);
 
       await page.getByRole('link', { name: receiver.url }).click();
       await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
-      await page.getByRole('button', { name: /^Attempts of / }).first().click();
-      await page.getByRole('table', { name: /^Attempts of / }).getByRole('cell', { name: '200' }).waitFor();
-      await page.getByRole('button', { name: /^Redeliver / }).first().click();
+      await page
+        .getByRole('button', { name: /^Attempts of / })
+        .first()
+        .click();
+      await page
+        .getByRole('table', { name: /^Attempts of / })
+        .getByRole('cell', { name: '200' })
+        .waitFor();
+      await page
+        .getByRole('button', { name: /^Redeliver / })
+        .first()
+        .click();
       await receiver.waitFor((received) => received.length >= 2);
       await page.getByRole('cell', { name: '2', exact: true }).first().waitFor();
       await visited(page, 'webhook-endpoint');
@@ -554,7 +654,9 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await expect(page.getByRole('button', { name: 'Create service user' }).count()).resolves.toBe(0);
     await page.goto(`${origin}/console/webhooks`);
     await page.getByText('Only an admin manages webhook endpoints.').waitFor();
-    const refused = await graphql(fixture.gateway, 'mutation { createServiceUser(name: "x", role: admin) { id } }', { token: fixture.tenants.demo.readerToken });
+    const refused = await graphql(fixture.gateway, 'mutation { createServiceUser(name: "x", role: admin) { id } }', {
+      token: fixture.tenants.demo.readerToken,
+    });
     expect(refused.status).toBe(403);
 
     // Signing out ends the session on the server: the console asks to sign in again, also after a reload, and
@@ -576,5 +678,4 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.close();
     expectCleanRun();
   }, 90_000);
-
 });

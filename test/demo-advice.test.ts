@@ -9,7 +9,7 @@ import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures
 
 // What a server start says about the demo tenant's admin token (src/app.ts demoTokenAdvice, src/seed/demo.ts
 // ensureDemo), and that a restart reads it without Prisma: the start then loads no Prisma query compiler before it
-// listens (bench/analysis.md, "Cold start").
+// listens.
 
 const config = parseConfig({ DATA_DIR: '/srv/gateway-data' });
 const DAY = 86_400_000;

@@ -35,7 +35,7 @@ describe.each(databaseKinds)('the event log on %s', (kind) => {
   it('every state change of the data layer appends its event, numbered on from the tenant’s last one', async () => {
     const stripe = applicationBySlug('stripe').id;
     let connectionId = '';
-    let created = await eventsOf(acme, async () => {
+    const created = await eventsOf(acme, async () => {
       connectionId = (await createConnection(db.raw, acme, { applicationId: stripe })).id;
     });
     expect(shape(created)).toEqual([['connection.created', connectionId]]);

@@ -42,7 +42,7 @@ type PropertyName = 'listQuery' | 'pathIds' | 'headers' | 'graphql' | 'mutations
 
 /**
  * Cases per property with FUZZ_HEAVY=1, over both databases: 10,850 per CI run (which sets TEST_DATABASE_URL and
- * FUZZ_HEAVY). What is checked is the same on both, and a case costs the gateway 3–4× more CPU on PGlite (its
+ * FUZZ_HEAVY). What is checked is the same on both, and a case costs the gateway several times more CPU on PGlite (its
  * database runs as Wasm in this process) than on PostgreSQL (a server of its own): with both databases, PGlite
  * takes PGLITE_SHARE of each property's cases and PostgreSQL the rest; on PGlite alone it takes them all.
  */
@@ -775,7 +775,7 @@ function selectionFor(g: GeneratorValue, type: GraphQLObjectType, depth: number,
 function graphqlRequest(g: GeneratorValue, ids: readonly string[]): { body: string; query: string } {
   const shape = g(fc.integer, { min: 0, max: 19 });
   let query: string;
-  let variables: unknown = undefined;
+  let variables: unknown;
   if (shape < 8) {
     query = `{ ${selectionFor(g, queryType, 1, ids)} }`;
   } else if (shape < 11) {
@@ -867,11 +867,12 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
       demoAdminJwt: await jwtFor(demo.id, 'admin'),
     };
     wrongKeyJwt = await signJwt({ sub: 'x', tenant_id: demo.id, role: 'admin' }, { key: new TextEncoder().encode('another-secret-that-is-also-32-characters-long') });
+    ghostAdminJwt = await signJwt({ sub: 'x', tenant_id: 'ten_doesnotexist', role: 'admin' });
     claimJwts = await Promise.all([
       signJwt({ sub: 'x', tenant_id: demo.id, role: 'superuser' }),
       signJwt({ sub: 'x', role: 'admin' }),
       signJwt({ sub: '', tenant_id: demo.id }),
-      (ghostAdminJwt = await signJwt({ sub: 'x', tenant_id: 'ten_doesnotexist', role: 'admin' })),
+      ghostAdminJwt,
       signJwt({ sub: 'x', tenant_id: demo.id, role: 'admin' }, { expiresIn: Math.floor(Date.now() / 1000) - 60 }),
       signJwt({ sub: 'x', tenant_id: { nested: true }, role: 'reader' }),
       signJwt({ sub: 'x', tenant_id: other.id, role: 'reader' }),

@@ -67,7 +67,7 @@ function rawRequest(head: string, trickle = ''): Promise<RawAnswer> {
 
 function expectErrorBody(answer: RawAnswer, code: string): void {
   expect(answer.headers['content-type']).toMatch(/^application\/json/);
-  expect(answer.headers['connection']).toBe('close');
+  expect(answer.headers.connection).toBe('close');
   expect(answer.headers['x-content-type-options']).toBe('nosniff');
   const body = JSON.parse(answer.body) as { msg: string; error: { code: string; docs: string; req_id: string } };
   expect(Object.keys(body).sort()).toEqual(['error', 'msg']);

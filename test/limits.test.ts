@@ -5,8 +5,9 @@ import { getIntrospectionQuery, parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../src/graphql/schema.js';
 import { DEFAULT_REQUEST_LIMITS, operationCost } from '../src/plugins/use-limits.js';
-import { type Gateway, type GatewayOptions } from '../src/yoga.js';
+import type { Gateway, GatewayOptions } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
+import { documentationPages } from './fixtures/documentation.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 
@@ -169,7 +170,7 @@ describe('default limits admit every document this project ships', () => {
     t = pglite;
   });
 
-  /** The REST operations, the README's GraphQL examples, GraphiQL's default query and its introspection query. */
+  /** The REST operations, the GraphQL examples of README.md and docs/, GraphiQL's default query and its introspection query. */
   function shippedDocuments(): Array<{ name: string; query: string; variables: Record<string, unknown> }> {
     const read = (file: string) => readFileSync(`schema/operations/${file}`, 'utf8');
     const files = readdirSync('schema/operations').filter((file) => file.endsWith('.graphql'));
@@ -184,15 +185,15 @@ describe('default limits admit every document this project ships', () => {
         const used = [...fragments.matchAll(/fragment\s+(\w+)[^{]*\{/g)].some((m) => spread.has(m[1]));
         return { name: file, query: used ? `${query}\n${fragments}` : query, variables: { id: 'con_x' } };
       });
-    const readme = readFileSync('README.md', 'utf8');
+    const readme = documentationPages().map((page) => readFileSync(page, 'utf8')).join('\n');
     // A shell variable spliced into a body ('"$USER_ID"') stands for an id the previous example printed.
     const curlBodies = [...readme.matchAll(/-d '(\{"query".*?\})'/g)].map((m, i) => {
       const json = (m[1] ?? '{}').replace(/'"\$\w+"'/g, 'usr_placeholder');
       const body = JSON.parse(json) as { query: string; variables?: Record<string, unknown> };
-      return { name: `README curl #${i + 1}`, query: body.query, variables: body.variables ?? {} };
+      return { name: `docs curl #${i + 1}`, query: body.query, variables: body.variables ?? {} };
     });
     const graphqlBlocks = [...readme.matchAll(/```graphql\n([\s\S]*?)```/g)].map((m, i) => ({
-      name: `README graphql block #${i + 1}`,
+      name: `docs graphql block #${i + 1}`,
       query: m[1] ?? '',
       variables: { since: '2026-01-01T00:00:00+00:00' },
     }));
@@ -205,7 +206,7 @@ describe('default limits admit every document this project ships', () => {
     ];
   }
 
-  it('passes the REST operations, README examples and introspection through /graphql', async () => {
+  it('passes the REST operations, the examples of README.md and docs/ and introspection through /graphql', async () => {
     const documents = shippedDocuments();
     expect(documents.length).toBeGreaterThan(10);
     for (const { name, query, variables } of documents) {

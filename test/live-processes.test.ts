@@ -1,4 +1,4 @@
-// Live across processes (issue #13): two real servers (`node dist/server.js`, what `npm start` runs) on one
+// Live across processes: two real servers (`node dist/server.js`, what `npm start` runs) on one
 // PostgreSQL database. Subscribers on process A (REST event stream, GraphQL over SSE, graphql-ws) see runs
 // written through process B, in order; a token revoked while its streams are open on A closes them within 5 s.
 import { createClient } from 'graphql-ws';

@@ -1,4 +1,4 @@
-// The live surfaces (issue #13), on both databases, driven by real runs through the REST API: GraphQL
+// The live surfaces, on both databases, driven by real runs through the REST API: GraphQL
 // subscriptions over SSE, REST event streams (one run, one connection's runs), resumption with Last-Event-ID
 // and the retention error, revoked credentials closing streams, the caps on open streams, heartbeats, and
 // tenant isolation (another tenant's subscriber sees nothing).

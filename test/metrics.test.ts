@@ -4,7 +4,7 @@ import { SignJWT } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { routeOf } from '../src/plugins/use-metrics.js';
-import { type Gateway, type GatewayOptions } from '../src/yoga.js';
+import type { Gateway, GatewayOptions } from '../src/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';

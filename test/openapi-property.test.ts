@@ -18,7 +18,7 @@ type Json = Record<string, any>;
 
 /**
  * Cases per operation and database: 500 per operation in CI (FUZZ_HEAVY=1) over both databases, PostgreSQL taking
- * the larger share (a request costs this process 3–4× more CPU on PGlite, whose database runs in it as Wasm).
+ * the larger share (a request costs this process several times more CPU on PGlite, whose database runs in it as Wasm).
  */
 function runsPerOperation(kind: DatabaseKind): number {
   if (!process.env.FUZZ_HEAVY) return 100;

@@ -9,7 +9,7 @@ import { SignJWT } from 'jose';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePersonalAccessToken } from '../src/auth/tokens.js';
-import { type Gateway, type GatewayOptions } from '../src/yoga.js';
+import type { Gateway, GatewayOptions } from '../src/yoga.js';
 import { createTestGateway, gatewayOver, graphql, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 

@@ -1,7 +1,7 @@
 // Security headers on every kind of response, a CSP that lets the HTML pages load only from this server, and
 // CORS: off unless CORS_ORIGINS lists origins.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Gateway } from '../src/yoga.js';
+import type { Gateway } from '../src/yoga.js';
 import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 

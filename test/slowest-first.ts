@@ -1,7 +1,7 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * Test files that take longest (measured 2026-11-26 with FUZZ_HEAVY=1 on both databases; much of it waiting on
+ * Test files that take longest (with FUZZ_HEAVY=1 on both databases; much of it waiting on
  * processes, leases, browsers or the balancer), slowest first. The workers take files in this order, so the long
  * ones start at once and overlap instead of ending the run alone; the rest follow in vitest's own order (a
  * previous run's durations when it has them, else file size). A fresh clone, as CI runs, has no previous run.
@@ -10,6 +10,7 @@ const SLOWEST = [
   'fuzz',
   'write-concurrency',
   'openapi-property',
+  'docs-examples',
   'cluster',
   'pages',
   'local-socket',

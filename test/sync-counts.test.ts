@@ -17,7 +17,7 @@ import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway
 import { BASE, restOk } from './fixtures/rest.js';
 import { connectApp, createTenant } from './fixtures/write-side.js';
 
-// sync_counts (issue #16 item 5) is kept by triggers on syncs in every writing transaction. After a seeded
+// sync_counts is kept by triggers on syncs in every writing transaction. After a seeded
 // random mix of the write side's operations, bulk loads, deletes and rolled-back transactions (concurrent ones
 // on PostgreSQL), every kept count must equal count(*) of its key; and the lists that read their totals from
 // it must answer what count(*) answers.

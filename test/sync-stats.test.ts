@@ -35,10 +35,15 @@ describe.each(databaseKinds)('syncStats and organization on %s', (kind) => {
     await t?.dispose();
   });
 
-  const stats = async (token: string, days = 90) => (await graphql<Stats>(t.gateway, STATS, { token, variables: { days }, expectOk: true })).body.data!.syncStats;
+  const stats = async (token: string, days = 90) =>
+    (await graphql<Stats>(t.gateway, STATS, { token, variables: { days }, expectOk: true })).body.data!.syncStats;
 
   async function totalCount(token: string, filter: Record<string, unknown>): Promise<number> {
-    const answer = await graphql<{ syncs: { totalCount: number } }>(t.gateway, 'query($filter: SyncFilter) { syncs(filter: $filter) { totalCount } }', { token, variables: { filter }, expectOk: true });
+    const answer = await graphql<{ syncs: { totalCount: number } }>(
+      t.gateway,
+      'query($filter: SyncFilter) { syncs(filter: $filter) { totalCount } }',
+      { token, variables: { filter }, expectOk: true },
+    );
     return answer.body.data!.syncs.totalCount;
   }
 
@@ -76,7 +81,13 @@ describe.each(databaseKinds)('syncStats and organization on %s', (kind) => {
     for (const row of result.durations) {
       expect(row.p50Ms).toBeGreaterThanOrEqual(0);
       expect(row.p95Ms).toBeGreaterThanOrEqual(row.p50Ms);
-      expect(row.runs).toBe(await totalCount(token, { startedAt: { gte: result.since }, finishedAt: { isNull: false }, connectionId: { eq: row.connectionId } }));
+      expect(row.runs).toBe(
+        await totalCount(token, {
+          startedAt: { gte: result.since },
+          finishedAt: { isNull: false },
+          connectionId: { eq: row.connectionId },
+        }),
+      );
     }
     const p95s = result.durations.map((row) => row.p95Ms);
     expect([...p95s].sort((a, b) => b - a)).toEqual(p95s);
@@ -85,9 +96,17 @@ describe.each(databaseKinds)('syncStats and organization on %s', (kind) => {
     const runs = await graphql<{ syncs: { nodes: { startedAt: string; finishedAt: string }[] } }>(
       t.gateway,
       'query($filter: SyncFilter) { syncs(filter: $filter, limit: 100) { nodes { startedAt finishedAt } } }',
-      { token, variables: { filter: { startedAt: { gte: result.since }, finishedAt: { isNull: false }, connectionId: { eq: first.connectionId } } }, expectOk: true },
+      {
+        token,
+        variables: {
+          filter: { startedAt: { gte: result.since }, finishedAt: { isNull: false }, connectionId: { eq: first.connectionId } },
+        },
+        expectOk: true,
+      },
     );
-    const durations = runs.body.data!.syncs.nodes.map((run) => Date.parse(run.finishedAt) - Date.parse(run.startedAt)).sort((a, b) => a - b);
+    const durations = runs.body
+      .data!.syncs.nodes.map((run) => Date.parse(run.finishedAt) - Date.parse(run.startedAt))
+      .sort((a, b) => a - b);
     const middle = (durations.length - 1) / 2;
     const median = (durations[Math.floor(middle)]! + durations[Math.ceil(middle)]!) / 2;
     expect(Math.abs(first.p50Ms - median)).toBeLessThanOrEqual(1);
@@ -98,11 +117,19 @@ describe.each(databaseKinds)('syncStats and organization on %s', (kind) => {
     const other = await stats(t.tenants.other.adminToken);
     const demoConnections = new Set(before.durations.map((row) => row.connectionId));
     expect(other.durations.some((row) => demoConnections.has(row.connectionId))).toBe(false);
-    const otherConnection = await graphql<{ connections: { nodes: { id: string }[] } }>(t.gateway, '{ connections(filter: { status: { eq: active } }, limit: 1) { nodes { id } } }', {
+    const otherConnection = await graphql<{ connections: { nodes: { id: string }[] } }>(
+      t.gateway,
+      '{ connections(filter: { status: { eq: active } }, limit: 1) { nodes { id } } }',
+      {
+        token: t.tenants.other.adminToken,
+        expectOk: true,
+      },
+    );
+    await graphql(t.gateway, 'mutation($id: ID!) { triggerSync(connectionId: $id) { id } }', {
       token: t.tenants.other.adminToken,
+      variables: { id: otherConnection.body.data!.connections.nodes[0]!.id },
       expectOk: true,
     });
-    await graphql(t.gateway, 'mutation($id: ID!) { triggerSync(connectionId: $id) { id } }', { token: t.tenants.other.adminToken, variables: { id: otherConnection.body.data!.connections.nodes[0]!.id }, expectOk: true });
     expect(await stats(t.tenants.demo.adminToken)).toEqual(before);
     const afterOther = await stats(t.tenants.other.adminToken);
     expect(afterOther.perDay.reduce((s, r) => s + r.count, 0)).toBe(other.perDay.reduce((s, r) => s + r.count, 0) + 1);
@@ -122,17 +149,35 @@ describe.each(databaseKinds)('syncStats and organization on %s', (kind) => {
   });
 
   it("names the caller's organization and role, and each category's kind of connection", async () => {
-    const demo = await graphql<{ organization: { slug: string; name: string; viewerRole: string } }>(t.gateway, '{ organization { slug name viewerRole } }', { token: t.tenants.demo.readerToken, expectOk: true });
+    const demo = await graphql<{ organization: { slug: string; name: string; viewerRole: string } }>(
+      t.gateway,
+      '{ organization { slug name viewerRole } }',
+      { token: t.tenants.demo.readerToken, expectOk: true },
+    );
     expect(demo.body.data!.organization).toMatchObject({ slug: 'demo', viewerRole: 'reader' });
     expect(demo.body.data!.organization.name.length).toBeGreaterThan(0);
-    const other = await graphql<{ organization: { slug: string; viewerRole: string } }>(t.gateway, '{ organization { slug viewerRole } }', { token: t.tenants.other.adminToken, expectOk: true });
-    expect(other.body.data!.organization).toEqual({ slug: 'other', viewerRole: 'admin' });
-    expect((await graphql(t.gateway, '{ organization { slug } }')).status).toBe(401);
-    const categories = await graphql<{ categories: { nodes: { slug: string; connectionKind: string | null }[] } }>(t.gateway, '{ categories(limit: 100) { nodes { slug connectionKind } } }', {
-      token: t.tenants.demo.readerToken,
+    const other = await graphql<{ organization: { slug: string; viewerRole: string } }>(t.gateway, '{ organization { slug viewerRole } }', {
+      token: t.tenants.other.adminToken,
       expectOk: true,
     });
+    expect(other.body.data!.organization).toEqual({ slug: 'other', viewerRole: 'admin' });
+    expect((await graphql(t.gateway, '{ organization { slug } }')).status).toBe(401);
+    const categories = await graphql<{ categories: { nodes: { slug: string; connectionKind: string | null }[] } }>(
+      t.gateway,
+      '{ categories(limit: 100) { nodes { slug connectionKind } } }',
+      {
+        token: t.tenants.demo.readerToken,
+        expectOk: true,
+      },
+    );
     const kinds = Object.fromEntries(categories.body.data!.categories.nodes.map((c) => [c.slug, c.connectionKind]));
-    expect(kinds).toMatchObject({ payments: 'payments', messaging: 'messaging', 'smart-locks': 'lock', 'property-management': 'pms', analytics: 'analytics', accounting: 'accounting' });
+    expect(kinds).toMatchObject({
+      payments: 'payments',
+      messaging: 'messaging',
+      'smart-locks': 'lock',
+      'property-management': 'pms',
+      analytics: 'analytics',
+      accounting: 'accounting',
+    });
   });
 });

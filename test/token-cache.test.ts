@@ -1,4 +1,4 @@
-// The verified-token cache (issue #16 item 2): a token-authenticated request after the first one runs no
+// The verified-token cache: a token-authenticated request after the first one runs no
 // statement for its credential; a revocation, a role change or a deleted service user made through the API
 // takes effect at once, in this process and (NOTIFY) in every other one; a change made behind the API's back
 // takes effect within TOKEN_CACHE_TTL_MS; an expiry is honoured on a cache hit.

@@ -1,5 +1,5 @@
 // Webhooks across real server processes (`node dist/server.js`, what `npm start` runs) on one PostgreSQL
-// database (issue #13 item 4):
+// database:
 // - two servers, each running its delivery worker: every message is attempted exactly once, in event order;
 // - the server restarts between attempts: the delivery queued before the restart is still made after it.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Webhooks (issue #13 item 4), on both databases: endpoints managed by admins on REST and GraphQL (secret shown
+// Webhooks, on both databases: endpoints managed by admins on REST and GraphQL (secret shown
 // at creation and rotation only, 403 for other roles, 404 across tenants, every body problem listed, the SSRF
 // guard), and delivery driven by real runs through the API to a loopback receiver that verifies every
 // signature with the `standardwebhooks` library: order, tenant isolation, webhook_enabled, retries after the
@@ -9,7 +9,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
-import { isBlockedAddress } from '../src/webhooks/ssrf-guard.js';
+import { isBlockedAddress } from '../src/domain/ssrf-guard.js';
 import { sendWebhook } from '../src/webhooks/send.js';
 import { deleteOldDeliveries } from '../src/db/webhooks.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../src/webhooks/delivery-worker.js';
@@ -31,7 +31,7 @@ describe('the SSRF guard', () => {
   });
 
   it('refuses at delivery an address the guard blocks, before any byte is sent', async () => {
-    const message = { id: 'msg_test', secret: 'whsec_' + Buffer.from('k'.repeat(24)).toString('base64'), body: '{}' };
+    const message = { id: 'msg_test', secret: `whsec_${Buffer.from('k'.repeat(24)).toString('base64')}`, body: '{}' };
     const literal = await sendWebhook({ ...message, url: 'https://127.0.0.1:9/hook' }, { allowPrivate: false });
     expect(literal).toMatchObject({ ok: false, statusCode: null, error: '127.0.0.1 is an address webhooks may not reach' });
     const named = await sendWebhook({ ...message, url: 'https://localhost:9/hook' }, { allowPrivate: false });
@@ -409,7 +409,7 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(refused.error).toBe('url must be an https URL');
     expect(guarded.hits).toBe(1);
   });
-  it("the README's ten-line receiver (examples/webhook-receiver.mjs) verifies real deliveries and refuses a forged one", async () => {
+  it('the ten-line receiver of the docs (examples/webhook-receiver.mjs) verifies real deliveries and refuses a forged one', async () => {
     const port = await new Promise<number>((resolve) => {
       const probe = createNetServer().listen(0, '127.0.0.1', () => {
         const { port: free } = probe.address() as AddressInfo;

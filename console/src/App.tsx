@@ -66,7 +66,15 @@ function SignedIn() {
     }
   }, [credential, error]);
   const session = useMemo<Session | null>(
-    () => (data && credential ? { organizationName: data.organization.name, organizationSlug: data.organization.slug, role: data.organization.viewerRole, signOut } : null),
+    () =>
+      data && credential
+        ? {
+            organizationName: data.organization.name,
+            organizationSlug: data.organization.slug,
+            role: data.organization.viewerRole,
+            signOut,
+          }
+        : null,
     [data, credential, signOut],
   );
   if (unauthenticated) return <SignIn onSignedIn={signedIn} />;
@@ -130,7 +138,12 @@ function Sidebar({ session }: { session: Session }) {
   const current = (href: string) => (href === '/' ? location === '/' : location === href || location.startsWith(`${href}/`));
   return (
     <nav className="sidebar" aria-label="Console">
-      <Link href="/users" className="organization" aria-current={location.startsWith('/users') ? 'page' : undefined} title="User management">
+      <Link
+        href="/users"
+        className="organization"
+        aria-current={location.startsWith('/users') ? 'page' : undefined}
+        title="User management"
+      >
         {session.organizationName}
       </Link>
       <ul>

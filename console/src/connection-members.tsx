@@ -1,6 +1,5 @@
 import {
   CONNECTION_KINDS,
-  CONNECTION_MEMBERS,
   SETTINGS_MEMBERS,
   SYNC_INTERVALS,
   connectionMemberProblems,
@@ -26,9 +25,15 @@ function graphqlName(key: string): string {
 }
 
 /** A connection's metadata and settings as GraphQL returns them, with the members' JSON names; unset ones left out. */
-export function membersFromGraphQL(kind: ConnectionKind | null, metadata: object, settings: object): { metadata: Members; settings: Members } {
+export function membersFromGraphQL(
+  kind: ConnectionKind | null,
+  metadata: object,
+  settings: object,
+): { metadata: Members; settings: Members } {
   const pick = (keys: readonly string[], from: object) =>
-    Object.fromEntries(keys.map((key) => [key, (from as Members)[graphqlName(key)]]).filter(([, value]) => value !== null && value !== undefined));
+    Object.fromEntries(
+      keys.map((key) => [key, (from as Members)[graphqlName(key)]]).filter(([, value]) => value !== null && value !== undefined),
+    );
   const members = membersOf(kind);
   return { metadata: pick(members.metadata, metadata), settings: pick(members.settings, settings) };
 }
@@ -126,7 +131,11 @@ export function withoutNulls(members: Members): Members {
 }
 
 /** The API's problems with the connection `patch` makes of `current` (defaults for a new one); empty when valid. */
-export function memberProblems(kind: ConnectionKind | null, patch: { metadata: Members; settings: Members }, current?: { metadata: Members; settings: Members }): string[] {
+export function memberProblems(
+  kind: ConnectionKind | null,
+  patch: { metadata: Members; settings: Members },
+  current?: { metadata: Members; settings: Members },
+): string[] {
   const metadata = mergePatch(current?.metadata ?? {}, patch.metadata);
   const settings = mergePatch(current?.settings ?? defaultSettings(kind), patch.settings);
   return connectionMemberProblems(kind, { metadata, settings }).map((problem) => `${problem.field}: ${problem.message}`);

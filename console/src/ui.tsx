@@ -39,7 +39,7 @@ export function ConfirmButton({
   label: string;
   question: string;
   confirmLabel: string;
-  onConfirm: () => Promise<unknown> | void;
+  onConfirm: () => unknown;
   className?: string;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
@@ -143,9 +143,12 @@ export function useThrottled(action: () => void, ms: number): () => void {
   const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
   const latest = useRef(action);
   latest.current = action;
-  useEffect(() => () => {
-    if (timer.current) clearTimeout(timer.current);
-  }, []);
+  useEffect(
+    () => () => {
+      if (timer.current) clearTimeout(timer.current);
+    },
+    [],
+  );
   return () => {
     if (timer.current) return;
     timer.current = setTimeout(() => {
@@ -155,7 +158,19 @@ export function useThrottled(action: () => void, ms: number): () => void {
   };
 }
 
-export function Pager({ offset, limit, total, onChange, label }: { offset: number; limit: number; total: number; onChange: (offset: number) => void; label: string }) {
+export function Pager({
+  offset,
+  limit,
+  total,
+  onChange,
+  label,
+}: {
+  offset: number;
+  limit: number;
+  total: number;
+  onChange: (offset: number) => void;
+  label: string;
+}) {
   const page = Math.floor(offset / limit) + 1;
   const pages = Math.max(1, Math.ceil(total / limit));
   return (

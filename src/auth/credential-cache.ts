@@ -3,7 +3,7 @@ import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 
 // Verified personal access tokens, kept in-process for a few seconds (TOKEN_CACHE_TTL_MS, default 5 s) so a
-// token-authenticated request needs no statement (issue #16 item 2). Keyed by the token's public prefix and the
+// token-authenticated request needs no statement. Keyed by the token's public prefix and the
 // SHA-256 of the secret presented, so only the exact token value that was verified hits.
 //
 // Bounds: a revocation, a role change or a deleted service user made through the API or the CLI is evicted at
@@ -85,7 +85,10 @@ const caches = new WeakMap<Database, Set<CredentialCache>>();
  */
 export function registerCredentialCache(db: Database, cache: CredentialCache): { listen(): void; stop(): Promise<void> } {
   let set = caches.get(db);
-  if (!set) caches.set(db, (set = new Set()));
+  if (!set) {
+    set = new Set();
+    caches.set(db, set);
+  }
   set.add(cache);
   let listening: Promise<(() => Promise<void>) | undefined> | undefined;
   return {

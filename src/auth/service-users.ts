@@ -191,7 +191,7 @@ export function listServiceUsers(db: Database, tenantId: string): Promise<Servic
  * The admins of the tenant with this slug by name, each with whether it holds a usable token (neither revoked
  * nor expired at `now`); null when there is no such tenant. One statement in SQL, not Prisma: a server's restart
  * reads it (src/app.ts, the demo tenant's advice) and then loads no Prisma query compiler before it listens (its
- * Wasm and the first compiled queries took ~0.3 s of a PGlite restart's CPU; bench/analysis.md, "Cold start").
+ * Wasm and the first compiled queries are a large share of a PGlite restart's CPU).
  */
 export async function adminsWithUsableToken(db: Database, tenantSlug: string, now: Date): Promise<{ name: string; usable: boolean }[] | null> {
   // A row per admin (name null: the tenant has none); no row: there is no such tenant.

@@ -117,7 +117,7 @@ const withCategory = (read: readonly ApplicationProperty[]) => read.some((proper
 /** FROM with the category's JOIN when a read property, a condition or the order names it. */
 function fromOf(read: readonly ApplicationProperty[], parts: readonly Sql[]): Sql {
   const category = withCategory(read) || parts.some((part) => part.strings.join('').includes('"t1".'));
-  return raw('FROM "public"."applications" AS "t0"' + (category ? ' JOIN "public"."categories" AS "t1" ON "t1"."id" = "t0"."category_id"' : ''));
+  return raw(`FROM "public"."applications" AS "t0"${category ? ' JOIN "public"."categories" AS "t1" ON "t1"."id" = "t0"."category_id"' : ''}`);
 }
 
 async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ApplicationProperty[]): Promise<ApplicationRow[]> {

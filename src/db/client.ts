@@ -225,8 +225,8 @@ function isRunning(pid: number): boolean {
  * How every PGlite here starts (the server, the CLI, the tests' databases, the migration script): PGlite's own
  * start parameters with a buffer pool sized for an embedded database, and how a new directory is initialised.
  * - PostgreSQL's default of 128 MB of shared buffers is one block of memory PGlite zeroes at every start:
- *   measured on this machine, 0.45 s of the 1.0 s `PGlite.create` of an existing directory, and 120 MB of
- *   resident memory, before any query. 16 MB holds the demo data many times over; PGlite reads what does not
+ *   close to half of a `PGlite.create` of an existing directory, and as much resident memory, before any
+ *   query. 16 MB holds the demo data many times over; PGlite reads what does not
  *   fit from the directory's files, which the OS caches.
  * - max_connections sizes the shared lock and process tables: PGlite runs one backend (the local socket queues
  *   its clients onto it).
@@ -309,7 +309,10 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
   const listen: Database['listen'] = async (channel, onNotify) => {
     const unlisten = await client.listen(channel, onNotify);
     let set = listeners.get(channel);
-    if (!set) listeners.set(channel, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      listeners.set(channel, set);
+    }
     set.add(onNotify);
     return async () => {
       set.delete(onNotify);

@@ -6,7 +6,7 @@ import { ACTIVE_SYNC_STATUSES, SYNC_FAILURES } from '../domain/sync-lifecycle.js
 import { ApiError } from '../errors.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import { newId } from '../prefixed-ids.js';
-import { kindOfCategory } from '../seed/catalog.js';
+import { kindOfCategory } from '../domain/category-kinds.js';
 import type { RawSql } from './client.js';
 import { appendEvents, connectionEvent, syncEvent } from './events.js';
 import {

@@ -1,10 +1,10 @@
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { RawSql } from './client.js';
-import { connectionMessageData, syncMessageData } from '../webhooks/messages.js';
-import type { EventType } from './event-types.js';
+import { connectionMessageData, syncMessageData } from '../domain/webhook-messages.js';
+import type { EventType } from '../domain/event-types.js';
 import type { Tx } from './write-transactions.js';
 
-// The durable event log (issue #13 item 1). Every state change of a connection or a run appends one event in
+// The durable event log. Every state change of a connection or a run appends one event in
 // the transaction that makes the change, so an event exists exactly when its change committed.
 //
 // Ids: per tenant 1, 2, 3… with no gap, taken by an UPDATE of the tenant's `event_sequences` row as the LAST

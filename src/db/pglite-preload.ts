@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import { setFlagsFromString } from 'node:v8';
 
-// A server on PGlite spends its first ~0.7 s loading its own bundle on the one JavaScript thread, and only then
+// A server on PGlite spends its first moments loading its own bundle on the one JavaScript thread, and only then
 // opens the database. PGlite's Wasm module compiles on V8's background threads and its file bundle is read on
 // libuv's, so both can run while the bundle loads: the entry point (src/server.ts) starts them before it
-// imports the rest of the program, and openPGlite hands what they made to PGlite.create. Measured in
-// bench/analysis.md ("Cold start").
+// imports the rest of the program, and openPGlite hands what they made to PGlite.create.
 
 /** What PGlite otherwise reads and compiles inside `PGlite.create`. */
 export interface PGliteFiles {
@@ -19,8 +18,8 @@ let preloading: Promise<PGliteFiles> | undefined;
 export function preloadPGlite(): void {
   if (preloading) return;
   // V8 compiles PGlite's hot Wasm functions again, optimised, on background threads: by default as many at once
-  // as it likes, which on a small machine takes the cores the server's own start needs (measured on 2 vCPUs:
-  // 0.38–0.45 s from the database open to listening, 0.17–0.19 s with one task). One task still optimises them all.
+  // as it likes, which on a small machine takes the cores the server's own start needs (with one task the time
+  // from the database open to listening about halves on 2 vCPUs). One task still optimises them all.
   setFlagsFromString('--wasm-num-compilation-tasks=1');
   preloading = load();
   // A failure is PGlite.create's to report, when it reads the same files itself.

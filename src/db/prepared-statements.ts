@@ -3,8 +3,7 @@ import type pg from 'pg';
 // On PostgreSQL the server's own statements (RawSql: the hot-path reads and the write path) run as named,
 // prepared statements once their text repeats. Each pooled connection then parses and analyses a statement once,
 // and PostgreSQL's plan cache (plan_cache_mode = auto, its default) may reuse a generic plan after five runs
-// instead of planning every run. For the REST sync list that was 0.73× → 0.92–1.09× the node+pg baseline, which
-// sends the same statements unnamed (bench/analysis.md, "Prepared statements").
+// instead of planning every run: for a small read, planning is much of what PostgreSQL spends on it.
 //
 // The statements' texts are fixed per kind of request, their values parameters, but filters build texts of their
 // own and a page's LIMIT and OFFSET are written into its text. So the names are bounded: a text is named on its

@@ -7,7 +7,7 @@ import type { RawSql } from './client.js';
 import { pageSql } from './list-reads.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
-// work cost more than the rest of the request (BENCHMARKS.md). Every statement is scoped by the tenant
+// work cost more than the rest of the request. Every statement is scoped by the tenant
 // first. Callers hand in the conditions, order and page of the list query language (query/sql.ts) and the
 // row properties they need; this module knows statements, not the API that asks for them.
 

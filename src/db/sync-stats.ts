@@ -37,8 +37,18 @@ export async function readSyncsPerDay(raw: Pick<RawSql, 'query'>, tenantId: stri
 }
 
 /** Duration percentiles of the finished runs started since `since`, per connection, the slowest p95 first. */
-export async function readDurationsPerConnection(raw: Pick<RawSql, 'query'>, tenantId: string, since: Date): Promise<ConnectionDurations[]> {
-  const rows = await raw.query<{ connectionId: string; connectionName: string | null; runs: number; p50Ms: number | string; p95Ms: number | string }>(
+export async function readDurationsPerConnection(
+  raw: Pick<RawSql, 'query'>,
+  tenantId: string,
+  since: Date,
+): Promise<ConnectionDurations[]> {
+  const rows = await raw.query<{
+    connectionId: string;
+    connectionName: string | null;
+    runs: number;
+    p50Ms: number | string;
+    p95Ms: number | string;
+  }>(
     `SELECT "d"."connection_id" AS "connectionId", "c"."name" AS "connectionName", "d"."runs", "d"."p50Ms", "d"."p95Ms"
        FROM (SELECT "connection_id", count(*)::int AS "runs",
                     round(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM "finished_at" - "started_at")) * 1000)::int AS "p50Ms",
@@ -53,4 +63,3 @@ export async function readDurationsPerConnection(raw: Pick<RawSql, 'query'>, ten
   );
   return rows.map((row) => ({ ...row, p50Ms: Number(row.p50Ms), p95Ms: Number(row.p95Ms) }));
 }
-

@@ -1,12 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../errors.js';
 import { newId } from '../prefixed-ids.js';
-import { endpointDisabledData } from '../webhooks/messages.js';
+import type { EndpointInput, EndpointPatch } from '../domain/webhook-input.js';
+import { endpointDisabledData } from '../domain/webhook-messages.js';
 import type { RawSql } from './client.js';
 import { appendEvents, type BatchOptions, deleteInBatches } from './events.js';
 import { inTransaction, type TransactionRunner, type Tx } from './write-transactions.js';
 
-// The webhooks' data layer (issue #13 item 4): endpoints (written by admins through the API), and the outbox
+// The webhooks' data layer: endpoints (written by admins through the API), and the outbox
 // the delivery worker works through (src/webhooks/delivery-worker.ts). Deliveries are queued by appendEvents,
 // in the event's own transaction. Every statement that serves a request is scoped by tenant; the worker's
 // claim spans tenants, as the scheduler does, and everything after it names the tenant.
@@ -39,15 +40,6 @@ export interface WebhookEndpointRow {
 const ENDPOINT_ROW = `"w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."description", coalesce("w"."event_types", '{}') AS "eventTypes",
   "w"."enabled", "w"."disabled_reason" AS "disabledReason", "w"."consecutive_failures" AS "consecutiveFailures",
   "w"."created_at" AS "createdAt", "w"."updated_at" AS "updatedAt", "w"."created_by" AS "createdBy"`;
-
-export interface EndpointInput {
-  url: string;
-  description?: string | undefined;
-  eventTypes?: readonly string[] | undefined;
-  enabled?: boolean | undefined;
-}
-
-export type EndpointPatch = Partial<{ url: string; description: string; eventTypes: readonly string[]; enabled: boolean }>;
 
 /** An endpoint with its secret: only the answers of create and rotate carry it. */
 type EndpointWithSecret = WebhookEndpointRow & { secret: string };
@@ -283,7 +275,7 @@ export async function recordAttempt(
         attempt.startedAt,
         attempt.statusCode,
         attempt.latencyMs,
-        attempt.responseBody.replace(/\u0000/g, ''),
+        attempt.responseBody.replaceAll('\u0000', ''),
         attempt.error,
         attempt.ok ? null : attempt.retryDelayMs,
       ],

@@ -5,7 +5,7 @@ import type { FieldProblem } from './problems.js';
 // lists the members but not which kind takes which; this table decides it, and everything that writes a
 // connection (the API, the demo seed, the bulk loader) reads it from here.
 
-/** What a catalog category's applications do; fixed per category in the catalog (src/seed/catalog.ts). */
+/** What a catalog category's applications do; fixed per catalog category (category-kinds.ts). */
 export const CONNECTION_KINDS = ['lock', 'pms', 'payments', 'accounting', 'messaging', 'analytics'] as const;
 export type ConnectionKind = (typeof CONNECTION_KINDS)[number];
 
@@ -160,8 +160,6 @@ export function connectionMemberProblems(
   checkMembers('settings', input.settings, members.settings, (key) => SETTINGS_MEMBERS[key as SettingsKey].schema, required, problems);
   return problems;
 }
-
-type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 /**
  * RFC 7396 JSON Merge Patch: members of an object patch replace the target's, `null` removes one, nested

@@ -2,7 +2,7 @@ import { ApiError } from '../errors.js';
 import type { ConnectionStatus } from '../generated/prisma/enums.js';
 
 // A connection's status, as a state machine. The spec leaves it open; the choice is written down in
-// docs/write-side.md (table and diagram) and enforced here and in the data layer.
+// docs/reference/sync-lifecycle.md (the tables) and enforced here and in the data layer.
 //
 // - `pending`: new, no successful run yet. Scheduled, so the first run comes without anyone asking.
 // - `active`: scheduled every `sync_interval`.

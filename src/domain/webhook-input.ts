@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import type { EndpointInput, EndpointPatch } from '../db/webhooks.js';
-import { targetProblem, type GuardOptions } from '../webhooks/ssrf-guard.js';
-import { WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { targetProblem, type GuardOptions } from './ssrf-guard.js';
+import { WEBHOOK_EVENT_TYPES } from './webhook-messages.js';
 import type { FieldProblem } from './problems.js';
 import { zodProblems } from './sync-reports.js';
 
@@ -34,6 +33,16 @@ export const WEBHOOK_BODY_SCHEMAS = {
   create: z.toJSONSchema(createBody, { io: 'input' }),
   patch: z.toJSONSchema(patchBody, { io: 'input' }),
 };
+
+/** A checked endpoint, as the data layer stores it. */
+export interface EndpointInput {
+  url: string;
+  description?: string | undefined;
+  eventTypes?: readonly string[] | undefined;
+  enabled?: boolean | undefined;
+}
+
+export type EndpointPatch = Partial<{ url: string; description: string; eventTypes: readonly string[]; enabled: boolean }>;
 
 type Parsed<T> = { value: T } | { problems: FieldProblem[] };
 

@@ -21,7 +21,7 @@ export const Role = builder.enumType(RoleValues, {
   description: 'admin: everything within the tenant. reader: read-only. engine: a sync engine (worker): reads connections and runs, claims runs and reports on them; nothing else.',
 });
 
-const Token = builder.prismaObject('Token', {
+builder.prismaObject('Token', {
   description: 'Metadata of a personal access token. The value is shown only once, at creation.',
   select: { id: true },
   fields: (t) => ({
@@ -36,7 +36,7 @@ const Token = builder.prismaObject('Token', {
   }),
 });
 
-const ServiceUser = builder.prismaObject('ServiceUser', {
+builder.prismaObject('ServiceUser', {
   description: 'A non-human user of the API; its tokens act with its role.',
   select: { id: true },
   fields: (t) => ({

@@ -1,7 +1,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
 import { CATEGORY_COLUMNS, CATEGORY_DEFAULT_ORDER, categorySearchSql, countCategories, readCategory, readCategoryPage } from '../db/catalog-queries.js';
-import { kindOfCategory } from '../seed/catalog.js';
+import { kindOfCategory } from '../domain/category-kinds.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { type OrderInput, searchTerm } from '../query/filter.js';

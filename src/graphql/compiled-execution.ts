@@ -14,9 +14,9 @@ import {
 } from 'graphql';
 
 // Queries executed by code graphql-jit generates for each document, instead of graphql-js walking the document
-// for every field of every row: about half the CPU of a 100-connection REST page, and a sixth of a 10-run sync
-// page (bench/analysis.md). graphql-jit inlines the coercion of a variable's input type into the generated code
-// and recurses without end on a recursive input (the filters' `and`/`or`/`not`; graphql-jit issues #81, #175).
+// for every field of every row, which is a large share of a page's CPU (docs/explanation/design-decisions.md).
+// graphql-jit inlines the coercion of a variable's input type into the generated code
+// and recurses without end on a recursive input (the filters' `and`/`or`/`not`, a known limit of graphql-jit).
 // So the variables are coerced as every operation's are (@graphql-tools/executor's getVariableValues, which yoga's
 // executor runs: the same checks and messages; a refusal is answered by that executor itself), and handed to the generated code through a pass-through scalar that a shadow of the schema adds:
 // the shadow holds the very same types, fields and resolvers, and its one extra scalar is never part of the

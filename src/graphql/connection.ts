@@ -179,7 +179,7 @@ builder.queryFields((t) => ({
       ...pageArgs(t.arg, CONNECTION_PAGE),
     },
     // Hand-written SQL rather than Prisma, like the sync history: a page with its applications and categories
-    // is one statement, and the rows resolve without plugin-prisma's per-field work (BENCHMARKS.md).
+    // is one statement, and the rows resolve without plugin-prisma's per-field work.
     resolve: (_root, args, context, info) => {
       const viewer = requireViewer(context);
       const { take, skip } = pageWindow(args, CONNECTION_PAGE);

@@ -64,7 +64,10 @@ function createEnumFilter(values: AnyEnumRef) {
 /** `<Enum>Filter`: eq/neq/in over one GraphQL enum, one input type per enum however many columns use it. */
 function enumFilter(values: AnyEnumRef) {
   let filter = enumFilters.get(values.name);
-  if (!filter) enumFilters.set(values.name, (filter = createEnumFilter(values)));
+  if (!filter) {
+    filter = createEnumFilter(values);
+    enumFilters.set(values.name, filter);
+  }
   return filter;
 }
 

@@ -22,7 +22,10 @@ export function selectedFields(info: GraphQLResolveInfo, path: readonly string[]
   const node = info.fieldNodes[0];
   if (!node || info.fieldNodes.length > 1) return walk(info, path);
   let byVariables = answers.get(node);
-  if (!byVariables) answers.set(node, (byVariables = new Map()));
+  if (!byVariables) {
+    byVariables = new Map();
+    answers.set(node, byVariables);
+  }
   let key = path.join('.');
   for (const name in info.variableValues) {
     const value = info.variableValues[name];

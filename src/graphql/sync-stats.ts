@@ -43,7 +43,11 @@ const SyncStatsRef = builder.objectRef<SyncStatsView>('SyncStats').implement({
   description: 'Aggregates of the sync history over the last `days` days.',
   fields: (t) => ({
     days: t.exposeInt('days'),
-    since: t.field({ type: 'DateTime', description: 'Start of the window: the UTC midnight `days - 1` days ago.', resolve: (stats) => stats.since }),
+    since: t.field({
+      type: 'DateTime',
+      description: 'Start of the window: the UTC midnight `days - 1` days ago.',
+      resolve: (stats) => stats.since,
+    }),
     perDay: t.field({
       type: [SyncDayCountRef],
       description: 'Runs started in the window, per UTC day and status; days and statuses without runs are absent.',
@@ -96,7 +100,10 @@ builder.queryFields((t) => ({
     authScopes: { authenticated: true },
     resolve: async (_root, _args, context) => {
       const viewer = requireViewer(context);
-      const tenant = await context.db.prisma.tenant.findUniqueOrThrow({ where: { id: viewer.tenantId }, select: { id: true, slug: true, name: true } });
+      const tenant = await context.db.prisma.tenant.findUniqueOrThrow({
+        where: { id: viewer.tenantId },
+        select: { id: true, slug: true, name: true },
+      });
       return { ...tenant, viewerRole: viewer.role };
     },
   }),

@@ -218,7 +218,7 @@ builder.queryFields((t) => ({
       ...pageArgs(t.arg, SYNC_PAGE, { limitDescription: `Page size, 1 to ${SYNC_PAGE.maxLimit}; default ${SYNC_PAGE.defaultLimit}.` }),
     },
     // Hand-written SQL rather than Prisma: the history is the hot read, and Prisma's per-statement work cost
-    // more than the rest of the request (BENCHMARKS.md).
+    // more than the rest of the request.
     resolve: (_root, args, context, info) => {
       const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
       const query = syncListQuery(args, context, syncProperties(info, ['nodes']));

@@ -11,7 +11,7 @@ import {
 import { parseCreateWebhookEndpoint, parseWebhookEndpointPatch } from '../domain/webhook-input.js';
 import { invalidInput } from '../domain/problems.js';
 import { ApiError } from '../errors.js';
-import { WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
@@ -24,7 +24,7 @@ import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js'
 import { requireViewer } from './viewer.js';
 import { bodyOf, once } from './writes.js';
 
-// Webhooks on GraphQL (issue #13 item 4), admin only (webhooks:manage): the tenant's endpoints, their delivery
+// Webhooks on GraphQL, admin only (webhooks:manage): the tenant's endpoints, their delivery
 // log, and the writes (create, change, delete, rotate the secret, redeliver). The secret is in the answer of
 // createWebhookEndpoint and rotateWebhookSecret only. The REST routes under /webhooks run these operations.
 

@@ -2,7 +2,7 @@ import type { Database } from '../db/client.js';
 import { connectionOfEvent, EVENTS_CHANNEL, lastEventId, readEvents, type StoredEvent } from '../db/events.js';
 import type { Logger } from '../logger.js';
 
-// The process-wide event hub (issue #13 item 1): one LISTEN for the whole process (a dedicated PostgreSQL
+// The process-wide event hub: one LISTEN for the whole process (a dedicated PostgreSQL
 // connection, or PGlite's listen API), fanning the event log out to in-process subscribers of a tenant.
 //
 // NOTIFY only says "tenant T has events up to id n"; the events themselves are read from the log, after the

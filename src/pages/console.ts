@@ -56,7 +56,10 @@ export async function consoleResponse(pathname: string, fetchAPI: { Response: ty
     const name = pathname.slice(ASSETS_PREFIX.length);
     const type = CONTENT_TYPES[name.slice(name.lastIndexOf('.') + 1)];
     if (!files.assets.has(name) || !type) {
-      return new fetchAPI.Response('Not found\n', { status: 404, headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' } });
+      return new fetchAPI.Response('Not found\n', {
+        status: 404,
+        headers: { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' },
+      });
     }
     let content = assetContents.get(name);
     if (!content) {
@@ -66,5 +69,7 @@ export async function consoleResponse(pathname: string, fetchAPI: { Response: ty
     }
     return new fetchAPI.Response(Uint8Array.from(await content).buffer, { headers: { 'content-type': type, 'cache-control': IMMUTABLE } });
   }
-  return new fetchAPI.Response(Uint8Array.from(files.index).buffer, { headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' } });
+  return new fetchAPI.Response(Uint8Array.from(files.index).buffer, {
+    headers: { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-cache' },
+  });
 }

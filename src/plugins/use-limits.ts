@@ -52,8 +52,7 @@ const MAX_VARIABLE_DEPTH = 64;
 /**
  * Refuses what is too large to be worth reading (URL, body, non-JSON bodies) before any work, GraphQL
  * documents beyond the limits before validation finishes. The time limit is useDeadline's.
- */
-/**
+ *
  * `boundedDocuments`: documents the server itself runs (the REST routes' operations and streams, by object
  * identity, which no client's parsed text can have), whose cost at their largest page test/limits.test.ts
  * keeps within half the budget: they skip the per-request cost walk and the NUL scan of their (fixed) text.

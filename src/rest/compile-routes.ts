@@ -2,7 +2,7 @@ import {
   getNamedType,
   getNullableType,
   GraphQLEnumType,
-  GraphQLInputObjectType,
+  type GraphQLInputObjectType,
   GraphQLList,
   GraphQLNonNull,
   GraphQLObjectType,

@@ -1,4 +1,4 @@
-import { messageSchema, WEBHOOK_EVENT_TYPES } from '../webhooks/messages.js';
+import { messageSchema, WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { SESSION_SECURITY_SCHEME, signInPaths, signInSchemas } from './sign-in-openapi.js';
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
@@ -43,7 +43,8 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
   for (const route of routes) {
     addComponent(schemas, route.spec.itemSchema, route.itemSchema);
     if (route.spec.response.kind === 'list') addComponent(schemas, selectionSchemaName(route), selectionSchema(route.itemSchema));
-    const operations = (paths[route.spec.path] ??= {});
+    paths[route.spec.path] ??= {};
+    const operations = paths[route.spec.path]!;
     operations[route.spec.method.toLowerCase()] = operationObject(route);
   }
   Object.assign(paths, signInPaths());

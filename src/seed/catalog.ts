@@ -1,15 +1,11 @@
-import { createHash } from 'node:crypto';
 import type { Database } from '../db/client.js';
+import { CATEGORY_KINDS, catalogId, type CategorySlug } from '../domain/category-kinds.js';
 import type { ConnectionKind } from '../domain/connection-members.js';
-import { formatId, type IdPrefix } from '../prefixed-ids.js';
 
-/**
- * Which `metadata`/`settings` members a connection carries depends on what the application does
- * (src/domain/connection-members.ts); which kind each category is, is fixed here.
- */
+/** A category's kind (what its applications do) comes from src/domain/category-kinds.ts. */
 interface CatalogCategory {
   id: string;
-  slug: string;
+  slug: CategorySlug;
   name: string;
   description: string;
   sortOrder: number;
@@ -42,68 +38,53 @@ export interface CatalogApplication {
   categoryId: string;
 }
 
-/**
- * Catalog ids are derived from slugs, so every database (PGlite in tests, PostgreSQL in production, a
- * colleague's laptop) names the same application with the same id and links and fixtures stay valid.
- */
-function catalogId(prefix: IdPrefix, slug: string): string {
-  return formatId(prefix, createHash('sha256').update(`${prefix}:${slug}`).digest().subarray(0, 16));
-}
-
-const CATEGORY_DATA: Omit<CatalogCategory, 'id' | 'sortOrder'>[] = [
+const CATEGORY_DATA: Omit<CatalogCategory, 'id' | 'sortOrder' | 'kind'>[] = [
   {
     slug: 'smart-locks',
     name: 'Smart Locks',
     description: 'Keyless door locks for rooms and apartments: issue and revoke digital keys per stay.',
-    kind: 'lock',
   },
   {
     slug: 'access-control',
     name: 'Access Control',
     description: 'Building and staff access systems: entrances, elevators, back-of-house doors.',
-    kind: 'lock',
   },
   {
     slug: 'property-management',
     name: 'Property Management',
     description: 'Property management systems (PMS): reservations, guests, rooms and folios.',
-    kind: 'pms',
   },
   {
     slug: 'channel-management',
     name: 'Channel Management',
     description: 'Distribute rates and availability to booking channels and keep inventory in step.',
-    kind: 'pms',
   },
   {
     slug: 'payments',
     name: 'Payments',
     description: 'Card and wallet payments, pre-authorisations, refunds and payouts.',
-    kind: 'payments',
   },
   {
     slug: 'accounting',
     name: 'Accounting',
     description: 'Export revenue, invoices and payouts to the general ledger.',
-    kind: 'accounting',
   },
   {
     slug: 'messaging',
     name: 'Messaging',
     description: 'Team chat and guest messaging: alerts, check-in notifications and daily reports.',
-    kind: 'messaging',
   },
   {
     slug: 'analytics',
     name: 'Analytics',
     description: 'Web and product analytics for booking sites and guest apps.',
-    kind: 'analytics',
   },
 ];
 
 export const CATEGORIES: readonly CatalogCategory[] = CATEGORY_DATA.map((category, index) => ({
   ...category,
   id: catalogId('cat', category.slug),
+  kind: CATEGORY_KINDS[category.slug],
   sortOrder: (index + 1) * 10,
 }));
 
@@ -500,11 +481,6 @@ export function applicationBySlug(slug: string): CatalogApplication {
   const application = APPLICATIONS.find((a) => a.slug === slug);
   if (!application) throw new Error(`unknown catalog application "${slug}"`);
   return application;
-}
-
-/** The kind of a category's applications; null for a category the catalog does not know (added by an operator). */
-export function kindOfCategory(categoryId: string): ConnectionKind | null {
-  return CATEGORIES.find((c) => c.id === categoryId)?.kind ?? null;
 }
 
 export function kindOfApplication(application: Pick<CatalogApplication, 'categoryId'>): ConnectionKind {

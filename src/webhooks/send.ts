@@ -1,7 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { Webhook } from 'standardwebhooks';
-import { assertLiteralAllowed, guardedLookup, type GuardOptions, urlProblem } from './ssrf-guard.js';
+import { assertLiteralAllowed, guardedLookup, type GuardOptions, urlProblem } from '../domain/ssrf-guard.js';
 
 // One webhook attempt: a POST of the message, signed with Standard Webhooks (webhook-id, webhook-timestamp,
 // webhook-signature: v1,<base64 HMAC-SHA256>), with a 10 s limit for the whole exchange, no redirect followed

@@ -74,7 +74,7 @@ export function ConnectApplication() {
       <p>
         <Link href="/connections">Connections</Link> / Connect an application
       </p>
-      <div className="filters" role="search" aria-label="Catalog">
+      <div className="filters">
         <div>
           <label htmlFor="catalog-search">Search the catalog</label>
           <input id="catalog-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
@@ -88,7 +88,13 @@ export function ConnectApplication() {
           {data.applications.nodes.length === 0 ? <p>No application matches.</p> : null}
           {data.applications.nodes.map((a) => (
             <label key={a.id} className="choice">
-              <input type="radio" name="application" value={a.id} checked={a.id === applicationId} onChange={() => setApplicationId(a.id)} />
+              <input
+                type="radio"
+                name="application"
+                value={a.id}
+                checked={a.id === applicationId}
+                onChange={() => setApplicationId(a.id)}
+              />
               <span>
                 <strong>{a.name}</strong> <span className="note">{a.category.name}</span>
                 <br />

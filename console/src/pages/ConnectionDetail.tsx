@@ -138,7 +138,12 @@ export function ConnectionDetail({ id }: { id: string }) {
       <PageHeader title={connection.name}>
         {canWrite ? (
           <>
-            <button type="button" className="primary" disabled={triggered.fetching || connection.status === 'paused'} onClick={() => void trigger({ connectionId: id }).then(reload)}>
+            <button
+              type="button"
+              className="primary"
+              disabled={triggered.fetching || connection.status === 'paused'}
+              onClick={() => void trigger({ connectionId: id }).then(reload)}
+            >
               Run now
             </button>
             {connection.status === 'paused' ? (
@@ -220,7 +225,8 @@ export function ConnectionDetail({ id }: { id: string }) {
       ) : null}
       <h2>Recent runs</h2>
       <p className="note">
-        {connection.syncCount} runs in all; <Link href={`/syncs?connection=${connection.id}`}>the whole history of this connection</Link>. New runs appear here as they happen.
+        {connection.syncCount} runs in all; <Link href={`/syncs?connection=${connection.id}`}>the whole history of this connection</Link>.
+        New runs appear here as they happen.
       </p>
       <SyncRows syncs={connection.syncs} />
     </>

@@ -84,7 +84,7 @@ export function Connections() {
           </Link>
         ) : null}
       </PageHeader>
-      <form className="filters" role="search" aria-label="Filter connections" onSubmit={(e) => e.preventDefault()}>
+      <form className="filters" aria-label="Filter connections" onSubmit={(e) => e.preventDefault()}>
         <div>
           <label htmlFor="connection-search">Search</label>
           <input

@@ -96,7 +96,7 @@ function MemberList() {
         <form className="card" onSubmit={submitInvitation} aria-labelledby="invite-member">
           <h3 id="invite-member">Invite member</h3>
           <label htmlFor="member-email">Email</label>
-          <input id="member-email" name="email" type="email" required autoFocus />
+          <input id="member-email" name="email" type="email" required />
           <label htmlFor="member-role">Role</label>
           <select id="member-role" name="role" defaultValue="reader">
             <option value="admin">admin: everything within the organization</option>

@@ -114,7 +114,13 @@ export function Overview() {
                 <tbody>
                   {data.syncStats.durations.map((d) => (
                     <tr key={d.connectionId}>
-                      <td>{d.connectionName ? <Link href={`/connections/${d.connectionId}`}>{d.connectionName}</Link> : `deleted (${d.connectionId})`}</td>
+                      <td>
+                        {d.connectionName ? (
+                          <Link href={`/connections/${d.connectionId}`}>{d.connectionName}</Link>
+                        ) : (
+                          `deleted (${d.connectionId})`
+                        )}
+                      </td>
                       <td className="number">{d.runs}</td>
                       <td className="number">{formatDuration(d.p50Ms)}</td>
                       <td className="number">{formatDuration(d.p95Ms)}</td>
@@ -131,7 +137,15 @@ export function Overview() {
 }
 
 /** Stacked bars, one per UTC day; the same numbers as a table below it for screen readers and exact reading. */
-function RunsChart({ since, days, perDay }: { since: string; days: number; perDay: readonly { day: string; status: Status; count: number }[] }) {
+function RunsChart({
+  since,
+  days,
+  perDay,
+}: {
+  since: string;
+  days: number;
+  perDay: readonly { day: string; status: Status; count: number }[];
+}) {
   const start = new Date(since).getTime();
   const dayList = Array.from({ length: days }, (_, i) => new Date(start + i * DAY_MS).toISOString().slice(0, 10));
   const counts = new Map<string, Record<Status, number>>(dayList.map((d) => [d, { pending: 0, in_progress: 0, success: 0, failed: 0 }]));

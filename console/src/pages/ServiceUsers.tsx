@@ -109,7 +109,7 @@ function CreateServiceUserForm({ onCancel }: { onCancel: () => void }) {
     <form className="card" onSubmit={submit} aria-labelledby="create-service-user">
       <h3 id="create-service-user">Create service user</h3>
       <label htmlFor="service-user-name">Name</label>
-      <input id="service-user-name" name="name" required maxLength={100} autoFocus />
+      <input id="service-user-name" name="name" required maxLength={100} />
       <label htmlFor="service-user-role">Role</label>
       <select id="service-user-role" name="role" defaultValue="reader">
         {ROLES.map((role) => (

@@ -92,7 +92,13 @@ export function SyncDetail({ id }: { id: string }) {
           {!finished ? <span className="note"> (live)</span> : null}
         </dd>
         <dt>Connection</dt>
-        <dd>{sync.connection ? <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link> : `deleted (${sync.connectionId})`}</dd>
+        <dd>
+          {sync.connection ? (
+            <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link>
+          ) : (
+            `deleted (${sync.connectionId})`
+          )}
+        </dd>
         <dt>Attempt</dt>
         <dd>
           {sync.attempt}
@@ -116,7 +122,15 @@ export function SyncDetail({ id }: { id: string }) {
           </>
         ) : null}
         <dt>File</dt>
-        <dd>{sync.fileUrl ? <a href={sync.fileUrl} rel="noreferrer noopener">{sync.fileUrl}</a> : '—'}</dd>
+        <dd>
+          {sync.fileUrl ? (
+            <a href={sync.fileUrl} rel="noreferrer noopener">
+              {sync.fileUrl}
+            </a>
+          ) : (
+            '—'
+          )}
+        </dd>
       </dl>
       <h2>Summary</h2>
       <dl className="facts">
@@ -142,6 +156,7 @@ export function SyncDetail({ id }: { id: string }) {
           {summary.errors && summary.errors.length > 0 ? (
             <ul>
               {summary.errors.map((e, i) => (
+                // biome-ignore lint/suspicious/noArrayIndexKey: a fixed list of texts that may repeat; it never reorders
                 <li key={i}>{e}</li>
               ))}
             </ul>

@@ -87,7 +87,13 @@ export function SyncRows({ syncs }: { syncs: readonly SyncRow[] }) {
                 <StatusBadge status={sync.status} />
               </Link>
             </td>
-            <td>{sync.connection ? <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link> : <span className="note">deleted ({sync.connectionId})</span>}</td>
+            <td>
+              {sync.connection ? (
+                <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link>
+              ) : (
+                <span className="note">deleted ({sync.connectionId})</span>
+              )}
+            </td>
             <td>{formatTime(sync.startedAt)}</td>
             <td>{formatDuration(durationOf(sync.startedAt, sync.finishedAt))}</td>
             <td className="number">{count(sync.summary.processed)}</td>
@@ -119,19 +125,27 @@ export function SyncHistory() {
   };
   const [{ data, error, fetching }, refetch] = useQuery({
     query: SyncsQuery,
-    variables: { connectionId: connectionId || null, filter: Object.keys(filter).length > 0 ? filter : null, search: search.trim() || null, limit: PAGE, offset },
+    variables: {
+      connectionId: connectionId || null,
+      filter: Object.keys(filter).length > 0 ? filter : null,
+      search: search.trim() || null,
+      limit: PAGE,
+      offset,
+    },
   });
   const refresh = useThrottled(() => refetch({ requestPolicy: 'network-only' }), 1000);
   useSubscription({ query: SyncChanges }, () => refresh());
-  const resetting = <T,>(set: (value: T) => void) => (value: T) => {
-    set(value);
-    setOffset(0);
-  };
+  const resetting =
+    <T,>(set: (value: T) => void) =>
+    (value: T) => {
+      set(value);
+      setOffset(0);
+    };
 
   return (
     <>
       <PageHeader title="Sync history" />
-      <form className="filters" role="search" aria-label="Filter the sync history" onSubmit={(e) => e.preventDefault()}>
+      <form className="filters" aria-label="Filter the sync history" onSubmit={(e) => e.preventDefault()}>
         <div>
           <label htmlFor="sync-status">Status</label>
           <select id="sync-status" value={status} onChange={(e) => resetting(setStatus)(e.target.value)}>
@@ -152,7 +166,9 @@ export function SyncHistory() {
                 {c.name}
               </option>
             ))}
-            {connectionId && data && !data.connections.nodes.some((c) => c.id === connectionId) ? <option value={connectionId}>{connectionId}</option> : null}
+            {connectionId && data && !data.connections.nodes.some((c) => c.id === connectionId) ? (
+              <option value={connectionId}>{connectionId}</option>
+            ) : null}
           </select>
         </div>
         <div>

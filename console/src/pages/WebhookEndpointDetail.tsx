@@ -124,7 +124,11 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
             if (result.data?.rotateWebhookSecret.secret) setSecret(result.data.rotateWebhookSecret.secret);
           }}
         />
-        <button type="button" disabled={updated.fetching} onClick={() => void update({ id, input: { enabled: !endpoint.enabled } }).then(reload)}>
+        <button
+          type="button"
+          disabled={updated.fetching}
+          onClick={() => void update({ id, input: { enabled: !endpoint.enabled } }).then(reload)}
+        >
           {endpoint.enabled ? 'Disable' : 'Enable'}
         </button>
         <ConfirmButton
@@ -190,10 +194,18 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
                     <td>{formatTime(delivery.createdAt)}</td>
                     <td>{formatTime(delivery.nextAttemptAt)}</td>
                     <td className="actions">
-                      <button type="button" aria-expanded={open === delivery.id} onClick={() => setOpen(open === delivery.id ? null : delivery.id)}>
+                      <button
+                        type="button"
+                        aria-expanded={open === delivery.id}
+                        onClick={() => setOpen(open === delivery.id ? null : delivery.id)}
+                      >
                         Attempts of {delivery.id}
                       </button>
-                      <button type="button" disabled={!endpoint.enabled || redelivered.fetching} onClick={() => void redeliver({ endpointId: id, id: delivery.id }).then(reload)}>
+                      <button
+                        type="button"
+                        disabled={!endpoint.enabled || redelivered.fetching}
+                        onClick={() => void redeliver({ endpointId: id, id: delivery.id }).then(reload)}
+                      >
                         Redeliver {delivery.id}
                       </button>
                     </td>

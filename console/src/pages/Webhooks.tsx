@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Link } from 'wouter';
-import { EVENT_TYPES } from '../../../src/db/event-types';
+import { EVENT_TYPES } from '../../../src/domain/event-types';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
 import { ErrorMessage, Loading, PageHeader, SecretOnce } from '../ui';
@@ -76,7 +76,11 @@ function WebhookEndpoints() {
     const form = new FormData(event.currentTarget);
     const description = String(form.get('description') ?? '').trim();
     const result = await create({
-      input: { url: String(form.get('url')).trim(), eventTypes: form.getAll('eventTypes').map(String), ...(description ? { description } : {}) },
+      input: {
+        url: String(form.get('url')).trim(),
+        eventTypes: form.getAll('eventTypes').map(String),
+        ...(description ? { description } : {}),
+      },
     });
     const endpoint = result.data?.createWebhookEndpoint;
     if (endpoint?.secret) {
@@ -114,7 +118,13 @@ function WebhookEndpoints() {
           </div>
         </form>
       ) : null}
-      {secret ? <SecretOnce label={`Signing secret of ${secret.url}`} value={secret.secret} note="Copy it now: it is shown only this once. Verify each delivery's webhook-signature header with it (Standard Webhooks)." /> : null}
+      {secret ? (
+        <SecretOnce
+          label={`Signing secret of ${secret.url}`}
+          value={secret.secret}
+          note="Copy it now: it is shown only this once. Verify each delivery's webhook-signature header with it (Standard Webhooks)."
+        />
+      ) : null}
       <ErrorMessage error={error} />
       {!data && fetching ? <Loading /> : null}
       {data ? (

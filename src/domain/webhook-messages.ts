@@ -1,0 +1,101 @@
+import { EVENT_TYPES, type EventType } from './event-types.js';
+import type { Connection, Sync } from '../generated/prisma/client.js';
+import { formatTimestamp } from '../timestamps.js';
+
+// What a webhook says. Every message body is `{type, timestamp, event_id, data}`:
+// - `type`: the event type (below); `timestamp`: when the event was committed; `event_id`: its id in the
+//   tenant's event log (ascending in commit order: a receiver can order or de-duplicate by it);
+// - `data` of `sync.*`: the sync record exactly as REST shows it (GET /syncs/{id}), plus `attempt`;
+// - `data` of `connection.*`: the connection's id, name, application_id, status and settings;
+// - `data` of `webhook.endpoint_disabled`: the endpoint's id, url and why it was disabled.
+// A connection's events (and its runs') are sent only while its settings.webhook_enabled is true.
+
+/** Every event type of the log is sent. */
+export const WEBHOOK_EVENT_TYPES = EVENT_TYPES;
+type WebhookEventType = EventType;
+
+/** `data` of a sync event: the REST sync record (summary, diff and checksum JSON-encoded, as the spec has them). */
+export function syncMessageData(run: Sync): Record<string, unknown> {
+  return {
+    id: run.id,
+    tenant_id: run.tenantId,
+    connection_id: run.connectionId,
+    started_at: run.startedAt ? formatTimestamp(run.startedAt) : null,
+    finished_at: run.finishedAt ? formatTimestamp(run.finishedAt) : null,
+    error_message: run.errorMessage,
+    summary: JSON.stringify(run.summary),
+    file_url: run.fileUrl,
+    is_auto_migrate: run.isAutoMigrate,
+    diff: JSON.stringify(run.diff),
+    checksum: JSON.stringify(run.checksum),
+    status: run.status,
+    attempt: run.attempt,
+  };
+}
+
+export function connectionMessageData(connection: Connection): Record<string, unknown> {
+  return {
+    id: connection.id,
+    name: connection.name,
+    application_id: connection.applicationId,
+    status: connection.status,
+    settings: connection.settings,
+  };
+}
+
+export function endpointDisabledData(endpoint: { id: string; url: string }, reason: string): Record<string, unknown> {
+  return { id: endpoint.id, url: endpoint.url, reason };
+}
+
+/** JSON Schemas of the messages, for the OpenAPI document's `webhooks` section. */
+export function messageSchema(type: WebhookEventType): Record<string, unknown> {
+  const nullableString = { type: ['string', 'null'] };
+  const data: Record<string, unknown> = type.startsWith('sync.')
+    ? {
+        type: 'object',
+        description: 'The sync record as GET /syncs/{id} shows it, plus attempt.',
+        required: ['id', 'tenant_id', 'connection_id', 'status', 'summary', 'attempt'],
+        properties: {
+          id: { type: 'string' },
+          tenant_id: { type: 'string' },
+          connection_id: { type: 'string' },
+          started_at: { ...nullableString, format: 'date-time' },
+          finished_at: { ...nullableString, format: 'date-time' },
+          error_message: nullableString,
+          summary: { type: 'string', description: 'JSON-encoded object' },
+          file_url: nullableString,
+          is_auto_migrate: { type: 'boolean' },
+          diff: { type: 'string', description: 'JSON-encoded object' },
+          checksum: { type: 'string', description: 'JSON-encoded object' },
+          status: { type: 'string', enum: ['pending', 'in_progress', 'success', 'failed'] },
+          attempt: { type: 'integer' },
+        },
+      }
+    : type.startsWith('connection.')
+      ? {
+          type: 'object',
+          required: ['id', 'name', 'application_id', 'status', 'settings'],
+          properties: {
+            id: { type: 'string' },
+            name: { type: 'string' },
+            application_id: { type: 'string' },
+            status: { type: 'string', enum: ['pending', 'active', 'paused', 'error'] },
+            settings: { type: 'object' },
+          },
+        }
+      : {
+          type: 'object',
+          required: ['id', 'url', 'reason'],
+          properties: { id: { type: 'string' }, url: { type: 'string' }, reason: { type: 'string' } },
+        };
+  return {
+    type: 'object',
+    required: ['type', 'timestamp', 'event_id', 'data'],
+    properties: {
+      type: { const: type },
+      timestamp: { type: 'string', format: 'date-time' },
+      event_id: { type: 'integer', description: "The event's id in the tenant's event log (ascending in commit order)." },
+      data,
+    },
+  };
+}
