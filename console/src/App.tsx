@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useMemo, useState } from 'react';
 import { useQuery } from 'urql';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
-import { closeSubscriptions, hasCredential, isUnauthenticated, postJson, setSessionMark, storedToken, storeToken } from './api';
+import { hasCredential, isUnauthenticated, postJson, setSessionMark, storedToken, storeToken } from './api';
 import { graphql } from './generated';
 import { SessionContext, type Session } from './session';
 import { ErrorMessage, Loading } from './ui';
@@ -30,33 +30,31 @@ const OrganizationQuery = graphql(`
   }
 `);
 
-export function App() {
+/** `generation` changes with the credential (see main.tsx): the signed-in part starts over with it. */
+export function App({ generation, onCredentialChange }: { generation: number; onCredentialChange: () => void }) {
   return (
     <Switch>
       <Route path="/invite/:code">{(params) => <Invitation code={params.code} />}</Route>
       <Route>
-        <SignedIn />
+        <SignedIn key={generation} onCredentialChange={onCredentialChange} />
       </Route>
     </Switch>
   );
 }
 
-function SignedIn() {
-  const [credential, setCredential] = useState(hasCredential);
-  const [{ data, error, fetching }, refetch] = useQuery({ query: OrganizationQuery, requestPolicy: 'network-only', pause: !credential });
+function SignedIn({ onCredentialChange }: { onCredentialChange: () => void }) {
+  const [credential] = useState(hasCredential);
+  const [{ data, error, fetching }] = useQuery({ query: OrganizationQuery, requestPolicy: 'network-only', pause: !credential });
   const [, navigate] = useLocation();
-  const signedIn = useCallback(() => {
-    setCredential(true);
-    refetch({ requestPolicy: 'network-only' });
-  }, [refetch]);
+  // Signing in or out starts over with a new client (main.tsx), which remounts this component.
+  const signedIn = onCredentialChange;
   const signOut = useCallback(async () => {
     if (!storedToken()) await postJson('/api/v1/auth/logout', {}).catch(() => undefined);
     storeToken(null);
     setSessionMark(false);
-    closeSubscriptions();
-    setCredential(false);
     navigate('/');
-  }, [navigate]);
+    onCredentialChange();
+  }, [navigate, onCredentialChange]);
   const unauthenticated = !credential || isUnauthenticated(error);
   useEffect(() => {
     // A credential that stopped working (an expired session, a revoked token) is forgotten.

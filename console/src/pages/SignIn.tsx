@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from 'react';
-import { closeSubscriptions, postJson, setSessionMark, storeToken } from '../api';
+import { postJson, setSessionMark, storeToken } from '../api';
 import { ErrorMessage } from '../ui';
 
 /** Sign in with an email and password (a member's session cookie), or with an API token kept in this tab only. */
@@ -19,7 +19,6 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
       await postJson('/api/v1/auth/login', { email: form.get('email'), password: form.get('password') });
       storeToken(null);
       setSessionMark(true);
-      closeSubscriptions();
       onSignedIn();
     } catch (e) {
       setError((e as Error).message);
@@ -33,7 +32,6 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     const token = String(new FormData(event.currentTarget).get('token') ?? '').trim();
     if (!token) return;
     storeToken(token);
-    closeSubscriptions();
     onSignedIn();
   }
 
