@@ -127,7 +127,13 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       let viewer: Viewer | null = null;
       let outgoing: Outgoing | undefined;
       try {
-        viewer = await withinDeadline(deadline, (async () => viewerOf((authorization = requestCredential(incoming, options.credentials)), options.credentials))());
+        viewer = await withinDeadline(
+          deadline,
+          (async () => {
+            authorization = requestCredential(incoming, options.credentials);
+            return viewerOf(authorization, options.credentials);
+          })(),
+        );
       } catch (error) {
         // A refused credential is yoga's to answer (and to count by address); a lookup past the time limit is the 503.
         if (!deadline.aborted) return fallback();

@@ -145,7 +145,11 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
         // One lookup for the rate limit and the context, within the request's time (RequestViewers, use-rate-limit).
         const lookup = withinDeadline(
           deadline,
-          (async () => viewerOf((authorization = requestCredential(incoming, options.credentials)), options.credentials))().then((found) => (viewer = found)),
+          (async () => {
+            authorization = requestCredential(incoming, options.credentials);
+            viewer = await viewerOf(authorization, options.credentials);
+            return viewer;
+          })(),
         );
         lookup.catch(() => undefined);
         if (options.rateLimits) {

@@ -36,10 +36,19 @@ describe.each(databaseKinds)('members on %s', (kind) => {
   });
 
   it('manages members over GraphQL: invite, list, change role, remove, with the last-admin rule', async () => {
-    const invited = await graphql(t.gateway, 'mutation { inviteMember(email: "dana@example.com", role: reader) { code path expiresAt member { id email role pending createdBy } } }', { ...admin(), expectOk: true });
+    const invited = await graphql(
+      t.gateway,
+      'mutation { inviteMember(email: "dana@example.com", role: reader) { code path expiresAt member { id email role pending createdBy } } }',
+      { ...admin(), expectOk: true },
+    );
     const invitation = invited.body.data!.inviteMember;
     expect(invitation.path).toBe(`/console/invite/${invitation.code}`);
-    expect(invitation.member).toMatchObject({ email: 'dana@example.com', role: 'reader', pending: true, createdBy: expect.stringMatching(/^token:tok_/) });
+    expect(invitation.member).toMatchObject({
+      email: 'dana@example.com',
+      role: 'reader',
+      pending: true,
+      createdBy: expect.stringMatching(/^token:tok_/),
+    });
     expect(new Date(invitation.expiresAt).getTime() - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
 
     const engine = await graphql(t.gateway, 'mutation { inviteMember(email: "e@example.com", role: engine) { code } }', admin());
@@ -48,22 +57,42 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     expect(badEmail.body.errors?.[0]?.extensions?.code).toBe('INVALID_QUERY');
 
     const listed = await graphql(t.gateway, '{ members { email role pending lastSeenAt } }', { ...admin(), expectOk: true });
-    expect(listed.body.data!.members.map((m: { email: string }) => m.email)).toEqual(expect.arrayContaining(['cli@example.com', 'dana@example.com']));
+    expect(listed.body.data!.members.map((m: { email: string }) => m.email)).toEqual(
+      expect.arrayContaining(['cli@example.com', 'dana@example.com']),
+    );
 
     // The only admin member who can sign in is neither demoted nor removed.
     const cli = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'cli@example.com' } });
-    const demote = await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { id } }', { ...admin(), variables: { id: cli.id } });
+    const demote = await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { id } }', {
+      ...admin(),
+      variables: { id: cli.id },
+    });
     expect(demote.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
-    const removeLast = await graphql(t.gateway, 'mutation($id: ID!) { removeMember(id: $id) { id } }', { ...admin(), variables: { id: cli.id } });
+    const removeLast = await graphql(t.gateway, 'mutation($id: ID!) { removeMember(id: $id) { id } }', {
+      ...admin(),
+      variables: { id: cli.id },
+    });
     expect(removeLast.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
 
     const dana = invitation.member.id as string;
     await acceptInvitation(t.db, invitation.code, STRONG);
-    const promoted = await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: admin) { role pending } }', { ...admin(), variables: { id: dana }, expectOk: true });
+    const promoted = await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: admin) { role pending } }', {
+      ...admin(),
+      variables: { id: dana },
+      expectOk: true,
+    });
     expect(promoted.body.data!.changeMemberRole).toEqual({ role: 'admin', pending: false });
     // Two admins now: one may go.
-    await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { role } }', { ...admin(), variables: { id: cli.id }, expectOk: true });
-    const removed = await graphql(t.gateway, 'mutation($id: ID!) { removeMember(id: $id) { id } }', { ...admin(), variables: { id: cli.id }, expectOk: true });
+    await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { role } }', {
+      ...admin(),
+      variables: { id: cli.id },
+      expectOk: true,
+    });
+    const removed = await graphql(t.gateway, 'mutation($id: ID!) { removeMember(id: $id) { id } }', {
+      ...admin(),
+      variables: { id: cli.id },
+      expectOk: true,
+    });
     expect(removed.body.data!.removeMember.id).toBe(cli.id);
     expect(await t.db.prisma.member.count({ where: { id: cli.id } })).toBe(0);
   });
@@ -81,40 +110,71 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     expect(viaToken.body.data!.currentMember).toBeNull();
 
     // What a member creates records the member.
-    const user = await graphql(t.gateway, 'mutation { createServiceUser(name: "made-by-dana", role: reader) { id createdBy } }', { authorization: session, expectOk: true });
-    expect(user.body.data!.createServiceUser.createdBy).toBe(`member:${dana.id}`);
-    const token = await graphql(t.gateway, 'mutation($id: ID!, $at: DateTime!) { createToken(serviceUserId: $id, expiresAt: $at) { id } }', {
+    const user = await graphql(t.gateway, 'mutation { createServiceUser(name: "made-by-dana", role: reader) { id createdBy } }', {
       authorization: session,
-      variables: { id: user.body.data!.createServiceUser.id, at: new Date(Date.now() + 86_400_000).toISOString() },
       expectOk: true,
     });
+    expect(user.body.data!.createServiceUser.createdBy).toBe(`member:${dana.id}`);
+    const token = await graphql(
+      t.gateway,
+      'mutation($id: ID!, $at: DateTime!) { createToken(serviceUserId: $id, expiresAt: $at) { id } }',
+      {
+        authorization: session,
+        variables: { id: user.body.data!.createServiceUser.id, at: new Date(Date.now() + 86_400_000).toISOString() },
+        expectOk: true,
+      },
+    );
     const tokens = await graphql(t.gateway, '{ serviceUsers { name tokens { id createdBy } } }', { ...admin(), expectOk: true });
     const made = tokens.body.data!.serviceUsers.find((u: { name: string }) => u.name === 'made-by-dana');
     expect(made.tokens).toEqual([{ id: token.body.data!.createToken.id, createdBy: `member:${dana.id}` }]);
 
     const application = await t.db.prisma.application.findFirstOrThrow();
-    const connection = await graphql(t.gateway, 'mutation($a: ID!) { createConnection(input: { applicationId: $a, name: "by dana" }) { id createdBy } }', {
-      authorization: session,
-      variables: { a: application.id },
-      headers: { 'idempotency-key': `members-${kind}-${Date.now()}` },
+    const connection = await graphql(
+      t.gateway,
+      'mutation($a: ID!) { createConnection(input: { applicationId: $a, name: "by dana" }) { id createdBy } }',
+      {
+        authorization: session,
+        variables: { a: application.id },
+        headers: { 'idempotency-key': `members-${kind}-${Date.now()}` },
+        expectOk: true,
+      },
+    );
+    expect(connection.body.data!.createConnection.createdBy).toBe(`member:${dana.id}`);
+    const read = await graphql(t.gateway, 'query($id: ID!) { connection(id: $id) { createdBy } }', {
+      ...admin(),
+      variables: { id: connection.body.data!.createConnection.id },
       expectOk: true,
     });
-    expect(connection.body.data!.createConnection.createdBy).toBe(`member:${dana.id}`);
-    const read = await graphql(t.gateway, 'query($id: ID!) { connection(id: $id) { createdBy } }', { ...admin(), variables: { id: connection.body.data!.createConnection.id }, expectOk: true });
     expect(read.body.data!.connection.createdBy).toBe(`member:${dana.id}`);
 
-    const endpoint = await graphql(t.gateway, 'mutation { createWebhookEndpoint(input: { url: "https://93.184.216.34/dana" }) { id createdBy } }', { ...admin(), expectOk: true });
+    const endpoint = await graphql(
+      t.gateway,
+      'mutation { createWebhookEndpoint(input: { url: "https://93.184.216.34/dana" }) { id createdBy } }',
+      { ...admin(), expectOk: true },
+    );
     expect(endpoint.body.data!.createWebhookEndpoint.createdBy).toMatch(/^token:tok_/);
   });
 
   it('manages members over REST with the same rules', async () => {
     const headers = { authorization: `Token ${t.tenants.demo.adminToken}`, 'content-type': 'application/json' };
     const base = 'http://gateway.test/api/v1/integrations/members';
-    const invited = await t.gateway.fetch(base, { method: 'POST', headers, body: JSON.stringify({ email: 'Erin@Example.com', role: 'reader' }) });
+    const invited = await t.gateway.fetch(base, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ email: 'Erin@Example.com', role: 'reader' }),
+    });
     const invitation = await invited.json();
     expect(invited.status, JSON.stringify(invitation)).toBe(200);
-    expect(invitation.data).toMatchObject({ code: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/), path: `/console/invite/${invitation.data.code}`, member: { email: 'erin@example.com', role: 'reader', pending: true } });
-    const engine = await t.gateway.fetch(base, { method: 'POST', headers, body: JSON.stringify({ email: 'f@example.com', role: 'engine' }) });
+    expect(invitation.data).toMatchObject({
+      code: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      path: `/console/invite/${invitation.data.code}`,
+      member: { email: 'erin@example.com', role: 'reader', pending: true },
+    });
+    const engine = await t.gateway.fetch(base, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ email: 'f@example.com', role: 'engine' }),
+    });
     expect(engine.status).toBe(400);
     expect((await engine.json()).msg).toMatch(/engine is a service user role/);
 
@@ -127,9 +187,15 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     const id = invitation.data.member.id as string;
     const patched = await t.gateway.fetch(`${base}/${id}`, { method: 'PATCH', headers, body: JSON.stringify({ role: 'admin' }) });
     expect((await patched.json()).data).toMatchObject({ id, role: 'admin' });
-    const reader = await t.gateway.fetch(`${base}/${id}`, { method: 'DELETE', headers: { authorization: `Token ${t.tenants.demo.readerToken}` } });
+    const reader = await t.gateway.fetch(`${base}/${id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Token ${t.tenants.demo.readerToken}` },
+    });
     expect(reader.status).toBe(403);
-    const other = await t.gateway.fetch(`${base}/${id}`, { method: 'DELETE', headers: { authorization: `Token ${t.tenants.other.adminToken}` } });
+    const other = await t.gateway.fetch(`${base}/${id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Token ${t.tenants.other.adminToken}` },
+    });
     expect(other.status).toBe(404);
     const removed = await t.gateway.fetch(`${base}/${id}`, { method: 'DELETE', headers });
     expect(removed.status).toBe(200);
@@ -141,7 +207,10 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     const listed = await graphql(t.gateway, '{ members { email } }', { ...other, expectOk: true });
     expect(listed.body.data!.members).toEqual([]);
     const dana = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'dana@example.com' } });
-    for (const mutation of ['mutation($id: ID!) { removeMember(id: $id) { id } }', 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { id } }']) {
+    for (const mutation of [
+      'mutation($id: ID!) { removeMember(id: $id) { id } }',
+      'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { id } }',
+    ]) {
       const refused = await graphql(t.gateway, mutation, { ...other, variables: { id: dana.id } });
       expect(refused.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     }

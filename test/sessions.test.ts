@@ -56,7 +56,11 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
   }
 
   function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-    return fetch(`${origin}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    return fetch(`${origin}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
   }
 
   async function signIn(email: string, password = STRONG): Promise<string> {
@@ -90,7 +94,10 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
 
     const login = await post('/api/v1/auth/login', { email: 'alice@example.com', password: STRONG });
     expect(login.status).toBe(200);
-    expect(await login.json()).toMatchObject({ msg: expect.any(String), data: { email: 'alice@example.com', role: 'admin', tenant: 'demo' } });
+    expect(await login.json()).toMatchObject({
+      msg: expect.any(String),
+      data: { email: 'alice@example.com', role: 'admin', tenant: 'demo' },
+    });
     const cookie = login.headers.get('set-cookie')!;
     expect(cookie).toMatch(/^igw_session=igw_ses_[A-Za-z0-9_-]{43};/);
     expect(cookie).toMatch(/HttpOnly/);
@@ -100,7 +107,11 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     secrets.push(/igw_session=([^;]+)/.exec(cookie)![1]!);
 
     // Stored hashed: neither the password, nor the code, nor the session value is in the database.
-    const dump = JSON.stringify(await t.db.raw.query('SELECT m.password_hash, i.code_hash::text, s.secret_hash::text FROM members m JOIN member_invitations i ON i.member_id = m.id LEFT JOIN member_sessions s ON s.member_id = m.id'));
+    const dump = JSON.stringify(
+      await t.db.raw.query(
+        'SELECT m.password_hash, i.code_hash::text, s.secret_hash::text FROM members m JOIN member_invitations i ON i.member_id = m.id LEFT JOIN member_sessions s ON s.member_id = m.id',
+      ),
+    );
     for (const secret of secrets) expect(dump).not.toContain(secret);
     expect(dump).toContain('$argon2id$');
   });
@@ -109,7 +120,11 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     const proxied = gatewayOver(t.db, { config: { TRUST_PROXY: '1' } });
     const untrusted = gatewayOver(t.db, { config: { TRUST_PROXY: '0' } });
     try {
-      const request = { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-proto': 'https' }, body: JSON.stringify({ email: 'alice@example.com', password: STRONG }) };
+      const request = {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-forwarded-proto': 'https' },
+        body: JSON.stringify({ email: 'alice@example.com', password: STRONG }),
+      };
       const secure = await proxied.fetch('http://gateway.test/api/v1/auth/login', request);
       expect(secure.status).toBe(200);
       expect(secure.headers.get('set-cookie')).toMatch(/Secure/);
@@ -152,16 +167,30 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     expect(query.status).toBe(200);
     expect((await query.json()).data.connections.totalCount).toBeGreaterThan(0);
 
-    const sse = await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, { headers: { cookie, accept: 'text/event-stream' } });
+    const sse = await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, {
+      headers: { cookie, accept: 'text/event-stream' },
+    });
     expect(sse.status).toBe(200);
     expect(sse.headers.get('content-type')).toMatch(/text\/event-stream/);
     await sse.body!.cancel();
 
-    const ws = createClient({ url: `${origin.replace('http', 'ws')}/graphql`, webSocketImpl: class extends WebSocket {
-      constructor(address: string, protocols?: string | string[]) {
-        super(address, protocols, { headers: { cookie, origin } });
-      }
-    }, retryAttempts: 0, lazy: true });
+    // A REST event stream too.
+    const sync = await t.db.prisma.sync.findFirstOrThrow({ where: { tenantId: t.tenants.demo.id } });
+    const restStream = await fetch(`${origin}/api/v1/integrations/syncs/${sync.id}`, { headers: { cookie, accept: 'text/event-stream' } });
+    expect(restStream.status).toBe(200);
+    expect(restStream.headers.get('content-type')).toMatch(/text\/event-stream/);
+    await restStream.body!.cancel();
+
+    const ws = createClient({
+      url: `${origin.replace('http', 'ws')}/graphql`,
+      webSocketImpl: class extends WebSocket {
+        constructor(address: string, protocols?: string | string[]) {
+          super(address, protocols, { headers: { cookie, origin } });
+        }
+      },
+      retryAttempts: 0,
+      lazy: true,
+    });
     try {
       const result = await new Promise<unknown>((resolve, reject) => {
         ws.subscribe({ query: '{ connections(limit: 1) { totalCount } }' }, { next: resolve, error: reject, complete: () => {} });
@@ -176,23 +205,58 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     const cookie = await signIn('alice@example.com');
     const mutation = JSON.stringify({ query: 'mutation { createServiceUser(name: "csrf-victim", role: admin) { id } }' });
     // A cross-site form post: text/plain, no X-Requested-With, a foreign Origin.
-    const form = await fetch(`${origin}/graphql`, { method: 'POST', headers: { cookie, 'content-type': 'text/plain', origin: 'https://evil.example' }, body: mutation });
+    const form = await fetch(`${origin}/graphql`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'text/plain', origin: 'https://evil.example' },
+      body: mutation,
+    });
     expect([403, 415]).toContain(form.status);
     // Without the header, even from our own origin.
-    const noHeader = await fetch(`${origin}/graphql`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', origin }, body: mutation });
+    const noHeader = await fetch(`${origin}/graphql`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', origin },
+      body: mutation,
+    });
     expect(noHeader.status).toBe(403);
-    const foreign = await fetch(`${origin}/graphql`, { method: 'POST', headers: { cookie, 'content-type': 'application/json', origin: 'https://evil.example', 'x-requested-with': 'x' }, body: mutation });
+    const foreign = await fetch(`${origin}/graphql`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', origin: 'https://evil.example', 'x-requested-with': 'x' },
+      body: mutation,
+    });
     expect(foreign.status).toBe(403);
-    const restWrite = await fetch(`${origin}/api/v1/integrations/connected`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: '{}' });
+    const restWrite = await fetch(`${origin}/api/v1/integrations/connected`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(restWrite.status).toBe(403);
-    const sse = await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, { headers: { cookie, accept: 'text/event-stream', origin: 'https://evil.example' } });
+    const sse = await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, {
+      headers: { cookie, accept: 'text/event-stream', origin: 'https://evil.example' },
+    });
     expect(sse.status).toBe(403);
     await sse.body?.cancel();
     expect(await t.db.prisma.serviceUser.count({ where: { name: 'csrf-victim' } })).toBe(0);
 
+    // Another site's page can neither sign someone in (login CSRF) nor out.
+    const foreignLogin = await post(
+      '/api/v1/auth/login',
+      { email: 'alice@example.com', password: STRONG },
+      { origin: 'https://evil.example' },
+    );
+    expect(foreignLogin.status).toBe(403);
+    expect(foreignLogin.headers.get('set-cookie')).toBeNull();
+    const foreignLogout = await fetch(`${origin}/api/v1/auth/logout`, {
+      method: 'POST',
+      headers: { cookie, origin: 'https://evil.example' },
+    });
+    expect(foreignLogout.status).toBe(403);
+    expect((await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie } })).status).toBe(200);
+
     // A cross-site WebSocket carrying the cookie is closed before any operation.
     const closed = await new Promise<number>((resolve) => {
-      const socket = new WebSocket(`${origin.replace('http', 'ws')}/graphql`, 'graphql-transport-ws', { headers: { cookie, origin: 'https://evil.example' } });
+      const socket = new WebSocket(`${origin.replace('http', 'ws')}/graphql`, 'graphql-transport-ws', {
+        headers: { cookie, origin: 'https://evil.example' },
+      });
       socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init' })));
       socket.on('close', (code) => resolve(code));
     });
@@ -207,7 +271,11 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     expect((await own.json()).data.createServiceUser.id).toMatch(/^usr_/);
     const token = await fetch(`${origin}/graphql`, {
       method: 'POST',
-      headers: { authorization: `Token ${t.tenants.demo.adminToken}`, 'content-type': 'application/json', origin: 'https://elsewhere.example' },
+      headers: {
+        authorization: `Token ${t.tenants.demo.adminToken}`,
+        'content-type': 'application/json',
+        origin: 'https://elsewhere.example',
+      },
       body: JSON.stringify({ query: '{ connections(limit: 1) { totalCount } }' }),
     });
     expect(token.status).toBe(200);
@@ -225,7 +293,8 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
   it('throttles guessing per account with 429 and Retry-After', async () => {
     const code = await invite('bob@example.com', 'reader');
     expect((await accept(code)).status).toBe(200);
-    for (let i = 0; i < 3; i++) expect((await post('/api/v1/auth/login', { email: 'bob@example.com', password: `wrong guess ${i}` })).status).toBe(401);
+    for (let i = 0; i < 3; i++)
+      expect((await post('/api/v1/auth/login', { email: 'bob@example.com', password: `wrong guess ${i}` })).status).toBe(401);
     const throttled = await post('/api/v1/auth/login', { email: 'bob@example.com', password: STRONG });
     expect(throttled.status).toBe(429);
     expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -240,7 +309,11 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'carol@example.com' } });
 
     const cookie = await signIn('carol@example.com');
-    const stream = readSse(await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, { headers: { cookie, accept: 'text/event-stream' } }));
+    const stream = readSse(
+      await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, {
+        headers: { cookie, accept: 'text/event-stream' },
+      }),
+    );
     await changeMemberRole(t.db, { tenantId: t.tenants.demo.id, memberId: member.id, role: 'reader' });
     await Promise.race([stream.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('stream still open')), 5000))]);
     expect((await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie } })).status).toBe(401);
@@ -248,10 +321,18 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     const again = await signIn('carol@example.com');
     const reader = await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie: again } });
     expect(reader.status).toBe(200);
-    const refused = await fetch(`${origin}/api/v1/integrations/connected`, { method: 'POST', headers: { cookie: again, 'content-type': 'application/json', 'x-requested-with': 'x' }, body: JSON.stringify({ application_id: 'x' }) });
+    const refused = await fetch(`${origin}/api/v1/integrations/connected`, {
+      method: 'POST',
+      headers: { cookie: again, 'content-type': 'application/json', 'x-requested-with': 'x' },
+      body: JSON.stringify({ application_id: 'x' }),
+    });
     expect(refused.status).toBe(403);
 
-    const second = readSse(await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, { headers: { cookie: again, accept: 'text/event-stream' } }));
+    const second = readSse(
+      await fetch(`${origin}/graphql?query=${encodeURIComponent('subscription { connectionChanged { id } }')}`, {
+        headers: { cookie: again, accept: 'text/event-stream' },
+      }),
+    );
     await removeMember(t.db, { tenantId: t.tenants.demo.id, memberId: member.id });
     await Promise.race([second.ended, new Promise((_, reject) => setTimeout(() => reject(new Error('stream still open')), 5000))]);
     expect((await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: { cookie: again } })).status).toBe(401);
@@ -281,7 +362,11 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     const replicas = [gatewayOver(t.db, { config, rateLimit: { keyPrefix } }), gatewayOver(t.db, { config, rateLimit: { keyPrefix } })];
     try {
       const attempt = (replica: Gateway) =>
-        replica.fetch('http://gateway.test/api/v1/auth/login', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'alice@example.com', password: 'a wrong password' }) });
+        replica.fetch('http://gateway.test/api/v1/auth/login', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ email: 'alice@example.com', password: 'a wrong password' }),
+        });
       expect((await attempt(replicas[0]!)).status).toBe(401);
       expect((await attempt(replicas[1]!)).status).toBe(401);
       const third = await attempt(replicas[0]!);

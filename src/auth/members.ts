@@ -40,7 +40,8 @@ export interface MemberInfo {
  */
 export function publicOriginOf(config: Pick<Config, 'PUBLIC_ORIGIN' | 'HOST' | 'PORT'>): string {
   if (config.PUBLIC_ORIGIN) return config.PUBLIC_ORIGIN;
-  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  const host =
+    config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
   return `http://${host}:${config.PORT}`;
 }
 
@@ -99,15 +100,25 @@ export async function inviteMember(
     const member = await db.prisma.$transaction(async (tx) => {
       await lockTenant(tx, input.tenantId);
       // Within the tenant only: an email of another tenant meets the unique index on insert.
-      const existing = await tx.member.findFirst({ where: { tenantId: input.tenantId, email }, select: { ...memberSelect, passwordHash: true } });
+      const existing = await tx.member.findFirst({
+        where: { tenantId: input.tenantId, email },
+        select: { ...memberSelect, passwordHash: true },
+      });
       let member;
       if (existing) {
         if (role !== 'admin') await refuseLastAdmin(tx, existing, 'demoted');
         await tx.memberInvitation.deleteMany({ where: { tenantId: input.tenantId, memberId: existing.id } });
         await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: existing.id } });
-        member = await tx.member.update({ where: { tenantId_id: { tenantId: input.tenantId, id: existing.id } }, data: { role, passwordHash: null }, select: memberSelect });
+        member = await tx.member.update({
+          where: { tenantId_id: { tenantId: input.tenantId, id: existing.id } },
+          data: { role, passwordHash: null },
+          select: memberSelect,
+        });
       } else {
-        member = await tx.member.create({ data: { id: newId('mbr'), tenantId: input.tenantId, email, role, createdBy: input.createdBy }, select: memberSelect });
+        member = await tx.member.create({
+          data: { id: newId('mbr'), tenantId: input.tenantId, email, role, createdBy: input.createdBy },
+          select: memberSelect,
+        });
       }
       await tx.memberInvitation.create({
         data: { id: newId('inv'), tenantId: input.tenantId, memberId: member.id, codeHash: codeHashOf(code)!, expiresAt, createdAt: now },
@@ -117,7 +128,8 @@ export async function inviteMember(
     return { member, code, expiresAt };
   } catch (error) {
     // Emails are unique across tenants (signing in names no tenant).
-    if (isConstraintViolation(error, 'unique')) throw new ApiError('CONFLICT', 'this email address belongs to a member of another organization and cannot be invited');
+    if (isConstraintViolation(error, 'unique'))
+      throw new ApiError('CONFLICT', 'this email address belongs to a member of another organization and cannot be invited');
     if (isConstraintViolation(error, 'foreignKey')) throw new ApiError('NOT_FOUND', 'no such tenant');
     throw error;
   }
@@ -166,7 +178,15 @@ export async function memberOfPassword(
   const normalized = typeof email === 'string' ? email.trim().toLowerCase() : '';
   const [row] =
     normalized.length > 0 && normalized.length <= MAX_EMAIL_LENGTH
-      ? await db.raw.query<{ id: string; tenant_id: string; email: string; role: string; password_hash: string | null; slug: string; name: string }>(
+      ? await db.raw.query<{
+          id: string;
+          tenant_id: string;
+          email: string;
+          role: string;
+          password_hash: string | null;
+          slug: string;
+          name: string;
+        }>(
           `SELECT m.id, m.tenant_id, m.email, m.role, m.password_hash, t.slug, t.name
              FROM members m JOIN tenants t ON t.id = m.tenant_id WHERE m.email = $1`,
           [normalized],
@@ -184,7 +204,9 @@ export async function changeMemberRole(db: Database, input: { tenantId: string; 
     if (member.role === role) return member;
     if (role !== 'admin') await refuseLastAdmin(tx, member, 'demoted');
     await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: member.id } });
-    return asMember(await tx.member.update({ where: { tenantId_id: { tenantId: input.tenantId, id: member.id } }, data: { role }, select: memberSelect }));
+    return asMember(
+      await tx.member.update({ where: { tenantId_id: { tenantId: input.tenantId, id: member.id } }, data: { role }, select: memberSelect }),
+    );
   });
 }
 
@@ -222,10 +244,17 @@ async function withMember<T>(
 }
 
 /** 409 when `member` is the tenant's last admin who can sign in (an admin with a password). */
-async function refuseLastAdmin(tx: Transaction, member: { id: string; tenantId: string; email: string; role: Role; passwordHash: string | null }, what: 'demoted' | 'removed'): Promise<void> {
+async function refuseLastAdmin(
+  tx: Transaction,
+  member: { id: string; tenantId: string; email: string; role: Role; passwordHash: string | null },
+  what: 'demoted' | 'removed',
+): Promise<void> {
   if (member.role !== 'admin' || member.passwordHash === null) return;
   const admins = await tx.member.count({ where: { tenantId: member.tenantId, role: 'admin', passwordHash: { not: null } } });
   if (admins <= 1) {
-    throw new ApiError('CONFLICT', `${member.email} is the last admin member of this organization and cannot be ${what}; make another member admin first`);
+    throw new ApiError(
+      'CONFLICT',
+      `${member.email} is the last admin member of this organization and cannot be ${what}; make another member admin first`,
+    );
   }
 }

@@ -33,7 +33,11 @@ function dummyHash(): Promise<string> {
 let common: Promise<ReadonlySet<string>> | undefined;
 /** The 49,000 most common passwords that @zxcvbn-ts/language-common ships, loaded at the first check. */
 function commonPasswords(): Promise<ReadonlySet<string>> {
-  common ??= import('@zxcvbn-ts/language-common').then(({ dictionary }) => new Set(dictionary['passwords-common'] as string[]));
+  common ??= import('@zxcvbn-ts/language-common').then((module) => {
+    // Bundled (dist/), the package's CommonJS build is what loads: its exports are then under `default`.
+    const { dictionary } = 'dictionary' in module && module.dictionary ? module : (module as unknown as { default: typeof module }).default;
+    return new Set(dictionary['passwords-common'] as string[]);
+  });
   return common;
 }
 

@@ -52,7 +52,7 @@ export function credentialOf(request: CredentialSource, policy: CookiePolicy, su
   if (session === undefined) return null;
   assertOwnOrigin(request, policy);
   if (surface === 'http' && !READ_METHODS.has(request.method.toUpperCase()) && request.header('x-requested-with') === null) {
-    throw crossSite('it lacks the X-Requested-With header that a request from this server\'s pages sends');
+    throw crossSite("it lacks the X-Requested-With header that a request from this server's pages sends");
   }
   return `${SESSION_SCHEME} ${session}`;
 }
@@ -66,9 +66,13 @@ export function assertOwnOrigin(request: CredentialSource, policy: CookiePolicy)
 }
 
 function crossSite(why: string): ApiError {
-  return new ApiError('UNAUTHORIZED', `A request from a browser session was refused: ${why}. Send X-Requested-With from this server's own pages, or use an Authorization header`, {
-    status: 403,
-  });
+  return new ApiError(
+    'UNAUTHORIZED',
+    `A request from a browser session was refused: ${why}. Send X-Requested-With from this server's own pages, or use an Authorization header`,
+    {
+      status: 403,
+    },
+  );
 }
 
 /** Whether `origin` is this server: PUBLIC_ORIGIN, or the host the request was sent to. */
@@ -80,7 +84,8 @@ function isOwnOrigin(origin: string, request: CredentialSource, policy: CookiePo
     return false;
   }
   if (policy.publicOrigin !== undefined && parsed.origin === new URL(policy.publicOrigin).origin) return true;
-  const host = (policy.trustProxy ? firstOf(request.header('x-forwarded-host')) : undefined) ?? request.header('host') ?? hostOfUrl(request.url);
+  const host =
+    (policy.trustProxy ? firstOf(request.header('x-forwarded-host')) : undefined) ?? request.header('host') ?? hostOfUrl(request.url);
   return host !== undefined && parsed.host === host.toLowerCase();
 }
 
@@ -107,7 +112,11 @@ export function isSecureRequest(request: CredentialSource, policy: CookiePolicy)
 /** The client's address: the socket's, or the last hop a trusted proxy appended to X-Forwarded-For. */
 export function clientAddressOf(request: CredentialSource, socketAddress: string, policy: CookiePolicy): string {
   if (!policy.trustProxy) return socketAddress;
-  const hops = request.header('x-forwarded-for')?.split(',').map((hop) => hop.trim()).filter((hop) => hop !== '');
+  const hops = request
+    .header('x-forwarded-for')
+    ?.split(',')
+    .map((hop) => hop.trim())
+    .filter((hop) => hop !== '');
   return hops?.at(-1) ?? socketAddress;
 }
 

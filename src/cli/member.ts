@@ -11,7 +11,8 @@ export const memberCommands: Command[] = [
     options: { tenant: { type: 'string' }, email: { type: 'string' }, role: { type: 'string' } },
     check(input) {
       const role = stringOption(input, 'role', true);
-      if (!(MEMBER_ROLES as readonly string[]).includes(role)) throw new UsageError(`--role must be one of ${MEMBER_ROLES.join(', ')}, got "${role}"`);
+      if (!(MEMBER_ROLES as readonly string[]).includes(role))
+        throw new UsageError(`--role must be one of ${MEMBER_ROLES.join(', ')}, got "${role}"`);
       stringOption(input, 'email', true);
     },
     async run({ db, config, out, err }, input) {

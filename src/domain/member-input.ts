@@ -20,7 +20,10 @@ function problemsOf(schema: z.ZodType, body: unknown): FieldProblem[] {
   if (parsed.success) return [];
   return parsed.error.issues.map((issue) => ({
     field: issue.path.join('.') || 'body',
-    message: issue.code === 'invalid_value' && issue.path[0] === 'role' ? 'must be admin or reader (engine is a service user role)' : issue.message,
+    message:
+      issue.code === 'invalid_value' && issue.path[0] === 'role'
+        ? 'must be admin or reader (engine is a service user role)'
+        : issue.message,
   }));
 }
 

@@ -29,7 +29,7 @@ import { requireViewer } from './viewer.js';
 
 const MemberRole = builder.enumType('MemberRole', {
   values: ['admin', 'reader'] as const,
-  description: 'admin: everything within the organization. reader: read-only. (engine is a service user role, never a member\'s.)',
+  description: "admin: everything within the organization. reader: read-only. (engine is a service user role, never a member's.)",
 });
 
 const Member = builder.prismaObject('Member', {
@@ -45,8 +45,15 @@ const Member = builder.prismaObject('Member', {
       resolve: (member) => member.passwordHash === null,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    lastSeenAt: t.expose('lastSeenAt', { type: 'DateTime', nullable: true, description: 'The last request of one of its sessions (updated at most once a minute).' }),
-    createdBy: t.exposeString('createdBy', { nullable: true, description: 'Who invited it first: member:<id>, token:<id>, jwt:<sub> or cli.' }),
+    lastSeenAt: t.expose('lastSeenAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'The last request of one of its sessions (updated at most once a minute).',
+    }),
+    createdBy: t.exposeString('createdBy', {
+      nullable: true,
+      description: 'Who invited it first: member:<id>, token:<id>, jwt:<sub> or cli.',
+    }),
   }),
 });
 
@@ -62,18 +69,26 @@ const MemberFilter = resourceFilter('MemberFilter', MEMBER_COLUMNS, { role: Memb
 const MemberOrder = resourceOrder('MemberOrder', MEMBER_COLUMNS);
 const MemberList = listType('MemberList', Member, 'A page of members, by email unless orderBy says otherwise.');
 
-const MemberInvitation = builder.objectRef<{ memberId: string; tenantId: string; code: string; expiresAt: Date }>('MemberInvitation').implement({
-  fields: (t) => ({
-    member: t.prismaField({
-      type: Member,
-      resolve: (query, invitation, _args, context) =>
-        context.db.prisma.member.findUniqueOrThrow({ ...query, where: { tenantId_id: { tenantId: invitation.tenantId, id: invitation.memberId } } }),
+const MemberInvitation = builder
+  .objectRef<{ memberId: string; tenantId: string; code: string; expiresAt: Date }>('MemberInvitation')
+  .implement({
+    fields: (t) => ({
+      member: t.prismaField({
+        type: Member,
+        resolve: (query, invitation, _args, context) =>
+          context.db.prisma.member.findUniqueOrThrow({
+            ...query,
+            where: { tenantId_id: { tenantId: invitation.tenantId, id: invitation.memberId } },
+          }),
+      }),
+      code: t.exposeString('code', { description: 'The invitation code: single use, shown only now.' }),
+      path: t.string({
+        description: 'The console page that accepts it (prefix it with the server origin).',
+        resolve: (invitation) => `${INVITATION_PAGE_PATH}/${invitation.code}`,
+      }),
+      expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
     }),
-    code: t.exposeString('code', { description: 'The invitation code: single use, shown only now.' }),
-    path: t.string({ description: 'The console page that accepts it (prefix it with the server origin).', resolve: (invitation) => `${INVITATION_PAGE_PATH}/${invitation.code}` }),
-    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
-  }),
-});
+  });
 
 const RemovedMember = builder.objectRef<{ id: string }>('RemovedMember').implement({
   fields: (t) => ({ id: t.exposeID('id') }),
@@ -85,7 +100,11 @@ builder.queryFields((t) => ({
     description: "The organization's members by email.",
     authScopes: { permission: 'access:manage' },
     resolve: (query, _root, _args, context) =>
-      context.db.prisma.member.findMany({ ...query, where: { tenantId: requireViewer(context).tenantId }, orderBy: [{ email: 'asc' }, { id: 'asc' }] }),
+      context.db.prisma.member.findMany({
+        ...query,
+        where: { tenantId: requireViewer(context).tenantId },
+        orderBy: [{ email: 'asc' }, { id: 'asc' }],
+      }),
   }),
   memberList: t.field({
     type: MemberList,
@@ -100,7 +119,10 @@ builder.queryFields((t) => ({
     },
     resolve: (_root, args, context) => {
       const { take, skip } = pageWindow(args, MEMBER_PAGE);
-      const where = { tenantId: requireViewer(context).tenantId, AND: [filterWhere(args.filter, MEMBER_COLUMNS), searchWhere(args.search, ['email'])] };
+      const where = {
+        tenantId: requireViewer(context).tenantId,
+        AND: [filterWhere(args.filter, MEMBER_COLUMNS), searchWhere(args.search, ['email'])],
+      };
       const orderBy = orderByOf(args.orderBy as OrderInput[] | null | undefined, MEMBER_COLUMNS, [{ field: 'email' }, { field: 'id' }]);
       return listPage(
         () => context.db.prisma.member.findMany({ where, orderBy, take, skip }),
@@ -131,7 +153,12 @@ builder.mutationFields((t) => ({
     args: { email: t.arg.string({ required: true }), role: t.arg({ type: MemberRole, required: true }) },
     resolve: async (_root, args, context) => {
       const viewer = requireViewer(context);
-      const { member, code, expiresAt } = await inviteMember(context.db, { tenantId: viewer.tenantId, email: args.email, role: args.role, createdBy: actorOf(viewer) });
+      const { member, code, expiresAt } = await inviteMember(context.db, {
+        tenantId: viewer.tenantId,
+        email: args.email,
+        role: args.role,
+        createdBy: actorOf(viewer),
+      });
       return { memberId: member.id, tenantId: viewer.tenantId, code, expiresAt };
     },
   }),
@@ -152,6 +179,7 @@ builder.mutationFields((t) => ({
     description: 'Removes a member with its sessions and invitations.',
     authScopes: { permission: 'access:manage' },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, context) => removeMember(context.db, { tenantId: requireViewer(context).tenantId, memberId: assertIdLength(args.id, 'member') }),
+    resolve: (_root, args, context) =>
+      removeMember(context.db, { tenantId: requireViewer(context).tenantId, memberId: assertIdLength(args.id, 'member') }),
   }),
 }));

@@ -3,7 +3,14 @@ import type { Logger } from 'pino';
 import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { acceptInvitation, memberOfPassword } from '../auth/members.js';
 import { sourceOfFetch } from '../auth/request-viewers.js';
-import { assertOwnOrigin, clientAddressOf, isSecureRequest, sessionCookieOf, sessionSetCookie, type CookiePolicy } from '../auth/session-cookie.js';
+import {
+  assertOwnOrigin,
+  clientAddressOf,
+  isSecureRequest,
+  sessionCookieOf,
+  sessionSetCookie,
+  type CookiePolicy,
+} from '../auth/session-cookie.js';
 import { createSession, endSession, type SessionPolicy } from '../auth/sessions.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
@@ -52,7 +59,9 @@ class LoginThrottle {
     const prefix = `${options.keyPrefix ?? 'igw:rl'}:login`;
     const limiter = (scope: string, points: number): RateLimiterAbstract => {
       const settings = { points, duration: FAILURE_WINDOW_SECONDS, blockDuration: FAILURE_WINDOW_SECONDS, keyPrefix: `${prefix}:${scope}` };
-      return this.redis ? new RateLimiterRedis({ ...settings, storeClient: this.redis, rejectIfRedisNotReady: true }) : new RateLimiterMemory(settings);
+      return this.redis
+        ? new RateLimiterRedis({ ...settings, storeClient: this.redis, rejectIfRedisNotReady: true })
+        : new RateLimiterMemory(settings);
     };
     this.byAccount = limiter('account', options.failuresPerAccount);
     this.byAddress = limiter('address', options.failuresPerAddress);
@@ -89,15 +98,22 @@ export function useSignIn(options: SignInOptions): Plugin {
   const throttle = new LoginThrottle(options);
   const { db, policy } = options;
 
-  async function answer(request: Request, pathname: string, socketAddress: string, fetchAPI: { Response: typeof Response }): Promise<Response> {
+  async function answer(
+    request: Request,
+    pathname: string,
+    socketAddress: string,
+    fetchAPI: { Response: typeof Response },
+  ): Promise<Response> {
     const source = sourceOfFetch(request);
     const invitation = INVITATION_PATTERN.exec(pathname);
     if (pathname !== LOGIN_PATH && pathname !== LOGOUT_PATH && !invitation) throw new ApiError('NOT_FOUND', `no such path: ${pathname}`);
-    if (request.method !== 'POST') throw new ApiError('METHOD_NOT_ALLOWED', `${pathname} accepts POST only`, { headers: { Allow: 'POST' } });
+    if (request.method !== 'POST')
+      throw new ApiError('METHOD_NOT_ALLOWED', `${pathname} accepts POST only`, { headers: { Allow: 'POST' } });
     // A page of another origin may not sign anyone in or out, nor choose a password.
     assertOwnOrigin(source, policy);
     const noStore = { 'Cache-Control': 'no-store' };
-    const cookie = (value: string | null) => sessionSetCookie(value, { secure: isSecureRequest(source, policy), maxAgeSeconds: Math.floor(policy.lifetimeMs / 1000) });
+    const cookie = (value: string | null) =>
+      sessionSetCookie(value, { secure: isSecureRequest(source, policy), maxAgeSeconds: Math.floor(policy.lifetimeMs / 1000) });
 
     if (pathname === LOGOUT_PATH) {
       const session = sessionCookieOf(request.headers.get('cookie'));
@@ -113,7 +129,9 @@ export function useSignIn(options: SignInOptions): Plugin {
     const address = clientAddressOf(source, socketAddress, policy);
     const wait = await throttle.wait(account, address);
     if (wait > 0) {
-      throw new ApiError('RATE_LIMITED', `Too many failed sign-ins for this account or from this address: retry in ${wait} s`, { headers: { 'Retry-After': String(wait) } });
+      throw new ApiError('RATE_LIMITED', `Too many failed sign-ins for this account or from this address: retry in ${wait} s`, {
+        headers: { 'Retry-After': String(wait) },
+      });
     }
     const member = await memberOfPassword(db, body.email, body.password);
     if (!member) {
@@ -132,7 +150,8 @@ export function useSignIn(options: SignInOptions): Plugin {
   return {
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
       if (!url.pathname.startsWith(`${AUTH_BASE}/`)) return;
-      const socketAddress = (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req?.socket?.remoteAddress ?? 'unknown';
+      const socketAddress =
+        (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req?.socket?.remoteAddress ?? 'unknown';
       try {
         endResponse(await answer(request, url.pathname, socketAddress, fetchAPI));
       } catch (error) {
@@ -161,6 +180,7 @@ async function jsonBody(request: Request): Promise<Record<string, unknown>> {
   } catch {
     throw new ApiError('INVALID_QUERY', 'The body is not valid JSON');
   }
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError('INVALID_QUERY', 'The body must be a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ApiError('INVALID_QUERY', 'The body must be a JSON object');
   return body as Record<string, unknown>;
 }

@@ -61,7 +61,9 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
         responses: {
           200: {
             description: 'Signed in.',
-            headers: { 'Set-Cookie': { description: `${SESSION_COOKIE}=<session>; HttpOnly; SameSite=Lax; Path=/`, schema: { type: 'string' } } },
+            headers: {
+              'Set-Cookie': { description: `${SESSION_COOKIE}=<session>; HttpOnly; SameSite=Lax; Path=/`, schema: { type: 'string' } },
+            },
             content: { 'application/json': { schema: signedIn } },
           },
           400: error('InvalidQuery'),
@@ -96,8 +98,13 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
         summary: 'Choose a password with an invitation',
         description: `Sets the password of the invited member. The code works once, for 7 days. A weak password is a 400 that says why: at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_LENGTH}), not on a list of commonly used passwords; the code stays usable. Every earlier session of the member ends.`,
         security: [],
-        parameters: [{ name: 'code', in: 'path', required: true, schema: { type: 'string' }, description: 'The code of the invitation URL.' }],
-        requestBody: jsonBody({ type: 'object', required: ['password'], properties: { password: { type: 'string' } } }, { password: 'correct horse battery staple' }),
+        parameters: [
+          { name: 'code', in: 'path', required: true, schema: { type: 'string' }, description: 'The code of the invitation URL.' },
+        ],
+        requestBody: jsonBody(
+          { type: 'object', required: ['password'], properties: { password: { type: 'string' } } },
+          { password: 'correct horse battery staple' },
+        ),
         responses: {
           200: { description: 'The password is set: sign in with it.', content: { 'application/json': { schema: signedIn } } },
           400: error('InvalidQuery'),

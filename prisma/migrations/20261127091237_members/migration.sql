@@ -84,5 +84,6 @@ ALTER TABLE "member_invitations" ADD CONSTRAINT "member_invitations_tenant_id_me
 -- AddForeignKey
 ALTER TABLE "member_sessions" ADD CONSTRAINT "member_sessions_tenant_id_member_id_fkey" FOREIGN KEY ("tenant_id", "member_id") REFERENCES "members"("tenant_id", "id") ON DELETE CASCADE ON UPDATE CASCADE;
 
--- The engine role belongs to service users (sync workers), never to a person.
-ALTER TABLE "members" ADD CONSTRAINT "members_role_not_engine" CHECK ("role" <> 'engine');
+-- The engine role belongs to service users (sync workers), never to a person. Compared as text: on a new
+-- database every migration runs in one transaction, and an enum value added in it (engine) cannot be used yet.
+ALTER TABLE "members" ADD CONSTRAINT "members_role_not_engine" CHECK ("role"::text <> 'engine');
