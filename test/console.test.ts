@@ -514,7 +514,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expect(total).toBeGreaterThan(25);
     await page.getByRole('button', { name: 'Last' }).click();
     await page.getByText(`Page ${Math.ceil(total / 25)} of ${Math.ceil(total / 25)}`).waitFor();
-    expect(await page.locator('tbody tr').count()).toBe(total - 25 * (Math.ceil(total / 25) - 1));
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(total - 25 * (Math.ceil(total / 25) - 1));
 
     await page.getByLabel('Status').selectOption('failed');
     await page.waitForFunction(() => [...document.querySelectorAll('tbody .badge')].every((b) => b.textContent === 'failed'));

@@ -9,6 +9,7 @@ const ConnectionsQuery = graphql(`
   query ConsoleConnections($search: String, $filter: ConnectionFilter, $categoryId: ID, $limit: Int!, $offset: Int!) {
     connections(search: $search, filter: $filter, categoryId: $categoryId, limit: $limit, offset: $offset) {
       totalCount
+      offset
       nodes {
         id
         name
@@ -179,7 +180,7 @@ export function Connections() {
                 })}
               </tbody>
             </table>
-            <Pager label="Connection pages" offset={offset} limit={PAGE} total={data.connections.totalCount} onChange={setOffset} />
+            <Pager label="Connection pages" offset={data.connections.offset} limit={PAGE} total={data.connections.totalCount} onChange={setOffset} />
           </>
         )
       ) : null}

@@ -31,6 +31,7 @@ const SyncsQuery = graphql(`
   query ConsoleSyncs($connectionId: ID, $filter: SyncFilter, $search: String, $limit: Int!, $offset: Int!) {
     syncs(connectionId: $connectionId, filter: $filter, search: $search, limit: $limit, offset: $offset) {
       totalCount
+      offset
       nodes {
         ...ConsoleSyncRow
       }
@@ -192,7 +193,7 @@ export function SyncHistory() {
       {data ? (
         <>
           <SyncRows syncs={data.syncs.nodes} />
-          <Pager label="Sync history pages" offset={offset} limit={PAGE} total={data.syncs.totalCount} onChange={setOffset} />
+          <Pager label="Sync history pages" offset={data.syncs.offset} limit={PAGE} total={data.syncs.totalCount} onChange={setOffset} />
         </>
       ) : null}
     </>

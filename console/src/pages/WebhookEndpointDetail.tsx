@@ -19,6 +19,7 @@ const EndpointQuery = graphql(`
     }
     webhookDeliveries(endpointId: $id, limit: $limit, offset: $offset) {
       totalCount
+      offset
       nodes {
         id
         eventType
@@ -245,7 +246,7 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
               ))}
             </tbody>
           </table>
-          <Pager label="Delivery log pages" offset={offset} limit={PAGE} total={data.webhookDeliveries.totalCount} onChange={setOffset} />
+          <Pager label="Delivery log pages" offset={data.webhookDeliveries.offset} limit={PAGE} total={data.webhookDeliveries.totalCount} onChange={setOffset} />
         </>
       )}
     </>
