@@ -180,7 +180,13 @@ export function Connections() {
                 })}
               </tbody>
             </table>
-            <Pager label="Connection pages" offset={data.connections.offset} limit={PAGE} total={data.connections.totalCount} onChange={setOffset} />
+            <Pager
+              label="Connection pages"
+              offset={data.connections.offset}
+              limit={PAGE}
+              total={data.connections.totalCount}
+              onChange={setOffset}
+            />
           </>
         )
       ) : null}

@@ -246,7 +246,13 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
               ))}
             </tbody>
           </table>
-          <Pager label="Delivery log pages" offset={data.webhookDeliveries.offset} limit={PAGE} total={data.webhookDeliveries.totalCount} onChange={setOffset} />
+          <Pager
+            label="Delivery log pages"
+            offset={data.webhookDeliveries.offset}
+            limit={PAGE}
+            total={data.webhookDeliveries.totalCount}
+            onChange={setOffset}
+          />
         </>
       )}
     </>
