@@ -20,6 +20,9 @@ export const ERROR_DOCS_PATH = '/docs/errors';
 /** Where the pages' own static files (`static/`) are served. */
 export const ASSETS_PATH = '/assets';
 
+/** The console, a single-page app (console/ in the repository); its hashed files are below `${CONSOLE_PATH}/assets/`. */
+export const CONSOLE_PATH = '/console';
+
 /** The process answers (liveness). */
 export const HEALTH_PATH = '/healthz';
 /** The process and its database answer, and it is not shutting down (readiness). */

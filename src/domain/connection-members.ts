@@ -102,7 +102,7 @@ const ANY_KIND_MEMBERS = {
  * The members a kind takes. An application whose category the catalog does not know (added by an operator)
  * takes the common members; `any` is every member some kind takes.
  */
-function membersOf(kind: ConnectionKind | null | 'any'): { metadata: readonly MetadataKey[]; settings: readonly SettingsKey[] } {
+export function membersOf(kind: ConnectionKind | null | 'any'): { metadata: readonly MetadataKey[]; settings: readonly SettingsKey[] } {
   if (kind === 'any') return ANY_KIND_MEMBERS;
   return kind ? CONNECTION_MEMBERS[kind] : { metadata: COMMON_METADATA, settings: COMMON_SETTINGS };
 }

@@ -16,7 +16,7 @@ import { requireViewer } from './viewer.js';
 
 const CREATED_BY = 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli; null when made before this was recorded.';
 
-const Role = builder.enumType(RoleValues, {
+export const Role = builder.enumType(RoleValues, {
   name: 'Role',
   description: 'admin: everything within the tenant. reader: read-only. engine: a sync engine (worker): reads connections and runs, claims runs and reports on them; nothing else.',
 });

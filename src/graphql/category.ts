@@ -1,6 +1,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
 import { CATEGORY_COLUMNS, CATEGORY_DEFAULT_KEYS, categorySearchSql, countCategories, readCategory, readCategoryPage } from '../db/catalog-queries.js';
+import { kindOfCategory } from '../domain/category-kinds.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
@@ -14,7 +15,7 @@ export const CATEGORY_PAGE = pageBounds(100, 100);
 
 /** How Category fields read a category row: `applications` is loaded by the category's id (application.ts). */
 export const categoryFieldReads: FieldReads = {
-  fields: { __typename: [], applications: [] },
+  fields: { __typename: [], applications: [], connectionKind: ['id'] },
   isProperty: (name) => Object.hasOwn(Prisma.CategoryScalarFieldEnum, name),
 };
 
@@ -29,6 +30,12 @@ export const Category = builder.prismaObject('Category', {
     name: t.exposeString('name'),
     description: t.exposeString('description'),
     sortOrder: t.exposeInt('sortOrder'),
+    connectionKind: t.string({
+      nullable: true,
+      description:
+        'What its applications do (lock, pms, payments, accounting, messaging, analytics): decides the metadata and settings members their connections take. Null for a category outside the built-in catalog (its connections take the common members).',
+      resolve: (category) => kindOfCategory(category.id),
+    }),
   }),
 });
 

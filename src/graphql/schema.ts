@@ -9,6 +9,7 @@ import './access.js';
 import './writes.js';
 import './live.js';
 import './webhooks.js';
+import './sync-stats.js';
 import './members.js';
 
 /** The whole GraphQL schema; domain modules register their types on import. */

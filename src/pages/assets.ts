@@ -12,7 +12,7 @@ import { ASSETS_PATH } from '../paths.js';
  */
 const STATIC_DIR = new URL('static/', projectRootOf(import.meta.url));
 
-function projectRootOf(moduleUrl: string): URL {
+export function projectRootOf(moduleUrl: string): URL {
   for (let dir = new URL('./', moduleUrl); ; dir = new URL('../', dir)) {
     if (existsSync(new URL('package.json', dir))) return dir;
     if (dir.pathname === '/') throw new Error(`no package.json above ${moduleUrl}`);

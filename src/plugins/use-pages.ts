@@ -1,10 +1,11 @@
 import type { Plugin } from 'graphql-yoga';
 import { assetResponse, FAVICON_PATH } from '../pages/assets.js';
+import { consoleResponse, isConsolePath } from '../pages/console.js';
 import { landingPage } from '../pages/landing.js';
 import { htmlResponse } from '../pages/layout.js';
 import { ASSETS_PATH } from '../paths.js';
 
-/** The landing page at `/`, the pages' static files under `/assets/` (GraphiQL's bundle among them) and `/favicon.ico`. */
+/** The landing page at `/`, the pages' static files under `/assets/` (GraphiQL's bundle among them), `/favicon.ico` and the console. */
 export function usePages(): Plugin {
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
@@ -12,6 +13,10 @@ export function usePages(): Plugin {
       const head = (response: Response) => (request.method === 'HEAD' ? new fetchAPI.Response(null, response) : response);
       if (url.pathname === '/') {
         endResponse(head(htmlResponse(fetchAPI, landingPage(url.origin))));
+        return;
+      }
+      if (isConsolePath(url.pathname)) {
+        endResponse(head(await consoleResponse(url.pathname, fetchAPI)));
         return;
       }
       if (url.pathname.startsWith(`${ASSETS_PATH}/`) || url.pathname === FAVICON_PATH) {

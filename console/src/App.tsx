@@ -1,0 +1,164 @@
+import { useCallback, useEffect, useMemo, useState } from 'react';
+import { useQuery } from 'urql';
+import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
+import { hasCredential, isUnauthenticated, postJson, setSessionMark, storedToken, storeToken } from './api';
+import { graphql } from './generated';
+import { SessionContext, type Session } from './session';
+import { ErrorMessage, Loading } from './ui';
+import { SignIn } from './pages/SignIn';
+import { Invitation } from './pages/Invitation';
+import { Overview } from './pages/Overview';
+import { Members } from './pages/Members';
+import { ServiceUsers } from './pages/ServiceUsers';
+import { ServiceUserDetail } from './pages/ServiceUserDetail';
+import { Connections } from './pages/Connections';
+import { ConnectApplication } from './pages/ConnectApplication';
+import { ConnectionDetail } from './pages/ConnectionDetail';
+import { SyncHistory } from './pages/SyncHistory';
+import { SyncDetail } from './pages/SyncDetail';
+import { Webhooks } from './pages/Webhooks';
+import { WebhookEndpointDetail } from './pages/WebhookEndpointDetail';
+
+const OrganizationQuery = graphql(`
+  query ConsoleOrganization {
+    organization {
+      id
+      name
+      slug
+      viewerRole
+    }
+  }
+`);
+
+/** `generation` changes with the credential (see main.tsx): the signed-in part starts over with it. */
+export function App({ generation, onCredentialChange }: { generation: number; onCredentialChange: () => void }) {
+  return (
+    <Switch>
+      <Route path="/invite/:code">{(params) => <Invitation code={params.code} />}</Route>
+      <Route>
+        <SignedIn key={generation} onCredentialChange={onCredentialChange} />
+      </Route>
+    </Switch>
+  );
+}
+
+function SignedIn({ onCredentialChange }: { onCredentialChange: () => void }) {
+  const [credential] = useState(hasCredential);
+  const [{ data, error, fetching }] = useQuery({ query: OrganizationQuery, requestPolicy: 'network-only', pause: !credential });
+  const [, navigate] = useLocation();
+  // Signing in or out starts over with a new client (main.tsx), which remounts this component.
+  const signedIn = onCredentialChange;
+  const signOut = useCallback(async () => {
+    if (!storedToken()) await postJson('/api/v1/auth/logout', {}).catch(() => undefined);
+    storeToken(null);
+    setSessionMark(false);
+    navigate('/');
+    onCredentialChange();
+  }, [navigate, onCredentialChange]);
+  const unauthenticated = !credential || isUnauthenticated(error);
+  useEffect(() => {
+    // A credential that stopped working (an expired session, a revoked token) is forgotten.
+    if (credential && isUnauthenticated(error)) {
+      storeToken(null);
+      setSessionMark(false);
+    }
+  }, [credential, error]);
+  const session = useMemo<Session | null>(
+    () =>
+      data && credential
+        ? {
+            organizationName: data.organization.name,
+            organizationSlug: data.organization.slug,
+            role: data.organization.viewerRole,
+            signOut,
+          }
+        : null,
+    [data, credential, signOut],
+  );
+  if (unauthenticated) return <SignIn onSignedIn={signedIn} />;
+  if (!session) return <main className="center">{fetching ? <Loading /> : <ErrorMessage error={error} />}</main>;
+  return (
+    <SessionContext.Provider value={session}>
+      <div className="layout">
+        <Sidebar session={session} />
+        <main id="main" className="content">
+          <Switch>
+            <Route path="/">
+              <Overview />
+            </Route>
+            <Route path="/users">
+              <Redirect to="/users/members" />
+            </Route>
+            <Route path="/users/members">
+              <Members />
+            </Route>
+            <Route path="/users/service-users">
+              <ServiceUsers />
+            </Route>
+            <Route path="/users/service-users/:id">{(params) => <ServiceUserDetail id={params.id} />}</Route>
+            <Route path="/connections">
+              <Connections />
+            </Route>
+            <Route path="/connections/new">
+              <ConnectApplication />
+            </Route>
+            <Route path="/connections/:id">{(params) => <ConnectionDetail id={params.id} />}</Route>
+            <Route path="/syncs">
+              <SyncHistory />
+            </Route>
+            <Route path="/syncs/:id">{(params) => <SyncDetail id={params.id} />}</Route>
+            <Route path="/webhooks">
+              <Webhooks />
+            </Route>
+            <Route path="/webhooks/:id">{(params) => <WebhookEndpointDetail id={params.id} />}</Route>
+            <Route>
+              <h1>Not found</h1>
+              <p>
+                There is no page here. <Link href="/">Go to the overview</Link>.
+              </p>
+            </Route>
+          </Switch>
+        </main>
+      </div>
+    </SessionContext.Provider>
+  );
+}
+
+const NAVIGATION = [
+  ['/', 'Overview'],
+  ['/connections', 'Connections'],
+  ['/syncs', 'Sync history'],
+  ['/webhooks', 'Webhooks'],
+] as const;
+
+function Sidebar({ session }: { session: Session }) {
+  const [location] = useLocation();
+  const current = (href: string) => (href === '/' ? location === '/' : location === href || location.startsWith(`${href}/`));
+  return (
+    <nav className="sidebar" aria-label="Console">
+      <Link
+        href="/users"
+        className="organization"
+        aria-current={location.startsWith('/users') ? 'page' : undefined}
+        title="User management"
+      >
+        {session.organizationName}
+      </Link>
+      <ul>
+        {NAVIGATION.map(([href, label]) => (
+          <li key={href}>
+            <Link href={href} aria-current={current(href) ? 'page' : undefined}>
+              {label}
+            </Link>
+          </li>
+        ))}
+      </ul>
+      <div className="who">
+        <span>Role: {session.role}</span>
+        <button type="button" onClick={() => void session.signOut()}>
+          Sign out
+        </button>
+      </div>
+    </nav>
+  );
+}

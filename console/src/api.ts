@@ -1,0 +1,121 @@
+import { Client, cacheExchange, fetchExchange, subscriptionExchange, CombinedError } from 'urql';
+import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
+
+// How the console talks to the gateway: GraphQL over HTTP for queries and mutations, graphql-ws for
+// subscriptions, both on /graphql of the same origin, and the few REST routes of signing in and out.
+// A person signed in with a password is known by the session cookie (sent by the browser itself); a person
+// who signed in with an API token keeps it in this tab's sessionStorage and sends it in Authorization.
+// Every request carries X-Requested-With: the server accepts a cookie-authenticated write only with it.
+
+const TOKEN_KEY = 'console.token';
+/**
+ * Set while this browser holds a member's session cookie (which scripts cannot see, being HttpOnly): it is no
+ * credential, only what saves a request that would fail when nobody signed in.
+ */
+const SESSION_MARK_KEY = 'console.session';
+
+export function hasSessionMark(): boolean {
+  return localStorage.getItem(SESSION_MARK_KEY) === '1';
+}
+
+export function setSessionMark(signedIn: boolean): void {
+  if (signedIn) localStorage.setItem(SESSION_MARK_KEY, '1');
+  else localStorage.removeItem(SESSION_MARK_KEY);
+}
+
+/** Whether this tab has a credential to try: a token, or (presumably) a session cookie. */
+export function hasCredential(): boolean {
+  return storedToken() !== null || hasSessionMark();
+}
+
+export function storedToken(): string | null {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function storeToken(token: string | null): void {
+  if (token === null) sessionStorage.removeItem(TOKEN_KEY);
+  else sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+function authorization(): string | null {
+  const token = storedToken();
+  return token ? `Token ${token}` : null;
+}
+
+export function requestHeaders(): Record<string, string> {
+  const value = authorization();
+  return { 'X-Requested-With': 'console', ...(value ? { Authorization: value } : {}) };
+}
+
+let wsClient: WsClient | null = null;
+
+function subscriptions(): WsClient {
+  wsClient ??= createWsClient({
+    url: `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}/graphql`,
+    lazy: true,
+    connectionParams: () => {
+      const value = authorization();
+      return value ? { Authorization: value } : {};
+    },
+  });
+  return wsClient;
+}
+
+export function createApiClient(): Client {
+  return new Client({
+    url: '/graphql',
+    preferGetMethod: false,
+    requestPolicy: 'cache-and-network',
+    fetchOptions: () => ({ credentials: 'same-origin', headers: requestHeaders() }),
+    exchanges: [
+      cacheExchange,
+      fetchExchange,
+      subscriptionExchange({
+        forwardSubscription: (request) => {
+          const input = { ...request, query: request.query ?? '' };
+          return {
+            subscribe: (sink) => ({ unsubscribe: subscriptions().subscribe(input, sink) }),
+          };
+        },
+      }),
+    ],
+  });
+}
+
+/** Closes the subscription socket: after signing out, or when the credential changes. */
+export function closeSubscriptions(): void {
+  wsClient?.dispose();
+  wsClient = null;
+}
+
+/** The API's error message (the spec's error body on REST, the GraphQL errors' messages), for a person. */
+export function errorText(error: CombinedError | Error | string | null | undefined): string | null {
+  if (!error) return null;
+  if (typeof error === 'string') return error;
+  if (error instanceof CombinedError) {
+    if (error.graphQLErrors.length > 0) return error.graphQLErrors.map((e) => e.message).join('; ');
+    return error.networkError ? 'The server could not be reached.' : error.message;
+  }
+  return error.message;
+}
+
+/** Whether the error says the request carried no valid credential (401, not a 403 for a missing permission). */
+export function isUnauthenticated(error: CombinedError | undefined): boolean {
+  if (!error) return false;
+  if ((error.response as Response | undefined)?.status === 401) return true;
+  return error.graphQLErrors.some((e) => (e.extensions?.http as { status?: number } | undefined)?.status === 401);
+}
+
+/** POST a JSON body to a REST route of this server; resolves to the parsed answer, throws its message. */
+export async function postJson(path: string, body: unknown): Promise<unknown> {
+  const response = await fetch(path, {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'content-type': 'application/json', accept: 'application/json', 'X-Requested-With': 'console' },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  const parsed = text ? (JSON.parse(text) as { msg?: string }) : {};
+  if (!response.ok) throw new Error(parsed.msg || `The server answered ${response.status}.`);
+  return parsed;
+}

@@ -1,0 +1,195 @@
+import { useState } from 'react';
+import { useQuery, useSubscription } from 'urql';
+import { Link } from 'wouter';
+import { graphql } from '../generated';
+import { useCanWrite } from '../session';
+import { durationOf, ErrorMessage, formatDuration, formatTime, Loading, PageHeader, Pager, StatusBadge, useThrottled } from '../ui';
+
+const ConnectionsQuery = graphql(`
+  query ConsoleConnections($search: String, $filter: ConnectionFilter, $categoryId: ID, $limit: Int!, $offset: Int!) {
+    connections(search: $search, filter: $filter, categoryId: $categoryId, limit: $limit, offset: $offset) {
+      totalCount
+      offset
+      nodes {
+        id
+        name
+        status
+        applicationName
+        categoryName
+        syncs(limit: 1) {
+          id
+          status
+          startedAt
+          finishedAt
+        }
+      }
+    }
+    categories(limit: 100) {
+      nodes {
+        id
+        name
+      }
+    }
+  }
+`);
+
+const ConnectionChanges = graphql(`
+  subscription ConsoleConnectionChanges {
+    connectionChanged {
+      id
+      status
+    }
+  }
+`);
+
+export const SyncChanges = graphql(`
+  subscription ConsoleSyncChanges {
+    syncChanged {
+      id
+      status
+      connectionId
+    }
+  }
+`);
+
+export const CONNECTION_STATUSES = ['active', 'pending', 'paused', 'error'] as const;
+const PAGE = 25;
+
+export function Connections() {
+  const canWrite = useCanWrite();
+  const [search, setSearch] = useState('');
+  const [status, setStatus] = useState('');
+  const [categoryId, setCategoryId] = useState('');
+  const [offset, setOffset] = useState(0);
+  const [{ data, error, fetching }, refetch] = useQuery({
+    query: ConnectionsQuery,
+    variables: {
+      search: search.trim() || null,
+      filter: status ? { status: { eq: status as (typeof CONNECTION_STATUSES)[number] } } : null,
+      categoryId: categoryId || null,
+      limit: PAGE,
+      offset,
+    },
+  });
+  // A connection's status and its last run change as runs go: refresh the page, at most once a second.
+  const refresh = useThrottled(() => refetch({ requestPolicy: 'network-only' }), 1000);
+  useSubscription({ query: ConnectionChanges }, () => refresh());
+  useSubscription({ query: SyncChanges }, () => refresh());
+
+  return (
+    <>
+      <PageHeader title="Connections">
+        {canWrite ? (
+          <Link href="/connections/new" className="button primary">
+            Connect an application
+          </Link>
+        ) : null}
+      </PageHeader>
+      <form className="filters" aria-label="Filter connections" onSubmit={(e) => e.preventDefault()}>
+        <div>
+          <label htmlFor="connection-search">Search</label>
+          <input
+            id="connection-search"
+            type="search"
+            value={search}
+            onChange={(e) => {
+              setSearch(e.target.value);
+              setOffset(0);
+            }}
+          />
+        </div>
+        <div>
+          <label htmlFor="connection-status">Status</label>
+          <select
+            id="connection-status"
+            value={status}
+            onChange={(e) => {
+              setStatus(e.target.value);
+              setOffset(0);
+            }}
+          >
+            <option value="">Any status</option>
+            {CONNECTION_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </div>
+        <div>
+          <label htmlFor="connection-category">Category</label>
+          <select
+            id="connection-category"
+            value={categoryId}
+            onChange={(e) => {
+              setCategoryId(e.target.value);
+              setOffset(0);
+            }}
+          >
+            <option value="">Any category</option>
+            {data?.categories.nodes.map((c) => (
+              <option key={c.id} value={c.id}>
+                {c.name}
+              </option>
+            ))}
+          </select>
+        </div>
+      </form>
+      <ErrorMessage error={error} />
+      {!data && fetching ? <Loading /> : null}
+      {data ? (
+        data.connections.nodes.length === 0 ? (
+          <p>No connections match.</p>
+        ) : (
+          <>
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Application</th>
+                  <th scope="col">Category</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Last run</th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.connections.nodes.map((connection) => {
+                  const last = connection.syncs[0];
+                  return (
+                    <tr key={connection.id}>
+                      <td>
+                        <Link href={`/connections/${connection.id}`}>{connection.name}</Link>
+                      </td>
+                      <td>{connection.applicationName}</td>
+                      <td>{connection.categoryName}</td>
+                      <td>
+                        <StatusBadge status={connection.status} />
+                      </td>
+                      <td>
+                        {last ? (
+                          <Link href={`/syncs/${last.id}`}>
+                            <StatusBadge status={last.status} /> {formatTime(last.startedAt)}
+                            {last.finishedAt ? `, ${formatDuration(durationOf(last.startedAt, last.finishedAt))}` : ''}
+                          </Link>
+                        ) : (
+                          'never'
+                        )}
+                      </td>
+                    </tr>
+                  );
+                })}
+              </tbody>
+            </table>
+            <Pager
+              label="Connection pages"
+              offset={data.connections.offset}
+              limit={PAGE}
+              total={data.connections.totalCount}
+              onChange={setOffset}
+            />
+          </>
+        )
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,226 @@
+import { useState, type FormEvent } from 'react';
+import { useMutation, useQuery } from 'urql';
+import { Link, useLocation } from 'wouter';
+import { graphql } from '../generated';
+import { ConfirmButton, ErrorMessage, formatTime, Loading, SecretOnce } from '../ui';
+import { UserManagement } from './UserManagement';
+import { ROLE_DESCRIPTIONS, ROLES } from './ServiceUsers';
+
+const ServiceUserQuery = graphql(`
+  query ConsoleServiceUser {
+    serviceUsers {
+      id
+      name
+      role
+      createdAt
+      tokens {
+        id
+        prefix
+        createdAt
+        expiresAt
+        lastUsedAt
+        revokedAt
+      }
+    }
+  }
+`);
+
+const CreateToken = graphql(`
+  mutation ConsoleCreateToken($serviceUserId: ID!, $expiresAt: DateTime!) {
+    createToken(serviceUserId: $serviceUserId, expiresAt: $expiresAt) {
+      id
+      token
+      prefix
+      expiresAt
+    }
+  }
+`);
+
+const RevokeToken = graphql(`
+  mutation ConsoleRevokeToken($id: ID!) {
+    revokeToken(id: $id) {
+      id
+      revokedAt
+    }
+  }
+`);
+
+const ChangeRole = graphql(`
+  mutation ConsoleChangeServiceUserRole($id: ID!, $role: Role!) {
+    changeServiceUserRole(id: $id, role: $role) {
+      id
+      role
+    }
+  }
+`);
+
+const DeleteServiceUser = graphql(`
+  mutation ConsoleDeleteServiceUser($id: ID!) {
+    deleteServiceUser(id: $id) {
+      id
+      deletedTokens
+    }
+  }
+`);
+
+/** The server accepts an expiry at most this many days ahead. */
+const MAX_TOKEN_LIFETIME_DAYS = 366;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+function isoDate(time: number): string {
+  return new Date(time).toISOString().slice(0, 10);
+}
+
+export function ServiceUserDetail({ id }: { id: string }) {
+  return (
+    <UserManagement>
+      <Detail id={id} />
+    </UserManagement>
+  );
+}
+
+function Detail({ id }: { id: string }) {
+  const [{ data, error, fetching }, refetch] = useQuery({ query: ServiceUserQuery, requestPolicy: 'cache-and-network' });
+  const [created, setCreated] = useState<{ token: string; expiresAt: string } | null>(null);
+  const [createState, createToken] = useMutation(CreateToken);
+  const [revokeState, revokeToken] = useMutation(RevokeToken);
+  const [roleState, changeRole] = useMutation(ChangeRole);
+  const [deleteState, deleteUser] = useMutation(DeleteServiceUser);
+  const [, navigate] = useLocation();
+  const reload = () => refetch({ requestPolicy: 'network-only' });
+
+  if (!data) return fetching ? <Loading /> : <ErrorMessage error={error} />;
+  const user = data.serviceUsers.find((u) => u.id === id);
+  if (!user) {
+    return (
+      <p>
+        There is no such service user. <Link href="/users/service-users">All service users</Link>
+      </p>
+    );
+  }
+
+  async function submitToken(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const day = String(new FormData(event.currentTarget).get('expires'));
+    const result = await createToken({ serviceUserId: id, expiresAt: `${day}T00:00:00.000Z` });
+    if (result.data) {
+      setCreated(result.data.createToken);
+      reload();
+    }
+  }
+
+  async function submitRole(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const role = new FormData(event.currentTarget).get('role') as (typeof ROLES)[number];
+    await changeRole({ id, role });
+  }
+
+  const today = Date.now();
+  return (
+    <section aria-labelledby="service-user-name">
+      <p>
+        <Link href="/users/service-users">Service users</Link> / {user.name}
+      </p>
+      <div className="section-header">
+        <h2 id="service-user-name">{user.name}</h2>
+        <ConfirmButton
+          label="Delete service user"
+          question={`Delete the service user ${user.name} and all of its tokens? Programs using them lose access at once.`}
+          confirmLabel="Delete"
+          onConfirm={async () => {
+            const result = await deleteUser({ id });
+            if (result.data) navigate('/users/service-users');
+          }}
+        />
+      </div>
+      <ErrorMessage error={deleteState.error} />
+      <form className="inline" onSubmit={submitRole}>
+        <label htmlFor="role">Role</label>
+        <select id="role" name="role" defaultValue={user.role} key={user.role}>
+          {ROLES.map((role) => (
+            <option key={role} value={role}>
+              {ROLE_DESCRIPTIONS[role]}
+            </option>
+          ))}
+        </select>
+        <button type="submit" disabled={roleState.fetching}>
+          Change role
+        </button>
+      </form>
+      <ErrorMessage error={roleState.error} />
+      <p className="note">Created {formatTime(user.createdAt)}</p>
+
+      <h3>Tokens</h3>
+      <form className="card" onSubmit={submitToken} aria-labelledby="create-token">
+        <h4 id="create-token">Create token</h4>
+        <label htmlFor="expires">Expires</label>
+        <input
+          id="expires"
+          name="expires"
+          type="date"
+          required
+          min={isoDate(today + DAY_MS)}
+          max={isoDate(today + MAX_TOKEN_LIFETIME_DAYS * DAY_MS - DAY_MS)}
+          defaultValue={isoDate(today + 90 * DAY_MS)}
+        />
+        <ErrorMessage error={createState.error} />
+        <button type="submit" className="primary" disabled={createState.fetching}>
+          Create token
+        </button>
+      </form>
+      {created ? (
+        <SecretOnce
+          label="Token"
+          value={created.token}
+          note={`Expires ${formatTime(created.expiresAt)}. Copy it now: it is shown only this once, and not after a reload. Send it as Authorization: Token <token>.`}
+        />
+      ) : null}
+      <ErrorMessage error={revokeState.error} />
+      {user.tokens.length === 0 ? (
+        <p>No tokens yet.</p>
+      ) : (
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Prefix</th>
+              <th scope="col">Created</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Last used</th>
+              <th scope="col">State</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {user.tokens.map((token) => {
+              const expired = new Date(token.expiresAt).getTime() <= today;
+              return (
+                <tr key={token.id}>
+                  <td className="mono">{token.prefix}</td>
+                  <td>{formatTime(token.createdAt)}</td>
+                  <td>{formatTime(token.expiresAt)}</td>
+                  <td>{formatTime(token.lastUsedAt)}</td>
+                  <td>{token.revokedAt ? `revoked ${formatTime(token.revokedAt)}` : expired ? 'expired' : 'active'}</td>
+                  <td>
+                    {!token.revokedAt && !expired ? (
+                      <ConfirmButton
+                        label={`Revoke token ${token.prefix}`}
+                        question={`Revoke the token ${token.prefix}? Requests with it fail from now on, and its open streams close.`}
+                        confirmLabel="Revoke"
+                        onConfirm={async () => {
+                          await revokeToken({ id: token.id });
+                          reload();
+                        }}
+                      />
+                    ) : null}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,195 @@
+import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { errorText } from './api';
+import type { CombinedError } from 'urql';
+
+// Small pieces every page uses: error and status messages, a confirmation dialog, a copy button, formats.
+
+export function ErrorMessage({ error }: { error: CombinedError | Error | string | null | undefined }) {
+  const text = errorText(error);
+  return text ? (
+    <p className="error" role="alert">
+      {text}
+    </p>
+  ) : null;
+}
+
+/** The problems a form's own checks found, each on a line, announced as they appear. */
+export function ProblemList({ problems }: { problems: readonly string[] }) {
+  return problems.length > 0 ? (
+    <ul className="error" role="alert">
+      {problems.map((problem) => (
+        <li key={problem}>{problem}</li>
+      ))}
+    </ul>
+  ) : null;
+}
+
+export function Loading() {
+  return <p aria-live="polite">Loading…</p>;
+}
+
+/** A button that asks before it acts, in a modal dialog (keyboard: Tab between the buttons, Escape cancels). */
+export function ConfirmButton({
+  label,
+  question,
+  confirmLabel,
+  onConfirm,
+  className = 'danger',
+}: {
+  label: string;
+  question: string;
+  confirmLabel: string;
+  onConfirm: () => unknown;
+  className?: string;
+}) {
+  const dialog = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  const [busy, setBusy] = useState(false);
+  return (
+    <>
+      <button type="button" className={className} onClick={() => dialog.current?.showModal()}>
+        {label}
+      </button>
+      <dialog ref={dialog} aria-labelledby={titleId}>
+        <p id={titleId}>{question}</p>
+        <div className="actions">
+          <button type="button" onClick={() => dialog.current?.close()}>
+            Cancel
+          </button>
+          <button
+            type="button"
+            className="danger"
+            disabled={busy}
+            onClick={async () => {
+              setBusy(true);
+              try {
+                await onConfirm();
+              } finally {
+                setBusy(false);
+                dialog.current?.close();
+              }
+            }}
+          >
+            {confirmLabel}
+          </button>
+        </div>
+      </dialog>
+    </>
+  );
+}
+
+/** A secret shown once: the value in a read-only field, a copy button, and the warning that it will not come back. */
+export function SecretOnce({ label, value, note }: { label: string; value: string; note: string }) {
+  const id = useId();
+  const [copied, setCopied] = useState(false);
+  return (
+    <div className="secret" role="status">
+      <label htmlFor={id}>{label}</label>
+      <div className="row">
+        <input id={id} readOnly value={value} className="mono" onFocus={(e) => e.currentTarget.select()} />
+        <button
+          type="button"
+          onClick={async () => {
+            await navigator.clipboard.writeText(value);
+            setCopied(true);
+          }}
+        >
+          {copied ? 'Copied' : 'Copy'}
+        </button>
+      </div>
+      <p className="note">{note}</p>
+    </div>
+  );
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
+}
+
+const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'UTC' });
+
+export function formatTime(iso: string | null | undefined): string {
+  return iso ? `${dateTime.format(new Date(iso))} UTC` : '—';
+}
+
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined) return '—';
+  if (ms < 1000) return `${ms} ms`;
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min ${Math.round(seconds % 60)} s`;
+  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+export function durationOf(startedAt: string, finishedAt: string | null | undefined): number | null {
+  return finishedAt ? new Date(finishedAt).getTime() - new Date(startedAt).getTime() : null;
+}
+
+export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
+  useEffect(() => {
+    document.title = `${title} · Console`;
+  }, [title]);
+  return (
+    <header className="page-header">
+      <h1>{title}</h1>
+      {children ? <div className="actions">{children}</div> : null}
+    </header>
+  );
+}
+
+/** Calls `action` at most once per `ms`, trailing: live events refresh a list without a request per event. */
+export function useThrottled(action: () => void, ms: number): () => void {
+  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const latest = useRef(action);
+  latest.current = action;
+  useEffect(
+    () => () => {
+      if (timer.current) clearTimeout(timer.current);
+    },
+    [],
+  );
+  return () => {
+    if (timer.current) return;
+    timer.current = setTimeout(() => {
+      timer.current = null;
+      latest.current();
+    }, ms);
+  };
+}
+
+export function Pager({
+  offset,
+  limit,
+  total,
+  onChange,
+  label,
+}: {
+  offset: number;
+  limit: number;
+  total: number;
+  onChange: (offset: number) => void;
+  label: string;
+}) {
+  const page = Math.floor(offset / limit) + 1;
+  const pages = Math.max(1, Math.ceil(total / limit));
+  return (
+    <nav className="pager" aria-label={label}>
+      <button type="button" disabled={offset === 0} onClick={() => onChange(0)}>
+        First
+      </button>
+      <button type="button" disabled={offset === 0} onClick={() => onChange(Math.max(0, offset - limit))}>
+        Previous
+      </button>
+      <span aria-live="polite">
+        Page {page} of {pages} ({total} in all)
+      </span>
+      <button type="button" disabled={offset + limit >= total} onClick={() => onChange(offset + limit)}>
+        Next
+      </button>
+      <button type="button" disabled={offset + limit >= total} onClick={() => onChange((pages - 1) * limit)}>
+        Last
+      </button>
+    </nav>
+  );
+}

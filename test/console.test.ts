@@ -1,0 +1,682 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../src/logger.js';
+import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
+import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
+import { runCliOn } from './fixtures/cli.js';
+import { databaseKinds } from './fixtures/databases.js';
+import { createTestGateway, graphql, type TestGateway, testSecretKeys } from './fixtures/gateway.js';
+import { startReceiver } from './fixtures/webhook-receiver.js';
+
+// The console end to end: the real gateway (on PGlite, and on PostgreSQL when TEST_DATABASE_URL is set) serving
+// the console built from console/ by Vite, driven in Debian's headless Chromium like a person would: sign in,
+// the spec's token flow from the organization's name to a working token, connecting an application, a run
+// finishing live, and a reader who sees no write controls. Every page is checked with axe-core (no serious or
+// critical violation), every console error fails the test, and so does any request that leaves 127.0.0.1.
+// With UPDATE_SCREENSHOTS=1 the PostgreSQL-independent run (PGlite) writes docs/console/*.png, shown by
+// docs/console.md.
+
+const CHROMIUM = '/usr/bin/chromium';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium package`);
+
+const ROOT = new URL('..', import.meta.url).pathname;
+const BUILD_DIR = join(ROOT, 'dist-console');
+const SCREENSHOT_DIR = join(ROOT, 'docs', 'console');
+const AXE_SOURCE = readFileSync(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+/** The budget of the JavaScript the console's page loads before it can show anything, gzipped. */
+const INITIAL_JS_BUDGET_BYTES = 250 * 1024;
+
+/** The console as `npm install` builds it, from the sources under test. Built once per file. */
+let built: Promise<unknown> | undefined;
+function buildConsole(): Promise<unknown> {
+  built ??= build({ configFile: join(ROOT, 'console', 'vite.config.ts'), logLevel: 'warn' });
+  return built;
+}
+
+describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Chromium on %s, offline', (kind) => {
+  let fixture: TestGateway;
+  let server: Server;
+  let closeSockets: () => Promise<void>;
+  let origin: string;
+  let context: BrowserContext;
+  let userDataDir: string;
+  let engineToken: string;
+  /** Invitation pages, as the CLI printed their URLs, of an admin and a reader of the demo tenant. */
+  const invitations: Record<'admin' | 'reader', string> = { admin: '', reader: '' };
+  const ADMIN = { email: 'ana.admin@example.com', password: 'correct horse battery staple 7' };
+  const READER = { email: 'rui.reader@example.com', password: 'a reader reads but never writes' };
+  const offsite: string[] = [];
+  const problems: string[] = [];
+  const screenshots = process.env.UPDATE_SCREENSHOTS === '1' && kind === 'pglite';
+
+  beforeAll(async () => {
+    await buildConsole();
+    fixture = await createTestGateway(kind, { config: { WEBHOOK_ALLOW_PRIVATE: '1' } });
+    server = createServer(fixture.gateway);
+    closeSockets = attachGraphqlWebSocket(server, fixture.gateway, createLogger('silent'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const engine = await runCliOn(
+      fixture.db,
+      'service-user',
+      'create',
+      '--tenant',
+      'demo',
+      '--name',
+      'console-test-engine',
+      '--role',
+      'engine',
+    );
+    expect(engine.code, engine.stderr).toBe(0);
+    const token = await runCliOn(
+      fixture.db,
+      'token',
+      'create',
+      '--tenant',
+      'demo',
+      '--service-user',
+      'console-test-engine',
+      '--expires',
+      new Date(Date.now() + 7 * 86_400_000).toISOString(),
+    );
+    expect(token.code, token.stderr).toBe(0);
+    engineToken = token.stdout.trim();
+    for (const [role, person] of [
+      ['admin', ADMIN],
+      ['reader', READER],
+    ] as const) {
+      const invited = await runCliOn(fixture.db, 'member', 'invite', '--tenant', 'demo', '--email', person.email, '--role', role);
+      expect(invited.code, invited.stderr).toBe(0);
+      expect(invited.stdout).toMatch(/^http:\/\/[^/]+\/console\/invite\/[^/\s]+\n$/);
+      invitations[role] = new URL(invited.stdout.trim()).pathname;
+    }
+    userDataDir = mkdtempSync(join(tmpdir(), 'gw-console-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1200, height: 800 },
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+    });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
+    await context.route(
+      (url) =>
+        url.origin !== origin &&
+        (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
+      async (route) => {
+        offsite.push(route.request().url());
+        await route.abort('internetdisconnected');
+      },
+    );
+    if (screenshots) mkdirSync(SCREENSHOT_DIR, { recursive: true });
+  }, 180_000);
+
+  afterAll(async () => {
+    await context?.close();
+    await closeSockets?.();
+    await new Promise((resolve) => server?.close(resolve));
+    await fixture?.dispose();
+    if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+  });
+
+  function watch(page: Page, label: string): Page {
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(`${label}: ${message.text()}`);
+    });
+    page.on('pageerror', (error) => problems.push(`${label}: ${error.message}`));
+    return page;
+  }
+
+  async function newPage(label: string): Promise<Page> {
+    return watch(await context.newPage(), label);
+  }
+
+  /** axe-core on the page as it is now: no serious or critical violation. */
+  async function checkAccessibility(page: Page, name: string): Promise<void> {
+    // Evaluated through the DevTools protocol, which the page's CSP does not govern (a <script> tag it would refuse).
+    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
+    const violations = await page.evaluate(async () => {
+      const axe = (
+        window as unknown as {
+          axe: {
+            run: (
+              context: Document,
+              options: object,
+            ) => Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }>;
+          };
+        }
+      ).axe;
+      const result = await axe.run(document, { resultTypes: ['violations'] });
+      return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
+    });
+    expect(
+      violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
+      `${name}: serious or critical axe violations`,
+    ).toEqual([]);
+  }
+
+  async function screenshot(page: Page, name: string): Promise<void> {
+    if (!screenshots) return;
+    // The top of the page, as a person arriving on it sees it, whatever field the test left focused.
+    await page.evaluate(() => {
+      (document.activeElement as HTMLElement | null)?.blur();
+      window.scrollTo(0, 0);
+    });
+    await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: false });
+  }
+
+  /** Checks the page with axe and, when asked to, keeps its picture. */
+  async function visited(page: Page, name: string): Promise<void> {
+    await checkAccessibility(page, name);
+    await screenshot(page, name);
+  }
+
+  async function signInWithToken(page: Page, token: string): Promise<void> {
+    await page.goto(`${origin}/console`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.getByText('Sign in with an API token').click();
+    await page.getByLabel('Token').fill(token);
+    await page.getByRole('button', { name: 'Sign in with the token' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  }
+
+  async function signIn(page: Page, person: { email: string; password: string }): Promise<void> {
+    await page.goto(`${origin}/console`);
+    const signInHeading = page.getByRole('heading', { name: 'Sign in' });
+    const overview = page.getByRole('heading', { name: 'Overview' });
+    await signInHeading.or(overview).waitFor();
+    if (await overview.isVisible()) await page.getByRole('button', { name: 'Sign out' }).click();
+    await signInHeading.waitFor();
+    await page.getByLabel('Email').fill(person.email);
+    await page.getByLabel('Password').fill(person.password);
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await overview.waitFor();
+  }
+
+  function expectCleanRun(): void {
+    expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
+    expect(problems, 'console errors (CSP violations among them)').toEqual([]);
+  }
+
+  it('is served with hashed assets cached for a year, a strict CSP, an SPA fallback, and within its JavaScript budget', async () => {
+    const page = await fetch(`${origin}/console/connections/anything`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('cache-control')).toBe('no-cache');
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toMatch(/script-src 'self'(;|$)/);
+    expect(csp).not.toMatch(/script-src[^;]*unsafe-inline/);
+    const html = await page.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    const scripts = [...html.matchAll(/<script[^>]*src="([^"]+)"/g)].map((m) => m[1]!);
+    expect(scripts.length).toBeGreaterThan(0);
+    let initialBytes = 0;
+    for (const src of scripts) {
+      expect(src).toMatch(/^\/console\/assets\/[\w-]+\.js$/);
+      const asset = await fetch(`${origin}${src}`);
+      expect(asset.status).toBe(200);
+      expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+      expect(asset.headers.get('content-type')).toMatch(/^text\/javascript/);
+      initialBytes += gzipSync(Buffer.from(await asset.arrayBuffer())).length;
+    }
+    expect(initialBytes, 'initial JavaScript, gzipped').toBeLessThanOrEqual(INITIAL_JS_BUDGET_BYTES);
+    // Every built script, lazily loaded ones included, is within the budget too: nothing large hides behind an import().
+    const allJs = readdirSync(join(BUILD_DIR, 'assets')).filter((name) => name.endsWith('.js'));
+    const allBytes = allJs.reduce((sum, name) => sum + gzipSync(readFileSync(join(BUILD_DIR, 'assets', name))).length, 0);
+    expect(allBytes).toBeLessThanOrEqual(INITIAL_JS_BUDGET_BYTES);
+    expect((await fetch(`${origin}/console/assets/missing-file.js`)).status).toBe(404);
+  });
+
+  it('lets a person invited with the CLI choose a password on the invitation page, then sign in', async () => {
+    const page = await newPage('invitation');
+    await page.goto(`${origin}/console`);
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await visited(page, 'sign-in');
+    for (const [role, person] of [
+      ['admin', ADMIN],
+      ['reader', READER],
+    ] as const) {
+      await page.goto(`${origin}${invitations[role]}`);
+      await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
+      // A weak password is refused with the server's reason.
+      await page.getByLabel('Password', { exact: true }).fill('password1234');
+      await page.getByLabel('Repeat the password').fill('password1234');
+      if (role === 'admin') await visited(page, 'invitation');
+      await page.getByRole('button', { name: 'Set password' }).click();
+      await expect(page.getByRole('alert').textContent()).resolves.toContain('commonly used');
+      await page.getByLabel('Password', { exact: true }).fill(person.password);
+      await page.getByLabel('Repeat the password').fill(person.password);
+      await page.getByRole('button', { name: 'Set password' }).click();
+      await page.getByText('Your password is set.').waitFor();
+    }
+    // The code worked once.
+    await page.goto(`${origin}${invitations.admin}`);
+    await page.getByLabel('Password', { exact: true }).fill('another long passphrase 9');
+    await page.getByLabel('Repeat the password').fill('another long passphrase 9');
+    await page.getByRole('button', { name: 'Set password' }).click();
+    await page.getByRole('alert').waitFor();
+
+    // A wrong password is refused; the right one opens the console.
+    await page.goto(`${origin}/console`);
+    await page.getByLabel('Email').fill(ADMIN.email);
+    await page.getByLabel('Password').fill('not the password at all');
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toContain('wrong');
+    await signIn(page, ADMIN);
+    await expect(page.getByText('Role: admin').count()).resolves.toBe(1);
+    await page.close();
+    // The wrong password's 401 and the used code's refusal are the only errors the browser reported.
+    const expected = problems.filter((p) => /^invitation: Failed to load resource: the server responded with a status of 4\d\d/.test(p));
+    problems.splice(0, problems.length, ...problems.filter((p) => !expected.includes(p)));
+    expectCleanRun();
+  }, 120_000);
+
+  it("signs in, and follows the spec's portal flow from the organization name to a working token", async () => {
+    const page = await newPage('token flow');
+    await signIn(page, ADMIN);
+
+    // The organization's name in the sidebar opens user management.
+    const organization = await graphql<{ organization: { name: string } }>(fixture.gateway, '{ organization { name } }', {
+      token: fixture.tenants.demo.adminToken,
+      expectOk: true,
+    });
+    const name = organization.body.data!.organization.name;
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name }).click();
+    await page.getByRole('heading', { name: 'User management' }).waitFor();
+    await page.getByRole('heading', { name: 'Members' }).waitFor();
+    await page.getByRole('link', { name: 'Service users' }).click();
+    await page.getByRole('heading', { name: 'Service users' }).waitFor();
+    await visited(page, 'service-users');
+
+    await page.getByRole('button', { name: 'Create service user' }).click();
+    await page.getByLabel('Name').fill('reporting-bot');
+    await page.getByLabel('Role').selectOption('reader');
+    await visited(page, 'create-service-user');
+    await page.getByRole('button', { name: 'Create', exact: true }).click();
+    await page.getByRole('heading', { name: 'reporting-bot' }).waitFor();
+
+    const expires = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+    await page.getByLabel('Expires').fill(expires);
+    await page.getByRole('button', { name: 'Create token' }).click();
+    const value = await page.getByRole('textbox', { name: 'Token', exact: true }).inputValue();
+    expect(value).toMatch(/^igw_pat_/);
+    await visited(page, 'token-created');
+    await page.getByRole('button', { name: 'Copy' }).click();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(value);
+
+    // The token works against the API, with the role chosen.
+    const connected = await fetch(`${origin}/api/v1/integrations/connected`, { headers: { authorization: `Token ${value}` } });
+    expect(connected.status).toBe(200);
+    const write = await graphql(fixture.gateway, 'mutation { triggerSync(connectionId: "con_x") { id } }', { token: value });
+    expect(write.status).toBe(403);
+
+    // Shown once: a reload shows the token's metadata, never its value.
+    await page.reload();
+    await page.getByRole('heading', { name: 'reporting-bot' }).waitFor();
+    expect(await page.content()).not.toContain(value);
+    await page.getByRole('cell', { name: 'active' }).waitFor();
+
+    // Revoking asks first, and works from the keyboard: Escape cancels, Enter on the dialog's button confirms.
+    const revoke = page.getByRole('button', { name: /^Revoke token / });
+    await revoke.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').waitFor();
+    await page.keyboard.press('Escape');
+    await page.getByRole('dialog').waitFor({ state: 'hidden' });
+    expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { authorization: `Token ${value}` } })).status).toBe(200);
+    await revoke.focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('cell', { name: /^revoked / }).waitFor();
+    expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { authorization: `Token ${value}` } })).status).toBe(401);
+
+    // Deleting asks first, then the list no longer has it.
+    await page.getByRole('button', { name: 'Delete service user' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('heading', { name: 'Service users' }).waitFor();
+    await expect(page.getByRole('link', { name: 'reporting-bot' }).count()).resolves.toBe(0);
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+
+  it('manages members: invite (the URL shown once), change role, remove', async () => {
+    const page = await newPage('members');
+    await signIn(page, ADMIN);
+    await page.getByRole('navigation', { name: 'Console' }).locator('.organization').click();
+    await page.getByRole('heading', { name: 'Members' }).waitFor();
+    await page.getByRole('cell', { name: `${ADMIN.email} (you)` }).waitFor();
+    await page.getByRole('button', { name: 'Invite member' }).click();
+    await page.getByLabel('Email').fill('lea.new@example.com');
+    await page.getByLabel('Role', { exact: true }).selectOption('reader');
+    await page.getByRole('button', { name: 'Invite', exact: true }).click();
+    const url = await page.getByRole('textbox', { name: 'Invitation URL for lea.new@example.com' }).inputValue();
+    expect(url).toMatch(new RegExp(`^${origin}/console/invite/[^/]+$`));
+    await page.getByRole('cell', { name: 'lea.new@example.com', exact: true }).waitFor();
+    await visited(page, 'members');
+
+    // The URL works: the invited person chooses a password and signs in as a reader.
+    const accepted = await fetch(`${origin}/api/v1/auth/invitations/${url.split('/').pop()}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-requested-with': 'test' },
+      body: JSON.stringify({ password: 'lea chooses a long password' }),
+    });
+    expect(accepted.status).toBeLessThan(300);
+    const login = await fetch(`${origin}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-requested-with': 'test' },
+      body: JSON.stringify({ email: 'lea.new@example.com', password: 'lea chooses a long password' }),
+    });
+    expect(login.status).toBe(200);
+    expect(((await login.json()) as { data: { role: string } }).data.role).toBe('reader');
+
+    await page.getByLabel('Role of lea.new@example.com', { exact: true }).selectOption('admin');
+    await page.getByRole('button', { name: 'Change role of lea.new@example.com' }).click();
+    await expect
+      .poll(async () => {
+        const members = await graphql<{ members: { email: string; role: string }[] }>(fixture.gateway, '{ members { email role } }', {
+          token: fixture.tenants.demo.adminToken,
+          expectOk: true,
+        });
+        return members.body.data!.members.find((m) => m.email === 'lea.new@example.com')?.role;
+      })
+      .toBe('admin');
+
+    await page.getByRole('button', { name: 'Remove lea.new@example.com' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
+    await expect.poll(() => page.getByRole('cell', { name: 'lea.new@example.com', exact: true }).count()).toBe(0);
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+
+  it('connects an application with a form built from its kind, validated as the API validates, and shows a run finishing live', async () => {
+    const page = await newPage('connect');
+    await signIn(page, ADMIN);
+    await visited(page, 'overview');
+    await page.getByRole('link', { name: 'Connections', exact: true }).click();
+    await page.getByRole('heading', { name: 'Connections' }).waitFor();
+    await page.locator('tbody tr').first().waitFor();
+    await visited(page, 'connections');
+
+    // Search and filters narrow the list.
+    const all = await page.locator('tbody tr').count();
+    await page.getByLabel('Status').selectOption('paused');
+    await page.waitForFunction(
+      (before) => document.querySelectorAll('tbody tr').length !== before || document.body.textContent!.includes('No connections match'),
+      all,
+    );
+
+    await page.getByRole('link', { name: 'Connect an application' }).click();
+    await page.getByRole('heading', { name: 'Connect an application' }).waitFor();
+    await page.getByRole('searchbox', { name: 'Search the catalog' }).fill('stripe');
+    await page.getByRole('radio', { name: /Stripe/ }).check();
+    // A payments application takes gateway_id and currency, and no messaging member.
+    await expect(page.getByLabel(/Currency/).count()).resolves.toBe(1);
+    await expect(page.getByLabel(/Bot name/).count()).resolves.toBe(0);
+    await page.getByLabel('Name', { exact: true }).fill('Stripe (console)');
+    await page.getByLabel(/Currency/).fill('euro');
+    await page.getByLabel(/Retry attempts/).fill('11');
+    await visited(page, 'connect-an-application');
+    await page.getByRole('button', { name: 'Connect', exact: true }).click();
+    const alert = page.getByRole('alert');
+    await expect(alert.textContent()).resolves.toContain('metadata.currency: must be an ISO 4217 code');
+    await expect(alert.textContent()).resolves.toContain('settings.retry_attempts');
+    await page.getByLabel(/Currency/).fill('EUR');
+    await page.getByLabel(/Retry attempts/).fill('2');
+    await page.getByRole('button', { name: 'Connect', exact: true }).click();
+    await page.getByRole('heading', { name: 'Stripe (console)' }).waitFor();
+    const connectionId = page.url().split('/').pop()!;
+    const stored = await graphql<{ connection: { metadata: { currency: string }; settings: { retryAttempts: number } } }>(
+      fixture.gateway,
+      `{ connection(id: "${connectionId}") { metadata { currency } settings { retryAttempts } } }`,
+      { token: fixture.tenants.demo.adminToken, expectOk: true },
+    );
+    expect(stored.body.data!.connection).toEqual({ metadata: { currency: 'EUR' }, settings: { retryAttempts: 2 } });
+    await visited(page, 'connection');
+
+    // Run now: a pending run appears on the page, then an engine (here the test, through the public REST API)
+    // claims it, reports progress and finishes it; the page follows without a reload.
+    await page.getByRole('button', { name: 'Run now' }).click();
+    await page.getByRole('link', { name: /: pending$/ }).waitFor();
+    const engine = (path: string, method: string, body: unknown) =>
+      fetch(`${origin}/api/v1/integrations${path}`, {
+        method,
+        headers: { authorization: `Token ${engineToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const claim = await engine('/syncs/claim', 'POST', { connection_id: connectionId });
+    expect(claim.status).toBe(200);
+    const run = ((await claim.json()) as { data: { id: string } }).data;
+    await page.getByRole('link', { name: /: in progress$/ }).waitFor();
+    await page.getByRole('link', { name: /: in progress$/ }).click();
+    await page.getByRole('heading', { name: `Run ${run.id}` }).waitFor();
+    await visited(page, 'run-in-progress');
+    expect((await engine(`/syncs/${run.id}`, 'PATCH', { summary: { processed: 40 } })).status).toBe(200);
+    await page.locator('dd', { hasText: /^40$/ }).first().waitFor();
+    const finished = await engine(`/syncs/${run.id}`, 'PATCH', {
+      status: 'success',
+      summary: { processed: 120, inserted: 100, updated: 15, deleted: 5 },
+      diff: { added: ['ch_1', 'ch_2'], changed: ['ch_3'], removed: [] },
+      checksum: { b: 'b1', f: 'f1', ac: 'ac1', ap: 'ap1', ls: 'ls1', file: 'sha256:abc' },
+      file_url: `${origin}/files/run.csv`,
+    });
+    expect(finished.status).toBe(200);
+    await page.locator('.badge', { hasText: 'success' }).waitFor();
+    await expect(page.locator('main').textContent()).resolves.toContain('ch_1, ch_2');
+    await visited(page, 'run');
+
+    // Edit settings, pause, resume and delete behind a confirmation.
+    await page.goto(`${origin}/console/connections/${connectionId}`);
+    await page.getByRole('button', { name: 'Edit settings' }).click();
+    await page.getByLabel(/Sync interval/).selectOption('6h');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('6h', { exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Pause' }).click();
+    await page.getByRole('button', { name: 'Resume' }).waitFor();
+    await page.getByRole('button', { name: 'Delete connection' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('heading', { name: 'Connections' }).waitFor();
+    expect(
+      (
+        await graphql(fixture.gateway, `{ connection(id: "${connectionId}") { id } }`, {
+          token: fixture.tenants.demo.adminToken,
+          expectOk: true,
+        })
+      ).body.data,
+    ).toEqual({ connection: null });
+    await page.close();
+    expectCleanRun();
+  }, 150_000);
+
+  it('shows the sync history with filters, pagination over the whole history, run details, and new runs live', async () => {
+    const page = await newPage('syncs');
+    await signIn(page, ADMIN);
+    await page.getByRole('link', { name: 'Sync history' }).click();
+    await page.getByRole('heading', { name: 'Sync history' }).waitFor();
+    await page.locator('tbody tr').first().waitFor();
+    await visited(page, 'sync-history');
+    const total = Number(/\((\d+) in all\)/.exec((await page.getByRole('navigation', { name: 'Sync history pages' }).textContent())!)![1]);
+    expect(total).toBeGreaterThan(25);
+    await page.getByRole('button', { name: 'Last' }).click();
+    await page.getByText(`Page ${Math.ceil(total / 25)} of ${Math.ceil(total / 25)}`).waitFor();
+    await expect.poll(() => page.locator('tbody tr').count()).toBe(total - 25 * (Math.ceil(total / 25) - 1));
+
+    await page.getByLabel('Status').selectOption('failed');
+    await page.waitForFunction(() => [...document.querySelectorAll('tbody .badge')].every((b) => b.textContent === 'failed'));
+    const failedLabel = await page.getByRole('navigation', { name: 'Sync history pages' }).textContent();
+    const failed = Number(/\((\d+) in all\)/.exec(failedLabel!)![1]);
+    expect(failed).toBeGreaterThan(0);
+    expect(failed).toBeLessThan(total);
+    await page.getByLabel('Started from').fill('2999-01-01');
+    await page.getByText('No runs.').waitFor();
+    await page.getByLabel('Started from').fill('');
+    await page.getByLabel('Status').selectOption('');
+
+    // A run queued elsewhere appears without a reload.
+    const connections = await graphql<{ connections: { nodes: { id: string; status: string }[] } }>(
+      fixture.gateway,
+      '{ connections(filter: { status: { eq: active } }, limit: 1) { nodes { id status } } }',
+      {
+        token: fixture.tenants.demo.adminToken,
+        expectOk: true,
+      },
+    );
+    const target = connections.body.data!.connections.nodes[0]!;
+    const queued = await graphql<{ triggerSync: { id: string } }>(
+      fixture.gateway,
+      `mutation { triggerSync(connectionId: "${target.id}") { id } }`,
+      { token: fixture.tenants.demo.adminToken, expectOk: true },
+    );
+    await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).waitFor({ timeout: 15_000 });
+
+    await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).click();
+    await page.getByRole('heading', { name: /^Run / }).waitFor();
+    await page.getByRole('heading', { name: 'Checksum' }).waitFor();
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+
+  it('manages webhook endpoints: the secret shown once, the delivery log with attempts, redeliver, rotate, disable', async () => {
+    const receiver = await startReceiver();
+    const worker = new DeliveryWorker({
+      db: fixture.db,
+      logger: createLogger('silent'),
+      secretKeys: testSecretKeys(fixture.db),
+      allowPrivate: true,
+      retrySchedule: [0.3],
+      disableAfter: 10,
+      pollMs: 100,
+    });
+    await worker.start();
+    try {
+      const page = await newPage('webhooks');
+      await signIn(page, ADMIN);
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await page.getByRole('button', { name: 'Add endpoint' }).click();
+      await page.getByLabel('URL').fill(receiver.url);
+      await page.getByLabel('Description').fill('Operations dashboard');
+      await page.getByLabel('connection.updated').check();
+      await visited(page, 'webhooks-add');
+      await page.getByRole('button', { name: 'Add', exact: true }).click();
+      const secret = await page.getByRole('textbox', { name: /^Signing secret of / }).inputValue();
+      expect(secret).toMatch(/^whsec_/);
+      await visited(page, 'webhooks');
+
+      // An event of the chosen type is delivered, signed with the secret shown.
+      receiver.secret = secret;
+      const connections = await graphql<{ connections: { nodes: { id: string }[] } }>(
+        fixture.gateway,
+        '{ connections(limit: 1) { nodes { id } } }',
+        {
+          token: fixture.tenants.demo.adminToken,
+          expectOk: true,
+        },
+      );
+      await graphql(
+        fixture.gateway,
+        'mutation($id: ID!) { updateConnection(id: $id, input: { description: "Watched by the operations dashboard" }) { id } }',
+        {
+          token: fixture.tenants.demo.adminToken,
+          variables: { id: connections.body.data!.connections.nodes[0]!.id },
+          expectOk: true,
+        },
+      );
+      await receiver.waitFor((received) => received.some((r) => r.message.type === 'connection.updated'));
+      expect(receiver.received[0]!.verified).toBe(true);
+
+      await page.getByRole('link', { name: receiver.url }).click();
+      await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
+      await page
+        .getByRole('button', { name: /^Attempts of / })
+        .first()
+        .click();
+      await page
+        .getByRole('table', { name: /^Attempts of / })
+        .getByRole('cell', { name: '200' })
+        .waitFor();
+      await page
+        .getByRole('button', { name: /^Redeliver / })
+        .first()
+        .click();
+      await receiver.waitFor((received) => received.length >= 2);
+      await page.getByRole('cell', { name: '2', exact: true }).first().waitFor();
+      await visited(page, 'webhook-endpoint');
+
+      await page.getByRole('button', { name: 'Rotate secret' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
+      const rotated = await page.getByRole('textbox', { name: 'New signing secret' }).inputValue();
+      expect(rotated).toMatch(/^whsec_/);
+      expect(rotated).not.toBe(secret);
+      await page.getByRole('button', { name: 'Disable' }).click();
+      await page.getByRole('button', { name: 'Enable' }).waitFor();
+      await page.getByRole('button', { name: 'Delete endpoint' }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      await page.getByText('No endpoints yet.').waitFor();
+      await page.close();
+      expectCleanRun();
+    } finally {
+      await worker.stop();
+      await receiver.close();
+    }
+  }, 120_000);
+
+  it('shows a reader no write controls, and the server refuses the writes anyway', async () => {
+    const page = await newPage('reader');
+    await signIn(page, READER);
+    await expect(page.getByText('Role: reader').count()).resolves.toBe(1);
+    await page.getByRole('link', { name: 'Connections', exact: true }).click();
+    await page.locator('tbody tr').first().waitFor();
+    await expect(page.getByRole('link', { name: 'Connect an application' }).count()).resolves.toBe(0);
+    await page.locator('tbody tr a').first().click();
+    await page.getByRole('heading', { name: 'Recent runs' }).waitFor();
+    for (const control of ['Run now', 'Pause', 'Resume', 'Edit settings', 'Delete connection']) {
+      await expect(page.getByRole('button', { name: control }).count(), control).resolves.toBe(0);
+    }
+    await visited(page, 'reader-connection');
+    await page.goto(`${origin}/console/users`);
+    await page.getByText('Only an admin manages members, service users and their tokens.').waitFor();
+    await expect(page.getByRole('button', { name: 'Create service user' }).count()).resolves.toBe(0);
+    await page.goto(`${origin}/console/webhooks`);
+    await page.getByText('Only an admin manages webhook endpoints.').waitFor();
+    const refused = await graphql(fixture.gateway, 'mutation { createServiceUser(name: "x", role: admin) { id } }', {
+      token: fixture.tenants.demo.readerToken,
+    });
+    expect(refused.status).toBe(403);
+
+    // Signing out ends the session on the server: the console asks to sign in again, also after a reload, and
+    // the old cookie is refused.
+    const cookie = (await context.cookies(origin)).map((c) => `${c.name}=${c.value}`).join('; ');
+    expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { cookie } })).status).toBe(200);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { cookie } })).status).toBe(401);
+
+    // A token in this tab works as well, and is forgotten on signing out.
+    await signInWithToken(page, fixture.tenants.demo.readerToken);
+    await expect(page.getByText('Role: reader').count()).resolves.toBe(1);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.close();
+    expectCleanRun();
+  }, 90_000);
+});
