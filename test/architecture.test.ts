@@ -132,7 +132,8 @@ describe('the layering of src/', () => {
 
   it('keeps http/ at the top: no folder below it imports it (src/server.ts, the entry point, starts it)', () => {
     const breaches = [...graph].flatMap(([file, targets]) =>
-      file.startsWith('http/') || file === 'server.ts' ? [] : targets.filter((target) => target.startsWith('http/')).map((target) => `${file} imports ${target}`),
+      // cli/export.ts runs the REST export in process (src/cli/README.md): the one other entry point that starts a gateway.
+      file.startsWith('http/') || file === 'server.ts' || file === 'cli/export.ts' ? [] : targets.filter((target) => target.startsWith('http/')).map((target) => `${file} imports ${target}`),
     );
     expect(breaches).toEqual([]);
   });
