@@ -51,7 +51,8 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
     await client.POST('/api/v1/integrations/webhooks', { body: { url: receiverUrl, event_types: ['connection.created'] } }),
     'createWebhookEndpoint',
   );
-  const secret: string = endpoint.data.secret;
+  // null only on an Idempotency-Key replay, which keeps no secret.
+  const secret: string = endpoint.data.secret ?? '';
   const endpointId: string = endpoint.data.id;
   seen.push('createWebhookEndpoint ' + secret.slice(0, 6));
 
@@ -112,7 +113,7 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
   );
   seen.push('updateWebhookEndpoint ' + (changed.data.description ?? ''));
   const rotated = ok(await client.POST('/api/v1/integrations/webhooks/{id}/rotate-secret', { params: { path: { id: endpointId } } }), 'rotateWebhookSecret');
-  const newSecret: string = rotated.data.secret;
+  const newSecret: string = rotated.data.secret ?? '';
   seen.push('rotateWebhookSecret ' + (newSecret !== secret));
 
   let deliveryId = '';

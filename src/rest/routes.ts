@@ -485,9 +485,8 @@ export const routes: readonly RouteSpec[] = [
     tag: 'Webhooks',
     summary: 'Add a webhook endpoint',
     description:
-      'Adds an endpoint that receives the events of event_types (all when left out), signed with Standard Webhooks. The answer carries the secret (whsec_…), shown this once. The URL must be https and must not resolve to a loopback, private, link-local or metadata address (unless the server runs with WEBHOOK_ALLOW_PRIVATE=1). 400 lists every problem. Needs the admin role.',
+      'Adds an endpoint that receives the events of event_types (all when left out), signed with Standard Webhooks. The answer carries the secret (whsec_…), shown this once: a replay of the request with its Idempotency-Key answers secret null, since no stored answer keeps a secret. The URL must be https and must not resolve to a loopback, private, link-local or metadata address (unless the server runs with WEBHOOK_ALLOW_PRIVATE=1). 400 lists every problem. Needs the admin role.',
     itemSchema: 'WebhookEndpointWithSecret',
-    valuedMembers: ['secret'],
     response: {
       kind: 'item',
       msg: 'webhook endpoint created',
@@ -557,7 +556,6 @@ export const routes: readonly RouteSpec[] = [
     summary: 'Rotate the signing secret',
     description: 'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. No body. Needs the admin role.',
     itemSchema: 'WebhookEndpointWithSecret',
-    valuedMembers: ['secret'],
     response: { kind: 'item', msg: 'webhook secret rotated', notFound: 'webhook endpoint not found', shownOnce: ['secret'] },
     errors: [400, 403, 404, 415, 422],
     body: NO_BODY,
