@@ -126,6 +126,11 @@ export function memberPatchOf(kind: ConnectionKind | null, form: FormData): { me
 }
 
 /** Drops the nulls of a patch: what a new connection is created with. */
+/** Members keyed by their GraphQL input names (camelCase), as the mutations take them. */
+export function graphqlMembers(members: Members): Members {
+  return Object.fromEntries(Object.entries(members).map(([key, value]) => [graphqlName(key), value]));
+}
+
 export function withoutNulls(members: Members): Members {
   return Object.fromEntries(Object.entries(members).filter(([, value]) => value !== null));
 }

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Link, useLocation } from 'wouter';
-import { kindOf, MemberFields, memberPatchOf, memberProblems, withoutNulls } from '../connection-members';
+import { graphqlMembers, kindOf, MemberFields, memberPatchOf, memberProblems, withoutNulls } from '../connection-members';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
 import { ErrorMessage, Loading, PageHeader, ProblemList } from '../ui';
@@ -58,8 +58,8 @@ export function ConnectApplication() {
       input: {
         applicationId: application.id,
         via: form.get('via') as (typeof VIA)[number],
-        metadata: withoutNulls(members.metadata),
-        settings: withoutNulls(members.settings),
+        metadata: graphqlMembers(withoutNulls(members.metadata)),
+        settings: graphqlMembers(withoutNulls(members.settings)),
         ...(name ? { name } : {}),
         ...(description ? { description } : {}),
       },

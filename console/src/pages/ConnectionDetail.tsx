@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery, useSubscription } from 'urql';
 import { Link, useLocation } from 'wouter';
-import { kindOf, MemberFields, memberPatchOf, memberProblems, membersFromGraphQL } from '../connection-members';
+import { graphqlMembers, kindOf, MemberFields, memberPatchOf, memberProblems, membersFromGraphQL } from '../connection-members';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
 import { ConfirmButton, ErrorMessage, formatTime, Loading, PageHeader, ProblemList, StatusBadge, useThrottled } from '../ui';
@@ -125,7 +125,12 @@ export function ConnectionDetail({ id }: { id: string }) {
     const description = String(form.get('description') ?? '').trim();
     const result = await update({
       id,
-      input: { name: String(form.get('name') ?? '').trim(), description: description === '' ? null : description, ...members },
+      input: {
+        name: String(form.get('name') ?? '').trim(),
+        description: description === '' ? null : description,
+        metadata: graphqlMembers(members.metadata),
+        settings: graphqlMembers(members.settings),
+      },
     });
     if (result.data) {
       setEditing(false);
