@@ -179,7 +179,7 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const page = await open('/api/v1/docs');
     await page.locator('.info .title', { hasText: 'Integrations & Sync API' }).waitFor({ timeout: 30_000 });
     await page.locator('button.authorize').first().click();
-    const tokenForm = page.locator('.auth-container').filter({ hasText: '(apiKey)' });
+    const tokenForm = page.locator('.auth-container').filter({ hasText: '(apiKey)' }).filter({ hasText: 'Authorization' });
     await tokenForm.locator('input').fill(fixture.tenants.demo.readerToken);
     await tokenForm.locator('button.authorize').click();
     await page.locator('button.close-modal').click();
