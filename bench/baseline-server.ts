@@ -316,7 +316,13 @@ export function createBaseline(
       run('SELECT count(*)::int AS n FROM categories'),
       run('SELECT id, slug, name, description, sort_order FROM categories ORDER BY sort_order, name, id LIMIT $1 OFFSET 0', [limit]),
     ]);
-    const data = (page.rows as Row[]).map((row) => ({ id: row.id, slug: row.slug, name: row.name, description: row.description, sort_order: row.sort_order }));
+    const data = (page.rows as Row[]).map((row) => ({
+      id: row.id,
+      slug: row.slug,
+      name: row.name,
+      description: row.description,
+      sort_order: row.sort_order,
+    }));
     return listEnvelope(data, (count.rows[0] as { n: number }).n, limit, ['category', 'categories']);
   }
 

@@ -51,7 +51,10 @@ interface Server {
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const load = () => loadavg().map((l) => l.toFixed(2)).join(' / ');
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');
 
 async function start(label: string, script: string, env: Record<string, string>, nodeArgs?: string[]): Promise<Server> {
   const since = performance.now();
@@ -63,8 +66,12 @@ async function start(label: string, script: string, env: Record<string, string>,
 /** The kept database, loaded on first use: the measured tenant `bench-a`, its neighbours, and a reader token. */
 async function prepare(): Promise<{ url: string; token: string; tenantId: string }> {
   const url = databaseUrl(SIZE.database);
-  const exists = await withDatabase(ADMIN_URL, async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [SIZE.database])).rowCount === 1);
-  if (exists && process.env.COMPARE_RELOAD === '1') await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${SIZE.database} WITH (FORCE)`));
+  const exists = await withDatabase(
+    ADMIN_URL,
+    async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [SIZE.database])).rowCount === 1,
+  );
+  if (exists && process.env.COMPARE_RELOAD === '1')
+    await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${SIZE.database} WITH (FORCE)`));
   const env = { DATABASE_URL: url };
   if (!exists || process.env.COMPARE_RELOAD === '1') {
     log(`loading ${SIZE.database} (once): ${SIZE.syncs} syncs over ${SIZE.connections} connections, ${SIZE.neighbours} neighbours`);
@@ -85,7 +92,10 @@ async function prepare(): Promise<{ url: string; token: string; tenantId: string
   }
   const expires = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
   const token = await runCli(['token', 'create', '--tenant', 'bench-a', '--service-user', 'bench-reader', '--expires', expires], env);
-  const tenantId = await withDatabase(url, async (client) => ((await client.query("SELECT id FROM tenants WHERE slug = 'bench-a'")).rows[0] as { id: string }).id);
+  const tenantId = await withDatabase(
+    url,
+    async (client) => ((await client.query("SELECT id FROM tenants WHERE slug = 'bench-a'")).rows[0] as { id: string }).id,
+  );
   return { url, token, tenantId };
 }
 
@@ -116,7 +126,13 @@ async function measure(list: Scenario[], servers: Server[], token: string): Prom
     for (const row of rows) {
       // The order swaps every other round, so that neither server always runs on a machine the other just warmed.
       for (const server of round % 2 === 0 ? servers : [...servers].reverse()) {
-        const result = await measureLoad(server, row.scenario, { token, connections: 10, durationS: DURATION_S, warmupS: 1, quiet: servers.map((s) => s.pid) });
+        const result = await measureLoad(server, row.scenario, {
+          token,
+          connections: 10,
+          durationS: DURATION_S,
+          warmupS: 1,
+          quiet: servers.map((s) => s.pid),
+        });
         if (result.failures > 0) problems.push(`${server.label} ${row.scenario.id}: ${result.failures} failed requests`);
         row.runs.get(server)!.push(result);
       }
@@ -167,7 +183,7 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
     '',
     table(rows, servers),
     '',
-    'Ratios are the median of the rounds\' ratios (each round in brackets): above 1× the gateway answered more requests a second than the baseline.',
+    "Ratios are the median of the rounds' ratios (each round in brackets): above 1× the gateway answered more requests a second than the baseline.",
     '',
     '## Method',
     '',
@@ -176,7 +192,7 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
     '- Gateway: `node dist/server.js` as `npm start` runs it (request log at `info`, `NODE_ENV=production` from the build), with `SCHEDULER=off` so the data stays as loaded and `RATE_LIMIT_PER_MINUTE=0`.',
     `- Baseline: \`bench/baseline-server.ts\`, node:http and pg, the same SQL written by hand, the same token check (one statement and a SHA-256 a request) and byte for byte the same JSON; ${PREPARED ? 'its statements prepared, as the gateway prepares its own on PostgreSQL' : 'its statements unnamed'}. Both answers are compared before measuring; the suite checks the same (\`test/baseline-parity.test.ts\`).`,
     `- Load: autocannon, 10 keep-alive connections; after a warm-up of every scenario on every server, ${ROUNDS} round(s) of ${DURATION_S} s per figure after 1 s of warm-up, the servers measured back to back for each scenario, the order swapped every other round. CPU ms/req is each server process's own CPU time (PostgreSQL's not counted).`,
-    '- Correctness is the suite\'s: statement counts that do not grow with the data (`test/statement-counts.test.ts`), index paths for every hot statement, generic plans included (`test/query-plans.test.ts`).',
+    "- Correctness is the suite's: statement counts that do not grow with the data (`test/statement-counts.test.ts`), index paths for every hot statement, generic plans included (`test/query-plans.test.ts`).",
     '',
   ].join('\n');
 }
@@ -185,19 +201,31 @@ async function main(): Promise<void> {
   const startedAt = new Date();
   const loadAtStart = load();
   const { url, token, tenantId } = await prepare();
-  const busiest = await withDatabase(url, async (client) =>
-    (
-      await client.query('SELECT connection_id, count(*)::int AS n FROM syncs WHERE tenant_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1', [tenantId])
-    ).rows[0] as { connection_id: string; n: number },
+  const busiest = await withDatabase(
+    url,
+    async (client) =>
+      (
+        await client.query(
+          'SELECT connection_id, count(*)::int AS n FROM syncs WHERE tenant_id = $1 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1',
+          [tenantId],
+        )
+      ).rows[0] as { connection_id: string; n: number },
   );
   const since = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10);
   const list = buildScenarios({ token, connectionId: busiest.connection_id, connectionSyncs: busiest.n, since }).filter(
     (s) => WANTED === null || WANTED.includes(s.id),
   );
-  const baselineEnv = async () => ({ DATABASE_URL: url, PORT: String(await freePort()), HOST: '127.0.0.1', ...(PREPARED ? { BASELINE_PREPARED: '1' } : {}) });
+  const baselineEnv = async () => ({
+    DATABASE_URL: url,
+    PORT: String(await freePort()),
+    HOST: '127.0.0.1',
+    ...(PREPARED ? { BASELINE_PREPARED: '1' } : {}),
+  });
   const servers: Server[] = [
     await start('gateway', process.env.GATEWAY ?? 'dist/server.js', serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs),
-    ...(process.env.GATEWAY_B ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs)] : []),
+    ...(process.env.GATEWAY_B
+      ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs)]
+      : []),
     await start(PREPARED ? 'prepared baseline' : 'baseline', 'bench/baseline-server.ts', await baselineEnv()),
   ];
   try {

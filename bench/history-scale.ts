@@ -77,7 +77,13 @@ for (const size of SIZES) {
     for (const [index, tenant] of tenants.entries()) {
       const target = index === 0 ? size / 2 : Math.floor(size / 2 / (TENANTS - 1));
       if (target > tenant.loaded) {
-        await insertSyntheticHistory(db.raw, { tenantId: tenant.id, connectionIds: tenant.connections, runs: target - tenant.loaded, from: tenant.loaded, newest: NEWEST });
+        await insertSyntheticHistory(db.raw, {
+          tenantId: tenant.id,
+          connectionIds: tenant.connections,
+          runs: target - tenant.loaded,
+          from: tenant.loaded,
+          newest: NEWEST,
+        });
         tenant.loaded = target;
       }
     }
@@ -136,15 +142,32 @@ for (const size of SIZES) {
     `${Math.round(peak - idle)} MB`,
     `${table!.mb} MB; ${indexes.map((index) => `${index.name.replace(/^syncs_/, '')} ${index.mb}`).join(', ')}`,
   ]);
-  process.stderr.write(`stage ${size} done (load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`);
+  process.stderr.write(
+    `stage ${size} done (load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')})\n`,
+  );
 }
 
 await stopChild(server.process);
 await db.close();
 if (!process.env.HISTORY_KEEP) await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${name} WITH (FORCE)`));
 
-const header = ['runs (all)', 'big tenant', 'load', 'first page', 'page N by cursor', 'filtered page', 'count: kept / count(*)', 'export rows/s (vs \\copy)', 'RSS Δ export', 'table; indexes (MB)'];
+const header = [
+  'runs (all)',
+  'big tenant',
+  'load',
+  'first page',
+  'page N by cursor',
+  'filtered page',
+  'count: kept / count(*)',
+  'export rows/s (vs \\copy)',
+  'RSS Δ export',
+  'table; indexes (MB)',
+];
 process.stdout.write(
   [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n') +
-    `\n\nload average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')} (${(await import('node:os')).cpus().length} cores)\n`,
+    `\n\nload average at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} (${(await import('node:os')).cpus().length} cores)\n`,
 );

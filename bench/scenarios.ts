@@ -38,7 +38,9 @@ export interface Scenario {
 export function nestedConnectionsQuery(n: number): string {
   const selection = `nodes { id name application { name category { name } } syncs(limit: ${NESTED_SYNCS}) { id status startedAt finishedAt errorMessage } }`;
   if (n <= CONNECTIONS_PAGE_SIZE) return `{ connections(limit: ${n}) { ${selection} } }`;
-  const pages = connectionPages(n).map(({ alias, limit, offset }) => `${alias}: connections(limit: ${limit}, offset: ${offset}) { ${selection} }`);
+  const pages = connectionPages(n).map(
+    ({ alias, limit, offset }) => `${alias}: connections(limit: ${limit}, offset: ${offset}) { ${selection} }`,
+  );
   return `{ ${pages.join(' ')} }`;
 }
 
@@ -140,8 +142,20 @@ export function scenarios(data: ScenarioData): Scenario[] {
       auth: true,
       scaling: false,
     },
-    graphqlScenario('graphql-nested-5', 'GraphQL 5 connections + application + category + 10 syncs each', nestedConnectionsQuery(5), true, 5),
-    graphqlScenario('graphql-nested-50', 'GraphQL 50 connections + application + category + 10 syncs each', nestedConnectionsQuery(50), true, 50),
+    graphqlScenario(
+      'graphql-nested-5',
+      'GraphQL 5 connections + application + category + 10 syncs each',
+      nestedConnectionsQuery(5),
+      true,
+      5,
+    ),
+    graphqlScenario(
+      'graphql-nested-50',
+      'GraphQL 50 connections + application + category + 10 syncs each',
+      nestedConnectionsQuery(50),
+      true,
+      50,
+    ),
     graphqlScenario(
       'graphql-nested-200',
       'GraphQL 200 connections (2 aliased pages of 100) + application + category + 10 syncs each',

@@ -15,6 +15,8 @@ export const bundleOptions = {
   // @node-rs/argon2 loads its prebuilt native binding (a package per platform) at run time: it stays outside.
   external: ['@electric-sql/pglite', '@electric-sql/pglite-socket', 'pg-native', 'graphql', '@node-rs/argon2'],
   // Bundled CommonJS dependencies call require() for Node's built-ins; an ES module has none of its own.
-  banner: { js: "import { createRequire as __bundleCreateRequire } from 'node:module';\nconst require = __bundleCreateRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __bundleCreateRequire } from 'node:module';\nconst require = __bundleCreateRequire(import.meta.url);",
+  },
   logLevel: 'warning',
 };

@@ -95,7 +95,10 @@ function fill(template: string, values: Record<string, string>): string {
 /** The HAProxy template (server lines for n1 and n2) with a line for each further node, after n2's. */
 function withServerLines(template: string, count: number): string {
   return template.replace(/^(\s*server n2 .*)$/gm, (line) =>
-    [line, ...Array.from({ length: Math.max(0, count - 2) }, (_, i) => line.replaceAll('n2', `n${i + 3}`).replaceAll('N2_', `N${i + 3}_`))].join('\n'),
+    [
+      line,
+      ...Array.from({ length: Math.max(0, count - 2) }, (_, i) => line.replaceAll('n2', `n${i + 3}`).replaceAll('N2_', `N${i + 3}_`)),
+    ].join('\n'),
   );
 }
 
@@ -206,7 +209,10 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
       // setpriv keeps Patroni's own pid (su would stay in between and turn a SIGTERM into a SIGKILL).
       const env = { HOME: nodeDir, PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' };
       const patroni = asPostgres
-        ? spawn('setpriv', ['--reuid=postgres', '--regid=postgres', '--init-groups', ...PATRONI, configPath], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+        ? spawn('setpriv', ['--reuid=postgres', '--regid=postgres', '--init-groups', ...PATRONI, configPath], {
+            env,
+            stdio: ['ignore', 'pipe', 'pipe'],
+          })
         : spawn(PATRONI[0]!, [...PATRONI.slice(1), configPath], { env, stdio: ['ignore', 'pipe', 'pipe'] });
       children.push(patroni);
       logOf(patroni, name);
@@ -252,7 +258,12 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
         WRITE: `127.0.0.1:${writePort}`,
         READ: `127.0.0.1:${readPort}`,
         STATS: `127.0.0.1:${statsPort}`,
-        ...Object.fromEntries(nodes.flatMap((node, i) => [[`N${i + 1}_PG`, `127.0.0.1:${node.pgPort}`], [`N${i + 1}_API`, String(node.apiPort)]])),
+        ...Object.fromEntries(
+          nodes.flatMap((node, i) => [
+            [`N${i + 1}_PG`, `127.0.0.1:${node.pgPort}`],
+            [`N${i + 1}_API`, String(node.apiPort)],
+          ]),
+        ),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -308,7 +319,11 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
 // As a command: start, print, wait for Ctrl-C.
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const replicaEnv = Object.fromEntries(
-    Object.entries(process.env).filter(([key, value]) => value !== undefined && /^(JWT_|RATE_LIMIT|LOG_LEVEL|SEED|SCHEDULER|WEBHOOK|STREAMS_|EVENT_|CORS_|METRICS_|DATABASE_READ_MAX_LAG_MS)/.test(key)),
+    Object.entries(process.env).filter(
+      ([key, value]) =>
+        value !== undefined &&
+        /^(JWT_|RATE_LIMIT|LOG_LEVEL|SEED|SCHEDULER|WEBHOOK|STREAMS_|EVENT_|CORS_|METRICS_|DATABASE_READ_MAX_LAG_MS)/.test(key),
+    ),
   ) as Record<string, string>;
   let cluster: HaCluster;
   try {
@@ -327,7 +342,9 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     `\nGateway (HAProxy): ${gateways.url}  (stats: ${gateways.statsUrl})\n` +
       gateways.replicas.map((replica) => `  ${replica.name}: ${replica.url}`).join('\n') +
       `\nPostgreSQL write:  ${cluster.writeUrl}\nPostgreSQL read:   ${cluster.readUrl}\n` +
-      cluster.nodes.map((node) => `  ${node.name}: PostgreSQL 127.0.0.1:${node.pgPort}, Patroni http://127.0.0.1:${node.apiPort}`).join('\n') +
+      cluster.nodes
+        .map((node) => `  ${node.name}: PostgreSQL 127.0.0.1:${node.pgPort}, Patroni http://127.0.0.1:${node.apiPort}`)
+        .join('\n') +
       `\nData and logs:     ${cluster.dir} (gateway logs: ${gateways.logDir})\n\nCtrl-C stops everything.\n`,
   );
   let stopping = false;

@@ -102,7 +102,9 @@ async function startProcesses(options: ClusterOptions, children: ChildProcess[])
   let redisUrl = options.redisUrl;
   if (!redisUrl) {
     const redisPort = await freePort();
-    const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const redisLog = createWriteStream(join(logDir, 'redis.log'));
     redis.stdout!.pipe(redisLog);
     redis.stderr!.pipe(redisLog);
@@ -176,7 +178,10 @@ async function startProcesses(options: ClusterOptions, children: ChildProcess[])
   const balanced = async () => {
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const csv = await fetch(`${statsUrl}/;csv`).then((r) => r.text(), () => '');
+      const csv = await fetch(`${statsUrl}/;csv`).then(
+        (r) => r.text(),
+        () => '',
+      );
       const rows = csv.split('\n').filter((line) => line.startsWith('gateways,replica'));
       if (rows.length === count && rows.every((line) => line.split(',')[17] === 'UP')) return;
       if (Date.now() > deadline) throw new Error(`HAProxy did not see every replica UP: ${rows.join(' | ')}`);
@@ -235,7 +240,10 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     process.exit(2);
   }
   const replicaEnv = Object.fromEntries(
-    Object.entries(process.env).filter(([key, value]) => value !== undefined && /^(JWT_|RATE_LIMIT|LOG_LEVEL|SEED|SCHEDULER|WEBHOOK|STREAMS_|EVENT_|CORS_|METRICS_)/.test(key)),
+    Object.entries(process.env).filter(
+      ([key, value]) =>
+        value !== undefined && /^(JWT_|RATE_LIMIT|LOG_LEVEL|SEED|SCHEDULER|WEBHOOK|STREAMS_|EVENT_|CORS_|METRICS_)/.test(key),
+    ),
   ) as Record<string, string>;
   const cluster = await startCluster({
     databaseUrl,

@@ -99,7 +99,11 @@ export class ResumingStream {
       const last = this.events.at(-1)?.id ?? this.after;
       try {
         const response = await fetch(`${this.url}/api/v1/integrations/syncs`, {
-          headers: { authorization: `Token ${this.token}`, accept: 'text/event-stream', ...(last === undefined ? {} : { 'last-event-id': String(last) }) },
+          headers: {
+            authorization: `Token ${this.token}`,
+            accept: 'text/event-stream',
+            ...(last === undefined ? {} : { 'last-event-id': String(last) }),
+          },
           signal: this.abort.signal,
         });
         if (response.status === 200 && response.body) {
@@ -158,7 +162,10 @@ export class ResumingStream {
  * What a stream got against the event log's run events (`logIds`, ascending): events missing, delivered more
  * than once, and delivered out of order.
  */
-export function checkStream(stream: ResumingStream, logIds: readonly number[]): { missing: number; duplicated: number; outOfOrder: number } {
+export function checkStream(
+  stream: ResumingStream,
+  logIds: readonly number[],
+): { missing: number; duplicated: number; outOfOrder: number } {
   const delivered = new Set<number>();
   let duplicated = 0;
   let outOfOrder = 0;
@@ -328,14 +335,20 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     while (!stopWriting) {
       counter += 1;
       const i = counter;
-      const connection = await write('/api/v1/integrations/connected', { application_id: tenant.applicationId, name: `drill ${run} ${i}`, settings: { webhook_enabled: true } }, `${run}-${i}`);
+      const connection = await write(
+        '/api/v1/integrations/connected',
+        { application_id: tenant.applicationId, name: `drill ${run} ${i}`, settings: { webhook_enabled: true } },
+        `${run}-${i}`,
+      );
       const id = connection?.body?.data?.id;
       if (!id) continue;
       acks.push(Date.now());
       ackedConnections.push(id);
       // Read-your-writes: the connection, at once, presenting the write's token.
       const token = connection.headers?.get(CONSISTENCY_TOKEN);
-      const read = await call(`${base}/api/v1/integrations/connected/${id}`, { headers: { ...auth, ...(token ? { [CONSISTENCY_TOKEN]: token } : {}) } });
+      const read = await call(`${base}/api/v1/integrations/connected/${id}`, {
+        headers: { ...auth, ...(token ? { [CONSISTENCY_TOKEN]: token } : {}) },
+      });
       if (read.status === 200) readYourWritesChecked += 1;
       else if (read.status === 404) {
         readYourWritesChecked += 1;
@@ -390,7 +403,10 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     log(`${promoted.name} promoted ${promotionSeconds.toFixed(1)} s after the kill`);
     await waitUntil(() => acks.some((at) => at > killedAt), 60_000);
     const recoveredAt = acks.find((at) => at > killedAt) ?? Date.now();
-    await waitUntil(() => Date.now() - recoveredAt >= (options.afterRecoveryMs ?? 4000) && acks.length >= (options.minWrites ?? 220), 60_000);
+    await waitUntil(
+      () => Date.now() - recoveredAt >= (options.afterRecoveryMs ?? 4000) && acks.length >= (options.minWrites ?? 220),
+      60_000,
+    );
   } finally {
     stopWriting = true;
     await Promise.all(writers);
@@ -429,7 +445,14 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
       'SELECT name, count(*) AS count FROM connections WHERE tenant_id = $1 AND name LIKE $2 GROUP BY name',
       [tenant.tenantId, `drill ${run} %`],
     );
-    const connectionIds = new Set((await client.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 AND name LIKE $2', [tenant.tenantId, `drill ${run} %`])).rows.map((row) => row.id));
+    const connectionIds = new Set(
+      (
+        await client.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 AND name LIKE $2', [
+          tenant.tenantId,
+          `drill ${run} %`,
+        ])
+      ).rows.map((row) => row.id),
+    );
     found = ackedConnections.filter((id) => connectionIds.has(id)).length;
     for (const row of connections.rows) duplicated += Number(row.count) - 1;
   } finally {
@@ -440,13 +463,16 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
 
   const sorted = [...acks].sort((a, b) => a - b);
   let gap = { from: 0, to: 0 };
-  for (let i = 1; i < sorted.length; i++) if (sorted[i]! - sorted[i - 1]! > gap.to - gap.from) gap = { from: sorted[i - 1]!, to: sorted[i]! };
+  for (let i = 1; i < sorted.length; i++)
+    if (sorted[i]! - sorted[i - 1]! > gap.to - gap.from) gap = { from: sorted[i - 1]!, to: sorted[i]! };
   const recoveredAt = sorted.find((at) => at > killedAt) ?? Number.POSITIVE_INFINITY;
   // Reads second by second around the failover: how many were sent, answered 200, and the slowest.
   for (let second = -1; killedAt + second * 1000 < Math.min(Math.max(recoveredAt, gap.to) + 1000, Date.now()); second++) {
     const from = killedAt + second * 1000;
     const bucket = readLog.filter((read) => read.at >= from && read.at < from + 1000);
-    log(`reads ${second >= 0 ? '+' : ''}${second} s after the kill: ${bucket.filter((read) => read.status === 200).length} of ${bucket.length} answered 200, statuses ${[...new Set(bucket.map((read) => read.status))].join('/')}, slowest ${Math.max(0, ...bucket.map((read) => read.ms))} ms`);
+    log(
+      `reads ${second >= 0 ? '+' : ''}${second} s after the kill: ${bucket.filter((read) => read.status === 200).length} of ${bucket.length} answered 200, statuses ${[...new Set(bucket.map((read) => read.status))].join('/')}, slowest ${Math.max(0, ...bucket.map((read) => read.ms))} ms`,
+    );
   }
   return {
     acknowledged: acks.length,
@@ -491,10 +517,12 @@ async function promotion(nodes: HaNode[], lost: HaNode, timeoutMs: number): Prom
 /** The drill's verdict: the reasons it failed (none: it passed). */
 export function failures(result: DrillResult, { minAcknowledged = 200, maxUnavailableSeconds = 10 } = {}): string[] {
   const reasons: string[] = [];
-  if (result.acknowledged < minAcknowledged) reasons.push(`only ${result.acknowledged} writes acknowledged (at least ${minAcknowledged} needed)`);
+  if (result.acknowledged < minAcknowledged)
+    reasons.push(`only ${result.acknowledged} writes acknowledged (at least ${minAcknowledged} needed)`);
   if (result.lost !== 0) reasons.push(`${result.lost} acknowledged writes lost`);
   if (result.duplicated !== 0) reasons.push(`${result.duplicated} writes duplicated`);
-  if (!(result.unavailableSeconds <= maxUnavailableSeconds)) reasons.push(`writes unavailable for ${result.unavailableSeconds} s (at most ${maxUnavailableSeconds})`);
+  if (!(result.unavailableSeconds <= maxUnavailableSeconds))
+    reasons.push(`writes unavailable for ${result.unavailableSeconds} s (at most ${maxUnavailableSeconds})`);
   if (result.unscheduled !== 0) reasons.push(`${result.unscheduled} connections got no scheduled run (a scheduler did not resume)`);
   if (result.readYourWritesMisses !== 0) reasons.push(`${result.readYourWritesMisses} reads missed their own write`);
   if (Object.keys(result.wrongAnswers).length > 0) reasons.push(`wrong answers: ${JSON.stringify(result.wrongAnswers)}`);
@@ -528,15 +556,23 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       port: 0,
       env: DRILL_GATEWAY_ENV,
     });
-    log(`cluster up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (data and logs: ${cluster.dir}, gateways' logs: ${cluster.gateways!.logDir})`);
+    log(
+      `cluster up in ${((Date.now() - startedAt) / 1000).toFixed(1)} s (data and logs: ${cluster.dir}, gateways' logs: ${cluster.gateways!.logDir})`,
+    );
     const tenant = await provisionTenant(cluster.writeUrl);
     const result = await runFailoverDrill(cluster, tenant, { log, streams: 1 });
     const stream = result.streams[0]!;
-    log(`promotion ${result.promotionSeconds.toFixed(1)} s after the kill; reads ${result.readsOk} of ${result.reads} answered, ${result.readsDuringFailover} while writes were unavailable`);
-    log(`read-your-writes: ${result.readYourWritesChecked - result.readYourWritesMisses} of ${result.readYourWritesChecked} found at once with the write's token`);
+    log(
+      `promotion ${result.promotionSeconds.toFixed(1)} s after the kill; reads ${result.readsOk} of ${result.reads} answered, ${result.readsDuringFailover} while writes were unavailable`,
+    );
+    log(
+      `read-your-writes: ${result.readYourWritesChecked - result.readYourWritesMisses} of ${result.readYourWritesChecked} found at once with the write's token`,
+    );
     log(`schedulers: ${result.unscheduled} acknowledged connections without a queued run`);
     log(`webhooks: ${result.webhook.received} messages received, ${result.webhook.missing} events of the log never sent`);
-    log(`event stream: ${stream.events} run events, ${stream.reconnects} reconnects (Last-Event-ID), ${stream.missing} missing, ${stream.duplicated} duplicated, ${stream.outOfOrder} out of order`);
+    log(
+      `event stream: ${stream.events} run events, ${stream.reconnects} reconnects (Last-Event-ID), ${stream.missing} missing, ${stream.duplicated} duplicated, ${stream.outOfOrder} out of order`,
+    );
     if (Object.keys(result.wrongAnswers).length > 0) log(`wrong answers: ${JSON.stringify(result.wrongAnswers)}`);
     const reasons = failures(result);
     for (const reason of reasons) log(`FAILED: ${reason}`);

@@ -46,9 +46,7 @@ const envSchema = z
     DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
     // Unset: the demo on a new PGlite database (zero set-up), nothing on PostgreSQL (see seedOf in app.ts).
     SEED: z.enum(['demo', 'none']).optional(),
-    JWT_SECRET: optionalString.pipe(
-      z.string().min(32, 'must be at least 32 characters (HS256 key)').optional(),
-    ),
+    JWT_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters (HS256 key)').optional()),
     JWT_PUBLIC_KEY: optionalString.pipe(
       z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM-encoded SPKI public key' }).optional(),
     ),
@@ -62,19 +60,23 @@ const envSchema = z
     JWT_ISSUER: optionalString,
     JWT_AUDIENCE: optionalString,
     REDIS_URL: optionalString.pipe(
-      z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL').optional(),
+      z
+        .string()
+        .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
+        .optional(),
     ),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(DEFAULT_RATE_LIMIT_PER_MINUTE),
     CORS_ORIGINS: optionalString.pipe(
       z
         .string()
-        .transform((value) => value.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))
-        .pipe(
-          z.array(
-            z.string().regex(/^(\*|https?:\/\/[^/\s,]+)$/, 'each origin must be * or scheme://host[:port], without a path'),
-          ),
+        .transform((value) =>
+          value
+            .split(',')
+            .map((origin) => origin.trim())
+            .filter((origin) => origin !== ''),
         )
+        .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s,]+)$/, 'each origin must be * or scheme://host[:port], without a path')))
         .optional(),
     ),
     METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
@@ -83,7 +85,9 @@ const envSchema = z
     SCHEDULER_STEP_BUDGET_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_STEP_BUDGET_MS),
     EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
     // Finished runs older than this many days are deleted (src/db/retention.ts); unset keeps every run.
-    SYNC_RETENTION_DAYS: optionalString.pipe(z.coerce.number<string | undefined>().int('must be a whole number of days').min(1).max(36_500).optional()),
+    SYNC_RETENTION_DAYS: optionalString.pipe(
+      z.coerce.number<string | undefined>().int('must be a whole number of days').min(1).max(36_500).optional(),
+    ),
     STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
     STREAMS_PER_PROCESS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
     STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(200),
@@ -116,16 +120,41 @@ const envSchema = z
         .optional(),
     ),
     TRUST_PROXY: z.enum(['0', '1']).default('0'),
-    SESSION_IDLE_MINUTES: z.coerce.number().int().min(1).max(7 * 1440).default(30),
-    SESSION_LIFETIME_HOURS: z.coerce.number().int().min(1).max(24 * 30).default(12),
+    SESSION_IDLE_MINUTES: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 1440)
+      .default(30),
+    SESSION_LIFETIME_HOURS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(24 * 30)
+      .default(12),
     LOGIN_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_LOGIN_FAILURES.perAccount),
     LOGIN_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_LOGIN_FAILURES.perAddress),
-    WEBHOOK_ENDPOINTS_PER_TENANT: z.coerce.number().int().min(1).max(MAX_DELIVERIES_PER_EVENT).default(DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT),
-    WEBHOOK_SECRET_KEY: optionalString.pipe(z.string().refine((key) => decodeSecretKey(key) !== null, SECRET_KEY_FORMAT).optional()),
+    WEBHOOK_ENDPOINTS_PER_TENANT: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_DELIVERIES_PER_EVENT)
+      .default(DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT),
+    WEBHOOK_SECRET_KEY: optionalString.pipe(
+      z
+        .string()
+        .refine((key) => decodeSecretKey(key) !== null, SECRET_KEY_FORMAT)
+        .optional(),
+    ),
     WEBHOOK_SECRET_PREVIOUS_KEYS: optionalString.pipe(
       z
         .string()
-        .transform((value) => value.split(',').map((key) => key.trim()).filter((key) => key !== ''))
+        .transform((value) =>
+          value
+            .split(',')
+            .map((key) => key.trim())
+            .filter((key) => key !== ''),
+        )
         .pipe(z.array(z.string().refine((key) => decodeSecretKey(key) !== null, `each key ${SECRET_KEY_FORMAT}`)))
         .optional(),
     ),
@@ -154,9 +183,7 @@ export class ConfigError extends Error {
 export function parseConfig(env: Record<string, string | undefined> = process.env): Config {
   const result = envSchema.safeParse(env);
   if (result.success) return result.data;
-  throw new ConfigError(
-    result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`),
-  );
+  throw new ConfigError(result.error.issues.map((issue) => `${issue.path.join('.') || 'environment'}: ${issue.message}`));
 }
 
 /** For entry points: a bad environment stops the process with one message listing every problem. */

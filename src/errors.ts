@@ -17,8 +17,7 @@ export const ERROR_CODES = {
     status: 404,
     statuses: [404],
     title: 'Not found',
-    description:
-      'No such resource for the calling tenant. Objects of other tenants are indistinguishable from missing ones.',
+    description: 'No such resource for the calling tenant. Objects of other tenants are indistinguishable from missing ones.',
   },
   INVALID_QUERY: {
     status: 400,
@@ -172,8 +171,14 @@ const EXAMPLE_MESSAGES: Record<number, string> = {
 };
 
 /** An example error body of a code at one of its statuses, as the server writes it. */
-export function exampleErrorBody(code: ErrorCode, status: number): ErrorBody & { error: { details?: { parameter: string; message: string }[] } } {
+export function exampleErrorBody(
+  code: ErrorCode,
+  status: number,
+): ErrorBody & { error: { details?: { parameter: string; message: string }[] } } {
   const body = errorBody(code, EXAMPLE_MESSAGES[status] ?? ERROR_CODES[code].title, 'req_1764236400000001', EXAMPLE_ORIGIN);
   if (code !== 'INVALID_QUERY') return body;
-  return { ...body, error: { ...body.error, details: [{ parameter: 'colour', message: "unknown field 'colour'; filterable fields: id, name, slug" }] } };
+  return {
+    ...body,
+    error: { ...body.error, details: [{ parameter: 'colour', message: "unknown field 'colour'; filterable fields: id, name, slug" }] },
+  };
 }

@@ -7,7 +7,18 @@ export function createLogger(level: string): Logger {
     base: undefined,
     // Passwords and session cookies too: a member's sign-in is as secret as a token.
     redact: {
-      paths: ['authorization', '*.authorization', 'token', '*.token', 'headers.authorization', 'password', '*.password', 'cookie', '*.cookie', 'headers.cookie'],
+      paths: [
+        'authorization',
+        '*.authorization',
+        'token',
+        '*.token',
+        'headers.authorization',
+        'password',
+        '*.password',
+        'cookie',
+        '*.cookie',
+        'headers.cookie',
+      ],
       censor: '[redacted]',
     },
   });

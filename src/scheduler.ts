@@ -106,16 +106,22 @@ export const TENANT_STEPS: readonly TenantStep[] = [
     // One bounded batch a tick (db/retention.ts): a backlog is worked off tick by tick, every tenant in turn.
     name: 'sync retention',
     run: async (sql, tenantId, { syncRetentionDays }) =>
-      syncRetentionDays === undefined ? {} : { removedRuns: (await removeExpiredRuns(sql, tenantId, { days: syncRetentionDays, budgetMs: 0 })).runs },
+      syncRetentionDays === undefined
+        ? {}
+        : { removedRuns: (await removeExpiredRuns(sql, tenantId, { days: syncRetentionDays, budgetMs: 0 })).runs },
   },
 ];
 
 export const MAINTENANCE_STEPS: readonly MaintenanceStep[] = [
   { name: 'expire idempotency keys', run: async (sql) => ({ expiredKeys: await deleteExpiredIdempotencyKeys(sql) }) },
-  { name: 'delete ended sessions', run: async (sql, { sessionPolicy }) => ({ endedSessions: await deleteEndedSessions(sql, sessionPolicy ?? DEFAULT_SESSION_POLICY) }) },
+  {
+    name: 'delete ended sessions',
+    run: async (sql, { sessionPolicy }) => ({ endedSessions: await deleteEndedSessions(sql, sessionPolicy ?? DEFAULT_SESSION_POLICY) }),
+  },
   {
     name: 'delete old events',
-    run: async (sql, { eventRetentionHours }) => (eventRetentionHours === undefined ? {} : { deletedEvents: await deleteOldEvents(sql, eventRetentionHours) }),
+    run: async (sql, { eventRetentionHours }) =>
+      eventRetentionHours === undefined ? {} : { deletedEvents: await deleteOldEvents(sql, eventRetentionHours) },
   },
   {
     name: 'delete old webhook deliveries',
@@ -157,7 +163,17 @@ export async function runSchedulerTick(
 ): Promise<TickResult> {
   const { db, logger } = options;
   const budgetMs = options.stepBudgetMs ?? DEFAULT_STEP_BUDGET_MS;
-  const result: TickResult = { scheduled: 0, expired: 0, retried: 0, expiredKeys: 0, deletedEvents: 0, deletedDeliveries: 0, endedSessions: 0, removedRuns: 0, failedSteps: 0 };
+  const result: TickResult = {
+    scheduled: 0,
+    expired: 0,
+    retried: 0,
+    expiredKeys: 0,
+    deletedEvents: 0,
+    deletedDeliveries: 0,
+    endedSessions: 0,
+    removedRuns: 0,
+    failedSteps: 0,
+  };
   const step = async (name: string, tenantId: string | undefined, work: (sql: StepSql) => Promise<TickCounts>) => {
     const started = performance.now();
     try {

@@ -74,7 +74,8 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
   /** A reader token of its own, so budgets and caps one request spends are no other request's. */
   async function freshToken(): Promise<string> {
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: `table-${kind}-${++tokens}`, role: 'reader' });
-    return (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    return (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) }))
+      .token;
   }
 
   beforeAll(async () => {
@@ -82,7 +83,11 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
     const prefix = `igw:table:${kind}:${Date.now()}`;
     origin.main = await serve(gatewayOver(t.db, { logger: capturingLogger(lines), rateLimit: { keyPrefix: `${prefix}:main` } }));
     origin.tight = await serve(
-      gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 2 }, rateLimit: { keyPrefix: `${prefix}:tight`, tenantMultiplier: 1000 }, live: { perCredential: 1, heartbeatMs: 100 } }),
+      gatewayOver(t.db, {
+        config: { RATE_LIMIT_PER_MINUTE: 2 },
+        rateLimit: { keyPrefix: `${prefix}:tight`, tenantMultiplier: 1000 },
+        live: { perCredential: 1, heartbeatMs: 100 },
+      }),
       { perCredential: 1 },
     );
     origin.slow = await serve(gatewayOver(t.db, { limits: { timeoutMs: 1 }, rateLimit: { keyPrefix: `${prefix}:slow` } }));
@@ -102,7 +107,14 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
   }
 
   /** One HTTP request through node:http (so the Host header is the test's), read whole or, for a stream, until its first error or 1.5 s. */
-  function http(base: string, method: string, path: string, attempt: Attempt, headers: Record<string, string>, body?: string): Promise<Outcome> {
+  function http(
+    base: string,
+    method: string,
+    path: string,
+    attempt: Attempt,
+    headers: Record<string, string>,
+    body?: string,
+  ): Promise<Outcome> {
     const url = new URL(path, base);
     const authorization = authorizationOf(attempt);
     return new Promise((resolve, reject) => {
@@ -151,7 +163,9 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
   function websocket(base: string, attempt: Attempt, query: string, frame?: string): Promise<Outcome> {
     const authorization = authorizationOf(attempt);
     return new Promise((resolve) => {
-      const socket = new WebSocket(`${base.replace('http', 'ws')}/graphql`, 'graphql-transport-ws', { headers: attempt.host ? { host: attempt.host } : {} });
+      const socket = new WebSocket(`${base.replace('http', 'ws')}/graphql`, 'graphql-transport-ws', {
+        headers: attempt.host ? { host: attempt.host } : {},
+      });
       let text = '';
       const done = (outcome: Partial<Outcome>) => {
         socket.terminate();
@@ -163,7 +177,9 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         done({ status: res.statusCode });
       });
       socket.on('error', () => {});
-      socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: authorization ? { Authorization: authorization } : {} })));
+      socket.on('open', () =>
+        socket.send(JSON.stringify({ type: 'connection_init', payload: authorization ? { Authorization: authorization } : {} })),
+      );
       socket.on('message', (data) => {
         text += String(data);
         const message = JSON.parse(String(data));
@@ -188,10 +204,18 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
   /** Sends `attempt` over `surface` to the server at `base`. */
   function send(surface: Surface, base: string, attempt: Attempt = {}): Promise<Outcome> {
     const json = { 'content-type': 'application/json' };
-    const graphqlBody = (query: string) => attempt.body ?? JSON.stringify({ query: attempt.query ?? query, variables: attempt.variables ?? {} });
+    const graphqlBody = (query: string) =>
+      attempt.body ?? JSON.stringify({ query: attempt.query ?? query, variables: attempt.variables ?? {} });
     switch (surface) {
       case 'rest':
-        return http(base, attempt.method ?? (attempt.body ? 'POST' : 'GET'), `/api/v1/integrations${attempt.path ?? '/connected'}`, attempt, json, attempt.body);
+        return http(
+          base,
+          attempt.method ?? (attempt.body ? 'POST' : 'GET'),
+          `/api/v1/integrations${attempt.path ?? '/connected'}`,
+          attempt,
+          json,
+          attempt.body,
+        );
       case 'rest-stream':
         return http(base, 'GET', `/api/v1/integrations${attempt.path ?? '/syncs'}`, attempt, { accept: 'text/event-stream' });
       case 'graphql-http':
@@ -205,7 +229,8 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
 
   /** A cell: what the request over one surface must come to, or why the check does not apply there. */
   type Cell = { run: () => Promise<Outcome>; expect: (outcome: Outcome) => void } | { notApplicable: string };
-  const refused = (status: number, code: string) => (outcome: Outcome) => expect({ status: outcome.status, code: outcome.code }).toEqual({ status, code });
+  const refused = (status: number, code: string) => (outcome: Outcome) =>
+    expect({ status: outcome.status, code: outcome.code }).toEqual({ status, code });
   const closed = (close: number) => (outcome: Outcome) => expect(outcome.close).toBe(close);
   /** The same request sent `times` times (a fresh credential each cell); the last outcome. */
   const repeated = (times: number, run: (token: string) => Promise<Outcome>) => async () => {
@@ -259,39 +284,96 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
 
   const TABLE: Record<AdmissionCheck, Record<Surface, Cell>> = {
     host: {
-      rest: { run: () => send('rest', origin.main, { host: 'x/api/v1/integrations/connected?#', token: reader() }), expect: refused(400, 'INVALID_QUERY') },
-      'rest-stream': { run: () => send('rest-stream', origin.main, { host: 'a@b', token: reader() }), expect: refused(400, 'INVALID_QUERY') },
-      'graphql-http': { run: () => send('graphql-http', origin.main, { host: 'x y', token: reader() }), expect: refused(400, 'INVALID_QUERY') },
-      'graphql-sse': { run: () => send('graphql-sse', origin.main, { host: 'x?y', token: reader() }), expect: refused(400, 'INVALID_QUERY') },
-      'graphql-ws': { run: () => send('graphql-ws', origin.main, { host: 'x#y', token: reader() }), expect: (outcome) => expect(outcome.status).toBe(400) },
+      rest: {
+        run: () => send('rest', origin.main, { host: 'x/api/v1/integrations/connected?#', token: reader() }),
+        expect: refused(400, 'INVALID_QUERY'),
+      },
+      'rest-stream': {
+        run: () => send('rest-stream', origin.main, { host: 'a@b', token: reader() }),
+        expect: refused(400, 'INVALID_QUERY'),
+      },
+      'graphql-http': {
+        run: () => send('graphql-http', origin.main, { host: 'x y', token: reader() }),
+        expect: refused(400, 'INVALID_QUERY'),
+      },
+      'graphql-sse': {
+        run: () => send('graphql-sse', origin.main, { host: 'x?y', token: reader() }),
+        expect: refused(400, 'INVALID_QUERY'),
+      },
+      'graphql-ws': {
+        run: () => send('graphql-ws', origin.main, { host: 'x#y', token: reader() }),
+        expect: (outcome) => expect(outcome.status).toBe(400),
+      },
     },
     size: {
       rest: { run: () => send('rest', origin.main, { token: reader(), body: BIG }), expect: refused(413, 'PAYLOAD_TOO_LARGE') },
-      'rest-stream': { run: () => send('rest-stream', origin.main, { token: reader(), path: `/syncs?connection_id=${'x'.repeat(9000)}` }), expect: refused(414, 'PAYLOAD_TOO_LARGE') },
-      'graphql-http': { run: () => send('graphql-http', origin.main, { token: reader(), body: BIG }), expect: refused(413, 'PAYLOAD_TOO_LARGE') },
-      'graphql-sse': { run: () => send('graphql-sse', origin.main, { token: reader(), body: BIG }), expect: refused(413, 'PAYLOAD_TOO_LARGE') },
+      'rest-stream': {
+        run: () => send('rest-stream', origin.main, { token: reader(), path: `/syncs?connection_id=${'x'.repeat(9000)}` }),
+        expect: refused(414, 'PAYLOAD_TOO_LARGE'),
+      },
+      'graphql-http': {
+        run: () => send('graphql-http', origin.main, { token: reader(), body: BIG }),
+        expect: refused(413, 'PAYLOAD_TOO_LARGE'),
+      },
+      'graphql-sse': {
+        run: () => send('graphql-sse', origin.main, { token: reader(), body: BIG }),
+        expect: refused(413, 'PAYLOAD_TOO_LARGE'),
+      },
       'graphql-ws': { run: () => websocket(origin.main, { token: reader() }, QUERY, BIG), expect: closed(1009) },
     },
     credential: {
-      rest: { run: () => send('rest', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }), expect: refused(401, 'UNAUTHORIZED') },
-      'rest-stream': { run: () => send('rest-stream', origin.main, { authorization: 'Bearer not-a-jwt' }), expect: refused(401, 'UNAUTHORIZED') },
-      'graphql-http': { run: () => send('graphql-http', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }), expect: refused(401, 'UNAUTHORIZED') },
-      'graphql-sse': { run: () => send('graphql-sse', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }), expect: refused(401, 'UNAUTHORIZED') },
-      'graphql-ws': { run: () => send('graphql-ws', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }), expect: closed(4401) },
+      rest: {
+        run: () => send('rest', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }),
+        expect: refused(401, 'UNAUTHORIZED'),
+      },
+      'rest-stream': {
+        run: () => send('rest-stream', origin.main, { authorization: 'Bearer not-a-jwt' }),
+        expect: refused(401, 'UNAUTHORIZED'),
+      },
+      'graphql-http': {
+        run: () => send('graphql-http', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }),
+        expect: refused(401, 'UNAUTHORIZED'),
+      },
+      'graphql-sse': {
+        run: () => send('graphql-sse', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }),
+        expect: refused(401, 'UNAUTHORIZED'),
+      },
+      'graphql-ws': {
+        run: () => send('graphql-ws', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }),
+        expect: closed(4401),
+      },
     },
     'rate-limit': {
       rest: { run: repeated(3, (token) => send('rest', origin.tight, { token })), expect: refused(429, 'RATE_LIMITED') },
-      'rest-stream': { run: repeated(3, (token) => send('rest-stream', origin.tight, { token, path: '/syncs?connection_id=con_none' })), expect: refused(429, 'RATE_LIMITED') },
+      'rest-stream': {
+        run: repeated(3, (token) => send('rest-stream', origin.tight, { token, path: '/syncs?connection_id=con_none' })),
+        expect: refused(429, 'RATE_LIMITED'),
+      },
       'graphql-http': { run: repeated(3, (token) => send('graphql-http', origin.tight, { token })), expect: refused(429, 'RATE_LIMITED') },
-      'graphql-sse': { run: repeated(3, (token) => send('graphql-sse', origin.tight, { token, query: QUERY })), expect: refused(429, 'RATE_LIMITED') },
+      'graphql-sse': {
+        run: repeated(3, (token) => send('graphql-sse', origin.tight, { token, query: QUERY })),
+        expect: refused(429, 'RATE_LIMITED'),
+      },
       'graphql-ws': { run: repeated(3, (token) => send('graphql-ws', origin.tight, { token })), expect: refused(200, 'RATE_LIMITED') },
     },
     'document-limits': {
-      rest: { run: () => send('rest', origin.main, { token: reader(), path: '/connected?limit=100000' }), expect: refused(400, 'INVALID_QUERY') },
+      rest: {
+        run: () => send('rest', origin.main, { token: reader(), path: '/connected?limit=100000' }),
+        expect: refused(400, 'INVALID_QUERY'),
+      },
       'rest-stream': { notApplicable: 'the stream runs a fixed document of the server; its only parameters are ids (checked as such)' },
-      'graphql-http': { run: () => send('graphql-http', origin.main, { token: reader(), query: ALIASES('query { connections(limit: 1) { nodes') + ' } }' }), expect: refused(400, 'INVALID_QUERY') },
-      'graphql-sse': { run: () => send('graphql-sse', origin.main, { token: reader(), query: ALIASES('subscription { syncChanged') + ' }' }), expect: refused(400, 'INVALID_QUERY') },
-      'graphql-ws': { run: () => send('graphql-ws', origin.main, { token: reader(), query: ALIASES('subscription { syncChanged') + ' }' }), expect: refused(200, 'INVALID_QUERY') },
+      'graphql-http': {
+        run: () => send('graphql-http', origin.main, { token: reader(), query: ALIASES('query { connections(limit: 1) { nodes') + ' } }' }),
+        expect: refused(400, 'INVALID_QUERY'),
+      },
+      'graphql-sse': {
+        run: () => send('graphql-sse', origin.main, { token: reader(), query: ALIASES('subscription { syncChanged') + ' }' }),
+        expect: refused(400, 'INVALID_QUERY'),
+      },
+      'graphql-ws': {
+        run: () => send('graphql-ws', origin.main, { token: reader(), query: ALIASES('subscription { syncChanged') + ' }' }),
+        expect: refused(200, 'INVALID_QUERY'),
+      },
     },
     'credential-requirement': {
       rest: { run: () => send('rest', origin.main, { token: null }), expect: refused(401, 'UNAUTHORIZED') },
@@ -315,25 +397,62 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-ws': { run: () => send('graphql-ws', origin.slow, { token: reader() }), expect: refused(200, 'UNAVAILABLE') },
     },
     'error-masking': {
-      rest: { run: () => send('rest', origin.main, { token: reader(), path: `/connected?or=${'(or'.repeat(1500)}${')'.repeat(1500)}` }), expect: clean(400) },
-      'rest-stream': { run: () => send('rest-stream', origin.main, { token: reader(), headers: { 'last-event-id': '9'.repeat(40) } }), expect: clean(400) },
+      rest: {
+        run: () => send('rest', origin.main, { token: reader(), path: `/connected?or=${'(or'.repeat(1500)}${')'.repeat(1500)}` }),
+        expect: clean(400),
+      },
+      'rest-stream': {
+        run: () => send('rest-stream', origin.main, { token: reader(), headers: { 'last-event-id': '9'.repeat(40) } }),
+        expect: clean(400),
+      },
       'graphql-http': { run: () => send('graphql-http', origin.main, { token: reader(), body: deepBody(QUERY) }), expect: clean(400) },
       'graphql-sse': { run: () => send('graphql-sse', origin.main, { token: reader(), body: deepBody(SUBSCRIPTION) }), expect: clean(400) },
-      'graphql-ws': { run: () => websocket(origin.main, { token: reader() }, QUERY, `{"id":"1","type":"subscribe","payload":${deepBody(QUERY)}}`), expect: clean(200) },
+      'graphql-ws': {
+        run: () => websocket(origin.main, { token: reader() }, QUERY, `{"id":"1","type":"subscribe","payload":${deepBody(QUERY)}}`),
+        expect: clean(200),
+      },
     },
     'request-log': {
       rest: { run: withLogLine(() => send('rest', origin.main, { token: null })), expect: loggedAs(401) },
       'rest-stream': { run: withLogLine(() => send('rest-stream', origin.main, { token: null })), expect: loggedAs(401) },
       'graphql-http': { run: withLogLine(() => send('graphql-http', origin.main, { token: null })), expect: loggedAs(401) },
       'graphql-sse': { run: withLogLine(() => send('graphql-sse', origin.main, { token: null })), expect: loggedAs(401) },
-      'graphql-ws': { run: withLogLine(() => send('graphql-ws', origin.main, { token: reader(), query: '{ nope }' })), expect: loggedAs(400, 'WS') },
+      'graphql-ws': {
+        run: withLogLine(() => send('graphql-ws', origin.main, { token: reader(), query: '{ nope }' })),
+        expect: loggedAs(400, 'WS'),
+      },
     },
     metrics: {
-      rest: { run: counted('http_requests_total{method="GET",route="/api/v1/integrations/connected",status="401"}', () => send('rest', origin.main, { token: null })), expect: () => {} },
-      'rest-stream': { run: counted('http_requests_total{method="GET",route="/api/v1/integrations/syncs",status="401"}', () => send('rest-stream', origin.main, { token: null })), expect: () => {} },
-      'graphql-http': { run: counted('http_requests_total{method="POST",route="/graphql",status="401"}', () => send('graphql-http', origin.main, { token: null })), expect: () => {} },
-      'graphql-sse': { run: counted('http_requests_total{method="POST",route="/graphql",status="401"}', () => send('graphql-sse', origin.main, { token: null })), expect: () => {} },
-      'graphql-ws': { run: counted('http_requests_total{method="WS",route="/graphql",status="400"}', () => send('graphql-ws', origin.main, { token: reader(), query: '{ nope }' })), expect: () => {} },
+      rest: {
+        run: counted('http_requests_total{method="GET",route="/api/v1/integrations/connected",status="401"}', () =>
+          send('rest', origin.main, { token: null }),
+        ),
+        expect: () => {},
+      },
+      'rest-stream': {
+        run: counted('http_requests_total{method="GET",route="/api/v1/integrations/syncs",status="401"}', () =>
+          send('rest-stream', origin.main, { token: null }),
+        ),
+        expect: () => {},
+      },
+      'graphql-http': {
+        run: counted('http_requests_total{method="POST",route="/graphql",status="401"}', () =>
+          send('graphql-http', origin.main, { token: null }),
+        ),
+        expect: () => {},
+      },
+      'graphql-sse': {
+        run: counted('http_requests_total{method="POST",route="/graphql",status="401"}', () =>
+          send('graphql-sse', origin.main, { token: null }),
+        ),
+        expect: () => {},
+      },
+      'graphql-ws': {
+        run: counted('http_requests_total{method="WS",route="/graphql",status="400"}', () =>
+          send('graphql-ws', origin.main, { token: reader(), query: '{ nope }' }),
+        ),
+        expect: () => {},
+      },
     },
     'security-headers': {
       rest: { run: () => send('rest', origin.main, { token: null }), expect: securityHeaders },

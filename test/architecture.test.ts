@@ -133,7 +133,9 @@ describe('the layering of src/', () => {
   it('keeps http/ at the top: no folder below it imports it (src/server.ts, the entry point, starts it)', () => {
     const breaches = [...graph].flatMap(([file, targets]) =>
       // cli/export.ts runs the REST export in process (src/cli/README.md): the one other entry point that starts a gateway.
-      file.startsWith('http/') || file === 'server.ts' || file === 'cli/export.ts' ? [] : targets.filter((target) => target.startsWith('http/')).map((target) => `${file} imports ${target}`),
+      file.startsWith('http/') || file === 'server.ts' || file === 'cli/export.ts'
+        ? []
+        : targets.filter((target) => target.startsWith('http/')).map((target) => `${file} imports ${target}`),
     );
     expect(breaches).toEqual([]);
   });

@@ -6,12 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { authenticate } from '../src/auth/credentials.js';
 import { createKnownTenants } from '../src/auth/known-tenants.js';
 import { createJwtVerifier, DEFAULT_JWT_MAX_LIFETIME_SECONDS, JWT_CLOCK_SKEW_SECONDS, type JwtConfig } from '../src/auth/jwt.js';
-import {
-  changeServiceUserRole,
-  createServiceUser,
-  deleteServiceUser,
-  listServiceUsers,
-} from '../src/auth/service-users.js';
+import { changeServiceUserRole, createServiceUser, deleteServiceUser, listServiceUsers } from '../src/auth/service-users.js';
 import {
   createToken,
   LAST_USED_THROTTLE_MS,
@@ -102,7 +97,10 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
     // neither counted nor still invisible to the lookup below.
     await verifyPersonalAccessToken(db, token);
     await vi.waitFor(
-      async () => expect((await db.raw.query<{ at: Date | null }>('SELECT last_used_at AS at FROM tokens WHERE id = $1', [id]))[0]?.at).not.toBeNull(),
+      async () =>
+        expect(
+          (await db.raw.query<{ at: Date | null }>('SELECT last_used_at AS at FROM tokens WHERE id = $1', [id]))[0]?.at,
+        ).not.toBeNull(),
       { timeout: 5000 },
     );
     const queries: string[] = [];
@@ -214,10 +212,7 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
       createToken(db, { tenantId, serviceUserId: adminId, expiresAt: inDays(MAX_TOKEN_LIFETIME_DAYS + 1) }),
       'INVALID_QUERY',
     );
-    await expectApiError(
-      createToken(db, { tenantId, serviceUserId: adminId, expiresAt: new Date('nope') }),
-      'INVALID_QUERY',
-    );
+    await expectApiError(createToken(db, { tenantId, serviceUserId: adminId, expiresAt: new Date('nope') }), 'INVALID_QUERY');
     const longest = await createToken(db, {
       tenantId,
       serviceUserId: adminId,
@@ -227,10 +222,7 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
   });
 
   it('refuses a token for a service user of another tenant', async () => {
-    await expectApiError(
-      createToken(db, { tenantId: otherTenantId, serviceUserId: adminId, expiresAt: inDays(1) }),
-      'NOT_FOUND',
-    );
+    await expectApiError(createToken(db, { tenantId: otherTenantId, serviceUserId: adminId, expiresAt: inDays(1) }), 'NOT_FOUND');
   });
 
   it('lists token metadata only', async () => {
@@ -249,10 +241,7 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
     await expectApiError(createServiceUser(db, { tenantId, name: 'ci-bot', role: 'reader' }), 'INVALID_QUERY');
     await expectApiError(createServiceUser(db, { tenantId, name: '  ', role: 'reader' }), 'INVALID_QUERY');
     await expectApiError(createServiceUser(db, { tenantId, name: 'x'.repeat(101), role: 'reader' }), 'INVALID_QUERY');
-    await expectApiError(
-      createServiceUser(db, { tenantId, name: 'root', role: 'superuser' as never }),
-      'INVALID_QUERY',
-    );
+    await expectApiError(createServiceUser(db, { tenantId, name: 'root', role: 'superuser' as never }), 'INVALID_QUERY');
     await expectApiError(createServiceUser(db, { tenantId: 'ten_missing', name: 'x', role: 'reader' }), 'NOT_FOUND');
     // Names are unique per tenant only.
     await createServiceUser(db, { tenantId: otherTenantId, name: 'ci-bot', role: 'reader' });
@@ -261,10 +250,7 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
     const { token } = await createToken(db, { tenantId, serviceUserId: temp.id, expiresAt: inDays(1) });
     expect((await verifyPersonalAccessToken(db, token))?.role).toBe('reader');
 
-    await expectApiError(
-      changeServiceUserRole(db, { tenantId: otherTenantId, serviceUserId: temp.id, role: 'admin' }),
-      'NOT_FOUND',
-    );
+    await expectApiError(changeServiceUserRole(db, { tenantId: otherTenantId, serviceUserId: temp.id, role: 'admin' }), 'NOT_FOUND');
     expect((await changeServiceUserRole(db, { tenantId, serviceUserId: temp.id, role: 'admin' })).role).toBe('admin');
     expect((await verifyPersonalAccessToken(db, token))?.role).toBe('admin');
 
@@ -358,7 +344,7 @@ describe('JWT verifier', () => {
       'null role': await sign(claims({ role: null })),
       'not a jwt': 'abc',
       'garbage segments': 'a.b.c',
-      'huge': `${'a'.repeat(5000)}.b.c`,
+      huge: `${'a'.repeat(5000)}.b.c`,
     };
     for (const [name, token] of Object.entries(cases)) {
       expect(await hs.verify(token), name).toBeNull();
@@ -471,14 +457,18 @@ describe('JWT verifier', () => {
 
     const unreachable = createJwtVerifier({ ...baseConfig, JWT_JWKS_URL: `http://127.0.0.1:${port}/jwks.json` });
     const { privateKey } = await generateKeyPair('RS256');
-    const token = await new SignJWT(claims()).setProtectedHeader({ alg: 'RS256', kid: 'r1' }).setSubject('s').setExpirationTime('5m').sign(privateKey);
+    const token = await new SignJWT(claims())
+      .setProtectedHeader({ alg: 'RS256', kid: 'r1' })
+      .setSubject('s')
+      .setExpirationTime('5m')
+      .sign(privateKey);
     await expectApiError(unreachable.verify(token), 'UNAVAILABLE');
   });
 
   it('refuses an unusable public key at construction', async () => {
-    expect(() => createJwtVerifier({ ...baseConfig, JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----' })).toThrow(
-      /JWT_PUBLIC_KEY/,
-    );
+    expect(() =>
+      createJwtVerifier({ ...baseConfig, JWT_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----' }),
+    ).toThrow(/JWT_PUBLIC_KEY/);
   });
 });
 
@@ -565,7 +555,9 @@ describe.each(databaseKinds)('authenticate() on %s', (kind) => {
     ]) {
       expect(await authenticate(`Bearer ${signedText(claimsJson)}`, { db, jwt }), claimsJson).toEqual({ viewer: null, reason: 'invalid' });
     }
-    expect((await authenticate(`Bearer ${signedText(`{"tenant_id":"${tenantId}","sub":"s","exp":${exp}}`)}`, { db, jwt })).viewer?.tenantId).toBe(tenantId);
+    expect(
+      (await authenticate(`Bearer ${signedText(`{"tenant_id":"${tenantId}","sub":"s","exp":${exp}}`)}`, { db, jwt })).viewer?.tenantId,
+    ).toBe(tenantId);
     // A JWT when JWT authentication is not configured.
     expect(await authenticate(`Bearer ${await sign(claims({ tenant_id: tenantId }))}`, { db, jwt: noJwt })).toEqual({
       viewer: null,

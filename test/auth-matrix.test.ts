@@ -643,7 +643,13 @@ const operations: Operation[] = [
     cell: async (env) => {
       const name = `matrix rest created ${env.cell}`;
       return {
-        request: { surface: 'rest', method: 'POST', path: `${BASE}/connected`, body: { application_id: env.applicationId, name }, okStatus: 201 },
+        request: {
+          surface: 'rest',
+          method: 'POST',
+          path: `${BASE}/connected`,
+          body: { application_id: env.applicationId, name },
+          okStatus: 201,
+        },
         sent: [],
         ok: (body) => expect(body.data).toMatchObject({ name, status: 'pending' }),
         after: async (succeeded, tenantId) => {
@@ -739,10 +745,7 @@ function base64url(value: unknown): string {
   return Buffer.from(JSON.stringify(value)).toString('base64url');
 }
 
-async function signJwt(
-  claims: Record<string, unknown>,
-  options: { secret?: string; expiresAt?: number } = {},
-): Promise<string> {
+async function signJwt(claims: Record<string, unknown>, options: { secret?: string; expiresAt?: number } = {}): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   return new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
@@ -794,10 +797,9 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
     const adminUser = await prisma.serviceUser.findUniqueOrThrow({ where: { tenantId_name: { tenantId: demo.id, name: 'admin-bot' } } });
     const expiring = await createToken(t.db, { tenantId: demo.id, serviceUserId: adminUser.id, expiresAt: new Date(Date.now() + DAY) });
     await rest(t.gateway, `${BASE}/connected`, { token: expiring.token, expectStatus: 200 });
-    await t.db.raw.query(
-      `UPDATE tokens SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day' WHERE id = $1`,
-      [expiring.id],
-    );
+    await t.db.raw.query(`UPDATE tokens SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day' WHERE id = $1`, [
+      expiring.id,
+    ]);
     // Changed behind the API's back: the gateway's token cache would take it for TOKEN_CACHE_TTL_MS; evict it now.
     await credentialsChanged(t.db, { tokenIds: [expiring.id] });
     headers.set('expired', `Token ${expiring.token}`);
@@ -830,7 +832,10 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
     );
     headers.set('jwt-no-tenant', `Bearer ${await signJwt({ role: 'admin' })}`);
     headers.set('jwt-unknown-tenant', `Bearer ${await signJwt({ tenant_id: 'ten_doesnotexist', role: 'admin' })}`);
-    headers.set('jwt-future-iat', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin', iat: now + 3600 }, { expiresAt: now + 4200 })}`);
+    headers.set(
+      'jwt-future-iat',
+      `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin', iat: now + 3600 }, { expiresAt: now + 4200 })}`,
+    );
     headers.set('jwt-century', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' }, { expiresAt: now + 100 * 365 * 86_400 })}`);
     const memberSession = async (tenantId: string, email: string, role: 'admin' | 'reader') => {
       const { member } = await inviteMember(t.db, { tenantId, email, role, createdBy: 'cli' });

@@ -51,7 +51,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('the benchmark baseline and the 
       expect(gateway.status, scenario.id).toBe(200);
       if (response.status !== gateway.status || body !== gateway.body) {
         const at = [...body].findIndex((c, i) => c !== gateway.body[i]);
-        differences.push(`${scenario.id}: ${response.status} vs ${gateway.status}, first difference at ${at}: …${body.slice(Math.max(0, at - 60), at + 60)}…`);
+        differences.push(
+          `${scenario.id}: ${response.status} vs ${gateway.status}, first difference at ${at}: …${body.slice(Math.max(0, at - 60), at + 60)}…`,
+        );
       }
     }
     expect(differences).toEqual([]);

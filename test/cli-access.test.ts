@@ -120,7 +120,10 @@ describe.each(databaseKinds)('access CLI on %s', (kind) => {
     expect(list.stdout).toContain(jsonToken.id);
     const lines = await run('token', 'list', '--tenant', 'acme', '--json');
     expect(lines.code).toBe(0);
-    const entries = lines.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    const entries = lines.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(entries.map((e) => e.id)).toContain(jsonToken.id);
     for (const output of [list.stdout, lines.stdout]) {
       for (const value of [plainToken, jsonToken.token]) {

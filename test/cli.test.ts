@@ -102,9 +102,12 @@ describe.each(databaseKinds)('commands on %s', (kind) => {
 
     const listed = await run('tenant', 'list', '--json');
     expect(listed).toMatchObject({ code: 0, stderr: '' });
-    expect(listed.stdout.trim().split('\n').map((line) => JSON.parse(line))).toContainEqual(
-      expect.objectContaining({ id: tenantId, slug: 'acme', name: 'Acme Hotels', service_users: 0 }),
-    );
+    expect(
+      listed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toContainEqual(expect.objectContaining({ id: tenantId, slug: 'acme', name: 'Acme Hotels', service_users: 0 }));
     const table = await run('tenant', 'list');
     expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+SLUG\s+NAME\s+CREATED\s+SERVICE USERS$/);
     expect(table.stdout).toMatch(new RegExp(`^${tenantId}\\s+acme\\s+Acme Hotels\\s`, 'm'));

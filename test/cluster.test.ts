@@ -27,7 +27,8 @@ function installed(command: string): boolean {
 }
 
 const enabled = Boolean(process.env.TEST_DATABASE_URL) && installed('haproxy') && installed('redis-server');
-if (process.env.CI && process.env.TEST_DATABASE_URL && !enabled) throw new Error('CI must install haproxy and redis-server for the cluster test');
+if (process.env.CI && process.env.TEST_DATABASE_URL && !enabled)
+  throw new Error('CI must install haproxy and redis-server for the cluster test');
 
 interface Tally {
   requests: number;
@@ -58,7 +59,12 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
   async function acknowledged(method: string, path: string, body: unknown, key: string, tally: Tally) {
     for (let attempt = 0; attempt < 100; attempt++) {
       tally.requests += 1;
-      const answer = await call(cluster.url, method, path, admin, body, { 'idempotency-key': key }).catch((error: Error) => ({ status: 0, error, body: null, headers: new Headers() }));
+      const answer = await call(cluster.url, method, path, admin, body, { 'idempotency-key': key }).catch((error: Error) => ({
+        status: 0,
+        error,
+        body: null,
+        headers: new Headers(),
+      }));
       if (answer.status >= 200 && answer.status < 300) return answer;
       tally.failures.push(`${method} ${path}: ${answer.status}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -82,7 +88,9 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
             written.push({ name, id: created.body.data.id, runId: queued.body.data.id });
           } else {
             tally.requests += 1;
-            const created = await call(cluster.url, 'POST', '/connected', admin, body, { 'idempotency-key': `c-${run}-${client}-${i}` }).catch(() => ({ status: 0, body: null }));
+            const created = await call(cluster.url, 'POST', '/connected', admin, body, {
+              'idempotency-key': `c-${run}-${client}-${i}`,
+            }).catch(() => ({ status: 0, body: null }));
             if (created.status === 201) written.push({ name, id: created.body.data.id });
             else tally.failures.push(`POST /connected: ${created.status}`);
           }
@@ -163,7 +171,8 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
     db = await createTestDatabase('postgres', { template: seeded.template });
     admin = tenants.demo.adminToken;
     const user = await createServiceUser(db, { tenantId: tenants.demo.id, name: 'cluster-engine', role: 'engine' });
-    engine = (await createToken(db, { tenantId: tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    engine = (await createToken(db, { tenantId: tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) }))
+      .token;
     cluster = await startCluster({
       databaseUrl: db.url!,
       env: { RATE_LIMIT_PER_MINUTE: '100000', SCHEDULER_TICK_MS: '500', LOG_LEVEL: 'warn', WEBHOOK_POLL_MS: '1000' },
@@ -207,10 +216,16 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
     await traffic.stop();
-    console.log(JSON.stringify({ rollingRestart: { requests: traffic.tally.requests, failed: traffic.tally.failures.length, writes: traffic.written.length } }));
+    console.log(
+      JSON.stringify({
+        rollingRestart: { requests: traffic.tally.requests, failed: traffic.tally.failures.length, writes: traffic.written.length },
+      }),
+    );
     expect(traffic.tally.failures).toEqual([]);
     expect(traffic.tally.requests).toBeGreaterThan(100);
-    const found = await db.raw.query<{ id: string }>('SELECT id FROM connections WHERE id = ANY($1::text[])', [traffic.written.map((w) => w.id)]);
+    const found = await db.raw.query<{ id: string }>('SELECT id FROM connections WHERE id = ANY($1::text[])', [
+      traffic.written.map((w) => w.id),
+    ]);
     expect(found).toHaveLength(traffic.written.length);
   }, 120_000);
 
@@ -218,7 +233,11 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
     run += 1;
     const [a] = cluster.replicas.map((r) => r.url) as [string];
     // A run claimed through the replica about to die, with a short lease: the other replica's reaper fails it.
-    const lone = await call(a, 'POST', '/connected', admin, { application_id: applicationId, name: `leased ${Date.now()}`, settings: { sync_interval: null, retry_attempts: 0 } });
+    const lone = await call(a, 'POST', '/connected', admin, {
+      application_id: applicationId,
+      name: `leased ${Date.now()}`,
+      settings: { sync_interval: null, retry_attempts: 0 },
+    });
     expect((await call(a, 'POST', '/syncs', admin, { connection_id: lone.body.data.id })).status).toBe(201);
     const claimed = await call(a, 'POST', '/syncs/claim', engine, { connection_id: lone.body.data.id, lease_seconds: 2 });
     expect(claimed.status).toBe(200);
@@ -234,17 +253,23 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
 
     // Every acknowledged write is there once: one connection per name, one run per connection.
     const names = traffic.written.map((w) => w.name);
-    const connections = await db.raw.query<{ id: string; name: string }>('SELECT id, name FROM connections WHERE name = ANY($1::text[])', [names]);
+    const connections = await db.raw.query<{ id: string; name: string }>('SELECT id, name FROM connections WHERE name = ANY($1::text[])', [
+      names,
+    ]);
     expect(connections.map((c) => c.name).sort()).toEqual([...names].sort());
     expect(connections.map((c) => c.id).sort()).toEqual(traffic.written.map((w) => w.id).sort());
-    const runs = await db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE connection_id = ANY($1::text[])', [traffic.written.map((w) => w.id)]);
+    const runs = await db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE connection_id = ANY($1::text[])', [
+      traffic.written.map((w) => w.id),
+    ]);
     expect(runs.map((r) => r.id).sort()).toEqual(traffic.written.map((w) => w.runId!).sort());
 
     // The lease the dead replica's claimer held is reaped by the survivor's scheduler.
     const deadline = Date.now() + 20_000;
     let status = '';
     while (Date.now() < deadline) {
-      const [row] = await db.raw.query<{ status: string }>('SELECT status::text AS status FROM syncs WHERE id = $1', [claimed.body.data.id]);
+      const [row] = await db.raw.query<{ status: string }>('SELECT status::text AS status FROM syncs WHERE id = $1', [
+        claimed.body.data.id,
+      ]);
       status = row!.status;
       if (status !== 'in_progress') break;
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -254,7 +279,10 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
     // Both streams saw every queued run, in event-id order, without a gap caused by the crash.
     const written = new Set(traffic.written.map((w) => w.runId!));
     const until = Date.now() + 15_000;
-    while (Date.now() < until && streams.some((s) => [...written].some((id) => !s.seen.some((e) => e.runId === id && e.status === 'pending')))) {
+    while (
+      Date.now() < until &&
+      streams.some((s) => [...written].some((id) => !s.seen.some((e) => e.runId === id && e.status === 'pending')))
+    ) {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     for (const stream of streams) {
@@ -273,7 +301,9 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
           writesAcknowledged: traffic.written.length * 2,
           writesFound: connections.length + runs.length,
           runsQueued: written.size,
-          queuedEventsDeliveredPerStream: streams.map((s) => new Set(s.seen.filter((e) => e.status === 'pending' && written.has(e.runId)).map((e) => e.runId)).size),
+          queuedEventsDeliveredPerStream: streams.map(
+            (s) => new Set(s.seen.filter((e) => e.status === 'pending' && written.has(e.runId)).map((e) => e.runId)).size,
+          ),
           streamReconnects: streams.map((s) => s.reconnects()),
         },
       }),

@@ -26,9 +26,22 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
     await loadCompiler();
     t = await createTestGateway(kind);
     const viewer = await viewerOf(`Token ${t.tenants.demo.adminToken}`, { db: t.db, jwt: createJwtVerifier({}) });
-    context = () => ({ db: t.db, viewer, requestId: 'req_test', idempotency: null, authorization: null, webhooks: webhookSettingsOf({ WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY }, t.db), tokenCaps: DEFAULT_TOKEN_CAPS, live: t.gateway.live });
-    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [t.tenants.demo.id]);
-    const [sync] = await t.db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE tenant_id = $1 ORDER BY started_at LIMIT 1', [t.tenants.demo.id]);
+    context = () => ({
+      db: t.db,
+      viewer,
+      requestId: 'req_test',
+      idempotency: null,
+      authorization: null,
+      webhooks: webhookSettingsOf({ WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY }, t.db),
+      tokenCaps: DEFAULT_TOKEN_CAPS,
+      live: t.gateway.live,
+    });
+    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [
+      t.tenants.demo.id,
+    ]);
+    const [sync] = await t.db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE tenant_id = $1 ORDER BY started_at LIMIT 1', [
+      t.tenants.demo.id,
+    ]);
     const [application] = await t.db.raw.query<{ id: string }>('SELECT id FROM applications ORDER BY name LIMIT 1');
     ids = { connection: connection!.id, sync: sync!.id, application: application!.id };
   });
@@ -39,7 +52,13 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
     const document = parse(source);
     const executor = compiled.executorFor(document, operationName, true);
     expect(executor, 'the query compiles').not.toBeNull();
-    const viaJs = (await normalizedExecutor({ schema, document, variableValues: variables, contextValue: context(), operationName })) as ExecutionResult;
+    const viaJs = (await normalizedExecutor({
+      schema,
+      document,
+      variableValues: variables,
+      contextValue: context(),
+      operationName,
+    })) as ExecutionResult;
     const viaJit = await executor!({ document, variableValues: variables, contextValue: context(), operationName });
     return [JSON.stringify(viaJit), JSON.stringify(viaJs)];
   }
@@ -49,8 +68,15 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
     expect(queries.length).toBeGreaterThan(5);
     for (const route of queries) {
       const operation = route.document.definitions[0]!;
-      const variables: Record<string, unknown> = { id: route.path.includes('/connected/') ? ids.connection : route.path.includes('/syncs/') ? ids.sync : ids.application, limit: 3 };
-      const withNone = Object.fromEntries(('variableDefinitions' in operation ? operation.variableDefinitions ?? [] : []).filter((v) => v.variable.name.value.startsWith('with_')).map((v) => [v.variable.name.value, false]));
+      const variables: Record<string, unknown> = {
+        id: route.path.includes('/connected/') ? ids.connection : route.path.includes('/syncs/') ? ids.sync : ids.application,
+        limit: 3,
+      };
+      const withNone = Object.fromEntries(
+        ('variableDefinitions' in operation ? (operation.variableDefinitions ?? []) : [])
+          .filter((v) => v.variable.name.value.startsWith('with_'))
+          .map((v) => [v.variable.name.value, false]),
+      );
       for (const vars of [variables, { ...variables, ...withNone }]) {
         const source = print(route.document);
         const [jit, js] = await both(source, vars);
@@ -72,7 +98,10 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
       ],
       [
         `query Filtered($f: SyncFilter, $since: DateTime) { syncs(filter: $f, limit: 5) { totalCount nodes { id status startedAt } } recent: syncs(filter: { startedAt: { gte: $since } }, limit: 2) { totalCount } }`,
-        { f: { or: [{ status: { eq: 'failed' } }, { not: { errorMessage: { isNull: true } } }], and: [{ fileUrl: { isNull: false } }] }, since: '2026-01-01T00:00:00Z' },
+        {
+          f: { or: [{ status: { eq: 'failed' } }, { not: { errorMessage: { isNull: true } } }], and: [{ fileUrl: { isNull: false } }] },
+          since: '2026-01-01T00:00:00Z',
+        },
       ],
       [`{ connection(id: "${'con_00000000000000000000000000'}") { id name } }`, {}],
       [`{ sync(id: "not-an-id") { id } categories { __typename nodes { __typename name } } }`, {}],
@@ -115,7 +144,9 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
     const mutation = parse('mutation { deleteConnection(id: "con_00000000000000000000000000") { id } }');
     expect(fresh.executorFor(mutation, undefined)).toBeNull();
     expect(fresh.executorFor(mutation, undefined)).toBeNull();
-    expect(fresh.executorFor(parse('mutation { deleteConnection(id: "con_00000000000000000000000000") { id } }'), undefined, true)).not.toBeNull();
+    expect(
+      fresh.executorFor(parse('mutation { deleteConnection(id: "con_00000000000000000000000000") { id } }'), undefined, true),
+    ).not.toBeNull();
     const subscription = parse(`subscription { syncChanged(connectionId: "${'con_00000000000000000000000000'}") { id } }`);
     expect(fresh.executorFor(subscription, undefined, true)).toBeNull();
     // Introspection runs as before: the compiled form would read the shadow schema with its extra scalar.

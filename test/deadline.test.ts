@@ -28,7 +28,9 @@ describe.each(databaseKinds)('request deadline on %s', (kind) => {
     t = await createTestGateway(kind);
     gateway = gatewayOver(t.db, { limits: { timeoutMs: DEADLINE_MS[kind] }, config: { RATE_LIMIT_PER_MINUTE: 0 } });
     token = t.tenants.demo.readerToken;
-    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 LIMIT 1', [t.tenants.demo.id]);
+    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 LIMIT 1', [
+      t.tenants.demo.id,
+    ]);
     await t.db.raw.query(
       `INSERT INTO syncs (id, tenant_id, connection_id, status, started_at, finished_at, error_message)
        SELECT 'syn_slow' || g, $1, $2, 'failed', now() - interval '1 day', now() - interval '1 day', repeat('a', 2000)
@@ -57,10 +59,14 @@ describe.each(databaseKinds)('request deadline on %s', (kind) => {
     [
       'GraphQL',
       async () => {
-        const { status, body } = await graphql(gateway, 'query($p: String!) { syncs(filter: { errorMessage: { ilike: $p } }) { totalCount } }', {
-          token,
-          variables: { p: SLOW_PATTERN },
-        });
+        const { status, body } = await graphql(
+          gateway,
+          'query($p: String!) { syncs(filter: { errorMessage: { ilike: $p } }) { totalCount } }',
+          {
+            token,
+            variables: { p: SLOW_PATTERN },
+          },
+        );
         return { status, code: body.errors?.[0]?.extensions?.code };
       },
     ],
@@ -103,10 +109,17 @@ describe.each(databaseKinds)('request deadline on %s', (kind) => {
       // A gateway whose own deadline is far away: the server's bound ends the statement, and the caller gets
       // the time limit's 503, not a 500.
       const patient = gatewayOver(server, { config: { RATE_LIMIT_PER_MINUTE: 0 } });
-      for (const query of ['query($p: String!) { syncs(filter: { errorMessage: { ilike: $p } }) { totalCount } }', 'query($p: String!) { connections { nodes { syncCount(filter: { errorMessage: { ilike: $p } }) } } }']) {
+      for (const query of [
+        'query($p: String!) { syncs(filter: { errorMessage: { ilike: $p } }) { totalCount } }',
+        'query($p: String!) { connections { nodes { syncCount(filter: { errorMessage: { ilike: $p } }) } } }',
+      ]) {
         const started = performance.now();
         const { status, body } = await graphql(patient, query, { token, variables: { p: SLOW_PATTERN } });
-        expect({ query, status, codes: body.errors?.map((e) => e.extensions?.code) }).toEqual({ query, status: 503, codes: ['UNAVAILABLE'] });
+        expect({ query, status, codes: body.errors?.map((e) => e.extensions?.code) }).toEqual({
+          query,
+          status: 503,
+          codes: ['UNAVAILABLE'],
+        });
         expect(performance.now() - started).toBeLessThan(3_000);
       }
     } finally {

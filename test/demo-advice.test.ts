@@ -40,7 +40,7 @@ describe.each(databaseKinds)('the demo tenant at a server start on %s', (kind) =
       .filter((line) => line.startsWith('  '))
       .map((line) => line.trim());
 
-  it('says nothing without a demo tenant, seeds an empty database once, and reads a restart\'s state without Prisma', async () => {
+  it("says nothing without a demo tenant, seeds an empty database once, and reads a restart's state without Prisma", async () => {
     expect(await demoTokenAdvice(watched, config)).toBeUndefined();
     const tenantId = await ensureDemo(db);
     expect(tenantId).toMatch(/^ten_/);
@@ -56,10 +56,12 @@ describe.each(databaseKinds)('the demo tenant at a server start on %s', (kind) =
       /^DATA_DIR='\/srv\/gateway-data' npm run --silent cli -- service-user create --tenant demo --name demo-admin-(\d{4}-\d{2}-\d{2}) --role admin$/,
     );
     const name = /--name (\S+)/.exec(create!)![1];
-    expect(token).toBe(`DATA_DIR='/srv/gateway-data' npm run --silent cli -- token create --tenant demo --service-user ${name} --expires ${name!.slice('demo-admin-'.length)}`);
+    expect(token).toBe(
+      `DATA_DIR='/srv/gateway-data' npm run --silent cli -- token create --tenant demo --service-user ${name} --expires ${name!.slice('demo-admin-'.length)}`,
+    );
   });
 
-  it('counts only an admin\'s token that is neither revoked nor expired, and names demo-admin before other admins', async () => {
+  it("counts only an admin's token that is neither revoked nor expired, and names demo-admin before other admins", async () => {
     const [{ id: tenantId }] = (await db.raw.query<{ id: string }>("SELECT id FROM tenants WHERE slug = 'demo'")) as [{ id: string }];
     const soon = new Date(Date.now() + DAY);
     // A reader's valid token and an admin's expired one do not count.
@@ -105,23 +107,26 @@ describe('what a new database gets at a server start', () => {
     }
   }
 
-  it.runIf(databaseKinds.includes('postgres'))('PostgreSQL: the catalog only, no demo tenant and no printed token, unless SEED=demo', async () => {
-    const plain = await createTestDatabase('postgres');
-    const demo = await createTestDatabase('postgres');
-    try {
-      const first = await startOnce({ DATABASE_URL: plain.url! });
-      expect(first).toMatchObject({ demoToken: undefined, tenants: 0, tokens: 0 });
-      expect(first.categories).toBeGreaterThan(0);
-      // A restart changes nothing.
-      expect(await startOnce({ DATABASE_URL: plain.url! })).toEqual(first);
-      const seeded = await startOnce({ DATABASE_URL: demo.url!, SEED: 'demo' });
-      expect(seeded.demoToken).toMatch(/^igw_pat_/);
-      expect(seeded).toMatchObject({ tenants: 1, tokens: 1 });
-    } finally {
-      await plain.dispose();
-      await demo.dispose();
-    }
-  });
+  it.runIf(databaseKinds.includes('postgres'))(
+    'PostgreSQL: the catalog only, no demo tenant and no printed token, unless SEED=demo',
+    async () => {
+      const plain = await createTestDatabase('postgres');
+      const demo = await createTestDatabase('postgres');
+      try {
+        const first = await startOnce({ DATABASE_URL: plain.url! });
+        expect(first).toMatchObject({ demoToken: undefined, tenants: 0, tokens: 0 });
+        expect(first.categories).toBeGreaterThan(0);
+        // A restart changes nothing.
+        expect(await startOnce({ DATABASE_URL: plain.url! })).toEqual(first);
+        const seeded = await startOnce({ DATABASE_URL: demo.url!, SEED: 'demo' });
+        expect(seeded.demoToken).toMatch(/^igw_pat_/);
+        expect(seeded).toMatchObject({ tenants: 1, tokens: 1 });
+      } finally {
+        await plain.dispose();
+        await demo.dispose();
+      }
+    },
+  );
 
   it('PGlite: the zero set-up demo, with its admin token printed once; SEED=none the catalog alone', async () => {
     const dataDir = migratedPgliteDataDir('gw-first-start-');

@@ -6,7 +6,15 @@ import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { capturingLogger, createTestGateway, gatewayOver, leaveMidBody, listenOnLoopback, type LogLine, type TestGateway } from './fixtures/gateway.js';
+import {
+  capturingLogger,
+  createTestGateway,
+  gatewayOver,
+  leaveMidBody,
+  listenOnLoopback,
+  type LogLine,
+  type TestGateway,
+} from './fixtures/gateway.js';
 import { ORIGIN } from './fixtures/rest.js';
 
 interface Answer {
@@ -48,7 +56,9 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
     direct = gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 10_000 } });
     viaYoga = gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 10_000 }, directGraphQL: false, directRest: false });
     const { demo } = t.tenants;
-    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [demo.id]);
+    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [
+      demo.id,
+    ]);
     const reader = { authorization: `Token ${demo.readerToken}` };
     const json = { 'content-type': 'application/json' };
     const query = (label: string, body: unknown, headers: Record<string, string>, isDirect = true): Case => ({
@@ -57,7 +67,8 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
       headers: { ...json, ...headers },
       direct: isDirect,
     });
-    const nested = '{ connections(limit: 3) { totalCount nodes { id name status application { name category { name } } syncs(limit: 2) { id status startedAt finishedAt } } } }';
+    const nested =
+      '{ connections(limit: 3) { totalCount nodes { id name status application { name category { name } } syncs(limit: 2) { id status startedAt finishedAt } } } }';
     const withVariables = `query Page($limit: Int, $filter: SyncFilter, $connection: ID) {
       syncs(limit: $limit, filter: $filter, connectionId: $connection) { totalCount nodes { id status startedAt ...Failure } }
     }
@@ -65,28 +76,72 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
     cases = [
       query('{ __typename } without credential', { query: '{ __typename }' }, {}),
       query('nested connections and syncs', { query: nested }, reader),
-      query('variables, fragments and a recursive filter', { query: withVariables, variables: { limit: 3, connection: connection!.id, filter: { or: [{ status: { eq: 'failed' } }, { not: { status: { eq: 'pending' } } }] } } }, reader),
+      query(
+        'variables, fragments and a recursive filter',
+        {
+          query: withVariables,
+          variables: {
+            limit: 3,
+            connection: connection!.id,
+            filter: { or: [{ status: { eq: 'failed' } }, { not: { status: { eq: 'pending' } } }] },
+          },
+        },
+        reader,
+      ),
       query('null variables and operation name', { query: nested, variables: null, operationName: null }, reader),
-      query('one of several operations by name', { query: `query A { __typename } query B ${nested.slice(1, -1).replace(/^/, '{')}}`, operationName: 'B' }, reader),
-      query('an item that names nothing (null data member)', { query: '{ connection(id: "con_00000000000000000000000000") { id } }' }, reader),
+      query(
+        'one of several operations by name',
+        { query: `query A { __typename } query B ${nested.slice(1, -1).replace(/^/, '{')}}`, operationName: 'B' },
+        reader,
+      ),
+      query(
+        'an item that names nothing (null data member)',
+        { query: '{ connection(id: "con_00000000000000000000000000") { id } }' },
+        reader,
+      ),
       query('an id of another shape (a field error)', { query: '{ connection(id: "nope") { id name } }' }, reader),
       query('variables of the wrong type', { query: withVariables, variables: { limit: 'three' } }, reader),
       query('graphql-response+json', { query: nested }, { ...reader, accept: 'application/graphql-response+json' }),
-      query('graphql-response+json with a field error', { query: '{ connection(id: "nope") { id } }' }, { ...reader, accept: 'application/graphql-response+json' }),
-      query('both JSON types, charset', { query: nested }, { ...reader, accept: 'application/json; charset=utf-8, application/graphql-response+json' }),
+      query(
+        'graphql-response+json with a field error',
+        { query: '{ connection(id: "nope") { id } }' },
+        { ...reader, accept: 'application/graphql-response+json' },
+      ),
+      query(
+        'both JSON types, charset',
+        { query: nested },
+        { ...reader, accept: 'application/json; charset=utf-8, application/graphql-response+json' },
+      ),
       query('any type', { query: nested }, { ...reader, accept: '*/*' }),
       query('content type with charset', { query: nested }, { ...reader, 'content-type': 'application/json; charset=utf-8' }),
-      query('fragments at the root', { query: `{ ...Root ... on Query { __typename } } fragment Root on Query { connections(limit: 2) { totalCount nodes { id } } }` }, reader),
+      query(
+        'fragments at the root',
+        { query: `{ ...Root ... on Query { __typename } } fragment Root on Query { connections(limit: 2) { totalCount nodes { id } } }` },
+        reader,
+      ),
       // Declined by the direct path, answered by yoga.
       query('no credential, asking for data', { query: nested }, {}, false),
       query('a malformed credential', { query: '{ __typename }' }, { authorization: 'Token nope' }, false),
       query('an unknown token', { query: nested }, { authorization: `Token igw_pat_000000000000_${'A'.repeat(43)}` }, false),
       query('a document that does not validate', { query: '{ nope }' }, reader, false),
       query('a document that does not parse', { query: '{ connections(' }, reader, false),
-      query('a cost over the budget by its variables', { query: 'query ($n: Int) { connections(limit: $n) { nodes { syncs(limit: 100) { id status startedAt } } } }', variables: { n: 100 } }, reader, false),
+      query(
+        'a cost over the budget by its variables',
+        {
+          query: 'query ($n: Int) { connections(limit: $n) { nodes { syncs(limit: 100) { id status startedAt } } } }',
+          variables: { n: 100 },
+        },
+        reader,
+        false,
+      ),
       query('NUL in a variable', { query: withVariables, variables: { filter: { errorMessage: { eq: 'a\u0000b' } } } }, reader, false),
       query('a schema query', { query: '{ __schema { queryType { name } } }' }, reader, false),
-      query('a schema query in a root fragment', { query: '{ ...Schema } fragment Schema on Query { __type(name: "Sync") { name } }' }, reader, false),
+      query(
+        'a schema query in a root fragment',
+        { query: '{ ...Schema } fragment Schema on Query { __type(name: "Sync") { name } }' },
+        reader,
+        false,
+      ),
       query('a mutation', { query: 'mutation { deleteConnection(id: "con_00000000000000000000000000") { id } }' }, reader, false),
       query('an extensions member', { query: nested, extensions: { persistedQuery: null } }, reader, false),
       query('an unknown member', { query: nested, colour: 'red' }, reader, false),
@@ -177,7 +232,10 @@ describe.each(databaseKinds)('GraphQL queries served directly on %s', (kind) => 
   });
 
   it('refuses over the rate limit as yoga does, counting each request once', async () => {
-    const limited = [gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 3 } }), gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 3 }, directGraphQL: false })];
+    const limited = [
+      gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 3 } }),
+      gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 3 }, directGraphQL: false }),
+    ];
     try {
       const [directBase, yogaBase] = [await listen(limited[0]!), await listen(limited[1]!)];
       const headers = { 'content-type': 'application/json', authorization: `Token ${t.tenants.other.readerToken}` };

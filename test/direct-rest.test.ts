@@ -6,7 +6,16 @@ import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { capturingLogger, createTestGateway, gatewayOver, JWT_TEST_SECRET, leaveMidBody, listenOnLoopback, type LogLine, type TestGateway } from './fixtures/gateway.js';
+import {
+  capturingLogger,
+  createTestGateway,
+  gatewayOver,
+  JWT_TEST_SECRET,
+  leaveMidBody,
+  listenOnLoopback,
+  type LogLine,
+  type TestGateway,
+} from './fixtures/gateway.js';
 import { BASE, ORIGIN } from './fixtures/rest.js';
 
 interface Answer {
@@ -40,7 +49,9 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
     direct = gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 10_000 } });
     viaYoga = gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 10_000 }, directRest: false });
     const { demo, other } = t.tenants;
-    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [demo.id]);
+    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [
+      demo.id,
+    ]);
     const [foreign] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 LIMIT 1', [other.id]);
     const [sync] = await t.db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE tenant_id = $1 LIMIT 1', [demo.id]);
     const [application] = await t.db.raw.query<{ id: string }>('SELECT id FROM applications LIMIT 1');
@@ -64,7 +75,11 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
       ['an id over 64 characters', `/connected/${'x'.repeat(70)}`, token],
       ['a percent-encoded id', `/connected/${encodeURIComponent('con_%zz')}`, token],
       ['sync list of a connection', `/syncs?connection_id=${connection!.id}`, token],
-      ['sync list, filtered, ordered, selected', '/syncs?status=in.(failed,success)&started_at=gte.2026-01-01&order=started_at.asc&select=id,status,started_at&limit=4&offset=2', token],
+      [
+        'sync list, filtered, ordered, selected',
+        '/syncs?status=in.(failed,success)&started_at=gte.2026-01-01&order=started_at.asc&select=id,status,started_at&limit=4&offset=2',
+        token,
+      ],
       ['sync list, or and not', '/syncs?or=(status.eq.failed,error_message.is.null)&file_url=not.is.null', token],
       ['one sync', `/syncs/${sync!.id}`, token],
       ['a malformed filter', '/syncs?status=eq', token],
@@ -122,9 +137,20 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
     const admin = `Token ${t.tenants.demo.adminToken}`;
     const reader = `Token ${t.tenants.demo.readerToken}`;
     const [application] = await t.db.raw.query<{ id: string }>('SELECT id FROM applications ORDER BY name LIMIT 1');
-    const [finished] = await t.db.raw.query<{ id: string }>("SELECT id FROM syncs WHERE tenant_id = $1 AND status = 'success' LIMIT 1", [t.tenants.demo.id]);
+    const [finished] = await t.db.raw.query<{ id: string }>("SELECT id FROM syncs WHERE tenant_id = $1 AND status = 'success' LIMIT 1", [
+      t.tenants.demo.id,
+    ]);
     const json = (body: unknown) => ({ 'content-type': 'application/json', body: typeof body === 'string' ? body : JSON.stringify(body) });
-    const writes: Array<[label: string, method: string, path: string, authorization: string, body: { 'content-type': string; body: string } | null, key?: string]> = [
+    const writes: Array<
+      [
+        label: string,
+        method: string,
+        path: string,
+        authorization: string,
+        body: { 'content-type': string; body: string } | null,
+        key?: string,
+      ]
+    > = [
       ['broken JSON', 'POST', '/connected', admin, json('{"application_id": ')],
       ['a body that is no object', 'POST', '/connected', admin, json('[1]')],
       ['another media type', 'POST', '/connected', admin, { 'content-type': 'text/plain', body: '{}' }],
@@ -137,19 +163,39 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
       ['a run of nothing', 'POST', '/syncs', admin, json({ connection_id: 'con_00000000000000000000000000' })],
       ['a claim by a reader', 'POST', '/syncs/claim', reader, json({})],
       ['finishing a finished run', 'PATCH', `/syncs/${finished!.id}`, admin, json({ status: 'failed', summary: {} })],
-      ['a new connection', 'POST', '/connected', admin, json({ application_id: application!.id, name: 'Parity check', settings: { sync_interval: '2h' } })],
-      ['a new connection, sent twice with a key', 'POST', '/connected', admin, json({ application_id: application!.id, name: 'Parity key' }), 'parity'],
+      [
+        'a new connection',
+        'POST',
+        '/connected',
+        admin,
+        json({ application_id: application!.id, name: 'Parity check', settings: { sync_interval: '2h' } }),
+      ],
+      [
+        'a new connection, sent twice with a key',
+        'POST',
+        '/connected',
+        admin,
+        json({ application_id: application!.id, name: 'Parity key' }),
+        'parity',
+      ],
     ];
     const ids = /\b(con|syn|req)_[0-9a-z]{26}\b/g;
     for (const [label, method, path, authorization, body, key] of writes) {
       const init = (suffix: string): RequestInit => ({
         method,
-        headers: { authorization, ...(body ? { 'content-type': body['content-type'] } : {}), ...(key ? { 'idempotency-key': `${key}-${suffix}` } : {}) },
+        headers: {
+          authorization,
+          ...(body ? { 'content-type': body['content-type'] } : {}),
+          ...(key ? { 'idempotency-key': `${key}-${suffix}` } : {}),
+        },
         ...(body ? { body: body.body } : {}),
       });
       const taken = direct.directRest!.fetch(new Request(`${ORIGIN}${BASE}${path}`, init('direct')));
       expect(taken, label).not.toBeNull();
-      const answers = [await answerOf(await taken!, ORIGIN), await answerOf(await viaYoga.fetch(`${ORIGIN}${BASE}${path}`, init('yoga')), ORIGIN)];
+      const answers = [
+        await answerOf(await taken!, ORIGIN),
+        await answerOf(await viaYoga.fetch(`${ORIGIN}${BASE}${path}`, init('yoga')), ORIGIN),
+      ];
       if (key) {
         answers.push(await answerOf(await direct.fetch(`${ORIGIN}${BASE}${path}`, init('direct')), ORIGIN));
         answers.push(await answerOf(await viaYoga.fetch(`${ORIGIN}${BASE}${path}`, init('yoga')), ORIGIN));
@@ -173,7 +219,12 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
     try {
       const base = await listenOnLoopback(logged, servers);
       const before = await t.db.raw.query<{ n: number }>('SELECT count(*)::int AS n FROM connections');
-      await leaveMidBody(new URL(base), `${BASE}/connected`, { authorization: `Token ${t.tenants.demo.adminToken}` }, '{"application_id": "app_');
+      await leaveMidBody(
+        new URL(base),
+        `${BASE}/connected`,
+        { authorization: `Token ${t.tenants.demo.adminToken}` },
+        '{"application_id": "app_',
+      );
       const after = await fetch(`${base}${BASE}/connected?limit=1`, { headers: { authorization: `Token ${t.tenants.demo.readerToken}` } });
       expect(after.status).toBe(200);
       expect(await t.db.raw.query<{ n: number }>('SELECT count(*)::int AS n FROM connections')).toEqual(before);
@@ -192,7 +243,14 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
       ['HEAD', { url: `${BASE}/connected`, method: 'HEAD', headers: { authorization } }],
       ['PUT', { url: `${BASE}/connected`, method: 'PUT', headers: { authorization } }],
       ['OPTIONS', { url: `${BASE}/connected`, method: 'OPTIONS', headers: { authorization } }],
-      ['a body declared over the limit', { url: `${BASE}/syncs`, method: 'POST', headers: { authorization, 'content-type': 'application/json', 'content-length': String(2 * 1024 * 1024) } }],
+      [
+        'a body declared over the limit',
+        {
+          url: `${BASE}/syncs`,
+          method: 'POST',
+          headers: { authorization, 'content-type': 'application/json', 'content-length': String(2 * 1024 * 1024) },
+        },
+      ],
       ['an event stream', { url: `${BASE}/syncs/${sync!.id}`, headers: { authorization, accept: 'text/event-stream' } }],
       ['an unknown path', { url: `${BASE}/nothing`, headers: { authorization } }],
       ['a path no GET route has', { url: `${BASE}/webhooks/deliveries/x/y`, headers: { authorization } }],
@@ -213,10 +271,13 @@ describe.each(databaseKinds)('REST requests served directly on %s', (kind) => {
     const metrics = gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 0 } });
     try {
       const headers = { authorization: `Token ${t.tenants.demo.readerToken}` };
-      for (let i = 0; i < 3; i++) expect((await metrics.directRest!.fetch(new Request(`${ORIGIN}${BASE}/categories`, { headers })))!.status).toBe(200);
+      for (let i = 0; i < 3; i++)
+        expect((await metrics.directRest!.fetch(new Request(`${ORIGIN}${BASE}/categories`, { headers })))!.status).toBe(200);
       const text = await (await metrics.fetch(`${ORIGIN}/metrics`)).text();
       expect(text).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/integrations\/categories",status="200"\} 3/);
-      expect(text).toMatch(/graphql_operations_total\{operation_name="ListCategories",operation_type="query",surface="rest",outcome="ok"\} 3/);
+      expect(text).toMatch(
+        /graphql_operations_total\{operation_name="ListCategories",operation_type="query",surface="rest",outcome="ok"\} 3/,
+      );
     } finally {
       await metrics.dispose();
     }

@@ -199,8 +199,12 @@ describe.each(kinds)('the pages run on %s', (kind) => {
   });
 
   const runnable = pages.filter((page) => shellBlocks(readFileSync(join(ROOT, page), 'utf8')).length > 0);
-  it.each(runnable)('%s', async (page) => {
-    const { code, output } = await runPage(page, env);
-    expect(code, output).toBe(0);
-  }, PAGE_TIMEOUT_MS + 10_000);
+  it.each(runnable)(
+    '%s',
+    async (page) => {
+      const { code, output } = await runPage(page, env);
+      expect(code, output).toBe(0);
+    },
+    PAGE_TIMEOUT_MS + 10_000,
+  );
 });

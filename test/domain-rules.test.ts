@@ -103,7 +103,10 @@ describe('metadata and settings members per kind', () => {
       { field: 'metadata', message: 'must be an object' },
       { field: 'settings', message: 'must be an object' },
     ]);
-    const problems = connectionMemberProblems(null, { metadata: { location: 'x' }, settings: { ...defaultSettings(null), track_users: true } });
+    const problems = connectionMemberProblems(null, {
+      metadata: { location: 'x' },
+      settings: { ...defaultSettings(null), track_users: true },
+    });
     expect(problems.map((p) => p.field)).toEqual(['metadata.location', 'settings.track_users']);
   });
 
@@ -137,7 +140,9 @@ describe('metadata and settings members per kind', () => {
       { field: 'input.applicationId', message: 'no such application' },
       { field: 'input', message: 'must be an object' },
     ]);
-    expect(error.message).toBe('invalid input: input.settings.retryAttempts: too big; input.applicationId: no such application; input: must be an object');
+    expect(error.message).toBe(
+      'invalid input: input.settings.retryAttempts: too big; input.applicationId: no such application; input: must be an object',
+    );
   });
 });
 
@@ -152,7 +157,11 @@ describe('JSON Merge Patch (RFC 7396)', () => {
     [{ a: 'c' }, { a: ['b'] }, { a: ['b'] }],
     [{ a: { b: 'c' } }, { a: { b: 'd', c: null } }, { a: { b: 'd' } }],
     [{ a: [{ b: 'c' }] }, { a: [1] }, { a: [1] }],
-    [['a', 'b'], ['c', 'd'], ['c', 'd']],
+    [
+      ['a', 'b'],
+      ['c', 'd'],
+      ['c', 'd'],
+    ],
     [{ a: 'b' }, ['c'], ['c']],
     [{ a: 'foo' }, null, null],
     [{ a: 'foo' }, 'bar', 'bar'],
@@ -297,7 +306,13 @@ describe('connection bodies', () => {
       input: { applicationId: 'app_1', name: 'Stripe EU', settings: { retry_attempts: 2 } },
     });
     const bad = parseCreateConnection({ name: '', via: 'pigeon', metadata: [], tenant_id: 'ten_x' });
-    expect('problems' in bad && bad.problems.map((p) => p.field).sort()).toEqual(['application_id', 'metadata', 'name', 'tenant_id', 'via']);
+    expect('problems' in bad && bad.problems.map((p) => p.field).sort()).toEqual([
+      'application_id',
+      'metadata',
+      'name',
+      'tenant_id',
+      'via',
+    ]);
   });
 
   it('parses a merge patch: null removes, status must be a status', () => {

@@ -24,7 +24,9 @@ describe.each(databaseKinds)('simulated engine on %s', (kind) => {
     const address = server.address();
     baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'engine-test', role: 'engine' });
-    engineToken = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    engineToken = (
+      await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })
+    ).token;
   });
   afterAll(async () => {
     await new Promise<void>((resolve) => server?.close(() => resolve()));
@@ -40,7 +42,8 @@ describe.each(databaseKinds)('simulated engine on %s', (kind) => {
     );
     expect(connections.length).toBe(count);
     const runs = [];
-    for (const { id } of connections) runs.push((await triggerSync(t.db.raw, t.tenants.demo.id, { connectionId: id, estimatedItems: 100 })).id);
+    for (const { id } of connections)
+      runs.push((await triggerSync(t.db.raw, t.tenants.demo.id, { connectionId: id, estimatedItems: 100 })).id);
     return runs;
   }
 
@@ -50,17 +53,29 @@ describe.each(databaseKinds)('simulated engine on %s', (kind) => {
     const stop = new AbortController();
     const lines: string[] = [];
     const watcher = setInterval(async () => {
-      const rows = await t.db.raw.query<{ n: number }>(`SELECT count(*)::int AS n FROM syncs WHERE id = ANY($1::text[]) AND finished_at IS NOT NULL`, [runs]);
+      const rows = await t.db.raw.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM syncs WHERE id = ANY($1::text[]) AND finished_at IS NOT NULL`,
+        [runs],
+      );
       if ((rows[0]?.n ?? 0) === runs.length) stop.abort();
     }, 100);
-    const tally = await runEngine({ baseUrl, token: engineToken, workers: 2, heartbeatMs: 30, idleMs: 50, failureRate: 0, signal: stop.signal, log: (l) => lines.push(l) });
+    const tally = await runEngine({
+      baseUrl,
+      token: engineToken,
+      workers: 2,
+      heartbeatMs: 30,
+      idleMs: 50,
+      failureRate: 0,
+      signal: stop.signal,
+      log: (l) => lines.push(l),
+    });
     clearInterval(watcher);
     expect(tally.succeeded).toBeGreaterThanOrEqual(3);
     expect(tally.abandoned).toBe(0);
-    const rows = await t.db.raw.query<{ status: string; summary: { processed: number; inserted: number; updated: number; deleted: number } }>(
-      `SELECT status::text AS status, summary FROM syncs WHERE id = ANY($1::text[])`,
-      [runs],
-    );
+    const rows = await t.db.raw.query<{
+      status: string;
+      summary: { processed: number; inserted: number; updated: number; deleted: number };
+    }>(`SELECT status::text AS status, summary FROM syncs WHERE id = ANY($1::text[])`, [runs]);
     expect(rows).toHaveLength(runs.length);
     for (const row of rows) {
       expect(row.status).toBe('success');
@@ -71,12 +86,17 @@ describe.each(databaseKinds)('simulated engine on %s', (kind) => {
     const failing = await queueRuns(1);
     const stopFailing = new AbortController();
     const watchFailing = setInterval(async () => {
-      const [row] = await t.db.raw.query<{ done: boolean }>(`SELECT finished_at IS NOT NULL AS done FROM syncs WHERE id = $1`, [failing[0]]);
+      const [row] = await t.db.raw.query<{ done: boolean }>(`SELECT finished_at IS NOT NULL AS done FROM syncs WHERE id = $1`, [
+        failing[0],
+      ]);
       if (row?.done) stopFailing.abort();
     }, 100);
     await runEngine({ baseUrl, token: engineToken, workers: 1, heartbeatMs: 20, idleMs: 50, failureRate: 1, signal: stopFailing.signal });
     clearInterval(watchFailing);
-    const [failed] = await t.db.raw.query<{ status: string; error_message: string }>(`SELECT status::text AS status, error_message FROM syncs WHERE id = $1`, [failing[0]]);
+    const [failed] = await t.db.raw.query<{ status: string; error_message: string }>(
+      `SELECT status::text AS status, error_message FROM syncs WHERE id = $1`,
+      [failing[0]],
+    );
     expect(failed).toEqual({ status: 'failed', error_message: expect.stringContaining('simulated') });
   });
 

@@ -81,8 +81,14 @@ describe.each(databaseKinds)('the event hub on %s', (kind) => {
     await updateConnection(db.raw, acme, a!.id, { name: 'renamed' });
     await waitFor(async () => all.length >= 7, 10_000);
     await waitFor(async () => ofA.length >= 4 && ofB.length >= 3 && ofB2.length >= 3, 10_000);
-    const about = (events: StoredEvent[]) => events.map((e) => (e.type.startsWith('sync.') ? `${e.payload.connection_id} ${e.type}` : `${e.subjectId} ${e.type}`));
-    expect(about(ofA)).toEqual([`${a!.id} sync.pending`, `${a!.id} sync.in_progress`, `${a!.id} sync.success`, `${a!.id} connection.updated`]);
+    const about = (events: StoredEvent[]) =>
+      events.map((e) => (e.type.startsWith('sync.') ? `${e.payload.connection_id} ${e.type}` : `${e.subjectId} ${e.type}`));
+    expect(about(ofA)).toEqual([
+      `${a!.id} sync.pending`,
+      `${a!.id} sync.in_progress`,
+      `${a!.id} sync.success`,
+      `${a!.id} connection.updated`,
+    ]);
     expect(about(ofB)).toEqual([`${b!.id} sync.pending`, `${b!.id} sync.in_progress`, `${b!.id} sync.success`]);
     expect(ofB2).toEqual(ofB);
     expect(all.map((e) => e.id)).toEqual([...ofA.slice(0, 3), ...ofB, ofA[3]!].map((e) => e.id));
@@ -158,47 +164,50 @@ describe.each(databaseKinds)('the event hub on %s', (kind) => {
     stop();
   });
 
-  it.runIf(kind === 'postgres')('deliveries do not wait for the main pool: with its every connection held, an event is still delivered', async () => {
-    const small = await createTestDatabase(kind, { poolSize: 1 });
-    const writer = await openDatabase({ databaseUrl: small.url!, poolSize: 2 });
-    const smallHub = new EventHub({ db: small, pollMs: 60_000 });
-    let release = () => {};
-    try {
-      await seedCatalog(small);
-      const tenant = await createTenant(small, 'hub-full-pool');
-      await smallHub.start();
-      const seen: StoredEvent[] = [];
-      const stop = await smallHub.subscribe(tenant, collect(seen));
-      // The main pool's one connection, held in a transaction; a statement on the pool now waits for it.
-      const held = new Promise<void>((resolve) => (release = resolve));
-      let holding = () => {};
-      const holds = new Promise<void>((resolve) => (holding = resolve));
-      const transaction = small.raw.transaction(async (tx) => {
-        await tx.query('SELECT 1');
-        holding();
-        await held;
-      });
-      await holds;
-      let waitingQueryDone = false;
-      const waitingQuery = small.raw.query('SELECT 1').then(() => (waitingQueryDone = true));
-      await waitFor(async () => small.poolStats!().waiting === 1, 5_000, 'a statement waiting for the main pool');
-      // Committed by another client of the database: its NOTIFY reaches the hub, whose read must not wait.
-      const connection = await connectApp(writer, tenant);
-      await waitFor(async () => seen.length >= 1, 5_000, 'the delivery');
-      expect(seen.map((e) => [e.type, e.subjectId])).toEqual([['connection.created', connection.id]]);
-      expect(waitingQueryDone).toBe(false);
-      expect(small.poolStats!()).toMatchObject({ total: 1, idle: 0, waiting: 1 });
-      release();
-      await transaction;
-      await waitingQuery;
-      stop();
-    } finally {
-      release();
-      await smallHub.stop();
-      await writer.close();
-      await small.dispose();
-    }
-  });
+  it.runIf(kind === 'postgres')(
+    'deliveries do not wait for the main pool: with its every connection held, an event is still delivered',
+    async () => {
+      const small = await createTestDatabase(kind, { poolSize: 1 });
+      const writer = await openDatabase({ databaseUrl: small.url!, poolSize: 2 });
+      const smallHub = new EventHub({ db: small, pollMs: 60_000 });
+      let release = () => {};
+      try {
+        await seedCatalog(small);
+        const tenant = await createTenant(small, 'hub-full-pool');
+        await smallHub.start();
+        const seen: StoredEvent[] = [];
+        const stop = await smallHub.subscribe(tenant, collect(seen));
+        // The main pool's one connection, held in a transaction; a statement on the pool now waits for it.
+        const held = new Promise<void>((resolve) => (release = resolve));
+        let holding = () => {};
+        const holds = new Promise<void>((resolve) => (holding = resolve));
+        const transaction = small.raw.transaction(async (tx) => {
+          await tx.query('SELECT 1');
+          holding();
+          await held;
+        });
+        await holds;
+        let waitingQueryDone = false;
+        const waitingQuery = small.raw.query('SELECT 1').then(() => (waitingQueryDone = true));
+        await waitFor(async () => small.poolStats!().waiting === 1, 5_000, 'a statement waiting for the main pool');
+        // Committed by another client of the database: its NOTIFY reaches the hub, whose read must not wait.
+        const connection = await connectApp(writer, tenant);
+        await waitFor(async () => seen.length >= 1, 5_000, 'the delivery');
+        expect(seen.map((e) => [e.type, e.subjectId])).toEqual([['connection.created', connection.id]]);
+        expect(waitingQueryDone).toBe(false);
+        expect(small.poolStats!()).toMatchObject({ total: 1, idle: 0, waiting: 1 });
+        release();
+        await transaction;
+        await waitingQuery;
+        stop();
+      } finally {
+        release();
+        await smallHub.stop();
+        await writer.close();
+        await small.dispose();
+      }
+    },
+  );
 
   it.runIf(kind === 'postgres')('two processes: a listener here sees the events another process writes', async () => {
     const tenant = await createTenant(db, 'hub-processes');

@@ -77,11 +77,16 @@ describe.each(databaseKinds)('the event log on %s', (kind) => {
     let retryId = '';
     const failed = await eventsOf(acme, async () => {
       retryId = (
-        await finishSync(db.raw, acme, {
-          syncId: run.id,
-          workerId: WORKER,
-          outcome: { status: 'failed', errorMessage: 'boom', summary: {} },
-        }, { retryPolicy: { baseSeconds: 0, factor: 2, maxSeconds: 0 } })
+        await finishSync(
+          db.raw,
+          acme,
+          {
+            syncId: run.id,
+            workerId: WORKER,
+            outcome: { status: 'failed', errorMessage: 'boom', summary: {} },
+          },
+          { retryPolicy: { baseSeconds: 0, factor: 2, maxSeconds: 0 } },
+        )
       ).retry!.id;
     });
     expect(shape(failed)).toEqual([

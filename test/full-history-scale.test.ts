@@ -51,7 +51,8 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
     await seedCatalog(db);
     tenantId = await createTenant(db, 'history');
     const connections = [];
-    for (const app of ['stripe', 'slack', 'xero', 'mews-pms']) connections.push((await connectApp(db, tenantId, { app, status: 'active' })).id);
+    for (const app of ['stripe', 'slack', 'xero', 'mews-pms'])
+      connections.push((await connectApp(db, tenantId, { app, status: 'active' })).id);
     await insertSyntheticHistory(db.raw, { tenantId, connectionIds: connections, runs: RUNS, newest: NEWEST });
     await db.raw.query('ANALYZE syncs');
     const user = await createServiceUser(db, { tenantId, name: 'history-reader', role: 'reader' });
@@ -64,7 +65,8 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
     await db?.dispose();
   });
 
-  const get = (path: string, accept = 'application/json') => fetch(`${server.url}${path}`, { headers: { authorization: `Token ${token}`, accept } });
+  const get = (path: string, accept = 'application/json') =>
+    fetch(`${server.url}${path}`, { headers: { authorization: `Token ${token}`, accept } });
 
   it('reads a deep cursor page as an index range scan, with no sort and no skipped rows', async () => {
     const [deep] = await db.raw.query<{ started_at: string; id: string }>(
@@ -76,10 +78,23 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
     let statement: { text: string; values: unknown[] } | undefined;
     await readSyncPage(
       { query: async (text, values) => ((statement = { text, values: values ?? [] }), []) },
-      { tenantId, where: allOf([]), totalFromCounts: true, ...keysetOrder(keys, [deep!.started_at, deep!.id]), indexOrdered: true, take: 101, skip: 0, properties: null },
+      {
+        tenantId,
+        where: allOf([]),
+        totalFromCounts: true,
+        ...keysetOrder(keys, [deep!.started_at, deep!.id]),
+        indexOrdered: true,
+        take: 101,
+        skip: 0,
+        properties: null,
+      },
       null,
     );
-    const [{ 'QUERY PLAN': [plan] }] = (await db.raw.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.text}`, statement!.values)) as any;
+    const [
+      {
+        'QUERY PLAN': [plan],
+      },
+    ] = (await db.raw.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.text}`, statement!.values)) as any;
     const nodes: any[] = [];
     const walk = (node: any) => (nodes.push(node), (node.Plans ?? []).forEach(walk));
     walk(plan.Plan);
@@ -106,7 +121,8 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
       expect(response.status).toBe(200);
       for (const row of body.data) {
         // Newest first, ties by id: each row strictly after the one before.
-        if (previous) expect(row.started_at < previous.started_at || (row.started_at === previous.started_at && row.id < previous.id)).toBe(true);
+        if (previous)
+          expect(row.started_at < previous.started_at || (row.started_at === previous.started_at && row.id < previous.id)).toBe(true);
         seen.add(row.id);
         previous = row;
       }
@@ -124,47 +140,65 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
     expect(last).toBeLessThan(first * 1.5 + 1);
   }, 600_000);
 
-  it.each(['application/x-ndjson', 'text/csv'])('exports every row as %s in flat memory', async (accept) => {
-    const idle = rssMb(server.nodePid);
-    const samples: number[] = [];
-    const sampler = setInterval(() => samples.push(rssMb(server.nodePid)), 100);
-    const started = performance.now();
-    const response = await get(`${BASE}/syncs`, accept);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toContain(accept);
-    let lines = 0;
-    let bytes = 0;
-    let tail = '';
-    const decoder = new TextDecoder();
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-      bytes += chunk.byteLength;
-      const text = tail + decoder.decode(chunk, { stream: true });
-      const parts = text.split('\n');
-      tail = parts.pop()!;
-      if (lines === 0 && accept === 'application/x-ndjson') expect(Object.keys(JSON.parse(parts[0]!))).toContain('checksum');
-      if (lines === 0 && accept === 'text/csv') expect(parts[0]).toBe('id,tenant_id,connection_id,started_at,finished_at,error_message,summary,file_url,is_auto_migrate,diff,checksum,status\r');
-      lines += parts.length;
-    }
-    clearInterval(sampler);
-    const seconds = (performance.now() - started) / 1000;
-    expect(tail).toBe('');
-    expect(lines).toBe(accept === 'text/csv' ? RUNS + 1 : RUNS);
-    const peak = Math.max(...samples);
-    console.log(`export ${accept}: ${RUNS} rows, ${(bytes / 1e6).toFixed(0)} MB in ${seconds.toFixed(1)} s (${Math.round(RUNS / seconds)} rows/s); RSS idle ${idle.toFixed(0)} MB, peak ${peak.toFixed(0)} MB`);
-    expect(peak - idle).toBeLessThan(150);
-    // Flat: the second half of the transfer holds no more than the first half's peak and a margin.
-    const half = Math.floor(samples.length / 2);
-    expect(Math.max(...samples.slice(half))).toBeLessThan(Math.max(...samples.slice(0, half)) + 40);
-    await expect.poll(() => server.logs.some((line: any) => line.msg === 'export' && line.rows === RUNS && line.outcome === 'complete')).toBe(true);
-  }, 300_000);
+  it.each(['application/x-ndjson', 'text/csv'])(
+    'exports every row as %s in flat memory',
+    async (accept) => {
+      const idle = rssMb(server.nodePid);
+      const samples: number[] = [];
+      const sampler = setInterval(() => samples.push(rssMb(server.nodePid)), 100);
+      const started = performance.now();
+      const response = await get(`${BASE}/syncs`, accept);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toContain(accept);
+      let lines = 0;
+      let bytes = 0;
+      let tail = '';
+      const decoder = new TextDecoder();
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        bytes += chunk.byteLength;
+        const text = tail + decoder.decode(chunk, { stream: true });
+        const parts = text.split('\n');
+        tail = parts.pop()!;
+        if (lines === 0 && accept === 'application/x-ndjson') expect(Object.keys(JSON.parse(parts[0]!))).toContain('checksum');
+        if (lines === 0 && accept === 'text/csv')
+          expect(parts[0]).toBe(
+            'id,tenant_id,connection_id,started_at,finished_at,error_message,summary,file_url,is_auto_migrate,diff,checksum,status\r',
+          );
+        lines += parts.length;
+      }
+      clearInterval(sampler);
+      const seconds = (performance.now() - started) / 1000;
+      expect(tail).toBe('');
+      expect(lines).toBe(accept === 'text/csv' ? RUNS + 1 : RUNS);
+      const peak = Math.max(...samples);
+      console.log(
+        `export ${accept}: ${RUNS} rows, ${(bytes / 1e6).toFixed(0)} MB in ${seconds.toFixed(1)} s (${Math.round(RUNS / seconds)} rows/s); RSS idle ${idle.toFixed(0)} MB, peak ${peak.toFixed(0)} MB`,
+      );
+      expect(peak - idle).toBeLessThan(150);
+      // Flat: the second half of the transfer holds no more than the first half's peak and a margin.
+      const half = Math.floor(samples.length / 2);
+      expect(Math.max(...samples.slice(half))).toBeLessThan(Math.max(...samples.slice(0, half)) + 40);
+      await expect
+        .poll(() => server.logs.some((line: any) => line.msg === 'export' && line.rows === RUNS && line.outcome === 'complete'))
+        .toBe(true);
+    },
+    300_000,
+  );
 
   it('stops reading when the client goes away', async () => {
     const controller = new AbortController();
-    const response = await fetch(`${server.url}${BASE}/syncs`, { headers: { authorization: `Token ${token}`, accept: 'application/x-ndjson' }, signal: controller.signal });
+    const response = await fetch(`${server.url}${BASE}/syncs`, {
+      headers: { authorization: `Token ${token}`, accept: 'application/x-ndjson' },
+      signal: controller.signal,
+    });
     const reader = response.body!.getReader();
     await reader.read();
     controller.abort();
-    await expect.poll(() => server.logs.some((line: any) => line.msg === 'export' && line.outcome === 'client closed' && line.rows < RUNS), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(() => server.logs.some((line: any) => line.msg === 'export' && line.outcome === 'client closed' && line.rows < RUNS), {
+        timeout: 10_000,
+      })
+      .toBe(true);
   });
 
   it('retention removes a year of runs in bounded batches while reads keep their p99; counts stay exact', async () => {
@@ -211,11 +245,16 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
     await retention;
 
     const [p99Before, p99During] = [quantile(baseline, 0.99), quantile(during, 0.99)];
-    console.log(`retention: ${batches.reduce((a, b) => a + b, 0)} runs in ${batches.length} batches; reads p99 ${p99Before.toFixed(2)} ms without, ${p99During.toFixed(2)} ms with retention (${baseline.length} and ${during.length} reads)`);
+    console.log(
+      `retention: ${batches.reduce((a, b) => a + b, 0)} runs in ${batches.length} batches; reads p99 ${p99Before.toFixed(2)} ms without, ${p99During.toFixed(2)} ms with retention (${baseline.length} and ${during.length} reads)`,
+    );
     expect(Math.max(...batches)).toBeLessThanOrEqual(1000);
     expect(p99During).toBeLessThan(p99Before * 1.2 + 1);
     const cutoff = new Date(NEWEST.getTime() - 365 * 86_400_000).toISOString();
-    const [remaining] = await db.raw.query<{ old: number }>('SELECT count(*)::int AS old FROM syncs WHERE tenant_id = $1 AND finished_at < $2', [tenantId, cutoff]);
+    const [remaining] = await db.raw.query<{ old: number }>(
+      'SELECT count(*)::int AS old FROM syncs WHERE tenant_id = $1 AND finished_at < $2',
+      [tenantId, cutoff],
+    );
     expect(remaining!.old).toBe(0);
     expect(batches.reduce((a, b) => a + b, 0)).toBeGreaterThan(300_000);
     const exact = await db.raw.query(

@@ -152,12 +152,26 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       for (let index = 0; index < 5; index += 1) {
         const endpointId = newId('whk');
         await harness.db.prisma.webhookEndpoint.create({
-          data: { id: endpointId, tenantId, url: `https://hooks.example.com/${index}`, secret: 'whsec_test', createdAt: new Date(Date.UTC(2026, 10, 1, index % 2)) },
+          data: {
+            id: endpointId,
+            tenantId,
+            url: `https://hooks.example.com/${index}`,
+            secret: 'whsec_test',
+            createdAt: new Date(Date.UTC(2026, 10, 1, index % 2)),
+          },
         });
         if (index > 0) continue;
         for (let event = 1; event <= 7; event += 1) {
           await harness.db.prisma.webhookDelivery.create({
-            data: { id: newId('whk'), tenantId, endpointId, eventId: BigInt(event), eventType: 'sync.finished', payload: {}, createdAt: new Date(Date.UTC(2026, 10, 1, event % 3)) },
+            data: {
+              id: newId('whk'),
+              tenantId,
+              endpointId,
+              eventId: BigInt(event),
+              eventType: 'sync.finished',
+              payload: {},
+              createdAt: new Date(Date.UTC(2026, 10, 1, event % 3)),
+            },
           });
         }
       }
@@ -172,7 +186,9 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       {
         name: 'webhookDeliveries',
         call: async (args) => {
-          const endpoint = await harness.db.prisma.webhookEndpoint.findFirstOrThrow({ where: { tenantId: harness.tenants.demo.id, url: 'https://hooks.example.com/0' } });
+          const endpoint = await harness.db.prisma.webhookEndpoint.findFirstOrThrow({
+            where: { tenantId: harness.tenants.demo.id, url: 'https://hooks.example.com/0' },
+          });
           return `webhookDeliveries(endpointId: "${endpoint.id}", ${args})`;
         },
         size: 3,
@@ -182,7 +198,11 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
     it.each(fields)('$name: after = endCursor walks every row once, in order', async ({ name, call, size }) => {
       const everyId: string[] = [];
       for (;;) {
-        const all = await graphql(harness.gateway, `{ list: ${await call(`limit: 100, offset: ${everyId.length}`)} { nodes { id } pageInfo { hasNextPage } } }`, { token, expectOk: true });
+        const all = await graphql(
+          harness.gateway,
+          `{ list: ${await call(`limit: 100, offset: ${everyId.length}`)} { nodes { id } pageInfo { hasNextPage } } }`,
+          { token, expectOk: true },
+        );
         everyId.push(...all.body.data!.list.nodes.map((node: { id: string }) => node.id));
         if (!all.body.data!.list.pageInfo.hasNextPage) break;
       }
@@ -190,12 +210,20 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       const walked: string[] = [];
       let after: string | null = null;
       for (let page = 0; ; page += 1) {
-        const response: { body: { data?: Record<string, any> | null } } = await graphql(harness.gateway, `query($after: String) { list: ${await call(`limit: ${size}, after: $after`)} { offset nodes { id } pageInfo { hasNextPage endCursor } } }`, {
-          token,
-          variables: { after },
-          expectOk: true,
-        });
-        const list = response.body.data!.list as { offset: number; nodes: { id: string }[]; pageInfo: { hasNextPage: boolean; endCursor: string } };
+        const response: { body: { data?: Record<string, any> | null } } = await graphql(
+          harness.gateway,
+          `query($after: String) { list: ${await call(`limit: ${size}, after: $after`)} { offset nodes { id } pageInfo { hasNextPage endCursor } } }`,
+          {
+            token,
+            variables: { after },
+            expectOk: true,
+          },
+        );
+        const list = response.body.data!.list as {
+          offset: number;
+          nodes: { id: string }[];
+          pageInfo: { hasNextPage: boolean; endCursor: string };
+        };
         expect(list.offset).toBe(walked.length);
         walked.push(...list.nodes.map((node: { id: string }) => node.id));
         if (!list.pageInfo.hasNextPage) break;
@@ -223,14 +251,19 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
     };
 
     it.each(['', 'status=in.(success,failed)&select=id,status,summary&order=finished_at.asc', 'search=fail&order=started_at.asc'])(
-      'NDJSON of /syncs?%s holds the list\'s records, one a line, in order',
+      "NDJSON of /syncs?%s holds the list's records, one a line, in order",
       async (query) => {
         const all = await allByOffset(harness, `${BASE}/syncs?${query}`, token);
         const { status, type, text } = await exported(`${BASE}/syncs?${query}`, 'application/x-ndjson');
         expect(status).toBe(200);
         expect(type).toContain('application/x-ndjson');
         expect(text.endsWith('\n')).toBe(true);
-        expect(text.trimEnd().split('\n').map((line) => JSON.parse(line))).toEqual(all);
+        expect(
+          text
+            .trimEnd()
+            .split('\n')
+            .map((line) => JSON.parse(line)),
+        ).toEqual(all);
       },
     );
 
@@ -259,20 +292,44 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
     it('the CLI writes the same export to stdout, its progress to stderr', async () => {
       const query = 'status=eq.failed&select=id,status,started_at&order=started_at.asc';
       const expected = await exported(`${BASE}/syncs?${query}`, 'text/csv');
-      const run = await runCliOn(harness.db, 'export', 'syncs', '--tenant', harness.tenants.demo.slug, '--format', 'csv', ...query.split('&').flatMap((pair) => ['--filter', pair]));
+      const run = await runCliOn(
+        harness.db,
+        'export',
+        'syncs',
+        '--tenant',
+        harness.tenants.demo.slug,
+        '--format',
+        'csv',
+        ...query.split('&').flatMap((pair) => ['--filter', pair]),
+      );
       expect(run.code, run.stderr).toBe(0);
       expect(run.stdout).toBe(expected.text);
       expect(run.stderr).toMatch(new RegExp(`exported ${expected.text.split('\r\n').length - 2} rows`));
       const unknown = await runCliOn(harness.db, 'export', 'syncs', '--tenant', 'nobody', '--format', 'ndjson');
       expect(unknown.code).toBe(1);
-      const badFilter = await runCliOn(harness.db, 'export', 'syncs', '--tenant', harness.tenants.demo.slug, '--format', 'ndjson', '--filter', 'status=eq.nope');
+      const badFilter = await runCliOn(
+        harness.db,
+        'export',
+        'syncs',
+        '--tenant',
+        harness.tenants.demo.slug,
+        '--format',
+        'ndjson',
+        '--filter',
+        'status=eq.nope',
+      );
       expect(badFilter.code).toBe(1);
       expect(badFilter.stderr).toMatch(/status/);
     });
 
     it("exports only the caller's tenant", async () => {
       const mine = await exported(`${BASE}/syncs?select=tenant_id`, 'application/x-ndjson');
-      const tenants = new Set(mine.text.trimEnd().split('\n').map((line) => JSON.parse(line).tenant_id));
+      const tenants = new Set(
+        mine.text
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line).tenant_id),
+      );
       expect([...tenants]).toEqual([harness.tenants.demo.id]);
     });
   });
@@ -284,7 +341,9 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       const newest = new Date('2026-11-01T00:00:00Z');
       // 3,000 finished runs 30 to 59 s apart (about 37 hours), one pending run started long ago, and events of old runs.
       await insertSyntheticHistory(harness.db.raw, { tenantId, connectionIds: [connection.id], runs: 3000, newest });
-      const [oldest] = await harness.db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE tenant_id = $1 ORDER BY started_at LIMIT 1', [tenantId]);
+      const [oldest] = await harness.db.raw.query<{ id: string }>('SELECT id FROM syncs WHERE tenant_id = $1 ORDER BY started_at LIMIT 1', [
+        tenantId,
+      ]);
       await harness.db.raw.query(
         `INSERT INTO syncs (id, tenant_id, connection_id, status, started_at, due_at, retry_of_id) VALUES ($1, $2, $3, 'pending', $4, $4, $5)`,
         [newId('syn'), tenantId, connection.id, '2026-09-01T00:00:00Z', oldest!.id],

@@ -46,7 +46,14 @@ type PropertyName = 'listQuery' | 'pathIds' | 'headers' | 'graphql' | 'mutations
  * database runs as Wasm in this process) than on PostgreSQL (a server of its own): with both databases, PGlite
  * takes PGLITE_SHARE of each property's cases and PostgreSQL the rest; on PGlite alone it takes them all.
  */
-const RUNS: Record<PropertyName, number> = { listQuery: 3300, pathIds: 1350, headers: 1650, graphql: 2500, mutations: 1200, writeBodies: 850 };
+const RUNS: Record<PropertyName, number> = {
+  listQuery: 3300,
+  pathIds: 1350,
+  headers: 1650,
+  graphql: 2500,
+  mutations: 1200,
+  writeBodies: 850,
+};
 const PGLITE_SHARE = databaseKinds.length > 1 ? 0.3 : 1;
 const SEED_OFFSET: Record<PropertyName, number> = { listQuery: 0, pathIds: 1, headers: 2, graphql: 3, mutations: 4, writeBodies: 5 };
 
@@ -132,7 +139,13 @@ async function send(t: TestGateway, sent: SentRequest): Promise<Received> {
 /** No 5xx, and nothing internal in the body that the request did not itself contain. */
 function checkCommon(sent: SentRequest, received: Received): void {
   if (received.status >= 500) fail(`status ${received.status}`, sent, received);
-  const input = [sent.url, lenientDecode(sent.url), lenientDecode(sent.url.replaceAll('+', ' ')), ...Object.values(sent.headers), sent.body ?? ''];
+  const input = [
+    sent.url,
+    lenientDecode(sent.url),
+    lenientDecode(sent.url.replaceAll('+', ' ')),
+    ...Object.values(sent.headers),
+    sent.body ?? '',
+  ];
   if (sent.body) {
     try {
       input.push(JSON.stringify(JSON.parse(sent.body)));
@@ -161,8 +174,7 @@ function statusesOf(code: ErrorCode): number[] {
   return [ERROR_CODES[code].status];
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Checks a REST (or other non-GraphQL) response and returns its parsed body (null for HEAD). */
 function checkRest(sent: SentRequest, received: Received): Record<string, unknown> | null {
@@ -227,9 +239,50 @@ function checkGraphQL(sent: SentRequest, received: Received): GraphQLBody {
 
 /** Characters that break parsers: quoting, separators, escapes, percent signs, NUL, RTL marks, astral and lone surrogates. */
 const NASTY = [
-  '(', ')', '"', "'", '\\', ',', '.', '*', '%', '_', '&', '=', '#', '?', '/', ' ', '+', ';', ':', '$', '{', '}', '[', ']',
-  '\u0000', '\t', '\n', '\u202e', '\u200f', '\u061c', 'ש', 'ب', 'é', 'e\u0301', 'İ', 'ß', '😀', '𝔘', '👩‍👩‍👧',
-  '\ud800', '\udfff', '\ufeff', '\uffff', '\u2028',
+  '(',
+  ')',
+  '"',
+  "'",
+  '\\',
+  ',',
+  '.',
+  '*',
+  '%',
+  '_',
+  '&',
+  '=',
+  '#',
+  '?',
+  '/',
+  ' ',
+  '+',
+  ';',
+  ':',
+  '$',
+  '{',
+  '}',
+  '[',
+  ']',
+  '\u0000',
+  '\t',
+  '\n',
+  '\u202e',
+  '\u200f',
+  '\u061c',
+  'ש',
+  'ب',
+  'é',
+  'e\u0301',
+  'İ',
+  'ß',
+  '😀',
+  '𝔘',
+  '👩‍👩‍👧',
+  '\ud800',
+  '\udfff',
+  '\ufeff',
+  '\uffff',
+  '\u2028',
 ];
 
 const nastyText = fc
@@ -246,7 +299,10 @@ const nastyText = fc
 
 /** Around and past the limits: 200-character search, 4096-character values, the 8 KiB URL. */
 const longText = fc
-  .tuple(fc.constantFrom('a', 'é', '😀', '%', '(', '\\', '"', 'x,'), fc.constantFrom(199, 200, 201, 1000, 4095, 4096, 4097, 5000, 8200, 20_000))
+  .tuple(
+    fc.constantFrom('a', 'é', '😀', '%', '(', '\\', '"', 'x,'),
+    fc.constantFrom(199, 200, 201, 1000, 4095, 4096, 4097, 5000, 8200, 20_000),
+  )
   .map(([unit, length]) => unit.repeat(Math.ceil(length / unit.length)).slice(0, length));
 
 const numberText = fc.oneof(
@@ -254,12 +310,36 @@ const numberText = fc.oneof(
   fc.integer({ min: -3, max: 120 }).map(String),
   fc.double().map(String),
   fc.bigInt({ min: -(10n ** 30n), max: 10n ** 30n }).map(String),
-  fc.constantFrom('0', '-0', '00', '2147483647', '2147483648', '-2147483648', '-2147483649', '1e3', '0x1F', '1_000', ' 1', '1 ', 'NaN', 'Infinity', '-', '+1', '٣', '１', '1000001', '1000000', '999999999999999'),
+  fc.constantFrom(
+    '0',
+    '-0',
+    '00',
+    '2147483647',
+    '2147483648',
+    '-2147483648',
+    '-2147483649',
+    '1e3',
+    '0x1F',
+    '1_000',
+    ' 1',
+    '1 ',
+    'NaN',
+    'Infinity',
+    '-',
+    '+1',
+    '٣',
+    '１',
+    '1000001',
+    '1000000',
+    '999999999999999',
+  ),
 );
 
 const dateText = fc.oneof(
   fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
-  fc.date({ noInvalidDate: true, min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z') }).map((d) => d.toISOString().slice(0, 10)),
+  fc
+    .date({ noInvalidDate: true, min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z') })
+    .map((d) => d.toISOString().slice(0, 10)),
   fc
     .tuple(
       fc.integer({ min: 0, max: 10_000 }),
@@ -268,16 +348,49 @@ const dateText = fc.oneof(
       fc.integer({ min: 0, max: 25 }),
       fc.constantFrom('Z', '+00:00', '-23:59', '+14:00', '+24:00', ' 02:00', '+0200', '', 'z', '+2'),
     )
-    .map(([y, mo, d, h, off]) => `${String(y).padStart(4, '0')}-${String(mo).padStart(2, '0')}-${String(d).padStart(2, '0')}T${String(h).padStart(2, '0')}:00:00${off}`),
+    .map(
+      ([y, mo, d, h, off]) =>
+        `${String(y).padStart(4, '0')}-${String(mo).padStart(2, '0')}-${String(d).padStart(2, '0')}T${String(h).padStart(2, '0')}:00:00${off}`,
+    ),
   fc.constantFrom(
-    '0000-01-01', '0001-01-01T00:00:00+14:00', '9999-12-31T23:59:59-23:59', '2026-02-29', '2024-02-29', '2026-13-01', '2026-01-01T24:00:00Z',
-    '2026-01-01 00:00:00+02:00', '2026-01-01T00:00:00.1234567891Z', '-2026-01-01', '+202601-01-01', '2026-W01', '20260101', '2026-1-1',
+    '0000-01-01',
+    '0001-01-01T00:00:00+14:00',
+    '9999-12-31T23:59:59-23:59',
+    '2026-02-29',
+    '2024-02-29',
+    '2026-13-01',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01 00:00:00+02:00',
+    '2026-01-01T00:00:00.1234567891Z',
+    '-2026-01-01',
+    '+202601-01-01',
+    '2026-W01',
+    '20260101',
+    '2026-1-1',
   ),
 );
 
 const ENUM_WORDS = [
-  'active', 'paused', 'error', 'pending', 'oauth', 'api_key', 'manual', 'partner', 'success', 'failed', 'in_progress',
-  'true', 'false', 'null', 'not_null', 'TRUE', 'Null', 'NULL', 'admin', 'reader',
+  'active',
+  'paused',
+  'error',
+  'pending',
+  'oauth',
+  'api_key',
+  'manual',
+  'partner',
+  'success',
+  'failed',
+  'in_progress',
+  'true',
+  'false',
+  'null',
+  'not_null',
+  'TRUE',
+  'Null',
+  'NULL',
+  'admin',
+  'reader',
 ];
 
 function quoteMember(member: string): string {
@@ -308,7 +421,23 @@ const OPERATORS = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte', 'like', 'i
 
 const unknownName = fc.oneof(
   nastyText,
-  fc.constantFrom('', 'colour', 'select[]', 'Select', 'LIMIT', '__proto__', 'constructor', 'hasOwnProperty', 'toString', 'data', 'meta', 'not', 'or', 'and', 'id.eq'),
+  fc.constantFrom(
+    '',
+    'colour',
+    'select[]',
+    'Select',
+    'LIMIT',
+    '__proto__',
+    'constructor',
+    'hasOwnProperty',
+    'toString',
+    'data',
+    'meta',
+    'not',
+    'or',
+    'and',
+    'id.eq',
+  ),
 );
 
 const ID_SHAPED = fc.stringMatching(/^(con|syn|app|cat|usr|tok|ten)_[0-9a-z]{1,60}$/);
@@ -326,9 +455,40 @@ function idText(realIds: readonly string[]) {
     {
       weight: 2,
       arbitrary: fc.constantFrom(
-        '', ' ', '.', '..', '../..', '../../../..', '../../../../../healthz', '%2e%2e', '%2e%2e%2f%2e%2e', '%2F', 'a%2Fb', 'con_abc%2F..',
-        '%00', 'con_%00', '%zz', '%', '%E2%82', '%C0%AF', '%ED%A0%80', 'con_abc/extra', 'con_abc?select=id', 'con_abc#x', 'CON_ABC',
-        'con_ABC', 'con__', 'con_', '_abc', 'con_abc;drop', "con_abc'--", 'con_١٢٣', 'null', 'undefined', '0', '-1',
+        '',
+        ' ',
+        '.',
+        '..',
+        '../..',
+        '../../../..',
+        '../../../../../healthz',
+        '%2e%2e',
+        '%2e%2e%2f%2e%2e',
+        '%2F',
+        'a%2Fb',
+        'con_abc%2F..',
+        '%00',
+        'con_%00',
+        '%zz',
+        '%',
+        '%E2%82',
+        '%C0%AF',
+        '%ED%A0%80',
+        'con_abc/extra',
+        'con_abc?select=id',
+        'con_abc#x',
+        'CON_ABC',
+        'con_ABC',
+        'con__',
+        'con_',
+        '_abc',
+        'con_abc;drop',
+        "con_abc'--",
+        'con_١٢٣',
+        'null',
+        'undefined',
+        '0',
+        '-1',
       ),
     },
   );
@@ -364,7 +524,11 @@ function filterExpression(realIds: readonly string[]) {
   return fc
     .tuple(
       fc.constantFrom('', '', '', '', 'not.', 'not.', 'not.not.', 'NOT.', 'not', '.'),
-      fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...OPERATORS) }, { weight: 1, arbitrary: fc.constantFrom('eqq', 'EQ', 'cs', 'fts', 'not', '', 'isnull', 'in ', 'like2') }, { weight: 1, arbitrary: nastyText }),
+      fc.oneof(
+        { weight: 6, arbitrary: fc.constantFrom(...OPERATORS) },
+        { weight: 1, arbitrary: fc.constantFrom('eqq', 'EQ', 'cs', 'fts', 'not', '', 'isnull', 'in ', 'like2') },
+        { weight: 1, arbitrary: nastyText },
+      ),
       fc.constantFrom('.', '.', '.', '.', '', '..', ':'),
       filterValue(realIds),
     )
@@ -401,8 +565,17 @@ function wildEntry(fields: readonly string[], realIds: readonly string[]) {
     { weight: 2, arbitrary: fc.tuple(fc.constantFrom('select'), selectValue) },
     { weight: 2, arbitrary: fc.tuple(fc.constantFrom('order'), orderValue) },
     { weight: 3, arbitrary: fc.tuple(fc.constantFrom('limit', 'offset', 'page'), countValue) },
-    { weight: 2, arbitrary: fc.tuple(fc.constantFrom('search'), fc.oneof(nastyText, longText, fc.constantFrom('timeout', 'FAILED', '%', '_', '\\'))) },
-    { weight: 2, arbitrary: fc.tuple(fc.constantFrom('name', 'category_id', 'connection_id'), fc.oneof(nastyText, idText(realIds), filterExpression(realIds))) },
+    {
+      weight: 2,
+      arbitrary: fc.tuple(fc.constantFrom('search'), fc.oneof(nastyText, longText, fc.constantFrom('timeout', 'FAILED', '%', '_', '\\'))),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.tuple(
+        fc.constantFrom('name', 'category_id', 'connection_id'),
+        fc.oneof(nastyText, idText(realIds), filterExpression(realIds)),
+      ),
+    },
     { weight: 1, arbitrary: fc.tuple(unknownName, fc.oneof(nastyText, filterExpression(realIds))) },
   );
 }
@@ -421,10 +594,16 @@ const TYPED_OPERATORS: Record<FieldSpec['type'], readonly string[]> = {
 function typedScalar(spec: FieldSpec, realIds: readonly string[]): fc.Arbitrary<string> {
   switch (spec.type) {
     case 'int':
-      return fc.oneof(fc.integer({ min: -5, max: 200 }).map(String), fc.integer().map(String), fc.constantFrom('2147483647', '-2147483648'));
+      return fc.oneof(
+        fc.integer({ min: -5, max: 200 }).map(String),
+        fc.integer().map(String),
+        fc.constantFrom('2147483647', '-2147483648'),
+      );
     case 'timestamp':
       return fc.oneof(
-        fc.date({ noInvalidDate: true, min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z') }).map((d) => d.toISOString()),
+        fc
+          .date({ noInvalidDate: true, min: new Date('0001-01-01T00:00:00Z'), max: new Date('9999-12-31T00:00:00Z') })
+          .map((d) => d.toISOString()),
         dateText,
       );
     case 'boolean':
@@ -450,11 +629,15 @@ function typedCondition(spec: FieldSpec, realIds: readonly string[]): fc.Arbitra
         ? fc.constantFrom('null', 'not_null', 'true', 'false', 'TRUE')
         : fc.constantFrom('null', 'not_null', 'NULL', 'true')
       : op === 'in'
-        ? fc.array(fc.tuple(fc.boolean(), scalar), { maxLength: 6 }).map((members) => `(${members.map(([quoted, m]) => (quoted ? quoteMember(m) : m)).join(',')})`)
+        ? fc
+            .array(fc.tuple(fc.boolean(), scalar), { maxLength: 6 })
+            .map((members) => `(${members.map(([quoted, m]) => (quoted ? quoteMember(m) : m)).join(',')})`)
         : op === 'like' || op === 'ilike'
           ? fc.tuple(fc.constantFrom('', '*'), scalar, fc.constantFrom('', '*')).map(([a, text, b]) => `${a}${text}${b}`)
           : scalar;
-  const conditions = TYPED_OPERATORS[spec.type].map((op) => fc.tuple(fc.constantFrom('', '', 'not.'), valueFor(op)).map(([negation, value]) => `${negation}${op}.${value}`));
+  const conditions = TYPED_OPERATORS[spec.type].map((op) =>
+    fc.tuple(fc.constantFrom('', '', 'not.'), valueFor(op)).map(([negation, value]) => `${negation}${op}.${value}`),
+  );
   return fc.oneof(...conditions);
 }
 
@@ -467,7 +650,9 @@ function typedEntries(resource: ResourceSpec, realIds: readonly string[]) {
   });
   // The endpoint's own parameters (connection_id, name…), not the paging and control ones.
   const ownParams = resource.reserved.filter((name) => !['select', 'search', 'order', 'limit', 'offset', 'page'].includes(name));
-  const filter = fc.oneof(...filterable.map((name) => typedCondition(resource.fields[name] as FieldSpec, realIds).map((v): [string, string] => [name, v])));
+  const filter = fc.oneof(
+    ...filterable.map((name) => typedCondition(resource.fields[name] as FieldSpec, realIds).map((v): [string, string] => [name, v])),
+  );
   const optional = (entry: fc.Arbitrary<[string, string]>) => fc.option(entry, { freq: 2, nil: undefined });
   return fc
     .tuple(
@@ -475,13 +660,18 @@ function typedEntries(resource: ResourceSpec, realIds: readonly string[]) {
       optional(fc.subarray(fieldNames, { minLength: 1 }).map((names): [string, string] => ['select', names.join(',')])),
       optional(
         fc
-          .tuple(fc.subarray(fieldNames, { minLength: 1, maxLength: 3 }), fc.array(fc.constantFrom('', '.desc', '.asc.nullsfirst', '.desc.nullslast'), { minLength: 3, maxLength: 3 }))
+          .tuple(
+            fc.subarray(fieldNames, { minLength: 1, maxLength: 3 }),
+            fc.array(fc.constantFrom('', '.desc', '.asc.nullsfirst', '.desc.nullslast'), { minLength: 3, maxLength: 3 }),
+          )
           .map(([names, suffixes]): [string, string] => ['order', names.map((n, i) => `${n}${suffixes[i] ?? ''}`).join(',')]),
       ),
       optional(fc.tuple(fc.constant('limit'), fc.integer({ min: 0, max: 101 }).map(String))),
       optional(fc.tuple(fc.constantFrom('offset', 'page'), fc.integer({ min: 0, max: 400 }).map(String))),
       optional(fc.tuple(fc.constant('search'), typedScalar({ type: 'string' }, realIds))),
-      ownParams.length > 0 ? optional(fc.tuple(fc.constantFrom(...ownParams), fc.oneof(fc.constantFrom(...realIds), nastyText))) : fc.constant(undefined),
+      ownParams.length > 0
+        ? optional(fc.tuple(fc.constantFrom(...ownParams), fc.oneof(fc.constantFrom(...realIds), nastyText)))
+        : fc.constant(undefined),
     )
     .map(([filters, ...rest]) => [...filters, ...rest.filter((entry): entry is [string, string] => entry !== undefined)]);
 }
@@ -505,7 +695,13 @@ function queryString(resource: ResourceSpec, realIds: readonly string[]) {
     )
     .chain((entries) =>
       // A repeated key, a stray `&&` or a trailing `&` now and then.
-      fc.constantFrom(entries.join('&'), entries.join('&'), entries.join('&&'), `${entries.join('&')}&`, entries.concat(entries.slice(0, 1)).join('&')),
+      fc.constantFrom(
+        entries.join('&'),
+        entries.join('&'),
+        entries.join('&&'),
+        `${entries.join('&')}&`,
+        entries.concat(entries.slice(0, 1)).join('&'),
+      ),
     );
 }
 
@@ -552,7 +748,12 @@ function authVariants(c: Credentials, wrongKeyJwt: string, claimJwts: string[]):
     { weight: 1, arbitrary: fc.constantFrom(c.demoReaderJwt, c.demoAdminJwt).map((jwt) => v('jwt', `Bearer ${jwt}`, 'valid')) },
     { weight: 1, arbitrary: fc.constantFrom(...valid).map((token) => v('pat as bearer', `Bearer ${token}`, 'valid')) },
     { weight: 1, arbitrary: fc.constant(v('none', undefined, 'absent')) },
-    { weight: 1, arbitrary: fc.constantFrom('', ' ', 'Token', 'Token ', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'Token null', 'Bearer undefined', 'Digest x').map((a) => v('empty-ish', a, a.trim() === '' ? 'absent' : 'garbage')) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('', ' ', 'Token', 'Token ', 'Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'Token null', 'Bearer undefined', 'Digest x')
+        .map((a) => v('empty-ish', a, a.trim() === '' ? 'absent' : 'garbage')),
+    },
     {
       weight: 3,
       arbitrary: fc
@@ -564,7 +765,11 @@ function authVariants(c: Credentials, wrongKeyJwt: string, claimJwts: string[]):
     {
       weight: 2,
       arbitrary: fc
-        .tuple(fc.constantFrom('Token', 'token', 'TOKEN', 'Bearer', 'bearer', 'Basic', 'Negotiate', 'Tok en', '', 'Token:', '😀'), fc.constantFrom(' ', '  ', '\t', ''), nastyText)
+        .tuple(
+          fc.constantFrom('Token', 'token', 'TOKEN', 'Bearer', 'bearer', 'Basic', 'Negotiate', 'Tok en', '', 'Token:', '😀'),
+          fc.constantFrom(' ', '  ', '\t', ''),
+          nastyText,
+        )
         .map(([scheme, gap, credential]) => v('random', `${scheme}${gap}${credential}`, 'unknown')),
     },
     {
@@ -590,17 +795,21 @@ function authVariants(c: Credentials, wrongKeyJwt: string, claimJwts: string[]):
       weight: 2,
       arbitrary: fc
         .tuple(fc.json(), fc.json(), fc.oneof(fc.string(), fc.constant('')))
-        .map(([header, payload, signature]) => v('jwt-looking', `Bearer ${base64url(header)}.${base64url(payload)}.${base64url(signature)}`, 'garbage')),
+        .map(([header, payload, signature]) =>
+          v('jwt-looking', `Bearer ${base64url(header)}.${base64url(payload)}.${base64url(signature)}`, 'garbage'),
+        ),
     },
     {
       weight: 1,
-      arbitrary: fc.constantFrom(
-        `Bearer ${base64url('{"alg":"none","typ":"JWT"}')}.${base64url('{"sub":"x","tenant_id":"ten_x","exp":99999999999}')}.`,
-        `Bearer ${wrongKeyJwt}`,
-        'Bearer a.b.c',
-        'Bearer ...',
-        `Bearer ${'a'.repeat(5000)}.b.c`,
-      ).map((a) => v('bad jwt', a, 'garbage')),
+      arbitrary: fc
+        .constantFrom(
+          `Bearer ${base64url('{"alg":"none","typ":"JWT"}')}.${base64url('{"sub":"x","tenant_id":"ten_x","exp":99999999999}')}.`,
+          `Bearer ${wrongKeyJwt}`,
+          'Bearer a.b.c',
+          'Bearer ...',
+          `Bearer ${'a'.repeat(5000)}.b.c`,
+        )
+        .map((a) => v('bad jwt', a, 'garbage')),
     },
     // Correctly signed, with odd claims: a role that does not exist, no tenant, an unknown tenant, expired.
     { weight: 1, arbitrary: fc.constantFrom(...claimJwts).map((jwt) => v('signed jwt', `Bearer ${jwt}`, 'unknown')) },
@@ -620,9 +829,46 @@ const queryType = schema.getQueryType() as GraphQLObjectType;
 const mutationType = schema.getMutationType() as GraphQLObjectType;
 
 const GARBAGE_TOKENS_LIST = [
-  '{', '}', '(', ')', '[', ']', ':', '$', '!', '=', '@', '...', '|', '&', 'query', 'mutation', 'subscription', 'fragment', 'on',
-  'connections', 'syncs', 'nodes', 'id', 'limit', 'filter', '1', '-1', '1.5e3', '"s"', '"""b"""', '#c\n', 'true', 'null',
-  '__typename', '__schema', '\\', '"', '\u0000', '😀', 'ש',
+  '{',
+  '}',
+  '(',
+  ')',
+  '[',
+  ']',
+  ':',
+  '$',
+  '!',
+  '=',
+  '@',
+  '...',
+  '|',
+  '&',
+  'query',
+  'mutation',
+  'subscription',
+  'fragment',
+  'on',
+  'connections',
+  'syncs',
+  'nodes',
+  'id',
+  'limit',
+  'filter',
+  '1',
+  '-1',
+  '1.5e3',
+  '"s"',
+  '"""b"""',
+  '#c\n',
+  'true',
+  'null',
+  '__typename',
+  '__schema',
+  '\\',
+  '"',
+  '\u0000',
+  '😀',
+  'ש',
 ];
 
 // fc.gen caches each arbitrary by its builder function and arguments for the whole run: builders are
@@ -642,7 +888,22 @@ function nested(key: string, depth: number, leaf: unknown): unknown {
 
 const wildJsonArb = fc.oneof(
   { weight: 6, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
-  { weight: 3, arbitrary: fc.constantFrom<unknown>(1e20, -1e20, 1.5, 2 ** 31, -(2 ** 31) - 1, '', [], {}, { a: { b: { c: [1] } } }, 'x'.repeat(5000), '\u0000') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom<unknown>(
+      1e20,
+      -1e20,
+      1.5,
+      2 ** 31,
+      -(2 ** 31) - 1,
+      '',
+      [],
+      {},
+      { a: { b: { c: [1] } } },
+      'x'.repeat(5000),
+      '\u0000',
+    ),
+  },
   // Past the database's 65,535 bind parameters, and nested far deeper than any input type.
   {
     weight: 1,
@@ -682,7 +943,22 @@ function graphqlString(text: string): string {
 /** A literal for an input type: mostly of the right shape, sometimes of the wrong one. */
 function literalFor(g: GeneratorValue, type: GraphQLInputType, depth: number, ids: readonly string[]): string {
   if (g(fc.integer, { min: 0, max: 11 }) === 0) {
-    return pick(g, '123', '-1', '1.5', '"str"', 'true', 'null', 'NOPE', '[1, 2]', '{ a: 1 }', '99999999999999999999', '"\\u0000"', '$undeclared', '""');
+    return pick(
+      g,
+      '123',
+      '-1',
+      '1.5',
+      '"str"',
+      'true',
+      'null',
+      'NOPE',
+      '[1, 2]',
+      '{ a: 1 }',
+      '99999999999999999999',
+      '"\\u0000"',
+      '$undeclared',
+      '""',
+    );
   }
   if (isNonNullType(type)) return literalFor(g, type.ofType, depth, ids);
   if (isListType(type)) {
@@ -763,13 +1039,16 @@ function selectionFor(g: GeneratorValue, type: GraphQLObjectType, depth: number,
     const named = getNamedType(field.type);
     let sub = '';
     if (isObjectType(named)) sub = depth >= 6 ? ' { __typename }' : ` { ${selectionFor(g, named, depth + 1, ids)} }`;
-    const directive = g(fc.integer, { min: 0, max: 9 }) === 0 ? pick(g, ' @include(if: true)', ' @skip(if: false)', ' @skip(if: 1)', ' @deprecated', ' @nope') : '';
+    const directive =
+      g(fc.integer, { min: 0, max: 9 }) === 0
+        ? pick(g, ' @include(if: true)', ' @skip(if: false)', ' @skip(if: 1)', ' @deprecated', ' @nope')
+        : '';
     parts.push(`${alias}${field.name}${argumentsFor(g, field.args, ids)}${directive}${sub}`);
   }
-  if (g(fc.integer, { min: 0, max: 5 }) === 0) parts.push(pick(g, '__typename', 'nope', '__schema { queryType { name } }', '...on Query { __typename }'));
+  if (g(fc.integer, { min: 0, max: 5 }) === 0)
+    parts.push(pick(g, '__typename', 'nope', '__schema { queryType { name } }', '...on Query { __typename }'));
   return parts.join(' ');
 }
-
 
 /** A query (never a mutation) and the POST /graphql body that carries it, well-formed or not. */
 function graphqlRequest(g: GeneratorValue, ids: readonly string[]): { body: string; query: string } {
@@ -783,7 +1062,10 @@ function graphqlRequest(g: GeneratorValue, ids: readonly string[]): { body: stri
     const fields = Object.values(queryType.getFields()).filter((f) => f.args.length > 0);
     const field = pick(g, ...fields);
     const args = pickSome(g, field.args, 1, 4);
-    const declarations = args.map((a) => `$${a.name}: ${g(fc.boolean) || g(fc.boolean) ? String(a.type) : pick(g, 'Int', 'String!', '[ID!]!', 'Boolean', 'DateTime', 'SyncFilter', 'Nope')}`);
+    const declarations = args.map(
+      (a) =>
+        `$${a.name}: ${g(fc.boolean) || g(fc.boolean) ? String(a.type) : pick(g, 'Int', 'String!', '[ID!]!', 'Boolean', 'DateTime', 'SyncFilter', 'Nope')}`,
+    );
     const named = getNamedType(field.type);
     const sub = isObjectType(named) ? ` { ${selectionFor(g, named, 2, ids)} }` : '';
     query = `query Q(${declarations.join(', ')}) { ${field.name}(${args.map((a) => `${a.name}: $${a.name}`).join(', ')})${sub} }`;
@@ -805,7 +1087,8 @@ function graphqlRequest(g: GeneratorValue, ids: readonly string[]): { body: stri
     const n = g(fc.integer, { min: 1, max: 80 });
     query = `{ __typename ${Array.from({ length: n }, () => '@skip(if: false)').join(' ')} }`;
   } else if (shape < 16) {
-    query = g(fc.constantFrom,
+    query = g(
+      fc.constantFrom,
       'query { ...F } fragment F on Query { ...F }',
       'fragment F on Query { __typename }',
       '{ connections { nodes { ...C } } } fragment C on Connection { syncs { connection { ...C } } }',
@@ -827,7 +1110,25 @@ function graphqlRequest(g: GeneratorValue, ids: readonly string[]): { body: stri
   const payload: Record<string, unknown> = { query };
   if (variables !== undefined) payload.variables = variables;
   if (operationName !== undefined) payload.operationName = operationName;
-  if (envelope === 0) return { query, body: pick(g, '', '{', '[]', '[{"query":"{ __typename }"}]', 'null', '"{ __typename }"', '{"query":5}', '{"variables":{}}', `{"query":"{ __typename }","variables":"x"}`, `{"query":"{ __typename }","extensions":[1]}`, '\u0000', 'query=%7B__typename%7D') };
+  if (envelope === 0)
+    return {
+      query,
+      body: pick(
+        g,
+        '',
+        '{',
+        '[]',
+        '[{"query":"{ __typename }"}]',
+        'null',
+        '"{ __typename }"',
+        '{"query":5}',
+        '{"variables":{}}',
+        `{"query":"{ __typename }","variables":"x"}`,
+        `{"query":"{ __typename }","extensions":[1]}`,
+        '\u0000',
+        'query=%7B__typename%7D',
+      ),
+    };
   if (envelope === 1) payload.variables = g(fc.jsonValue, { maxDepth: 3 });
   if (envelope === 3 && g(fc.nat, 9) === 0) {
     // Nested deeper than JSON.stringify (or any recursive walk of the server's) can go.
@@ -866,7 +1167,10 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
       demoReaderJwt: await jwtFor(demo.id, 'reader'),
       demoAdminJwt: await jwtFor(demo.id, 'admin'),
     };
-    wrongKeyJwt = await signJwt({ sub: 'x', tenant_id: demo.id, role: 'admin' }, { key: new TextEncoder().encode('another-secret-that-is-also-32-characters-long') });
+    wrongKeyJwt = await signJwt(
+      { sub: 'x', tenant_id: demo.id, role: 'admin' },
+      { key: new TextEncoder().encode('another-secret-that-is-also-32-characters-long') },
+    );
     ghostAdminJwt = await signJwt({ sub: 'x', tenant_id: 'ten_doesnotexist', role: 'admin' });
     claimJwts = await Promise.all([
       signJwt({ sub: 'x', tenant_id: demo.id, role: 'superuser' }),
@@ -885,7 +1189,16 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
     });
     own = { ...(await ids(demo.id)), apps: (await t.db.prisma.application.findMany({ select: { id: true }, take: 10 })).map((r) => r.id) };
     foreign = await ids(other.id);
-    allIds = [...own.connections, ...own.syncs, ...own.apps, ...own.users, ...foreign.connections, ...foreign.syncs, ...foreign.users, demo.id];
+    allIds = [
+      ...own.connections,
+      ...own.syncs,
+      ...own.apps,
+      ...own.users,
+      ...foreign.connections,
+      ...foreign.syncs,
+      ...foreign.users,
+      demo.id,
+    ];
   });
   afterAll(() => t?.dispose());
 
@@ -902,7 +1215,9 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
-          ...LIST_RESOURCES.map(({ path, resource }) => fc.tuple(fc.constantFrom(path, path, path, `${path}/`), queryString(resource, allIds))),
+          ...LIST_RESOURCES.map(({ path, resource }) =>
+            fc.tuple(fc.constantFrom(path, path, path, `${path}/`), queryString(resource, allIds)),
+          ),
         ),
         fc.oneof(
           { weight: 17, arbitrary: fc.constant('GET') },
@@ -962,7 +1277,8 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
             fail('another tenant’s object is visible', sent, received);
           }
           const ownOnEndpoint = { connected: own.connections, syncs: own.syncs, available: own.apps }[endpoint] ?? [];
-          if (plain && demoCredential && ownOnEndpoint.includes(id) && received.status !== 200) fail('own object not found', sent, received);
+          if (plain && demoCredential && ownOnEndpoint.includes(id) && received.status !== 200)
+            fail('own object not found', sent, received);
         },
       ),
       optionsFor(kind, 'pathIds'),
@@ -974,15 +1290,30 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
       {
         weight: 3,
         arbitrary: fc.constantFrom(
-          'application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/graphql+json', ' application/json ',
-          'application/json;;;', 'application/json; charset=latin1', 'application/json, text/plain',
+          'application/json',
+          'application/json; charset=utf-8',
+          'APPLICATION/JSON',
+          'application/graphql+json',
+          ' application/json ',
+          'application/json;;;',
+          'application/json; charset=latin1',
+          'application/json, text/plain',
         ),
       },
       {
         weight: 2,
         arbitrary: fc.constantFrom(
-          'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/graphql', 'application/jsonx',
-          'application/graphql-response+json', 'text/html', '', '*/*', 'application/', 'json',
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/graphql',
+          'application/jsonx',
+          'application/graphql-response+json',
+          'text/html',
+          '',
+          '*/*',
+          'application/',
+          'json',
         ),
       },
       { weight: 1, arbitrary: nastyText },
@@ -1011,7 +1342,11 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
             sent = { method: 'GET', url: `${ORIGIN}${BASE}/connected?limit=1&select=id`, headers };
           } else if (surface === 'graphql-get') {
             if (accept) headers.accept = accept;
-            sent = { method: 'GET', url: `${ORIGIN}/graphql?query=${encodeURIComponent('{ connections(limit: 1) { totalCount } }')}`, headers: { accept: 'application/json', ...headers } };
+            sent = {
+              method: 'GET',
+              url: `${ORIGIN}/graphql?query=${encodeURIComponent('{ connections(limit: 1) { totalCount } }')}`,
+              headers: { accept: 'application/json', ...headers },
+            };
           } else {
             if (contentType !== undefined) headers['content-type'] = headerValue(contentType);
             if (accept) headers.accept = accept;
@@ -1021,7 +1356,8 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
           if (surface === 'rest') {
             checkRest(sent, received);
             if (auth.kind === 'valid' && received.status !== 200) fail(`valid credential (${auth.label}) refused`, sent, received);
-            if ((auth.kind === 'garbage' || auth.kind === 'absent') && received.status !== 401) fail(`${auth.label} credential not refused with 401`, sent, received);
+            if ((auth.kind === 'garbage' || auth.kind === 'absent') && received.status !== 401)
+              fail(`${auth.label} credential not refused with 401`, sent, received);
           } else {
             const result = checkGraphQL(sent, received);
             const connections = result.data?.connections;
@@ -1041,7 +1377,13 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
       fc.asyncProperty(
         fc.gen(),
         fc.constantFrom('application/json', 'application/graphql-response+json', 'application/graphql-response+json', '*/*', undefined),
-        fc.constantFrom(`Bearer ${creds.demoReaderJwt}`, `Bearer ${creds.demoReaderJwt}`, `Bearer ${creds.demoAdminJwt}`, `Token ${creds.demoReaderToken}`, undefined),
+        fc.constantFrom(
+          `Bearer ${creds.demoReaderJwt}`,
+          `Bearer ${creds.demoReaderJwt}`,
+          `Bearer ${creds.demoAdminJwt}`,
+          `Token ${creds.demoReaderToken}`,
+          undefined,
+        ),
         fc.constantFrom('POST', 'POST', 'POST', 'POST', 'GET'),
         async (g, accept, authorization, method) => {
           const { body, query } = graphqlRequest(g, ids);
@@ -1117,7 +1459,8 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
                     // roles that do not exist; expiries in the past, too far ahead or not dates at all.
                     if (a.name === 'name') return pick(g, '', ' ', 'x'.repeat(101), 'a\u0001b', '\t', 'x'.repeat(5000));
                     if (a.name === 'role') return pick(g, 'superuser', 'ADMIN', '', 'root');
-                    if (a.name === 'expiresAt') return pick(g, '2000-01-01T00:00:00Z', '2999-01-01T00:00:00Z', 'tomorrow', '0000-01-01', '');
+                    if (a.name === 'expiresAt')
+                      return pick(g, '2000-01-01T00:00:00Z', '2999-01-01T00:00:00Z', 'tomorrow', '0000-01-01', '');
                   }
                   return jsonFor(g, a.type, 0, [id]);
                 })();
@@ -1127,7 +1470,10 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
                   variables[name] = value;
                   return `${a.name}: $${name}`;
                 }
-                const literal = isEnumType(getNamedType(a.type)) && typeof value === 'string' && /^[A-Za-z_]\w*$/.test(value) ? value : JSON.stringify(typeof value === 'string' ? wellFormed(value) : value);
+                const literal =
+                  isEnumType(getNamedType(a.type)) && typeof value === 'string' && /^[A-Za-z_]\w*$/.test(value)
+                    ? value
+                    : JSON.stringify(typeof value === 'string' ? wellFormed(value) : value);
                 // Object keys must be bare names in GraphQL literals; JSON's quoted keys make a syntax error worth sending too.
                 return `${a.name}: ${literal}`;
               });
@@ -1176,31 +1522,72 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
     ] as const;
     // The members the bodies take, mixed with strangers, each with any JSON value.
     const memberNames = fc.constantFrom(
-      'application_id', 'name', 'description', 'via', 'metadata', 'settings', 'status', 'connection_id', 'estimated_items',
-      'lease_seconds', 'application_slug', 'summary', 'error_message', 'file_url', 'diff', 'checksum', 'sync_interval',
-      'retry_attempts', '__proto__', 'constructor', 'x',
+      'application_id',
+      'name',
+      'description',
+      'via',
+      'metadata',
+      'settings',
+      'status',
+      'connection_id',
+      'estimated_items',
+      'lease_seconds',
+      'application_slug',
+      'summary',
+      'error_message',
+      'file_url',
+      'diff',
+      'checksum',
+      'sync_interval',
+      'retry_attempts',
+      '__proto__',
+      'constructor',
+      'x',
     );
     const memberValue = fc.oneof(
       fc.jsonValue({ maxDepth: 3 }),
       nastyText,
       fc.constantFrom('active', 'paused', 'error', 'success', 'failed', 'in_progress', 'manual', '1h', '15m', 3, -1, 11, 2 ** 31, null),
-      fc.record({ processed: fc.integer(), sync_interval: fc.constantFrom('1h', '2h'), retry_attempts: fc.integer({ min: -2, max: 12 }) }, { requiredKeys: [] }),
+      fc.record(
+        { processed: fc.integer(), sync_interval: fc.constantFrom('1h', '2h'), retry_attempts: fc.integer({ min: -2, max: 12 }) },
+        { requiredKeys: [] },
+      ),
     );
     const body = fc.oneof(
       { weight: 6, arbitrary: fc.dictionary(memberNames, memberValue, { maxKeys: 5 }).map((object) => JSON.stringify(object)) },
       { weight: 1, arbitrary: nastyText },
       { weight: 1, arbitrary: fc.jsonValue().map((value) => JSON.stringify(value)) },
-      { weight: 1, arbitrary: fc.constantFrom('', '{', '{"a":', 'null', '[]', '"x"', '{"summary":{"processed":1}}', '{"status":"success"}') },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom('', '{', '{"a":', 'null', '[]', '"x"', '{"summary":{"processed":1}}', '{"status":"success"}'),
+      },
     );
-    const contentType = fc.constantFrom('application/json', 'application/json', 'application/json', 'application/merge-patch+json', 'text/plain', 'application/json; charset=utf-8', undefined);
+    const contentType = fc.constantFrom(
+      'application/json',
+      'application/json',
+      'application/json',
+      'application/merge-patch+json',
+      'text/plain',
+      'application/json; charset=utf-8',
+      undefined,
+    );
     const writers = fc.constantFrom(`Token ${creds.demoAdminToken}`, `Bearer ${creds.demoAdminJwt}`);
-    const refused = fc.constantFrom(`Token ${creds.demoReaderToken}`, `Bearer ${creds.demoReaderJwt}`, `Token ${creds.otherReaderToken}`, 'Token igw_pat_nope', undefined);
+    const refused = fc.constantFrom(
+      `Token ${creds.demoReaderToken}`,
+      `Bearer ${creds.demoReaderJwt}`,
+      `Token ${creds.otherReaderToken}`,
+      'Token igw_pat_nope',
+      undefined,
+    );
     const pathId = idText([...own.connections, ...foreign.connections]);
     let before = await fingerprint();
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom(...writeRoutes),
-        fc.oneof({ weight: 3, arbitrary: writers.map((a) => ({ who: 'writer' as const, authorization: a as string | undefined })) }, { weight: 1, arbitrary: refused.map((a) => ({ who: 'refused' as const, authorization: a })) }),
+        fc.oneof(
+          { weight: 3, arbitrary: writers.map((a) => ({ who: 'writer' as const, authorization: a as string | undefined })) },
+          { weight: 1, arbitrary: refused.map((a) => ({ who: 'refused' as const, authorization: a })) },
+        ),
         body,
         contentType,
         pathId,
@@ -1218,7 +1605,8 @@ describe.each(databaseKinds)('fuzzing on %s', (kind) => {
           const accepted = received.status < 300;
           if (accepted && who === 'refused') fail('a write without the permission succeeded', sent, received);
           const after = await fingerprint();
-          if (!accepted && after !== before) fail(`the database changed on a refused write\nbefore ${before}\nafter  ${after}`, sent, received);
+          if (!accepted && after !== before)
+            fail(`the database changed on a refused write\nbefore ${before}\nafter  ${after}`, sent, received);
           before = after;
         },
       ),

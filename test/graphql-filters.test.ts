@@ -14,17 +14,32 @@ interface ListCase {
 }
 
 const LISTS: Record<string, ListCase> = {
-  categories: { query: 'id slug name description', fields: { id: 'string', slug: 'string', name: 'string', description: 'string' }, pageSize: 100 },
+  categories: {
+    query: 'id slug name description',
+    fields: { id: 'string', slug: 'string', name: 'string', description: 'string' },
+    pageSize: 100,
+  },
   applications: {
     query: 'id name slug description logoUrl categoryId',
     fields: { id: 'string', name: 'string', slug: 'string', description: 'string', logoUrl: 'string', categoryId: 'string' },
     pageSize: 100,
   },
   connections: {
-    query: 'id name slug description applicationId applicationName applicationSlug categoryId categorySlug categoryName via status createdAt',
+    query:
+      'id name slug description applicationId applicationName applicationSlug categoryId categorySlug categoryName via status createdAt',
     fields: {
-      id: 'string', name: 'string', slug: 'string', description: 'string', applicationId: 'string', applicationName: 'string',
-      applicationSlug: 'string', categoryId: 'string', categorySlug: 'string', categoryName: 'string', via: 'enum', status: 'enum',
+      id: 'string',
+      name: 'string',
+      slug: 'string',
+      description: 'string',
+      applicationId: 'string',
+      applicationName: 'string',
+      applicationSlug: 'string',
+      categoryId: 'string',
+      categorySlug: 'string',
+      categoryName: 'string',
+      via: 'enum',
+      status: 'enum',
       createdAt: 'dateTime',
     },
     pageSize: 100,
@@ -32,31 +47,51 @@ const LISTS: Record<string, ListCase> = {
   syncs: {
     query: 'id connectionId status startedAt finishedAt errorMessage fileUrl isAutoMigrate',
     fields: {
-      id: 'string', connectionId: 'string', status: 'enum', startedAt: 'dateTime', finishedAt: 'nullableDateTime',
-      errorMessage: 'nullableString', fileUrl: 'nullableString', isAutoMigrate: 'boolean',
+      id: 'string',
+      connectionId: 'string',
+      status: 'enum',
+      startedAt: 'dateTime',
+      finishedAt: 'nullableDateTime',
+      errorMessage: 'nullableString',
+      fileUrl: 'nullableString',
+      isAutoMigrate: 'boolean',
     },
     pageSize: 100,
   },
 };
 
 function likeRegex(pattern: string, insensitive: boolean): RegExp {
-  const body = pattern.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  const body = pattern
+    .split('*')
+    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
   return new RegExp(`^${body}$`, insensitive ? 'is' : 's');
 }
 
 function matches(value: unknown, operator: string, operand: unknown): boolean {
   switch (operator) {
-    case 'eq': return value !== null && value === operand;
-    case 'neq': return value !== null && value !== operand;
-    case 'in': return value !== null && (operand as unknown[]).includes(value);
-    case 'isNull': return operand ? value === null : value !== null;
-    case 'gt': return value !== null && String(value) > String(operand);
-    case 'lt': return value !== null && String(value) < String(operand);
-    case 'gte': return value !== null && String(value) >= String(operand);
-    case 'lte': return value !== null && String(value) <= String(operand);
-    case 'like': return typeof value === 'string' && likeRegex(String(operand), false).test(value);
-    case 'ilike': return typeof value === 'string' && likeRegex(String(operand), true).test(value);
-    default: throw new Error(operator);
+    case 'eq':
+      return value !== null && value === operand;
+    case 'neq':
+      return value !== null && value !== operand;
+    case 'in':
+      return value !== null && (operand as unknown[]).includes(value);
+    case 'isNull':
+      return operand ? value === null : value !== null;
+    case 'gt':
+      return value !== null && String(value) > String(operand);
+    case 'lt':
+      return value !== null && String(value) < String(operand);
+    case 'gte':
+      return value !== null && String(value) >= String(operand);
+    case 'lte':
+      return value !== null && String(value) <= String(operand);
+    case 'like':
+      return typeof value === 'string' && likeRegex(String(operand), false).test(value);
+    case 'ilike':
+      return typeof value === 'string' && likeRegex(String(operand), true).test(value);
+    default:
+      throw new Error(operator);
   }
 }
 
@@ -66,7 +101,11 @@ function casesFor(kind: ListCase['fields'][string], rows: Row[], field: string):
   const sample = values[Math.floor(values.length / 3)];
   const other = values[Math.floor((2 * values.length) / 3)];
   const cases: Array<[string, unknown]> = [];
-  if (sample === undefined) return [['isNull', true], ['isNull', false]];
+  if (sample === undefined)
+    return [
+      ['isNull', true],
+      ['isNull', false],
+    ];
   cases.push(['eq', sample], ['neq', sample], ['in', [sample, other]]);
   if (kind === 'nullableString' || kind === 'nullableDateTime' || kind === 'boolean') cases.push(['isNull', true], ['isNull', false]);
   if (kind === 'dateTime' || kind === 'nullableDateTime') cases.push(['gt', sample], ['lt', sample], ['gte', sample], ['lte', sample]);
@@ -74,11 +113,22 @@ function casesFor(kind: ListCase['fields'][string], rows: Row[], field: string):
     const text = String(sample);
     const middle = text.slice(1, Math.max(2, Math.floor(text.length / 2)));
     cases.push(
-      ['like', `*${middle}*`], ['like', `${text.slice(0, 3)}*`], ['like', `*${text.slice(-3)}`], ['like', text],
-      ['ilike', `*${middle.toUpperCase()}*`], ['ilike', `${text.slice(0, 3).toLowerCase()}*`],
+      ['like', `*${middle}*`],
+      ['like', `${text.slice(0, 3)}*`],
+      ['like', `*${text.slice(-3)}`],
+      ['like', text],
+      ['ilike', `*${middle.toUpperCase()}*`],
+      ['ilike', `${text.slice(0, 3).toLowerCase()}*`],
     );
   }
-  if (kind === 'boolean') return [['eq', true], ['eq', false], ['neq', true], ['isNull', true], ['isNull', false]];
+  if (kind === 'boolean')
+    return [
+      ['eq', true],
+      ['eq', false],
+      ['neq', true],
+      ['isNull', true],
+      ['isNull', false],
+    ];
   return cases;
 }
 
@@ -137,9 +187,16 @@ describe.each(databaseKinds)('typed filters and search on %s', (kind) => {
 
   it('searches case-insensitively over the documented fields', async () => {
     const failed = all.syncs!.filter((r) => r.status === 'failed');
-    const word = String(failed[0]!.errorMessage).split(/\s+/).find((w) => w.length > 4)!;
+    const word = String(failed[0]!.errorMessage)
+      .split(/\s+/)
+      .find((w) => w.length > 4)!;
     const got = await list('syncs', ', search: $search', { search: word.toUpperCase() }, ', $search: String');
-    const want = all.syncs!.filter((r) => String(r.errorMessage ?? '').toLowerCase().includes(word.toLowerCase()) || String(r.status).includes(word.toLowerCase()));
+    const want = all.syncs!.filter(
+      (r) =>
+        String(r.errorMessage ?? '')
+          .toLowerCase()
+          .includes(word.toLowerCase()) || String(r.status).includes(word.toLowerCase()),
+    );
     expect(got.map((r) => r.id).sort()).toEqual(want.map((r) => r.id).sort());
     const inProgress = await list('syncs', ', search: "IN_PROG"');
     expect(inProgress.length).toBeGreaterThan(0);
@@ -147,7 +204,12 @@ describe.each(databaseKinds)('typed filters and search on %s', (kind) => {
 
     const apps = await list('applications', ', search: "PAYMENT"');
     expect(apps.length).toBeGreaterThan(0);
-    const connections = await list('connections', ', search: $search', { search: String(all.connections![0]!.name).slice(0, 5).toUpperCase() }, ', $search: String');
+    const connections = await list(
+      'connections',
+      ', search: $search',
+      { search: String(all.connections![0]!.name).slice(0, 5).toUpperCase() },
+      ', $search: String',
+    );
     expect(connections.map((c) => c.id)).toContain(all.connections![0]!.id);
   });
 
@@ -169,7 +231,12 @@ describe.each(databaseKinds)('typed filters and search on %s', (kind) => {
   it('treats % and _ in like patterns as literal characters', async () => {
     for (const text of ['%', '_', '\\']) {
       const got = await list('syncs', ', filter: $filter', { filter: { errorMessage: { like: `*${text}*` } } }, ', $filter: SyncFilter');
-      expect(got.map((r) => r.id).sort()).toEqual(all.syncs!.filter((r) => String(r.errorMessage ?? '').includes(text)).map((r) => r.id).sort());
+      expect(got.map((r) => r.id).sort()).toEqual(
+        all
+          .syncs!.filter((r) => String(r.errorMessage ?? '').includes(text))
+          .map((r) => r.id)
+          .sort(),
+      );
       // Exactly the rows holding the text: an empty answer passes only when no row holds it.
       const searched = await list('syncs', ', search: $search', { search: text }, ', $search: String');
       const holding = all.syncs!.filter((r) => String(r.errorMessage ?? '').includes(text) || String(r.status).includes(text));

@@ -46,7 +46,10 @@ describe.each(['application/graphql-response+json', 'application/json'])('GraphQ
       body: typeof body === 'string' ? body : JSON.stringify(body),
     });
     expect(response.headers.get('content-type')).toContain(accept);
-    const json = (await response.json()) as { data?: Record<string, unknown> | null; errors?: Array<{ message: string; extensions?: { code?: string } }> };
+    const json = (await response.json()) as {
+      data?: Record<string, unknown> | null;
+      errors?: Array<{ message: string; extensions?: { code?: string } }>;
+    };
     return { status: response.status, json, codes: json.errors?.map((e) => e.extensions?.code) };
   }
   const reader = () => `Token ${t.tenants.demo.readerToken}`;
@@ -63,7 +66,10 @@ describe.each(['application/graphql-response+json', 'application/json'])('GraphQ
   it('keeps the error status when the operation failed as a whole (data: null), as REST answers the same refusal', async () => {
     const forbidden = await post({ query: `mutation { deleteConnection(id: "${connectionId}") { id } }` }, reader());
     expect([forbidden.status, forbidden.json.data, forbidden.codes]).toEqual([403, null, ['UNAUTHORIZED']]);
-    const notFound = await post({ query: 'mutation { deleteConnection(id: "con_0000000000") { id } }' }, `Token ${t.tenants.demo.adminToken}`);
+    const notFound = await post(
+      { query: 'mutation { deleteConnection(id: "con_0000000000") { id } }' },
+      `Token ${t.tenants.demo.adminToken}`,
+    );
     expect([notFound.status, notFound.json.data, notFound.codes]).toEqual([404, null, ['NOT_FOUND']]);
   });
 
@@ -78,7 +84,10 @@ describe.each(['application/graphql-response+json', 'application/json'])('GraphQ
       expect({ query, status, hasData: 'data' in json, codes }).toEqual({ query, status: 401, hasData: false, codes: ['UNAUTHORIZED'] });
     }
     const introspection = await post({ query: '{ __typename __schema { queryType { name } } }' });
-    expect([introspection.status, introspection.json.data]).toEqual([200, { __typename: 'Query', __schema: { queryType: { name: 'Query' } } }]);
+    expect([introspection.status, introspection.json.data]).toEqual([
+      200,
+      { __typename: 'Query', __schema: { queryType: { name: 'Query' } } },
+    ]);
   });
 
   const requestErrors: Array<[string, unknown, string | undefined, number, number]> = [
@@ -86,15 +95,30 @@ describe.each(['application/graphql-response+json', 'application/json'])('GraphQ
     ['broken JSON', '{"query": "{', undefined, 400, 400],
     ['a document that does not parse', { query: '{ categories {' }, 'reader', 400, 200],
     ['a document that does not validate', { query: '{ nope }' }, 'reader', 400, 200],
-    ['a refused credential', { query: '{ categories { totalCount } }' }, 'Token igw_pat_aaaaaaaaaaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 401, 401],
-    ['a document over a limit', { query: `{ ${Array.from({ length: 31 }, (_, i) => `a${i}: __typename`).join(' ')} }` }, 'reader', 400, 400],
+    [
+      'a refused credential',
+      { query: '{ categories { totalCount } }' },
+      'Token igw_pat_aaaaaaaaaaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa',
+      401,
+      401,
+    ],
+    [
+      'a document over a limit',
+      { query: `{ ${Array.from({ length: 31 }, (_, i) => `a${i}: __typename`).join(' ')} }` },
+      'reader',
+      400,
+      400,
+    ],
   ];
-  it.each(requestErrors)('answers %s, a request error, with a 4xx and no data', async (_name, body, authorization, responseJsonStatus, jsonStatus) => {
-    const { status, json, codes } = await post(body, authorization === 'reader' ? reader() : authorization);
-    expect(status).toBe(accept === 'application/json' ? jsonStatus : responseJsonStatus);
-    expect('data' in json).toBe(false);
-    expect(codes?.length).toBeGreaterThan(0);
-  });
+  it.each(requestErrors)(
+    'answers %s, a request error, with a 4xx and no data',
+    async (_name, body, authorization, responseJsonStatus, jsonStatus) => {
+      const { status, json, codes } = await post(body, authorization === 'reader' ? reader() : authorization);
+      expect(status).toBe(accept === 'application/json' ? jsonStatus : responseJsonStatus);
+      expect('data' in json).toBe(false);
+      expect(codes?.length).toBeGreaterThan(0);
+    },
+  );
 });
 
 afterAll(() => t?.dispose());

@@ -13,7 +13,11 @@ const ARGUMENT_CASES: { name: string; filter: string; page: string }[] = [
   { name: 'defaults', filter: '', page: '' },
   { name: 'page with offset', filter: '', page: 'limit: 3, offset: 2' },
   { name: 'filter on status', filter: 'filter: { status: { in: [failed, success] } }', page: 'limit: 5' },
-  { name: 'filter with or/not', filter: 'filter: { or: [{ status: { eq: failed } }, { not: { finishedAt: { isNull: false } } }] }', page: 'limit: 20' },
+  {
+    name: 'filter with or/not',
+    filter: 'filter: { or: [{ status: { eq: failed } }, { not: { finishedAt: { isNull: false } } }] }',
+    page: 'limit: 20',
+  },
   { name: 'search', filter: 'search: "fail"', page: 'limit: 20' },
   { name: 'order by a nullable column', filter: '', page: 'orderBy: [{ field: finishedAt, direction: ASC, nulls: FIRST }], limit: 7' },
   { name: 'like on text', filter: 'filter: { errorMessage: { ilike: "*time*" } }', page: 'limit: 20' },

@@ -8,7 +8,8 @@ import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway
 import { BASE, rest } from './fixtures/rest.js';
 
 const CONNECTION_FIELDS = 'id name slug status applicationId applicationName settings { syncInterval retryAttempts webhookEnabled }';
-const SYNC_FIELDS = 'id status connectionId startedAt finishedAt errorMessage attempt retryOfId workerId leaseExpiresAt summary { queued processed inserted updated deleted estimatedItems errors }';
+const SYNC_FIELDS =
+  'id status connectionId startedAt finishedAt errorMessage attempt retryOfId workerId leaseExpiresAt summary { queued processed inserted updated deleted estimatedItems errors }';
 
 describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
   let t: TestGateway;
@@ -25,7 +26,12 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
 
   async function refused(query: string, variables: Record<string, unknown>, token: string) {
     const { status, body } = await graphql(t.gateway, query, { token, variables });
-    return { status, code: body.errors?.[0]?.extensions?.code as string | undefined, message: body.errors?.[0]?.message ?? '', details: body.errors?.[0]?.extensions?.details as unknown };
+    return {
+      status,
+      code: body.errors?.[0]?.extensions?.code as string | undefined,
+      message: body.errors?.[0]?.message ?? '',
+      details: body.errors?.[0]?.extensions?.details as unknown,
+    };
   }
 
   const fingerprint = () => writeFingerprint(t.db);
@@ -61,20 +67,39 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
 
   it('runs connect → trigger → claim → progress → finish, and the run reads on REST like a seeded one', async () => {
     const name = `Stripe writes ${kind} ${Date.now()}`;
-    const { createConnection: created } = await ok(CREATE, { input: { applicationId, name, settings: { syncInterval: '1h', retryAttempts: 2 } } }, admin);
+    const { createConnection: created } = await ok(
+      CREATE,
+      { input: { applicationId, name, settings: { syncInterval: '1h', retryAttempts: 2 } } },
+      admin,
+    );
     expect(created).toMatchObject({ name, status: 'pending', applicationId, settings: { syncInterval: '1h', retryAttempts: 2 } });
 
     const { triggerSync: queued } = await ok(TRIGGER, { c: created.id }, admin);
-    expect(queued).toMatchObject({ status: 'pending', connectionId: created.id, attempt: 1, finishedAt: null, summary: { queued: true, estimatedItems: 40 } });
+    expect(queued).toMatchObject({
+      status: 'pending',
+      connectionId: created.id,
+      attempt: 1,
+      finishedAt: null,
+      summary: { queued: true, estimatedItems: 40 },
+    });
     const second = await refused(TRIGGER, { c: created.id }, admin);
     expect(second).toMatchObject({ status: 409, code: 'CONFLICT' });
     expect(second.message).toContain(queued.id);
 
     const { claimSync: claimed } = await ok(CLAIM, { c: created.id, lease: 60 }, engine);
-    expect(claimed).toMatchObject({ id: queued.id, status: 'in_progress', workerId: expect.any(String), leaseExpiresAt: expect.any(String) });
+    expect(claimed).toMatchObject({
+      id: queued.id,
+      status: 'in_progress',
+      workerId: expect.any(String),
+      leaseExpiresAt: expect.any(String),
+    });
     expect((await ok(CLAIM, { c: created.id }, engine)).claimSync).toBeNull();
 
-    const { reportSyncProgress: progressed } = await ok(PROGRESS, { id: queued.id, summary: { processed: 10, estimatedItems: 42 } }, engine);
+    const { reportSyncProgress: progressed } = await ok(
+      PROGRESS,
+      { id: queued.id, summary: { processed: 10, estimatedItems: 42 } },
+      engine,
+    );
     expect(progressed.summary).toMatchObject({ processed: 10, estimatedItems: 42 });
     expect(Date.parse(progressed.leaseExpiresAt)).toBeGreaterThanOrEqual(Date.parse(claimed.leaseExpiresAt));
 
@@ -83,7 +108,12 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
       { id: queued.id, input: { status: 'success', summary: { processed: 42, inserted: 30, updated: 10, deleted: 2 } } },
       engine,
     );
-    expect(finished).toMatchObject({ status: 'success', finishedAt: expect.any(String), leaseExpiresAt: null, summary: { processed: 42, inserted: 30, updated: 10, deleted: 2 } });
+    expect(finished).toMatchObject({
+      status: 'success',
+      finishedAt: expect.any(String),
+      leaseExpiresAt: null,
+      summary: { processed: 42, inserted: 30, updated: 10, deleted: 2 },
+    });
 
     // The connection's first success makes it active.
     const connection = await rest(t.gateway, `${BASE}/connected/${created.id}`, { token: reader, expectStatus: 200 });
@@ -112,10 +142,15 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     );
     expect(bad).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
     // Problems name the GraphQL path of each member, camelCase as the inputs are.
-    for (const field of ['input.settings.syncInterval', 'input.settings.retryAttempts', 'input.settings.colour', 'input.metadata.nope']) expect(bad.message).toContain(field);
+    for (const field of ['input.settings.syncInterval', 'input.settings.retryAttempts', 'input.settings.colour', 'input.metadata.nope'])
+      expect(bad.message).toContain(field);
     expect(bad.details).toContainEqual({ field: 'input.settings.retryAttempts', message: expect.any(String) });
     // A shape problem (an empty name) and member problems together: one error naming all of them.
-    const both = await refused(CREATE, { input: { applicationId, name: '  ', settings: { retryAttempts: 11 }, metadata: { nope: 1 } } }, admin);
+    const both = await refused(
+      CREATE,
+      { input: { applicationId, name: '  ', settings: { retryAttempts: 11 }, metadata: { nope: 1 } } },
+      admin,
+    );
     expect(both).toMatchObject({ status: 400, code: 'INVALID_QUERY' });
     for (const field of ['input.name', 'input.settings.retryAttempts', 'input.metadata.nope']) expect(both.message).toContain(field);
     const unknownApp = await refused(CREATE, { input: { applicationId: 'app_doesnotexist' } }, admin);
@@ -142,7 +177,11 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     }
     expect(await fingerprint()).toEqual(before);
     // A merge patch: null removes a settings member; other members stay.
-    const { updateConnection: patched } = await ok(UPDATE, { id: created.id, input: { description: null, settings: { retryAttempts: 5 } } }, admin);
+    const { updateConnection: patched } = await ok(
+      UPDATE,
+      { id: created.id, input: { description: null, settings: { retryAttempts: 5 } } },
+      admin,
+    );
     expect(patched.settings.retryAttempts).toBe(5);
   });
 
@@ -153,12 +192,16 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     expect(await refused(TRIGGER, { c: otherConnectionId }, engine)).toMatchObject({ status: 403, code: 'UNAUTHORIZED' });
     // claimSync is nullable (null: nothing due), so its refusal is a field error in a 200 (GraphQL over HTTP).
     expect(await refused(CLAIM, {}, reader)).toMatchObject({ status: 200, code: 'UNAUTHORIZED' });
-    expect(await refused('mutation($id: ID!) { deleteConnection(id: $id) { id } }', { id: otherConnectionId }, engine)).toMatchObject({ status: 403 });
+    expect(await refused('mutation($id: ID!) { deleteConnection(id: $id) { id } }', { id: otherConnectionId }, engine)).toMatchObject({
+      status: 403,
+    });
     // Another tenant's ids are not found, for every write that takes one.
     expect(await refused(UPDATE, { id: otherConnectionId, input: { name: 'x' } }, admin)).toMatchObject({ status: 404, code: 'NOT_FOUND' });
     expect(await refused(TRIGGER, { c: otherConnectionId }, admin)).toMatchObject({ status: 404, code: 'NOT_FOUND' });
     expect((await ok(CLAIM, { c: otherConnectionId }, engine)).claimSync).toBeNull();
-    expect(await refused('mutation($id: ID!) { deleteConnection(id: $id) { id } }', { id: otherConnectionId }, admin)).toMatchObject({ status: 404 });
+    expect(await refused('mutation($id: ID!) { deleteConnection(id: $id) { id } }', { id: otherConnectionId }, admin)).toMatchObject({
+      status: 404,
+    });
     expect(await fingerprint()).toEqual(before);
   });
 

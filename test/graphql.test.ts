@@ -28,7 +28,8 @@ describe.each(databaseKinds)('GraphQL read model on %s', (kind) => {
     const tenant = await t.db.prisma.tenant.create({ data: { id: newId('ten'), slug: 'bulk', name: 'Bulk' } });
     await seedLoad(t.db, 'bulk', { connections: 60, syncs: 3000 });
     const user = await createServiceUser(t.db, { tenantId: tenant.id, name: 'bench', role: 'reader' });
-    bulkToken = (await createToken(t.db, { tenantId: tenant.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    bulkToken = (await createToken(t.db, { tenantId: tenant.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) }))
+      .token;
   });
   afterAll(() => t?.dispose());
 

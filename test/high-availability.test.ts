@@ -21,7 +21,8 @@ async function readsServed(cluster: HaCluster): Promise<{ replica: number; prima
   const served = { replica: 0, primary: 0 };
   for (const gateway of cluster.gateways!.replicas) {
     const text = await (await fetch(`${gateway.url}/metrics`)).text();
-    for (const [, by, value] of text.matchAll(/^db_replica_reads_total\{served_by="(replica|primary)"\} (\d+)/gm)) served[by as 'replica' | 'primary'] += Number(value);
+    for (const [, by, value] of text.matchAll(/^db_replica_reads_total\{served_by="(replica|primary)"\} (\d+)/gm))
+      served[by as 'replica' | 'primary'] += Number(value);
   }
   return served;
 }
@@ -98,7 +99,15 @@ describe.skipIf(missing.length > 0)('high availability (Patroni, etcd, HAProxy)'
   }, 60_000);
 
   it('loses the primary with streams open: nothing lost or duplicated, every stream resumes without a gap', async () => {
-    const result = await runFailoverDrill(cluster, tenant, { streams: 3, droppedStreams: 1, writers: 3, readers: 1, warmupWrites: 30, minWrites: 80, afterRecoveryMs: 2000 });
+    const result = await runFailoverDrill(cluster, tenant, {
+      streams: 3,
+      droppedStreams: 1,
+      writers: 3,
+      readers: 1,
+      warmupWrites: 30,
+      minWrites: 80,
+      afterRecoveryMs: 2000,
+    });
     expect(failures(result, { minAcknowledged: 80 })).toEqual([]);
     expect(result.lost).toBe(0);
     expect(result.duplicated).toBe(0);

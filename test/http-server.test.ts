@@ -59,7 +59,9 @@ function rawRequest(head: string, trickle = ''): Promise<RawAnswer> {
       const [statusLine = '', ...headerLines] = headPart.split('\r\n');
       const status = Number(statusLine.split(' ')[1]);
       if (!status) return reject(new Error(`no HTTP answer: ${JSON.stringify(received.slice(0, 200))}`));
-      const headers = Object.fromEntries(headerLines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        headerLines.map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
+      );
       resolve({ status, headers, body, closedAfterMs: performance.now() - started });
     });
   });
@@ -120,8 +122,14 @@ describe("Node's own refusals", () => {
   });
 
   it.each([
-    ['a broken chunk size', 'POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n'],
-    ['both Content-Length and chunked', 'POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}'],
+    [
+      'a broken chunk size',
+      'POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n',
+    ],
+    [
+      'both Content-Length and chunked',
+      'POST /graphql HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}',
+    ],
     ['a request line that is not HTTP', 'HELLO\r\n\r\n'],
   ])('answers %s with 400 INVALID_QUERY', async (_what, raw) => {
     const answer = await rawRequest(raw);

@@ -32,7 +32,11 @@ describe.each(databaseKinds)('inputs at the edges on %s', (kind) => {
     for (const resource of ['connected', 'syncs', 'available']) {
       for (const id of [tooLong, 'con_a\0b']) {
         const response = await rest(t.gateway, `${BASE}/${resource}/${encodeURIComponent(id)}`, { token: reader });
-        expect({ resource, status: response.status, code: response.body.error?.code }).toEqual({ resource, status: 400, code: 'INVALID_QUERY' });
+        expect({ resource, status: response.status, code: response.body.error?.code }).toEqual({
+          resource,
+          status: 400,
+          code: 'INVALID_QUERY',
+        });
       }
     }
   });
@@ -44,7 +48,11 @@ describe.each(databaseKinds)('inputs at the edges on %s', (kind) => {
         'query($id: ID!) { connection(id: $id) { id } sync(id: $id) { id } application(id: $id) { id } category(id: $id) { id } }',
         { token: reader, variables: { id } },
       );
-      expect({ id, status, body }).toEqual({ id, status: 200, body: { data: { connection: null, sync: null, application: null, category: null } } });
+      expect({ id, status, body }).toEqual({
+        id,
+        status: 200,
+        body: { data: { connection: null, sync: null, application: null, category: null } },
+      });
     }
     const connectionFilter = await graphql(t.gateway, '{ syncs(connectionId: "0") { totalCount } }', { token: reader });
     expect(connectionFilter.body).toEqual({ data: { syncs: { totalCount: 0 } } });
@@ -54,13 +62,33 @@ describe.each(databaseKinds)('inputs at the edges on %s', (kind) => {
     const long = 'x'.repeat(TEXT_LIMITS.maxValueLength + 1);
     const atCap = 'x'.repeat(TEXT_LIMITS.maxValueLength);
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
-      ['query($v: String) { syncs(filter: { errorMessage: { ilike: $v } }) { totalCount } }', { v: `*${long}*` }, /errorMessage\.ilike is longer than 4096/],
-      ['query($v: String) { syncs(filter: { errorMessage: { like: $v } }) { totalCount } }', { v: long }, /errorMessage\.like is longer than 4096/],
+      [
+        'query($v: String) { syncs(filter: { errorMessage: { ilike: $v } }) { totalCount } }',
+        { v: `*${long}*` },
+        /errorMessage\.ilike is longer than 4096/,
+      ],
+      [
+        'query($v: String) { syncs(filter: { errorMessage: { like: $v } }) { totalCount } }',
+        { v: long },
+        /errorMessage\.like is longer than 4096/,
+      ],
       ['query($v: String) { connections(filter: { name: { eq: $v } }) { totalCount } }', { v: long }, /name\.eq is longer than 4096/],
-      ['query($v: String!) { applications(filter: { slug: { in: ["a", $v] } }) { totalCount } }', { v: long }, /slug\.in is longer than 4096/],
+      [
+        'query($v: String!) { applications(filter: { slug: { in: ["a", $v] } }) { totalCount } }',
+        { v: long },
+        /slug\.in is longer than 4096/,
+      ],
       ['query($v: String) { connections(name: $v) { totalCount } }', { v: long }, /name is longer than 4096/],
-      ['query($v: String) { syncs(search: $v) { totalCount } }', { v: 's'.repeat(TEXT_LIMITS.maxSearchLength + 1) }, /search is longer than 200/],
-      ['query($v: String) { applications(search: $v) { totalCount } }', { v: 's'.repeat(TEXT_LIMITS.maxSearchLength + 1) }, /search is longer than 200/],
+      [
+        'query($v: String) { syncs(search: $v) { totalCount } }',
+        { v: 's'.repeat(TEXT_LIMITS.maxSearchLength + 1) },
+        /search is longer than 200/,
+      ],
+      [
+        'query($v: String) { applications(search: $v) { totalCount } }',
+        { v: 's'.repeat(TEXT_LIMITS.maxSearchLength + 1) },
+        /search is longer than 200/,
+      ],
     ];
     for (const [query, variables, message] of cases) {
       const { status, body } = await graphql(t.gateway, query, { token: reader, variables });
@@ -68,10 +96,17 @@ describe.each(databaseKinds)('inputs at the edges on %s', (kind) => {
       expect(body.errors?.[0]?.message).toMatch(message);
     }
     // At the cap it is an ordinary filter.
-    const { body } = await graphql(t.gateway, 'query($v: String) { syncs(filter: { errorMessage: { eq: $v } }) { totalCount } syncs2: syncs(search: $s) { totalCount } }'.replace('query($v: String)', 'query($v: String, $s: String)'), {
-      token: reader,
-      variables: { v: atCap, s: 's'.repeat(TEXT_LIMITS.maxSearchLength) },
-    });
+    const { body } = await graphql(
+      t.gateway,
+      'query($v: String) { syncs(filter: { errorMessage: { eq: $v } }) { totalCount } syncs2: syncs(search: $s) { totalCount } }'.replace(
+        'query($v: String)',
+        'query($v: String, $s: String)',
+      ),
+      {
+        token: reader,
+        variables: { v: atCap, s: 's'.repeat(TEXT_LIMITS.maxSearchLength) },
+      },
+    );
     expect(body).toEqual({ data: { syncs: { totalCount: 0 }, syncs2: { totalCount: 0 } } });
     // REST refuses the same lengths.
     const restSearch = await rest(t.gateway, `${BASE}/syncs?search=${'s'.repeat(TEXT_LIMITS.maxSearchLength + 1)}`, { token: reader });
@@ -98,22 +133,37 @@ describe.each(databaseKinds)('inputs at the edges on %s', (kind) => {
 
   it('refuses impossible dates on both surfaces with the one parser, and accepts real ones', async () => {
     const admin = t.tenants.demo.adminToken;
-    for (const value of ['2027-02-31T00:00:00Z', '2026-04-31', '2026-13-01', '2026-01-01T24:00:00Z', '0000-12-31T23:00:00Z', '0001-01-01T00:00:00+01:00']) {
+    for (const value of [
+      '2027-02-31T00:00:00Z',
+      '2026-04-31',
+      '2026-13-01',
+      '2026-01-01T24:00:00Z',
+      '0000-12-31T23:00:00Z',
+      '0001-01-01T00:00:00+01:00',
+    ]) {
       const viaRest = await rest(t.gateway, `${BASE}/syncs?started_at=gte.${encodeURIComponent(value)}`, { token: reader });
       expect({ value, status: viaRest.status }).toEqual({ value, status: 400 });
       const viaGraphQL = await graphql(t.gateway, 'query($v: DateTime) { syncs(filter: { startedAt: { gte: $v } }) { totalCount } }', {
         token: reader,
         variables: { v: value },
       });
-      expect({ value, status: viaGraphQL.status, code: viaGraphQL.body.errors?.[0]?.extensions?.code }).toEqual({ value, status: 400, code: 'INVALID_QUERY' });
+      expect({ value, status: viaGraphQL.status, code: viaGraphQL.body.errors?.[0]?.extensions?.code }).toEqual({
+        value,
+        status: 400,
+        code: 'INVALID_QUERY',
+      });
     }
     // A token asked to expire on 31 February is refused, not rolled over to 3 March.
     const users = await graphql(t.gateway, '{ serviceUsers { id } }', { token: admin, expectOk: true });
     const serviceUserId = users.body.data?.serviceUsers[0].id;
-    const token = await graphql(t.gateway, 'mutation($u: ID!) { createToken(serviceUserId: $u, expiresAt: "2027-02-31T00:00:00Z") { token } }', {
-      token: admin,
-      variables: { u: serviceUserId },
-    });
+    const token = await graphql(
+      t.gateway,
+      'mutation($u: ID!) { createToken(serviceUserId: $u, expiresAt: "2027-02-31T00:00:00Z") { token } }',
+      {
+        token: admin,
+        variables: { u: serviceUserId },
+      },
+    );
     expect([token.status, token.body.errors?.[0]?.extensions?.code]).toEqual([400, 'INVALID_QUERY']);
     for (const value of ['2024-02-29', '2026-01-31T23:59:59.999+02:00', '2026-06-30t12:00:00z']) {
       expect((await rest(t.gateway, `${BASE}/syncs?started_at=gte.${encodeURIComponent(value)}`, { token: reader })).status).toBe(200);
@@ -125,14 +175,18 @@ describe.each(databaseKinds)('inputs at the edges on %s', (kind) => {
     }
   });
 
-  it('answers paths that end in /health like any other path: yoga\'s built-in check is off', async () => {
+  it("answers paths that end in /health like any other path: yoga's built-in check is off", async () => {
     const anonymous = await rest(t.gateway, `${BASE}/connected/health`);
     expect([anonymous.status, anonymous.body.error?.code]).toEqual([401, 'UNAUTHORIZED']);
     const withToken = await rest(t.gateway, `${BASE}/connected/health`, { token: reader });
     expect([withToken.status, withToken.body.error?.code]).toEqual([404, 'NOT_FOUND']);
     for (const path of ['/health', '/api/health', '/graphql/health', `${BASE}/syncs?x=/health`]) {
       const response = await t.gateway.fetch(`http://gateway.test${path}`);
-      expect({ path, status: response.status, yoga: response.headers.get('x-yoga-id') }).toEqual({ path, status: path.startsWith(BASE) ? 401 : 404, yoga: null });
+      expect({ path, status: response.status, yoga: response.headers.get('x-yoga-id') }).toEqual({
+        path,
+        status: path.startsWith(BASE) ? 401 : 404,
+        yoga: null,
+      });
     }
     expect((await t.gateway.fetch('http://gateway.test/healthz')).status).toBe(200);
   });

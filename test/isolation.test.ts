@@ -21,8 +21,17 @@ import { tableReferences, tenantScopeProblems as scopeProblems } from './fixture
 
 const DAY = 86_400_000;
 const TENANT_TABLES = [
-  'connections', 'syncs', 'sync_counts', 'service_users', 'tokens', 'webhook_endpoints', 'webhook_deliveries', 'webhook_attempts',
-  'members', 'member_invitations', 'member_sessions',
+  'connections',
+  'syncs',
+  'sync_counts',
+  'service_users',
+  'tokens',
+  'webhook_endpoints',
+  'webhook_deliveries',
+  'webhook_attempts',
+  'members',
+  'member_invitations',
+  'member_sessions',
 ] as const;
 const CATALOG_TABLES = ['categories', 'applications'] as const;
 
@@ -65,7 +74,10 @@ async function rowsOf(t: TestGateway, tenantId: string): Promise<TenantRows> {
 
 /** A body with the id the caller sent and the request id replaced, to compare two 404s. */
 function normalized(body: unknown, id: string): string {
-  return JSON.stringify(body).split(id).join('<id>').replace(/req_\d+/g, 'req_<n>');
+  return JSON.stringify(body)
+    .split(id)
+    .join('<id>')
+    .replace(/req_\d+/g, 'req_<n>');
 }
 
 describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
@@ -87,19 +99,29 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
   const freshServiceUser = async (tenantId: string) =>
     (await createServiceUser(t.db, { tenantId, name: `iso-user-${++counter}`, role: 'reader' })).id;
   const freshToken = async (tenantId: string, serviceUserId?: string) =>
-    createToken(t.db, { tenantId, serviceUserId: serviceUserId ?? (await freshServiceUser(tenantId)), expiresAt: new Date(Date.now() + DAY) });
+    createToken(t.db, {
+      tenantId,
+      serviceUserId: serviceUserId ?? (await freshServiceUser(tenantId)),
+      expiresAt: new Date(Date.now() + DAY),
+    });
 
   /** An endpoint with one failed delivery and its attempt, written directly (no worker runs here). */
   const freshWebhook = async (tenantId: string) => {
     const endpoint = newId('whk');
     const delivery = `msg_${randomUUID().replaceAll('-', '')}`;
-    await t.db.raw.query(`INSERT INTO webhook_endpoints (id, tenant_id, url, secret) VALUES ($1, $2, 'https://93.184.216.34/hook', 'whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0')`, [endpoint, tenantId]);
+    await t.db.raw.query(
+      `INSERT INTO webhook_endpoints (id, tenant_id, url, secret) VALUES ($1, $2, 'https://93.184.216.34/hook', 'whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0')`,
+      [endpoint, tenantId],
+    );
     await t.db.raw.query(
       `INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at)
        VALUES ($1, $2, $3, 1, 'sync.failed', '{}', 'failed', 1, NULL)`,
       [delivery, tenantId, endpoint],
     );
-    await t.db.raw.query(`INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, status_code, latency_ms) VALUES ($1, $2, 1, now(), 500, 12)`, [tenantId, delivery]);
+    await t.db.raw.query(
+      `INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, status_code, latency_ms) VALUES ($1, $2, 1, now(), 500, 12)`,
+      [tenantId, delivery],
+    );
     return { endpoint, delivery };
   };
 
@@ -146,8 +168,10 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       return statements;
     }
 
-    const gql = (query: string, variables: Record<string, unknown> = {}) => () =>
-      graphql(t.gateway, query, { authorization: demoAdmin, variables });
+    const gql =
+      (query: string, variables: Record<string, unknown> = {}) =>
+      () =>
+        graphql(t.gateway, query, { authorization: demoAdmin, variables });
     const get = (path: string) => () => rest(t.gateway, `${BASE}${path}`, { authorization: demoAdmin });
 
     const reads = (): Capture[] => {
@@ -156,21 +180,34 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       return [
         { name: 'connections (list)', run: gql('{ connections { nodes { id name } } }') },
         { name: 'connections (count)', run: gql('{ connections { totalCount } }') },
-        { name: 'connections filtered (list + count)', run: gql('{ connections(filter: { status: { neq: error } }, search: "a") { totalCount nodes { id } } }') },
+        {
+          name: 'connections filtered (list + count)',
+          run: gql('{ connections(filter: { status: { neq: error } }, search: "a") { totalCount nodes { id } } }'),
+        },
         { name: 'connection (single)', run: gql('query($id: ID!) { connection(id: $id) { id name } }', { id: connectionId }) },
         {
           name: 'connection with syncs and syncCount (nested + count)',
-          run: gql('query($id: ID!) { connection(id: $id) { id syncCount syncs(limit: 5) { id connection { id } } } }', { id: connectionId }),
+          run: gql('query($id: ID!) { connection(id: $id) { id syncCount syncs(limit: 5) { id connection { id } } } }', {
+            id: connectionId,
+          }),
         },
         {
           name: 'connections with syncs (nested)',
-          run: gql('{ connections { nodes { id syncCount(filter: { status: { eq: failed } }) syncs(limit: 2) { id } application { id } category { id } } } }'),
+          run: gql(
+            '{ connections { nodes { id syncCount(filter: { status: { eq: failed } }) syncs(limit: 2) { id } application { id } category { id } } } }',
+          ),
         },
         { name: 'syncs (list)', run: gql('{ syncs(limit: 20) { nodes { id status } } }') },
         { name: 'syncs (count)', run: gql('{ syncs { totalCount } }') },
-        { name: 'syncs of a connection', run: gql('query($c: ID!) { syncs(connectionId: $c) { totalCount nodes { id } } }', { c: connectionId }) },
+        {
+          name: 'syncs of a connection',
+          run: gql('query($c: ID!) { syncs(connectionId: $c) { totalCount nodes { id } } }', { c: connectionId }),
+        },
         { name: 'syncs with connection (nested)', run: gql('{ syncs(limit: 5) { nodes { id connection { id name syncCount } } } }') },
-        { name: 'sync (single, nested)', run: gql('query($id: ID!) { sync(id: $id) { id connection { id syncs(limit: 2) { id } } } }', { id: syncId }) },
+        {
+          name: 'sync (single, nested)',
+          run: gql('query($id: ID!) { sync(id: $id) { id connection { id syncs(limit: 2) { id } } } }', { id: syncId }),
+        },
         { name: 'serviceUsers with tokens (nested)', run: gql('{ serviceUsers { id tokens { id prefix serviceUser { id } } } }') },
         { name: 'REST GET /connected', run: get('/connected') },
         { name: 'REST GET /connected?limit=1', run: get('/connected?limit=1&name=ilike.*a*') },
@@ -195,7 +232,10 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       );
       await captured('createServiceUser', gql('mutation { createServiceUser(name: "iso-created", role: reader) { id tokens { id } } }'));
       const user = await freshServiceUser(tenantId);
-      await captured('changeServiceUserRole', gql('mutation($id: ID!) { changeServiceUserRole(id: $id, role: admin) { id role tokens { id } } }', { id: user }));
+      await captured(
+        'changeServiceUserRole',
+        gql('mutation($id: ID!) { changeServiceUserRole(id: $id, role: admin) { id role tokens { id } } }', { id: user }),
+      );
       await captured(
         'createToken',
         gql('mutation($id: ID!, $at: DateTime!) { createToken(serviceUserId: $id, expiresAt: $at) { id } }', {
@@ -204,7 +244,10 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
         }),
       );
       const token = await freshToken(tenantId, user);
-      await captured('revokeToken', gql('mutation($id: ID!) { revokeToken(id: $id) { id revokedAt serviceUser { id } } }', { id: token.id }));
+      await captured(
+        'revokeToken',
+        gql('mutation($id: ID!) { revokeToken(id: $id) { id revokedAt serviceUser { id } } }', { id: token.id }),
+      );
       await captured('deleteServiceUser', gql('mutation($id: ID!) { deleteServiceUser(id: $id) { id deletedTokens } }', { id: user }));
     });
 
@@ -216,7 +259,10 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       await captured('webhookEndpoint', gql('query($e: ID!) { webhookEndpoint(id: $e) { id } }', ids));
       await captured(
         'webhookDeliveries + webhookDelivery with attempts',
-        gql('query($e: ID!, $d: ID!) { webhookDeliveries(endpointId: $e) { totalCount nodes { id } } webhookDelivery(endpointId: $e, id: $d) { id attemptLog { attempt statusCode } } }', ids),
+        gql(
+          'query($e: ID!, $d: ID!) { webhookDeliveries(endpointId: $e) { totalCount nodes { id } } webhookDelivery(endpointId: $e, id: $d) { id attemptLog { attempt statusCode } } }',
+          ids,
+        ),
       );
       await captured('REST GET /webhooks', get('/webhooks'));
       await captured('REST GET /webhooks/{id}/deliveries', get(`/webhooks/${endpoint}/deliveries?status=eq.failed`));
@@ -226,16 +272,26 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
         gql('mutation { createWebhookEndpoint(input: { url: "https://93.184.216.34/other" }) { id secret } }'),
       );
       expect(created.length).toBeGreaterThan(0);
-      await captured('updateWebhookEndpoint', gql('mutation($e: ID!) { updateWebhookEndpoint(id: $e, input: { description: "x" }) { id } }', ids));
+      await captured(
+        'updateWebhookEndpoint',
+        gql('mutation($e: ID!) { updateWebhookEndpoint(id: $e, input: { description: "x" }) { id } }', ids),
+      );
       await captured('rotateWebhookSecret', gql('mutation($e: ID!) { rotateWebhookSecret(id: $e) { id secret } }', ids));
       await captured('redeliverWebhook', gql('mutation($e: ID!, $d: ID!) { redeliverWebhook(endpointId: $e, id: $d) { id status } }', ids));
-      await captured('updateWebhookEndpoint (disable: fails pending deliveries)', gql('mutation($e: ID!) { updateWebhookEndpoint(id: $e, input: { enabled: false }) { id } }', ids));
+      await captured(
+        'updateWebhookEndpoint (disable: fails pending deliveries)',
+        gql('mutation($e: ID!) { updateWebhookEndpoint(id: $e, input: { enabled: false }) { id } }', ids),
+      );
       await captured('deleteWebhookEndpoint', gql('mutation($e: ID!) { deleteWebhookEndpoint(id: $e) { id } }', ids));
     });
 
     it('scopes every member read and write: list, invite, invite again, change role, remove', async () => {
-      await t.db.prisma.member.create({ data: { id: newId('mbr'), tenantId: t.tenants.other.id, email: 'iso-other@example.com', role: 'admin' } });
-      const invite = gql('mutation { inviteMember(email: "iso-member@example.com", role: reader) { code member { id email role pending createdBy } } }');
+      await t.db.prisma.member.create({
+        data: { id: newId('mbr'), tenantId: t.tenants.other.id, email: 'iso-other@example.com', role: 'admin' },
+      });
+      const invite = gql(
+        'mutation { inviteMember(email: "iso-member@example.com", role: reader) { code member { id email role pending createdBy } } }',
+      );
       const invited = await invite();
       const id = invited.body.data!.inviteMember.member.id as string;
       await captured('members', gql('{ members { id email role pending createdAt lastSeenAt } }'));
@@ -255,7 +311,9 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
 
     it('the checker itself rejects unscoped statements', () => {
       expect(tenantScopeProblems('SELECT "t0"."id" FROM "public"."syncs" AS "t0" WHERE "t0"."id" = $1')).not.toEqual([]);
-      expect(tenantScopeProblems('UPDATE "public"."connections" SET "deleted_at" = $1 WHERE "public"."connections"."id" = $2')).not.toEqual([]);
+      expect(tenantScopeProblems('UPDATE "public"."connections" SET "deleted_at" = $1 WHERE "public"."connections"."id" = $2')).not.toEqual(
+        [],
+      );
       expect(tenantScopeProblems('INSERT INTO "public"."tokens" ("id","prefix") VALUES ($1,$2)')).not.toEqual([]);
       expect(
         tenantScopeProblems(
@@ -350,12 +408,14 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const tenant = t.tenants[slug];
       const rows = await rowsOf(t, tenant.id);
       const authorization = `Token ${tenant.adminToken}`;
-      const response = await graphql(
-        t.gateway,
-        '{ connections { totalCount nodes { id syncCount } } syncs { totalCount } }',
-        { authorization, expectOk: true },
-      );
-      const data = response.body.data as { connections: { totalCount: number; nodes: { id: string; syncCount: number }[] }; syncs: { totalCount: number } };
+      const response = await graphql(t.gateway, '{ connections { totalCount nodes { id syncCount } } syncs { totalCount } }', {
+        authorization,
+        expectOk: true,
+      });
+      const data = response.body.data as {
+        connections: { totalCount: number; nodes: { id: string; syncCount: number }[] };
+        syncs: { totalCount: number };
+      };
       expect(data.connections.totalCount).toBe(rows.liveConnections.length);
       expect(data.syncs.totalCount).toBe(rows.syncs.length);
       expect(data.connections.nodes.map((n) => n.id).sort()).toEqual([...rows.liveConnections].sort());
@@ -426,7 +486,11 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           missing: newId('usr'),
         },
         { query: 'mutation($id: ID!) { revokeToken(id: $id) { id } }', foreign: token.id, missing: newId('tok') },
-        { query: 'mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: { enabled: false }) { id } }', foreign: webhook.endpoint, missing: newId('whk') },
+        {
+          query: 'mutation($id: ID!) { updateWebhookEndpoint(id: $id, input: { enabled: false }) { id } }',
+          foreign: webhook.endpoint,
+          missing: newId('whk'),
+        },
         { query: 'mutation($id: ID!) { rotateWebhookSecret(id: $id) { id secret } }', foreign: webhook.endpoint, missing: newId('whk') },
         { query: 'mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id } }', foreign: webhook.endpoint, missing: newId('whk') },
         {
@@ -448,7 +512,10 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       expect((await prisma.serviceUser.findUniqueOrThrow({ where: { id: user } })).role).toBe('reader');
       expect(await prisma.token.count({ where: { serviceUserId: user } })).toBe(0);
       expect((await prisma.token.findUniqueOrThrow({ where: { id: token.id } })).revokedAt).toBeNull();
-      expect(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: webhook.endpoint } })).toMatchObject({ enabled: true, secret: 'whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0' });
+      expect(await prisma.webhookEndpoint.findUniqueOrThrow({ where: { id: webhook.endpoint } })).toMatchObject({
+        enabled: true,
+        secret: 'whsec_MTIzNDU2Nzg5MDEyMzQ1Njc4OTAxMjM0',
+      });
       expect((await prisma.webhookDelivery.findUniqueOrThrow({ where: { id: webhook.delivery } })).status).toBe('failed');
     });
   });
@@ -517,7 +584,13 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       // reach the logger at all (the production logger's redact paths are only a second line of defence).
       const logged = createGateway({
         db: t.db,
-        config: { JWT_SECRET: JWT_TEST_SECRET, JWT_PUBLIC_KEY: undefined, JWT_JWKS_URL: undefined, JWT_ISSUER: undefined, JWT_AUDIENCE: undefined },
+        config: {
+          JWT_SECRET: JWT_TEST_SECRET,
+          JWT_PUBLIC_KEY: undefined,
+          JWT_JWKS_URL: undefined,
+          JWT_ISSUER: undefined,
+          JWT_AUDIENCE: undefined,
+        },
         logger: pino({ level: 'trace' }, stream),
       });
       const demoTenant = t.tenants.demo;
@@ -554,10 +627,21 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       await graphql(logged, '{ connections { totalCount } }', { authorization: `Token ${newToken}`, expectOk: true });
       const invalid = await graphql(logged, '{ connections { nope } }', { authorization: `Token ${newToken}` });
       expect(invalid.status).toBe(400);
-      await graphql(logged, 'mutation($id: ID!) { revokeToken(id: $id) { id } }', { authorization: admin, variables: { id: newTokenId }, expectOk: true });
+      await graphql(logged, 'mutation($id: ID!) { revokeToken(id: $id) { id } }', {
+        authorization: admin,
+        variables: { id: newTokenId },
+        expectOk: true,
+      });
       await rest(logged, `${BASE}/connected`, { authorization: `Token ${newToken}`, expectStatus: 401 });
 
-      const tokens = [newToken, unknownToken, demoTenant.adminToken, demoTenant.readerToken, t.tenants.other.adminToken, t.tenants.other.readerToken];
+      const tokens = [
+        newToken,
+        unknownToken,
+        demoTenant.adminToken,
+        demoTenant.readerToken,
+        t.tenants.other.adminToken,
+        t.tenants.other.readerToken,
+      ];
       const secrets = tokens.map((token) => token.slice(-43));
       const needles = [...tokens, ...secrets, ...secrets.map((secret) => Buffer.from(secret, 'base64url').toString('hex'))];
 
@@ -584,7 +668,9 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       };
       expect(await rowsContaining(needles)).toEqual([]);
       // The scan does see what is stored: the public prefix and the secret's SHA-256 (bytea, as hex).
-      const sha256 = createHash('sha256').update(Buffer.from(newToken.slice(-43), 'base64url')).digest('hex');
+      const sha256 = createHash('sha256')
+        .update(Buffer.from(newToken.slice(-43), 'base64url'))
+        .digest('hex');
       expect(await rowsContaining([newToken.slice(8, 20)])).toEqual(['tokens']);
       expect(await rowsContaining([sha256])).toEqual(['tokens']);
 

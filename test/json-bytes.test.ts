@@ -15,7 +15,15 @@ const reference = (value: unknown) => Buffer.from(JSON.stringify(value));
 describe('jsonBytes', () => {
   it('writes the bytes JSON.stringify would, for any JSON-like value (property)', () => {
     const text = fc.oneof(fc.string(), fc.string({ unit: 'grapheme' }), fc.string({ unit: 'binary' }));
-    const leaf = fc.oneof(text, fc.double(), fc.integer(), fc.boolean(), fc.constant(null), fc.constant(undefined), fc.date({ noInvalidDate: false }));
+    const leaf = fc.oneof(
+      text,
+      fc.double(),
+      fc.integer(),
+      fc.boolean(),
+      fc.constant(null),
+      fc.constant(undefined),
+      fc.date({ noInvalidDate: false }),
+    );
     const { value } = fc.letrec((tie) => ({
       value: fc.oneof({ depthSize: 'small' }, leaf, tie('array'), tie('object'), tie('executor')),
       array: fc.array(tie('value'), { maxLength: 6 }),

@@ -32,7 +32,11 @@ async function postGraphQL(gateway: Gateway, body: BodyInit, headers: Record<str
     body,
     ...init,
   });
-  return { status: response.status, headers: response.headers, body: (await response.json()) as { data?: unknown; errors?: Array<{ message: string; extensions?: { code?: string } }> } };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as { data?: unknown; errors?: Array<{ message: string; extensions?: { code?: string } }> },
+  };
 }
 
 const codesOf = (body: { errors?: Array<{ extensions?: { code?: string } }> }) => body.errors?.map((e) => e.extensions?.code);
@@ -57,12 +61,17 @@ describe('request limits', () => {
     expect(viaRest.body.error.req_id).toBe(viaRest.headers.get('x-request-id'));
     expect(viaRest.body.error.docs).toBe(`${ORIGIN}/docs/errors/PAYLOAD_TOO_LARGE`);
 
-    const viaGraphQL = await gateway.fetch(`${GRAPHQL_URL}?query=${encodeURIComponent(`{ categories(limit: 1) { totalCount } } #${long}`)}`, {
-      headers: { accept: 'application/graphql-response+json' },
-    });
+    const viaGraphQL = await gateway.fetch(
+      `${GRAPHQL_URL}?query=${encodeURIComponent(`{ categories(limit: 1) { totalCount } } #${long}`)}`,
+      {
+        headers: { accept: 'application/graphql-response+json' },
+      },
+    );
     expect(viaGraphQL.status).toBe(414);
     expect(viaGraphQL.headers.get('content-type')).toMatch(/^application\/graphql-response\+json/);
-    expect(await viaGraphQL.json()).toEqual({ errors: [{ message: expect.stringContaining('2048'), extensions: { code: 'PAYLOAD_TOO_LARGE' } }] });
+    expect(await viaGraphQL.json()).toEqual({
+      errors: [{ message: expect.stringContaining('2048'), extensions: { code: 'PAYLOAD_TOO_LARGE' } }],
+    });
   });
 
   it('refuses a body over the limit by Content-Length, before reading it', async () => {
@@ -88,7 +97,13 @@ describe('request limits', () => {
   });
 
   it('answers 415 UNSUPPORTED_MEDIA_TYPE to POST bodies that are not JSON, and accepts JSON with a charset', async () => {
-    for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/graphql', 'APPLICATION/JSON']) {
+    for (const contentType of [
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/graphql',
+      'APPLICATION/JSON',
+    ]) {
       const { status, body } = await postGraphQL(gateway, '{"query":"{ __typename }"}', { 'content-type': contentType });
       expect({ contentType, status }).toEqual({ contentType, status: 415 });
       expect(codesOf(body)).toEqual(['UNSUPPORTED_MEDIA_TYPE']);
@@ -131,11 +146,9 @@ describe('request limits', () => {
     const unknownField = await graphql(gateway, '{ nope }', { token });
     expect(unknownField.status).toBe(400);
     expect(codesOf(unknownField.body)).toEqual(['INVALID_QUERY']);
-    const unknownOperation = await postGraphQL(
-      gateway,
-      JSON.stringify({ query: 'query A { __typename }', operationName: 'B' }),
-      { accept: 'application/graphql-response+json' },
-    );
+    const unknownOperation = await postGraphQL(gateway, JSON.stringify({ query: 'query A { __typename }', operationName: 'B' }), {
+      accept: 'application/graphql-response+json',
+    });
     expect(unknownOperation.status).toBe(400);
     expect(codesOf(unknownOperation.body)).toEqual(['INVALID_QUERY']);
   });
@@ -149,19 +162,34 @@ describe('request limits', () => {
 
   const overLimit: Array<[string, string, RegExp]> = [
     ['depth', '{ connections { nodes { application { category { applications { nodes { name } } } } } } }', /depth limit of 5/],
-    ['aliases', '{ a: categories { totalCount } b: categories { totalCount } c: categories { totalCount } d: categories { totalCount } }', /aliases limit of 3/i],
-    ['directives', '{ categories @include(if: true) @skip(if: false) { totalCount @include(if: true) @skip(if: false) nodes @include(if: true) { name } } }', /directives limit of 4/i],
+    [
+      'aliases',
+      '{ a: categories { totalCount } b: categories { totalCount } c: categories { totalCount } d: categories { totalCount } }',
+      /aliases limit of 3/i,
+    ],
+    [
+      'directives',
+      '{ categories @include(if: true) @skip(if: false) { totalCount @include(if: true) @skip(if: false) nodes @include(if: true) { name } } }',
+      /directives limit of 4/i,
+    ],
     // A page of n items with two fields costs 1 + n × (nodes 1 + 2): 7 + 7 + 16 = 30 is the budget; 6 applications make it 33.
-    ['cost', '{ categories(limit: 2) { nodes { id name } } connections(limit: 2) { nodes { id name } } applications(limit: 6) { nodes { id name } } }', /estimated cost is 33, over the budget of 30/],
+    [
+      'cost',
+      '{ categories(limit: 2) { nodes { id name } } connections(limit: 2) { nodes { id name } } applications(limit: 6) { nodes { id name } } }',
+      /estimated cost is 33, over the budget of 30/,
+    ],
     ['tokens', `{ categories { ${'totalCount '.repeat(600)} } }`, /token limit of 500/i],
   ];
-  it.each(overLimit)('refuses a document over the %s limit with 400 INVALID_QUERY, to application/json clients too', async (_name, query, message) => {
-    const { status, body } = await postGraphQL(gateway, JSON.stringify({ query }), { authorization: `Token ${token}` });
-    expect(status).toBe(400);
-    expect(body.data).toBeUndefined();
-    expect(codesOf(body)?.[0]).toBe('INVALID_QUERY');
-    expect(body.errors?.map((e) => e.message).join('; ')).toMatch(message);
-  });
+  it.each(overLimit)(
+    'refuses a document over the %s limit with 400 INVALID_QUERY, to application/json clients too',
+    async (_name, query, message) => {
+      const { status, body } = await postGraphQL(gateway, JSON.stringify({ query }), { authorization: `Token ${token}` });
+      expect(status).toBe(400);
+      expect(body.data).toBeUndefined();
+      expect(codesOf(body)?.[0]).toBe('INVALID_QUERY');
+      expect(body.errors?.map((e) => e.message).join('; ')).toMatch(message);
+    },
+  );
 });
 
 describe('default limits admit every document this project ships', () => {
@@ -185,7 +213,9 @@ describe('default limits admit every document this project ships', () => {
         const used = [...fragments.matchAll(/fragment\s+(\w+)[^{]*\{/g)].some((m) => spread.has(m[1]));
         return { name: file, query: used ? `${query}\n${fragments}` : query, variables: { id: 'con_x' } };
       });
-    const readme = documentationPages().map((page) => readFileSync(page, 'utf8')).join('\n');
+    const readme = documentationPages()
+      .map((page) => readFileSync(page, 'utf8'))
+      .join('\n');
     // A shell variable spliced into a body ('"$USER_ID"') stands for an id the previous example printed.
     const curlBodies = [...readme.matchAll(/-d '(\{"query".*?\})'/g)].map((m, i) => {
       const json = (m[1] ?? '{}').replace(/'"\$\w+"'/g, 'usr_placeholder');
@@ -198,12 +228,7 @@ describe('default limits admit every document this project ships', () => {
       variables: { since: '2026-01-01T00:00:00+00:00' },
     }));
     expect(curlBodies.length).toBeGreaterThan(1);
-    return [
-      ...operations,
-      ...curlBodies,
-      ...graphqlBlocks,
-      { name: 'introspection', query: getIntrospectionQuery(), variables: {} },
-    ];
+    return [...operations, ...curlBodies, ...graphqlBlocks, { name: 'introspection', query: getIntrospectionQuery(), variables: {} }];
   }
 
   it('passes the REST operations, the examples of README.md and docs/ and introspection through /graphql', async () => {
@@ -222,9 +247,17 @@ describe('default limits admit every document this project ships', () => {
     for (const { name, query, variables } of shippedDocuments()) {
       // The REST operations take their page size as $limit: measured at the largest one a route accepts.
       // Required inputs of the write operations get placeholders: a cost depends on no input's value.
-      const inputs: Record<string, Record<string, unknown>> = { CreateConnection: { applicationId: 'app_x' }, CreateWebhookEndpoint: { url: 'https://example.com/x' } };
+      const inputs: Record<string, Record<string, unknown>> = {
+        CreateConnection: { applicationId: 'app_x' },
+        CreateWebhookEndpoint: { url: 'https://example.com/x' },
+      };
       const placeholders = { connectionId: 'con_x', delivery_id: 'msg_x', report: {}, input: inputs[name.replace(/\.graphql$/, '')] ?? {} };
-      const cost = operationCost({ schema, document: parse(query), contextValue: {}, variableValues: { ...placeholders, ...variables, limit: 100 } });
+      const cost = operationCost({
+        schema,
+        document: parse(query),
+        contextValue: {},
+        variableValues: { ...placeholders, ...variables, limit: 100 },
+      });
       expect({ name, measured: cost !== null }).toEqual({ name, measured: true });
       expect({ name, withinHalf: (cost ?? 0) <= DEFAULT_REQUEST_LIMITS.maxCost / 2 }).toEqual({ name, withinHalf: true });
     }
@@ -234,7 +267,9 @@ describe('default limits admit every document this project ships', () => {
     const aliases = Array.from({ length: DEFAULT_REQUEST_LIMITS.maxAliases }, (_, i) => `a${i}: categories { totalCount }`).join(' ');
     const atLimit = await graphql(t.gateway, `{ ${aliases} }`, { token: t.tenants.demo.readerToken });
     expect(atLimit.status).toBe(200);
-    const disguised = await graphql(t.gateway, `{ ${aliases} __typename: categories { totalCount } }`, { token: t.tenants.demo.readerToken });
+    const disguised = await graphql(t.gateway, `{ ${aliases} __typename: categories { totalCount } }`, {
+      token: t.tenants.demo.readerToken,
+    });
     expect(disguised.status).toBe(400);
     expect(codesOf(disguised.body)).toEqual(['INVALID_QUERY']);
     expect(disguised.body.errors?.[0]?.message).toMatch(/aliases limit of 30 exceeded, found 31/i);
@@ -320,7 +355,7 @@ describe('the cost of a document counts its lists at their limits', () => {
     expect(three.body.errors?.[0]?.message).toMatch(/estimated cost is \d+, over the budget of 20000/);
   });
 
-  it('takes the multiplier from variables and from a field\'s default limit', async () => {
+  it("takes the multiplier from variables and from a field's default limit", async () => {
     const query = 'query($n: Int) { connections(limit: $n) { nodes { syncs(limit: 100) { connection { syncs(limit: 100) { id } } } } } }';
     // connections: 1 + n × (nodes 1 + syncs (1 + 100 × (connection 1 + syncs (1 + 100 × id 1)))) = 1 + n × 10202
     const cost = (n: number) => operationCost({ schema, document: parse(query), contextValue: {}, variableValues: { n } });
@@ -330,7 +365,9 @@ describe('the cost of a document counts its lists at their limits', () => {
     expect(over.status).toBe(400);
     expect(over.body.errors?.[0]?.message).toMatch(/estimated cost is 20405, over the budget of 20000/);
     // Without limit, connections counts 100 and a connection's syncs 10: 1 + 100 × (1 + 1 + 10 × 1).
-    expect(operationCost({ schema, document: parse('{ connections { nodes { syncs { id } } } }'), contextValue: {}, variableValues: {} })).toBe(1_201);
+    expect(
+      operationCost({ schema, document: parse('{ connections { nodes { syncs { id } } } }'), contextValue: {}, variableValues: {} }),
+    ).toBe(1_201);
   });
 
   it('serves the largest REST page: the routes stay far inside the budget', async () => {

@@ -32,7 +32,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('live across two server processe
   }
 
   async function sse(url: string, token: string, init: RequestInit = {}): Promise<SseReader> {
-    const response = await fetch(url, { ...init, headers: { accept: 'text/event-stream', authorization: `Token ${token}`, ...(init.headers ?? {}) } });
+    const response = await fetch(url, {
+      ...init,
+      headers: { accept: 'text/event-stream', authorization: `Token ${token}`, ...(init.headers ?? {}) },
+    });
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const reader = readSse(response);
     streams.push(reader);
@@ -46,7 +49,8 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('live across two server processe
     const env = { DATABASE_URL: db.url!, SEED: 'none', SCHEDULER: 'off' };
     [a, b] = await Promise.all([startServer(env), startServer(env)]);
     const user = await createServiceUser(db, { tenantId: tenants.demo.id, name: 'processes-engine', role: 'engine' });
-    engine = (await createToken(db, { tenantId: tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    engine = (await createToken(db, { tenantId: tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) }))
+      .token;
   });
   afterAll(async () => {
     await Promise.all(streams.map((stream) => stream.close()));
@@ -58,7 +62,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('live across two server processe
     const admin = tenants.demo.adminToken;
     const reader = tenants.demo.readerToken;
     const apps = await api(b, 'GET', '/available?slug=eq.stripe&select=id', reader);
-    const created = await api(b, 'POST', '/connected', admin, { application_id: apps.body.data[0].id, name: `Two processes ${Date.now()}` });
+    const created = await api(b, 'POST', '/connected', admin, {
+      application_id: apps.body.data[0].id,
+      name: `Two processes ${Date.now()}`,
+    });
     const connectionId = created.body.data.id;
 
     const rest = await sse(`${a.url}${BASE}/syncs?connection_id=${connectionId}`, reader);
@@ -68,7 +75,12 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('live across two server processe
       body: JSON.stringify({ query: `subscription { syncChanged(connectionId: "${connectionId}") { id status } }` }),
     });
     const wsStatuses: string[] = [];
-    const ws = createClient({ url: `${a.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { Authorization: `Token ${reader}` }, retryAttempts: 0 });
+    const ws = createClient({
+      url: `${a.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { Authorization: `Token ${reader}` },
+      retryAttempts: 0,
+    });
     const wsAcked = new Promise<void>((resolve) => ws.on('connected', () => resolve()));
     ws.subscribe<{ syncChanged: { status: string } }>(
       { query: `subscription { syncChanged(connectionId: "${connectionId}") { status } }` },
@@ -77,10 +89,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('live across two server processe
     await wsAcked;
     // graphql-ws acknowledges the connection, not the subscription: the three streams are in place (each has read
     // where it starts, so it replays whatever commits after) once A counts them open.
-    await vi.waitFor(
-      async () => expect(await (await fetch(`${a.url}/metrics`)).text()).toContain('live_open_streams{kind="streams"} 3'),
-      { timeout: 10_000, interval: 50 },
-    );
+    await vi.waitFor(async () => expect(await (await fetch(`${a.url}/metrics`)).text()).toContain('live_open_streams{kind="streams"} 3'), {
+      timeout: 10_000,
+      interval: 50,
+    });
     // A first run, written through B.
     const warmUp = await api(b, 'POST', '/syncs', admin, { connection_id: connectionId });
     expect(warmUp.status).toBe(201);
@@ -91,7 +103,15 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('live across two server processe
     const id = warmUp.body.data.id;
     expect((await api(b, 'POST', '/syncs/claim', engine, { connection_id: connectionId })).status).toBe(200);
     expect((await api(b, 'PATCH', `/syncs/${id}`, engine, { summary: { processed: 5 } })).status).toBe(200);
-    expect((await api(b, 'PATCH', `/syncs/${id}`, engine, { status: 'failed', error_message: 'boom', summary: { errors: ['boom'], processed: 5 } })).status).toBe(200);
+    expect(
+      (
+        await api(b, 'PATCH', `/syncs/${id}`, engine, {
+          status: 'failed',
+          error_message: 'boom',
+          summary: { errors: ['boom'], processed: 5 },
+        })
+      ).status,
+    ).toBe(200);
     // The failed run has retries left (retry_attempts 3): its retry is queued in the same transaction.
     const expected = ['pending', 'in_progress', 'in_progress', 'failed', 'pending'];
     const restMessages = await rest.waitFor(expected.length);
@@ -105,7 +125,11 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('live across two server processe
 
   it('closes the streams of a token revoked elsewhere within 5 s', async () => {
     const user = await createServiceUser(db, { tenantId: tenants.demo.id, name: `processes-revoked-${Date.now()}`, role: 'reader' });
-    const created = await createToken(db, { tenantId: tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) });
+    const created = await createToken(db, {
+      tenantId: tenants.demo.id,
+      serviceUserId: user.id,
+      expiresAt: new Date(Date.now() + 86_400_000),
+    });
     const onA = await sse(`${a.url}${BASE}/syncs`, created.token);
     const onB = await sse(`${b.url}${BASE}/syncs`, created.token);
     const revokedAt = performance.now();

@@ -57,7 +57,11 @@ describe.each(databaseKinds)('live on %s', (kind) => {
   }
 
   async function connect(name: string): Promise<string> {
-    const created = await api('POST', '/connected', admin, { application_id: applicationId, name: `${name} ${kind} ${Date.now()}`, settings: { sync_interval: null, retry_attempts: 0 } });
+    const created = await api('POST', '/connected', admin, {
+      application_id: applicationId,
+      name: `${name} ${kind} ${Date.now()}`,
+      settings: { sync_interval: null, retry_attempts: 0 },
+    });
     expect(created.status).toBe(201);
     return created.body.data.id;
   }
@@ -85,7 +89,9 @@ describe.each(databaseKinds)('live on %s', (kind) => {
     admin = t.tenants.demo.adminToken;
     reader = t.tenants.demo.readerToken;
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'live-engine', role: 'engine' });
-    engine = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    engine = (
+      await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })
+    ).token;
     const apps = await api('GET', '/available?slug=eq.stripe&select=id', reader);
     applicationId = apps.body.data[0].id;
   });
@@ -96,7 +102,10 @@ describe.each(databaseKinds)('live on %s', (kind) => {
 
   it('delivers every change in order to a GraphQL SSE subscriber and a REST connection stream, and nothing to another tenant', async () => {
     const connectionId = await connect('Live A');
-    const subscriber = await graphqlStream(`subscription { syncChanged(connectionId: "${connectionId}") { id connectionId status summary { processed } finishedAt } }`, reader);
+    const subscriber = await graphqlStream(
+      `subscription { syncChanged(connectionId: "${connectionId}") { id connectionId status summary { processed } finishedAt } }`,
+      reader,
+    );
     const stream = await restStream(`/syncs?connection_id=${connectionId}`, reader);
     const outsider = await graphqlStream('subscription { syncChanged { id status } }', t.tenants.other.readerToken);
     const outsiderRest = await restStream('/syncs', t.tenants.other.readerToken);
@@ -149,7 +158,10 @@ describe.each(databaseKinds)('live on %s', (kind) => {
     const [snapshot] = await stream.reader!.waitFor(1);
     expect(JSON.parse(snapshot!.data)).toEqual(queued.body.data);
     expect((await api('POST', '/syncs/claim', engine, { connection_id: connectionId })).status).toBe(200);
-    expect((await api('PATCH', `/syncs/${id}`, engine, { status: 'success', summary: { processed: 1, inserted: 1, updated: 0, deleted: 0 } })).status).toBe(200);
+    expect(
+      (await api('PATCH', `/syncs/${id}`, engine, { status: 'success', summary: { processed: 1, inserted: 1, updated: 0, deleted: 0 } }))
+        .status,
+    ).toBe(200);
     await stream.reader!.ended;
     expect(stream.reader!.messages.map((m) => JSON.parse(m.data).status)).toEqual(['pending', 'in_progress', 'success']);
     // A finished run: its state, and the stream ends at once.
@@ -159,7 +171,9 @@ describe.each(databaseKinds)('live on %s', (kind) => {
     // GraphQL: the same run, ended after its terminal status.
     const subscriber = await graphqlStream(`subscription { syncChanged(syncId: "${id}") { status } }`, reader);
     await subscriber.ended;
-    expect(subscriber.messages.filter((m) => m.event === 'next').map((m) => JSON.parse(m.data).data.syncChanged.status)).toEqual(['success']);
+    expect(subscriber.messages.filter((m) => m.event === 'next').map((m) => JSON.parse(m.data).data.syncChanged.status)).toEqual([
+      'success',
+    ]);
     // Without the header the same request is the usual JSON.
     expect((await api('GET', `/syncs/${id}`, reader)).body.data.status).toBe('success');
   });
@@ -191,7 +205,11 @@ describe.each(databaseKinds)('live on %s', (kind) => {
 
   it('closes the streams of a revoked credential within 5 s', async () => {
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: `live-revoked-${Date.now()}`, role: 'reader' });
-    const created = await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) });
+    const created = await createToken(t.db, {
+      tenantId: t.tenants.demo.id,
+      serviceUserId: user.id,
+      expiresAt: new Date(Date.now() + 86_400_000),
+    });
     const stream = await restStream('/syncs', created.token);
     const subscriber = await graphqlStream('subscription { syncChanged { id } }', created.token);
     const revokedAt = performance.now();
@@ -200,13 +218,15 @@ describe.each(databaseKinds)('live on %s', (kind) => {
     expect(performance.now() - revokedAt).toBeLessThan(5000);
     expect(stream.reader!.messages.at(-1)).toMatchObject({ event: 'error' });
     expect(JSON.parse(stream.reader!.messages.at(-1)!.data)).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
-    expect(JSON.parse(subscriber.messages.find((m) => m.event === 'next')!.data)).toMatchObject({ errors: [{ extensions: { code: 'UNAUTHORIZED' } }] });
+    expect(JSON.parse(subscriber.messages.find((m) => m.event === 'next')!.data)).toMatchObject({
+      errors: [{ extensions: { code: 'UNAUTHORIZED' } }],
+    });
     // And it cannot open another one.
     const refused = await restStream('/syncs', created.token);
     expect(refused.response.status).toBe(401);
   });
 
-  it('refuses what a stream cannot serve: no credential, another tenant\'s ids, unknown parameters', async () => {
+  it("refuses what a stream cannot serve: no credential, another tenant's ids, unknown parameters", async () => {
     const anonymous = await restStream('/syncs', null);
     expect([anonymous.response.status, anonymous.body.error.code]).toEqual([401, 'UNAUTHORIZED']);
     const theirs = await api('GET', '/syncs?limit=1', t.tenants.other.readerToken);
@@ -243,9 +263,12 @@ describe.each(databaseKinds)('live on %s', (kind) => {
       expect(metrics).toContain('live_open_streams{kind="streams"} 3');
       // A closed stream gives its slot back.
       await a.reader!.close();
-      await vi.waitFor(async () => expect(await (await capped.fetch(`${ORIGIN}/metrics`)).text()).toContain('live_open_streams{kind="streams"} 2'), {
-        timeout: 5_000,
-      });
+      await vi.waitFor(
+        async () => expect(await (await capped.fetch(`${ORIGIN}/metrics`)).text()).toContain('live_open_streams{kind="streams"} 2'),
+        {
+          timeout: 5_000,
+        },
+      );
       const d = await restStream('/syncs', reader, {}, capped);
       expect(d.response.status).toBe(200);
       await Promise.all([b, c, d].map((s) => s.reader!.close()));
@@ -259,7 +282,8 @@ describe.each(databaseKinds)('live on %s', (kind) => {
     const closeSockets = attachGraphqlWebSocket(server, t.gateway, createLogger('silent'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/graphql`;
-    const client = (authorization: string) => createClient({ url, webSocketImpl: WebSocket, connectionParams: { Authorization: authorization }, retryAttempts: 0, lazy: true });
+    const client = (authorization: string) =>
+      createClient({ url, webSocketImpl: WebSocket, connectionParams: { Authorization: authorization }, retryAttempts: 0, lazy: true });
     const ws = client(`Token ${reader}`);
     try {
       const connectionId = await connect('Live WS');
@@ -299,7 +323,10 @@ describe.each(databaseKinds)('live on %s', (kind) => {
       // An unknown credential: the connection is refused at connection_init (4401), before any operation.
       const refusedClient = client('Token igw_pat_unknown_000000000000000000000000');
       const refused = await new Promise<unknown>((resolve) => {
-        refusedClient.subscribe({ query: 'subscription { syncChanged { id } }' }, { next: resolve, error: resolve, complete: () => resolve(null) });
+        refusedClient.subscribe(
+          { query: 'subscription { syncChanged { id } }' },
+          { next: resolve, error: resolve, complete: () => resolve(null) },
+        );
       });
       expect((refused as { code?: number }).code).toBe(4401);
       await refusedClient.dispose();

@@ -52,7 +52,7 @@ async function stop(server: RunningServer): Promise<void> {
 }
 
 describe('the CLI beside a server on PGlite', () => {
-  it('works through the server, both see each other\'s writes, and a restart prints the command that makes a token', async () => {
+  it("works through the server, both see each other's writes, and a restart prints the command that makes a token", async () => {
     const dataDir = migratedPgliteDataDir('gw-beside-');
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const env = { DATA_DIR: dataDir };
@@ -84,12 +84,20 @@ describe('the CLI beside a server on PGlite', () => {
     expect(mutation.status).toBe(200);
     const listed = await shell('node dist/cli.js service-user list --tenant demo --json', env);
     expect(listed.code, listed.stderr).toBe(0);
-    expect(listed.stdout.trim().split('\n').map((line) => JSON.parse(line).name)).toContain(name);
+    expect(
+      listed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line).name),
+    ).toContain(name);
 
     // Revoke every token of demo, then restart.
     const tokens = await shell('node dist/cli.js token list --tenant demo --json', env);
     expect(tokens.code, tokens.stderr).toBe(0);
-    const ids = tokens.stdout.trim().split('\n').map((line) => JSON.parse(line).id as string);
+    const ids = tokens.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line).id as string);
     const revoked = await Promise.all(ids.map((id) => shell(`node dist/cli.js token revoke ${id}`, env)));
     expect(revoked.map((r) => r.code)).toEqual(ids.map(() => 0));
     expect(await getConnections(server, firstToken)).toBe(401);
@@ -101,7 +109,9 @@ describe('the CLI beside a server on PGlite', () => {
     const advice = await waitForStderr(restarted, (text) => /no usable admin token[^\n]*\n\n {2}[^\n]+\n/.test(text));
     expect(advice).not.toMatch(/igw_pat_/);
     const command = /no usable admin token[^\n]*\n\n {2}([^\n]+)\n/.exec(advice)![1]!;
-    expect(command).toMatch(/^DATA_DIR='[^']+' npm run --silent cli -- token create --tenant demo --service-user demo-admin --expires \d{4}-\d{2}-\d{2}$/);
+    expect(command).toMatch(
+      /^DATA_DIR='[^']+' npm run --silent cli -- token create --tenant demo --service-user demo-admin --expires \d{4}-\d{2}-\d{2}$/,
+    );
     const fresh = await shell(command, {});
     expect(fresh.code, fresh.stderr).toBe(0);
     expect(await getConnections(restarted, token.stdout.trim())).toBe(401);
@@ -110,7 +120,7 @@ describe('the CLI beside a server on PGlite', () => {
   }, 180_000);
 });
 
-describe('the local socket next to the server\'s own queries', () => {
+describe("the local socket next to the server's own queries", () => {
   let db: PGlite;
   let dataDir: string;
   let stopSocket: () => Promise<void>;

@@ -21,7 +21,10 @@ function gatewayWith(t: TestGateway, options: Partial<GatewayOptions> & { metric
   return gatewayOver(t.db, { ...rest, config: { ...config, METRICS_TOKEN: metricsToken } });
 }
 
-async function scrape(gateway: Gateway, headers: Record<string, string> = {}): Promise<{ status: number; contentType: string | null; text: string }> {
+async function scrape(
+  gateway: Gateway,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; contentType: string | null; text: string }> {
   const response = await gateway.fetch(`${ORIGIN}/metrics`, { headers });
   return { status: response.status, contentType: response.headers.get('content-type'), text: await response.text() };
 }
@@ -80,10 +83,13 @@ describe.each(databaseKinds)('metrics on %s', (kind) => {
     // Every request above is answered, but a fire-and-forget bookkeeping write (the token's lastUsedAt) may
     // still hold a pooled connection: wait until none is in use, so the scrape sees a known pool.
     if (kind === 'postgres') {
-      await vi.waitFor(() => {
-        const pool = t.db.poolStats!();
-        expect(pool.idle).toBe(pool.total);
-      }, { timeout: 5000 });
+      await vi.waitFor(
+        () => {
+          const pool = t.db.poolStats!();
+          expect(pool.idle).toBe(pool.total);
+        },
+        { timeout: 5000 },
+      );
     }
     const { status, contentType, text } = await scrape(gateway);
     expect(status).toBe(200);
@@ -97,11 +103,40 @@ describe.each(databaseKinds)('metrics on %s', (kind) => {
     expect(text).not.toContain(id);
     expect(text).not.toContain('con_missing');
 
-    expect(sample(text, 'graphql_operations_total', { operation_name: 'GetConnection', operation_type: 'query', surface: 'rest', outcome: 'ok' })).toBe(2);
-    expect(sample(text, 'graphql_operations_total', { operation_name: 'ListConnections', operation_type: 'query', surface: 'rest', outcome: 'ok' })).toBe(1);
-    expect(sample(text, 'graphql_operations_total', { operation_name: 'DashboardConnections', operation_type: 'query', surface: 'graphql', outcome: 'ok' })).toBe(1);
-    expect(sample(text, 'graphql_operations_total', { operation_name: 'anonymous', operation_type: 'query', surface: 'graphql', outcome: 'ok' })).toBe(1);
-    expect(sample(text, 'graphql_operation_duration_seconds_count', { operation_name: 'DashboardConnections', operation_type: 'query', surface: 'graphql' })).toBe(1);
+    expect(
+      sample(text, 'graphql_operations_total', {
+        operation_name: 'GetConnection',
+        operation_type: 'query',
+        surface: 'rest',
+        outcome: 'ok',
+      }),
+    ).toBe(2);
+    expect(
+      sample(text, 'graphql_operations_total', {
+        operation_name: 'ListConnections',
+        operation_type: 'query',
+        surface: 'rest',
+        outcome: 'ok',
+      }),
+    ).toBe(1);
+    expect(
+      sample(text, 'graphql_operations_total', {
+        operation_name: 'DashboardConnections',
+        operation_type: 'query',
+        surface: 'graphql',
+        outcome: 'ok',
+      }),
+    ).toBe(1);
+    expect(
+      sample(text, 'graphql_operations_total', { operation_name: 'anonymous', operation_type: 'query', surface: 'graphql', outcome: 'ok' }),
+    ).toBe(1);
+    expect(
+      sample(text, 'graphql_operation_duration_seconds_count', {
+        operation_name: 'DashboardConnections',
+        operation_type: 'query',
+        surface: 'graphql',
+      }),
+    ).toBe(1);
 
     expect(text).toMatch(/^process_cpu_user_seconds_total \d/m);
     // Since the process started, not since the first scrape: at least the CPU this process had used by now.

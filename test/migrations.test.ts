@@ -24,9 +24,7 @@ describe.each(databaseKinds)('migrations on %s', (kind) => {
     const rows = await db.raw.query<{ migration_name: string; checksum: string; finished_at: Date | null }>(
       'SELECT migration_name, checksum, finished_at FROM "_prisma_migrations" ORDER BY migration_name',
     );
-    expect(rows.map((r) => [r.migration_name, r.checksum])).toEqual(
-      readMigrations().map((m) => [m.name, m.checksum]),
-    );
+    expect(rows.map((r) => [r.migration_name, r.checksum])).toEqual(readMigrations().map((m) => [m.name, m.checksum]));
     expect(rows.every((r) => r.finished_at !== null)).toBe(true);
     expect(await migrate(db)).toEqual([]);
   });

@@ -131,7 +131,10 @@ describe.each(databaseKinds)('requests the OpenAPI document allows, on %s', (kin
           .chain((chosen) => fc.record(Object.fromEntries(chosen.map((p) => [p.name, valuesOf(p.schema)])))),
         path: fc.record(
           Object.fromEntries(
-            pathParams.map((p) => [p.name, realIds[resource]?.length ? fc.oneof(valuesOf(p.schema), fc.constantFrom(...realIds[resource]!)) : valuesOf(p.schema)]),
+            pathParams.map((p) => [
+              p.name,
+              realIds[resource]?.length ? fc.oneof(valuesOf(p.schema), fc.constantFrom(...realIds[resource]!)) : valuesOf(p.schema),
+            ]),
           ),
         ),
       });
@@ -141,7 +144,8 @@ describe.each(databaseKinds)('requests the OpenAPI document allows, on %s', (kin
           // One parameter of each mutually exclusive group.
           for (const group of exclusive) for (const name of group.filter((n) => n in chosen).slice(1)) delete chosen[name];
           let url = path;
-          for (const [name, value] of Object.entries(ids as Record<string, string>)) url = url.replace(`{${name}}`, encodeURIComponent(value));
+          for (const [name, value] of Object.entries(ids as Record<string, string>))
+            url = url.replace(`{${name}}`, encodeURIComponent(value));
           const search = new URLSearchParams(chosen).toString();
           const target = search ? `${url}?${search}` : url;
           fc.pre(target.length <= MAX_URL_LENGTH);

@@ -34,7 +34,10 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
       validators.set(schema, check);
     }
     const valid = check(response.body);
-    expect(valid, `${response.request} → ${response.status}: ${ajv.errorsText(check.errors)}\n${JSON.stringify(response.body).slice(0, 500)}`).toBe(true);
+    expect(
+      valid,
+      `${response.request} → ${response.status}: ${ajv.errorsText(check.errors)}\n${JSON.stringify(response.body).slice(0, 500)}`,
+    ).toBe(true);
   }
 
   beforeAll(async () => {
@@ -80,7 +83,19 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
   it('lists the query parameters each list endpoint accepts', () => {
     const names = (path: string) => (document.paths[path].get.parameters as Json[]).map((p) => p.name);
     expect(names(`${BASE}/syncs`)).toEqual(
-      expect.arrayContaining(['connection_id', 'limit', 'offset', 'page', 'select', 'search', 'order', 'status', 'started_at', 'finished_at', 'error_message']),
+      expect.arrayContaining([
+        'connection_id',
+        'limit',
+        'offset',
+        'page',
+        'select',
+        'search',
+        'order',
+        'status',
+        'started_at',
+        'finished_at',
+        'error_message',
+      ]),
     );
     expect(names(`${BASE}/syncs`)).not.toContain('summary');
     expect(names(`${BASE}/connected`)).toEqual(expect.arrayContaining(['category_id', 'name', 'status', 'via', 'slug']));
@@ -91,7 +106,11 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     const schemaOf = (name: string) => syncParams.find((p) => p.name === name)?.schema;
     expect(schemaOf('page')).toMatchObject({ minimum: 1, maximum: 10_001 });
     expect(schemaOf('search')).toMatchObject({ minLength: 1, maxLength: 200 });
-    expect(document.paths[`${BASE}/syncs`].get['x-mutually-exclusive-parameters']).toEqual([['offset', 'page'], ['cursor', 'offset'], ['cursor', 'page']]);
+    expect(document.paths[`${BASE}/syncs`].get['x-mutually-exclusive-parameters']).toEqual([
+      ['offset', 'page'],
+      ['cursor', 'offset'],
+      ['cursor', 'page'],
+    ]);
     expect(schemaOf('cursor')).toMatchObject({ type: 'string' });
     const ok = document.paths[`${BASE}/syncs`].get.responses['200'];
     expect(Object.keys(ok.content)).toEqual(['application/json']);
@@ -103,7 +122,12 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
       ['not.in.(failed,success)', true],
       ['is.null', false],
     ]);
-    expect(['ilike.*timeout*', 'like.a*b', 'gte.2026-01-01T00:00:00Z', 'is.null'].map((v) => grammar('error_message').test(v))).toEqual([true, false, true, true]);
+    expect(['ilike.*timeout*', 'like.a*b', 'gte.2026-01-01T00:00:00Z', 'is.null'].map((v) => grammar('error_message').test(v))).toEqual([
+      true,
+      false,
+      true,
+      true,
+    ]);
     expect(['started_at.desc,id', 'id,status,id.desc', 'summary'].map((v) => grammar('order').test(v))).toEqual([true, false, false]);
     expect(['id, status', 'id,nope'].map((v) => grammar('select').test(v))).toEqual([true, false]);
     expect(document.paths[`${BASE}/syncs/{id}`].get.parameters[0].schema).toMatchObject({ maxLength: 64 });
@@ -159,13 +183,21 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     const created = await call('POST', `${BASE}/connected`, createBody);
     expectMatchesDocument(`${BASE}/connected`, 'post', created);
     const id = created.body.data.id;
-    expectMatchesDocument(`${BASE}/connected/{id}`, 'patch', await call('PATCH', `${BASE}/connected/${id}`, { description: 'x' }, 'application/merge-patch+json'));
+    expectMatchesDocument(
+      `${BASE}/connected/{id}`,
+      'patch',
+      await call('PATCH', `${BASE}/connected/${id}`, { description: 'x' }, 'application/merge-patch+json'),
+    );
     expectMatchesDocument(`${BASE}/connected/{id}`, 'patch', await call('PATCH', `${BASE}/connected/${id}`, { status: 'error' }));
     const queued = await call('POST', `${BASE}/syncs`, { connection_id: id });
     expectMatchesDocument(`${BASE}/syncs`, 'post', queued);
     expectMatchesDocument(`${BASE}/syncs`, 'post', await call('POST', `${BASE}/syncs`, { connection_id: id }));
     expectMatchesDocument(`${BASE}/syncs/claim`, 'post', await call('POST', `${BASE}/syncs/claim`, { connection_id: id }));
-    expectMatchesDocument(`${BASE}/syncs/{id}`, 'patch', await call('PATCH', `${BASE}/syncs/${queued.body.data.id}`, { summary: { processed: 1 } }));
+    expectMatchesDocument(
+      `${BASE}/syncs/{id}`,
+      'patch',
+      await call('PATCH', `${BASE}/syncs/${queued.body.data.id}`, { summary: { processed: 1 } }),
+    );
     expectMatchesDocument(`${BASE}/connected`, 'post', await call('POST', `${BASE}/connected`, createBody, 'text/plain'));
     const nothing = await call('POST', `${BASE}/syncs/claim`, { connection_id: id });
     expect(nothing.status).toBe(204);

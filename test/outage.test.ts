@@ -38,7 +38,9 @@ function findPgBinDir(): { dir: string | null; tried: string[] } {
     }
     const versioned = '/usr/lib/postgresql';
     if (existsSync(versioned)) {
-      const majors = readdirSync(versioned).filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a));
+      const majors = readdirSync(versioned)
+        .filter((name) => /^\d+$/.test(name))
+        .sort((a, b) => Number(b) - Number(a));
       candidates.push(...majors.map((major) => join(versioned, major, 'bin')));
     }
   }
@@ -304,18 +306,21 @@ describe.skipIf(skipReason !== null)(suiteName, () => {
       } catch {
         // kept as text: the assertion then shows what came back
       }
-      return { what, status: response.status, body, retryAfter: response.headers.get('retry-after'), startedAt, endedAt: performance.now() };
+      return {
+        what,
+        status: response.status,
+        body,
+        retryAfter: response.headers.get('retry-after'),
+        startedAt,
+        endedAt: performance.now(),
+      };
     } catch (error) {
       return { what, status: 0, body: String((error as Error).cause ?? error), retryAfter: null, startedAt, endedAt: performance.now() };
     }
   }
 
   /** Requests from `workers` loops until stopped; every outcome is kept for the assertions. */
-  function traffic(
-    workers: number,
-    next: (worker: number, i: number) => Parameters<typeof call>[0] | null,
-    pauseMs = 0,
-  ) {
+  function traffic(workers: number, next: (worker: number, i: number) => Parameters<typeof call>[0] | null, pauseMs = 0) {
     const outcomes: Outcome[] = [];
     let stopped = false;
     const loops = Array.from({ length: workers }, async (_, worker) => {
@@ -502,7 +507,11 @@ describe.skipIf(skipReason !== null)(suiteName, () => {
     const relay = new Relay(cluster!.port);
     await relay.listen();
     const bounds = { connectTimeoutMs: 1000, queryTimeoutMs: 1000 };
-    const relayed = await openDatabase({ databaseUrl: cluster!.url.replace(`:${cluster!.port}/`, `:${relay.port}/`), poolSize: 3, ...bounds });
+    const relayed = await openDatabase({
+      databaseUrl: cluster!.url.replace(`:${cluster!.port}/`, `:${relay.port}/`),
+      poolSize: 3,
+      ...bounds,
+    });
     const relayLog: LogLine[] = [];
     const relayServer = createServer(createGateway({ db: relayed, config: GATEWAY_CONFIG, logger: warningsInto(relayLog) }));
     try {
@@ -513,7 +522,10 @@ describe.skipIf(skipReason !== null)(suiteName, () => {
       expect(warm.map((o) => o.status)).toEqual([200, 200, 200, 200, 200, 200]);
 
       relay.partition();
-      const cut = await Promise.all([...Array.from({ length: 6 }, (_, i) => call(i % 2 ? 'rest' : 'graphql', origin)), call('readyz', origin)]);
+      const cut = await Promise.all([
+        ...Array.from({ length: 6 }, (_, i) => call(i % 2 ? 'rest' : 'graphql', origin)),
+        call('readyz', origin),
+      ]);
       for (const outcome of cut) {
         if (outcome.what === 'readyz') expect(outcome.status).toBe(503);
         else expectUnavailable(outcome);

@@ -56,7 +56,9 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
       ],
     });
     await context.route(
-      (url) => url.origin !== origin && (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
+      (url) =>
+        url.origin !== origin &&
+        (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
       async (route) => {
         offsite.push(route.request().url());
         await route.abort('internetdisconnected');
@@ -91,12 +93,19 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const page = await open('/');
     await expect(page.locator('h1').textContent()).resolves.toBe('Integrations & Sync API');
     const links = await page.locator('main a').evaluateAll((anchors) => anchors.map((a) => a.getAttribute('href')));
-    expect(links).toEqual(expect.arrayContaining(['/graphql', '/api/v1/docs', '/api/v1/openapi.json', '/docs/errors', '/healthz', '/readyz']));
+    expect(links).toEqual(
+      expect.arrayContaining(['/graphql', '/api/v1/docs', '/api/v1/openapi.json', '/docs/errors', '/healthz', '/readyz']),
+    );
     await expect(page.locator('pre code').textContent()).resolves.toBe(
       `curl -H "Authorization: Token $TOKEN" ${origin}/api/v1/integrations/connected`,
     );
     // The stylesheet loaded (the CSP allows 'self' only): code spans have the reference's colour.
-    expect(await page.locator('main code').first().evaluate((code) => getComputedStyle(code).color)).toBe('rgb(144, 18, 254)');
+    expect(
+      await page
+        .locator('main code')
+        .first()
+        .evaluate((code) => getComputedStyle(code).color),
+    ).toBe('rgb(144, 18, 254)');
     for (const href of ['/graphql', '/api/v1/docs', '/docs/errors', '/healthz']) {
       const response = await page.request.get(`${origin}${href}`, { headers: { accept: 'text/html' } });
       expect(response.status(), href).toBe(200);
@@ -125,7 +134,12 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const headersEditor = page.locator('.graphiql-editor-tool .monaco-editor').last();
     await headersEditor.click();
     await page.keyboard.insertText(JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.readerToken}` }));
-    const answered = page.waitForResponse((response) => new URL(response.url()).pathname === '/graphql' && response.request().method() === 'POST' && response.request().postData()?.includes('totalCount') === true);
+    const answered = page.waitForResponse(
+      (response) =>
+        new URL(response.url()).pathname === '/graphql' &&
+        response.request().method() === 'POST' &&
+        response.request().postData()?.includes('totalCount') === true,
+    );
     await page.locator('.graphiql-execute-button').click();
     const response = await answered;
     expect(response.request().headers().authorization).toBe(`Token ${fixture.tenants.demo.readerToken}`);
@@ -153,7 +167,8 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     await page.keyboard.insertText('subscription Watch { syncChanged { id status } }');
     // yoga's GraphiQL subscribes over SSE (a GET or POST to /graphql whose answer is text/event-stream).
     const subscribed = page.waitForResponse(
-      (response) => decodeURIComponent(response.url()).includes('syncChanged') || response.request().postData()?.includes('syncChanged') === true,
+      (response) =>
+        decodeURIComponent(response.url()).includes('syncChanged') || response.request().postData()?.includes('syncChanged') === true,
     );
     await page.locator('.graphiql-execute-button').click();
     const response = await subscribed;
@@ -163,7 +178,11 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const connections = await fixture.gateway.fetch(`${origin}/api/v1/integrations/connected?limit=20&select=id`, { headers });
     let queuedId: string | undefined;
     for (const { id } of ((await connections.json()) as { data: { id: string }[] }).data) {
-      const queued = await fixture.gateway.fetch(`${origin}/api/v1/integrations/syncs`, { method: 'POST', headers, body: JSON.stringify({ connection_id: id }) });
+      const queued = await fixture.gateway.fetch(`${origin}/api/v1/integrations/syncs`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ connection_id: id }),
+      });
       if (queued.status === 201) {
         queuedId = ((await queued.json()) as { data: { id: string } }).data.id;
         break;

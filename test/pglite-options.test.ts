@@ -50,7 +50,9 @@ describe('PGlite as the server opens it', () => {
       expect((statSync(dataDir).mode & 0o777).toString(8)).toBe('700');
       expect(open(dataDir)).toEqual([]);
       // Enough writes for PostgreSQL to create new files (log segments, a table's relation files).
-      await db.raw.exec('CREATE TABLE "filler" ("n" int, "t" text); INSERT INTO "filler" SELECT g, repeat(\'x\', 200) FROM generate_series(1, 20000) AS g; CHECKPOINT;');
+      await db.raw.exec(
+        'CREATE TABLE "filler" ("n" int, "t" text); INSERT INTO "filler" SELECT g, repeat(\'x\', 200) FROM generate_series(1, 20000) AS g; CHECKPOINT;',
+      );
     } finally {
       await db.close();
     }

@@ -47,7 +47,7 @@ postgres('prepared statements on PostgreSQL', () => {
   });
 
   it('survives a migration that changes what a prepared statement returns', async () => {
-    await db.raw.exec('CREATE TABLE prepared_probe (id int PRIMARY KEY, a text); INSERT INTO prepared_probe VALUES (1, \'x\')');
+    await db.raw.exec("CREATE TABLE prepared_probe (id int PRIMARY KEY, a text); INSERT INTO prepared_probe VALUES (1, 'x')");
     const sql = 'SELECT * FROM prepared_probe WHERE id = $1';
     for (let i = 0; i < 3; i++) expect(await db.raw.query(sql, [1])).toEqual([{ id: 1, a: 'x' }]);
     expect((await prepared(db)).map((row) => row.statement)).toContain(sql);
@@ -92,7 +92,7 @@ postgres('prepared statements on PostgreSQL', () => {
     const off = await openDatabase({ databaseUrl: db.url, poolSize: 1, preparedStatements: false });
     try {
       for (let i = 0; i < 4; i++) expect(await off.raw.query('SELECT $1::int AS n', [i])).toEqual([{ n: i }]);
-      expect(await off.raw.query("SELECT count(*)::int AS n FROM pg_prepared_statements")).toEqual([{ n: 0 }]);
+      expect(await off.raw.query('SELECT count(*)::int AS n FROM pg_prepared_statements')).toEqual([{ n: 0 }]);
     } finally {
       await off.close();
     }
@@ -124,7 +124,9 @@ postgres('the gateway on prepared statements', () => {
     const path = '/api/v1/integrations/syncs?limit=5&status=eq.failed';
     const first = await get(path);
     for (let i = 0; i < 7; i++) expect(await get(path)).toEqual(first);
-    const statements = (await db.raw.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements')).map((row) => row.statement);
+    const statements = (await db.raw.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements')).map(
+      (row) => row.statement,
+    );
     // The page and its total (from the maintained counts), each prepared once on this connection.
     expect(statements.filter((statement) => statement.includes('FROM "public"."syncs"'))).toHaveLength(1);
     expect(statements.filter((statement) => statement.includes('FROM "public"."sync_counts"'))).toHaveLength(1);
@@ -144,12 +146,16 @@ postgres('the gateway on prepared statements', () => {
         init: {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ query: '{ connections(limit: 5) { nodes { name application { name category { name } } syncs(limit: 3) { status startedAt } } } }' }),
+          body: JSON.stringify({
+            query:
+              '{ connections(limit: 5) { nodes { name application { name category { name } } syncs(limit: 3) { status startedAt } } } }',
+          }),
         },
       },
     ];
     for (const { path, init } of requests) {
-      const send = () => gateway.fetch(`http://gateway${path}`, { ...init, headers: { ...init?.headers, authorization: `Token ${token}` } });
+      const send = () =>
+        gateway.fetch(`http://gateway${path}`, { ...init, headers: { ...init?.headers, authorization: `Token ${token}` } });
       expect((await send()).status).toBe(200);
       const sent: string[] = [];
       const stop = db.onQuery((event) => sent.push(event.query));
@@ -161,8 +167,13 @@ postgres('the gateway on prepared statements', () => {
         stop();
       }
       expect(sent.length, path).toBeGreaterThan(0);
-      const prepared = new Set((await db.raw.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements')).map((row) => row.statement));
-      expect(sent.filter((statement) => !prepared.has(statement)), path).toEqual([]);
+      const prepared = new Set(
+        (await db.raw.query<{ statement: string }>('SELECT statement FROM pg_prepared_statements')).map((row) => row.statement),
+      );
+      expect(
+        sent.filter((statement) => !prepared.has(statement)),
+        path,
+      ).toEqual([]);
     }
   });
 });

@@ -1,4 +1,13 @@
-import { execute, getOperationAST, GraphQLBoolean, GraphQLEnumType, GraphQLError, GraphQLInt, GraphQLString, type GraphQLScalarType } from 'graphql';
+import {
+  execute,
+  getOperationAST,
+  GraphQLBoolean,
+  GraphQLEnumType,
+  GraphQLError,
+  GraphQLInt,
+  GraphQLString,
+  type GraphQLScalarType,
+} from 'graphql';
 import { describe, it, expect } from 'vitest';
 import { schema } from '../src/graphql/schema.js';
 import { parseTimestamp } from '../src/timestamps.js';
@@ -36,7 +45,10 @@ function withParsers(fields: Record<string, FieldSpec>): Record<string, FieldSpe
       case 'timestamp':
         return (input) => DateTime.parseValue(input);
       case 'enum': {
-        const type = new GraphQLEnumType({ name: `${name}_enum`, values: Object.fromEntries((spec.enumValues ?? []).map((v) => [v, { value: v }])) });
+        const type = new GraphQLEnumType({
+          name: `${name}_enum`,
+          values: Object.fromEntries((spec.enumValues ?? []).map((v) => [v, { value: v }])),
+        });
         return (input) => type.parseValue(input);
       }
       default:
@@ -143,7 +155,14 @@ describe('defaults', () => {
 
 describe('operators on string fields', () => {
   it.each(['eq', 'neq', 'gt', 'lt', 'gte', 'lte'] as const)('%s keeps the value as a string', (op) => {
-    expect(condition('name', `${op}.Slack`)).toEqual({ field: 'name', operator: op, negated: false, input: 'Slack', value: 'Slack', raw: 'Slack' });
+    expect(condition('name', `${op}.Slack`)).toEqual({
+      field: 'name',
+      operator: op,
+      negated: false,
+      input: 'Slack',
+      value: 'Slack',
+      raw: 'Slack',
+    });
   });
 
   it('keeps dots, spaces and an empty value after the operator', () => {
@@ -231,7 +250,9 @@ describe('operators on boolean fields', () => {
   });
 
   it.each(['in.(true)', 'gt.true', 'lt.false', 'gte.true', 'lte.true', 'like.t*', 'ilike.t*'])('rejects %s', (value) => {
-    expect(problem('webhook_enabled', value).message).toMatch(/is not supported on boolean field 'webhook_enabled'; supported: eq, neq, is/);
+    expect(problem('webhook_enabled', value).message).toMatch(
+      /is not supported on boolean field 'webhook_enabled'; supported: eq, neq, is/,
+    );
   });
 });
 
@@ -648,8 +669,18 @@ describe('pagination', () => {
   });
 
   it('derives the page from offset and the offset from page', () => {
-    expect(ok([['limit', '20'], ['offset', '45']])).toMatchObject({ limit: 20, offset: 45, page: 3 });
-    expect(ok([['limit', '20'], ['page', '3']])).toMatchObject({ limit: 20, offset: 40, page: 3 });
+    expect(
+      ok([
+        ['limit', '20'],
+        ['offset', '45'],
+      ]),
+    ).toMatchObject({ limit: 20, offset: 45, page: 3 });
+    expect(
+      ok([
+        ['limit', '20'],
+        ['page', '3'],
+      ]),
+    ).toMatchObject({ limit: 20, offset: 40, page: 3 });
     expect(ok([['page', '2']])).toMatchObject({ limit: 10, offset: 10, page: 2 });
   });
 
@@ -682,18 +713,25 @@ describe('pagination', () => {
   });
 
   it('rejects offset and page together', () => {
-    expect(problemsOf([['offset', '10'], ['page', '2']])).toEqual([
-      { parameter: 'page', message: 'offset and page cannot be combined; give one of them' },
-    ]);
+    expect(
+      problemsOf([
+        ['offset', '10'],
+        ['page', '2'],
+      ]),
+    ).toEqual([{ parameter: 'page', message: 'offset and page cannot be combined; give one of them' }]);
   });
 });
 
 describe('single-valued parameters', () => {
   it.each(['select', 'search', 'order', 'limit', 'offset', 'page'])('reports %s given twice, once', (name) => {
     const value = name === 'select' || name === 'order' ? 'id' : name === 'search' ? 'x' : '1';
-    expect(problemsOf([[name, value], [name, value], [name, value]])).toEqual([
-      { parameter: name, message: `'${name}' may be given only once` },
-    ]);
+    expect(
+      problemsOf([
+        [name, value],
+        [name, value],
+        [name, value],
+      ]),
+    ).toEqual([{ parameter: name, message: `'${name}' may be given only once` }]);
   });
 });
 
@@ -721,7 +759,10 @@ describe('hostile input', () => {
     const pairs = Array.from({ length: 10_000 }, (_, i): [string, string] => [`unknown_${i}`, 'x']);
     const problems = problemsOf(pairs);
     expect(problems).toHaveLength(QUERY_LIMITS.maxProblems + 1);
-    expect(problems.at(-1)).toEqual({ parameter: '*', message: `too many problems; only the first ${QUERY_LIMITS.maxProblems} are reported` });
+    expect(problems.at(-1)).toEqual({
+      parameter: '*',
+      message: `too many problems; only the first ${QUERY_LIMITS.maxProblems} are reported`,
+    });
   });
 
   it('never throws on odd input', () => {
@@ -786,7 +827,9 @@ describe('variables a REST route could not coerce', () => {
   it('become query problems when graphql-js refused them before running any resolver', async () => {
     // Every `with_…` flag (REST `select`) is a required Boolean: given, so only the two bad values are refused.
     const flags = Object.fromEntries(
-      (getOperationAST(listSyncs.document)?.variableDefinitions ?? []).flatMap((d) => (d.variable.name.value.startsWith('with_') ? [[d.variable.name.value, true]] : [])),
+      (getOperationAST(listSyncs.document)?.variableDefinitions ?? []).flatMap((d) =>
+        d.variable.name.value.startsWith('with_') ? [[d.variable.name.value, true]] : [],
+      ),
     );
     const result = await execute({ schema, document: listSyncs.document, variableValues: { ...flags, limit: 'ten', offset: 2 ** 40 } });
     expect(result.data).toBeUndefined();

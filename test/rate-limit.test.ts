@@ -89,7 +89,9 @@ describe('rate limits in memory', () => {
     // The same budget covers GraphQL, which answers in its own error form.
     const viaGraphQL = await graphql(gateway, '{ categories { totalCount } }', { token: t.tenants.demo.readerToken });
     expect(viaGraphQL.status).toBe(429);
-    expect(viaGraphQL.body).toEqual({ errors: [{ message: expect.stringContaining('this credential'), extensions: { code: 'RATE_LIMITED' } }] });
+    expect(viaGraphQL.body).toEqual({
+      errors: [{ message: expect.stringContaining('this credential'), extensions: { code: 'RATE_LIMITED' } }],
+    });
     expect(viaGraphQL.headers.get('retry-after')).toMatch(/^\d+$/);
 
     // Another credential of the same tenant has a budget of its own.
@@ -129,7 +131,8 @@ describe('rate limits in memory', () => {
       const statuses: number[] = [];
       for (let i = 0; i < BUDGET; i += 1) {
         // Unknown credentials count against the address too: guessing tokens costs budget.
-        const headers: Record<string, string> = i % 2 === 0 ? {} : { authorization: 'Token igw_pat_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' };
+        const headers: Record<string, string> =
+          i % 2 === 0 ? {} : { authorization: 'Token igw_pat_aaaaaaaaaaaa_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb' };
         statuses.push((await fetch(`${base}${BASE}/categories`, { headers })).status);
       }
       expect(statuses).toEqual([401, 401, 401, 401, 401]);

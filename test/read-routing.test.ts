@@ -16,11 +16,16 @@ describe('read routing: statements', () => {
     expect(parseLsn('0/30F7528')).toBe(0x30f7528n);
     expect(parseLsn('16/B374D848')).toBe((0x16n << 32n) + 0xb374d848n);
     expect(parseLsn(' 1/0 ')).toBe(1n << 32n);
-    for (const bad of ['', '30F7528', '0/', 'G/1', '0/123456789', '1/2/3', undefined, null]) expect(parseLsn(bad), String(bad)).toBeUndefined();
+    for (const bad of ['', '30F7528', '0/', 'G/1', '0/123456789', '1/2/3', undefined, null])
+      expect(parseLsn(bad), String(bad)).toBeUndefined();
   });
 
   it('lets only plain reads go to a replica', () => {
-    for (const read of ['SELECT 1', ' select * from "public"."connections" where "updated_at" > $1', 'WITH x AS (SELECT 1) SELECT * FROM x']) {
+    for (const read of [
+      'SELECT 1',
+      ' select * from "public"."connections" where "updated_at" > $1',
+      'WITH x AS (SELECT 1) SELECT * FROM x',
+    ]) {
       expect(isPlainRead(read), read).toBe(true);
     }
     for (const other of [
@@ -106,7 +111,10 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('read routing: requests (Postgre
     const renamed = await fetch(`${url}/graphql`, {
       method: 'POST',
       headers: { ...admin, 'content-type': 'application/json' },
-      body: JSON.stringify({ query: 'mutation ($id: ID!) { updateConnection(id: $id, input: { name: "renamed" }) { name } }', variables: { id } }),
+      body: JSON.stringify({
+        query: 'mutation ($id: ID!) { updateConnection(id: $id, input: { name: "renamed" }) { name } }',
+        variables: { id },
+      }),
     });
     expect(renamed.status).toBe(200);
     expect(((await renamed.json()) as { data?: { updateConnection: { name: string } } }).data?.updateConnection.name).toBe('renamed');
@@ -114,7 +122,9 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('read routing: requests (Postgre
     expect(parseLsn(renamed.headers.get('consistency-token'))! >= token!).toBe(true);
 
     // A read presenting the token is served (here by the "replica", which is the primary and so has it).
-    const read = await fetch(`${url}${BASE}/connected/${id}`, { headers: { ...admin, 'consistency-token': created.headers.get('consistency-token')! } });
+    const read = await fetch(`${url}${BASE}/connected/${id}`, {
+      headers: { ...admin, 'consistency-token': created.headers.get('consistency-token')! },
+    });
     expect(read.status).toBe(200);
   });
 

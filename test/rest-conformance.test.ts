@@ -7,16 +7,49 @@ import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest, restOk } from './fixtures/rest.js';
 
 const AVAILABLE_KEYS = [
-  'id', 'name', 'slug', 'application_id', 'description', 'logo_url', 'keywords', 'features', 'additional_information', 'category_id',
+  'id',
+  'name',
+  'slug',
+  'application_id',
+  'description',
+  'logo_url',
+  'keywords',
+  'features',
+  'additional_information',
+  'category_id',
 ];
 const CONNECTED_LIST_KEYS = [
-  'id', 'name', 'slug', 'application_id', 'application_name', 'application_slug', 'description', 'logo_url', 'keywords',
-  'category_id', 'category_slug', 'category_name', 'via', 'status', 'metadata', 'settings',
+  'id',
+  'name',
+  'slug',
+  'application_id',
+  'application_name',
+  'application_slug',
+  'description',
+  'logo_url',
+  'keywords',
+  'category_id',
+  'category_slug',
+  'category_name',
+  'via',
+  'status',
+  'metadata',
+  'settings',
 ];
 const CONNECTED_SINGLE_KEYS = [...CONNECTED_LIST_KEYS, 'features', 'additional_information'];
 const SYNC_KEYS = [
-  'id', 'tenant_id', 'connection_id', 'started_at', 'finished_at', 'error_message', 'summary', 'file_url', 'is_auto_migrate',
-  'diff', 'checksum', 'status',
+  'id',
+  'tenant_id',
+  'connection_id',
+  'started_at',
+  'finished_at',
+  'error_message',
+  'summary',
+  'file_url',
+  'is_auto_migrate',
+  'diff',
+  'checksum',
+  'status',
 ];
 const METADATA_MEMBERS = ['region', 'version', 'location', 'gateway_id', 'currency', 'property_id', 'channel', 'bot_name'];
 const SETTINGS_TYPES: Record<string, 'string' | 'boolean' | 'number'> = {
@@ -375,9 +408,7 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
       const [a, b] = connections;
       const query = `name=in.(${encodeURIComponent(`"${a!.name}","x,y (z)",${b!.name.includes(',') ? '"x"' : b!.name}`)})`;
       const body = await get(`${BASE}/connected?${query}`);
-      expect(body.data.map((c: Item) => c.id).sort()).toEqual(
-        [a!.id, ...(b!.name.includes(',') ? [] : [b!.id])].sort(),
-      );
+      expect(body.data.map((c: Item) => c.id).sort()).toEqual([a!.id, ...(b!.name.includes(',') ? [] : [b!.id])].sort());
       expect((await get(`${BASE}/connected?slug=in.("${a!.slug}")`)).data).toHaveLength(1);
     });
 
@@ -404,7 +435,12 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
     it('gt/lt on strings compare as text', async () => {
       const pivot = [...connections].map((c) => c.slug).sort()[3]!;
       const body = await get(`${BASE}/connected?slug=gte.${pivot}`);
-      expect(body.data.map((c: Item) => c.slug).sort()).toEqual(connections.map((c) => c.slug).filter((s) => s >= pivot).sort());
+      expect(body.data.map((c: Item) => c.slug).sort()).toEqual(
+        connections
+          .map((c) => c.slug)
+          .filter((s) => s >= pivot)
+          .sort(),
+      );
     });
 
     it('like is case-sensitive, ilike is not; * is the wildcard', async () => {
@@ -498,7 +534,9 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
       const started = asc.data.map((s: Item) => Date.parse(s.started_at));
       expect(started).toEqual([...started].sort((a, b) => a - b));
 
-      const byFinished = await get(`${BASE}/syncs?order=finished_at.desc.nullslast,id.asc&limit=100&page=${Math.ceil(allSyncs.length / 100)}`);
+      const byFinished = await get(
+        `${BASE}/syncs?order=finished_at.desc.nullslast,id.asc&limit=100&page=${Math.ceil(allSyncs.length / 100)}`,
+      );
       expect(byFinished.data.at(-1).finished_at).toBeNull();
       expect(byFinished.meta.order).toEqual([
         { field: 'finished_at', direction: 'desc', nulls: 'last' },
@@ -564,7 +602,14 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
     });
 
     it('unknown paths under /api are JSON 404s, including other versions', async () => {
-      for (const path of ['/api', '/api/v1', `${BASE}/nope`, `${BASE}/syncs/a/b`, '/api/v2/integrations/connected', '/api/v1/core/things']) {
+      for (const path of [
+        '/api',
+        '/api/v1',
+        `${BASE}/nope`,
+        `${BASE}/syncs/a/b`,
+        '/api/v2/integrations/connected',
+        '/api/v1/core/things',
+      ]) {
         const response = await rest(t.gateway, path, { token: reader, expectStatus: 404 });
         expectErrorBody(response.body, 'NOT_FOUND');
       }
@@ -590,7 +635,7 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
       expect((await t.gateway.fetch(`${ORIGIN}${BASE}/connected`, { method: 'HEAD' })).status).toBe(401);
     });
 
-    it('a value the schema\'s scalars refuse is 400', async () => {
+    it("a value the schema's scalars refuse is 400", async () => {
       // Parses as a timestamp, but lies beyond year 9999 in UTC, which the DateTime scalar does not accept.
       const response = await rest(t.gateway, `${BASE}/syncs?started_at=lt.9999-12-31T23:59:59-23:59`, { token: reader, expectStatus: 400 });
       expectErrorBody(response.body, 'INVALID_QUERY');
@@ -609,7 +654,15 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
 
   describe('authentication', () => {
     it('no Authorization header is 401 UNAUTHORIZED on every endpoint', async () => {
-      for (const path of ['categories', 'available', `available/${newId('app')}`, 'connected', `connected/${connections[0]!.id}`, 'syncs', `syncs/${allSyncs[0]!.id}`]) {
+      for (const path of [
+        'categories',
+        'available',
+        `available/${newId('app')}`,
+        'connected',
+        `connected/${connections[0]!.id}`,
+        'syncs',
+        `syncs/${allSyncs[0]!.id}`,
+      ]) {
         const response = await rest(t.gateway, `${BASE}/${path}`, { expectStatus: 401 });
         expectErrorBody(response.body, 'UNAUTHORIZED');
       }
@@ -676,7 +729,7 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
   });
 });
 
-describe('REST errors that are not the caller\'s fault', () => {
+describe("REST errors that are not the caller's fault", () => {
   let t: TestGateway;
   beforeAll(async () => {
     t = await createTestGateway('pglite');

@@ -63,10 +63,13 @@ describe.each(databaseKinds)('REST and GraphQL agree on %s', (kind) => {
     const all = await ask(`query { connections { nodes { categoryId name } } }`);
     const { categoryId } = all.connections.nodes[0];
     const viaRest = await restOk(t.gateway, `${BASE}/connected?category_id=${categoryId}&name=A`, token);
-    const viaGraphql = await ask(`query ($c: ID, $n: String) { connections(categoryId: $c, name: $n) { nodes { ${CONNECTION_FIELDS} } } }`, {
-      c: categoryId,
-      n: 'A',
-    });
+    const viaGraphql = await ask(
+      `query ($c: ID, $n: String) { connections(categoryId: $c, name: $n) { nodes { ${CONNECTION_FIELDS} } } }`,
+      {
+        c: categoryId,
+        n: 'A',
+      },
+    );
     expect(viaRest.data.length).toBeGreaterThan(0);
     expect(viaRest.data).toEqual(viaGraphql.connections.nodes.map(asRest));
   });

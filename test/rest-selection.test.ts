@@ -32,7 +32,9 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
     const narrow = await rowQuery(`${BASE}/syncs?select=id`, 'syncs');
     for (const column of ['"summary"', '"diff"', '"checksum"', '"error_message"', '"file_url"']) expect(narrow).not.toContain(column);
     // The id, and the sort keys' values the page's cursor is written from.
-    expect(narrow.slice(0, narrow.indexOf(' FROM '))).toBe('SELECT "t0"."id", ("t0"."started_at")::text AS "__key0", ("t0"."id")::text AS "__key1"');
+    expect(narrow.slice(0, narrow.indexOf(' FROM '))).toBe(
+      'SELECT "t0"."id", ("t0"."started_at")::text AS "__key0", ("t0"."id")::text AS "__key1"',
+    );
     // Ordering still works on a column that is not selected.
     expect(narrow).toMatch(/ORDER BY "t0"\."started_at" DESC/);
   });
@@ -106,14 +108,19 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
       const stop = t.db.onQuery((event) => statements.push(event.query));
       let nodes: { id: string; applications: { id: string; name: string }[] }[];
       try {
-        nodes = (await graphql(t.gateway, query, { token: t.tenants.demo.readerToken, variables: { limit }, expectOk: true })).body.data!.categories.nodes;
+        nodes = (await graphql(t.gateway, query, { token: t.tenants.demo.readerToken, variables: { limit }, expectOk: true })).body.data!
+          .categories.nodes;
       } finally {
         stop();
       }
       counts.push(statements.filter((q) => /^\s*SELECT/i.test(q)).length);
       // Each category's own applications, by name, as a per-category read would give them.
       for (const node of nodes) {
-        const own = await restOk(t.gateway, `${BASE}/available?category_id=eq.${node.id}&select=id,name&limit=100`, t.tenants.demo.readerToken);
+        const own = await restOk(
+          t.gateway,
+          `${BASE}/available?category_id=eq.${node.id}&select=id,name&limit=100`,
+          t.tenants.demo.readerToken,
+        );
         expect(node.applications).toEqual(own.data);
       }
     }

@@ -33,7 +33,9 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     admin = t.tenants.demo.adminToken;
     reader = t.tenants.demo.readerToken;
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'rest-writes-engine', role: 'engine' });
-    engine = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    engine = (
+      await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })
+    ).token;
     const apps = await rest(t.gateway, `${BASE}/available?slug=eq.stripe&select=id`, { token: reader, expectStatus: 200 });
     applicationId = apps.body.data[0].id;
   });
@@ -41,7 +43,11 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
 
   it('connects, triggers, claims, reports and finishes, with the spec shapes and 201/204 where they belong', async () => {
     const name = `REST Stripe ${kind} ${Date.now()}`;
-    const created = await send('POST', '/connected', admin, { application_id: applicationId, name, settings: { sync_interval: '6h', retry_attempts: 1 } });
+    const created = await send('POST', '/connected', admin, {
+      application_id: applicationId,
+      name,
+      settings: { sync_interval: '6h', retry_attempts: 1 },
+    });
     expect(created.status).toBe(201);
     const connectionId = created.body.data.id;
     expect(created.headers.get('location')).toBe(`${ORIGIN}${BASE}/connected/${connectionId}`);
@@ -51,7 +57,13 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     expect(created.body.data).toEqual(read.body.data);
     expect(read.body.data).toMatchObject({ name, status: 'pending', settings: { sync_interval: '6h', retry_attempts: 1 } });
 
-    const patched = await send('PATCH', `/connected/${connectionId}`, admin, { description: 'EU account', settings: { sync_interval: null } }, 'application/merge-patch+json');
+    const patched = await send(
+      'PATCH',
+      `/connected/${connectionId}`,
+      admin,
+      { description: 'EU account', settings: { sync_interval: null } },
+      'application/merge-patch+json',
+    );
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(patched.body.data.description).toBe('EU account');
     expect(patched.body.data.settings.sync_interval).toBeUndefined();
@@ -76,7 +88,10 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     const progress = await send('PATCH', `/syncs/${syncId}`, engine, { summary: { processed: 4 } });
     expect(progress.status).toBe(200);
     expect(JSON.parse(progress.body.data.summary)).toMatchObject({ processed: 4, in_progress: true });
-    const finished = await send('PATCH', `/syncs/${syncId}`, engine, { status: 'success', summary: { processed: 10, inserted: 10, updated: 0, deleted: 0 } });
+    const finished = await send('PATCH', `/syncs/${syncId}`, engine, {
+      status: 'success',
+      summary: { processed: 10, inserted: 10, updated: 0, deleted: 0 },
+    });
     expect(finished.status).toBe(200);
     expect(finished.body.data).toMatchObject({ status: 'success', error_message: null });
     expect(finished.body.data.finished_at).not.toBeNull();
@@ -122,7 +137,14 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
   it('refuses bad bodies with the spec error body, and writes nothing', async () => {
     const before = await fingerprint();
     const cases: Array<[string, string, unknown, string, number, string]> = [
-      ['POST', '/connected', { application_id: applicationId, colour: 'red', settings: { sync_interval: '2h' } }, 'application/json', 400, 'INVALID_QUERY'],
+      [
+        'POST',
+        '/connected',
+        { application_id: applicationId, colour: 'red', settings: { sync_interval: '2h' } },
+        'application/json',
+        400,
+        'INVALID_QUERY',
+      ],
       ['POST', '/connected', '{"application_id": ', 'application/json', 400, 'INVALID_QUERY'],
       ['POST', '/connected', '', 'application/json', 400, 'INVALID_QUERY'],
       ['POST', '/connected', '[1, 2]', 'application/json', 400, 'INVALID_QUERY'],
@@ -139,21 +161,54 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     for (const [method, path, body, type, status, code] of cases) {
       const token = path.startsWith('/syncs/claim') || (method === 'PATCH' && path.startsWith('/syncs')) ? engine : admin;
       const response = await send(method, path, token, body, type);
-      expect({ method, path, body, status: response.status, code: response.body?.error?.code }).toEqual({ method, path, body, status, code });
+      expect({ method, path, body, status: response.status, code: response.body?.error?.code }).toEqual({
+        method,
+        path,
+        body,
+        status,
+        code,
+      });
       expect(Object.keys(response.body).sort()).toEqual(['error', 'msg']);
     }
     // Every problem of the body's shape at once; then every problem of the members the application's kind takes.
     const listed = await send('POST', '/connected', admin, { application_id: applicationId, colour: 'red', name: 5, via: 'fax' });
     expect(listed.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['colour', 'name', 'via']);
-    const members = await send('POST', '/connected', admin, { application_id: applicationId, settings: { sync_interval: '2h', retry_attempts: 99, colour: 1 } });
-    expect(members.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['settings.colour', 'settings.retry_attempts', 'settings.sync_interval']);
+    const members = await send('POST', '/connected', admin, {
+      application_id: applicationId,
+      settings: { sync_interval: '2h', retry_attempts: 99, colour: 1 },
+    });
+    expect(members.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual([
+      'settings.colour',
+      'settings.retry_attempts',
+      'settings.sync_interval',
+    ]);
     // Wrong in both ways at once: one 400 lists the shape's problems and the members' together.
-    const both = await send('POST', '/connected', admin, { application_id: applicationId, name: 5, colour: 'red', settings: { retry_attempts: 99 }, metadata: { currency: 'euro' } });
+    const both = await send('POST', '/connected', admin, {
+      application_id: applicationId,
+      name: 5,
+      colour: 'red',
+      settings: { retry_attempts: 99 },
+      metadata: { currency: 'euro' },
+    });
     expect(both.status).toBe(400);
-    expect(both.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['colour', 'metadata.currency', 'name', 'settings.retry_attempts']);
+    expect(both.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual([
+      'colour',
+      'metadata.currency',
+      'name',
+      'settings.retry_attempts',
+    ]);
     // An application the catalog does not have, with a shape problem and members no kind takes or types right.
-    const unknown = await send('POST', '/connected', admin, { application_id: 'app_nope', via: 'fax', settings: { retry_attempts: 'x', colour: 1 } });
-    expect(unknown.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['application_id', 'settings.colour', 'settings.retry_attempts', 'via']);
+    const unknown = await send('POST', '/connected', admin, {
+      application_id: 'app_nope',
+      via: 'fax',
+      settings: { retry_attempts: 'x', colour: 1 },
+    });
+    expect(unknown.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual([
+      'application_id',
+      'settings.colour',
+      'settings.retry_attempts',
+      'via',
+    ]);
     // A container with a shape problem is not judged member by member as well.
     const notObject = await send('POST', '/connected', admin, { application_id: applicationId, via: 'fax', settings: [1] });
     expect(notObject.body.error.details.map((d: { parameter: string }) => d.parameter).sort()).toEqual(['settings', 'via']);
@@ -164,7 +219,11 @@ describe.each(databaseKinds)('REST writes on %s', (kind) => {
     expect((await send('POST', '/syncs/claim', reader, {})).status).toBe(403);
     expect((await send('PATCH', `/connected/con_nope`, engine, { name: 'x' }, 'application/merge-patch+json')).status).toBe(403);
     // No credential: 401 before the body is read.
-    const anonymous = await t.gateway.fetch(`${ORIGIN}${BASE}/connected`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    const anonymous = await t.gateway.fetch(`${ORIGIN}${BASE}/connected`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x',
+    });
     expect(anonymous.status).toBe(401);
     expect(await fingerprint()).toEqual(before);
   });
@@ -189,7 +248,9 @@ describe.each(databaseKinds)('Idempotency-Key on %s', (kind) => {
     t = await createTestGateway(kind);
     admin = t.tenants.demo.adminToken;
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'idempotency-engine', role: 'engine' });
-    engine = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    engine = (
+      await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })
+    ).token;
     const apps = await rest(t.gateway, `${BASE}/available?slug=eq.stripe&select=id`, { token: admin, expectStatus: 200 });
     applicationId = apps.body.data[0].id;
   });
@@ -201,7 +262,11 @@ describe.each(databaseKinds)('Idempotency-Key on %s', (kind) => {
     const first = await post('/connected', admin, body, key);
     expect(first.status).toBe(201);
     const second = await post('/connected', admin, { name: body.name, application_id: applicationId }, key);
-    expect([second.status, second.headers.get('idempotent-replayed'), second.headers.get('location')]).toEqual([201, 'true', first.headers.get('location')]);
+    expect([second.status, second.headers.get('idempotent-replayed'), second.headers.get('location')]).toEqual([
+      201,
+      'true',
+      first.headers.get('location'),
+    ]);
     expect(second.body).toEqual(first.body);
     const rows = await t.db.prisma.connection.count({ where: { name: body.name } });
     expect(rows).toBe(1);
@@ -227,7 +292,10 @@ describe.each(databaseKinds)('Idempotency-Key on %s', (kind) => {
     const claimKey = `claim-${kind}-${Date.now()}`;
     const claimed = await post('/syncs/claim', engine, { connection_id: first.body.data.id }, claimKey);
     expect(claimed.status).toBe(200);
-    expect(await post('/syncs/claim', engine, { connection_id: first.body.data.id }, claimKey)).toMatchObject({ status: 200, body: claimed.body });
+    expect(await post('/syncs/claim', engine, { connection_id: first.body.data.id }, claimKey)).toMatchObject({
+      status: 200,
+      body: claimed.body,
+    });
     const emptyKey = `empty-${kind}-${Date.now()}`;
     expect((await post('/syncs/claim', engine, { connection_id: first.body.data.id }, emptyKey)).status).toBe(204);
     expect((await post('/syncs/claim', engine, { connection_id: first.body.data.id }, emptyKey)).status).toBe(204);
@@ -245,7 +313,12 @@ describe.each(databaseKinds)('Idempotency-Key on %s', (kind) => {
   it('keys are per tenant, and GraphQL mutations take the header too', async () => {
     const key = `shared-${kind}-${Date.now()}`;
     const mine = await post('/connected', admin, { application_id: applicationId, name: `Mine ${Date.now()}` }, key);
-    const theirs = await post('/connected', t.tenants.other.adminToken, { application_id: applicationId, name: `Theirs ${Date.now()}` }, key);
+    const theirs = await post(
+      '/connected',
+      t.tenants.other.adminToken,
+      { application_id: applicationId, name: `Theirs ${Date.now()}` },
+      key,
+    );
     expect([mine.status, theirs.status]).toEqual([201, 201]);
     expect(theirs.body.data.id).not.toBe(mine.body.data.id);
     const graphqlKey = `graphql-${kind}-${Date.now()}`;

@@ -29,7 +29,8 @@ describe.runIf(databaseKinds.includes('postgres'))('two scheduler processes on o
     await seedCatalog(db);
     tenantId = await createTenant(db, 'scheduled');
     // Every interval lasts one second in the scheduler processes; retries are due at once.
-    for (let i = 0; i < CONNECTIONS; i++) await connectApp(db, tenantId, { status: 'active', settings: { sync_interval: '15m', retry_attempts: 1 } });
+    for (let i = 0; i < CONNECTIONS; i++)
+      await connectApp(db, tenantId, { status: 'active', settings: { sync_interval: '15m', retry_attempts: 1 } });
   });
   afterAll(async () => {
     await Promise.all(children.map((child) => child.stop()));
@@ -71,7 +72,10 @@ describe.runIf(databaseKinds.includes('postgres'))('two scheduler processes on o
 
     // The last round's runs are claimed with a one-second lease and abandoned: both processes reap.
     // (One connection at a time again: a retry queued by a reaper meanwhile is not this loop's.)
-    const lastRound = await db.raw.query<{ connection_id: string }>(`SELECT connection_id FROM syncs WHERE tenant_id = $1 AND status = 'pending'`, [tenantId]);
+    const lastRound = await db.raw.query<{ connection_id: string }>(
+      `SELECT connection_id FROM syncs WHERE tenant_id = $1 AND status = 'pending'`,
+      [tenantId],
+    );
     for (const { connection_id: connectionId } of lastRound) {
       expect(await claimSync(db.raw, tenantId, { workerId: 'vanishing', leaseSeconds: 1, connectionId })).not.toBeNull();
     }
@@ -85,7 +89,13 @@ describe.runIf(databaseKinds.includes('postgres'))('two scheduler processes on o
     expect(lost.every((run) => run.retries === 1)).toBe(true);
     expect(await counts()).toEqual({ total: (ROUNDS + 1) * CONNECTIONS, pending: CONNECTIONS, inProgress: 0, most: ROUNDS + 1 });
 
-    const ticks = children.map((child) => child.stdout().split('\n').filter((line) => line.includes('"scheduler tick"')).length);
+    const ticks = children.map(
+      (child) =>
+        child
+          .stdout()
+          .split('\n')
+          .filter((line) => line.includes('"scheduler tick"')).length,
+    );
     console.info(`scheduler ticks with work, per process: ${ticks.join(', ')}`);
     expect(ticks.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
     expect(await Promise.all(children.map((child) => child.stop()))).toEqual([0, 0]);
@@ -202,7 +212,9 @@ describe.each(databaseKinds)("one tenant's part of a tick never holds up another
       const started = Date.now();
       await waitFor(() => reaped(again), 10_000, "the neighbour's lease, key and event");
       const seconds = (Date.now() - started) / 1000;
-      console.info(`${kind}: the neighbour's 1 s lease reaped ${seconds.toFixed(1)} s after its claim, beside ${ENDPOINTS} endpoints and ${SCHEDULED} scheduled connections`);
+      console.info(
+        `${kind}: the neighbour's 1 s lease reaped ${seconds.toFixed(1)} s after its claim, beside ${ENDPOINTS} endpoints and ${SCHEDULED} scheduled connections`,
+      );
       expect(seconds).toBeLessThan(5);
     } finally {
       await scheduler.stop();

@@ -63,11 +63,19 @@ describe('security headers', () => {
           return [name, values.join(' ')];
         }),
       );
-      expect(directives).toMatchObject({ 'default-src': "'self'", 'script-src': "'self'", 'connect-src': "'self'", 'frame-ancestors': "'none'" });
+      expect(directives).toMatchObject({
+        'default-src': "'self'",
+        'script-src': "'self'",
+        'connect-src': "'self'",
+        'frame-ancestors': "'none'",
+      });
       // Every script is a file of this server; the only inline <script> is GraphiQL's JSON options (data).
       const html = await response.text();
       const inline = [...html.matchAll(/<script(?![^>]*\ssrc=)([^>]*)>/g)].map((m) => m[1]!.trim());
-      expect(inline.filter((attributes) => attributes !== 'type="application/json" id="graphiql-options"'), path).toEqual([]);
+      expect(
+        inline.filter((attributes) => attributes !== 'type="application/json" id="graphiql-options"'),
+        path,
+      ).toEqual([]);
       expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
     }
   });
@@ -83,7 +91,11 @@ describe('security headers', () => {
   it('sends no CORS headers by default, to preflights or requests', async () => {
     const preflight = await t.gateway.fetch(`${ORIGIN}/graphql`, {
       method: 'OPTIONS',
-      headers: { origin: 'https://evil.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization' },
+      headers: {
+        origin: 'https://evil.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization',
+      },
     });
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
     expect(preflight.headers.get('access-control-allow-headers')).toBeNull();
@@ -137,7 +149,13 @@ describe('security headers', () => {
       for (const origin of refusedOrigins) {
         for (const method of ['OPTIONS', 'GET']) {
           const response = await send(method, `${BASE}/categories`, origin);
-          const seen = { origins, origin, method, allowOrigin: response.headers.get('access-control-allow-origin'), vary: response.headers.get('vary') };
+          const seen = {
+            origins,
+            origin,
+            method,
+            allowOrigin: response.headers.get('access-control-allow-origin'),
+            vary: response.headers.get('vary'),
+          };
           expect(seen).toEqual({ ...seen, allowOrigin: null, vary: expect.stringMatching(/\bOrigin\b/) });
           expect(response.headers.get('access-control-allow-headers')).toBeNull();
           await response.arrayBuffer();

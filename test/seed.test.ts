@@ -259,7 +259,10 @@ describe.each(databaseKinds)('seed data on %s', (kind) => {
       newest: ['in_progress'],
     });
     expect(await db.raw.transaction((tx) => insertSyncs(tx, tenantId, history))).toBe(11);
-    const open = await db.raw.query<{ id: string }>(`SELECT id FROM syncs WHERE connection_id = $1 AND status IN ('pending', 'in_progress')`, [connection.id]);
+    const open = await db.raw.query<{ id: string }>(
+      `SELECT id FROM syncs WHERE connection_id = $1 AND status IN ('pending', 'in_progress')`,
+      [connection.id],
+    );
     expect(open.map((row) => row.id)).toEqual([live.id]);
     expect(await db.prisma.sync.count({ where: { connectionId: connection.id } })).toBe(12);
     // Any other conflict still fails the whole statement.

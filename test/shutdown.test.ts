@@ -66,7 +66,9 @@ function waitForLog(logs: LogLine[], msg: string, timeoutMs: number): Promise<vo
  * parsed the request (`accepted`); before that, a request still in a socket buffer is not in flight yet.
  */
 function slowGraphQLRequest(server: StartedServer) {
-  const body = Buffer.from(JSON.stringify({ query: '{ connections(limit: 3) { totalCount nodes { id name syncs(limit: 2) { id status } } } }' }));
+  const body = Buffer.from(
+    JSON.stringify({ query: '{ connections(limit: 3) { totalCount nodes { id name syncs(limit: 2) { id status } } } }' }),
+  );
   const half = body.length >> 1;
   const req = request({
     host: '127.0.0.1',
@@ -84,7 +86,9 @@ function slowGraphQLRequest(server: StartedServer) {
   });
   const accepted = new Promise<void>((resolve) => req.once('continue', () => resolve()));
   // When the server closes the connection: the keep-alive socket outlives the response, so this is the server's doing.
-  const connectionClosed = new Promise<number>((resolve) => req.once('socket', (socket) => socket.once('close', () => resolve(performance.now()))));
+  const connectionClosed = new Promise<number>((resolve) =>
+    req.once('socket', (socket) => socket.once('close', () => resolve(performance.now()))),
+  );
   const response = new Promise<{ status: number; body: any; headers: IncomingMessage['headers'] }>((resolve, reject) => {
     req.once('response', (res) => {
       let text = '';
@@ -151,14 +155,19 @@ async function expectGracefulShutdown(server: StartedServer, signal: 'SIGTERM' |
   const messages = server.logs.map((l) => l.msg);
   expect(messages).toContain('stopped');
   expect(messages).not.toContain('drain timeout: closing remaining connections');
-  expect(server.logs.filter((l) => l.level >= 50), 'error lines in the log').toEqual([]);
+  expect(
+    server.logs.filter((l) => l.level >= 50),
+    'error lines in the log',
+  ).toEqual([]);
   // The request log shows the in-flight request finishing after the signal.
   expect(messages.indexOf('shutting down')).toBeLessThan(messages.lastIndexOf('request'));
   // What was started (npm, or node itself) exits once the server has: nothing is left behind, holding the port
   // or the data directory.
   expect(() => process.kill(server.nodePid, 0)).toThrow();
   expect(server.logs.find((l) => l.msg === 'shutting down')).toMatchObject({ signal });
-  console.info(`${signal} to ${target}: exited ${Math.round(exit.at - signalled)} ms after the signal, ${Math.round(exit.at - answered)} ms after the last answer, whose connection closed ${Math.round(closedAfterAnswer)} ms after it`);
+  console.info(
+    `${signal} to ${target}: exited ${Math.round(exit.at - signalled)} ms after the signal, ${Math.round(exit.at - answered)} ms after the last answer, whose connection closed ${Math.round(closedAfterAnswer)} ms after it`,
+  );
 }
 
 // Concurrent: each variant spends most of its time starting a server, mostly waiting on I/O.
@@ -166,30 +175,38 @@ describe.concurrent('graceful shutdown of the real server (npm start)', () => {
   it.each([
     ['SIGTERM', 'npm'],
     ['SIGINT', 'npm'],
-  ] as const)('on PGlite, %s to the %s process: finishes the in-flight request, refuses new connections, exits 0', async (signal, target) => {
-    const server = await startServerWithToken({}, { via: target });
-    await expectGracefulShutdown(server, signal, target);
-  }, 90_000);
+  ] as const)(
+    'on PGlite, %s to the %s process: finishes the in-flight request, refuses new connections, exits 0',
+    async (signal, target) => {
+      const server = await startServerWithToken({}, { via: target });
+      await expectGracefulShutdown(server, signal, target);
+    },
+    90_000,
+  );
 
   const adminUrl = process.env.TEST_DATABASE_URL;
-  it.skipIf(!adminUrl)('on PostgreSQL, SIGTERM to the node process: the same', async () => {
-    const name = `gw_test_${randomBytes(6).toString('hex')}`;
-    const admin = async (sql: string) => {
-      const client = new pg.Client({ connectionString: adminUrl });
-      await client.connect();
-      try {
-        await client.query(sql);
-      } finally {
-        await client.end();
-      }
-    };
-    await admin(`CREATE DATABASE ${name}`);
-    cleanups.push(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-    const url = new URL(adminUrl!);
-    url.pathname = `/${name}`;
-    const server = await startServerWithToken({ DATABASE_URL: url.toString() });
-    await expectGracefulShutdown(server, 'SIGTERM', 'node');
-  }, 90_000);
+  it.skipIf(!adminUrl)(
+    'on PostgreSQL, SIGTERM to the node process: the same',
+    async () => {
+      const name = `gw_test_${randomBytes(6).toString('hex')}`;
+      const admin = async (sql: string) => {
+        const client = new pg.Client({ connectionString: adminUrl });
+        await client.connect();
+        try {
+          await client.query(sql);
+        } finally {
+          await client.end();
+        }
+      };
+      await admin(`CREATE DATABASE ${name}`);
+      cleanups.push(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+      const url = new URL(adminUrl!);
+      url.pathname = `/${name}`;
+      const server = await startServerWithToken({ DATABASE_URL: url.toString() });
+      await expectGracefulShutdown(server, 'SIGTERM', 'node');
+    },
+    90_000,
+  );
 
   it('with open streams (REST event stream, GraphQL over SSE and WebSocket): ends them at SIGTERM and exits without waiting for the drain bound', async () => {
     const server = await startServerWithToken({});
@@ -202,7 +219,12 @@ describe.concurrent('graceful shutdown of the real server (npm start)', () => {
         body: JSON.stringify({ query: 'subscription { syncChanged { id } }' }),
       }),
     );
-    const ws = createClient({ url: `${server.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { Authorization: `Token ${server.token}` }, retryAttempts: 0 });
+    const ws = createClient({
+      url: `${server.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { Authorization: `Token ${server.token}` },
+      retryAttempts: 0,
+    });
     const wsClosed = new Promise<void>((resolve) => ws.on('closed', () => resolve()));
     const connected = new Promise<void>((resolve) => ws.on('connected', () => resolve()));
     ws.subscribe({ query: 'subscription { syncChanged { id } }' }, { next: () => {}, error: () => {}, complete: () => {} });

@@ -23,7 +23,9 @@ function rssBytes(pid: number): number {
 }
 
 /** Opens the database the server will use (PGlite: a data directory of its own; PostgreSQL: a copy of the seeded one). */
-async function prepare(kind: DatabaseKind): Promise<{ db: Database; env: Record<string, string>; tenantId: string; cleanup: () => Promise<void> }> {
+async function prepare(
+  kind: DatabaseKind,
+): Promise<{ db: Database; env: Record<string, string>; tenantId: string; cleanup: () => Promise<void> }> {
   if (kind === 'pglite') {
     const dir = migratedPgliteDataDir('igw-stream-memory-');
     const db = await openDatabase({ dataDir: dir });
@@ -50,7 +52,13 @@ describe.each(databaseKinds)('REST event streams that never read, on %s', (kind)
     const run = await db.prisma.sync.findFirstOrThrow({ where: { tenantId } });
     const padded = syncEvent({ ...run, errorMessage: 'x'.repeat(2000) }, true);
     for (let written = 0; written < EVENTS; written += 1000) {
-      await db.raw.transaction((tx) => appendEvents(tx, tenantId, Array.from({ length: 1000 }, () => padded)));
+      await db.raw.transaction((tx) =>
+        appendEvents(
+          tx,
+          tenantId,
+          Array.from({ length: 1000 }, () => padded),
+        ),
+      );
     }
     // PGlite's directory is the server's alone from now on; the PostgreSQL copy is dropped at the end.
     if (kind === 'pglite') await db.close();
@@ -64,7 +72,9 @@ describe.each(databaseKinds)('REST event streams that never read, on %s', (kind)
 
   it('keeps RSS bounded and /healthz answering while ten streams replay the whole history unread', async () => {
     // Warm: a stream opened and read a little, so the first request's one-time costs are in the baseline.
-    const warm = await fetch(`${server.url}/api/v1/integrations/syncs`, { headers: { authorization: `Token ${token}`, accept: 'text/event-stream', 'last-event-id': '0' } });
+    const warm = await fetch(`${server.url}/api/v1/integrations/syncs`, {
+      headers: { authorization: `Token ${token}`, accept: 'text/event-stream', 'last-event-id': '0' },
+    });
     const reader = warm.body!.getReader();
     await reader.read();
     await reader.cancel();
@@ -99,8 +109,12 @@ describe.each(databaseKinds)('REST event streams that never read, on %s', (kind)
     }
     // Unbounded, the replay would hold ~700 MB; bounded, each stream holds a small queue and a page or two of the
     // log (the growth measured is mostly garbage not yet collected).
-    expect(peak - before, `RSS grew from ${Math.round(before / 2 ** 20)} MB to ${Math.round(peak / 2 ** 20)} MB`).toBeLessThan(200 * 2 ** 20);
-    process.stderr.write(`stream-memory: RSS ${Math.round(before / 2 ** 20)} MB before, ${Math.round(peak / 2 ** 20)} MB at most; /healthz at most ${Math.round(Math.max(...healthz))} ms\n`);
+    expect(peak - before, `RSS grew from ${Math.round(before / 2 ** 20)} MB to ${Math.round(peak / 2 ** 20)} MB`).toBeLessThan(
+      200 * 2 ** 20,
+    );
+    process.stderr.write(
+      `stream-memory: RSS ${Math.round(before / 2 ** 20)} MB before, ${Math.round(peak / 2 ** 20)} MB at most; /healthz at most ${Math.round(Math.max(...healthz))} ms\n`,
+    );
     // Generous for a loaded machine: what matters is that it answers while the streams are held.
     expect(Math.max(...healthz)).toBeLessThan(5000);
   }, 120_000);
@@ -113,7 +127,13 @@ describe.each(databaseKinds)('a REST event stream whose client stops reading, on
       const { db, tenants, gateway } = t;
       const run = await db.prisma.sync.findFirstOrThrow({ where: { tenantId: tenants.demo.id } });
       const padded = syncEvent({ ...run, errorMessage: 'x'.repeat(2000) }, true);
-      await db.raw.transaction((tx) => appendEvents(tx, tenants.demo.id, Array.from({ length: 300 }, () => padded)));
+      await db.raw.transaction((tx) =>
+        appendEvents(
+          tx,
+          tenants.demo.id,
+          Array.from({ length: 300 }, () => padded),
+        ),
+      );
       const response = await gateway.fetch('http://gateway.test/api/v1/integrations/syncs', {
         headers: { authorization: `Token ${tenants.demo.readerToken}`, accept: 'text/event-stream', 'last-event-id': '0' },
       });
@@ -132,7 +152,9 @@ describe.each(databaseKinds)('a REST event stream whose client stops reading, on
       }
       const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]));
       expect(ids.length).toBeLessThan(300);
-      expect(text).toMatch(new RegExp(`event: error\ndata: \\{"msg":"The stream fell behind[^"]*reconnect with Last-Event-ID ${ids.at(-1)} to resume"`));
+      expect(text).toMatch(
+        new RegExp(`event: error\ndata: \\{"msg":"The stream fell behind[^"]*reconnect with Last-Event-ID ${ids.at(-1)} to resume"`),
+      );
     } finally {
       await t.dispose();
     }

@@ -88,7 +88,8 @@ async function randomWrite({ db, tenantId, slug, rng, heavy }: Mix): Promise<str
     switch (operation) {
       case 'trigger': {
         const connections = await live();
-        if (connections.length > 0) await triggerSync(db.raw, tenantId, { connectionId: rng.pick(connections), estimatedItems: rng.int(1, 99) });
+        if (connections.length > 0)
+          await triggerSync(db.raw, tenantId, { connectionId: rng.pick(connections), estimatedItems: rng.int(1, 99) });
         break;
       }
       case 'claim':
@@ -96,7 +97,8 @@ async function randomWrite({ db, tenantId, slug, rng, heavy }: Mix): Promise<str
         break;
       case 'progress': {
         const runs = await inProgress();
-        if (runs.length > 0) await reportSyncProgress(db.raw, tenantId, { syncId: rng.pick(runs), workerId: WORKER, summary: { processed: rng.int(1, 50) } });
+        if (runs.length > 0)
+          await reportSyncProgress(db.raw, tenantId, { syncId: rng.pick(runs), workerId: WORKER, summary: { processed: rng.int(1, 50) } });
         break;
       }
       case 'finish': {
@@ -112,10 +114,10 @@ async function randomWrite({ db, tenantId, slug, rng, heavy }: Mix): Promise<str
         // A lease that ran out: the update keeps the status (nets to nothing), the reaper fails and retries.
         const runs = await inProgress();
         if (runs.length > 0) {
-          await db.raw.query(`UPDATE syncs SET lease_expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND id = $2 AND status = 'in_progress'`, [
-            tenantId,
-            rng.pick(runs),
-          ]);
+          await db.raw.query(
+            `UPDATE syncs SET lease_expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND id = $2 AND status = 'in_progress'`,
+            [tenantId, rng.pick(runs)],
+          );
         }
         await expireLeases(db.raw, tenantId, FAST_RETRY);
         break;
@@ -124,7 +126,11 @@ async function randomWrite({ db, tenantId, slug, rng, heavy }: Mix): Promise<str
         await scheduleDueSyncs(db.raw, tenantId, { intervalSeconds: { '15m': 0, '1h': 0, '6h': 0, '24h': 0 } });
         break;
       case 'connect':
-        await connectApp(db, tenantId, { status: 'active', settings: { sync_interval: '1h', retry_attempts: rng.int(0, 2) }, name: `Counts ${rng.hex(8)}` });
+        await connectApp(db, tenantId, {
+          status: 'active',
+          settings: { sync_interval: '1h', retry_attempts: rng.int(0, 2) },
+          name: `Counts ${rng.hex(8)}`,
+        });
         break;
       case 'delete-connection': {
         // Soft: its runs stay (and stay counted); its active run fails.
@@ -140,7 +146,8 @@ async function randomWrite({ db, tenantId, slug, rng, heavy }: Mix): Promise<str
         // By hand: one connection's history deleted outright (retries pointing into it get retry_of_id NULL: an
         // update by the foreign key's action, which keeps their status).
         const connections = await idsOf(db, 'SELECT id FROM connections WHERE tenant_id = $1 ORDER BY id', [tenantId]);
-        if (connections.length > 0) await db.raw.query('DELETE FROM syncs WHERE tenant_id = $1 AND connection_id = $2', [tenantId, rng.pick(connections)]);
+        if (connections.length > 0)
+          await db.raw.query('DELETE FROM syncs WHERE tenant_id = $1 AND connection_id = $2', [tenantId, rng.pick(connections)]);
         break;
       }
       case 'rolled-back': {
@@ -176,7 +183,10 @@ describe.each(databaseKinds)('sync_counts on %s', (kind) => {
     const slug = `counts-seq-${kind}`;
     const tenantId = await createTenant(db, slug);
     await seedLoad(db, slug, { connections: 4, syncs: 1500, seed: 7 });
-    await db.raw.query(`UPDATE connections SET status = 'active', settings = '{"sync_interval": "1h", "retry_attempts": 1}' WHERE tenant_id = $1`, [tenantId]);
+    await db.raw.query(
+      `UPDATE connections SET status = 'active', settings = '{"sync_interval": "1h", "retry_attempts": 1}' WHERE tenant_id = $1`,
+      [tenantId],
+    );
     await expectCountsExact(db, 'the first load');
     const rng = createRng(`sync-counts:${kind}`);
     const done: Record<string, number> = {};
@@ -187,9 +197,24 @@ describe.each(databaseKinds)('sync_counts on %s', (kind) => {
     }
     // Every kind of write happened.
     expect(Object.keys(done).sort()).toEqual(
-      ['claim', 'connect', 'delete-connection', 'delete-runs', 'finish', 'load', 'progress', 'reap', 'rolled-back', 'schedule', 'trigger'].sort(),
+      [
+        'claim',
+        'connect',
+        'delete-connection',
+        'delete-runs',
+        'finish',
+        'load',
+        'progress',
+        'reap',
+        'rolled-back',
+        'schedule',
+        'trigger',
+      ].sort(),
     );
-    const statuses = await db.raw.query<{ status: string }>('SELECT DISTINCT status::text AS status FROM syncs WHERE tenant_id = $1 ORDER BY 1', [tenantId]);
+    const statuses = await db.raw.query<{ status: string }>(
+      'SELECT DISTINCT status::text AS status FROM syncs WHERE tenant_id = $1 ORDER BY 1',
+      [tenantId],
+    );
     expect(statuses.map((row) => row.status)).toEqual(['failed', 'in_progress', 'pending', 'success']);
     // A tenant's whole history deleted by hand (the service has no tenant deletion; syncs go first, RESTRICT).
     await db.raw.query('DELETE FROM syncs WHERE tenant_id = $1', [tenantId]);
@@ -202,7 +227,10 @@ describe.each(databaseKinds)('sync_counts on %s', (kind) => {
     const tenants = await Promise.all(slugs.map((slug) => createTenant(db, slug)));
     for (const [index, slug] of slugs.entries()) {
       await seedLoad(db, slug, { connections: 3, syncs: 300, seed: index });
-      await db.raw.query(`UPDATE connections SET status = 'active', settings = '{"sync_interval": "1h", "retry_attempts": 2}' WHERE tenant_id = $1`, [tenants[index]]);
+      await db.raw.query(
+        `UPDATE connections SET status = 'active', settings = '{"sync_interval": "1h", "retry_attempts": 2}' WHERE tenant_id = $1`,
+        [tenants[index]],
+      );
     }
     // Four writers per tenant, on the same connections (the same count keys), while the loader writes more.
     const writers = kind === 'postgres' ? 4 : 2;
@@ -218,10 +246,10 @@ describe.each(databaseKinds)('sync_counts on %s', (kind) => {
     ]);
     expect(operations.reduce((a, b) => a + b, 0)).toBe(slugs.length * writers * 40 + 1);
     // The writers got through: runs were claimed (and many finished) under the shared keys.
-    const [claimed] = await db.raw.query<{ n: number }>('SELECT count(*)::int AS n FROM syncs WHERE tenant_id = ANY($1::text[]) AND worker_id = $2', [
-      `{${tenants.join(',')}}`,
-      WORKER,
-    ]);
+    const [claimed] = await db.raw.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM syncs WHERE tenant_id = ANY($1::text[]) AND worker_id = $2',
+      [`{${tenants.join(',')}}`, WORKER],
+    );
     expect(claimed!.n).toBeGreaterThan(10);
     await expectCountsExact(db, 'the concurrent writers');
   });
@@ -250,7 +278,16 @@ describe.each(databaseKinds)('sync_counts on %s', (kind) => {
     expect(await keptCounts(db)).toEqual(before);
 
     // A bulk load whose second statement fails (a duplicate id): the first statement's rows go too.
-    const rows = [...syncHistory(createRng('rollback'), { tenantId, connectionId: connection.id, from: new Date('2026-01-01'), to: new Date('2026-02-01'), count: 20, newest: ['success'] })];
+    const rows = [
+      ...syncHistory(createRng('rollback'), {
+        tenantId,
+        connectionId: connection.id,
+        from: new Date('2026-01-01'),
+        to: new Date('2026-02-01'),
+        count: 20,
+        newest: ['success'],
+      }),
+    ];
     await expect(
       db.raw.transaction(async (tx) => {
         await insertSyncs(tx, tenantId, rows.slice(0, 10));
@@ -335,10 +372,15 @@ describe.each(databaseKinds)('sync list totals from sync_counts on %s', (kind) =
 
   it('answers unfiltered, connection and status lists from sync_counts, equal to count(*), after writes too', async () => {
     const tenantId = t.tenants.demo.id;
-    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY id LIMIT 1', [tenantId]);
+    const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY id LIMIT 1', [
+      tenantId,
+    ]);
     const check = async () => {
       expect(await restTotal('')).toEqual({ total: await rowCount('TRUE'), from: 'sync_counts' });
-      expect(await restTotal(`?connection_id=${connection!.id}`)).toEqual({ total: await rowCount('connection_id = $2', [connection!.id]), from: 'sync_counts' });
+      expect(await restTotal(`?connection_id=${connection!.id}`)).toEqual({
+        total: await rowCount('connection_id = $2', [connection!.id]),
+        from: 'sync_counts',
+      });
       expect(await restTotal('?status=eq.failed')).toEqual({ total: await rowCount(`status = 'failed'`), from: 'sync_counts' });
       expect(await restTotal('?status=in.(pending,in_progress)&limit=3')).toEqual({
         total: await rowCount(`status IN ('pending', 'in_progress')`),
@@ -357,8 +399,12 @@ describe.each(databaseKinds)('sync list totals from sync_counts on %s', (kind) =
     await check();
     // Writes move runs between keys; the totals follow.
     await t.db.raw.query(`UPDATE connections SET status = 'active' WHERE tenant_id = $1 AND deleted_at IS NULL`, [tenantId]);
-    const live = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY id', [tenantId]);
-    for (const { id } of live) await triggerSync(t.db.raw, tenantId, { connectionId: id }).catch((error: unknown) => expect(expectedRefusal(error)).toBe(true));
+    const live = await t.db.raw.query<{ id: string }>(
+      'SELECT id FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY id',
+      [tenantId],
+    );
+    for (const { id } of live)
+      await triggerSync(t.db.raw, tenantId, { connectionId: id }).catch((error: unknown) => expect(expectedRefusal(error)).toBe(true));
     const claimed = await claimSync(t.db.raw, tenantId, { workerId: WORKER });
     expect(claimed).not.toBeNull();
     await deleteConnection(t.db.raw, tenantId, live[0]!.id);

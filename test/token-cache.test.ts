@@ -56,19 +56,28 @@ describe.each(databaseKinds)('token cache on %s', (kind) => {
     const admin = t.tenants.demo.adminToken;
     const revoked = await freshToken();
     expect(await status(t.gateway, revoked.token)).toBe(200);
-    const revoke = await graphql(t.gateway, 'mutation($id: ID!) { revokeToken(id: $id) { id } }', { token: admin, variables: { id: revoked.id } });
+    const revoke = await graphql(t.gateway, 'mutation($id: ID!) { revokeToken(id: $id) { id } }', {
+      token: admin,
+      variables: { id: revoked.id },
+    });
     expect(revoke.body.errors).toBeUndefined();
     expect(await status(t.gateway, revoked.token)).toBe(401);
 
     const demoted = await freshToken('admin');
     expect(await status(t.gateway, demoted.token, '/webhooks')).toBe(200);
-    const change = await graphql(t.gateway, 'mutation($id: ID!) { changeServiceUserRole(id: $id, role: reader) { id } }', { token: admin, variables: { id: demoted.serviceUserId } });
+    const change = await graphql(t.gateway, 'mutation($id: ID!) { changeServiceUserRole(id: $id, role: reader) { id } }', {
+      token: admin,
+      variables: { id: demoted.serviceUserId },
+    });
     expect(change.body.errors).toBeUndefined();
     expect(await status(t.gateway, demoted.token, '/webhooks')).toBe(403);
 
     const deleted = await freshToken();
     expect(await status(t.gateway, deleted.token)).toBe(200);
-    const removal = await graphql(t.gateway, 'mutation($id: ID!) { deleteServiceUser(id: $id) { id } }', { token: admin, variables: { id: deleted.serviceUserId } });
+    const removal = await graphql(t.gateway, 'mutation($id: ID!) { deleteServiceUser(id: $id) { id } }', {
+      token: admin,
+      variables: { id: deleted.serviceUserId },
+    });
     expect(removal.body.errors).toBeUndefined();
     expect(await status(t.gateway, deleted.token)).toBe(401);
   });
@@ -123,7 +132,11 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('token cache across two server p
 
   it('a token revoked through one process is refused by the other within a second', async () => {
     const user = await createServiceUser(db, { tenantId: tenants.demo.id, name: 'two-process-reader', role: 'reader' });
-    const { token, id } = await createToken(db, { tenantId: tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + DAY) });
+    const { token, id } = await createToken(db, {
+      tenantId: tenants.demo.id,
+      serviceUserId: user.id,
+      expiresAt: new Date(Date.now() + DAY),
+    });
     expect(await status(a.url, token)).toBe(200);
     expect(await status(b.url, token)).toBe(200);
     const response = await fetch(`${a.url}/graphql`, {

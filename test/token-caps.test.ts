@@ -30,7 +30,10 @@ describe.each(databaseKinds)('token caps on %s', (kind) => {
   });
 
   const refusal = async (promise: Promise<unknown>) => {
-    const error = await promise.then(() => null, (caught: unknown) => caught);
+    const error = await promise.then(
+      () => null,
+      (caught: unknown) => caught,
+    );
     expect(error).toBeInstanceOf(ApiError);
     return error as ApiError;
   };
@@ -43,7 +46,9 @@ describe.each(databaseKinds)('token caps on %s', (kind) => {
     await createToken(t.db, { tenantId, serviceUserId: alice.id, expiresAt }, new Date(), caps);
     const perUser = await refusal(createToken(t.db, { tenantId, serviceUserId: alice.id, expiresAt }, new Date(), caps));
     expect(perUser.extensions.code).toBe('CONFLICT');
-    expect(perUser.message).toBe('the service user has 2 active tokens, the most one may hold (TOKENS_PER_SERVICE_USER is 2): revoke one first');
+    expect(perUser.message).toBe(
+      'the service user has 2 active tokens, the most one may hold (TOKENS_PER_SERVICE_USER is 2): revoke one first',
+    );
     await createToken(t.db, { tenantId, serviceUserId: bob.id, expiresAt }, new Date(), caps);
     const perTenant = await refusal(createToken(t.db, { tenantId, serviceUserId: bob.id, expiresAt }, new Date(), caps));
     expect(perTenant.message).toBe('the tenant has 3 active tokens, the most it may hold (TOKENS_PER_TENANT is 3): revoke one first');
@@ -56,14 +61,22 @@ describe.each(databaseKinds)('token caps on %s', (kind) => {
     // Concurrent creations cannot pass the cap together.
     const carol = await createServiceUser(t.db, { tenantId: t.tenants.other.id, name: `carol-${kind}`, role: 'reader' });
     const racing = await Promise.allSettled(
-      Array.from({ length: 6 }, () => createToken(t.db, { tenantId: t.tenants.other.id, serviceUserId: carol.id, expiresAt }, new Date(), { perServiceUser: 2, perTenant: 1000 })),
+      Array.from({ length: 6 }, () =>
+        createToken(t.db, { tenantId: t.tenants.other.id, serviceUserId: carol.id, expiresAt }, new Date(), {
+          perServiceUser: 2,
+          perTenant: 1000,
+        }),
+      ),
     );
     expect(racing.filter((r) => r.status === 'fulfilled')).toHaveLength(2);
   });
 
   it('GraphQL answers CONFLICT with the cap in the message', async () => {
     const admin = t.tenants.demo.adminToken;
-    const user = await graphql(capped, 'mutation { createServiceUser(name: "capped-bot", role: reader) { id } }', { variables: {}, token: admin });
+    const user = await graphql(capped, 'mutation { createServiceUser(name: "capped-bot", role: reader) { id } }', {
+      variables: {},
+      token: admin,
+    });
     const serviceUserId = user.body.data!.createServiceUser.id;
     const create = 'mutation ($id: ID!, $at: DateTime!) { createToken(serviceUserId: $id, expiresAt: $at) { token } }';
     const variables = { id: serviceUserId, at: new Date(Date.now() + DAY).toISOString() };
@@ -87,6 +100,8 @@ describe.each(databaseKinds)('token caps on %s', (kind) => {
     await createServiceUser(t.db, { tenantId, name: 'cli-bot', role: 'reader' });
     expect(await runCli(['token', 'create', '--tenant', `caps-${kind}`, '--service-user', 'cli-bot', '--expires', expires], io)).toBe(0);
     expect(await runCli(['token', 'create', '--tenant', `caps-${kind}`, '--service-user', 'cli-bot', '--expires', expires], io)).toBe(1);
-    expect(stderr).toContain('error: the service user has 1 active tokens, the most one may hold (TOKENS_PER_SERVICE_USER is 1): revoke one first');
+    expect(stderr).toContain(
+      'error: the service user has 1 active tokens, the most one may hold (TOKENS_PER_SERVICE_USER is 1): revoke one first',
+    );
   });
 });

@@ -30,7 +30,8 @@ describe.each(databaseKinds)('write transactions on %s', (kind) => {
   });
   afterAll(() => db?.dispose());
 
-  const notes = async () => (await db.raw.query<{ id: number; note: string }>('SELECT "id", "note" FROM "tx_probe" ORDER BY "id"')).map((r) => `${r.id}:${r.note}`);
+  const notes = async () =>
+    (await db.raw.query<{ id: number; note: string }>('SELECT "id", "note" FROM "tx_probe" ORDER BY "id"')).map((r) => `${r.id}:${r.note}`);
 
   it('queryThenCommit returns its rows and commits everything before it', async () => {
     const result = await db.raw.transaction(async (tx) => {
@@ -49,11 +50,14 @@ describe.each(databaseKinds)('write transactions on %s', (kind) => {
       }),
     ).rejects.toMatchObject({ code: '23505' });
     // A failing first statement (sent right behind BEGIN) as well.
-    await expect(db.raw.transaction((tx) => tx.query('INSERT INTO "tx_probe" VALUES ($1, $2)', [1, 'duplicate id']))).rejects.toMatchObject({
-      code: '23505',
-    });
+    await expect(db.raw.transaction((tx) => tx.query('INSERT INTO "tx_probe" VALUES ($1, $2)', [1, 'duplicate id']))).rejects.toMatchObject(
+      {
+        code: '23505',
+      },
+    );
     expect(await notes()).toEqual(['1:first', '2:last']);
-    for (let i = 0; i < 5; i++) expect(await db.raw.transaction((tx) => tx.query<{ n: number }>('SELECT $1::int AS n', [i]))).toEqual([{ n: i }]);
+    for (let i = 0; i < 5; i++)
+      expect(await db.raw.transaction((tx) => tx.query<{ n: number }>('SELECT $1::int AS n', [i]))).toEqual([{ n: i }]);
   });
 
   it('a transaction that throws after its statements rolls them back', async () => {
@@ -69,7 +73,9 @@ describe.each(databaseKinds)('write transactions on %s', (kind) => {
   it('work joined to a transaction does not commit it: the one that opened it does', async () => {
     await expect(
       db.raw.transaction(async (tx) => {
-        await withinTransaction(tx).transaction((joined) => joined.queryThenCommit('INSERT INTO "tx_probe" VALUES ($1, $2)', [5, 'joined']));
+        await withinTransaction(tx).transaction((joined) =>
+          joined.queryThenCommit('INSERT INTO "tx_probe" VALUES ($1, $2)', [5, 'joined']),
+        );
         await tx.query('INSERT INTO "tx_probe" VALUES ($1, $2)', [6, 'after']);
         throw new Error('refused after the joined work');
       }),
@@ -87,25 +93,36 @@ describe.each(databaseKinds)('write transactions on %s', (kind) => {
     expect(await notes()).toEqual(['1:first', '2:last', '7:committed']);
   });
 
-  it.runIf(kind === 'postgres')('a connection lost before BEGIN answers fails the transaction, whatever the work did, and the pool recovers', async () => {
-    const url = (db as TestDatabase & { url: string }).url;
-    const pids = await Promise.all([1, 2, 3].map(() => db.raw.transaction(async (tx) => (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS "pid"'))[0]!.pid)));
-    // Every pooled connection's backend is ended from outside; each transaction below meets a dead one.
-    // From another process, while this one is blocked: the pool cannot see the connections close before the
-    // transactions below take them.
-    inAnotherProcess(url, `await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = ANY($1::int[])', [${JSON.stringify(pids)}]);
-      await new Promise((resolve) => setTimeout(resolve, 200));`);
-    const failed = await Promise.allSettled([
-      db.raw.transaction(async () => {
-        throw new Error('refused before any statement');
-      }),
-      db.raw.transaction(async () => 'no statement at all'),
-      db.raw.transaction((tx) => tx.query('SELECT 1')),
-    ]);
-    expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
-    // The dead connections are not reused.
-    for (let i = 0; i < 4; i++) expect(await db.raw.transaction((tx) => tx.queryThenCommit<{ n: number }>('SELECT $1::int AS n', [i]))).toEqual([{ n: i }]);
-  });
+  it.runIf(kind === 'postgres')(
+    'a connection lost before BEGIN answers fails the transaction, whatever the work did, and the pool recovers',
+    async () => {
+      const url = (db as TestDatabase & { url: string }).url;
+      const pids = await Promise.all(
+        [1, 2, 3].map(() =>
+          db.raw.transaction(async (tx) => (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS "pid"'))[0]!.pid),
+        ),
+      );
+      // Every pooled connection's backend is ended from outside; each transaction below meets a dead one.
+      // From another process, while this one is blocked: the pool cannot see the connections close before the
+      // transactions below take them.
+      inAnotherProcess(
+        url,
+        `await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid = ANY($1::int[])', [${JSON.stringify(pids)}]);
+      await new Promise((resolve) => setTimeout(resolve, 200));`,
+      );
+      const failed = await Promise.allSettled([
+        db.raw.transaction(async () => {
+          throw new Error('refused before any statement');
+        }),
+        db.raw.transaction(async () => 'no statement at all'),
+        db.raw.transaction((tx) => tx.query('SELECT 1')),
+      ]);
+      expect(failed.map((result) => result.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      // The dead connections are not reused.
+      for (let i = 0; i < 4; i++)
+        expect(await db.raw.transaction((tx) => tx.queryThenCommit<{ n: number }>('SELECT $1::int AS n', [i]))).toEqual([{ n: i }]);
+    },
+  );
 
   it.runIf(kind === 'postgres')('PostgreSQL commits without waiting for this process to read the last statement’s result', async () => {
     const url = (db as TestDatabase & { url: string }).url;

@@ -157,9 +157,19 @@ describe('a client generated from the served document', () => {
     // Inside the project, so the program resolves openapi-fetch as a user's would.
     dir = mkdtempSync(join(cache, 'typed-client-'));
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'typed-client-engine', role: 'engine' });
-    engineToken = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    engineToken = (
+      await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })
+    ).token;
     receiver = await startReceiver();
-    worker = new DeliveryWorker({ db: t.db, secretKeys: testSecretKeys(t.db), logger: createLogger('silent'), allowPrivate: true, retrySchedule: [60], disableAfter: 10, pollMs: 100 });
+    worker = new DeliveryWorker({
+      db: t.db,
+      secretKeys: testSecretKeys(t.db),
+      logger: createLogger('silent'),
+      allowPrivate: true,
+      retrySchedule: [60],
+      disableAfter: 10,
+      pollMs: 100,
+    });
     await worker.start();
   });
 
@@ -197,7 +207,10 @@ describe('a client generated from the served document', () => {
       types: [],
     });
     const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => {
-      const where = d.file && d.start !== undefined ? `${d.file.fileName.split('/').pop()}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}` : '';
+      const where =
+        d.file && d.start !== undefined
+          ? `${d.file.fileName.split('/').pop()}:${d.file.getLineAndCharacterOfPosition(d.start).line + 1}`
+          : '';
       return `${where} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
     });
     expect(diagnostics).toEqual([]);
@@ -211,7 +224,9 @@ describe('a client generated from the served document', () => {
     const { run } = (await import(pathToFileURL(join(dir, 'program.mjs')).href)) as {
       run: (baseUrl: string, token: string, engine: string, receiverUrl: string, fetchImpl: typeof fetch) => Promise<string[]>;
     };
-    const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, (input, init) => t.gateway.fetch(input as Request, init));
+    const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, (input, init) =>
+      t.gateway.fetch(input as Request, init),
+    );
     expect(seen).toHaveLength(operations.length);
     expect(seen).toEqual(
       expect.arrayContaining([

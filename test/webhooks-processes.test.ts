@@ -16,7 +16,15 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('webhooks across server processe
   let receiver: WebhookReceiver;
   const servers: RunningServer[] = [];
   // Both servers seal and open the secrets with the same key, as every replica of a deployment must.
-  const env = () => ({ DATABASE_URL: db.url!, SEED: 'none', SCHEDULER: 'off', WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_POLL_MS: '100', RATE_LIMIT_PER_MINUTE: '0', WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY });
+  const env = () => ({
+    DATABASE_URL: db.url!,
+    SEED: 'none',
+    SCHEDULER: 'off',
+    WEBHOOK_ALLOW_PRIVATE: '1',
+    WEBHOOK_POLL_MS: '100',
+    RATE_LIMIT_PER_MINUTE: '0',
+    WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY,
+  });
 
   async function api(server: RunningServer, method: string, path: string, body?: unknown) {
     const response = await fetch(`${server.url}${BASE}${path}`, {
@@ -67,10 +75,16 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('webhooks across server processe
     const ids: string[] = [];
     for (let i = 0; i < 15; i++) {
       const server = i % 2 === 0 ? a : b;
-      const connection = await api(server, 'POST', '/connected', { application_id: applicationId, name: `Twice ${i}`, settings: { webhook_enabled: true } });
+      const connection = await api(server, 'POST', '/connected', {
+        application_id: applicationId,
+        name: `Twice ${i}`,
+        settings: { webhook_enabled: true },
+      });
       expect(connection.status).toBe(201);
       ids.push(connection.body.data.id);
-      expect((await api(i % 2 === 0 ? b : a, 'PATCH', `/connected/${connection.body.data.id}`, { description: `changed ${i}` })).status).toBe(200);
+      expect(
+        (await api(i % 2 === 0 ? b : a, 'PATCH', `/connected/${connection.body.data.id}`, { description: `changed ${i}` })).status,
+      ).toBe(200);
     }
     await receiver.waitFor((all) => all.length >= 30, 30_000);
     // Let a duplicate, if there were one, arrive.
@@ -97,7 +111,11 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('webhooks across server processe
     receiver.secret = endpoint.body.data.secret;
     const endpointId = endpoint.body.data.id;
     const apps = await api(server, 'GET', '/available?slug=eq.stripe&select=id');
-    const connection = await api(server, 'POST', '/connected', { application_id: apps.body.data[0].id, name: 'Restarted', settings: { webhook_enabled: true } });
+    const connection = await api(server, 'POST', '/connected', {
+      application_id: apps.body.data[0].id,
+      name: 'Restarted',
+      settings: { webhook_enabled: true },
+    });
     expect(connection.status).toBe(201);
     await receiver.waitFor((all) => all.length === 1);
     // Down: SIGTERM, as an orchestrator stops it, right after the failed attempt, before its retry is due.

@@ -103,7 +103,9 @@ describe('the SSRF guard', () => {
     expect(await targetProblem('https://localhost/hook', { allowPrivate: false })).toBe(
       'resolves to an address webhooks may not reach (loopback, private, link-local, metadata, translated or reserved)',
     );
-    expect(await targetProblem('https://[64:ff9b::a9fe:a9fe]/hook', { allowPrivate: false })).toMatch(/^resolves to an address webhooks may not reach/);
+    expect(await targetProblem('https://[64:ff9b::a9fe:a9fe]/hook', { allowPrivate: false })).toMatch(
+      /^resolves to an address webhooks may not reach/,
+    );
     const message = { id: 'msg_test', secret: `whsec_${Buffer.from('k'.repeat(24)).toString('base64')}`, body: '{}' };
     const literal = await sendWebhook({ ...message, url: 'https://127.0.0.1:9999/hook' }, { allowPrivate: false });
     expect(literal).toMatchObject({ ok: false, statusCode: null, error: '127.0.0.1 is an address webhooks may not reach' });
@@ -111,8 +113,12 @@ describe('the SSRF guard', () => {
     expect(named.ok).toBe(false);
     expect(named.error).toContain('localhost resolves to an address webhooks may not reach');
     expect(named.error).not.toMatch(/127\.0\.0\.1|::1/);
-    expect((await sendWebhook({ ...message, url: 'http://93.184.216.34/hook' }, { allowPrivate: false })).error).toBe('url must be an https URL');
-    expect((await sendWebhook({ ...message, url: 'https://93.184.216.34:25/hook' }, { allowPrivate: false })).error).toBe('url must use port 443, 80 or one of 1024-65535');
+    expect((await sendWebhook({ ...message, url: 'http://93.184.216.34/hook' }, { allowPrivate: false })).error).toBe(
+      'url must be an https URL',
+    );
+    expect((await sendWebhook({ ...message, url: 'https://93.184.216.34:25/hook' }, { allowPrivate: false })).error).toBe(
+      'url must use port 443, 80 or one of 1024-65535',
+    );
   });
 });
 
@@ -237,7 +243,11 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
   }
 
   async function connection(settings: Record<string, unknown>, token = admin): Promise<string> {
-    const created = await send(t.gateway, 'POST', '/connected', token, { application_id: applicationId, name: `Hooked ${Date.now()} ${Math.random()}`, settings });
+    const created = await send(t.gateway, 'POST', '/connected', token, {
+      application_id: applicationId,
+      name: `Hooked ${Date.now()} ${Math.random()}`,
+      settings,
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     return created.body.data.id;
   }
@@ -250,7 +260,10 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(claimed.status).toBe(200);
     const id = claimed.body.data.id;
     expect((await send(t.gateway, 'PATCH', `/syncs/${id}`, engine, { summary: { processed: 5 } })).status).toBe(200);
-    const report = outcome === 'success' ? { status: 'success', summary: { processed: 10, inserted: 1, updated: 9, deleted: 0 } } : { status: 'failed', error_message: 'upstream 500' };
+    const report =
+      outcome === 'success'
+        ? { status: 'success', summary: { processed: 10, inserted: 1, updated: 9, deleted: 0 } }
+        : { status: 'failed', error_message: 'upstream 500' };
     expect((await send(t.gateway, 'PATCH', `/syncs/${id}`, engine, report)).status).toBe(200);
     return id;
   }
@@ -277,7 +290,9 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     admin = t.tenants.demo.adminToken;
     reader = t.tenants.demo.readerToken;
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'webhooks-engine', role: 'engine' });
-    engine = (await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+    engine = (
+      await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })
+    ).token;
     const apps = await send(t.gateway, 'GET', '/available?slug=eq.stripe&select=id', reader);
     applicationId = apps.body.data[0].id;
   });
@@ -294,12 +309,26 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
 
   it('an admin manages endpoints on REST: 201 with the secret once, reads without it, patch, rotate, delete', async () => {
     const r = await receiver();
-    const created = await send(open, 'POST', '/webhooks', admin, { url: r.url, description: 'ops', event_types: ['sync.failed', 'sync.success'] });
+    const created = await send(open, 'POST', '/webhooks', admin, {
+      url: r.url,
+      description: 'ops',
+      event_types: ['sync.failed', 'sync.success'],
+    });
     expect(created.status).toBe(201);
     const id = created.body.data.id;
     expect(id).toMatch(/^whk_[0-9a-z]+$/);
     expect(created.headers.get('location')).toBe(`${ORIGIN}${BASE}/webhooks/${id}`);
-    expect(created.body).toMatchObject({ msg: 'webhook endpoint created', data: { url: r.url, description: 'ops', event_types: ['sync.failed', 'sync.success'], enabled: true, disabled_reason: null, consecutive_failures: 0 } });
+    expect(created.body).toMatchObject({
+      msg: 'webhook endpoint created',
+      data: {
+        url: r.url,
+        description: 'ops',
+        event_types: ['sync.failed', 'sync.success'],
+        enabled: true,
+        disabled_reason: null,
+        consecutive_failures: 0,
+      },
+    });
     expect(created.body.data.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
 
     const read = await send(t.gateway, 'GET', `/webhooks/${id}`, admin);
@@ -329,20 +358,40 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
   it('GraphQL does the same with the same checks, and an Idempotency-Key replays the creation without any secret', async () => {
     const r = await receiver();
     const create = `mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { id url eventTypes enabled secret } }`;
-    const first = await graphql(open, create, { variables: { input: { url: r.url, eventTypes: ['sync.failed'] } }, token: admin, headers: { 'idempotency-key': `hook-${kind}` } });
+    const first = await graphql(open, create, {
+      variables: { input: { url: r.url, eventTypes: ['sync.failed'] } },
+      token: admin,
+      headers: { 'idempotency-key': `hook-${kind}` },
+    });
     expect(first.body.errors).toBeUndefined();
     const endpoint = first.body.data!.createWebhookEndpoint;
     expect(endpoint).toMatchObject({ url: r.url, eventTypes: ['sync.failed'], enabled: true });
     expect(endpoint.secret).toMatch(/^whsec_/);
-    const again = await graphql(open, create, { variables: { input: { url: r.url, eventTypes: ['sync.failed'] } }, token: admin, headers: { 'idempotency-key': `hook-${kind}` } });
+    const again = await graphql(open, create, {
+      variables: { input: { url: r.url, eventTypes: ['sync.failed'] } },
+      token: admin,
+      headers: { 'idempotency-key': `hook-${kind}` },
+    });
     // A replay never shows a secret: not the first (it was shown once), and not one a later rotation gave.
     expect(again.body.data!.createWebhookEndpoint).toEqual({ ...endpoint, secret: null });
     const rotate = `mutation ($id: ID!) { rotateWebhookSecret(id: $id) { id secret } }`;
-    const rotated = await graphql(open, rotate, { variables: { id: endpoint.id }, token: admin, headers: { 'idempotency-key': `rotate-${kind}` } });
+    const rotated = await graphql(open, rotate, {
+      variables: { id: endpoint.id },
+      token: admin,
+      headers: { 'idempotency-key': `rotate-${kind}` },
+    });
     expect(rotated.body.data!.rotateWebhookSecret.secret).toMatch(/^whsec_/);
-    const rotatedAgain = await graphql(open, rotate, { variables: { id: endpoint.id }, token: admin, headers: { 'idempotency-key': `rotate-${kind}` } });
+    const rotatedAgain = await graphql(open, rotate, {
+      variables: { id: endpoint.id },
+      token: admin,
+      headers: { 'idempotency-key': `rotate-${kind}` },
+    });
     expect(rotatedAgain.body.data!.rotateWebhookSecret).toEqual({ id: endpoint.id, secret: null });
-    const afterRotation = await graphql(open, create, { variables: { input: { url: r.url, eventTypes: ['sync.failed'] } }, token: admin, headers: { 'idempotency-key': `hook-${kind}` } });
+    const afterRotation = await graphql(open, create, {
+      variables: { input: { url: r.url, eventTypes: ['sync.failed'] } },
+      token: admin,
+      headers: { 'idempotency-key': `hook-${kind}` },
+    });
     expect(afterRotation.body.data!.createWebhookEndpoint.secret).toBeNull();
     expect(JSON.stringify(afterRotation.body)).not.toContain(rotated.body.data!.rotateWebhookSecret.secret);
     const list = await graphql(t.gateway, '{ webhookEndpoints { totalCount nodes { id secret } } }', { variables: {}, token: admin });
@@ -386,7 +435,12 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
   });
 
   it('a bad body is a 400 naming every problem, and the guard refuses loopback, private, metadata and plain-http targets', async () => {
-    const many = await send(t.gateway, 'POST', '/webhooks', admin, { url: 'http://127.0.0.1/x', event_types: ['sync.done', 'sync.done'], enabled: 'yes', colour: 'red' });
+    const many = await send(t.gateway, 'POST', '/webhooks', admin, {
+      url: 'http://127.0.0.1/x',
+      event_types: ['sync.done', 'sync.done'],
+      enabled: 'yes',
+      colour: 'red',
+    });
     expect(many.status).toBe(400);
     expect(JSON.stringify(many.body)).toMatch(/url/);
     expect(JSON.stringify(many.body)).toMatch(/event_types/);
@@ -429,7 +483,14 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     const runId = await run(hooked);
     const received = await mine.waitFor((all) => all.some((w) => w.message.type === 'connection.updated'));
     expect(received.every((w) => w.verified)).toBe(true);
-    expect(received.map((w) => w.message.type)).toEqual(['connection.created', 'sync.pending', 'sync.in_progress', 'sync.progress', 'sync.success', 'connection.updated']);
+    expect(received.map((w) => w.message.type)).toEqual([
+      'connection.created',
+      'sync.pending',
+      'sync.in_progress',
+      'sync.progress',
+      'sync.success',
+      'connection.updated',
+    ]);
     const ids = received.map((w) => w.message.event_id);
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
     expect(received.every((w) => w.message.data.id === hooked || w.message.data.connection_id === hooked)).toBe(true);
@@ -446,10 +507,19 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
       () => send(t.gateway, 'GET', `/webhooks/${endpointId}/deliveries?limit=100`, admin),
       (answer) => answer.body.data.filter((d: { status: string }) => d.status === 'succeeded').length === 6,
     );
-    expect(log.body.data.map((d: { event_type: string }) => d.event_type)).toEqual(['connection.updated', 'sync.success', 'sync.progress', 'sync.in_progress', 'sync.pending', 'connection.created']);
+    expect(log.body.data.map((d: { event_type: string }) => d.event_type)).toEqual([
+      'connection.updated',
+      'sync.success',
+      'sync.progress',
+      'sync.in_progress',
+      'sync.pending',
+      'connection.created',
+    ]);
     const one = await delivery(endpointId, received[0]!.id);
     expect(one).toMatchObject({ status: 'succeeded', attempts: 1, last_status_code: 200, next_attempt_at: null });
-    expect(one.attempt_log).toEqual([expect.objectContaining({ attempt: 1, status_code: 200, response_body: 'ok', error: null, next_retry_at: null })]);
+    expect(one.attempt_log).toEqual([
+      expect.objectContaining({ attempt: 1, status_code: 200, response_body: 'ok', error: null, next_retry_at: null }),
+    ]);
     expect(one.payload).toEqual(received[0]!.message);
     // event_types narrows what is sent.
     const narrow = await receiver();
@@ -476,7 +546,10 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(third!.id).toBe(first!.id);
     expect(third!.body).toBe(first!.body);
     expect(r.received.every((w) => w.verified)).toBe(true);
-    const done = await until(() => delivery(endpointId, first!.id), (d) => d.status === 'succeeded');
+    const done = await until(
+      () => delivery(endpointId, first!.id),
+      (d) => d.status === 'succeeded',
+    );
     expect(done.attempts).toBe(3);
     expect(done.attempt_log.map((a: { status_code: number }) => a.status_code)).toEqual([503, 503, 200]);
     expect(done.attempt_log[0].response_body).toHaveLength(1024);
@@ -499,9 +572,16 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     await connection({ webhook_enabled: true });
     const [notice] = await watcher.waitFor((all) => all.length === 1);
     expect(notice!.verified).toBe(true);
-    expect(notice!.message).toMatchObject({ type: 'webhook.endpoint_disabled', data: { id: brokenId, url: broken.url, reason: 'disabled after 2 consecutive failed deliveries' } });
+    expect(notice!.message).toMatchObject({
+      type: 'webhook.endpoint_disabled',
+      data: { id: brokenId, url: broken.url, reason: 'disabled after 2 consecutive failed deliveries' },
+    });
     const endpoint = (await send(t.gateway, 'GET', `/webhooks/${brokenId}`, admin)).body.data;
-    expect(endpoint).toMatchObject({ enabled: false, consecutive_failures: 2, disabled_reason: 'disabled after 2 consecutive failed deliveries' });
+    expect(endpoint).toMatchObject({
+      enabled: false,
+      consecutive_failures: 2,
+      disabled_reason: 'disabled after 2 consecutive failed deliveries',
+    });
     expect(broken.hits).toBe(4);
     const log = (await send(t.gateway, 'GET', `/webhooks/${brokenId}/deliveries?status=eq.failed`, admin)).body;
     expect(log.meta.pagination.total ?? log.data.length).toBe(2);
@@ -515,7 +595,10 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     const queued = await send(t.gateway, 'POST', `/webhooks/${brokenId}/deliveries/${deliveryId}/redeliver`, admin);
     expect(queued.status, JSON.stringify(queued.body)).toBe(200);
     expect(queued.body.data.status).toBe('pending');
-    const done = await until(() => delivery(brokenId, deliveryId), (d) => d.status === 'succeeded');
+    const done = await until(
+      () => delivery(brokenId, deliveryId),
+      (d) => d.status === 'succeeded',
+    );
     expect(done.attempts).toBe(3);
     expect(broken.received.at(-1)!.id).toBe(deliveryId);
     expect(broken.received.at(-1)!.verified).toBe(true);
@@ -583,11 +666,24 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
     try {
-      await until(() => fetch(url, { method: 'POST', body: '{}' }).then((r) => r.status, () => 0), (status) => status === 400);
-      await until(async () => err, (text) => text.includes('refused:'));
+      await until(
+        () =>
+          fetch(url, { method: 'POST', body: '{}' }).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        (status) => status === 400,
+      );
+      await until(
+        async () => err,
+        (text) => text.includes('refused:'),
+      );
       await worker();
       const connectionId = await connection({ webhook_enabled: true });
-      await until(async () => out, (text) => text.includes(connectionId));
+      await until(
+        async () => out,
+        (text) => text.includes(connectionId),
+      );
       expect(out).toContain(`connection.created ${connectionId} pending`);
     } finally {
       child.kill();
@@ -603,7 +699,10 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
          VALUES ($1, $2, $3, $4, 'sync.failed', '{}', $5, 1, CASE WHEN $5 = 'pending' THEN now() + interval '1 day' END, now() - make_interval(hours => $6))`,
         [id, t.tenants.demo.id, endpointId, Math.floor(Math.random() * 1e9), status, hoursAgo],
       );
-      await t.db.raw.query(`INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, latency_ms) VALUES ($1, $2, 1, now(), 5)`, [t.tenants.demo.id, id]);
+      await t.db.raw.query(
+        `INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, latency_ms) VALUES ($1, $2, 1, now(), 5)`,
+        [t.tenants.demo.id, id],
+      );
       return id;
     };
     const oldSucceeded = await insert('succeeded', 80);
@@ -613,13 +712,23 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(await deleteOldDeliveries(t.db.raw, 72, { batch: 1 })).toBe(2);
     const left = await t.db.raw.query<{ id: string }>('SELECT id FROM webhook_deliveries WHERE endpoint_id = $1 ORDER BY id', [endpointId]);
     expect(left.map((row) => row.id).sort()).toEqual([oldPending, recent].sort());
-    const attempts = await t.db.raw.query<{ id: string }>('SELECT delivery_id AS id FROM webhook_attempts WHERE delivery_id = ANY($1::text[])', [[oldSucceeded, oldFailed]]);
+    const attempts = await t.db.raw.query<{ id: string }>(
+      'SELECT delivery_id AS id FROM webhook_attempts WHERE delivery_id = ANY($1::text[])',
+      [[oldSucceeded, oldFailed]],
+    );
     expect(attempts).toEqual([]);
   });
   it('secrets are sealed at rest; an Idempotency-Key replay on REST keeps and answers no secret', async () => {
     const r = await receiver();
     const key = `rest-hook-${kind}-${Date.now()}`;
-    const first = await send(open, 'POST', '/webhooks', admin, { url: r.url, event_types: ['connection.created'] }, { 'idempotency-key': key });
+    const first = await send(
+      open,
+      'POST',
+      '/webhooks',
+      admin,
+      { url: r.url, event_types: ['connection.created'] },
+      { 'idempotency-key': key },
+    );
     expect(first.status).toBe(201);
     const secret: string = first.body.data.secret;
     expect(secret).toMatch(/^whsec_/);
@@ -628,16 +737,32 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(row!.secret).not.toContain(secret.slice(6));
     const stored = await t.db.raw.query<{ body: string }>('SELECT response_body::text AS body FROM idempotency_keys WHERE key = $1', [key]);
     expect(stored[0]!.body).not.toContain('whsec_');
-    const replay = await send(open, 'POST', '/webhooks', admin, { url: r.url, event_types: ['connection.created'] }, { 'idempotency-key': key });
+    const replay = await send(
+      open,
+      'POST',
+      '/webhooks',
+      admin,
+      { url: r.url, event_types: ['connection.created'] },
+      { 'idempotency-key': key },
+    );
     expect([replay.status, replay.headers.get('idempotent-replayed')]).toEqual([201, 'true']);
     expect(replay.body).toEqual({ ...first.body, data: { ...first.body.data, secret: null } });
 
     const rotateKey = `rest-rotate-${kind}-${Date.now()}`;
-    const rotated = await send(t.gateway, 'POST', `/webhooks/${first.body.data.id}/rotate-secret`, admin, undefined, { 'idempotency-key': rotateKey });
+    const rotated = await send(t.gateway, 'POST', `/webhooks/${first.body.data.id}/rotate-secret`, admin, undefined, {
+      'idempotency-key': rotateKey,
+    });
     expect(rotated.body.data.secret).toMatch(/^whsec_/);
-    const rotatedReplay = await send(t.gateway, 'POST', `/webhooks/${first.body.data.id}/rotate-secret`, admin, undefined, { 'idempotency-key': rotateKey });
+    const rotatedReplay = await send(t.gateway, 'POST', `/webhooks/${first.body.data.id}/rotate-secret`, admin, undefined, {
+      'idempotency-key': rotateKey,
+    });
     expect(rotatedReplay.body.data.secret).toBeNull();
-    expect(JSON.stringify((await send(open, 'POST', '/webhooks', admin, { url: r.url, event_types: ['connection.created'] }, { 'idempotency-key': key })).body)).not.toContain('whsec_');
+    expect(
+      JSON.stringify(
+        (await send(open, 'POST', '/webhooks', admin, { url: r.url, event_types: ['connection.created'] }, { 'idempotency-key': key }))
+          .body,
+      ),
+    ).not.toContain('whsec_');
     // Deliveries are signed with the secret in force (the rotated one): the receiver verifies with it.
     r.secret = rotated.body.data.secret;
     await worker();
@@ -657,7 +782,8 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     const oldKeys = testSecretKeys(t.db);
     const log = { info: () => {}, warn: () => {} };
     await sealPlaintextSecrets(t.db, oldKeys, log);
-    const sealedRow = async () => (await t.db.raw.query<{ secret: string }>(`SELECT secret FROM webhook_endpoints WHERE id = 'whk_legacy'`))[0]!.secret;
+    const sealedRow = async () =>
+      (await t.db.raw.query<{ secret: string }>(`SELECT secret FROM webhook_endpoints WHERE id = 'whk_legacy'`))[0]!.secret;
     expect(await sealedRow()).toMatch(new RegExp(`^v1\\.${oldKeys.currentKeyId}\\.`));
 
     // Rotation: a new current key, the old one kept for opening; `cli webhooks reseal`; then the old key goes.
@@ -671,7 +797,12 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
       },
       openDatabase: async () => ({ ...t.db, close: async () => {} }),
     });
-    expect(await runCli(['webhooks', 'reseal'], io({ SEED: 'none', WEBHOOK_SECRET_KEY: newKey, WEBHOOK_SECRET_PREVIOUS_KEYS: WEBHOOK_TEST_KEY }))).toBe(0);
+    expect(
+      await runCli(
+        ['webhooks', 'reseal'],
+        io({ SEED: 'none', WEBHOOK_SECRET_KEY: newKey, WEBHOOK_SECRET_PREVIOUS_KEYS: WEBHOOK_TEST_KEY }),
+      ),
+    ).toBe(0);
     const newKeys = webhookSecretKeysOf({ WEBHOOK_SECRET_KEY: newKey }, t.db);
     expect(output).toContain(`with key ${newKeys.currentKeyId}`);
     expect(await sealedRow()).toMatch(new RegExp(`^v1\\.${newKeys.currentKeyId}\\.`));
@@ -679,10 +810,13 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     const stale = await worker({ secretKeys: oldKeys });
     await connection({ webhook_enabled: true });
     const held = await until(
-      async () => (await t.db.raw.query<{ backoff: boolean; attempts: number }>(
-        `SELECT w.backoff_until > now() AS backoff, (SELECT coalesce(sum(attempts), 0)::int FROM webhook_deliveries WHERE endpoint_id = w.id) AS attempts
+      async () =>
+        (
+          await t.db.raw.query<{ backoff: boolean; attempts: number }>(
+            `SELECT w.backoff_until > now() AS backoff, (SELECT coalesce(sum(attempts), 0)::int FROM webhook_deliveries WHERE endpoint_id = w.id) AS attempts
          FROM webhook_endpoints w WHERE id = 'whk_legacy'`,
-      ))[0]!,
+          )
+        )[0]!,
       (row) => row.backoff === true,
     );
     expect(held.attempts).toBe(0);
@@ -698,7 +832,7 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(output).toContain('whk_legacy');
   });
 
-  it('WEBHOOK_ENDPOINTS_PER_TENANT caps a tenant\'s endpoints: 409 past it, the other tenant unaffected', async () => {
+  it("WEBHOOK_ENDPOINTS_PER_TENANT caps a tenant's endpoints: 409 past it, the other tenant unaffected", async () => {
     const capped = gatewayOver(t.db, { config: { WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_ENDPOINTS_PER_TENANT: 2 } });
     try {
       const r = await receiver();
@@ -707,7 +841,11 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
       expect(refused.status).toBe(409);
       expect(refused.body.error.code).toBe('CONFLICT');
       expect(refused.body.msg).toMatch(/WEBHOOK_ENDPOINTS_PER_TENANT is 2/);
-      const viaGraphql = await graphql(capped, `mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { id } }`, { variables: { input: { url: `${r.url}y` } }, token: admin });
+      const viaGraphql = await graphql(
+        capped,
+        `mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { id } }`,
+        { variables: { input: { url: `${r.url}y` } }, token: admin },
+      );
       expect(viaGraphql.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
       expect((await send(capped, 'POST', '/webhooks', t.tenants.other.adminToken, { url: `${r.url}z` })).status).toBe(201);
       expect((await send(capped, 'GET', '/webhooks', admin)).body.data).toHaveLength(2);
@@ -716,17 +854,20 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     }
   });
 
-  it.runIf(kind === 'postgres')('PostgreSQL without WEBHOOK_SECRET_KEY stores no secret: creating an endpoint is 503 and says what to set', async () => {
-    const keyless = gatewayOver(t.db, { config: { WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_SECRET_KEY: undefined } });
-    try {
-      const refused = await send(keyless, 'POST', '/webhooks', admin, { url: 'https://example.com/hook' });
-      expect(refused.status).toBe(503);
-      expect(refused.body.msg).toMatch(/WEBHOOK_SECRET_KEY/);
-      expect((await send(keyless, 'GET', '/webhooks', admin)).body.data).toEqual([]);
-    } finally {
-      await keyless.dispose();
-    }
-  });
+  it.runIf(kind === 'postgres')(
+    'PostgreSQL without WEBHOOK_SECRET_KEY stores no secret: creating an endpoint is 503 and says what to set',
+    async () => {
+      const keyless = gatewayOver(t.db, { config: { WEBHOOK_ALLOW_PRIVATE: '1', WEBHOOK_SECRET_KEY: undefined } });
+      try {
+        const refused = await send(keyless, 'POST', '/webhooks', admin, { url: 'https://example.com/hook' });
+        expect(refused.status).toBe(503);
+        expect(refused.body.msg).toMatch(/WEBHOOK_SECRET_KEY/);
+        expect((await send(keyless, 'GET', '/webhooks', admin)).body.data).toEqual([]);
+      } finally {
+        await keyless.dispose();
+      }
+    },
+  );
 
   it('a tarpit endpoint of one tenant (accepts, never answers) beside a healthy one of another: the healthy delivery arrives in under 3 s', async () => {
     const held: Socket[] = [];
@@ -745,12 +886,17 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
       // The production attempt time limit (10 s).
       await worker({ retrySchedule: [60] });
       for (let i = 0; i < 3; i++) await connection({ webhook_enabled: true });
-      await until(async () => held.length, (n) => n >= 4);
+      await until(
+        async () => held.length,
+        (n) => n >= 4,
+      );
       const started = Date.now();
       await connection({ webhook_enabled: true }, t.tenants.other.adminToken);
       const [delivered] = await healthy.waitFor((all) => all.length === 1, 10_000);
       const elapsed = Date.now() - started;
-      console.info(`${kind}: the healthy endpoint's delivery arrived ${elapsed} ms after its event, beside ${tarpits.length} tarpit endpoints`);
+      console.info(
+        `${kind}: the healthy endpoint's delivery arrived ${elapsed} ms after its event, beside ${tarpits.length} tarpit endpoints`,
+      );
       expect(delivered!.verified).toBe(true);
       expect(elapsed).toBeLessThan(3000);
       // The tarpit tenant held at most its share of the slots.
@@ -772,12 +918,14 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     await connection({ webhook_enabled: true });
     await connection({ webhook_enabled: true });
     const state = async () =>
-      (await t.db.raw.query<{ timeouts: number; backoff: boolean; pending: number }>(
-        `SELECT consecutive_timeouts AS timeouts, backoff_until > now() AS backoff,
+      (
+        await t.db.raw.query<{ timeouts: number; backoff: boolean; pending: number }>(
+          `SELECT consecutive_timeouts AS timeouts, backoff_until > now() AS backoff,
                 (SELECT count(*)::int FROM webhook_deliveries d WHERE d.endpoint_id = w.id AND d.status = 'pending') AS pending
          FROM webhook_endpoints w WHERE id = $1`,
-        [slowId],
-      ))[0]!;
+          [slowId],
+        )
+      )[0]!;
     const backedOff = await until(state, (s) => s.timeouts >= 1 && s.backoff);
     // One attempt, then the back-off: the second delivery is not tried meanwhile (both still pending).
     expect(backedOff.pending).toBe(2);

@@ -49,7 +49,8 @@ describe.each(databaseKinds)('graphql-ws admission on %s', (kind) => {
     });
   }
 
-  const closed = (socket: WebSocket) => new Promise<{ code: number; at: number }>((resolve) => socket.once('close', (code) => resolve({ code, at: performance.now() })));
+  const closed = (socket: WebSocket) =>
+    new Promise<{ code: number; at: number }>((resolve) => socket.once('close', (code) => resolve({ code, at: performance.now() })));
 
   it('closes a socket that announces a 30 MB frame before connection_init (1009), reading none of it, and /healthz keeps answering', async () => {
     // A raw client: the upgrade, then only the header of a 30 MB text frame and its first kilobyte.

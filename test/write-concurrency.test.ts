@@ -82,10 +82,14 @@ describe.each(databaseKinds)('concurrent writers on %s', (kind) => {
     }
     expect((await runRow(db, run.id)).status).toBe('in_progress');
     // Then the claimer goes quiet.
-    await waitFor(async () => {
-      await runSchedulerTick({ db });
-      return (await runRow(db, run.id)).status === 'failed';
-    }, 15_000, 'the reaper to fail the run');
+    await waitFor(
+      async () => {
+        await runSchedulerTick({ db });
+        return (await runRow(db, run.id)).status === 'failed';
+      },
+      15_000,
+      'the reaper to fail the run',
+    );
     expect(await runRow(db, run.id)).toMatchObject({ error_message: 'worker lost: lease expired' });
     const [retry] = await db.raw.query<{ id: string; attempt: number; status: string }>(
       'SELECT id, attempt, status::text AS status FROM syncs WHERE retry_of_id = $1',
@@ -141,7 +145,10 @@ describe.each(databaseKinds)('concurrent writers on %s', (kind) => {
         expect(refused.reason.extensions.code).toBe('CONFLICT');
       }
       expect(await db.prisma.sync.count({ where: { connectionId: connection.id } })).toBe(1);
-      const kept = await db.raw.query('SELECT key FROM idempotency_keys WHERE tenant_id = $1 AND key LIKE $2', [tenantId, `k-${connection.id}-%`]);
+      const kept = await db.raw.query('SELECT key FROM idempotency_keys WHERE tenant_id = $1 AND key LIKE $2', [
+        tenantId,
+        `k-${connection.id}-%`,
+      ]);
       expect(kept).toHaveLength(1);
     });
 
@@ -154,9 +161,13 @@ describe.each(databaseKinds)('concurrent writers on %s', (kind) => {
       // Neither the earlier operation nor its time is revealed.
       expect(refused.message).toBe('the Idempotency-Key was already used for another request; use a new key for a new request');
       expect(refused.message).not.toMatch(/syncs|POST|\d{4}-\d{2}-\d{2}/);
-      const elsewhere = await runIdempotently(db.raw, tenantId, { ...request('reused', { connection_id: connection.id }), path: '/other' }, async () => 1, () => null).catch(
-        (error) => error,
-      );
+      const elsewhere = await runIdempotently(
+        db.raw,
+        tenantId,
+        { ...request('reused', { connection_id: connection.id }), path: '/other' },
+        async () => 1,
+        () => null,
+      ).catch((error) => error);
       expect(elsewhere.extensions.code).toBe('IDEMPOTENCY_KEY_REUSED');
       expect(await db.prisma.sync.count({ where: { connectionId: other.id } })).toBe(0);
       expect(hashRequestBody({ a: 1, b: { c: [1, { d: 2, e: 3 }] } })).toBe(hashRequestBody({ b: { c: [1, { e: 3, d: 2 }] }, a: 1 }));
@@ -171,10 +182,19 @@ describe.each(databaseKinds)('concurrent writers on %s', (kind) => {
       // Another tenant's identical key is its own.
       const otherTenant = await createTenant(db, `keys-other-${kind}`);
       const theirs = await connectApp(db, otherTenant, { status: 'active' });
-      const outcome = await runIdempotently(db.raw, otherTenant, request('expiring', { connection_id: theirs.id }), (sql) => triggerSync(sql, otherTenant, { connectionId: theirs.id }), (run) => ({ type: 'sync', id: run.id }));
+      const outcome = await runIdempotently(
+        db.raw,
+        otherTenant,
+        request('expiring', { connection_id: theirs.id }),
+        (sql) => triggerSync(sql, otherTenant, { connectionId: theirs.id }),
+        (run) => ({ type: 'sync', id: run.id }),
+      );
       expect(outcome.replayed).toBe(false);
 
-      await db.raw.query(`UPDATE idempotency_keys SET created_at = created_at - interval '2 days', expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND key = 'expiring'`, [tenantId]);
+      await db.raw.query(
+        `UPDATE idempotency_keys SET created_at = created_at - interval '2 days', expires_at = now() - interval '1 second' WHERE tenant_id = $1 AND key = 'expiring'`,
+        [tenantId],
+      );
       expect(await findIdempotencyKey(db.raw, tenantId, 'expiring')).toBeNull();
       // An expired key is this request's again: the work runs (here: a CONFLICT, the first run is still pending).
       expect(await errorCodeOf(trigger('expiring', connection.id))).toBe('CONFLICT');

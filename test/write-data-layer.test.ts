@@ -10,15 +10,7 @@ import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug } from '../src/seed/catalog.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 import { tenantScopeProblems } from './fixtures/tenant-scope.js';
-import {
-  connectApp,
-  connectionRow,
-  createTenant,
-  errorCodeOf,
-  expectRunReadsLikeSeeded,
-  runRow,
-  waitFor,
-} from './fixtures/write-side.js';
+import { connectApp, connectionRow, createTenant, errorCodeOf, expectRunReadsLikeSeeded, runRow, waitFor } from './fixtures/write-side.js';
 
 const TENANT_TABLES = ['connections', 'syncs', 'idempotency_keys', 'events', 'event_sequences'];
 const WORKER = 'usr_engine_1';
@@ -146,7 +138,11 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
       expect((await updateConnection(sql, acme, connection.id, { metadata: null })).metadata).toEqual({});
       const before = await connectionRow(db, connection.id);
       const refused = await refusal(
-        updateConnection(sql, acme, connection.id, { name: 'x', settings: { retry_attempts: null, webhook_enabled: 1 }, metadata: { gateway_id: 'g' } }),
+        updateConnection(sql, acme, connection.id, {
+          name: 'x',
+          settings: { retry_attempts: null, webhook_enabled: 1 },
+          metadata: { gateway_id: 'g' },
+        }),
       );
       expect(refused.extensions.code).toBe('INVALID_QUERY');
       expect((refused.extensions.details as { parameter: string; message: string }[]).map((p) => `${p.parameter}: ${p.message}`)).toEqual([
@@ -194,9 +190,9 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
       // Their run, claimed by them, is not found for acme whatever acme reports.
       const claimed = (await claimSync(sql, globex, { workerId: WORKER, connectionId: theirs.id }))!;
       const claimedRow = await runRow(db, claimed.id);
-      expect(await errorCodeOf(finishSync(sql, acme, { syncId: claimed.id, workerId: WORKER, outcome: { status: 'success', summary: {} } }))).toBe(
-        'NOT_FOUND',
-      );
+      expect(
+        await errorCodeOf(finishSync(sql, acme, { syncId: claimed.id, workerId: WORKER, outcome: { status: 'success', summary: {} } })),
+      ).toBe('NOT_FOUND');
       expect(await errorCodeOf(reportSyncProgress(sql, acme, { syncId: claimed.id, workerId: WORKER, summary: {} }))).toBe('NOT_FOUND');
       expect((await expireLeases(sql, acme)).failed.map((r) => r.id)).not.toContain(claimed.id);
       expect(await runRow(db, claimed.id)).toEqual(claimedRow);
@@ -217,9 +213,9 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
       const report = await refusal(reportSyncProgress(sql, acme, { syncId: running.id, workerId: WORKER, summary: { processed: 1 } }));
       expect(report.extensions.code).toBe('CONFLICT');
       expect(report.message).toMatch(/is "failed".*\(it failed: connection deleted\)/);
-      expect(await errorCodeOf(finishSync(sql, acme, { syncId: running.id, workerId: WORKER, outcome: { status: 'success', summary: {} } }))).toBe(
-        'CONFLICT',
-      );
+      expect(
+        await errorCodeOf(finishSync(sql, acme, { syncId: running.id, workerId: WORKER, outcome: { status: 'success', summary: {} } })),
+      ).toBe('CONFLICT');
 
       const queued = await connectApp(db, acme, { status: 'active' });
       const pending = await triggerSync(sql, acme, { connectionId: queued.id });
@@ -234,7 +230,13 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
     it('triggers one pending run per connection, and names the active run on a second trigger', async () => {
       const connection = await connectApp(db, acme, { status: 'active' });
       const run = await triggerSync(sql, acme, { connectionId: connection.id, estimatedItems: 120 });
-      expect(run).toMatchObject({ status: 'pending', summary: { queued: true, estimated_items: 120 }, attempt: 1, retryOfId: null, finishedAt: null });
+      expect(run).toMatchObject({
+        status: 'pending',
+        summary: { queued: true, estimated_items: 120 },
+        attempt: 1,
+        retryOfId: null,
+        finishedAt: null,
+      });
       expect(run.dueAt!.getTime()).toBe(run.startedAt.getTime());
       expectRunReadsLikeSeeded(run);
       const second = await refusal(triggerSync(sql, acme, { connectionId: connection.id }));
@@ -247,7 +249,9 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
       expect(await db.prisma.sync.count({ where: { connectionId: connection.id } })).toBe(1);
 
       const paused = await connectApp(db, acme, { status: 'paused' });
-      expect((await refusal(triggerSync(sql, acme, { connectionId: paused.id }))).message).toMatch(/is "paused": runs can be triggered while it is/);
+      expect((await refusal(triggerSync(sql, acme, { connectionId: paused.id }))).message).toMatch(
+        /is "paused": runs can be triggered while it is/,
+      );
       // A new connection and one in error may be run.
       await triggerSync(sql, acme, { connectionId: (await connectApp(db, acme)).id });
       await triggerSync(sql, acme, { connectionId: (await connectApp(db, acme, { status: 'error' })).id });
@@ -289,11 +293,19 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
     it('records progress and extends the lease, for the claimer only', async () => {
       const run = await runningRun();
       await new Promise((resolve) => setTimeout(resolve, 20));
-      const progressed = await reportSyncProgress(sql, acme, { syncId: run.id, workerId: WORKER, summary: { processed: 40, estimated_items: 90 } });
+      const progressed = await reportSyncProgress(sql, acme, {
+        syncId: run.id,
+        workerId: WORKER,
+        summary: { processed: 40, estimated_items: 90 },
+      });
       expect(progressed.summary).toEqual({ in_progress: true, processed: 40, estimated_items: 90 });
       expect(progressed.leaseExpiresAt!.getTime()).toBeGreaterThan(run.leaseExpiresAt!.getTime());
       // The same report again gives the same summary.
-      const again = await reportSyncProgress(sql, acme, { syncId: run.id, workerId: WORKER, summary: { processed: 40, estimated_items: 90 } });
+      const again = await reportSyncProgress(sql, acme, {
+        syncId: run.id,
+        workerId: WORKER,
+        summary: { processed: 40, estimated_items: 90 },
+      });
       expect(again.summary).toEqual(progressed.summary);
 
       const before = await runRow(db, run.id);
@@ -313,7 +325,11 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
       const run = await runningRun();
       expect((await connectionRow(db, run.connectionId)).status).toBe('active');
       await db.raw.query(`UPDATE connections SET status = 'pending' WHERE id = $1`, [run.connectionId]);
-      const { run: done, retry, connection } = await finishSync(sql, acme, {
+      const {
+        run: done,
+        retry,
+        connection,
+      } = await finishSync(sql, acme, {
         syncId: run.id,
         workerId: WORKER,
         outcome: {
@@ -359,7 +375,11 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
         workerId: WORKER,
         outcome: { status: 'failed', errorMessage: 'Provider API returned 503', summary: { errors: ['503'], processed: 7 } },
       });
-      expect(failed.run).toMatchObject({ status: 'failed', errorMessage: 'Provider API returned 503', summary: { errors: ['503'], processed: 7 } });
+      expect(failed.run).toMatchObject({
+        status: 'failed',
+        errorMessage: 'Provider API returned 503',
+        summary: { errors: ['503'], processed: 7 },
+      });
       expectRunReadsLikeSeeded(failed.run);
       expect(failed.connection).toBeNull();
       const retry = failed.retry!;
@@ -371,10 +391,20 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
       // The same with no back-off, to follow the retry through.
       const now = { retryPolicy: { baseSeconds: 0, factor: 2, maxSeconds: 0 } };
       const first = await runningRun({ settings: { retry_attempts: 1 } });
-      const { retry: immediate } = await finishSync(sql, acme, { syncId: first.id, workerId: WORKER, outcome: { status: 'failed', errorMessage: 'x', summary: {} } }, now);
+      const { retry: immediate } = await finishSync(
+        sql,
+        acme,
+        { syncId: first.id, workerId: WORKER, outcome: { status: 'failed', errorMessage: 'x', summary: {} } },
+        now,
+      );
       const second = (await claimSync(sql, acme, { workerId: WORKER, connectionId: first.connectionId }))!;
       expect(second).toMatchObject({ id: immediate!.id, attempt: 2 });
-      const spent = await finishSync(sql, acme, { syncId: second.id, workerId: WORKER, outcome: { status: 'failed', errorMessage: 'again', summary: {} } }, now);
+      const spent = await finishSync(
+        sql,
+        acme,
+        { syncId: second.id, workerId: WORKER, outcome: { status: 'failed', errorMessage: 'again', summary: {} } },
+        now,
+      );
       expect(spent.retry).toBeNull();
       expect(spent.connection).toMatchObject({ id: first.connectionId, status: 'error' });
 
@@ -388,7 +418,11 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
     it('a paused connection stays paused whatever its running run does', async () => {
       const run = await runningRun({ settings: { retry_attempts: 0 } });
       await updateConnection(sql, acme, run.connectionId, { status: 'paused' });
-      const result = await finishSync(sql, acme, { syncId: run.id, workerId: WORKER, outcome: { status: 'failed', errorMessage: 'x', summary: {} } });
+      const result = await finishSync(sql, acme, {
+        syncId: run.id,
+        workerId: WORKER,
+        outcome: { status: 'failed', errorMessage: 'x', summary: {} },
+      });
       expect(result.connection).toBeNull();
       expect((await connectionRow(db, run.connectionId)).status).toBe('paused');
     });
@@ -411,7 +445,11 @@ describe.each(databaseKinds)('the write data layer on %s', (kind) => {
       expect((await expireLeases(sql, globex)).failed).toEqual([]);
       const reaped = await expireLeases(sql, acme);
       const failed = reaped.failed.find((r) => r.id === run.id)!;
-      expect(failed).toMatchObject({ status: 'failed', errorMessage: 'worker lost: lease expired', summary: { errors: ['worker lost: lease expired'], processed: 0 } });
+      expect(failed).toMatchObject({
+        status: 'failed',
+        errorMessage: 'worker lost: lease expired',
+        summary: { errors: ['worker lost: lease expired'], processed: 0 },
+      });
       expectRunReadsLikeSeeded(failed);
       const retry = reaped.retries.find((r) => r.retryOfId === run.id)!;
       expect(retry).toMatchObject({ status: 'pending', attempt: 2, connectionId: connection.id });

@@ -74,7 +74,12 @@ describe.each(databaseKinds)('write-side schema on %s', (kind) => {
       await db.raw.query(`INSERT INTO tenants (id, slug, name) VALUES ($1, 'legacy', 'Legacy')`, [tenantId]);
       const app = APPLICATIONS[0]!;
       await db.raw.query(`INSERT INTO categories (id, slug, name) VALUES ($1, 'c', 'C')`, [app.categoryId]);
-      await db.raw.query(`INSERT INTO applications (id, slug, name, category_id) VALUES ($1, $2, $3, $4)`, [app.id, app.slug, app.name, app.categoryId]);
+      await db.raw.query(`INSERT INTO applications (id, slug, name, category_id) VALUES ($1, $2, $3, $4)`, [
+        app.id,
+        app.slug,
+        app.name,
+        app.categoryId,
+      ]);
       const connections = [newId('con'), newId('con'), newId('con')];
       for (const [index, id] of connections.entries()) {
         await db.raw.query(
@@ -139,7 +144,9 @@ describe.each(databaseKinds)('write-side schema on %s', (kind) => {
       const tenant = await db.prisma.tenant.create({ data: { id: newId('ten'), slug: 'guards', name: 'Guards' } });
       tenantId = tenant.id;
       await seedLoad(db, 'guards', { connections: 40, syncs: 0 });
-      connections = (await db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY id', [tenantId])).map((r) => r.id);
+      connections = (await db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY id', [tenantId])).map(
+        (r) => r.id,
+      );
     });
     afterAll(() => db?.dispose());
 
@@ -214,7 +221,9 @@ describe.each(databaseKinds)('write-side schema on %s', (kind) => {
       const before = await rowsOf([finished, pending]);
 
       // Unlinking together with any other change is still refused, and so is linking elsewhere.
-      expect(await sqlState(db.raw.query(`UPDATE syncs SET retry_of_id = NULL, summary = '{"x": 1}' WHERE id = $1`, [finished]))).toBe('IG409');
+      expect(await sqlState(db.raw.query(`UPDATE syncs SET retry_of_id = NULL, summary = '{"x": 1}' WHERE id = $1`, [finished]))).toBe(
+        'IG409',
+      );
       expect(await sqlState(db.raw.query(`UPDATE syncs SET retry_of_id = NULL, due_at = now() WHERE id = $1`, [pending]))).toBe('IG409');
       expect(await sqlState(db.raw.query('UPDATE syncs SET retry_of_id = $2 WHERE id = $1', [pending, finished]))).toBe('IG409');
 

@@ -1,12 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import {
-  createRemoteJWKSet,
-  errors as joseErrors,
-  importSPKI,
-  jwtVerify,
-  type CryptoKey,
-  type JWTVerifyGetKey,
-} from 'jose';
+import { createRemoteJWKSet, errors as joseErrors, importSPKI, jwtVerify, type CryptoKey, type JWTVerifyGetKey } from 'jose';
 import type { Viewer } from './viewer.js';
 import type { Config } from '../env.js';
 import { ApiError } from '../errors.js';

@@ -60,14 +60,13 @@ const AUTH_FAILURE_MESSAGES = {
  * The viewer an Authorization header names: null without one; a credential that is present but malformed,
  * unknown, expired or revoked fails with 401 UNAUTHORIZED.
  */
-export async function viewerOf(authorization: string | null | undefined, credentials: Parameters<typeof authenticate>[1]): Promise<Viewer | null> {
+export async function viewerOf(
+  authorization: string | null | undefined,
+  credentials: Parameters<typeof authenticate>[1],
+): Promise<Viewer | null> {
   const result = await authenticate(authorization, credentials);
   if (!result.viewer && result.reason !== 'missing') {
-    throw new ApiError(
-      'UNAUTHORIZED',
-      AUTH_FAILURE_MESSAGES[result.reason],
-      { headers: { 'WWW-Authenticate': 'Bearer, Token' } },
-    );
+    throw new ApiError('UNAUTHORIZED', AUTH_FAILURE_MESSAGES[result.reason], { headers: { 'WWW-Authenticate': 'Bearer, Token' } });
   }
   return result.viewer;
 }
@@ -78,6 +77,10 @@ export function sourceOfFetch(request: Request): CredentialSource {
 }
 
 /** The credential a request presents (Authorization, or the session cookie past its cross-site checks). */
-export function requestCredential(source: CredentialSource, credentials: Parameters<typeof authenticate>[1], surface?: 'websocket'): string | null {
+export function requestCredential(
+  source: CredentialSource,
+  credentials: Parameters<typeof authenticate>[1],
+  surface?: 'websocket',
+): string | null {
   return credentialOf(source, credentials.sessions ?? { trustProxy: false }, surface);
 }

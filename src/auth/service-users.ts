@@ -44,10 +44,7 @@ function parseRole(value: unknown): Role {
 function normalizeServiceUserName(name: string): string {
   const trimmed = typeof name === 'string' ? name.trim() : '';
   if (trimmed.length < 1 || trimmed.length > MAX_SERVICE_USER_NAME_LENGTH) {
-    throw new ApiError(
-      'INVALID_QUERY',
-      `a service user name must be 1 to ${MAX_SERVICE_USER_NAME_LENGTH} characters long`,
-    );
+    throw new ApiError('INVALID_QUERY', `a service user name must be 1 to ${MAX_SERVICE_USER_NAME_LENGTH} characters long`);
   }
   if (UNPRINTABLE.test(trimmed)) {
     throw new ApiError(
@@ -153,11 +150,7 @@ async function withAdminKept<T>(
   });
 }
 
-export async function findServiceUserByName(
-  db: Database,
-  tenantId: string,
-  name: string,
-): Promise<ServiceUserInfo | null> {
+export async function findServiceUserByName(db: Database, tenantId: string, name: string): Promise<ServiceUserInfo | null> {
   return db.prisma.serviceUser.findUnique({
     where: { tenantId_name: { tenantId, name: name.trim() } },
     select: serviceUserSelect,
@@ -193,7 +186,11 @@ export function listServiceUsers(db: Database, tenantId: string): Promise<Servic
  * reads it (src/http/app.ts, the demo tenant's advice) and then loads no Prisma query compiler before it listens (its
  * Wasm and the first compiled queries are a large share of a PGlite restart's CPU).
  */
-export async function adminsWithUsableToken(db: Database, tenantSlug: string, now: Date): Promise<{ name: string; usable: boolean }[] | null> {
+export async function adminsWithUsableToken(
+  db: Database,
+  tenantSlug: string,
+  now: Date,
+): Promise<{ name: string; usable: boolean }[] | null> {
   // A row per admin (name null: the tenant has none); no row: there is no such tenant.
   const rows = await db.raw.query<{ name: string | null; usable: boolean }>(
     `SELECT su.name,

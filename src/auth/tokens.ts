@@ -21,9 +21,7 @@ const TOKEN_PREFIX_LENGTH = 12;
 const SECRET_BYTES = 32;
 const SECRET_LENGTH = 43;
 const TOKEN_LENGTH = TOKEN_MARKER.length + TOKEN_PREFIX_LENGTH + 1 + SECRET_LENGTH;
-const TOKEN_PATTERN = new RegExp(
-  `^${TOKEN_MARKER}([${ID_ALPHABET}]{${TOKEN_PREFIX_LENGTH}})_([A-Za-z0-9_-]{${SECRET_LENGTH}})$`,
-);
+const TOKEN_PATTERN = new RegExp(`^${TOKEN_MARKER}([${ID_ALPHABET}]{${TOKEN_PREFIX_LENGTH}})_([A-Za-z0-9_-]{${SECRET_LENGTH}})$`);
 
 export const MAX_TOKEN_LIFETIME_DAYS = 366;
 /** last_used_at is informational; writing it on every request would turn each read into a write. */
@@ -214,7 +212,11 @@ export async function verifyPersonalAccessToken(
     tokenId: row.id,
   };
   if (key !== undefined) {
-    tokenCache!.cache.set(key, { viewer, tokenId: row.id, serviceUserId: row.service_user_id, expiresAt: new Date(row.expires_at).getTime() }, now.getTime());
+    tokenCache!.cache.set(
+      key,
+      { viewer, tokenId: row.id, serviceUserId: row.service_user_id, expiresAt: new Date(row.expires_at).getTime() },
+      now.getTime(),
+    );
     tokenCache!.onStore?.();
   }
   return viewer;
@@ -241,12 +243,7 @@ type RevokeResult = 'revoked' | 'already_revoked' | 'not_found';
  * Revokes a token (idempotent: revoking twice keeps the first revocation time). With `tenantId` the token
  * must belong to that tenant; without it (operator CLI) any token can be revoked.
  */
-export async function revokeToken(
-  db: Database,
-  tokenId: string,
-  tenantId?: string,
-  now: Date = new Date(),
-): Promise<RevokeResult> {
+export async function revokeToken(db: Database, tokenId: string, tenantId?: string, now: Date = new Date()): Promise<RevokeResult> {
   if (tokenId.length === 0 || tokenId.length > MAX_ID_LENGTH) return 'not_found';
   const scope = tenantId === undefined ? { id: tokenId } : { id: tokenId, tenantId };
   const { count } = await db.prisma.token.updateMany({
@@ -262,11 +259,7 @@ export async function revokeToken(
 }
 
 /** Token metadata of a tenant, newest first. Never the hash, never the value. */
-export async function listTokens(
-  db: Database,
-  tenantId: string,
-  options: { serviceUserId?: string } = {},
-): Promise<TokenInfo[]> {
+export async function listTokens(db: Database, tenantId: string, options: { serviceUserId?: string } = {}): Promise<TokenInfo[]> {
   const rows = await db.prisma.token.findMany({
     relationLoadStrategy: 'join',
     where: { tenantId, ...(options.serviceUserId === undefined ? {} : { serviceUserId: options.serviceUserId }) },

@@ -52,7 +52,7 @@ export const exportCommands: Command[] = [
   {
     name: ['export'],
     usage: '<syncs|connected> --tenant <slug> --format <csv|ndjson> [--filter <param=value>]...',
-    summary: 'Write a tenant\'s sync history (or connections) to stdout as CSV or NDJSON, with the REST filters; progress on stderr',
+    summary: "Write a tenant's sync history (or connections) to stdout as CSV or NDJSON, with the REST filters; progress on stderr",
     positionals: { min: 1, max: 1 },
     options: { tenant: { type: 'string' }, format: { type: 'string' }, filter: { type: 'string', multiple: true } },
     check(input) {
@@ -73,7 +73,14 @@ export const exportCommands: Command[] = [
       const gateway = createGateway({
         db,
         logger: createLogger('silent'),
-        config: { JWT_SECRET: secret, JWT_PUBLIC_KEY: undefined, JWT_JWKS_URL: undefined, JWT_ISSUER: undefined, JWT_AUDIENCE: undefined, RATE_LIMIT_PER_MINUTE: 0 },
+        config: {
+          JWT_SECRET: secret,
+          JWT_PUBLIC_KEY: undefined,
+          JWT_JWKS_URL: undefined,
+          JWT_ISSUER: undefined,
+          JWT_AUDIENCE: undefined,
+          RATE_LIMIT_PER_MINUTE: 0,
+        },
       });
       try {
         const token = await new SignJWT({ tenant_id: tenant.id, role: 'reader' })
@@ -94,7 +101,14 @@ export const exportCommands: Command[] = [
         const response = await gateway.fetch(url(''), { headers: { ...headers, accept: ACCEPT[format] } });
         if (response.status !== 200) throw new CliError(await refusal(response));
         const bar = new SingleBar({
-          stream: { write: (text: string) => (io.stderr(text), true), isTTY: true, columns: 80, cursorTo: () => true, clearLine: () => true, moveCursor: () => true } as never,
+          stream: {
+            write: (text: string) => (io.stderr(text), true),
+            isTTY: true,
+            columns: 80,
+            cursorTo: () => true,
+            clearLine: () => true,
+            moveCursor: () => true,
+          } as never,
           format: '{bar} {percentage}% | {value}/{total} rows | {rate} rows/s | {duration_formatted}',
           noTTYOutput: true,
           notTTYSchedule: 1000,

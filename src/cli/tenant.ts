@@ -7,9 +7,7 @@ const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
 
 function checkTenant(slug: string, name: string): void {
   if (!TENANT_SLUG.test(slug)) {
-    throw new UsageError(
-      `invalid tenant slug "${slug}": 2-63 characters, lowercase letters, digits and "-", not starting with "-"`,
-    );
+    throw new UsageError(`invalid tenant slug "${slug}": 2-63 characters, lowercase letters, digits and "-", not starting with "-"`);
   }
   if (name.trim() === '' || name.length > 200) throw new UsageError('--name must be 1-200 characters');
 }
@@ -70,7 +68,15 @@ export const tenantCommands: Command[] = [
       });
       if (input.values.json) {
         for (const t of tenants) {
-          out(JSON.stringify({ id: t.id, slug: t.slug, name: t.name, created_at: t.createdAt.toISOString(), service_users: t._count.serviceUsers }));
+          out(
+            JSON.stringify({
+              id: t.id,
+              slug: t.slug,
+              name: t.name,
+              created_at: t.createdAt.toISOString(),
+              service_users: t._count.serviceUsers,
+            }),
+          );
         }
         return;
       }

@@ -67,7 +67,12 @@ export const tokenCommands: Command[] = [
       if (!user) throw new CliError(`service user "${name}" does not exist in tenant "${tenant.slug}"`);
       let created;
       try {
-        created = await createToken(db, { tenantId: tenant.id, serviceUserId: user.id, expiresAt, createdBy: 'cli' }, new Date(), tokenCapsOf(config));
+        created = await createToken(
+          db,
+          { tenantId: tenant.id, serviceUserId: user.id, expiresAt, createdBy: 'cli' },
+          new Date(),
+          tokenCapsOf(config),
+        );
       } catch (error) {
         if (error instanceof ApiError) throw new CliError(error.message);
         throw error;

@@ -74,7 +74,11 @@ export async function countCategories(db: Pick<RawSql, 'query'>, query: Pick<Cat
 }
 
 /** One category by id, or null. */
-export async function readCategory(db: Pick<RawSql, 'query'>, id: string, properties: ReadonlySet<string> | null): Promise<CategoryRow | null> {
+export async function readCategory(
+  db: Pick<RawSql, 'query'>,
+  id: string,
+  properties: ReadonlySet<string> | null,
+): Promise<CategoryRow | null> {
   const read = propertiesToRead(ALL_CATEGORY_PROPERTIES, properties);
   const statement = sql`SELECT ${aliasedColumns(CATEGORY_ROW_SQL, read)} ${CATEGORIES} WHERE "t0"."id" = ${id}`;
   const [row] = await db.query<CategoryRow>(statement.text, statement.values);
@@ -125,10 +129,17 @@ const withCategory = (read: readonly ApplicationProperty[]) => read.some((proper
 /** FROM with the category's JOIN when a read property, a condition or the order names it. */
 function fromOf(read: readonly ApplicationProperty[], parts: readonly Sql[]): Sql {
   const category = withCategory(read) || parts.some((part) => part.strings.join('').includes('"t1".'));
-  return raw(`FROM "public"."applications" AS "t0"${category ? ' JOIN "public"."categories" AS "t1" ON "t1"."id" = "t0"."category_id"' : ''}`);
+  return raw(
+    `FROM "public"."applications" AS "t0"${category ? ' JOIN "public"."categories" AS "t1" ON "t1"."id" = "t0"."category_id"' : ''}`,
+  );
 }
 
-async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ApplicationProperty[], keyCount = 0): Promise<ApplicationRow[]> {
+async function rowsOf(
+  db: Pick<RawSql, 'query'>,
+  statement: Sql,
+  read: readonly ApplicationProperty[],
+  keyCount = 0,
+): Promise<ApplicationRow[]> {
   return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read, keyCount) as ApplicationRow[];
 }
 
@@ -152,9 +163,17 @@ export async function countApplications(db: Pick<RawSql, 'query'>, query: Pick<A
 }
 
 /** One application by id, or null. */
-export async function readApplication(db: Pick<RawSql, 'query'>, id: string, properties: ReadonlySet<string> | null): Promise<ApplicationRow | null> {
+export async function readApplication(
+  db: Pick<RawSql, 'query'>,
+  id: string,
+  properties: ReadonlySet<string> | null,
+): Promise<ApplicationRow | null> {
   const read = propertiesToRead(ALL_PROPERTIES, properties);
-  const [row] = await rowsOf(db, sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [])} WHERE "t0"."id" = ${id}`, read);
+  const [row] = await rowsOf(
+    db,
+    sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [])} WHERE "t0"."id" = ${id}`,
+    read,
+  );
   return row ?? null;
 }
 
@@ -162,7 +181,11 @@ export async function readApplication(db: Pick<RawSql, 'query'>, id: string, pro
  * The applications of several categories, by name (then id) within each: one statement for a page's
  * categories. Each row carries its categoryId, by which the caller groups them.
  */
-export function readApplicationsOfCategories(db: Pick<RawSql, 'query'>, categoryIds: readonly string[], properties: ReadonlySet<string> | null): Promise<ApplicationRow[]> {
+export function readApplicationsOfCategories(
+  db: Pick<RawSql, 'query'>,
+  categoryIds: readonly string[],
+  properties: ReadonlySet<string> | null,
+): Promise<ApplicationRow[]> {
   const read = propertiesToRead(ALL_PROPERTIES, properties && new Set([...properties, 'categoryId']));
   return rowsOf(
     db,

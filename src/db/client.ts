@@ -170,7 +170,9 @@ function withQueryEvents({ kind, adapterFactory, raw, liveReads, close: closeDri
       query: observed(raw.query.bind(raw)),
       // Statements inside a transaction (the write path) are observed as well.
       transaction: (work) =>
-        raw.transaction((tx) => work({ ...tx, query: observed(tx.query.bind(tx)), queryThenCommit: observed(tx.queryThenCommit.bind(tx)) })),
+        raw.transaction((tx) =>
+          work({ ...tx, query: observed(tx.query.bind(tx)), queryThenCommit: observed(tx.queryThenCommit.bind(tx)) }),
+        ),
     },
     liveReads: { query: observed(liveReads.query.bind(liveReads)) },
     adapterFactory,
@@ -219,7 +221,8 @@ function claimDataDirectory(dataDir: string): () => void {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       const [pidLine, address] = readFileSync(path, 'utf8').split('\n');
       const holder = Number(pidLine?.trim());
-      if (Number.isInteger(holder) && holder > 0 && isRunning(holder)) throw new DataDirectoryInUseError(dataDir, holder, address?.trim() || undefined);
+      if (Number.isInteger(holder) && holder > 0 && isRunning(holder))
+        throw new DataDirectoryInUseError(dataDir, holder, address?.trim() || undefined);
       rmSync(path, { force: true });
     }
   }
@@ -376,7 +379,10 @@ async function openPostgres(
     preparedStatements = true,
     readUrl,
     readMaxLagMs = DEFAULT_READ_MAX_LAG_MS,
-  }: Pick<DatabaseOptions, 'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements' | 'readUrl' | 'readMaxLagMs'>,
+  }: Pick<
+    DatabaseOptions,
+    'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements' | 'readUrl' | 'readMaxLagMs'
+  >,
   /** What answers on the other end: PostgreSQL, or a server's PGlite through its local socket. */
   kind: DatabaseKind = 'postgres',
 ): Promise<Database> {
@@ -422,7 +428,12 @@ async function openPostgres(
   };
   const run = runnerOf(pool, readReplicas?.pool);
   const runLive = runnerOf(livePool);
-  const statsOf = (of: pg.Pool, max: number) => (): PoolStats => ({ total: of.totalCount, idle: of.idleCount, waiting: of.waitingCount, max });
+  const statsOf = (of: pg.Pool, max: number) => (): PoolStats => ({
+    total: of.totalCount,
+    idle: of.idleCount,
+    waiting: of.waitingCount,
+    max,
+  });
   const raw: RawSql = {
     async exec(script) {
       await pool.query(script);
@@ -497,7 +508,12 @@ async function openPostgres(
     },
   };
   const listen: Database['listen'] = (channel, onNotify, onReconnect) =>
-    listenOnDedicatedClient({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true }, channel, onNotify, onReconnect);
+    listenOnDedicatedClient(
+      { connectionString: url, connectionTimeoutMillis: connectTimeoutMs, keepAlive: true },
+      channel,
+      onNotify,
+      onReconnect,
+    );
   const liveReads: Database['liveReads'] = {
     async query<Row>(sql: string, params: unknown[] = []) {
       return (await runLive(livePool, sql, params, true)).rows as Row[];

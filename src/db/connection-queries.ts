@@ -76,7 +76,10 @@ export function isConnectionProperty(name: string): name is ConnectionProperty {
 }
 
 /** How deep each property sits in the row handed back: 0 the connection's, 1 its application's, 2 the category's. */
-const DEPTH = Object.fromEntries(ALL_PROPERTIES.map((property) => [property, property.split('.').length - 1])) as Record<ConnectionProperty, number>;
+const DEPTH = Object.fromEntries(ALL_PROPERTIES.map((property) => [property, property.split('.').length - 1])) as Record<
+  ConnectionProperty,
+  number
+>;
 
 /**
  * A connection as the reads hand it back: its selected properties, and its application (with the category)
@@ -113,7 +116,12 @@ function whereOf(tenantId: string, conditions: readonly Sql[]): Sql {
 const LIVE = raw('"t0"."deleted_at" IS NULL');
 
 /** Runs a statement that reads `read` and hands back its rows nested. */
-async function rowsOf(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly ConnectionProperty[], keyCount = 0): Promise<ConnectionRow[]> {
+async function rowsOf(
+  db: Pick<RawSql, 'query'>,
+  statement: Sql,
+  read: readonly ConnectionProperty[],
+  keyCount = 0,
+): Promise<ConnectionRow[]> {
   return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read, keyCount) as ConnectionRow[];
 }
 
@@ -123,7 +131,12 @@ export function readConnectionPage(db: Pick<RawSql, 'query'>, query: ConnectionL
   const where = whereOf(query.tenantId, [LIVE, query.where, query.start]);
   const from = fromOf(read, [where, query.orderBy]);
   const select = pageColumns(CONNECTION_ROW_SQL, read, query.keys);
-  return rowsOf(db, sql`SELECT ${select} ${from} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`, read, query.keys.length);
+  return rowsOf(
+    db,
+    sql`SELECT ${select} ${from} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`,
+    read,
+    query.keys.length,
+  );
 }
 
 /** How many of the tenant's live connections the query matches. */

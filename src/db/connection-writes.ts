@@ -9,14 +9,7 @@ import { newId } from '../prefixed-ids.js';
 import { kindOfCategory } from '../domain/category-kinds.js';
 import type { RawSql } from './client.js';
 import { appendEvents, connectionEvent, syncEvent } from './events.js';
-import {
-  CONNECTION_ROW,
-  failedSummarySql,
-  inTransaction,
-  SYNC_ROW,
-  type TransactionRunner,
-  type Tx,
-} from './write-transactions.js';
+import { CONNECTION_ROW, failedSummarySql, inTransaction, SYNC_ROW, type TransactionRunner, type Tx } from './write-transactions.js';
 
 // Writes of connections: create, change (JSON Merge Patch) and delete, one transaction each, scoped by tenant in
 // every statement. Status changes an admin asks for follow src/domain/connection-status.ts; the ones runs
@@ -126,7 +119,12 @@ export async function createConnectionProblems(sql: Pick<RawSql, 'query'>, body:
  * `sync_interval` for a connection that is only run when triggered). An unknown application and every
  * problem of metadata and settings are one INVALID_QUERY listing them all.
  */
-export async function createConnection(sql: TransactionRunner, tenantId: string, input: CreateConnectionInput, createdBy: string | null = null): Promise<Connection> {
+export async function createConnection(
+  sql: TransactionRunner,
+  tenantId: string,
+  input: CreateConnectionInput,
+  createdBy: string | null = null,
+): Promise<Connection> {
   return inTransaction(sql, async (tx) => {
     const [application] = await findApplication(tx, input.applicationId);
     const problems = catalogProblems(application, input.applicationId, input);
@@ -176,12 +174,7 @@ function patched(current: unknown, patch: Record<string, unknown> | null | undef
  * member by member, `null` removes one, then validated whole against the application's kind). Input
  * problems are INVALID_QUERY, a refused status change CONFLICT; either way nothing changes.
  */
-export async function updateConnection(
-  sql: TransactionRunner,
-  tenantId: string,
-  id: string,
-  patch: ConnectionPatch,
-): Promise<Connection> {
+export async function updateConnection(sql: TransactionRunner, tenantId: string, id: string, patch: ConnectionPatch): Promise<Connection> {
   return inTransaction(sql, async (tx) => {
     const [current] = await tx.query<LockedConnection>(
       `SELECT ${CONNECTION_ROW}, "a"."category_id" AS "categoryId"

@@ -56,8 +56,17 @@ export function syncEvent(run: Sync, progress = false): NewEvent {
   };
 }
 
-export function connectionEvent(connection: Connection, type: 'connection.created' | 'connection.updated' | 'connection.deleted'): NewEvent {
-  return { type, subjectId: connection.id, payload: { status: connection.status }, webhookData: connectionMessageData(connection), connectionId: connection.id };
+export function connectionEvent(
+  connection: Connection,
+  type: 'connection.created' | 'connection.updated' | 'connection.deleted',
+): NewEvent {
+  return {
+    type,
+    subjectId: connection.id,
+    payload: { status: connection.status },
+    webhookData: connectionMessageData(connection),
+    connectionId: connection.id,
+  };
 }
 
 /** The connection an event is about: a connection's own events, and its runs' (undefined for other events). */
@@ -157,12 +166,7 @@ interface EventRow {
 }
 
 /** The tenant's events after `afterId`, oldest first. */
-export async function readEvents(
-  sql: Pick<RawSql, 'query'>,
-  tenantId: string,
-  afterId: number,
-  limit = 1000,
-): Promise<StoredEvent[]> {
+export async function readEvents(sql: Pick<RawSql, 'query'>, tenantId: string, afterId: number, limit = 1000): Promise<StoredEvent[]> {
   const rows = await sql.query<EventRow>(
     `SELECT "e"."tenant_id" AS "tenantId", "e"."id"::text AS "id", "e"."type", "e"."subject_id" AS "subjectId",
             "e"."payload", "e"."created_at" AS "createdAt"

@@ -57,7 +57,9 @@ function canonicalJson(value: unknown): string {
 
 /** sha256 (hex) of a parsed request body; an absent body hashes like `null`. */
 export function hashRequestBody(body: unknown): string {
-  return createHash('sha256').update(canonicalJson(body ?? null)).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(body ?? null))
+    .digest('hex');
 }
 
 interface RecordRow {
@@ -123,7 +125,10 @@ async function reserveIdempotencyKey(tx: Tx, tenantId: string, request: Idempote
   if (!earlier) throw new Error(`idempotency key ${request.key} neither reserved nor found`);
   if (earlier.method !== request.method || earlier.path !== request.path || earlier.requestHash !== request.requestHash) {
     // Which request used the key, and when, is not said: the key may have been another credential's of the tenant.
-    throw new ApiError('IDEMPOTENCY_KEY_REUSED', 'the Idempotency-Key was already used for another request; use a new key for a new request');
+    throw new ApiError(
+      'IDEMPOTENCY_KEY_REUSED',
+      'the Idempotency-Key was already used for another request; use a new key for a new request',
+    );
   }
   return earlier;
 }

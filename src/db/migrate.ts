@@ -60,9 +60,7 @@ export async function migrate(db: Database, dir = MIGRATIONS_DIR): Promise<strin
   return db.raw.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [PRISMA_ADVISORY_LOCK]);
     await tx.exec(CREATE_MIGRATIONS_TABLE);
-    const rows = await tx.query<AppliedRow>(
-      'SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations"',
-    );
+    const rows = await tx.query<AppliedRow>('SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations"');
     const applied = new Map<string, AppliedRow>();
     for (const row of rows) {
       if (row.rolled_back_at) continue;

@@ -62,7 +62,8 @@ export function parseLsn(text: string | null | undefined): bigint | undefined {
 }
 
 /** Statements that write, lock or have side effects even inside a SELECT. */
-const NOT_A_PLAIN_READ = /\b(insert|update|delete|merge|for\s+(update|share|no\s+key\s+update|key\s+share)|nextval|setval|pg_notify|pg_advisory\w*|pg_try_advisory\w*|set_config|pg_current_wal\w*)\b/i;
+const NOT_A_PLAIN_READ =
+  /\b(insert|update|delete|merge|for\s+(update|share|no\s+key\s+update|key\s+share)|nextval|setval|pg_notify|pg_advisory\w*|pg_try_advisory\w*|set_config|pg_current_wal\w*)\b/i;
 
 /** Whether `sql` only reads, so a replica may run it. */
 export function isPlainRead(sql: string): boolean {
@@ -190,7 +191,6 @@ type QueryFunction = (config: unknown, values?: unknown, callback?: unknown) => 
  * after them (`onCommit`).
  */
 export class RoutingPool extends pg.Pool {
-
   constructor(config: pg.PoolConfig) {
     super(config);
     // A transaction's COMMIT, on a connection of this pool, reports its position to the request's scope. Sent
@@ -199,7 +199,8 @@ export class RoutingPool extends pg.Pool {
       const query = client.query.bind(client) as QueryFunction;
       (client as unknown as { query: QueryFunction }).query = (config, values, callback) => {
         const scope = scopes.getStore();
-        if (!scope?.onCommit || callback !== undefined || textOf(config).trim().toUpperCase() !== 'COMMIT') return query(config, values, callback);
+        if (!scope?.onCommit || callback !== undefined || textOf(config).trim().toUpperCase() !== 'COMMIT')
+          return query(config, values, callback);
         const committed = query(config, values) as Promise<pg.QueryResult>;
         const position = query(FLUSH_LSN_SQL) as Promise<pg.QueryResult<{ lsn: string }>>;
         position.catch(() => {});
@@ -234,7 +235,11 @@ export class RoutingPool extends pg.Pool {
   }
 
   /** A statement that may write, outside a transaction: its commit's position goes to the scope. */
-  private async write(scope: ReadScope, statement: Promise<pg.QueryResult>, position: () => Promise<pg.QueryResult>): Promise<pg.QueryResult> {
+  private async write(
+    scope: ReadScope,
+    statement: Promise<pg.QueryResult>,
+    position: () => Promise<pg.QueryResult>,
+  ): Promise<pg.QueryResult> {
     const result = await statement;
     if (scope.onCommit) {
       const lsn = await position().then(

@@ -17,9 +17,9 @@ function loadSchemaEngineModule(): Promise<SchemaEngineModule> {
   loaded ??= (async () => {
     const require = createRequire(import.meta.url);
     const dir = dirname(require.resolve('@prisma/schema-engine-wasm/schema_engine_bg'));
-    const bindings = (await import(
-      /* @vite-ignore */ join(dir, 'schema_engine_bg.js')
-    )) as SchemaEngineModule & { __wbg_set_wasm(exports: WebAssembly.Exports): void };
+    const bindings = (await import(/* @vite-ignore */ join(dir, 'schema_engine_bg.js'))) as SchemaEngineModule & {
+      __wbg_set_wasm(exports: WebAssembly.Exports): void;
+    };
     const module = await WebAssembly.compile(readFileSync(join(dir, 'schema_engine_bg.wasm')));
     const instance = await WebAssembly.instantiate(module, {
       './schema_engine_bg.js': bindings as unknown as WebAssembly.ModuleImports,
@@ -43,11 +43,7 @@ export async function openSchemaEngine(
   schema: string = readPrismaSchema(),
 ): Promise<SchemaEngine> {
   const { SchemaEngine } = await loadSchemaEngineModule();
-  return SchemaEngine.new(
-    { datamodels: [[SCHEMA_PATH, schema]] },
-    () => {},
-    bindMigrationAwareSqlAdapterFactory(adapterFactory),
-  );
+  return SchemaEngine.new({ datamodels: [[SCHEMA_PATH, schema]] }, () => {}, bindMigrationAwareSqlAdapterFactory(adapterFactory));
 }
 
 export const NO_FILTERS = { externalTables: [], externalEnums: [] };

@@ -6,7 +6,10 @@ import { SYNC_ROW } from './write-transactions.js';
 // to start from), and whether the connection it follows exists (deleted ones included: their history stays).
 
 export async function runOf(sql: Pick<RawSql, 'query'>, tenantId: string, id: string): Promise<Sync | undefined> {
-  const [run] = await sql.query<Sync>(`SELECT ${SYNC_ROW} FROM "public"."syncs" AS "s" WHERE "s"."tenant_id" = $1 AND "s"."id" = $2`, [tenantId, id]);
+  const [run] = await sql.query<Sync>(`SELECT ${SYNC_ROW} FROM "public"."syncs" AS "s" WHERE "s"."tenant_id" = $1 AND "s"."id" = $2`, [
+    tenantId,
+    id,
+  ]);
   return run;
 }
 

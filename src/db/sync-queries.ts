@@ -155,7 +155,12 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
 }
 
 /** One of the tenant's syncs by id, or null: the properties asked for (the id always; null for all). */
-export async function readSync(db: Pick<RawSql, 'query'>, tenantId: string, id: string, properties: ReadonlySet<SyncProperty> | null): Promise<SyncListRow | null> {
+export async function readSync(
+  db: Pick<RawSql, 'query'>,
+  tenantId: string,
+  id: string,
+  properties: ReadonlySet<SyncProperty> | null,
+): Promise<SyncListRow | null> {
   const statement = sql`SELECT ${selectList(properties)} ${FROM} WHERE "t0"."tenant_id" = ${tenantId} AND "t0"."id" = ${id}`;
   const [row] = await db.query<SyncListRow>(statement.text, statement.values);
   return row ?? null;
@@ -174,7 +179,11 @@ export async function countSyncs(db: Pick<RawSql, 'query'>, query: SyncListQuery
 }
 
 /** A page of syncs of each of several connections, in one statement (a LATERAL page per connection). */
-export function readConnectionSyncPages(db: Pick<RawSql, 'query'>, connectionIds: readonly string[], query: SyncListQuery): Promise<SyncListRow[]> {
+export function readConnectionSyncPages(
+  db: Pick<RawSql, 'query'>,
+  connectionIds: readonly string[],
+  query: SyncListQuery,
+): Promise<SyncListRow[]> {
   // The rows are grouped by connection afterwards, so the connection id is always read.
   const page = pageOf(query, selectList(query.properties, ['connectionId']), raw('"t0"."connection_id" = "parent"."id"'));
   const statement = sql`SELECT "page".* FROM unnest(${arrayLiteral(connectionIds)}::text[]) AS "parent"("id") CROSS JOIN LATERAL (${page}) AS "page"`;
@@ -182,7 +191,11 @@ export function readConnectionSyncPages(db: Pick<RawSql, 'query'>, connectionIds
 }
 
 /** How many syncs of each connection the query matches, in one statement, in the order of `connectionIds`. */
-export async function countConnectionSyncs(db: Pick<RawSql, 'query'>, connectionIds: readonly string[], query: SyncListQuery): Promise<number[]> {
+export async function countConnectionSyncs(
+  db: Pick<RawSql, 'query'>,
+  connectionIds: readonly string[],
+  query: SyncListQuery,
+): Promise<number[]> {
   const scope = sql`"t0"."connection_id" = ANY(${arrayLiteral(connectionIds)}::text[])`;
   const statement = sql`SELECT "t0"."connection_id" AS "connectionId", ${countOf(query)} WHERE ${whereOf(query, scope)} GROUP BY "t0"."connection_id"`;
   const rows = await db.query<{ connectionId: string; count: number }>(statement.text, statement.values);

@@ -1,9 +1,5 @@
 import { SYNC_INTERVAL_SECONDS, type SyncInterval } from '../domain/connection-members.js';
-import {
-  connectionStatusAfterRun,
-  RUNNABLE_CONNECTION_STATUSES,
-  SCHEDULED_CONNECTION_STATUSES,
-} from '../domain/connection-status.js';
+import { connectionStatusAfterRun, RUNNABLE_CONNECTION_STATUSES, SCHEDULED_CONNECTION_STATUSES } from '../domain/connection-status.js';
 import { invalidInput } from '../domain/problems.js';
 import {
   ACTIVE_SYNC_STATUSES,
@@ -21,14 +17,7 @@ import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { ConnectionStatus } from '../generated/prisma/enums.js';
 import { newId } from '../prefixed-ids.js';
 import { appendEvents, connectionEvent, syncEvent } from './events.js';
-import {
-  CONNECTION_ROW,
-  failedSummarySql,
-  inTransaction,
-  SYNC_ROW,
-  type TransactionRunner,
-  type Tx,
-} from './write-transactions.js';
+import { CONNECTION_ROW, failedSummarySql, inTransaction, SYNC_ROW, type TransactionRunner, type Tx } from './write-transactions.js';
 
 // The run lifecycle: trigger, claim, progress, finish, plus the scheduler's two jobs (queue due runs, fail
 // runs whose lease expired). Each change is one transaction; each run transition one conditional UPDATE
@@ -138,9 +127,7 @@ interface ClaimSyncInput {
 function leaseSecondsOf(input: { leaseSeconds?: number | undefined }): number {
   const lease = input.leaseSeconds ?? LEASE_SECONDS.default;
   if (!Number.isInteger(lease) || lease < LEASE_SECONDS.min || lease > LEASE_SECONDS.max) {
-    throw invalidInput([
-      { field: 'lease_seconds', message: `must be an integer from ${LEASE_SECONDS.min} to ${LEASE_SECONDS.max}` },
-    ]);
+    throw invalidInput([{ field: 'lease_seconds', message: `must be an integer from ${LEASE_SECONDS.min} to ${LEASE_SECONDS.max}` }]);
   }
   return lease;
 }
@@ -463,7 +450,14 @@ export async function scheduleDueSyncs(sql: TransactionRunner, tenantId: string,
        ORDER BY "c"."id"
        LIMIT $6
        FOR SHARE OF "c" SKIP LOCKED`,
-      [tenantId, Object.keys(intervals), Object.values(intervals), SCHEDULED_CONNECTION_STATUSES, ACTIVE_SYNC_STATUSES, options.limit ?? 1000],
+      [
+        tenantId,
+        Object.keys(intervals),
+        Object.values(intervals),
+        SCHEDULED_CONNECTION_STATUSES,
+        ACTIVE_SYNC_STATUSES,
+        options.limit ?? 1000,
+      ],
     );
     if (due.length === 0) return [];
     const queued = await tx.query<Sync>(
@@ -474,7 +468,11 @@ export async function scheduleDueSyncs(sql: TransactionRunner, tenantId: string,
        RETURNING ${SYNC_ROW}`,
       [tenantId, due.map(() => newId('syn')), due.map((c) => c.id)],
     );
-    await appendEvents(tx, tenantId, queued.map((run) => syncEvent(run)));
+    await appendEvents(
+      tx,
+      tenantId,
+      queued.map((run) => syncEvent(run)),
+    );
     return queued;
   });
 }

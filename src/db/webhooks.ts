@@ -76,7 +76,10 @@ export async function createWebhookEndpoint(
   const sealed = settings.secretKeys.seal(secret, { tenantId, id });
   return inTransaction(runner, async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, [`webhook_endpoints:${tenantId}`]);
-    const [count] = await tx.query<{ n: number }>(`SELECT count(*)::int AS "n" FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1`, [tenantId]);
+    const [count] = await tx.query<{ n: number }>(
+      `SELECT count(*)::int AS "n" FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1`,
+      [tenantId],
+    );
     if ((count?.n ?? 0) >= settings.endpointsPerTenant) {
       throw new ApiError(
         'CONFLICT',
@@ -144,11 +147,19 @@ export async function deleteWebhookEndpoint(runner: TransactionRunner, tenantId:
 }
 
 /** A new secret for the endpoint, in force for the next attempt; null when the tenant has none with that id. */
-export async function rotateWebhookSecret(runner: TransactionRunner, tenantId: string, id: string, secretKeys: SecretSealer): Promise<EndpointWithSecret | null> {
+export async function rotateWebhookSecret(
+  runner: TransactionRunner,
+  tenantId: string,
+  id: string,
+  secretKeys: SecretSealer,
+): Promise<EndpointWithSecret | null> {
   const secret = newWebhookSecret();
   return inTransaction(runner, async (tx) => {
     // An endpoint that is not there is NOT_FOUND whatever the keys: sealed only once it is known to exist.
-    const [found] = await tx.query(`SELECT 1 FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 FOR UPDATE`, [tenantId, id]);
+    const [found] = await tx.query(
+      `SELECT 1 FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 FOR UPDATE`,
+      [tenantId, id],
+    );
     if (!found) return null;
     const sealed = secretKeys.seal(secret, { tenantId, id });
     const [row] = await tx.query<WebhookEndpointRow>(
@@ -220,7 +231,12 @@ const LEASED_ENDPOINT = `"w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"
  * recently comes first: a released lease keeps its end time (lease_until) as that mark, so each endpoint with
  * work gets its turn before any gets a second one.
  */
-export async function leaseDueEndpoints(sql: Pick<RawSql, 'query'>, owner: string, limit: number, skipTenants: readonly string[] = []): Promise<LeasedEndpoint[]> {
+export async function leaseDueEndpoints(
+  sql: Pick<RawSql, 'query'>,
+  owner: string,
+  limit: number,
+  skipTenants: readonly string[] = [],
+): Promise<LeasedEndpoint[]> {
   return sql.query<LeasedEndpoint>(
     `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_owner" = $1, "lease_until" = now() + make_interval(secs => $2)
      WHERE "w"."id" IN (
@@ -243,7 +259,11 @@ export async function leaseDueEndpoints(sql: Pick<RawSql, 'query'>, owner: strin
  * Extends `owner`'s lease before an attempt, and reads the endpoint as it is now (URL and secret may have
  * changed; it may have been disabled or deleted). Null when the lease is lost or the endpoint is gone or off.
  */
-export async function renewEndpointLease(sql: Pick<RawSql, 'query'>, endpoint: LeasedEndpoint, owner: string): Promise<LeasedEndpoint | null> {
+export async function renewEndpointLease(
+  sql: Pick<RawSql, 'query'>,
+  endpoint: LeasedEndpoint,
+  owner: string,
+): Promise<LeasedEndpoint | null> {
   const [row] = await sql.query<LeasedEndpoint>(
     `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_until" = now() + make_interval(secs => $4)
      WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 AND "w"."lease_owner" = $3 AND "w"."enabled"
@@ -425,7 +445,12 @@ interface StoredSecret {
  * plaintext ones, and with `keyId` null only those. The one read of the data layer that spans tenants besides
  * the worker's: every row is written back to its own tenant and id.
  */
-export async function secretsToReseal(sql: Pick<RawSql, 'query'>, keyId: string | null, afterId: string, limit: number): Promise<StoredSecret[]> {
+export async function secretsToReseal(
+  sql: Pick<RawSql, 'query'>,
+  keyId: string | null,
+  afterId: string,
+  limit: number,
+): Promise<StoredSecret[]> {
   return sql.query<StoredSecret>(
     `SELECT "w"."tenant_id" AS "tenantId", "w"."id", "w"."secret" FROM "public"."webhook_endpoints" AS "w"
      WHERE "w"."id" > $1 AND CASE WHEN $2::text IS NULL THEN "w"."secret" NOT LIKE 'v1.%' ELSE "w"."secret" NOT LIKE 'v1.' || $2::text || '.%' END

@@ -81,16 +81,15 @@ const COMMON_METADATA: readonly MetadataKey[] = ['region', 'version'];
 const COMMON_SETTINGS: readonly SettingsKey[] = ['sync_interval', 'webhook_enabled', 'retry_attempts', 'notification_enabled'];
 
 /** The members each kind takes: the common ones, then its own. */
-export const CONNECTION_MEMBERS: Readonly<
-  Record<ConnectionKind, { metadata: readonly MetadataKey[]; settings: readonly SettingsKey[] }>
-> = {
-  lock: { metadata: [...COMMON_METADATA, 'location'], settings: COMMON_SETTINGS },
-  pms: { metadata: [...COMMON_METADATA, 'property_id'], settings: COMMON_SETTINGS },
-  payments: { metadata: [...COMMON_METADATA, 'gateway_id', 'currency'], settings: COMMON_SETTINGS },
-  accounting: { metadata: [...COMMON_METADATA, 'currency'], settings: COMMON_SETTINGS },
-  messaging: { metadata: [...COMMON_METADATA, 'channel', 'bot_name'], settings: [...COMMON_SETTINGS, 'mention_users', 'thread_enabled'] },
-  analytics: { metadata: COMMON_METADATA, settings: [...COMMON_SETTINGS, 'track_users', 'anonymize_ip'] },
-};
+export const CONNECTION_MEMBERS: Readonly<Record<ConnectionKind, { metadata: readonly MetadataKey[]; settings: readonly SettingsKey[] }>> =
+  {
+    lock: { metadata: [...COMMON_METADATA, 'location'], settings: COMMON_SETTINGS },
+    pms: { metadata: [...COMMON_METADATA, 'property_id'], settings: COMMON_SETTINGS },
+    payments: { metadata: [...COMMON_METADATA, 'gateway_id', 'currency'], settings: COMMON_SETTINGS },
+    accounting: { metadata: [...COMMON_METADATA, 'currency'], settings: COMMON_SETTINGS },
+    messaging: { metadata: [...COMMON_METADATA, 'channel', 'bot_name'], settings: [...COMMON_SETTINGS, 'mention_users', 'thread_enabled'] },
+    analytics: { metadata: COMMON_METADATA, settings: [...COMMON_SETTINGS, 'track_users', 'anonymize_ip'] },
+  };
 
 /** Every member some kind takes: what a body naming no known application is judged against. */
 const ANY_KIND_MEMBERS = {
@@ -172,7 +171,13 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
     if (value === null) delete result[key];
     // defineProperty, not assignment: a member named "__proto__" (JSON.parse makes it an own property) must
     // stay a member, to be refused as unknown, instead of replacing the object's prototype.
-    else Object.defineProperty(result, key, { value: mergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value), enumerable: true, writable: true, configurable: true });
+    else
+      Object.defineProperty(result, key, {
+        value: mergePatch(Object.hasOwn(result, key) ? result[key] : undefined, value),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
   }
   return result;
 }

@@ -51,7 +51,10 @@ export async function withGraphQLNames<T>(argument: string | undefined, write: (
   } catch (error) {
     const details = error instanceof ApiError && error.code === 'INVALID_QUERY' ? error.extensions.details : undefined;
     if (!Array.isArray(details) || !details.every(isParameterProblem)) throw error;
-    throw invalidGraphQLInput(details.map((d) => ({ field: d.parameter, message: d.message })), argument);
+    throw invalidGraphQLInput(
+      details.map((d) => ({ field: d.parameter, message: d.message })),
+      argument,
+    );
   }
 }
 

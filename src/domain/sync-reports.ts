@@ -6,7 +6,10 @@ import type { FieldProblem } from './problems.js';
 // What an engine may write on a run: the summary members each status may hold (the spec's field-condition
 // table), the diff and the checksum. Requests are parsed here once; the data layer takes the parsed values.
 
-const count = z.int().min(0).max(2 ** 31 - 1);
+const count = z
+  .int()
+  .min(0)
+  .max(2 ** 31 - 1);
 
 const SUMMARY_MEMBERS = {
   queued: z.boolean(),
@@ -56,10 +59,12 @@ type SyncChecksum = Record<(typeof CHECKSUM_KEYS)[number], string>;
 const checksumValue = z.string().max(256);
 /** Members left out are stored as empty strings, as the spec observes. */
 const checksumSchema = z
-  .strictObject(Object.fromEntries(CHECKSUM_KEYS.map((key) => [key, checksumValue.optional()])) as Record<
-    (typeof CHECKSUM_KEYS)[number],
-    z.ZodOptional<typeof checksumValue>
-  >)
+  .strictObject(
+    Object.fromEntries(CHECKSUM_KEYS.map((key) => [key, checksumValue.optional()])) as Record<
+      (typeof CHECKSUM_KEYS)[number],
+      z.ZodOptional<typeof checksumValue>
+    >,
+  )
   .transform((value): SyncChecksum => {
     const filled = {} as SyncChecksum;
     for (const key of CHECKSUM_KEYS) filled[key] = value[key] ?? '';
@@ -79,7 +84,11 @@ export type SyncReport = { kind: 'progress'; summary: ProgressSummary } | { kind
 const successReport = z.strictObject({
   status: z.literal('success'),
   summary: summarySchema('success').default({}),
-  file_url: z.url({ protocol: /^https?$/ }).max(2048).nullable().optional(),
+  file_url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .nullable()
+    .optional(),
   diff: diffSchema.optional(),
   checksum: checksumSchema.optional(),
 });
@@ -108,7 +117,9 @@ export function parseSyncReport(body: unknown): { report: SyncReport } | { probl
   const status = typeof body === 'object' && body !== null && 'status' in body ? (body as { status: unknown }).status : undefined;
   if (status === undefined) {
     const progress = progressReport.safeParse(body);
-    return progress.success ? { report: { kind: 'progress', summary: progress.data.summary as ProgressSummary } } : { problems: zodProblems(progress.error) };
+    return progress.success
+      ? { report: { kind: 'progress', summary: progress.data.summary as ProgressSummary } }
+      : { problems: zodProblems(progress.error) };
   }
   if (status === 'success') {
     const parsed = successReport.safeParse(body);

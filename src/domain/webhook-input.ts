@@ -49,7 +49,10 @@ type Parsed<T> = { value: T } | { problems: FieldProblem[] };
 /** The body's problems, the URL's (SSRF guard) among them, all at once; or the value. */
 async function checked<T>(parsed: z.ZodSafeParseResult<unknown>, body: unknown, value: () => T, guard: GuardOptions): Promise<Parsed<T>> {
   const problems = parsed.success ? [] : zodProblems(parsed.error);
-  const rawUrl = typeof body === 'object' && body !== null && typeof (body as { url?: unknown }).url === 'string' ? (body as { url: string }).url.trim() : undefined;
+  const rawUrl =
+    typeof body === 'object' && body !== null && typeof (body as { url?: unknown }).url === 'string'
+      ? (body as { url: string }).url.trim()
+      : undefined;
   if (rawUrl !== undefined && !problems.some((p) => p.field === 'url')) {
     const problem = await targetProblem(rawUrl, guard);
     if (problem) problems.push({ field: 'url', message: problem });

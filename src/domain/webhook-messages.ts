@@ -57,7 +57,10 @@ export function messageSchema(type: WebhookEventType, syncRecord: Record<string,
     ? {
         ...syncRecord,
         description: 'The sync record as GET /syncs/{id} shows it, plus attempt.',
-        properties: { ...(syncRecord.properties as Record<string, unknown>), attempt: { type: 'integer', minimum: 1, description: 'The attempt this run is (1 for the first).' } },
+        properties: {
+          ...(syncRecord.properties as Record<string, unknown>),
+          attempt: { type: 'integer', minimum: 1, description: 'The attempt this run is (1 for the first).' },
+        },
         required: [...(syncRecord.required as string[]), 'attempt'],
       }
     : type.startsWith('connection.')

@@ -134,7 +134,9 @@ async function call(options: EngineOptions, method: string, path: string, body: 
   });
   const text = await response.text();
   if (response.status === 401 || response.status === 403) {
-    throw new EngineStopped(`${method} ${path} answered ${response.status}: ${messageOf(text ? JSON.parse(text) : null)} (use a token of an engine service user)`);
+    throw new EngineStopped(
+      `${method} ${path} answered ${response.status}: ${messageOf(text ? JSON.parse(text) : null)} (use a token of an engine service user)`,
+    );
   }
   return { status: response.status, body: text ? (JSON.parse(text) as unknown) : null };
 }

@@ -1,9 +1,5 @@
 import { actorOf } from '../auth/audit.js';
-import {
-  changeServiceUserRole,
-  createServiceUser,
-  deleteServiceUser,
-} from '../auth/service-users.js';
+import { changeServiceUserRole, createServiceUser, deleteServiceUser } from '../auth/service-users.js';
 import { createToken, revokeToken } from '../auth/tokens.js';
 import { ApiError } from '../errors.js';
 import { Role as RoleValues } from '../generated/prisma/enums.js';
@@ -18,7 +14,8 @@ const CREATED_BY = 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli; n
 
 export const Role = builder.enumType(RoleValues, {
   name: 'Role',
-  description: 'admin: everything within the tenant. reader: read-only. engine: a sync engine (worker): reads connections and runs, claims runs and reports on them; nothing else.',
+  description:
+    'admin: everything within the tenant. reader: read-only. engine: a sync engine (worker): reads connections and runs, claims runs and reports on them; nothing else.',
 });
 
 builder.prismaObject('Token', {
@@ -88,7 +85,12 @@ builder.mutationFields((t) => ({
     args: { name: t.arg.string({ required: true }), role: t.arg({ type: Role, required: true }) },
     resolve: async (query, _root, args, context) => {
       const { tenantId } = requireViewer(context);
-      const user = await createServiceUser(context.db, { tenantId, name: args.name, role: args.role, createdBy: actorOf(requireViewer(context)) });
+      const user = await createServiceUser(context.db, {
+        tenantId,
+        name: args.name,
+        role: args.role,
+        createdBy: actorOf(requireViewer(context)),
+      });
       return context.db.prisma.serviceUser.findUniqueOrThrow({ ...query, where: serviceUserById(tenantId, user.id) });
     },
   }),
@@ -132,7 +134,12 @@ builder.mutationFields((t) => ({
         select: { id: true },
       });
       if (!user) throw new ApiError('NOT_FOUND', `service user ${serviceUserId} not found`);
-      return createToken(context.db, { tenantId, serviceUserId, expiresAt: args.expiresAt, createdBy: actorOf(requireViewer(context)) }, new Date(), context.tokenCaps);
+      return createToken(
+        context.db,
+        { tenantId, serviceUserId, expiresAt: args.expiresAt, createdBy: actorOf(requireViewer(context)) },
+        new Date(),
+        context.tokenCaps,
+      );
     },
   }),
   revokeToken: t.prismaField({

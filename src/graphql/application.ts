@@ -1,7 +1,13 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
 import { searchTextSql } from '../db/list-reads.js';
-import { APPLICATION_COLUMNS, countApplications, readApplication, readApplicationPage, readApplicationsOfCategories } from '../db/catalog-queries.js';
+import {
+  APPLICATION_COLUMNS,
+  countApplications,
+  readApplication,
+  readApplicationPage,
+  readApplicationsOfCategories,
+} from '../db/catalog-queries.js';
 import { builder } from './builder.js';
 import { Category, categoryFieldReads } from './category.js';
 import { pageComplexity } from './complexity.js';
@@ -79,7 +85,8 @@ builder.prismaObjectFields('Category', (t) => ({
     type: Application,
     description: 'Catalog applications of this category, by name.',
     byPath: true,
-    load: (ids: string[], context, _args, info: GraphQLResolveInfo) => readApplicationsOfCategories(context.db.raw, ids, applicationProperties(info, [])),
+    load: (ids: string[], context, _args, info: GraphQLResolveInfo) =>
+      readApplicationsOfCategories(context.db.raw, ids, applicationProperties(info, [])),
     group: (application) => application.categoryId,
     resolve: (category) => category.id,
   }),
@@ -127,6 +134,7 @@ builder.queryFields((t) => ({
     description: 'One catalog application, or null when there is none with this id.',
     authScopes: { permission: 'catalog:read' },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, context, info) => readApplication(context.db.raw, assertIdLength(args.id, 'application'), applicationProperties(info, [])),
+    resolve: (_root, args, context, info) =>
+      readApplication(context.db.raw, assertIdLength(args.id, 'application'), applicationProperties(info, [])),
   }),
 }));

@@ -1,6 +1,13 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { Prisma } from '../generated/prisma/client.js';
-import { CATEGORY_COLUMNS, CATEGORY_DEFAULT_KEYS, categorySearchSql, countCategories, readCategory, readCategoryPage } from '../db/catalog-queries.js';
+import {
+  CATEGORY_COLUMNS,
+  CATEGORY_DEFAULT_KEYS,
+  categorySearchSql,
+  countCategories,
+  readCategory,
+  readCategoryPage,
+} from '../db/catalog-queries.js';
 import { kindOfCategory } from '../domain/category-kinds.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
@@ -87,6 +94,7 @@ builder.queryFields((t) => ({
     description: 'One category, or null when there is none with this id.',
     authScopes: { permission: 'catalog:read' },
     args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, context, info) => readCategory(context.db.raw, assertIdLength(args.id, 'category'), categoryProperties(info, [])),
+    resolve: (_root, args, context, info) =>
+      readCategory(context.db.raw, assertIdLength(args.id, 'category'), categoryProperties(info, [])),
   }),
 }));

@@ -136,7 +136,9 @@ export class CompiledExecution {
     const variableDefinitions = operation.variableDefinitions ?? [];
     const shadowDocument = visit(document, {
       VariableDefinition: (node) =>
-        namedType(node.type) === 'Boolean' ? undefined : { ...node, type: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: PASS_THROUGH } }, defaultValue: undefined },
+        namedType(node.type) === 'Boolean'
+          ? undefined
+          : { ...node, type: { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: PASS_THROUGH } }, defaultValue: undefined },
     });
     let compiled: ReturnType<typeof import('graphql-jit').compileQuery<Record<string, unknown>, Record<string, unknown>>>;
     try {
@@ -166,7 +168,11 @@ export class CompiledExecution {
  * error had none, where graphql-js gives `{}` and takes the original error's, which the masking reads.
  */
 function asGraphQLError(error: GraphQLError): GraphQLError {
-  const located = new GraphQLError(error.message, { path: error.path, originalError: error.originalError ?? undefined, extensions: error.extensions });
+  const located = new GraphQLError(error.message, {
+    path: error.path,
+    originalError: error.originalError ?? undefined,
+    extensions: error.extensions,
+  });
   return Object.assign(located, { locations: error.locations });
 }
 

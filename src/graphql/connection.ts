@@ -127,7 +127,10 @@ export const Connection = builder.prismaObject('Connection', {
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
-    createdBy: t.exposeString('createdBy', { nullable: true, description: 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli (not part of the REST shape).' }),
+    createdBy: t.exposeString('createdBy', {
+      nullable: true,
+      description: 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli (not part of the REST shape).',
+    }),
     application: t.field({ type: Application, resolve: (c) => c.application }),
     category: t.field({ type: Category, resolve: (c) => c.application.category }),
   }),
@@ -138,7 +141,13 @@ export const Connection = builder.prismaObject('Connection', {
  * null when there is none (or it was deleted, unless `deleted` says to include deleted ones).
  */
 export async function connectionById(context: Context, id: string, info: GraphQLResolveInfo, options = { deleted: false }) {
-  const [connection] = await readConnections(context.db.raw, requireViewer(context).tenantId, [id], connectionProperties(info, []), options);
+  const [connection] = await readConnections(
+    context.db.raw,
+    requireViewer(context).tenantId,
+    [id],
+    connectionProperties(info, []),
+    options,
+  );
   return connection ?? null;
 }
 

@@ -7,8 +7,7 @@ import { builder } from './builder.js';
 // gte, lte, like, ilike) so the REST facade maps `field=op.value` one to one. like/ilike take `*` as the
 // wildcard, as the spec writes them.
 
-const likeDescription =
-  'Case-sensitive pattern; `*` is the wildcard and may stand at the start and/or the end (`*sub*`, `pre*`, `*suf`).';
+const likeDescription = 'Case-sensitive pattern; `*` is the wildcard and may stand at the start and/or the end (`*sub*`, `pre*`, `*suf`).';
 const ilikeDescription = 'As `like`, case-insensitive.';
 
 const StringFilter = builder.inputType('StringFilter', {
@@ -84,7 +83,11 @@ const FILTER_OF_KIND = { string: StringFilter, dateTime: DateTimeFilter, boolean
  * A resource's filter input, generated from its column table: one member per column, typed by the column's
  * kind (an `enum` column by the enum in `enums` under its name), plus `and`, `or` and `not` over itself.
  */
-export function resourceFilter(name: string, columns: Readonly<Record<string, { kind: ColumnKind }>>, enums: Readonly<Record<string, AnyEnumRef>> = {}) {
+export function resourceFilter(
+  name: string,
+  columns: Readonly<Record<string, { kind: ColumnKind }>>,
+  enums: Readonly<Record<string, AnyEnumRef>> = {},
+) {
   const ref = builder.inputRef<Record<string, unknown>>(name);
   const memberType = (field: string, kind: ColumnKind) => {
     if (kind !== 'enum') return FILTER_OF_KIND[kind];

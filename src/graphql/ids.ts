@@ -9,7 +9,10 @@ import { MAX_ID_LENGTH } from '../prefixed-ids.js';
  */
 export function assertIdLength(id: string, what: string): string {
   if (id.length > MAX_ID_LENGTH) {
-    throw new ApiError('INVALID_QUERY', `${what} id "${id.slice(0, 20)}…" is longer than ${MAX_ID_LENGTH} characters, so it cannot be an id`);
+    throw new ApiError(
+      'INVALID_QUERY',
+      `${what} id "${id.slice(0, 20)}…" is longer than ${MAX_ID_LENGTH} characters, so it cannot be an id`,
+    );
   }
   return id;
 }

@@ -102,7 +102,11 @@ export function pageArgs(
 ) {
   const defaults = options.defaults === true;
   const offsetArgs = {
-    limit: arg.int({ description: options.limitDescription, extensions: { pageBounds: bounds }, ...(defaults ? { defaultValue: bounds.defaultLimit } : {}) }),
+    limit: arg.int({
+      description: options.limitDescription,
+      extensions: { pageBounds: bounds },
+      ...(defaults ? { defaultValue: bounds.defaultLimit } : {}),
+    }),
     offset: arg.int(defaults ? { defaultValue: 0 } : {}),
   };
   // A list returned as a page type has pageInfo, whose endCursor is what `after` takes.

@@ -32,7 +32,10 @@ async function subscribeChanges(
   stream: Pick<ChangeStreamOptions, 'matches' | 'connectionId' | 'initial' | 'isLast'>,
 ): Promise<AsyncIterable<ChangeItem>> {
   const viewer = requireViewer(context);
-  const release = context.live.slots.acquire(viewer.tokenId ?? `${viewer.credential}:${viewer.tenantId}:${viewer.subject}`, viewer.tenantId);
+  const release = context.live.slots.acquire(
+    viewer.tokenId ?? `${viewer.credential}:${viewer.tenantId}:${viewer.subject}`,
+    viewer.tenantId,
+  );
   try {
     const hub = await context.live.startedHub();
     const authorization = context.authorization ?? '';
@@ -86,17 +89,25 @@ builder.subscriptionFields((t) => ({
       const start = await streamStart(context.db.raw, tenantId, context.streamCursor?.after);
       // Read after the start id: the run as of that event or later, so no change after it is missed.
       const run = syncId ? await runOf(context.db.raw, tenantId, syncId) : undefined;
-      if (syncId && (!run || (connectionId && run.connectionId !== connectionId))) throw new ApiError('NOT_FOUND', `sync record ${syncId} not found`);
+      if (syncId && (!run || (connectionId && run.connectionId !== connectionId)))
+        throw new ApiError('NOT_FOUND', `sync record ${syncId} not found`);
       if (connectionId && !syncId && !(await connectionExists(context.db.raw, tenantId, connectionId))) {
         throw new ApiError('NOT_FOUND', `connection ${connectionId} not found`);
       }
       return subscribeChanges(context, 'syncs:read', start, {
         matches: (event) =>
-          event.type.startsWith('sync.') && (!syncId || event.subjectId === syncId) && (!connectionId || event.payload.connection_id === connectionId),
+          event.type.startsWith('sync.') &&
+          (!syncId || event.subjectId === syncId) &&
+          (!connectionId || event.payload.connection_id === connectionId),
         connectionId: connectionId ?? run?.connectionId,
         // A resumed stream continues where it was; a new one on one run starts with the run as it is.
-        initial: run && !start.resumed ? [{ id: start.after, tenantId, type: `sync.${run.status}`, subjectId: run.id, payload: { run }, createdAt: new Date() }] : undefined,
-        isLast: syncId ? (event) => event.type !== 'sync.progress' && SYNC_TRANSITIONS[event.type.slice(5) as SyncStatus]?.length === 0 : undefined,
+        initial:
+          run && !start.resumed
+            ? [{ id: start.after, tenantId, type: `sync.${run.status}`, subjectId: run.id, payload: { run }, createdAt: new Date() }]
+            : undefined,
+        isLast: syncId
+          ? (event) => event.type !== 'sync.progress' && SYNC_TRANSITIONS[event.type.slice(5) as SyncStatus]?.length === 0
+          : undefined,
       });
     },
     resolve: (item: ChangeItem, _args, context) => {

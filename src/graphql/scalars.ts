@@ -5,10 +5,9 @@ import { builder } from './builder.js';
 function parseDateTimeInput(value: unknown): Date {
   const date = typeof value === 'string' ? parseTimestamp(value) : null;
   if (!date) {
-    throw new GraphQLError(
-      'DateTime must be an ISO 8601 timestamp with a UTC offset, e.g. 2026-01-31T12:00:00+00:00',
-      { extensions: { code: 'INVALID_QUERY' } },
-    );
+    throw new GraphQLError('DateTime must be an ISO 8601 timestamp with a UTC offset, e.g. 2026-01-31T12:00:00+00:00', {
+      extensions: { code: 'INVALID_QUERY' },
+    });
   }
   return date;
 }
@@ -16,7 +15,8 @@ function parseDateTimeInput(value: unknown): Date {
 builder.scalarType('DateTime', {
   description: 'ISO 8601 timestamp with a numeric UTC offset, e.g. 2026-03-01T09:30:00.000+00:00.',
   // A Date, or the text of a timestamp PostgreSQL already wrote in this format (the lists' rows: timestampTextSql).
-  serialize: (value) => (value instanceof Date ? formatTimestamp(value) : isTimestampText(value) ? value : formatTimestamp(new Date(String(value)))),
+  serialize: (value) =>
+    value instanceof Date ? formatTimestamp(value) : isTimestampText(value) ? value : formatTimestamp(new Date(String(value))),
   parseValue: parseDateTimeInput,
   parseLiteral: (ast) => parseDateTimeInput(ast.kind === Kind.STRING ? ast.value : undefined),
 });

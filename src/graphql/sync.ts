@@ -121,13 +121,17 @@ export const Sync = builder.prismaObject('Sync', {
     // The engine's side of a run (GraphQL only: the REST record keeps exactly the spec's fields).
     attempt: t.exposeInt('attempt', { description: '1 for a triggered or scheduled run, n + 1 for the retry of attempt n.' }),
     retryOfId: t.exposeID('retryOfId', { nullable: true, description: 'The failed run this one retries.' }),
-    dueAt: t.expose('dueAt', { type: 'DateTime', nullable: true, description: 'When a pending run may be claimed (later for a retry in back-off).' }),
+    dueAt: t.expose('dueAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'When a pending run may be claimed (later for a retry in back-off).',
+    }),
     leaseExpiresAt: t.expose('leaseExpiresAt', {
       type: 'DateTime',
       nullable: true,
       description: 'While in progress: when the claim lapses without a progress report.',
     }),
-    workerId: t.exposeString('workerId', { nullable: true, description: 'Who claimed the run (the credential\'s subject).' }),
+    workerId: t.exposeString('workerId', { nullable: true, description: "Who claimed the run (the credential's subject)." }),
   }),
 });
 
@@ -182,8 +186,6 @@ function syncListQuery(
   };
 }
 
-
-
 // Connection.syncs and Connection.syncCount, declared here where the sync list lives. Loaded with one
 // statement for all the connections of a page: per-connection pages through a LATERAL join, counts
 // grouped by connection. One loader per place in the operation (`byPath`), so each place's arguments and
@@ -202,7 +204,11 @@ builder.prismaObjectFields('Connection', (t) => ({
     },
     byPath: true,
     load: (ids: string[], context, args, info: GraphQLResolveInfo) =>
-      readConnectionSyncPages(context.db.raw, ids, syncListQuery(args, context, syncProperties(info, []), { ...offsetWindow(args, SYNC_PAGE), after: null })).then(asSyncObjects),
+      readConnectionSyncPages(
+        context.db.raw,
+        ids,
+        syncListQuery(args, context, syncProperties(info, []), { ...offsetWindow(args, SYNC_PAGE), after: null }),
+      ).then(asSyncObjects),
     group: (sync) => sync.connectionId,
     resolve: (connection) => connection.id,
   }),
@@ -212,7 +218,8 @@ builder.prismaObjectFields('Connection', (t) => ({
     authScopes: { permission: 'syncs:read' },
     args: { filter: t.arg({ type: SyncFilter }), search: t.arg.string() },
     byPath: true,
-    load: (ids: string[], context, args) => countConnectionSyncs(context.db.raw, ids, syncListQuery(args, context, new Set(), { take: 0, skip: 0, after: null })),
+    load: (ids: string[], context, args) =>
+      countConnectionSyncs(context.db.raw, ids, syncListQuery(args, context, new Set(), { take: 0, skip: 0, after: null })),
     resolve: (connection) => connection.id,
   }),
 }));
@@ -253,7 +260,12 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     // Hand-written SQL as the lists: the selected columns of the caller's run.
     resolve: async (_root, args, context, info) => {
-      const row = await readSync(context.db.raw, requireViewer(context).tenantId, assertIdLength(args.id, 'sync'), syncProperties(info, []));
+      const row = await readSync(
+        context.db.raw,
+        requireViewer(context).tenantId,
+        assertIdLength(args.id, 'sync'),
+        syncProperties(info, []),
+      );
       return row ? asSyncObjects([row])[0]! : null;
     },
   }),

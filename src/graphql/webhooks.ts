@@ -55,7 +55,9 @@ interface AttemptView {
   nextRetryAt: Date | null;
 }
 
-const retryScheduleText = DEFAULT_RETRY_SCHEDULE_SECONDS.map((s) => (s < 60 ? `${s} s` : s < 3600 ? `${s / 60} min` : `${s / 3600} h`)).join(', ');
+const retryScheduleText = DEFAULT_RETRY_SCHEDULE_SECONDS.map((s) =>
+  s < 60 ? `${s} s` : s < 3600 ? `${s / 60} min` : `${s / 3600} h`,
+).join(', ');
 
 /** The event types, as REST and the messages name them (strings, not a GraphQL enum, so both surfaces say `sync.failed`). */
 const EVENT_TYPES_TEXT = WEBHOOK_EVENT_TYPES.join(', ');
@@ -74,12 +76,17 @@ const WebhookAttempt = builder.objectRef<AttemptView>('WebhookAttempt').implemen
     latencyMs: t.exposeInt('latencyMs'),
     responseBody: t.exposeString('responseBody', { description: 'The first 1 KB of the answer.' }),
     error: t.exposeString('error', { nullable: true, description: 'Why the attempt failed; null after a 2xx.' }),
-    nextRetryAt: t.expose('nextRetryAt', { type: 'DateTime', nullable: true, description: 'When the next attempt was planned; null after a 2xx or the last retry.' }),
+    nextRetryAt: t.expose('nextRetryAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the next attempt was planned; null after a 2xx or the last retry.',
+    }),
   }),
 });
 
 export const WebhookDelivery = builder.objectRef<DeliveryView>('WebhookDelivery').implement({
-  description: 'One event to send to one endpoint. Its id is the Standard Webhooks message id (webhook-id header), the same on every attempt.',
+  description:
+    'One event to send to one endpoint. Its id is the Standard Webhooks message id (webhook-id header), the same on every attempt.',
   fields: (t) => ({
     id: t.exposeID('id'),
     endpointId: t.exposeID('endpointId'),
@@ -91,7 +98,11 @@ export const WebhookDelivery = builder.objectRef<DeliveryView>('WebhookDelivery'
     lastStatusCode: t.exposeInt('lastStatusCode', { nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
-    payload: t.field({ type: 'JSONObject', description: 'The message body sent: {type, timestamp, event_id, data}.', resolve: (d) => d.payload as Record<string, unknown> }),
+    payload: t.field({
+      type: 'JSONObject',
+      description: 'The message body sent: {type, timestamp, event_id, data}.',
+      resolve: (d) => d.payload as Record<string, unknown>,
+    }),
     attemptLog: t.field({
       type: [WebhookAttempt],
       description: 'Every attempt, first to last.',
@@ -105,14 +116,18 @@ export const WebhookDelivery = builder.objectRef<DeliveryView>('WebhookDelivery'
 });
 
 export const WebhookEndpoint = builder.objectRef<EndpointView>('WebhookEndpoint').implement({
-  description: "A tenant's webhook endpoint. Events are POSTed to it signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).",
+  description:
+    "A tenant's webhook endpoint. Events are POSTed to it signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature).",
   fields: (t) => ({
     id: t.exposeID('id'),
     url: t.exposeString('url'),
     description: t.exposeString('description'),
     eventTypes: t.exposeStringList('eventTypes', { description: `The event types sent (${EVENT_TYPES_TEXT}); empty: every type.` }),
     enabled: t.exposeBoolean('enabled'),
-    disabledReason: t.exposeString('disabledReason', { nullable: true, description: 'Set when the service disabled it after consecutive failed deliveries.' }),
+    disabledReason: t.exposeString('disabledReason', {
+      nullable: true,
+      description: 'Set when the service disabled it after consecutive failed deliveries.',
+    }),
     consecutiveFailures: t.exposeInt('consecutiveFailures', { description: 'Failed deliveries since the last one that succeeded.' }),
     secret: t.string({
       nullable: true,
@@ -159,7 +174,11 @@ const WebhookDeliveryFilter = resourceFilter('WebhookDeliveryFilter', DELIVERY_C
 const WebhookEndpointOrder = resourceOrder('WebhookEndpointOrder', ENDPOINT_COLUMNS);
 const WebhookDeliveryOrder = resourceOrder('WebhookDeliveryOrder', DELIVERY_COLUMNS);
 const WebhookEndpointList = listType('WebhookEndpointList', WebhookEndpoint, 'A page of webhook endpoints.');
-const WebhookDeliveryList = listType('WebhookDeliveryList', WebhookDelivery, 'A page of deliveries, newest first unless orderBy says otherwise.');
+const WebhookDeliveryList = listType(
+  'WebhookDeliveryList',
+  WebhookDelivery,
+  'A page of deliveries, newest first unless orderBy says otherwise.',
+);
 
 /** Columns an endpoint read shows: never the secret, the lease or the back-off. */
 const ENDPOINT_OMIT = { secret: true, leaseOwner: true, leaseUntil: true, consecutiveTimeouts: true, backoffUntil: true } as const;
@@ -186,7 +205,9 @@ builder.queryFields((t) => ({
       filter: t.arg({ type: WebhookEndpointFilter }),
       search: t.arg.string({ description: 'Case-insensitive text in url or description.' }),
       orderBy: t.arg({ type: [WebhookEndpointOrder] }),
-      ...pageArgs(t.arg, WEBHOOK_ENDPOINT_PAGE, { limitDescription: `Default ${WEBHOOK_ENDPOINT_PAGE.defaultLimit}, at most ${WEBHOOK_ENDPOINT_PAGE.maxLimit}.` }),
+      ...pageArgs(t.arg, WEBHOOK_ENDPOINT_PAGE, {
+        limitDescription: `Default ${WEBHOOK_ENDPOINT_PAGE.defaultLimit}, at most ${WEBHOOK_ENDPOINT_PAGE.maxLimit}.`,
+      }),
     },
     resolve: async (_root, args, context) => {
       const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]);
@@ -199,7 +220,14 @@ builder.queryFields((t) => ({
       const orderBy = orderByKeys(keys);
       const prisma = context.db.prisma;
       return listPage(
-        (take) => prisma.webhookEndpoint.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip, omit: ENDPOINT_OMIT }),
+        (take) =>
+          prisma.webhookEndpoint.findMany({
+            where: { ...where, AND: [...where.AND, start] },
+            orderBy,
+            take,
+            skip: window.skip,
+            omit: ENDPOINT_OMIT,
+          }),
         () => prisma.webhookEndpoint.count({ where }),
         window,
         (row) => fieldKeyValues(keys, row),
@@ -224,7 +252,9 @@ builder.queryFields((t) => ({
       filter: t.arg({ type: WebhookDeliveryFilter }),
       search: t.arg.string({ description: 'Case-insensitive text in the event type.' }),
       orderBy: t.arg({ type: [WebhookDeliveryOrder] }),
-      ...pageArgs(t.arg, WEBHOOK_DELIVERY_PAGE, { limitDescription: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.` }),
+      ...pageArgs(t.arg, WEBHOOK_DELIVERY_PAGE, {
+        limitDescription: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.`,
+      }),
     },
     resolve: async (_root, args, context) => {
       // Newest first, then by event (unique per endpoint): the order the events happened in.
@@ -251,7 +281,7 @@ builder.queryFields((t) => ({
   webhookDelivery: t.field({
     type: WebhookDelivery,
     nullable: true,
-    description: 'One delivery of one of the tenant\'s endpoints, with its attempts, or null.',
+    description: "One delivery of one of the tenant's endpoints, with its attempts, or null.",
     authScopes: { permission: 'webhooks:manage' },
     args: { endpointId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
     resolve: (_root, args, context) =>
@@ -275,7 +305,8 @@ const CreateWebhookEndpointInput = builder.inputType('CreateWebhookEndpointInput
 });
 
 const UpdateWebhookEndpointInput = builder.inputType('UpdateWebhookEndpointInput', {
-  description: 'A merge patch: members left out stay; null empties description and eventTypes (every type). enabled: true again clears the failure count.',
+  description:
+    'A merge patch: members left out stay; null empties description and eventTypes (every type). enabled: true again clears the failure count.',
   fields: (t) => ({
     url: t.string(),
     description: t.string(),
@@ -298,7 +329,8 @@ function problemsOrValue<T>(result: { value: T } | { problems: { field: string; 
 builder.mutationFields((t) => ({
   createWebhookEndpoint: t.field({
     type: WebhookEndpoint,
-    description: 'Adds a webhook endpoint; the answer carries its secret, shown this once. 400 lists every problem (the SSRF guard among them).',
+    description:
+      'Adds a webhook endpoint; the answer carries its secret, shown this once. 400 lists every problem (the SSRF guard among them).',
     authScopes: { permission: 'webhooks:manage' },
     args: { input: t.arg({ type: CreateWebhookEndpointInput, required: true }) },
     resolve: async (_root, args, context) => {
@@ -318,7 +350,8 @@ builder.mutationFields((t) => ({
   }),
   updateWebhookEndpoint: t.field({
     type: WebhookEndpoint,
-    description: 'Changes an endpoint (merge patch); NOT_FOUND when the tenant has none with this id. Disabling it fails its pending deliveries.',
+    description:
+      'Changes an endpoint (merge patch); NOT_FOUND when the tenant has none with this id. Disabling it fails its pending deliveries.',
     authScopes: { permission: 'webhooks:manage' },
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateWebhookEndpointInput, required: true }) },
     resolve: async (_root, args, context) => {
@@ -339,7 +372,8 @@ builder.mutationFields((t) => ({
   }),
   rotateWebhookSecret: t.field({
     type: WebhookEndpoint,
-    description: 'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. NOT_FOUND when the tenant has no such endpoint.',
+    description:
+      'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. NOT_FOUND when the tenant has no such endpoint.',
     authScopes: { permission: 'webhooks:manage' },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, context) => {
@@ -359,7 +393,8 @@ builder.mutationFields((t) => ({
   }),
   redeliverWebhook: t.field({
     type: WebhookDelivery,
-    description: 'Sends a delivery again now (its attempts keep counting); NOT_FOUND when the tenant has no such delivery. CONFLICT while the endpoint is disabled.',
+    description:
+      'Sends a delivery again now (its attempts keep counting); NOT_FOUND when the tenant has no such delivery. CONFLICT while the endpoint is disabled.',
     authScopes: { permission: 'webhooks:manage' },
     args: { endpointId: t.arg.id({ required: true }), id: t.arg.id({ required: true }) },
     resolve: async (_root, args, context) => {

@@ -51,7 +51,10 @@ export function bodyOf(args: Record<string, unknown>, argument?: string): Record
     for (const [key, member] of Object.entries(value)) {
       if (member === undefined) continue;
       if (key.includes('_')) {
-        problems.push({ field: [...path, key].join('.'), message: `GraphQL inputs are camelCase: write ${camelCaseName(key)}, not ${key}` });
+        problems.push({
+          field: [...path, key].join('.'),
+          message: `GraphQL inputs are camelCase: write ${camelCaseName(key)}, not ${key}`,
+        });
         continue;
       }
       members.push([snakeCaseName(key), convert(member, [...path, snakeCaseName(key)])]);
@@ -76,7 +79,10 @@ const CreateConnectionInput = builder.inputType('CreateConnectionInput', {
     name: t.string(),
     description: t.string(),
     via: t.field({ type: ConnectionVia }),
-    metadata: t.field({ type: 'JSONObject', description: 'Members the application kind takes (e.g. propertyId, region), camelCase as the output fields.' }),
+    metadata: t.field({
+      type: 'JSONObject',
+      description: 'Members the application kind takes (e.g. propertyId, region), camelCase as the output fields.',
+    }),
     settings: t.field({
       type: 'JSONObject',
       description: 'Members the application kind takes: syncInterval (15m, 1h, 6h, 24h), retryAttempts (0–10), webhookEnabled…',
@@ -262,10 +268,11 @@ builder.mutationFields((t) => ({
   }),
   reportSyncProgress: t.field({
     type: Sync,
-    description: "Records progress on a run this credential claimed and extends its lease (a heartbeat). CONFLICT once the lease is lost.",
+    description: 'Records progress on a run this credential claimed and extends its lease (a heartbeat). CONFLICT once the lease is lost.',
     authScopes: { permission: 'syncs:run' },
     args: { id: t.arg.id({ required: true }), summary: t.arg({ type: 'JSONObject', required: true }) },
-    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport({ summary: bodyOf(args.summary, 'summary') })).report),
+    resolve: async (_root, args, context) =>
+      applyReport(context, args.id, parsed(parseSyncReport({ summary: bodyOf(args.summary, 'summary') })).report),
   }),
   finishSync: t.field({
     type: Sync,
@@ -285,7 +292,7 @@ builder.mutationFields((t) => ({
       'A run report as PATCH /api/v1/integrations/syncs/{id} takes it: {summary} is progress (a heartbeat), {status: "success" | "failed", …} the outcome.',
     authScopes: { permission: 'syncs:run' },
     args: { id: t.arg.id({ required: true }), report: t.arg({ type: 'JSONObject', required: true }) },
-    resolve: async (_root, args, context) => applyReport(context, args.id, parsed(parseSyncReport(bodyOf(args.report, 'report')), 'report').report),
+    resolve: async (_root, args, context) =>
+      applyReport(context, args.id, parsed(parseSyncReport(bodyOf(args.report, 'report')), 'report').report),
   }),
 }));
-

@@ -108,7 +108,8 @@ export function createAdmission(parts: AdmissionParts): Admission {
     params: (query, variables) => paramsRefusal(query, variables, limits.maxTokens),
     done({ requestId, method, pathname, status, startedAt, viewer }) {
       const route = routeOf(pathname);
-      if (logger.isLevelEnabled('info')) logRequest(logger, { requestId, method, pathname, route, status, startedAt, tenantId: viewer?.tenantId ?? undefined });
+      if (logger.isLevelEnabled('info'))
+        logRequest(logger, { requestId, method, pathname, route, status, startedAt, tenantId: viewer?.tenantId ?? undefined });
       metrics?.requestDone(method, route, status, startedAt);
     },
   };

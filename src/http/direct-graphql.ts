@@ -5,7 +5,18 @@ import { requestCredential, viewerOf } from '../auth/request-viewers.js';
 import type { Viewer } from '../auth/viewer.js';
 import { idempotencyOf, type Context } from '../context.js';
 import { withStatementSignal } from '../db/cancellation.js';
-import { CLIENT_CLOSED_REQUEST, executeDirectly, incomingOfFetch, incomingOfNode, lowerCased, responseOf, sendOnNode, type DirectPathOptions, type Incoming, type Outgoing } from './direct-rest.js';
+import {
+  CLIENT_CLOSED_REQUEST,
+  executeDirectly,
+  incomingOfFetch,
+  incomingOfNode,
+  lowerCased,
+  responseOf,
+  sendOnNode,
+  type DirectPathOptions,
+  type Incoming,
+  type Outgoing,
+} from './direct-rest.js';
 import { newRequestId, type ApiError } from '../errors.js';
 import { jsonBytes } from '../json-bytes.js';
 import { introspects } from '../graphql/compiled-execution.js';
@@ -76,7 +87,10 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
   const counts = { answered: 0, handedToYoga: 0 };
   const logging = () => logger.isLevelEnabled('info');
   const securityByType = new Map(
-    [JSON_TYPE, GRAPHQL_RESPONSE_TYPE].map((type) => [type, lowerCased(securityHeaders(`${type}; charset=utf-8`, { cors: options.cors, vary: null, cacheControl: null }))]),
+    [JSON_TYPE, GRAPHQL_RESPONSE_TYPE].map((type) => [
+      type,
+      lowerCased(securityHeaders(`${type}; charset=utf-8`, { cors: options.cors, vary: null, cacheControl: null })),
+    ]),
   );
 
   function take(incoming: Incoming): Taken | null {
@@ -85,7 +99,8 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
     const contentType = incoming.header('content-type')?.toLowerCase().replaceAll(' ', '');
     if (contentType !== JSON_TYPE && contentType !== `${JSON_TYPE};charset=utf-8`) return null;
     const length = incoming.header('content-length');
-    if (length === null || !/^\d+$/.test(length) || Number(length) > options.maxBodyBytes || incoming.header('transfer-encoding') !== null) return null;
+    if (length === null || !/^\d+$/.test(length) || Number(length) > options.maxBodyBytes || incoming.header('transfer-encoding') !== null)
+      return null;
     const accepted = acceptedType(incoming.header('accept'));
     if (accepted === null) return null;
     let url: URL;
@@ -151,7 +166,13 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
         if (check?.refusal) {
           outgoing = await early(taken, check.refusal);
         } else {
-          const context: Context = { ...options.contextBase, viewer, requestId, idempotency: idempotencyOf(incoming.header('idempotency-key')), authorization };
+          const context: Context = {
+            ...options.contextBase,
+            viewer,
+            requestId,
+            idempotency: idempotencyOf(incoming.header('idempotency-key')),
+            authorization,
+          };
           const args = { document, operationName, variableValues: variables, contextValue: context };
           const result = await withStatementSignal(deadline, () => executeDirectly(options, deadline, args, 'graphql'));
           recodeResultErrors(result);
@@ -174,7 +195,15 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       };
       const route = routeOf(taken.url.pathname);
       if (logging()) {
-        logRequest(logger, { requestId, method: 'POST', pathname: taken.url.pathname, route, status: outgoing.status, startedAt, tenantId: viewer?.tenantId });
+        logRequest(logger, {
+          requestId,
+          method: 'POST',
+          pathname: taken.url.pathname,
+          route,
+          status: outgoing.status,
+          startedAt,
+          tenantId: viewer?.tenantId,
+        });
       }
       options.metrics?.requestDone('POST', route, outgoing.status, startedAt);
       counts.answered += 1;
@@ -195,7 +224,9 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       const taken = take(incoming);
       if (!taken) return false;
       const answered = answer(incoming, taken).then(async (outcome) =>
-        'fallback' in outcome ? outgoingOf(await options.yoga(requestOf(incoming.url, nodeHeaders(req), outcome.fallback), { req, res })) : outcome,
+        'fallback' in outcome
+          ? outgoingOf(await options.yoga(requestOf(incoming.url, nodeHeaders(req), outcome.fallback), { req, res }))
+          : outcome,
       );
       sendOnNode(res, answered, logger, 'direct GraphQL answer failed');
       return true;
@@ -218,7 +249,9 @@ async function answerOf(result: ExecutionResult, accepted: string): Promise<Outg
     return { status: 200, headers: { 'content-type': `${accepted}; charset=utf-8`, 'content-length': String(body.byteLength) }, body };
   }
   Object.defineProperty(result, 'stringify', { value: jsonBytes, configurable: true, writable: true });
-  return outgoingOf(processRegularResult(result, globalThis as unknown as Parameters<typeof processRegularResult>[1], accepted) as Response);
+  return outgoingOf(
+    processRegularResult(result, globalThis as unknown as Parameters<typeof processRegularResult>[1], accepted) as Response,
+  );
 }
 
 async function outgoingOf(response: Response): Promise<Outgoing> {
@@ -247,7 +280,9 @@ function acceptedType(accept: string | null): string | null {
 }
 
 /** The body's GraphQL parameters when it is exactly a plain {query, variables?, operationName?} object. */
-function parseRequest(bytes: Uint8Array): { query: string; variables: Record<string, unknown> | undefined; operationName: string | undefined } | null {
+function parseRequest(
+  bytes: Uint8Array,
+): { query: string; variables: Record<string, unknown> | undefined; operationName: string | undefined } | null {
   let body: unknown;
   try {
     body = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
@@ -286,5 +321,7 @@ function requestOf(url: string, headers: Iterable<[string, string]>, body: Uint8
 }
 
 function nodeHeaders(req: IncomingMessage): [string, string][] {
-  return Object.entries(req.headers).flatMap(([name, value]) => (value === undefined ? [] : [[name, Array.isArray(value) ? value.join(', ') : value] as [string, string]]));
+  return Object.entries(req.headers).flatMap(([name, value]) =>
+    value === undefined ? [] : [[name, Array.isArray(value) ? value.join(', ') : value] as [string, string]],
+  );
 }

@@ -10,7 +10,14 @@ import { newRequestId } from '../errors.js';
 import { jsonBytes } from '../json-bytes.js';
 import type { Logger } from '../logger.js';
 import { INTEGRATIONS_BASE, withoutTrailingSlash } from '../paths.js';
-import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from '../plugins/use-deadline.js';
+import {
+  executeWithinDeadline,
+  isPastDeadline,
+  startDeadline,
+  timeoutError,
+  withinDeadline,
+  type Deadline,
+} from '../plugins/use-deadline.js';
 import { unstorableTextError } from '../plugins/use-limits.js';
 import { routeOf, type GatewayMetrics, type OperationSurface } from '../plugins/use-metrics.js';
 import { budgetHeaders, type BudgetState, type RateLimits } from '../plugins/use-rate-limit.js';
@@ -163,7 +170,13 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
         const runner: OperationRunner = {
           context: async () => {
             try {
-              return { ...options.contextBase, viewer: await lookup, requestId, idempotency: idempotencyOf(incoming.header('idempotency-key')), authorization };
+              return {
+                ...options.contextBase,
+                viewer: await lookup,
+                requestId,
+                idempotency: idempotencyOf(incoming.header('idempotency-key')),
+                authorization,
+              };
             } catch (error) {
               throw options.maskError(error, MASKED_MESSAGE);
             }
@@ -197,7 +210,15 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
     };
     const route = routeOf(taken.url.pathname);
     if (logging()) {
-      logRequest(logger, { requestId, method: incoming.method, pathname: taken.url.pathname, route, status: response.status, startedAt, tenantId: viewer?.tenantId });
+      logRequest(logger, {
+        requestId,
+        method: incoming.method,
+        pathname: taken.url.pathname,
+        route,
+        status: response.status,
+        startedAt,
+        tenantId: viewer?.tenantId,
+      });
     }
     options.metrics?.requestDone(incoming.method, route, response.status, startedAt);
     return { status: response.status, headers, body };
@@ -285,7 +306,12 @@ export async function executeDirectly(
   } else {
     const compiled = options.compiledExecution.executorFor(args.document, args.operationName, surface === 'rest');
     const executor = (compiled ?? normalizedExecutor) as typeof normalizedExecutor;
-    result = (await executeWithinDeadline(deadline, executor, { schema: options.schema, ...args }, { usesSignal: compiled === null })) as ExecutionResult;
+    result = (await executeWithinDeadline(
+      deadline,
+      executor,
+      { schema: options.schema, ...args },
+      { usesSignal: compiled === null },
+    )) as ExecutionResult;
   }
   const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
   done?.(masked);

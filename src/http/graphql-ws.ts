@@ -63,7 +63,11 @@ interface RootValue {
  * The credential of a connection: connection_init's `Authorization` (or `authorization`), else the upgrade
  * request's header or session cookie (src/auth/session-cookie.ts: a cross-site one throws).
  */
-function authorizationOf(params: Readonly<Record<string, unknown>> | undefined, upgrade: IncomingMessage, gateway: WebSocketGateway): string | null {
+function authorizationOf(
+  params: Readonly<Record<string, unknown>> | undefined,
+  upgrade: IncomingMessage,
+  gateway: WebSocketGateway,
+): string | null {
   const fromParams = params?.Authorization ?? params?.authorization;
   if (typeof fromParams === 'string') return fromParams;
   return gateway.credentialOfUpgrade(upgrade);
@@ -75,7 +79,12 @@ function credentialKey(viewer: Viewer): string {
 }
 
 /** Serves graphql-ws on `server` at /graphql; returns the function that closes every socket. */
-export function attachGraphqlWebSocket(server: Server, gateway: WebSocketGateway, logger: Logger, options: WebSocketOptions = {}): () => Promise<void> {
+export function attachGraphqlWebSocket(
+  server: Server,
+  gateway: WebSocketGateway,
+  logger: Logger,
+  options: WebSocketOptions = {},
+): () => Promise<void> {
   const { admission } = gateway;
   const perCredential = options.perCredential ?? DEFAULT_WEBSOCKET_LIMITS.perCredential;
   const perAddress = options.perAddress ?? DEFAULT_WEBSOCKET_LIMITS.perAddress;
@@ -115,7 +124,10 @@ export function attachGraphqlWebSocket(server: Server, gateway: WebSocketGateway
   });
 
   /** The spine's operation checks, then the execution arguments (or the refusal, as errors the client receives). */
-  async function operationArgs(ctx: WsContext<Record<string, unknown>, Extra>, payload: { query: string; variables?: Record<string, unknown> | null; operationName?: string | null }) {
+  async function operationArgs(
+    ctx: WsContext<Record<string, unknown>, Extra>,
+    payload: { query: string; variables?: Record<string, unknown> | null; operationName?: string | null },
+  ) {
     const startedAt = performance.now();
     const requestId = newRequestId();
     const { request, viewer } = ctx.extra;
@@ -157,7 +169,10 @@ export function attachGraphqlWebSocket(server: Server, gateway: WebSocketGateway
       let status = 200;
       try {
         let result = await withStatementSignal(deadline, () =>
-          executeWithinDeadline(deadline, (isSubscription ? enveloped.subscribe : enveloped.execute) as never, { ...args, rootValue: undefined }),
+          executeWithinDeadline(deadline, (isSubscription ? enveloped.subscribe : enveloped.execute) as never, {
+            ...args,
+            rootValue: undefined,
+          }),
         );
         // An answer ready only past the time limit is the timeout, as on HTTP (a stream opened too late is closed).
         if (isPastDeadline(deadline) && !(result as ExecutionResult).errors?.length) {

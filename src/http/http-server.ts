@@ -32,7 +32,10 @@ export const HTTP_TIMEOUTS: HttpTimeouts = {
 };
 
 /** The HTTP server `npm start` listens with: `handler` (the gateway) behind the timeouts above. */
-export function createHttpServer(handler: RequestListener, { logger, timeouts = HTTP_TIMEOUTS }: { logger: Logger; timeouts?: HttpTimeouts }): Server {
+export function createHttpServer(
+  handler: RequestListener,
+  { logger, timeouts = HTTP_TIMEOUTS }: { logger: Logger; timeouts?: HttpTimeouts },
+): Server {
   const server = createServer(
     {
       headersTimeout: timeouts.headersTimeoutMs,
@@ -61,7 +64,9 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, timeout
   const requestId = newRequestId();
   const body = JSON.stringify(errorBody(code, message, requestId, localOrigin(socket as { localAddress?: string; localPort?: number })));
   const headers = { ...bareAnswerHeaders(body, requestId), Connection: 'close' };
-  const head = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const head = Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   logger.info({ req_id: requestId, status, error: error.code }, 'client error');
   // As Node's own handler: write, then close without waiting for a client that may never read.
   socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}\r\n${body}`);

@@ -19,7 +19,10 @@ const app = await startApp(config, logger).catch((error: unknown) => {
 });
 
 const server = createHttpServer(app.gateway, { logger });
-const closeWebSockets = attachGraphqlWebSocket(server, app.gateway, logger, { perCredential: config.WEBSOCKETS_PER_CREDENTIAL, perAddress: config.WEBSOCKETS_PER_ADDRESS });
+const closeWebSockets = attachGraphqlWebSocket(server, app.gateway, logger, {
+  perCredential: config.WEBSOCKETS_PER_CREDENTIAL,
+  perAddress: config.WEBSOCKETS_PER_ADDRESS,
+});
 server.listen(config.PORT, config.HOST, () => {
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

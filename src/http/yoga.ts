@@ -47,7 +47,13 @@ import { useReadRouting, withRequestReadScope } from '../plugins/use-read-routin
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
 
 /** Members' sign-in settings (src/auth/sessions.ts, plugins/use-sign-in.ts). */
-type SignInConfig = 'PUBLIC_ORIGIN' | 'TRUST_PROXY' | 'SESSION_IDLE_MINUTES' | 'SESSION_LIFETIME_HOURS' | 'LOGIN_FAILURES_PER_ACCOUNT' | 'LOGIN_FAILURES_PER_ADDRESS';
+type SignInConfig =
+  | 'PUBLIC_ORIGIN'
+  | 'TRUST_PROXY'
+  | 'SESSION_IDLE_MINUTES'
+  | 'SESSION_LIFETIME_HOURS'
+  | 'LOGIN_FAILURES_PER_ACCOUNT'
+  | 'LOGIN_FAILURES_PER_ADDRESS';
 
 export interface GatewayOptions {
   db: Database;
@@ -55,7 +61,17 @@ export interface GatewayOptions {
     Partial<
       Pick<
         Config,
-        'JWT_MAX_LIFETIME_SECONDS' | 'RATE_LIMIT_PER_MINUTE' | SignInConfig | 'REDIS_URL' | 'CORS_ORIGINS' | 'METRICS_TOKEN' | 'STREAMS_PER_CREDENTIAL' | 'STREAMS_PER_TENANT' | 'STREAMS_PER_PROCESS' | 'WEBHOOK_ALLOW_PRIVATE' | 'TOKEN_CACHE_TTL_MS'
+        | 'JWT_MAX_LIFETIME_SECONDS'
+        | 'RATE_LIMIT_PER_MINUTE'
+        | SignInConfig
+        | 'REDIS_URL'
+        | 'CORS_ORIGINS'
+        | 'METRICS_TOKEN'
+        | 'STREAMS_PER_CREDENTIAL'
+        | 'STREAMS_PER_TENANT'
+        | 'STREAMS_PER_PROCESS'
+        | 'WEBHOOK_ALLOW_PRIVATE'
+        | 'TOKEN_CACHE_TTL_MS'
       >
     > &
     WebhookConfig &
@@ -163,7 +179,12 @@ export function createGateway({
   const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
   const rateLimits = withoutPlugins.includes('rate-limit')
     ? null
-    : RateLimits.create({ perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE, redisUrl: config.REDIS_URL, logger, ...rateLimit });
+    : RateLimits.create({
+        perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+        redisUrl: config.REDIS_URL,
+        logger,
+        ...rateLimit,
+      });
   const maskError = createMaskError(logger);
   const admission = createAdmission({ logger, credentials, rateLimits, metrics, limits });
   const compiledExecution = compiledExecutionOf(schema);
@@ -264,14 +285,18 @@ query Connections {
     compiledExecution,
     contextBase: { db, webhooks, tokenCaps, live },
   };
-  const direct = directRest && withoutPlugins.length === 0 ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength }) : null;
+  const direct =
+    directRest && withoutPlugins.length === 0
+      ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength })
+      : null;
   const graphqlDirect =
     directGraphQL && withoutPlugins.length === 0
       ? createDirectGraphQL({
           ...directPath,
           maxCost: limits.maxCost,
           validated: validatedDocuments,
-          yoga: (request, serverContext) => (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
+          yoga: (request, serverContext) =>
+            (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
         })
       : null;
   const listener = (req: IncomingMessage, res: ServerResponse) => {
@@ -316,4 +341,3 @@ function directRequest(input: string | URL | Request, init: RequestInit | undefi
     return null;
   }
 }
-

@@ -61,7 +61,12 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
     // The promise of the last item pushed: settled once the subscriber has taken it (or the stream ended).
     let lastTaken: Promise<unknown> = Promise.resolve();
     const fellBehind = () =>
-      end({ error: new ApiError('UNAVAILABLE', `The stream fell more than ${maxPending} events behind; reconnect with Last-Event-ID ${lastDelivered} to resume`) });
+      end({
+        error: new ApiError(
+          'UNAVAILABLE',
+          `The stream fell more than ${maxPending} events behind; reconnect with Last-Event-ID ${lastDelivered} to resume`,
+        ),
+      });
     const deliver = (event: StoredEvent) => {
       if (ended) return;
       if (pending >= maxPending) {
@@ -129,7 +134,9 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
       replaying = false;
       for (const event of queued) live(event);
     } catch (error) {
-      end({ error: error instanceof ApiError ? error : new ApiError('UNAVAILABLE', 'The event log could not be read; reconnect to resume') });
+      end({
+        error: error instanceof ApiError ? error : new ApiError('UNAVAILABLE', 'The event log could not be read; reconnect to resume'),
+      });
     }
     await stop;
     ended = true;
@@ -152,7 +159,8 @@ export interface StreamStart {
 export async function streamStart(sql: Pick<RawSql, 'query'>, tenantId: string, resumeAfter: number | undefined): Promise<StreamStart> {
   const last = await lastEventId(sql, tenantId);
   if (resumeAfter === undefined) return { after: last, resumed: false };
-  if (resumeAfter > last) throw new ApiError('INVALID_QUERY', `Last-Event-ID ${resumeAfter} names no event of this tenant yet (its last is ${last})`);
+  if (resumeAfter > last)
+    throw new ApiError('INVALID_QUERY', `Last-Event-ID ${resumeAfter} names no event of this tenant yet (its last is ${last})`);
   return { after: resumeAfter, resumed: true };
 }
 

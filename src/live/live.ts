@@ -40,7 +40,12 @@ export interface Live {
   stop(): Promise<void>;
 }
 
-export function createLive(db: Pick<Database, 'liveReads' | 'listen'>, authenticate: Authenticate, logger: Logger, options: LiveOptions = {}): Live {
+export function createLive(
+  db: Pick<Database, 'liveReads' | 'listen'>,
+  authenticate: Authenticate,
+  logger: Logger,
+  options: LiveOptions = {},
+): Live {
   const hub = new EventHub({ db, logger, pollMs: options.pollMs, progressMs: options.progressMs });
   const credentials = new CredentialWatch(authenticate, options.credentialCheckMs ?? 2000, logger);
   const slots = new StreamSlots({
@@ -76,7 +81,11 @@ export function createLive(db: Pick<Database, 'liveReads' | 'listen'>, authentic
     async stop() {
       this.endStreams();
       credentials.stop();
-      if (started) await started.then(() => hub.stop(), () => {});
+      if (started)
+        await started.then(
+          () => hub.stop(),
+          () => {},
+        );
       started = undefined;
     },
   };

@@ -54,9 +54,13 @@ export class StreamSlots {
     }
     const tenantHeld = this.byTenant.count(tenant);
     if (tenantHeld >= this.limits.perTenant) {
-      throw new ApiError('RATE_LIMITED', `This tenant has ${tenantHeld} open streams, the most it may hold (STREAMS_PER_TENANT); close one first`, {
-        headers: { 'Retry-After': '5' },
-      });
+      throw new ApiError(
+        'RATE_LIMITED',
+        `This tenant has ${tenantHeld} open streams, the most it may hold (STREAMS_PER_TENANT); close one first`,
+        {
+          headers: { 'Retry-After': '5' },
+        },
+      );
     }
     if (this.open >= this.limits.perProcess) {
       throw new ApiError('UNAVAILABLE', `This server holds ${this.open} open streams, the most it serves; retry shortly`, {

@@ -3,7 +3,6 @@ import { GRAPHQL_ENDPOINT, jsonResponse } from '../paths.js';
 import { errorResponse } from '../rest/envelope.js';
 import { requestIdOf } from './use-request-id.js';
 
-
 const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
 
 /**
@@ -11,11 +10,7 @@ const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
  * endpoint a GraphQL-over-HTTP error response, elsewhere the spec's error body. Status and headers come
  * from the error, so a caller sees the same code, status and headers as for the same error raised later.
  */
-export function earlyErrorResponse(
-  request: Request,
-  error: ApiError,
-  fetchAPI: { Response: typeof Response },
-): Response {
+export function earlyErrorResponse(request: Request, error: ApiError, fetchAPI: { Response: typeof Response }): Response {
   const url = new URL(request.url);
   const http = (error.extensions.http ?? {}) as { status?: number; headers?: Record<string, string> };
   const headers = { ...http.headers };
@@ -23,11 +18,14 @@ export function earlyErrorResponse(
   const withoutBody = request.method === 'HEAD';
   if (url.pathname === GRAPHQL_ENDPOINT) {
     // graphql-response+json when the client accepts it (GraphQL over HTTP); plain JSON for older clients.
-    const contentType = (request.headers.get('accept') ?? '').includes(GRAPHQL_RESPONSE_TYPE)
-      ? GRAPHQL_RESPONSE_TYPE
-      : 'application/json';
+    const contentType = (request.headers.get('accept') ?? '').includes(GRAPHQL_RESPONSE_TYPE) ? GRAPHQL_RESPONSE_TYPE : 'application/json';
     const body = { errors: [{ message: error.message, extensions: { code: error.code } }] };
-    return jsonResponse(fetchAPI, body, { status: http.status ?? ERROR_CODES[error.code].status, headers, contentType: `${contentType}; charset=utf-8`, withoutBody });
+    return jsonResponse(fetchAPI, body, {
+      status: http.status ?? ERROR_CODES[error.code].status,
+      headers,
+      contentType: `${contentType}; charset=utf-8`,
+      withoutBody,
+    });
   }
   const rest = errorResponse(
     error.code,

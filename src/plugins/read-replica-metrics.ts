@@ -61,7 +61,11 @@ export function registerReadReplicaMetrics(registry: Registry, db: Pick<Database
         for (const row of rows) this.set({ standby: row.standby, sync_state: row.sync_state }, value(row));
       },
     });
-  standbyGauge('db_replication_lag_seconds', "The primary's view of each standby (pg_stat_replication): replay lag in seconds", (row) => row.seconds ?? 0);
+  standbyGauge(
+    'db_replication_lag_seconds',
+    "The primary's view of each standby (pg_stat_replication): replay lag in seconds",
+    (row) => row.seconds ?? 0,
+  );
   standbyGauge(
     'db_replication_lag_bytes',
     "The primary's view of each standby (pg_stat_replication): WAL written but not yet replayed there, in bytes",

@@ -14,7 +14,10 @@ export function useErrorDocs(): Plugin {
       const html = (status: number, body: string) => endResponse(htmlResponse(fetchAPI, body, status));
       if (code === '') {
         const rows = Object.entries(ERROR_CODES)
-          .map(([name, info]) => `<tr><td><a href="${ERROR_DOCS_PATH}/${name}"><code>${name}</code></a></td><td>${info.statuses.map(statusBadge).join(' ')}</td><td>${escapeHtml(info.title)}</td></tr>`)
+          .map(
+            ([name, info]) =>
+              `<tr><td><a href="${ERROR_DOCS_PATH}/${name}"><code>${name}</code></a></td><td>${info.statuses.map(statusBadge).join(' ')}</td><td>${escapeHtml(info.title)}</td></tr>`,
+          )
           .join('');
         html(200, page('Error codes', `<h1>Error codes</h1><table><tr><th>code</th><th>HTTP</th><th>meaning</th></tr>${rows}</table>`));
         return;
@@ -30,7 +33,10 @@ export function useErrorDocs(): Plugin {
           code,
           `<h1><code>${code}</code></h1><p>${info.statuses.map(statusBadge).join(' or ')} ${escapeHtml(info.title)}</p><p>${renderInline(info.description)}</p>` +
             info.statuses
-              .map((status) => `<h2>Example: HTTP ${status}</h2><pre><code>${escapeHtml(JSON.stringify(exampleErrorBody(code, status), null, 2))}</code></pre>`)
+              .map(
+                (status) =>
+                  `<h2>Example: HTTP ${status}</h2><pre><code>${escapeHtml(JSON.stringify(exampleErrorBody(code, status), null, 2))}</code></pre>`,
+              )
               .join('') +
             `<p><a href="${ERROR_DOCS_PATH}">All codes</a></p>`,
         ),

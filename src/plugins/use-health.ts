@@ -16,7 +16,15 @@ const HEALTH_CONTENT_TYPE = 'application/json';
  * (`draining()`: from SIGTERM on, so a load balancer stops sending it requests before it stops taking them).
  * Neither needs credentials.
  */
-export function useHealth({ db, readyTimeoutMs = 2000, draining = () => false }: { db: Database; readyTimeoutMs?: number; draining?: () => boolean }): Plugin {
+export function useHealth({
+  db,
+  readyTimeoutMs = 2000,
+  draining = () => false,
+}: {
+  db: Database;
+  readyTimeoutMs?: number;
+  draining?: () => boolean;
+}): Plugin {
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
       if (request.method !== 'GET' && request.method !== 'HEAD') return;
@@ -38,7 +46,11 @@ export function useHealth({ db, readyTimeoutMs = 2000, draining = () => false }:
           new Promise<boolean>((resolve) => setTimeout(resolve, readyTimeoutMs, false).unref()),
         ]);
         endResponse(
-          jsonResponse(fetchAPI, { status: ready ? 'ready' : 'unavailable', database: db.kind }, { status: ready ? 200 : 503, contentType: HEALTH_CONTENT_TYPE }),
+          jsonResponse(
+            fetchAPI,
+            { status: ready ? 'ready' : 'unavailable', database: db.kind },
+            { status: ready ? 200 : 503, contentType: HEALTH_CONTENT_TYPE },
+          ),
         );
       }
     },

@@ -2,7 +2,18 @@ import { maxAliasesRule } from '@escape.tech/graphql-armor-max-aliases';
 import { maxDepthRule } from '@escape.tech/graphql-armor-max-depth';
 import { maxDirectivesRule } from '@escape.tech/graphql-armor-max-directives';
 import { createComplexityRule } from '@pothos/plugin-complexity';
-import { GraphQLError, Lexer, Source, TokenKind, validate, visit, BREAK, type DocumentNode, type GraphQLSchema, type ValidationContext } from 'graphql';
+import {
+  GraphQLError,
+  Lexer,
+  Source,
+  TokenKind,
+  validate,
+  visit,
+  BREAK,
+  type DocumentNode,
+  type GraphQLSchema,
+  type ValidationContext,
+} from 'graphql';
 import { createGraphQLError, type Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { isUnstorableText } from '../storable-text.js';
@@ -80,7 +91,9 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
         endResponse(
           earlyErrorResponse(
             request,
-            new ApiError('PAYLOAD_TOO_LARGE', `The URL is ${urlLength} characters long; the limit is ${limits.maxUrlLength}`, { status: 414 }),
+            new ApiError('PAYLOAD_TOO_LARGE', `The URL is ${urlLength} characters long; the limit is ${limits.maxUrlLength}`, {
+              status: 414,
+            }),
             fetchAPI,
           ),
         );
@@ -197,7 +210,15 @@ function limitBodySize(
         },
       }),
     );
-    return parser(new fetchAPI.Request(unlimited.url, { method: unlimited.method, headers: unlimited.headers, signal: unlimited.signal, body, duplex: 'half' } as RequestInit));
+    return parser(
+      new fetchAPI.Request(unlimited.url, {
+        method: unlimited.method,
+        headers: unlimited.headers,
+        signal: unlimited.signal,
+        body,
+        duplex: 'half',
+      } as RequestInit),
+    );
   });
 }
 

@@ -115,7 +115,10 @@ export class GatewayMetrics {
    * MAX_OPERATION_NAMES for operations.
    */
   private readonly requestSeries = new Map<string, { count: Counter.Internal; duration: Histogram.Internal<string> }>();
-  private readonly operationSeries = new Map<string, { ok: Counter.Internal; error: Counter.Internal; duration: Histogram.Internal<string> }>();
+  private readonly operationSeries = new Map<
+    string,
+    { ok: Counter.Internal; error: Counter.Internal; duration: Histogram.Internal<string> }
+  >();
 
   constructor({ db, live }: { db: Database; live?: Pick<Live, 'slots' | 'hub'> | undefined }) {
     const poolGauge = (name: string, help: string, stats: () => PoolStats) =>
@@ -133,7 +136,11 @@ export class GatewayMetrics {
         },
       });
     if (db.poolStats) {
-      poolGauge('db_pool_connections', 'PostgreSQL pool: open (total), idle and maximum connections, and queries waiting for one', db.poolStats.bind(db));
+      poolGauge(
+        'db_pool_connections',
+        'PostgreSQL pool: open (total), idle and maximum connections, and queries waiting for one',
+        db.poolStats.bind(db),
+      );
     }
     if (db.livePoolStats) {
       poolGauge(
@@ -227,14 +234,24 @@ export function useMetrics({ metrics, token }: { metrics: GatewayMetrics; token?
         endResponse(
           earlyErrorResponse(
             request,
-            new ApiError('UNAUTHORIZED', 'The metrics need Authorization: Bearer <METRICS_TOKEN>', { headers: { 'WWW-Authenticate': 'Bearer' } }),
+            new ApiError('UNAUTHORIZED', 'The metrics need Authorization: Bearer <METRICS_TOKEN>', {
+              headers: { 'WWW-Authenticate': 'Bearer' },
+            }),
             fetchAPI,
           ),
         );
         return;
       }
       if (request.method !== 'GET' && request.method !== 'HEAD') {
-        endResponse(earlyErrorResponse(request, new ApiError('METHOD_NOT_ALLOWED', `${request.method.slice(0, 20)} is not allowed on ${METRICS_PATH}`, { headers: { Allow: 'GET' } }), fetchAPI));
+        endResponse(
+          earlyErrorResponse(
+            request,
+            new ApiError('METHOD_NOT_ALLOWED', `${request.method.slice(0, 20)} is not allowed on ${METRICS_PATH}`, {
+              headers: { Allow: 'GET' },
+            }),
+            fetchAPI,
+          ),
+        );
         return;
       }
       const { text, contentType } = await metrics.text();

@@ -64,7 +64,13 @@ export class RateLimits {
     this.connected = redis ? firstConnection(redis) : Promise.resolve();
     const limiter = (scope: string, points: number): RateLimiterAbstract =>
       redis
-        ? new RateLimiterRedis({ storeClient: redis, points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}`, rejectIfRedisNotReady: true })
+        ? new RateLimiterRedis({
+            storeClient: redis,
+            points,
+            duration: WINDOW_SECONDS,
+            keyPrefix: `${keyPrefix}:${scope}`,
+            rejectIfRedisNotReady: true,
+          })
         : new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}` });
     this.callerBudget = limiter('caller', perMinute);
     this.tenantBudget = limiter('tenant', perMinute * tenantMultiplier);
@@ -85,7 +91,9 @@ export class RateLimits {
     let outcomes: Array<{ res: RateLimiterRes; allowed: boolean; points: number; who: string }>;
     await this.connected;
     try {
-      outcomes = await Promise.all(checks.map(async ({ budget, key, who }) => ({ ...(await consume(budget, key)), points: budget.points, who })));
+      outcomes = await Promise.all(
+        checks.map(async ({ budget, key, who }) => ({ ...(await consume(budget, key)), points: budget.points, who })),
+      );
     } catch (error) {
       if (performance.now() - this.lastWarning > WARNING_INTERVAL_MS) {
         this.lastWarning = performance.now();
@@ -102,9 +110,13 @@ export class RateLimits {
     };
     if (denied.length === 0) return { state, refusal: null };
     const retryAfter = Math.max(...denied.map((o) => Math.ceil(o.res.msBeforeNext / 1000)), 1);
-    const refusal = new ApiError('RATE_LIMITED', `Too many requests for ${binding.who}: the budget is ${binding.points} per minute; retry in ${retryAfter} s`, {
-      headers: { 'Retry-After': String(retryAfter), ...budgetHeaders(state) },
-    });
+    const refusal = new ApiError(
+      'RATE_LIMITED',
+      `Too many requests for ${binding.who}: the budget is ${binding.points} per minute; retry in ${retryAfter} s`,
+      {
+        headers: { 'Retry-After': String(retryAfter), ...budgetHeaders(state) },
+      },
+    );
     return { state, refusal };
   }
 

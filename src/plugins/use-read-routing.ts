@@ -13,7 +13,12 @@ const UNREADABLE_TOKEN = 1n << 64n;
  * that is no event stream may be read from a replica (a GraphQL query too, see useReadRouting), within what its
  * `Consistency-Token` asks; every commit it makes sets that header on its answer.
  */
-export function withRequestReadScope(db: Pick<Database, 'readReplicas'>, req: IncomingMessage, res: ServerResponse, work: () => void): void {
+export function withRequestReadScope(
+  db: Pick<Database, 'readReplicas'>,
+  req: IncomingMessage,
+  res: ServerResponse,
+  work: () => void,
+): void {
   if (!db.readReplicas) {
     work();
     return;

@@ -37,7 +37,8 @@ export function useRest({
 }): Plugin<Record<string, unknown>, Context> {
   for (const { spec: route } of compiled) {
     const errors = route.stream ? validate(schema, route.stream.document) : [];
-    if (errors.length > 0) throw new Error(`stream of ${route.operationId} does not fit the schema: ${errors.map((e) => e.message).join('; ')}`);
+    if (errors.length > 0)
+      throw new Error(`stream of ${route.operationId} does not fit the schema: ${errors.map((e) => e.message).join('; ')}`);
   }
   const openApi = JSON.stringify(openApiDocument(compiled));
   let yoga: Yoga | undefined;
@@ -52,7 +53,11 @@ export function useRest({
       const isHead = request.method === 'HEAD';
       const method = isHead ? 'GET' : request.method;
       const send = ({ status, body, headers }: RestResponse) =>
-        endResponse(status === 204 ? new fetchAPI.Response(null, { status, headers }) : jsonResponse(fetchAPI, body, { status, headers, withoutBody: isHead }));
+        endResponse(
+          status === 204
+            ? new fetchAPI.Response(null, { status, headers })
+            : jsonResponse(fetchAPI, body, { status, headers, withoutBody: isHead }),
+        );
       const pathname = withoutTrailingSlash(url.pathname);
       if (pathname !== API_PREFIX && !pathname.startsWith(`${API_PREFIX}/`)) {
         // Health, metrics and error docs answered earlier; what is left is GraphQL or no path at all, which
@@ -65,7 +70,11 @@ export function useRest({
       try {
         if (pathname === OPENAPI_PATH || pathname === DOCS_PATH || pathname.startsWith(`${DOCS_PATH}/`)) {
           if (method !== 'GET') {
-            send(errorResponse('METHOD_NOT_ALLOWED', `${clip(request.method)} is not allowed on ${pathname}`, target, { headers: { Allow: 'GET, HEAD' } }));
+            send(
+              errorResponse('METHOD_NOT_ALLOWED', `${clip(request.method)} is not allowed on ${pathname}`, target, {
+                headers: { Allow: 'GET, HEAD' },
+              }),
+            );
             return;
           }
           if (pathname === OPENAPI_PATH) {
@@ -91,10 +100,18 @@ export function useRest({
           return;
         }
         const operationName = matched.route.operation.name?.value;
-        const runner = envelopedRunner(yoga, request, serverContext, operationName, `${matched.route.spec.method} ${matched.route.spec.path}`);
+        const runner = envelopedRunner(
+          yoga,
+          request,
+          serverContext,
+          operationName,
+          `${matched.route.spec.method} ${matched.route.spec.path}`,
+        );
         const exportFormat = matched.route.spec.response.kind === 'list' && !isHead ? exportFormatOf(request.headers.get('accept')) : null;
         if (exportFormat) {
-          const exported = await runExport(routeRequest, exportFormat, runner, fetchAPI, request.signal, (work) => withinStepDeadline(EXPORT_BATCH_TIMEOUT_MS, work));
+          const exported = await runExport(routeRequest, exportFormat, runner, fetchAPI, request.signal, (work) =>
+            withinStepDeadline(EXPORT_BATCH_TIMEOUT_MS, work),
+          );
           if (exported instanceof fetchAPI.Response) endResponse(exported);
           else send(exported as RestResponse);
           return;
@@ -114,7 +131,12 @@ export function useRest({
  * stored (its process stopped in between) answers the resource as it is now, re-rendered by the mutation. The
  * REST requests served directly (src/http/direct-rest.ts) keep their answers the same way.
  */
-export async function withIdempotency(route: CompiledRoute, context: Context, response: RestResponse, target: ResponseTarget): Promise<RestResponse> {
+export async function withIdempotency(
+  route: CompiledRoute,
+  context: Context,
+  response: RestResponse,
+  target: ResponseTarget,
+): Promise<RestResponse> {
   const outcome = context.idempotency?.outcome;
   if (!context.idempotency || !outcome || !context.viewer) return response;
   const stored = outcome.record?.response;

@@ -43,7 +43,16 @@ export function corsPolicy(origins: readonly string[]): false | ((request: Reque
       credentials: false,
       methods: ['GET', 'POST', 'PATCH', 'DELETE'],
       allowedHeaders: ['Authorization', 'Content-Type', 'Accept', 'Idempotency-Key', 'Consistency-Token'],
-      exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Location', 'Idempotent-Replayed', 'Consistency-Token'],
+      exposedHeaders: [
+        'X-Request-Id',
+        'Retry-After',
+        'RateLimit-Limit',
+        'RateLimit-Remaining',
+        'RateLimit-Reset',
+        'Location',
+        'Idempotent-Replayed',
+        'Consistency-Token',
+      ],
       maxAge: 600,
     };
   };
@@ -53,8 +62,14 @@ export function corsPolicy(origins: readonly string[]): false | ((request: Reque
  * The security headers of a response of `contentType`, given the `Vary` and `Cache-Control` it already has:
  * what useSecurityHeaders sets on every response, and the REST reads served directly (src/http/direct-rest.ts) on theirs.
  */
-export function securityHeaders(contentType: string, { cors, vary, cacheControl }: { cors: boolean; vary: string | null; cacheControl: string | null }): Record<string, string> {
-  const headers: Record<string, string> = { ...COMMON_SECURITY_HEADERS, 'Content-Security-Policy': contentType.startsWith('text/html') ? PAGE_CSP : DATA_CSP };
+export function securityHeaders(
+  contentType: string,
+  { cors, vary, cacheControl }: { cors: boolean; vary: string | null; cacheControl: string | null },
+): Record<string, string> {
+  const headers: Record<string, string> = {
+    ...COMMON_SECURITY_HEADERS,
+    'Content-Security-Policy': contentType.startsWith('text/html') ? PAGE_CSP : DATA_CSP,
+  };
   if (cors && !/\bOrigin\b/i.test(vary ?? '')) headers.Vary = vary ? `${vary}, Origin` : 'Origin';
   // Tenant data must not be kept by shared caches; responses that chose a policy (docs assets) keep theirs.
   if (cacheControl === null && contentType.includes('json')) headers['Cache-Control'] = 'no-store';
@@ -70,7 +85,11 @@ export function useSecurityHeaders({ cors = false }: { cors?: boolean } = {}): P
   return {
     onResponse({ response }) {
       const headers = response.headers;
-      const set = securityHeaders(headers.get('content-type') ?? '', { cors, vary: headers.get('Vary'), cacheControl: headers.get('Cache-Control') });
+      const set = securityHeaders(headers.get('content-type') ?? '', {
+        cors,
+        vary: headers.get('Vary'),
+        cacheControl: headers.get('Cache-Control'),
+      });
       for (const [name, value] of Object.entries(set)) headers.set(name, value);
       headers.delete('X-Powered-By');
     },

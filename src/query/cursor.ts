@@ -36,7 +36,10 @@ export function encodeCursor(key: Buffer, binding: string, position: CursorPosit
 }
 
 function invalid(reason: string): ApiError {
-  return new ApiError('INVALID_QUERY', `cursor is not valid: ${reason}; use the cursor a page of this same list gave (the Link rel="next" URL, or pageInfo.endCursor)`);
+  return new ApiError(
+    'INVALID_QUERY',
+    `cursor is not valid: ${reason}; use the cursor a page of this same list gave (the Link rel="next" URL, or pageInfo.endCursor)`,
+  );
 }
 
 /** A cursor this server wrote for the same list, or a 400 INVALID_QUERY that says why not. */
@@ -51,7 +54,13 @@ export function decodeCursor(key: Buffer, binding: string, cursor: string, keyCo
     throw invalid('it was altered, or belongs to another list, filter, search or order');
   }
   const [version, offset, values] = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as [unknown, unknown, unknown];
-  if (version !== VERSION || !Number.isSafeInteger(offset) || (offset as number) < 0 || !Array.isArray(values) || values.length !== keyCount) {
+  if (
+    version !== VERSION ||
+    !Number.isSafeInteger(offset) ||
+    (offset as number) < 0 ||
+    !Array.isArray(values) ||
+    values.length !== keyCount
+  ) {
     throw invalid('it was written for another version of this list');
   }
   return { values, offset: offset as number };

@@ -1,13 +1,5 @@
 import type { Columns, PrismaColumn } from './columns.js';
-import {
-  escapeLike,
-  type FilterOperator,
-  type FilterRenderer,
-  likeMatch,
-  type OrderKey,
-  renderAfter,
-  renderFilter,
-} from './filter.js';
+import { escapeLike, type FilterOperator, type FilterRenderer, likeMatch, type OrderKey, renderAfter, renderFilter } from './filter.js';
 
 // The list query language (query/filter.ts) written as Prisma `where` and `orderBy` objects: the lists read
 // through Prisma (the catalog, connections, webhook endpoints and deliveries).
@@ -16,9 +8,7 @@ type Where = Record<string, unknown>;
 
 /** `{ 'a.b.c': x }` → `{ a: { b: { c: x } } }`: Prisma's shape for filtering and ordering through relations. */
 function nestPath(path: string, value: unknown): Where {
-  return path
-    .split('.')
-    .reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as Where;
+  return path.split('.').reduceRight<unknown>((inner, key) => ({ [key]: inner }), value) as Where;
 }
 
 const prismaWhere: FilterRenderer<Where, PrismaColumn> = {

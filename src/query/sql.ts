@@ -103,7 +103,9 @@ export function filterSql(filter: Record<string, unknown> | null | undefined, co
 
 /** ORDER BY items for sort keys. */
 export function orderByKeysSql(keys: readonly OrderKey<SqlColumn>[]): Sql {
-  const items = keys.map(({ column, descending, nulls }) => raw(`${column.sql} ${descending ? 'DESC' : 'ASC'}${nulls ? ` NULLS ${nulls.toUpperCase()}` : ''}`));
+  const items = keys.map(({ column, descending, nulls }) =>
+    raw(`${column.sql} ${descending ? 'DESC' : 'ASC'}${nulls ? ` NULLS ${nulls.toUpperCase()}` : ''}`),
+  );
   return Prisma.join(items, ', ');
 }
 
@@ -131,6 +133,9 @@ export function afterSql(keys: readonly OrderKey<SqlColumn>[], values: readonly 
 }
 
 /** A list's order as its reads take it: the sort keys, their ORDER BY, and a cursor page's start (afterSql; TRUE without). */
-export function keysetOrder(keys: readonly OrderKey<SqlColumn>[], after: readonly unknown[] | null): { keys: readonly OrderKey<SqlColumn>[]; orderBy: Sql; start: Sql } {
+export function keysetOrder(
+  keys: readonly OrderKey<SqlColumn>[],
+  after: readonly unknown[] | null,
+): { keys: readonly OrderKey<SqlColumn>[]; orderBy: Sql; start: Sql } {
   return { keys, orderBy: orderByKeysSql(keys), start: after ? afterSql(keys, after as (string | null)[]) : TRUE };
 }

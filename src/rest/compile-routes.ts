@@ -80,9 +80,7 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   };
   const errors = validate(schema, route.document);
   if (errors.length > 0) fail(`invalid operation document: ${errors.map((e) => e.message).join('; ')}`);
-  const operations = route.document.definitions.filter(
-    (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION,
-  );
+  const operations = route.document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const operation = operations[0];
   if (operations.length !== 1 || !operation) return fail('the document must hold exactly one operation');
   if ((operation.operation === 'mutation') !== (route.method !== 'GET')) {
@@ -93,7 +91,9 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   }
   const rootType = operation.operation === 'mutation' ? schema.getMutationType() : schema.getQueryType();
   const fragments = new Map(
-    route.document.definitions.filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION).map((d) => [d.name.value, d]),
+    route.document.definitions
+      .filter((d): d is FragmentDefinitionNode => d.kind === Kind.FRAGMENT_DEFINITION)
+      .map((d) => [d.name.value, d]),
   );
   // Analysis reads the selection with fragments inlined; the document executed is the one validated above.
   const rootFields = fieldNodes(inlineFragments(operation.selectionSet, fragments));
@@ -117,10 +117,21 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     const offset = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'offset');
     const pageInfo = fieldNodes(rootField.selectionSet).find((f) => f.name.value === 'pageInfo');
     const pageInfoFields = new Set(fieldNodes(pageInfo?.selectionSet).map((f) => f.name.value));
-    if (!nodes || !total || !offset || !pageInfo || nodes.alias || total.alias || offset.alias || pageInfo.alias || !isObjectType(itemType)) {
+    if (
+      !nodes ||
+      !total ||
+      !offset ||
+      !pageInfo ||
+      nodes.alias ||
+      total.alias ||
+      offset.alias ||
+      pageInfo.alias ||
+      !isObjectType(itemType)
+    ) {
       return fail('a list operation selects `totalCount`, `offset`, `pageInfo { hasNextPage endCursor }` and `nodes { … }` of a list type');
     }
-    if (!pageInfoFields.has('hasNextPage') || !pageInfoFields.has('endCursor')) fail('a list operation selects `pageInfo { hasNextPage endCursor }`');
+    if (!pageInfoFields.has('hasNextPage') || !pageInfoFields.has('endCursor'))
+      fail('a list operation selects `pageInfo { hasNextPage endCursor }`');
     const nodesDef = itemType.getFields().nodes;
     if (!nodesDef) return fail('the list type has no nodes');
     itemType = getNamedType(nodesDef.type);
@@ -180,7 +191,11 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     pathParams,
     fields,
     resource,
-    itemSchema: withValuedMembers(objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])), route.valuedMembers ?? [], fail),
+    itemSchema: withValuedMembers(
+      objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])),
+      route.valuedMembers ?? [],
+      fail,
+    ),
   };
 }
 
@@ -270,7 +285,12 @@ const FILTER_INPUT_FOR: Partial<Record<FieldType, string>> = {
  * The filter input member must take the operators the grammar allows for the field's type; its `eq` type
  * (a scalar or an enum) then coerces the REST values of the field, as it coerces GraphQL's.
  */
-function filterValueParser(filter: GraphQLInputObjectType, key: string, spec: FieldSpec, fail: (message: string) => never): FieldSpec['parseValue'] {
+function filterValueParser(
+  filter: GraphQLInputObjectType,
+  key: string,
+  spec: FieldSpec,
+  fail: (message: string) => never,
+): FieldSpec['parseValue'] {
   const member = getNamedType(filter.getFields()[key]?.type);
   if (!isInputObjectType(member)) return fail(`filter member ${key} is not an input object`);
   const expected = FILTER_INPUT_FOR[spec.type];

@@ -108,10 +108,15 @@ export function resultResponse(
     const items = page.nodes.map((node) => withoutNullMembers(node, omit));
     // A cursor page's position is the one its cursor carries.
     const position = query.cursor === null ? query : { ...query, offset: page.offset, page: Math.floor(page.offset / query.limit) + 1 };
-    const headers: Record<string, string> = page.pageInfo.hasNextPage && page.pageInfo.endCursor ? { Link: nextPageLink(target.requestUrl, page.pageInfo.endCursor) } : {};
+    const headers: Record<string, string> =
+      page.pageInfo.hasNextPage && page.pageInfo.endCursor ? { Link: nextPageLink(target.requestUrl, page.pageInfo.endCursor) } : {};
     return {
       status: 200,
-      body: { msg: countMessage(items.length, response.list), data: items, meta: listMeta(response.list, position, page.totalCount, items.length) },
+      body: {
+        msg: countMessage(items.length, response.list),
+        data: items,
+        meta: listMeta(response.list, position, page.totalCount, items.length),
+      },
       headers,
     };
   }
@@ -181,9 +186,5 @@ export function withoutNullMembers(item: Record<string, unknown>, fields: Readon
 }
 
 function isStringRecord(value: unknown): value is Record<string, string> {
-  return (
-    value !== null &&
-    typeof value === 'object' &&
-    Object.values(value).every((v) => typeof v === 'string')
-  );
+  return value !== null && typeof value === 'object' && Object.values(value).every((v) => typeof v === 'string');
 }

@@ -102,7 +102,14 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
             const now = performance.now();
             if (waitingSince !== undefined && now - waitingSince >= stallMs) {
               const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
-              end(errorMessage(new ApiError('UNAVAILABLE', `The stream fell behind: its client took nothing for ${stallMs / 1000} s; reconnect${resume} to resume`)));
+              end(
+                errorMessage(
+                  new ApiError(
+                    'UNAVAILABLE',
+                    `The stream fell behind: its client took nothing for ${stallMs / 1000} s; reconnect${resume} to resume`,
+                  ),
+                ),
+              );
               return;
             }
             // An idle stream (its subscription has nothing to send) gets a comment now and then; a full one needs none.

@@ -48,7 +48,9 @@ function exportDocument(route: CompiledRoute): DocumentNode {
   if (document) return document;
   const operation = route.operation;
   const [root] = operation.selectionSet.selections as FieldNode[];
-  const kept = root!.selectionSet!.selections.filter((selection) => selection.kind !== Kind.FIELD || !['totalCount', 'offset'].includes(selection.name.value));
+  const kept = root!.selectionSet!.selections.filter(
+    (selection) => selection.kind !== Kind.FIELD || !['totalCount', 'offset'].includes(selection.name.value),
+  );
   const exported: OperationDefinitionNode = {
     ...operation,
     selectionSet: { ...operation.selectionSet, selections: [{ ...root!, selectionSet: { ...root!.selectionSet!, selections: kept } }] },
@@ -91,7 +93,10 @@ export async function runExport(
   const context: Context = { ...pipeline.context, exportBatchSize: EXPORT_BATCH_ROWS };
   const given = PAGING.filter((name) => url.searchParams.has(name));
   if (given.length > 0) {
-    return invalidQueryResponse(given.map((name) => ({ parameter: name, message: `an export streams every matching row; leave out ${name}` })), target);
+    return invalidQueryResponse(
+      given.map((name) => ({ parameter: name, message: `an export streams every matching row; leave out ${name}` })),
+      target,
+    );
   }
   if (route.spec.response.kind !== 'list' || !route.resource) throw new Error('only list routes export');
   const list = route.spec.response.list;
@@ -140,7 +145,15 @@ export async function runExport(
     finished = true;
     outcome = how;
     log.info(
-      { req_id: target.requestId, route: `${route.spec.method} ${route.spec.path}`, format, rows, duration_ms: Math.round(performance.now() - startedAt), tenant: context.viewer?.tenantId, outcome },
+      {
+        req_id: target.requestId,
+        route: `${route.spec.method} ${route.spec.path}`,
+        format,
+        rows,
+        duration_ms: Math.round(performance.now() - startedAt),
+        tenant: context.viewer?.tenantId,
+        outcome,
+      },
       'export',
     );
   };
@@ -191,7 +204,11 @@ export async function runExport(
   );
   return new fetchAPI.Response(body, {
     status: 200,
-    headers: { 'content-type': MEDIA_TYPES[format], 'cache-control': 'no-store', 'content-disposition': `attachment; filename="${list.noun.many.replaceAll(' ', '-')}.${format}"` },
+    headers: {
+      'content-type': MEDIA_TYPES[format],
+      'cache-control': 'no-store',
+      'content-disposition': `attachment; filename="${list.noun.many.replaceAll(' ', '-')}.${format}"`,
+    },
   });
 }
 

@@ -7,7 +7,14 @@ import { invalidInput } from '../domain/problems.js';
 import { isErrorCode } from '../errors.js';
 import { credentialRequiredError } from '../graphql/viewer.js';
 import type { CompiledRoute } from './compile-routes.js';
-import { errorResponse, graphqlErrorResponse, invalidQueryResponse, resultResponse, type ResponseTarget, type RestResponse } from './envelope.js';
+import {
+  errorResponse,
+  graphqlErrorResponse,
+  invalidQueryResponse,
+  resultResponse,
+  type ResponseTarget,
+  type RestResponse,
+} from './envelope.js';
 import { eventStreamResponse, parseLastEventId } from './event-stream.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, type ListQuery, type QueryProblem, withFilterFormParams } from './query-params.js';
@@ -48,7 +55,10 @@ export function matchRoute(
 }
 
 /** A streamed route's own stream path (`…/events`), whatever the Accept header asks for; null for any other path. */
-export function matchStreamPath(routes: readonly CompiledRoute[], pathname: string): { route: CompiledRoute; pathValues: string[]; stream: true } | null {
+export function matchStreamPath(
+  routes: readonly CompiledRoute[],
+  pathname: string,
+): { route: CompiledRoute; pathValues: string[]; stream: true } | null {
   if (!pathname.endsWith(STREAM_PATH_SUFFIX)) return null;
   const streamedPath = pathname.slice(0, -STREAM_PATH_SUFFIX.length);
   for (const route of routes) {
@@ -94,7 +104,11 @@ export function envelopedRunner(
 }
 
 /** The context of a request the runner authenticated, or the refusal: every route needs a credential. */
-export async function authenticated(runner: OperationRunner, log: Logger, target: ResponseTarget): Promise<{ context: Context } | { refused: RestResponse }> {
+export async function authenticated(
+  runner: OperationRunner,
+  log: Logger,
+  target: ResponseTarget,
+): Promise<{ context: Context } | { refused: RestResponse }> {
   let context: Context;
   try {
     context = await runner.context();
@@ -219,12 +233,24 @@ export async function runStream(
   for (const name of new Set(url.searchParams.keys())) {
     const param = stream.params[name];
     const values = url.searchParams.getAll(name);
-    if (!param) problems.push({ parameter: name, message: `a stream takes ${Object.keys(stream.params).map((p) => `'${p}'`).join(', ') || 'no query parameters'}, not '${clip(name, 64)}'` });
+    if (!param)
+      problems.push({
+        parameter: name,
+        message: `a stream takes ${
+          Object.keys(stream.params)
+            .map((p) => `'${p}'`)
+            .join(', ') || 'no query parameters'
+        }, not '${clip(name, 64)}'`,
+      });
     else if (values.length > 1) problems.push({ parameter: name, message: `'${name}' may be given only once` });
     else variables[param.variable] = values[0]!.replace(/^eq\./, '');
   }
   const lastEventId = parseLastEventId(input.header('last-event-id'));
-  if (lastEventId === null) problems.push({ parameter: 'Last-Event-ID', message: 'Last-Event-ID must be an event id: the digits of a message id this stream sent' });
+  if (lastEventId === null)
+    problems.push({
+      parameter: 'Last-Event-ID',
+      message: 'Last-Event-ID must be an event id: the digits of a message id this stream sent',
+    });
   if (problems.length > 0) return invalidQueryResponse(problems, target);
   for (const [index, param] of route.pathParams.entries()) {
     try {
@@ -278,19 +304,31 @@ async function readJsonBody(
   // Leaving the loop early (past the limit) cancels the rest of the body.
   for await (const chunk of input.body() ?? []) {
     size += chunk.byteLength;
-    if (size > maxBytes) return { refused: errorResponse('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${maxBytes} bytes`, target) };
+    if (size > maxBytes)
+      return { refused: errorResponse('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${maxBytes} bytes`, target) };
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (bodiless) {
     if (size === 0) return { value: {} };
-    return { refused: errorResponse('UNSUPPORTED_MEDIA_TYPE', `Send the body as ${spec.mediaTypes.join(' or ')} (Content-Type is missing)`, target) };
+    return {
+      refused: errorResponse(
+        'UNSUPPORTED_MEDIA_TYPE',
+        `Send the body as ${spec.mediaTypes.join(' or ')} (Content-Type is missing)`,
+        target,
+      ),
+    };
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return { refused: invalidQueryResponse([{ parameter: '(body)', message: text.trim() === '' ? 'the body is empty; send a JSON object' : 'the body is not valid JSON' }], target) };
+    return {
+      refused: invalidQueryResponse(
+        [{ parameter: '(body)', message: text.trim() === '' ? 'the body is empty; send a JSON object' : 'the body is not valid JSON' }],
+        target,
+      ),
+    };
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { refused: invalidQueryResponse([{ parameter: '(body)', message: 'the body must be a JSON object' }], target) };

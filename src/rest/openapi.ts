@@ -16,9 +16,17 @@ const RESPONSE_REF = '#/components/responses/';
 
 /** Every error status an operation may answer, the response component it refers to, and when it happens. */
 const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
-  400: { name: 'InvalidQuery', description: 'The query string, a path parameter, a header value or the body is invalid; msg lists every problem and error.details names each one `{parameter, message}`.' },
+  400: {
+    name: 'InvalidQuery',
+    description:
+      'The query string, a path parameter, a header value or the body is invalid; msg lists every problem and error.details names each one `{parameter, message}`.',
+  },
   401: { name: 'Unauthorized', description: 'The credential is missing, malformed, unknown, expired or revoked.' },
-  403: { name: 'Forbidden', description: "The credential is valid but its role lacks the permission the operation needs; msg names it (e.g. the engine role on the catalog)." },
+  403: {
+    name: 'Forbidden',
+    description:
+      'The credential is valid but its role lacks the permission the operation needs; msg names it (e.g. the engine role on the catalog).',
+  },
   404: { name: 'NotFound', description: "No such item for the calling tenant (another tenant's items are not found either)." },
   408: { name: 'RequestTimeout', description: 'The request was sent too slowly (headers within 10 s, the whole request within 30 s).' },
   409: { name: 'Conflict', description: 'The request conflicts with the current state of the resource; msg names that state.' },
@@ -34,7 +42,8 @@ const ERROR_RESPONSES: Record<number, { name: string; description: string }> = {
   500: { name: 'Internal', description: 'An unexpected error; it carries no details, and req_id identifies it in the server log.' },
   503: {
     name: 'Unavailable',
-    description: 'The database is unreachable, the request ran past the time limit, or (event streams) the server holds as many open streams as it serves; retry after Retry-After seconds.',
+    description:
+      'The database is unreachable, the request ran past the time limit, or (event streams) the server holds as many open streams as it serves; retry after Retry-After seconds.',
   },
 };
 
@@ -85,7 +94,9 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
     // The spec writes the sync list with a trailing slash; both are served (as every path is), and this one is
     // documented so that a validator does not take it for `/syncs/{id}` with an empty id.
     if (route.spec.operationId === 'listSyncs') {
-      paths[`${route.spec.path}/`] = { get: operationObject(route, 'listSyncsTrailingSlash', `${route.spec.summary} (the spec's path, with a trailing slash)`) };
+      paths[`${route.spec.path}/`] = {
+        get: operationObject(route, 'listSyncsTrailingSlash', `${route.spec.summary} (the spec's path, with a trailing slash)`),
+      };
     }
   }
   Object.assign(paths, signInPaths());
@@ -105,7 +116,11 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
       { name: 'Connections', description: "The calling tenant's connected applications." },
       { name: 'Syncs', description: 'Records of synchronization runs.' },
       { name: 'Members', description: "The organization's members (people who sign in): invite, change role, remove. Admin only." },
-      { name: 'Sign-in', description: 'Members sign in and out, and choose a password with an invitation. The session cookie is then a credential on every endpoint.' },
+      {
+        name: 'Sign-in',
+        description:
+          'Members sign in and out, and choose a password with an invitation. The session cookie is then a credential on every endpoint.',
+      },
       {
         name: 'Webhooks',
         description:
@@ -126,15 +141,23 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
             {
               description: `${code}: ${description}`,
               headers: retry
-                ? { ...requestIdHeader(), 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^\\d+$' } } }
+                ? {
+                    ...requestIdHeader(),
+                    'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^\\d+$' } },
+                  }
                 : requestIdHeader(),
-              content: { 'application/json': { schema: statusErrorBodySchema(Number(status)), example: exampleErrorBody(code, Number(status)) } },
+              content: {
+                'application/json': { schema: statusErrorBodySchema(Number(status)), example: exampleErrorBody(code, Number(status)) },
+              },
             },
           ];
         }),
       ),
       headers: {
-        'X-Request-Id': { description: 'The request id (`req_<digits>`), as error bodies show it.', schema: { type: 'string', pattern: '^req_\\d+$' } },
+        'X-Request-Id': {
+          description: 'The request id (`req_<digits>`), as error bodies show it.',
+          schema: { type: 'string', pattern: '^req_\\d+$' },
+        },
       },
       securitySchemes: {
         token: {
@@ -195,7 +218,11 @@ function permissionNote(route: CompiledRoute): string {
   return `\n\nNeeds the permission \`${permission}\` (roles: ${rolesWith(permission).join(', ')}).`;
 }
 
-function operationObject(route: CompiledRoute, operationId = route.spec.operationId, summary = route.spec.summary): Record<string, unknown> {
+function operationObject(
+  route: CompiledRoute,
+  operationId = route.spec.operationId,
+  summary = route.spec.summary,
+): Record<string, unknown> {
   const { spec } = route;
   const created = spec.response.kind === 'item' && spec.response.created !== undefined;
   const streamPath = `${spec.path}${STREAM_PATH_SUFFIX}`;
@@ -228,7 +255,9 @@ function operationObject(route: CompiledRoute, operationId = route.spec.operatio
           requestBody: {
             required: spec.body.optional !== true,
             ...(spec.body.optional ? { description: 'No body is needed: send none (or `{}`).' } : {}),
-            content: Object.fromEntries(spec.body.mediaTypes.map((type) => [type, { schema: spec.body?.schema, example: spec.body?.example }])),
+            content: Object.fromEntries(
+              spec.body.mediaTypes.map((type) => [type, { schema: spec.body?.schema, example: spec.body?.example }]),
+            ),
           },
         }
       : {}),
@@ -260,7 +289,12 @@ function streamOperationObject(route: CompiledRoute): Record<string, unknown> {
     tags: [route.spec.tag],
     parameters: [
       ...pathParameters(route),
-      ...Object.entries(stream.params).map(([name, param]) => ({ name, in: 'query', description: param.description, schema: plainParamSchema('id') })),
+      ...Object.entries(stream.params).map(([name, param]) => ({
+        name,
+        in: 'query',
+        description: param.description,
+        schema: plainParamSchema('id'),
+      })),
       LAST_EVENT_ID_PARAMETER,
     ],
     responses: {
@@ -286,7 +320,10 @@ function exportContent(route: CompiledRoute): Record<string, unknown> {
       example: '{"id":"syn_…","status":"success",…}\n{"id":"syn_…","status":"failed",…}\n',
     },
     'text/csv': {
-      schema: { type: 'string', description: `With Accept: text/csv: ${shared} A header row of the field names, then a row a record (RFC 4180, CRLF); objects and arrays as JSON text, null as an empty cell.` },
+      schema: {
+        type: 'string',
+        description: `With Accept: text/csv: ${shared} A header row of the field names, then a row a record (RFC 4180, CRLF); objects and arrays as JSON text, null as an empty cell.`,
+      },
       example: 'id,status\r\nsyn_…,success\r\n',
     },
   };
@@ -297,7 +334,7 @@ const LAST_EVENT_ID_PARAMETER = {
   in: 'header',
   required: false,
   description:
-    'Resume after this event (the `id` of the last message received; EventSource sends it when it reconnects). An id past the tenant\'s last event is 400; one older than the event retention window gets an `event: error` message with code EVENTS_EXPIRED, then the end of the stream.',
+    "Resume after this event (the `id` of the last message received; EventSource sends it when it reconnects). An id past the tenant's last event is 400; one older than the event retention window gets an `event: error` message with code EVENTS_EXPIRED, then the end of the stream.",
   schema: { type: 'string', pattern: '^[0-9]{1,15}$' },
 };
 
@@ -327,7 +364,8 @@ function pathParameters(route: CompiledRoute): unknown[] {
     name,
     in: 'path',
     required: true,
-    description: 'Identifier of the item. Any string that names no item of the caller is 404; only one longer than 64 characters (or holding NUL) is 400.',
+    description:
+      'Identifier of the item. Any string that names no item of the caller is 404; only one longer than 64 characters (or holding NUL) is 400.',
     schema: PATH_ID_SCHEMA,
     ...(route.spec.pathExamples?.[name] ? { example: route.spec.pathExamples[name] } : {}),
   }));
@@ -440,7 +478,11 @@ function envelopeSchema(route: CompiledRoute): JsonSchema {
         additionalProperties: false,
         properties: {
           msg,
-          data: { type: 'array', items: item, description: 'Each item in full; with `select`, only the selected members (x-selected-item-schema).' },
+          data: {
+            type: 'array',
+            items: item,
+            description: 'Each item in full; with `select`, only the selected members (x-selected-item-schema).',
+          },
           meta: { $ref: `${SCHEMA_REF}${response.list.pagination === 'sync' ? 'SyncListMeta' : 'ListMeta'}` },
         },
       };
@@ -537,14 +579,27 @@ function addComponent(schemas: Record<string, JsonSchema>, name: string, schema:
  */
 function webhookMessages(syncRecord: JsonSchema): Record<string, unknown> {
   const signatureHeaders = [
-    { name: 'webhook-id', in: 'header', required: true, schema: { type: 'string' }, description: 'The message id (msg_…): the same on every attempt of this message. De-duplicate by it.' },
-    { name: 'webhook-timestamp', in: 'header', required: true, schema: { type: 'string' }, description: 'Unix seconds when this attempt was signed. Refuse old ones (Standard Webhooks libraries allow 5 minutes).' },
+    {
+      name: 'webhook-id',
+      in: 'header',
+      required: true,
+      schema: { type: 'string' },
+      description: 'The message id (msg_…): the same on every attempt of this message. De-duplicate by it.',
+    },
+    {
+      name: 'webhook-timestamp',
+      in: 'header',
+      required: true,
+      schema: { type: 'string' },
+      description: 'Unix seconds when this attempt was signed. Refuse old ones (Standard Webhooks libraries allow 5 minutes).',
+    },
     {
       name: 'webhook-signature',
       in: 'header',
       required: true,
       schema: { type: 'string' },
-      description: 'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" keyed with the base64-decoded secret after whsec_>.',
+      description:
+        'v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>" keyed with the base64-decoded secret after whsec_>.',
     },
   ];
   return Object.fromEntries(
@@ -556,7 +611,10 @@ function webhookMessages(syncRecord: JsonSchema): Record<string, unknown> {
           description: `Sent to every enabled endpoint whose event_types include ${type} (or are empty)${type.startsWith('webhook.') ? '' : ", while the connection's settings.webhook_enabled is true"}. Answer 2xx within 10 s; anything else (a redirect too) is retried.`,
           parameters: signatureHeaders,
           requestBody: { required: true, content: { 'application/json': { schema: messageSchema(type, syncRecord) } } },
-          responses: { '2XX': { description: 'Received: no retry.' }, default: { description: 'Not received: retried on the documented schedule.' } },
+          responses: {
+            '2XX': { description: 'Received: no retry.' },
+            default: { description: 'Not received: retried on the documented schedule.' },
+          },
         },
       },
     ]),

@@ -276,7 +276,6 @@ export function parseInList(raw: string): string[] | { error: string } {
   }
 }
 
-
 class ProblemList {
   readonly list: QueryProblem[] = [];
   full = false;
@@ -368,7 +367,16 @@ function parseCondition(field: string, spec: FieldSpec, text: string): FilterCon
 
 /** The text after `op.` read into the variable's JSON form and coerced by the field's GraphQL type; undefined when refused. */
 function comparedValue(text: string, spec: FieldSpec): ComparedValue | undefined {
-  const input = spec.type === 'boolean' ? (text === 'true' ? true : text === 'false' ? false : undefined) : spec.type === 'int' ? parseInt32(text) : text;
+  const input =
+    spec.type === 'boolean'
+      ? text === 'true'
+        ? true
+        : text === 'false'
+          ? false
+          : undefined
+      : spec.type === 'int'
+        ? parseInt32(text)
+        : text;
   if (input === undefined || !spec.parseValue) return undefined;
   try {
     const value = spec.parseValue(input);
@@ -493,11 +501,15 @@ function parsePagination(
   resource: ResourceSpec,
   problems: ProblemList,
 ): Pick<ListQuery, 'limit' | 'offset' | 'page' | 'cursor' | 'paginationRequested'> {
-  const paginationRequested = paging.limit !== undefined || paging.offset !== undefined || paging.page !== undefined || paging.cursor !== undefined;
+  const paginationRequested =
+    paging.limit !== undefined || paging.offset !== undefined || paging.page !== undefined || paging.cursor !== undefined;
   // The cursor's own checks (signature, list, filters) are the GraphQL field's; here only its exclusivity.
   const cursor = paging.cursor ?? null;
   if (cursor !== null && (paging.offset !== undefined || paging.page !== undefined)) {
-    problems.add('cursor', `cursor and ${paging.offset !== undefined ? 'offset' : 'page'} cannot be combined; a cursor names where its page starts`);
+    problems.add(
+      'cursor',
+      `cursor and ${paging.offset !== undefined ? 'offset' : 'page'} cannot be combined; a cursor names where its page starts`,
+    );
   } else if (cursor === '') {
     problems.add('cursor', 'cursor is not valid: it is empty; use the cursor of a Link rel="next" URL');
   }

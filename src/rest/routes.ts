@@ -89,7 +89,14 @@ type ResponseSpec =
    * 201 with a `Location` of the item's own path (`{id}` is the item's id). `shownOnce` names members of `data`
    * that only the first answer carries (a secret): the answer kept for an Idempotency-Key replay has them null.
    */
-  | { kind: 'item'; msg: string; notFound: string; created?: { location: string }; nullIsNoContent?: boolean; shownOnce?: readonly string[] }
+  | {
+      kind: 'item';
+      msg: string;
+      notFound: string;
+      created?: { location: string };
+      nullIsNoContent?: boolean;
+      shownOnce?: readonly string[];
+    }
   /** `{msg, data: [item]}`: a single item shown as a one-element array, as the spec does for endpoint 3. */
   | { kind: 'item-in-array'; msg: string; notFound: string };
 
@@ -198,7 +205,7 @@ export const routes: readonly RouteSpec[] = [
       kind: 'list',
       list: {
         pagination: 'generic',
-       
+
         params: {},
         searchFields: ['name', 'slug', 'description'],
         noun: { one: 'category', many: 'categories' },
@@ -219,7 +226,7 @@ export const routes: readonly RouteSpec[] = [
       kind: 'list',
       list: {
         pagination: 'generic',
-       
+
         params: {},
         searchFields: KEYWORD_SEARCH,
         noun: { one: 'application', many: 'applications' },
@@ -247,15 +254,14 @@ export const routes: readonly RouteSpec[] = [
     document: ListConnectionsDocument,
     tag: 'Connections',
     summary: 'List connected applications',
-    description:
-      "The calling tenant's connections, by name. metadata and settings show only the members set for the kind of connection.",
+    description: "The calling tenant's connections, by name. metadata and settings show only the members set for the kind of connection.",
     itemSchema: 'ConnectedApplicationListEntry',
     omitNullMembers: ['metadata', 'settings'],
     response: {
       kind: 'list',
       list: {
         pagination: 'generic',
-       
+
         params: {
           category_id: {
             variable: 'categoryId',
@@ -282,7 +288,7 @@ export const routes: readonly RouteSpec[] = [
     tag: 'Connections',
     summary: 'Read one connected application',
     description:
-      'One connection of the calling tenant: the list entry plus features and additional_information; metadata shows region and version only. A deleted connection, or another tenant\'s, is 404.',
+      "One connection of the calling tenant: the list entry plus features and additional_information; metadata shows region and version only. A deleted connection, or another tenant's, is 404.",
     itemSchema: 'ConnectedApplication',
     omitNullMembers: ['metadata', 'settings'],
     response: { kind: 'item', msg: 'OK', notFound: 'connection not found' },
@@ -333,7 +339,7 @@ export const routes: readonly RouteSpec[] = [
       event: 'sync',
       params: { connection_id: { variable: 'connectionId', description: 'Only runs of this connection (404 when it names none).' } },
       description:
-        'With Accept: text/event-stream: every change of the tenant\'s runs (of one connection with connection_id) from now on, as `event: sync` messages whose data is the sync record and whose id is the event id; Last-Event-ID resumes after it. No other query parameter is taken.',
+        "With Accept: text/event-stream: every change of the tenant's runs (of one connection with connection_id) from now on, as `event: sync` messages whose data is the sync record and whose id is the event id; Last-Event-ID resumes after it. No other query parameter is taken.",
     },
     errors: [400, 404, 429],
   },
@@ -370,7 +376,12 @@ export const routes: readonly RouteSpec[] = [
       'Connects a catalog application. It is pending until its first successful run. Name and description default from the application, settings members from its kind. 400 lists every problem of the body. Needs the admin role.',
     itemSchema: 'ConnectedApplication',
     omitNullMembers: ['metadata', 'settings'],
-    response: { kind: 'item', msg: 'connection created', notFound: 'connection not found', created: { location: `${INTEGRATIONS_BASE}/connected/{id}` } },
+    response: {
+      kind: 'item',
+      msg: 'connection created',
+      notFound: 'connection not found',
+      created: { location: `${INTEGRATIONS_BASE}/connected/{id}` },
+    },
     errors: [400, 403, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
@@ -411,7 +422,12 @@ export const routes: readonly RouteSpec[] = [
     description:
       'Queues a run of the connection now: pending, with summary {queued: true, estimated_items?}. A connection has one pending or in-progress run at a time: a second trigger is 409 and names the active run. Needs the admin role.',
     itemSchema: 'SyncRecord',
-    response: { kind: 'item', msg: 'sync queued', notFound: 'sync record not found', created: { location: `${INTEGRATIONS_BASE}/syncs/{id}` } },
+    response: {
+      kind: 'item',
+      msg: 'sync queued',
+      notFound: 'sync record not found',
+      created: { location: `${INTEGRATIONS_BASE}/syncs/{id}` },
+    },
     errors: [400, 403, 404, 409, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
@@ -473,7 +489,12 @@ export const routes: readonly RouteSpec[] = [
     itemSchema: 'WebhookEndpointListEntry',
     response: {
       kind: 'list',
-      list: { pagination: 'generic', params: {}, searchFields: ['url', 'description'], noun: { one: 'webhook endpoint', many: 'webhook endpoints' } },
+      list: {
+        pagination: 'generic',
+        params: {},
+        searchFields: ['url', 'description'],
+        noun: { one: 'webhook endpoint', many: 'webhook endpoints' },
+      },
     },
     errors: [400, 403],
   },
@@ -554,7 +575,8 @@ export const routes: readonly RouteSpec[] = [
     document: RotateWebhookSecretDocument,
     tag: 'Webhooks',
     summary: 'Rotate the signing secret',
-    description: 'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. No body. Needs the admin role.',
+    description:
+      'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. No body. Needs the admin role.',
     itemSchema: 'WebhookEndpointWithSecret',
     response: { kind: 'item', msg: 'webhook secret rotated', notFound: 'webhook endpoint not found', shownOnce: ['secret'] },
     errors: [400, 403, 404, 415, 422],
@@ -567,7 +589,8 @@ export const routes: readonly RouteSpec[] = [
     document: ListWebhookDeliveriesDocument,
     tag: 'Webhooks',
     summary: "List an endpoint's deliveries",
-    description: "The endpoint's delivery log, newest first: each event sent (or to send) to it, its status, attempts and next attempt. Needs the admin role.",
+    description:
+      "The endpoint's delivery log, newest first: each event sent (or to send) to it, its status, attempts and next attempt. Needs the admin role.",
     itemSchema: 'WebhookDeliveryListEntry',
     response: {
       kind: 'list',
@@ -582,7 +605,8 @@ export const routes: readonly RouteSpec[] = [
     document: GetWebhookDeliveryDocument,
     tag: 'Webhooks',
     summary: 'Read one delivery with its attempts',
-    description: 'One delivery: the message sent (payload), and every attempt with its status code, latency, the first 1 KB of the answer and the retry it led to. Needs the admin role.',
+    description:
+      'One delivery: the message sent (payload), and every attempt with its status code, latency, the first 1 KB of the answer and the retry it led to. Needs the admin role.',
     itemSchema: 'WebhookDelivery',
     response: { kind: 'item', msg: 'OK', notFound: 'webhook delivery not found' },
     errors: [400, 403, 404],
@@ -594,7 +618,8 @@ export const routes: readonly RouteSpec[] = [
     document: RedeliverWebhookDocument,
     tag: 'Webhooks',
     summary: 'Send a delivery again',
-    description: 'Sends the delivery again now, with the same webhook-id; its attempts keep counting. 409 while the endpoint is disabled. No body. Needs the admin role.',
+    description:
+      'Sends the delivery again now, with the same webhook-id; its attempts keep counting. 409 while the endpoint is disabled. No body. Needs the admin role.',
     itemSchema: 'WebhookDelivery',
     response: { kind: 'item', msg: 'webhook redelivery queued', notFound: 'webhook delivery not found' },
     errors: [400, 403, 404, 409, 415, 422],
@@ -608,9 +633,13 @@ export const routes: readonly RouteSpec[] = [
     document: ListMembersDocument,
     tag: 'Members',
     summary: 'List members',
-    description: "The organization's members by email: role, whether the invitation is still pending, when they were invited and last seen, and who invited them. Needs the admin role.",
+    description:
+      "The organization's members by email: role, whether the invitation is still pending, when they were invited and last seen, and who invited them. Needs the admin role.",
     itemSchema: 'MemberListEntry',
-    response: { kind: 'list', list: { pagination: 'generic', params: {}, searchFields: ['email'], noun: { one: 'member', many: 'members' } } },
+    response: {
+      kind: 'list',
+      list: { pagination: 'generic', params: {}, searchFields: ['email'], noun: { one: 'member', many: 'members' } },
+    },
     errors: [400, 403],
   },
   {
@@ -640,7 +669,8 @@ export const routes: readonly RouteSpec[] = [
     document: ChangeMemberRoleDocument,
     tag: 'Members',
     summary: "Change a member's role",
-    description: "Sets the role (admin or reader); the member's sessions and open streams end. The last admin who can sign in cannot be demoted (409). Needs the admin role.",
+    description:
+      "Sets the role (admin or reader); the member's sessions and open streams end. The last admin who can sign in cannot be demoted (409). Needs the admin role.",
     itemSchema: 'Member',
     response: { kind: 'item', msg: 'member updated', notFound: 'member not found' },
     errors: [400, 403, 404, 409, 413, 415],
@@ -659,7 +689,8 @@ export const routes: readonly RouteSpec[] = [
     document: RemoveMemberDocument,
     tag: 'Members',
     summary: 'Remove a member',
-    description: 'Removes the member with its sessions (its open streams end) and invitations. The last admin who can sign in cannot be removed (409). Needs the admin role.',
+    description:
+      'Removes the member with its sessions (its open streams end) and invitations. The last admin who can sign in cannot be removed (409). Needs the admin role.',
     itemSchema: 'RemovedMember',
     response: { kind: 'item', msg: 'member removed', notFound: 'member not found' },
     errors: [400, 403, 404, 409],

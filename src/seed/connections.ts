@@ -168,11 +168,7 @@ SELECT $1, t.id, t.application_id, t.name, t.slug, t.description, t.logo_url,
        t.created_at::timestamptz
 FROM unnest(${CONNECTION_COLUMNS.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${CONNECTION_COLUMNS.join(', ')})`;
 
-export async function insertConnections(
-  sql: Pick<RawSql, 'query'>,
-  tenantId: string,
-  rows: ConnectionRow[],
-): Promise<void> {
+export async function insertConnections(sql: Pick<RawSql, 'query'>, tenantId: string, rows: ConnectionRow[]): Promise<void> {
   if (rows.length === 0) return;
   for (const row of rows) {
     if (row.tenantId !== tenantId) throw new Error(`connection ${row.id} belongs to another tenant`);

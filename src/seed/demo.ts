@@ -93,11 +93,7 @@ export interface SeedResult {
 }
 
 /** Adds the demo connections (several categories) and six months of sync history to an existing tenant. */
-export async function seedDemoTenant(
-  db: Database,
-  tenantSlug: string,
-  options: SeedDemoOptions = {},
-): Promise<SeedResult> {
+export async function seedDemoTenant(db: Database, tenantSlug: string, options: SeedDemoOptions = {}): Promise<SeedResult> {
   const seed = options.seed ?? DEFAULT_SEED;
   const now = (options.now ?? new Date()).getTime();
   const tenant = await db.prisma.tenant.findUnique({ where: { slug: tenantSlug }, select: { id: true } });

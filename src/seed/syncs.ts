@@ -147,8 +147,7 @@ export function* syncHistory(rng: Rng, spec: SyncHistorySpec): Generator<SyncRow
     // Evenly spaced slots with jitter: a scheduled sync drifts, but runs of one connection do not pile up.
     const startedAt = Math.floor(from + index * step + rng.next() * step * 0.8);
     const fromNewest = count - 1 - index;
-    const status: SyncStatus =
-      newest[fromNewest] ?? (rng.chance(failureRate) ? 'failed' : 'success');
+    const status: SyncStatus = newest[fromNewest] ?? (rng.chance(failureRate) ? 'failed' : 'success');
     const errorMessage = status === 'failed' ? rng.pick(ERROR_MESSAGES) : null;
     const open = isOpen(status);
     const finishedAt = open ? null : Math.min(startedAt + duration(rng, status, errorMessage), to);

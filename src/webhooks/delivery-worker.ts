@@ -77,7 +77,11 @@ export class DeliveryWorker {
   }
 
   async start(): Promise<void> {
-    this.unlisten = await this.options.db.listen(WEBHOOKS_CHANNEL, () => this.wake(), () => this.wake());
+    this.unlisten = await this.options.db.listen(
+      WEBHOOKS_CHANNEL,
+      () => this.wake(),
+      () => this.wake(),
+    );
     this.pollTimer = setInterval(() => this.wake(), this.options.pollMs);
     this.pollTimer.unref();
     this.wake();
@@ -138,7 +142,9 @@ export class DeliveryWorker {
   /** Serves the endpoint in a slot of its own; the slot frees itself and asks for the next endpoint. */
   private occupy(endpoint: LeasedEndpoint): void {
     const done = this.serve(endpoint)
-      .catch((error: unknown) => this.options.logger.warn({ err: error, endpoint: endpoint.id, tenant: endpoint.tenantId }, 'webhook endpoint pass failed'))
+      .catch((error: unknown) =>
+        this.options.logger.warn({ err: error, endpoint: endpoint.id, tenant: endpoint.tenantId }, 'webhook endpoint pass failed'),
+      )
       .finally(() => {
         this.slots.delete(endpoint.id);
         this.wake();
@@ -171,9 +177,18 @@ export class DeliveryWorker {
             { allowPrivate: this.options.allowPrivate, timeoutMs: this.options.timeoutMs },
           );
           const retry = outcome.ok ? null : retryDelayMs(this.options.retrySchedule, delivery.attempts + 1);
-          const recorded = await recordAttempt(db.raw, endpoint, delivery, { ...outcome, startedAt, retryDelayMs: retry }, this.options.disableAfter);
+          const recorded = await recordAttempt(
+            db.raw,
+            endpoint,
+            delivery,
+            { ...outcome, startedAt, retryDelayMs: retry },
+            this.options.disableAfter,
+          );
           if (recorded.endpointDisabled) {
-            this.options.logger.warn({ endpoint: endpoint.id, tenant: endpoint.tenantId }, 'webhook endpoint disabled after consecutive failed deliveries');
+            this.options.logger.warn(
+              { endpoint: endpoint.id, tenant: endpoint.tenantId },
+              'webhook endpoint disabled after consecutive failed deliveries',
+            );
             return;
           }
           // Backed off: its other deliveries wait, and the slot goes to another endpoint.
@@ -191,7 +206,10 @@ export class DeliveryWorker {
       return this.options.secretKeys.open(endpoint.sealedSecret, endpoint);
     } catch (error) {
       if (!(error instanceof SecretKeyError)) throw error;
-      this.options.logger.warn({ endpoint: endpoint.id, tenant: endpoint.tenantId, reason: error.message }, 'webhook secret cannot be opened: deliveries held');
+      this.options.logger.warn(
+        { endpoint: endpoint.id, tenant: endpoint.tenantId, reason: error.message },
+        'webhook secret cannot be opened: deliveries held',
+      );
       return null;
     }
   }

@@ -41,7 +41,11 @@ export async function resealSecrets(db: Pick<Database, 'raw'>, keys: WebhookSecr
  * At server start: seals the secrets still stored in plaintext. Without a key to seal with (PostgreSQL without
  * WEBHOOK_SECRET_KEY) it says how many there are instead.
  */
-export async function sealPlaintextSecrets(db: Pick<Database, 'raw'>, keys: WebhookSecretKeys, logger: Pick<Logger, 'info' | 'warn'>): Promise<void> {
+export async function sealPlaintextSecrets(
+  db: Pick<Database, 'raw'>,
+  keys: WebhookSecretKeys,
+  logger: Pick<Logger, 'info' | 'warn'>,
+): Promise<void> {
   if (!keys.currentKeyId) {
     const plaintext = await secretsToReseal(db.raw, null, '', 1);
     logger.warn(

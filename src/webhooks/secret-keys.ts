@@ -85,20 +85,31 @@ function keyring(current: Buffer, previous: readonly Buffer[]): WebhookSecretKey
       const cipher = createCipheriv('aes-256-gcm', current, iv);
       cipher.setAAD(aadOf(owner));
       const ciphertext = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final()]);
-      return [VERSION, currentKeyId, iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+      return [
+        VERSION,
+        currentKeyId,
+        iv.toString('base64url'),
+        ciphertext.toString('base64url'),
+        cipher.getAuthTag().toString('base64url'),
+      ].join('.');
     },
     open(stored, owner) {
       if (!isSealed(stored)) return stored;
       const [, keyId = '', iv = '', ciphertext = '', tag = ''] = stored.split('.');
       const key = byId.get(keyId);
-      if (!key) throw new SecretKeyError(`the webhook secret is sealed with key ${keyId}, which is not configured (WEBHOOK_SECRET_KEY, WEBHOOK_SECRET_PREVIOUS_KEYS)`);
+      if (!key)
+        throw new SecretKeyError(
+          `the webhook secret is sealed with key ${keyId}, which is not configured (WEBHOOK_SECRET_KEY, WEBHOOK_SECRET_PREVIOUS_KEYS)`,
+        );
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64url'));
         decipher.setAAD(aadOf(owner));
         decipher.setAuthTag(Buffer.from(tag, 'base64url'));
         return Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]).toString('utf8');
       } catch {
-        throw new SecretKeyError(`the webhook secret sealed with key ${keyId} does not open: it was changed, or belongs to another endpoint`);
+        throw new SecretKeyError(
+          `the webhook secret sealed with key ${keyId} does not open: it was changed, or belongs to another endpoint`,
+        );
       }
     },
     needsResealing(stored) {

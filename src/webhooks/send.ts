@@ -108,8 +108,10 @@ export async function sendWebhook(message: WebhookMessage, options: SendOptions)
     req.on('response', (response) => {
       const statusCode = response.statusCode ?? 0;
       void firstKilobyte(response).then((text) => {
-        if (statusCode >= 200 && statusCode < 300) resolve({ ok: true, statusCode, latencyMs: elapsed(), responseBody: text, error: null, timedOut: false });
-        else if (statusCode >= 300 && statusCode < 400) resolve(failed(`redirect to ${response.headers.location ?? '?'} not followed`, statusCode, text));
+        if (statusCode >= 200 && statusCode < 300)
+          resolve({ ok: true, statusCode, latencyMs: elapsed(), responseBody: text, error: null, timedOut: false });
+        else if (statusCode >= 300 && statusCode < 400)
+          resolve(failed(`redirect to ${response.headers.location ?? '?'} not followed`, statusCode, text));
         else resolve(failed(`HTTP ${statusCode}`, statusCode, text));
       });
     });
