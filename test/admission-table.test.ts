@@ -363,15 +363,15 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       },
       'rest-stream': { notApplicable: 'the stream runs a fixed document of the server; its only parameters are ids (checked as such)' },
       'graphql-http': {
-        run: () => send('graphql-http', origin.main, { token: reader(), query: ALIASES('query { connections(limit: 1) { nodes') + ' } }' }),
+        run: () => send('graphql-http', origin.main, { token: reader(), query: `${ALIASES('query { connections(limit: 1) { nodes')} } }` }),
         expect: refused(400, 'INVALID_QUERY'),
       },
       'graphql-sse': {
-        run: () => send('graphql-sse', origin.main, { token: reader(), query: ALIASES('subscription { syncChanged') + ' }' }),
+        run: () => send('graphql-sse', origin.main, { token: reader(), query: `${ALIASES('subscription { syncChanged')} }` }),
         expect: refused(400, 'INVALID_QUERY'),
       },
       'graphql-ws': {
-        run: () => send('graphql-ws', origin.main, { token: reader(), query: ALIASES('subscription { syncChanged') + ' }' }),
+        run: () => send('graphql-ws', origin.main, { token: reader(), query: `${ALIASES('subscription { syncChanged')} }` }),
         expect: refused(200, 'INVALID_QUERY'),
       },
     },

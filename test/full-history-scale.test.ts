@@ -77,7 +77,12 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
     // The statement the list runs, captured as it is sent, then explained on the same database.
     let statement: { text: string; values: unknown[] } | undefined;
     await readSyncPage(
-      { query: async (text, values) => ((statement = { text, values: values ?? [] }), []) },
+      {
+        query: async (text, values) => {
+          statement = { text, values: values ?? [] };
+          return [];
+        },
+      },
       {
         tenantId,
         where: allOf([]),
@@ -96,7 +101,10 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
       },
     ] = (await db.raw.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.text}`, statement!.values)) as any;
     const nodes: any[] = [];
-    const walk = (node: any) => (nodes.push(node), (node.Plans ?? []).forEach(walk));
+    const walk = (node: any): void => {
+      nodes.push(node);
+      for (const child of node.Plans ?? []) walk(child);
+    };
     walk(plan.Plan);
     const scan = nodes.find((node) => /Index( Only)? Scan/.test(node['Node Type']));
     expect(scan, JSON.stringify(plan.Plan, null, 1)).toBeDefined();

@@ -102,7 +102,10 @@ export const exportCommands: Command[] = [
         if (response.status !== 200) throw new CliError(await refusal(response));
         const bar = new SingleBar({
           stream: {
-            write: (text: string) => (io.stderr(text), true),
+            write: (text: string) => {
+              io.stderr(text);
+              return true;
+            },
             isTTY: true,
             columns: 80,
             cursorTo: () => true,

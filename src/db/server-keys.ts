@@ -10,7 +10,10 @@ const cache = new WeakMap<object, Map<string, Promise<Buffer>>>();
 /** The key named `name`: 32 random bytes, created on first use. */
 export function serverKey(db: Pick<RawSql, 'query'>, name: string): Promise<Buffer> {
   let keys = cache.get(db);
-  if (!keys) cache.set(db, (keys = new Map()));
+  if (!keys) {
+    keys = new Map();
+    cache.set(db, keys);
+  }
   let key = keys.get(name);
   if (!key) {
     key = loadKey(db, name);

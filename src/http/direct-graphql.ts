@@ -256,7 +256,9 @@ async function answerOf(result: ExecutionResult, accepted: string): Promise<Outg
 
 async function outgoingOf(response: Response): Promise<Outgoing> {
   const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
+  response.headers.forEach((value, name) => {
+    headers[name] = value;
+  });
   const body = new Uint8Array(await response.arrayBuffer());
   headers['content-length'] = String(body.byteLength);
   return { status: response.status, headers, body };

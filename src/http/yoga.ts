@@ -322,7 +322,9 @@ query Connections {
     },
     live,
     admission,
-    startDraining: () => void (draining = true),
+    startDraining: () => {
+      draining = true;
+    },
     credentialOfUpgrade: (req: IncomingMessage) => requestCredential(incomingOfNode(req), credentials, 'websocket'),
   });
 }

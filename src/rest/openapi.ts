@@ -1,6 +1,6 @@
 import { messageSchema, WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { SESSION_SECURITY_SCHEME, signInPaths, signInSchemas } from './sign-in-openapi.js';
-import { ERROR_CODES, type ErrorCode, errorCodeOfStatus, exampleErrorBody } from '../errors.js';
+import { ERROR_CODES, errorCodeOfStatus, exampleErrorBody } from '../errors.js';
 import { heldByEveryRole, isPermission, rolesWith } from '../auth/permissions.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
 import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';
