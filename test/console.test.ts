@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from './fixtures/chromium.js';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.js';
@@ -23,7 +24,6 @@ import { startReceiver } from './fixtures/webhook-receiver.js';
 // With UPDATE_SCREENSHOTS=1 the PostgreSQL-independent run (PGlite) writes docs/console/*.png, shown by
 // docs/console.md.
 
-const CHROMIUM = '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium package`);
 
@@ -99,21 +99,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       invitations[role] = new URL(invited.stdout.trim()).pathname;
     }
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-console-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1200, height: 800 },
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(userDataDir, { viewport: { width: 1200, height: 800 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
     await context.route(
       (url) =>

@@ -3,7 +3,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from './fixtures/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 
@@ -11,7 +12,6 @@ import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 // renders, runs under its CSP without a violation, and makes no request off this machine. Every request that
 // leaves 127.0.0.1 is recorded and aborted, so a page that depends on a CDN fails here as it would offline.
 
-const CHROMIUM = '/usr/bin/chromium';
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium package`);
 
@@ -41,20 +41,7 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(userDataDir);
     await context.route(
       (url) =>
         url.origin !== origin &&
