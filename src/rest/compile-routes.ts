@@ -191,24 +191,8 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     pathParams,
     fields,
     resource,
-    itemSchema: withValuedMembers(
-      objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])),
-      route.valuedMembers ?? [],
-      fail,
-    ),
+    itemSchema: objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])),
   };
-}
-
-/** The item schema with the named members never null (the route always answers a value for them). */
-function withValuedMembers(schema: JsonSchema, members: readonly string[], fail: (message: string) => never): JsonSchema {
-  if (members.length === 0) return schema;
-  const properties = { ...(schema.properties as Record<string, JsonSchema>) };
-  for (const member of members) {
-    const property = properties[member];
-    if (!property) return fail(`valued member ${member} is not selected`);
-    properties[member] = stripNull(property);
-  }
-  return { ...schema, properties };
 }
 
 /** The selection with every named fragment spread replaced by the fragment's fields, recursively. */

@@ -138,8 +138,6 @@ export interface RouteSpec {
   };
   /** Example values of path parameters that name demo data (the catalog's ids are the same in every database). */
   pathExamples?: Record<string, string>;
-  /** Members the answer always carries a value for, though the GraphQL field is nullable (a secret shown this once). */
-  valuedMembers?: readonly string[];
   /** Operation-specific statuses to document besides the shared error responses. */
   errors: readonly number[];
   /** POST and PATCH routes: their JSON body. */
