@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { appendEvents, syncEvent } from '../src/db/events.js';
 import { STREAM_QUEUE_BYTES } from '../src/rest/event-stream.js';
 import { databaseKinds } from './fixtures/databases.js';
+import { restOfStream, untilNoOpenStreams } from './fixtures/sse.js';
 import { createTestGateway } from './fixtures/gateway.js';
 import { ORIGIN } from './fixtures/rest.js';
 
@@ -43,17 +44,10 @@ describe.each(databaseKinds)('a GraphQL subscription over SSE whose client stops
           Array.from({ length: CHANGES }, () => padded),
         ),
       );
-      const waited = performance.now() + 15_000;
-      while (gateway.live.slots.stats().open > 0 && performance.now() < waited) await new Promise((resolve) => setTimeout(resolve, 50));
+      await untilNoOpenStreams(gateway, 15_000);
       expect(gateway.live.slots.stats().open).toBe(0);
 
-      let text = '';
-      const decoder = new TextDecoder();
-      for (;;) {
-        const chunk = await reader.read();
-        if (chunk.done) break;
-        text += decoder.decode(chunk.value, { stream: true });
-      }
+      const text = await restOfStream(reader);
       const results = text
         .split('\n\n')
         .filter((block) => block.startsWith('event: next\n'))
