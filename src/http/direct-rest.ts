@@ -84,7 +84,7 @@ export interface DirectPathOptions {
   /** Yoga's masking function (use-error-masking): what a result or a failed lookup may show. */
   maskError: (error: unknown, message: string) => Error;
   /** The context's fields that do not depend on the request. */
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'tokenCaps' | 'live'>;
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'applicationCategory' | 'tokenCaps' | 'live'>;
 }
 
 export interface DirectRestOptions extends DirectPathOptions {
@@ -167,7 +167,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
           budget = check?.state;
           if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
         }
-        const runner: OperationRunner = {
+        const runner: OperationRunner<Context> = {
           context: async () => {
             try {
               return {
