@@ -615,7 +615,10 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     // Back to the whole history, which starts at page 1 again too.
     await showsPage(1);
 
-    // A run queued elsewhere appears without a reload.
+    // A run queued elsewhere appears without a reload. On a later page the total grows and the page keeps its
+    // runs (a cursor page starts after a run, not after a count of them); the run itself is on page 1.
+    await pager.getByRole('button', { name: 'Next' }).click();
+    await showsPage(2);
     const connections = await graphql<{ connections: { nodes: { id: string; status: string }[] } }>(
       fixture.gateway,
       '{ connections(filter: { status: { eq: active } }, limit: 1) { nodes { id status } } }',
@@ -630,7 +633,11 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       `mutation { triggerSync(connectionId: "${target.id}") { id } }`,
       { token: fixture.tenants.demo.adminToken, expectOk: true },
     );
+    await pager.getByText(`Page 2 of ${Math.ceil((total + 1) / SYNC_PAGE)} (${total + 1} in all)`).waitFor({ timeout: 15_000 });
+    expect(await shownRunIds(page)).toEqual(expected.slice(SYNC_PAGE, 2 * SYNC_PAGE));
+    await pager.getByRole('button', { name: 'First' }).click();
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).waitFor({ timeout: 15_000 });
+    expect((await shownRunIds(page))[0]).toBe(queued.body.data!.triggerSync.id);
 
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).click();
     await page.getByRole('heading', { name: /^Run / }).waitFor();
