@@ -31,6 +31,13 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const BUILD_DIR = join(ROOT, 'dist-console');
 const SCREENSHOT_DIR = join(ROOT, 'docs', 'console');
 const AXE_SOURCE = readFileSync(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+/** The console's queries of lists that page: by cursor (`after`), never by offset. */
+const PAGED_QUERIES = ['ConsoleSyncs', 'ConsoleConnections', 'ConsoleWebhookEndpoint'];
+interface HistoryPage {
+  syncs: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; nodes: { id: string }[] };
+}
+/** The sync history's page size (console/src/pages/SyncHistory.tsx). */
+const SYNC_PAGE = 25;
 /** The budget of the JavaScript the console's page loads before it can show anything, gzipped. */
 const INITIAL_JS_BUDGET_BYTES = 250 * 1024;
 
@@ -55,6 +62,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
   const READER = { email: 'rui.reader@example.com', password: 'a reader reads but never writes' };
   const offsite: string[] = [];
   const problems: string[] = [];
+  /** The variables of every paged list query the console sent (ConsoleSyncs, ConsoleConnections, …), in order. */
+  const listRequests: { operation: string; variables: Record<string, unknown> }[] = [];
   const screenshots = process.env.UPDATE_SCREENSHOTS === '1' && kind === 'pglite';
 
   beforeAll(async () => {
@@ -126,6 +135,12 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       if (message.type() === 'error') problems.push(`${label}: ${message.text()}`);
     });
     page.on('pageerror', (error) => problems.push(`${label}: ${error.message}`));
+    page.on('request', (request) => {
+      if (request.method() !== 'POST' || !request.url().endsWith('/graphql')) return;
+      const body = request.postDataJSON() as { query?: string; variables?: Record<string, unknown> } | null;
+      const operation = /^\s*query (Console\w+)/.exec(body?.query ?? '')?.[1];
+      if (operation && PAGED_QUERIES.includes(operation)) listRequests.push({ operation, variables: body?.variables ?? {} });
+    });
     return page;
   }
 
@@ -195,9 +210,51 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await overview.waitFor();
   }
 
+  /**
+   * The sync history's first `pages` pages as the API answers the console's own query (the same arguments, so
+   * the same cursors): the runs in order, each page's end cursor, and the total.
+   */
+  async function historyPages(pages: number, status?: string): Promise<{ runIds: string[]; endCursors: string[]; totalCount: number }> {
+    const runIds: string[] = [];
+    const endCursors: string[] = [];
+    let totalCount = 0;
+    let after: string | null = null;
+    for (let n = 0; n < pages; n++) {
+      const response: Awaited<ReturnType<typeof graphql<HistoryPage>>> = await graphql<HistoryPage>(
+        fixture.gateway,
+        `query ($connectionId: ID, $filter: SyncFilter, $search: String, $limit: Int!, $after: String) {
+          syncs(connectionId: $connectionId, filter: $filter, search: $search, limit: $limit, after: $after) {
+            totalCount pageInfo { hasNextPage endCursor } nodes { id }
+          }
+        }`,
+        {
+          token: fixture.tenants.demo.adminToken,
+          variables: { connectionId: null, filter: status ? { status: { eq: status } } : null, search: null, limit: SYNC_PAGE, after },
+          expectOk: true,
+        },
+      );
+      const { syncs } = response.body.data!;
+      runIds.push(...syncs.nodes.map((node) => node.id));
+      totalCount = syncs.totalCount;
+      if (!syncs.pageInfo.hasNextPage) break;
+      after = syncs.pageInfo.endCursor!;
+      endCursors.push(after);
+    }
+    return { runIds, endCursors, totalCount };
+  }
+
+  /** The ids of the runs the sync history table shows, top to bottom. */
+  function shownRunIds(page: Page): Promise<string[]> {
+    return page
+      .locator('tbody tr td:first-child a')
+      .evaluateAll((links) => links.map((link) => /^Run (\S+):/.exec(link.getAttribute('aria-label') ?? '')?.[1] ?? ''));
+  }
+
   function expectCleanRun(): void {
     expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
     expect(problems, 'console errors (CSP violations among them)').toEqual([]);
+    // Lists page by cursor only: an offset stops at the API's offset limit, short of a long history.
+    expect(listRequests.filter((request) => 'offset' in request.variables)).toEqual([]);
   }
 
   it('is served with hashed assets cached for a year, a strict CSP, an SPA fallback, and within its JavaScript budget', async () => {
@@ -496,24 +553,72 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('heading', { name: 'Sync history' }).waitFor();
     await page.locator('tbody tr').first().waitFor();
     await visited(page, 'sync-history');
-    const total = Number(/\((\d+) in all\)/.exec((await page.getByRole('navigation', { name: 'Sync history pages' }).textContent())!)![1]);
-    expect(total).toBeGreaterThan(25);
-    await page.getByRole('button', { name: 'Last' }).click();
-    await page.getByText(`Page ${Math.ceil(total / 25)} of ${Math.ceil(total / 25)}`).waitFor();
-    await expect.poll(() => page.locator('tbody tr').count()).toBe(total - 25 * (Math.ceil(total / 25) - 1));
+    const pager = page.getByRole('navigation', { name: 'Sync history pages' });
+    const totalShown = async () => Number(/\((\d+) in all\)/.exec((await pager.textContent())!)![1]);
+    // The runs of the first pages as the API orders them (newest first), read by cursor apart from the console.
+    const pagesWalked = 4;
+    const api = await historyPages(pagesWalked + 1);
+    const expected = api.runIds;
+    const total = await totalShown();
+    expect(total).toBe(api.totalCount);
+    expect(total).toBeGreaterThan(SYNC_PAGE * (pagesWalked + 1));
+    const pageCount = Math.ceil(total / SYNC_PAGE);
+    /** The console shows page `n` (from 1): exactly the runs the API has there, none missing, none twice. */
+    const showsPage = async (n: number) => {
+      await pager.getByText(`Page ${n} of ${pageCount} (${total} in all)`).waitFor();
+      await expect.poll(() => shownRunIds(page)).toEqual(expected.slice((n - 1) * SYNC_PAGE, n * SYNC_PAGE));
+    };
+    await showsPage(1);
+    const firstRequest = listRequests.length;
+    for (let n = 2; n <= pagesWalked + 1; n++) {
+      await pager.getByRole('button', { name: 'Next' }).click();
+      await showsPage(n);
+    }
+    for (let n = pagesWalked; n >= 1; n--) {
+      await pager.getByRole('button', { name: 'Previous' }).click();
+      await showsPage(n);
+    }
+    expect(await pager.getByRole('button', { name: 'Previous' }).isDisabled()).toBe(true);
+    // Each page past the first was asked for with the cursor of the last run before it (and by no offset:
+    // expectCleanRun).
+    const walked = listRequests.slice(firstRequest).filter((request) => request.operation === 'ConsoleSyncs');
+    expect(walked.slice(0, pagesWalked).map((request) => request.variables.after)).toEqual(api.endCursors.slice(0, pagesWalked));
 
+    for (const n of [2, 3]) {
+      await pager.getByRole('button', { name: 'Next' }).click();
+      await showsPage(n);
+    }
+    await pager.getByRole('button', { name: 'First' }).click();
+    await showsPage(1);
+
+    // A filter starts again at page 1: the cursor was bound to the list it came from.
+    for (const n of [2, 3]) {
+      await pager.getByRole('button', { name: 'Next' }).click();
+      await showsPage(n);
+    }
+    const beforeFilter = listRequests.length;
     await page.getByLabel('Status').selectOption('failed');
     await page.waitForFunction(() => [...document.querySelectorAll('tbody .badge')].every((b) => b.textContent === 'failed'));
-    const failedLabel = await page.getByRole('navigation', { name: 'Sync history pages' }).textContent();
-    const failed = Number(/\((\d+) in all\)/.exec(failedLabel!)![1]);
-    expect(failed).toBeGreaterThan(0);
+    await pager.getByText(/^Page 1 of /).waitFor();
+    const failedApi = await historyPages(1, 'failed');
+    const failed = await totalShown();
+    expect(failed).toBe(failedApi.totalCount);
     expect(failed).toBeLessThan(total);
+    const filtered = listRequests.slice(beforeFilter).filter((request) => request.operation === 'ConsoleSyncs');
+    expect(filtered.length).toBeGreaterThan(0);
+    expect(filtered.map((request) => request.variables.after ?? null)).toEqual(filtered.map(() => null));
+    await expect.poll(() => shownRunIds(page)).toEqual(failedApi.runIds);
     await page.getByLabel('Started from').fill('2999-01-01');
     await page.getByText('No runs.').waitFor();
     await page.getByLabel('Started from').fill('');
     await page.getByLabel('Status').selectOption('');
+    // Back to the whole history, which starts at page 1 again too.
+    await showsPage(1);
 
-    // A run queued elsewhere appears without a reload.
+    // A run queued elsewhere appears without a reload. On a later page the total grows and the page keeps its
+    // runs (a cursor page starts after a run, not after a count of them); the run itself is on page 1.
+    await pager.getByRole('button', { name: 'Next' }).click();
+    await showsPage(2);
     const connections = await graphql<{ connections: { nodes: { id: string; status: string }[] } }>(
       fixture.gateway,
       '{ connections(filter: { status: { eq: active } }, limit: 1) { nodes { id status } } }',
@@ -528,7 +633,11 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       `mutation { triggerSync(connectionId: "${target.id}") { id } }`,
       { token: fixture.tenants.demo.adminToken, expectOk: true },
     );
+    await pager.getByText(`Page 2 of ${Math.ceil((total + 1) / SYNC_PAGE)} (${total + 1} in all)`).waitFor({ timeout: 15_000 });
+    expect(await shownRunIds(page)).toEqual(expected.slice(SYNC_PAGE, 2 * SYNC_PAGE));
+    await pager.getByRole('button', { name: 'First' }).click();
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).waitFor({ timeout: 15_000 });
+    expect((await shownRunIds(page))[0]).toBe(queued.body.data!.triggerSync.id);
 
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).click();
     await page.getByRole('heading', { name: /^Run / }).waitFor();

@@ -67,7 +67,7 @@ export interface DirectPathOptions {
   /** The compiled queries (the REST documents are compiled at their first run). */
   compiledExecution: CompiledExecution;
   /** The context's fields that do not depend on the request. */
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'tokenCaps' | 'live'>;
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'applicationCategory' | 'tokenCaps' | 'live'>;
 }
 
 export interface DirectRestOptions extends DirectPathOptions {
@@ -143,7 +143,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
         const check = await admission.rateLimit(taken.pathname, await lookup.catch(() => null), incoming.remoteAddress);
         budget = check?.state;
         if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
-        const runner: OperationRunner = {
+        const runner: OperationRunner<Context> = {
           context: async () => {
             try {
               return {

@@ -7,6 +7,7 @@ import { createKnownTenants } from '../auth/known-tenants.js';
 import { RequestViewers } from '../auth/request-viewers.js';
 import { idempotencyOf, type Context } from '../context.js';
 import type { Database } from '../db/client.js';
+import { applicationCategoryOf } from '../db/connection-writes.js';
 import { DEFAULT_LOGIN_FAILURES, DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from '../env.js';
 import { compiledExecutionOf } from '../graphql/compiled-execution.js';
 import { schema } from '../graphql/schema.js';
@@ -259,6 +260,7 @@ export function createGateway({
   const corsOrigins = config.CORS_ORIGINS ?? [];
   const webhooks = webhookSettingsOf(config, db);
   const tokenCaps = tokenCapsOf(config);
+  const applicationCategory = applicationCategoryOf(db.raw);
   const compiledRoutes = compileRoutes(schema, routes);
   const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
   const rateLimits = withoutPlugins.includes('rate-limit')
@@ -363,6 +365,7 @@ query Connections {
       idempotency: idempotencyOf(request.headers.get('idempotency-key')),
       authorization: viewers.credential(request),
       webhooks,
+      applicationCategory,
       tokenCaps,
       live,
     }),
@@ -374,7 +377,7 @@ query Connections {
     admission,
     maxBodyBytes: limits.maxBodyBytes,
     compiledExecution,
-    contextBase: { db, webhooks, tokenCaps, live },
+    contextBase: { db, webhooks, applicationCategory, tokenCaps, live },
   };
   const direct =
     directRest && withoutPlugins.length === 0
