@@ -140,7 +140,11 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
           return viewer;
         })();
         lookup.catch(() => undefined);
-        const check = await admission.rateLimit(taken.pathname, await lookup.catch(() => null), incoming.remoteAddress);
+        const check = await admission.rateLimit(
+          taken.pathname,
+          await lookup.catch(() => null),
+          admission.clientAddress(incoming, incoming.remoteAddress),
+        );
         budget = check?.state;
         if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
         const runner: OperationRunner<Context> = {

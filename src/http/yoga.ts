@@ -324,7 +324,12 @@ query Connections {
         metrics: metrics && useMetrics({ metrics, token: config.METRICS_TOKEN }),
         'security-headers': optional('security-headers', () => useSecurityHeaders({ cors })),
         limits: optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
-        'rate-limit': useRateLimit({ limits: rateLimits, viewers }),
+        'rate-limit': useRateLimit({
+          limits: rateLimits,
+          viewers,
+          clientAddress: (request, socketAddress) =>
+            admission.clientAddress({ header: (name) => request.headers.get(name) }, socketAddress),
+        }),
         auth: useAuth(),
         'stream-backpressure': useStreamBackpressure({ stallMs: live.stallMs }),
       },
