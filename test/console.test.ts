@@ -739,11 +739,15 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expect(new Set(await page.locator('tbody tr td:nth-child(2)').allTextContents())).toEqual(new Set([target.name]));
     await checkAccessibility(page, 'connection chosen');
 
-    // Clear: any connection again, and the focus back in the input.
-    await page.getByRole('button', { name: 'Clear connection' }).click();
-    await expect.poll(() => picker.inputValue()).toBe('');
+    // Emptying the field (Escape closes the suggestions that opened) and leaving it: any connection again.
+    await picker.fill('');
+    await expect.poll(() => picker.getAttribute('aria-expanded')).toBe('true');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => picker.getAttribute('aria-expanded')).toBe('false');
+    expect(await listbox.isVisible()).toBe(false);
+    await page.keyboard.press('Tab');
     await pager.getByText(`(${tenant.syncs.totalCount} in all)`).waitFor();
-    await expect(page.evaluate(() => document.activeElement?.getAttribute('role'))).resolves.toBe('combobox');
+    expect(await picker.inputValue()).toBe('');
 
     // The link from a connection's page (?connection=) filters by it and shows it by name.
     await page.goto(`${origin}/console/connections/${target.id}`);
@@ -751,6 +755,12 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await expect.poll(() => picker.inputValue()).toBe(target.name);
     await pager.getByText(`(${itsRuns.totalCount} in all)`).waitFor();
     await expect.poll(() => shownRunIds(page)).toEqual(itsRuns.nodes.map((node) => node.id));
+
+    // Clear: any connection again, and the focus back in the input.
+    await page.getByRole('button', { name: 'Clear connection' }).click();
+    await expect.poll(() => picker.inputValue()).toBe('');
+    await pager.getByText(`(${tenant.syncs.totalCount} in all)`).waitFor();
+    await expect(page.evaluate(() => document.activeElement?.getAttribute('role'))).resolves.toBe('combobox');
     await page.close();
     expectCleanRun();
   }, 120_000);
