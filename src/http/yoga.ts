@@ -30,6 +30,7 @@ import { requestIdOf, useRequestId } from '../plugins/use-request-id.js';
 import { useRequestLog } from '../plugins/use-request-log.js';
 import { useRest } from '../plugins/use-rest.js';
 import { useSignIn } from '../plugins/use-sign-in.js';
+import { useStreamBackpressure } from '../plugins/use-stream-backpressure.js';
 import { signInSettingsOf } from '../auth/sessions.js';
 import { useResultBytes } from '../plugins/use-result-bytes.js';
 import { corsPolicy, useSecurityHeaders } from '../plugins/use-security-headers.js';
@@ -112,7 +113,8 @@ type AdmissionPlugin =
   | 'security-headers'
   | 'limits'
   | 'rate-limit'
-  | 'auth';
+  | 'auth'
+  | 'stream-backpressure';
 
 /** What implements a check on yoga's pipeline: its plugins, or the code that does it outside the plugin list (or both). */
 export type YogaImplementation =
@@ -144,7 +146,11 @@ export const YOGA_ADMISSION: Record<AdmissionCheck, YogaImplementation> = {
   'rate-limit': { plugins: ['rate-limit'] },
   'document-limits': { plugins: ['limits'] },
   'credential-requirement': { plugins: ['auth'] },
-  'stream-caps': { implementedBy: 'StreamSlots (live/stream-slots.ts), acquired by a subscription as it opens (graphql/live.ts)' },
+  // A stream's bytes: REST event streams bound their own (rest/event-stream.ts); GraphQL's SSE is yoga's stream.
+  'stream-caps': {
+    plugins: ['stream-backpressure'],
+    implementedBy: 'StreamSlots (live/stream-slots.ts), acquired by a subscription as it opens (graphql/live.ts)',
+  },
 };
 
 /** A plugin of yoga's list. */
@@ -320,6 +326,7 @@ query Connections {
         limits: optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
         'rate-limit': useRateLimit({ limits: rateLimits, viewers }),
         auth: useAuth(),
+        'stream-backpressure': useStreamBackpressure({ stallMs: live.stallMs }),
       },
       {
         // The deadline wraps the executor this one picks.
