@@ -172,25 +172,37 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     ).toEqual([]);
   }
 
-  async function screenshot(page: Page, name: string): Promise<void> {
+  /** `keepFocus`: the page as it is, a field's open suggestions included; else its top with nothing focused. */
+  async function screenshot(page: Page, name: string, { keepFocus = false } = {}): Promise<void> {
     if (!screenshots) return;
     // The top of the page, as a person arriving on it sees it, whatever field the test left focused.
-    await page.evaluate(() => {
-      (document.activeElement as HTMLElement | null)?.blur();
-      window.scrollTo(0, 0);
-    });
+    if (!keepFocus) {
+      await page.evaluate(() => {
+        (document.activeElement as HTMLElement | null)?.blur();
+        window.scrollTo(0, 0);
+      });
+    }
     await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: false });
   }
 
   /** Checks the page with axe and, when asked to, keeps its picture. */
-  async function visited(page: Page, name: string): Promise<void> {
+  async function visited(page: Page, name: string, options: { keepFocus?: boolean } = {}): Promise<void> {
     await checkAccessibility(page, name);
-    await screenshot(page, name);
+    await screenshot(page, name, options);
+  }
+
+  /** Opens the console at its sign-in page, signing out whoever this browser is signed in as. */
+  async function openSignedOut(page: Page): Promise<void> {
+    await page.goto(`${origin}/console`);
+    const signInHeading = page.getByRole('heading', { name: 'Sign in' });
+    const overview = page.getByRole('heading', { name: 'Overview' });
+    await signInHeading.or(overview).waitFor();
+    if (await overview.isVisible()) await page.getByRole('button', { name: 'Sign out' }).click();
+    await signInHeading.waitFor();
   }
 
   async function signInWithToken(page: Page, token: string): Promise<void> {
-    await page.goto(`${origin}/console`);
-    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await openSignedOut(page);
     await page.getByText('Sign in with an API token').click();
     await page.getByLabel('Token').fill(token);
     await page.getByRole('button', { name: 'Sign in with the token' }).click();
@@ -198,16 +210,11 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
   }
 
   async function signIn(page: Page, person: { email: string; password: string }): Promise<void> {
-    await page.goto(`${origin}/console`);
-    const signInHeading = page.getByRole('heading', { name: 'Sign in' });
-    const overview = page.getByRole('heading', { name: 'Overview' });
-    await signInHeading.or(overview).waitFor();
-    if (await overview.isVisible()) await page.getByRole('button', { name: 'Sign out' }).click();
-    await signInHeading.waitFor();
+    await openSignedOut(page);
     await page.getByLabel('Email').fill(person.email);
     await page.getByLabel('Password').fill(person.password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await overview.waitFor();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
   }
 
   /**
@@ -642,6 +649,118 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).click();
     await page.getByRole('heading', { name: /^Run / }).waitFor();
     await page.getByRole('heading', { name: 'Checksum' }).waitFor();
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+
+  it('finds connection number 150 of a tenant with more than 100 by typing part of its name, and filters by it', async () => {
+    // A tenant of its own, so the demo tenant's pages (and their screenshots) stay as they are.
+    const slug = 'many-connections';
+    const cli = async (...args: string[]) => {
+      const run = await runCliOn(fixture.db, ...args);
+      expect(run.code, run.stderr).toBe(0);
+      return run.stdout.trim();
+    };
+    await cli('tenant', 'create', slug, '--name', 'Many Connections');
+    await cli('seed', 'load', '--tenant', slug, '--connections', '160', '--syncs', '1600');
+    await cli('service-user', 'create', '--tenant', slug, '--name', 'picker-reader', '--role', 'reader');
+    const token = await cli(
+      'token',
+      'create',
+      '--tenant',
+      slug,
+      '--service-user',
+      'picker-reader',
+      '--expires',
+      new Date(Date.now() + 86_400_000).toISOString(),
+    );
+    const api = async <Data>(query: string, variables: Record<string, unknown> = {}) =>
+      (await graphql<Data>(fixture.gateway, query, { token, variables, expectOk: true })).body.data!;
+    const tenant = await api<{ connections: { totalCount: number }; syncs: { totalCount: number } }>(
+      '{ connections(limit: 1) { totalCount } syncs(limit: 1) { totalCount } }',
+    );
+    expect(tenant.connections.totalCount).toBe(160);
+    // Number 150 in the connections' own order (by name): past the first 100, all that a list loaded whole held.
+    const target = (
+      await api<{ connections: { nodes: { id: string; name: string }[] } }>('{ connections(offset: 149, limit: 1) { nodes { id name } } }')
+    ).connections.nodes[0]!;
+    const itsRuns = (
+      await api<HistoryPage>(
+        'query ($id: ID, $limit: Int!) { syncs(connectionId: $id, limit: $limit) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } }',
+        { id: target.id, limit: SYNC_PAGE },
+      )
+    ).syncs;
+    expect(itsRuns.totalCount).toBeGreaterThan(0);
+    expect(itsRuns.totalCount).toBeLessThan(tenant.syncs.totalCount);
+
+    const page = await newPage('connection picker');
+    /** The `search` of each suggestion request the picker sent, in order. */
+    const searches: (string | null)[] = [];
+    page.on('request', (request) => {
+      if (request.method() !== 'POST' || !request.url().endsWith('/graphql')) return;
+      const body = request.postDataJSON() as { query?: string; variables?: { search?: string | null } } | null;
+      if (/^\s*query ConsoleConnectionOptions\b/.test(body?.query ?? '')) searches.push(body?.variables?.search ?? null);
+    });
+    await signInWithToken(page, token);
+    await page.getByRole('link', { name: 'Sync history' }).click();
+    const pager = page.getByRole('navigation', { name: 'Sync history pages' });
+    await pager.getByText(`(${tenant.syncs.totalCount} in all)`).waitFor();
+
+    // Typed, not scrolled to: the suggestions are the API's answer to what was typed.
+    const picker = page.getByRole('combobox', { name: 'Connection' });
+    const typed = /Load \d+$/.exec(target.name)![0];
+    await picker.focus();
+    await page.keyboard.type(typed, { delay: 30 });
+    const listbox = page.getByRole('listbox', { name: 'Connection suggestions' });
+    await listbox.getByRole('option', { name: target.name, exact: true }).waitFor();
+    expect(await picker.getAttribute('aria-expanded')).toBe('true');
+    expect(await picker.getAttribute('aria-controls')).toBe(await listbox.getAttribute('id'));
+    const suggested = await listbox.getByRole('option').allTextContents();
+    expect(suggested.length).toBeGreaterThan(0);
+    expect(suggested.every((name) => name.toLowerCase().includes(typed.toLowerCase()))).toBe(true);
+    await visited(page, 'connection-picker', { keepFocus: true });
+    // Asked once per pause in typing, not once per key.
+    const typedSearches = searches.filter((search) => search !== null);
+    expect(typedSearches.at(-1)).toBe(typed);
+    expect(typedSearches.length).toBeLessThan(typed.length);
+
+    // Down the suggestions to it and Enter: the input keeps the focus and names the active option.
+    for (let n = 0; n <= suggested.indexOf(target.name); n++) await page.keyboard.press('ArrowDown');
+    const active = await picker.getAttribute('aria-activedescendant');
+    expect(active).not.toBeNull();
+    await expect(page.locator(`[id="${active}"]`).textContent()).resolves.toBe(target.name);
+    await expect(page.locator(`[id="${active}"]`).getAttribute('aria-selected')).resolves.toBe('true');
+    await expect(page.evaluate(() => document.activeElement?.getAttribute('role'))).resolves.toBe('combobox');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => picker.inputValue()).toBe(target.name);
+    expect(await picker.getAttribute('aria-expanded')).toBe('false');
+    await pager.getByText(`(${itsRuns.totalCount} in all)`).waitFor();
+    await expect.poll(() => shownRunIds(page)).toEqual(itsRuns.nodes.map((node) => node.id));
+    expect(new Set(await page.locator('tbody tr td:nth-child(2)').allTextContents())).toEqual(new Set([target.name]));
+    await checkAccessibility(page, 'connection chosen');
+
+    // Emptying the field (Escape closes the suggestions that opened) and leaving it: any connection again.
+    await picker.fill('');
+    await expect.poll(() => picker.getAttribute('aria-expanded')).toBe('true');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => picker.getAttribute('aria-expanded')).toBe('false');
+    expect(await listbox.isVisible()).toBe(false);
+    await page.keyboard.press('Tab');
+    await pager.getByText(`(${tenant.syncs.totalCount} in all)`).waitFor();
+    expect(await picker.inputValue()).toBe('');
+
+    // The link from a connection's page (?connection=) filters by it and shows it by name.
+    await page.goto(`${origin}/console/connections/${target.id}`);
+    await page.getByRole('link', { name: 'the whole history of this connection' }).click();
+    await expect.poll(() => picker.inputValue()).toBe(target.name);
+    await pager.getByText(`(${itsRuns.totalCount} in all)`).waitFor();
+    await expect.poll(() => shownRunIds(page)).toEqual(itsRuns.nodes.map((node) => node.id));
+
+    // Clear: any connection again, and the focus back in the input.
+    await page.getByRole('button', { name: 'Clear connection' }).click();
+    await expect.poll(() => picker.inputValue()).toBe('');
+    await pager.getByText(`(${tenant.syncs.totalCount} in all)`).waitFor();
+    await expect(page.evaluate(() => document.activeElement?.getAttribute('role'))).resolves.toBe('combobox');
     await page.close();
     expectCleanRun();
   }, 120_000);

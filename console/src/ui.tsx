@@ -158,6 +158,16 @@ export function useThrottled(action: () => void, ms: number): () => void {
   };
 }
 
+/** `value` once it has stayed unchanged for `ms`: a search typed key by key asks the server once per pause. */
+export function useDebounced<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
+}
+
 /** Where a page of a list ends, as the API's page types say (`pageInfo`). */
 export interface PageInfo {
   hasNextPage: boolean;

@@ -15,6 +15,7 @@ import {
   useCursorPages,
   useThrottled,
 } from '../ui';
+import { ConnectionPicker } from '../connection-picker';
 import { SyncChanges } from './Connections';
 
 /** What a row of the runs table shows. */
@@ -48,12 +49,6 @@ const SyncsQuery = graphql(`
       }
       nodes {
         ...ConsoleSyncRow
-      }
-    }
-    connections(limit: 100) {
-      nodes {
-        id
-        name
       }
     }
   }
@@ -165,20 +160,7 @@ export function SyncHistory() {
             ))}
           </select>
         </div>
-        <div>
-          <label htmlFor="sync-connection">Connection</label>
-          <select id="sync-connection" value={connectionId} onChange={(e) => setConnectionId(e.target.value)}>
-            <option value="">Any connection</option>
-            {data?.connections.nodes.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.name}
-              </option>
-            ))}
-            {connectionId && data && !data.connections.nodes.some((c) => c.id === connectionId) ? (
-              <option value={connectionId}>{connectionId}</option>
-            ) : null}
-          </select>
-        </div>
+        <ConnectionPicker id="sync-connection" label="Connection" value={connectionId} onChange={setConnectionId} />
         <div>
           <label htmlFor="sync-from">Started from</label>
           <input id="sync-from" type="date" value={from} onChange={(e) => setFrom(e.target.value)} />
