@@ -36,10 +36,21 @@ interface ListResult {
  */
 export function nextPageLink(requestUrl: URL | undefined, cursor: string): string {
   if (!requestUrl) throw new Error('a list answer needs its request URL');
-  const next = new URL(requestUrl);
-  for (const name of ['offset', 'page', 'cursor']) next.searchParams.delete(name);
-  next.searchParams.append('cursor', cursor);
-  return `<${next.href}>; rel="next"`;
+  // Written out rather than through a copy of the URL whose searchParams are edited: each edit serialises the
+  // whole URL again. The query is serialised as URLSearchParams serialises it, so the bytes are the same.
+  let query = '';
+  for (const [name, value] of requestUrl.searchParams) {
+    if (name !== 'offset' && name !== 'page' && name !== 'cursor') query += `${formEncoded(name)}=${formEncoded(value)}&`;
+  }
+  const { href, search, hash } = requestUrl;
+  let base = href.slice(0, href.length - hash.length - search.length);
+  if (base.endsWith('?')) base = base.slice(0, -1);
+  return `<${base}?${query}cursor=${formEncoded(cursor)}${hash}>; rel="next"`;
+}
+
+/** application/x-www-form-urlencoded as URLSearchParams writes it: encodeURIComponent, and `!'()~` escaped, space as `+`. */
+function formEncoded(text: string): string {
+  return encodeURIComponent(text).replace(/[!'()~]|%20/g, (c) => (c === '%20' ? '+' : `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
 }
 
 type GraphQLErrorLike = Pick<GraphQLFormattedError, 'message' | 'extensions'>;
