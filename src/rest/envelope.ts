@@ -112,7 +112,7 @@ export function resultResponse(
   if (firstError) return graphqlErrorResponse(firstError, target);
   const value = (result.data as Record<string, unknown> | null | undefined)?.[route.rootKey];
   const response = route.spec.response;
-  const omit = new Set(route.spec.omitNullMembers ?? []);
+  const omit = omittedNullMembers(route);
   if (response.kind === 'list') {
     if (!query) throw new Error('a list route needs its parsed query');
     const page = value as ListResult;
@@ -141,6 +141,18 @@ export function resultResponse(
     return { status: 201, body: { msg: response.msg, data: item }, headers: { Location: location } };
   }
   return ok({ msg: response.msg, data: response.kind === 'item-in-array' ? [item] : item });
+}
+
+const omitted = new WeakMap<CompiledRoute, ReadonlySet<string>>();
+
+/** The route's object-valued fields whose null members are left out, as a set built once per route. */
+function omittedNullMembers(route: CompiledRoute): ReadonlySet<string> {
+  let fields = omitted.get(route);
+  if (!fields) {
+    fields = new Set(route.spec.omitNullMembers ?? []);
+    omitted.set(route, fields);
+  }
+  return fields;
 }
 
 function ok(body: unknown): RestResponse {
