@@ -1,16 +1,8 @@
 import { pino, type DestinationStream, type Logger } from 'pino';
 
-/** What a batched logger holds before writing (bytes of JSON lines), and the longest a line waits. */
-const BATCH_BYTES = 4096;
-const BATCH_FLUSH_MS = 100;
-
-/**
- * JSON lines on stdout. Authorization headers and token values are never logged (redacted if they slip in).
- * `batched` (the server): lines are gathered up to BATCH_BYTES and written at least every BATCH_FLUSH_MS, off
- * this thread, instead of a write per line; pino writes what is left when the process exits.
- */
-export function createLogger(level: string, { batched = false }: { batched?: boolean } = {}): Logger {
-  const options = {
+/** JSON lines on stdout. Authorization headers and token values are never logged (redacted if they slip in). */
+export function createLogger(level: string): Logger {
+  return pino({
     level,
     base: undefined,
     // Passwords and session cookies too: a member's sign-in is as secret as a token.
@@ -29,10 +21,7 @@ export function createLogger(level: string, { batched = false }: { batched?: boo
       ],
       censor: '[redacted]',
     },
-  };
-  return batched
-    ? pino(options, pino.destination({ dest: process.stdout.fd, minLength: BATCH_BYTES, periodicFlush: BATCH_FLUSH_MS }))
-    : pino(options);
+  });
 }
 
 const fixedFieldLoggers = new WeakMap<Logger, Logger>();

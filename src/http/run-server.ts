@@ -6,7 +6,7 @@ import { createLogger } from '../logger.js';
 import { DataDirectoryInUseError, recordListeningAddress } from '../db/client.js';
 
 const config = loadConfigOrExit();
-const logger = createLogger(config.LOG_LEVEL, { batched: true });
+const logger = createLogger(config.LOG_LEVEL);
 
 /** Longest wait for in-flight requests on shutdown before connections are cut. */
 const DRAIN_TIMEOUT_MS = 10_000;
