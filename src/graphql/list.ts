@@ -22,6 +22,47 @@ interface ListPage<T> {
   offset: number;
 }
 
+/**
+ * What a REST export asks of a list field (context.listExport): batches of `batchRows` rows, and, from a field
+ * that can read its rows for the export itself, the reader (`rows`), which the field sets instead of reading a
+ * page. The export then reads the list batch after batch by its keyset, with the field's own conditions, order
+ * and properties, and shapes each REST record from the row (rest/export.ts): no operation runs per batch.
+ */
+export interface ListExport {
+  batchRows: number;
+  /** Whether the export shapes records from rows (it does unless a field it exports is an object). */
+  readsRows: boolean;
+  rows?: ListRowReader;
+}
+
+/** A list's rows for an export: the field's own question, read from a keyset position on. */
+export interface ListRowReader {
+  /**
+   * Up to `take` rows after the row whose sort keys read `after` (null: from the first). The properties in
+   * `packed` come as one JSON array (text) in the row's `PACKED_PROPERTIES` member, in that order; the other
+   * properties the field reads are the row's members, as a page's rows hold them.
+   */
+  read(packed: readonly string[], after: readonly unknown[] | null, take: number): Promise<Record<string, unknown>[]>;
+  /** Which properties `read` can pack. */
+  packable(property: string): boolean;
+  /** A row's sort keys' values: where the next batch starts. */
+  keyValues(row: Record<string, unknown>): unknown[];
+}
+
+/** The row member holding a ListRowReader's packed properties. */
+export const PACKED_PROPERTIES = '__packed';
+
+/** The page a list field answers an export with, once it has handed over its reader: none of its rows. */
+export function exportedPage<T>(listExport: ListExport, reader: ListRowReader, window: PageWindow): ListPage<T> {
+  listExport.rows = reader;
+  return listPage(
+    async () => [],
+    async () => 0,
+    window,
+    () => [],
+  );
+}
+
 function once<T>(load: () => Promise<T>): () => Promise<T> {
   let promise: Promise<T> | undefined;
   return () => (promise ??= load());
@@ -149,7 +190,7 @@ const CURSOR_KEY = 'list-cursor';
 
 /**
  * Validates limit/offset/after arguments; out-of-range values are a client error, not a silent clamp. An
- * export (context.exportBatchSize) reads batches of its own size, past a client page's maximum.
+ * export (context.listExport) reads batches of its own size, past a client page's maximum.
  */
 export async function pageWindow(
   args: { limit?: number | null; offset?: number | null; after?: string | null },
@@ -157,7 +198,7 @@ export async function pageWindow(
   context: Context,
   scope: CursorScope,
 ): Promise<PageWindow> {
-  const { take, skip } = context.exportBatchSize ? { take: context.exportBatchSize, skip: 0 } : offsetWindow(args, bounds);
+  const { take, skip } = context.listExport ? { take: context.listExport.batchRows, skip: 0 } : offsetWindow(args, bounds);
   const { limit: _limit, offset: _offset, after: _after, ...shape } = scope.args;
   const binding = cursorBinding([scope.list, context.viewer?.tenantId ?? null, shape]);
   const key = await serverKey(context.db.raw, CURSOR_KEY);
