@@ -10,7 +10,7 @@ import { newRequestId, type ApiError } from '../errors.js';
 import { clientAddressOf, hostRefusal, statusOf, type Admission } from './admission.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
-import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline } from '../plugins/use-deadline.js';
+import { executeWithinDeadline, withinDeadline } from '../plugins/use-deadline.js';
 import { KeyedCounts } from '../live/stream-slots.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
@@ -132,7 +132,7 @@ export function attachGraphqlWebSocket(
     const requestId = newRequestId();
     const { request, viewer } = ctx.extra;
     // From the operation's arrival, as an HTTP request's: parsing, validation and the context are part of its time.
-    const deadline = startDeadline(admission.limits.timeoutMs);
+    const deadline = admission.deadline();
     const refuse = (error: GraphQLError) => {
       deadline.end();
       admission.done({ requestId, method: 'WS', pathname: GRAPHQL_ENDPOINT, status: statusOf(error), startedAt, viewer });
@@ -175,9 +175,10 @@ export function attachGraphqlWebSocket(
           }),
         );
         // An answer ready only past the time limit is the timeout, as on HTTP (a stream opened too late is closed).
-        if (isPastDeadline(deadline) && !(result as ExecutionResult).errors?.length) {
+        const late = (result as ExecutionResult).errors?.length ? null : admission.lateRefusal(deadline);
+        if (late) {
           if (isAsyncIterable(result)) void result[Symbol.asyncIterator]().return?.();
-          result = { errors: [timeoutError()] };
+          result = { errors: [late] };
         }
         status = statusOf((result as ExecutionResult).errors?.[0]);
         return result;
