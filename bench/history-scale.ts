@@ -181,8 +181,10 @@ for (const size of SIZES) {
       const accept = format === 'ndjson' ? 'application/x-ndjson' : 'text/csv';
       const response = await fetch(`${origin}/api/v1/integrations/syncs`, { headers: { ...headers, accept } });
       let lines = 0;
-      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>)
-        for (const byte of chunk) if (byte === 10) lines += 1;
+      // Counted with indexOf (memchr), so that the client takes as little of the shared CPU as psql does.
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        for (let at = chunk.indexOf(10); at >= 0; at = chunk.indexOf(10, at + 1)) lines += 1;
+      }
       return format === 'csv' ? lines - 1 : lines;
     });
     if (exported.value !== big.loaded) throw new Error(`${format} export wrote ${exported.value} rows, not ${big.loaded}`);

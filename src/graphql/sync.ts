@@ -1,5 +1,5 @@
 import type { GraphQLResolveInfo } from 'graphql';
-import type { Context } from '../context.js';
+import { type Context, PACKED_PROPERTIES } from '../context.js';
 import {
   countableByKeys,
   countConnectionSyncs,
@@ -24,17 +24,7 @@ import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import {
-  exportedPage,
-  listPage,
-  listType,
-  offsetWindow,
-  PACKED_PROPERTIES,
-  pageArgs,
-  pageBounds,
-  type PageWindow,
-  pageWindow,
-} from './list.js';
+import { exportedPage, listPage, listType, offsetWindow, pageArgs, pageBounds, type PageWindow, pageWindow } from './list.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 import { requireViewer } from './viewer.js';
 

@@ -12,8 +12,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
-import type { Context } from '../context.js';
-import { type ListExport, type ListRowReader, PACKED_PROPERTIES } from '../graphql/list.js';
+import { type Context, type ListExport, type ListRowReader, PACKED_PROPERTIES } from '../context.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
