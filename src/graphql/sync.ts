@@ -1,5 +1,6 @@
 import type { GraphQLResolveInfo } from 'graphql';
-import { type Context, PACKED_PROPERTIES } from '../context.js';
+import type { Context } from '../context.js';
+import { PACKED_PROPERTIES } from '../query/list-export.js';
 import {
   countableByKeys,
   countConnectionSyncs,
@@ -24,7 +25,8 @@ import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { exportedPage, listPage, listType, offsetWindow, pageArgs, pageBounds, type PageWindow, pageWindow } from './list.js';
+import { exportedPage, listPage, listType, offsetWindow, pageArgs, type PageWindow, pageWindow } from './list.js';
+import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 import { requireViewer } from './viewer.js';
 

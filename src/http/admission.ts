@@ -1,7 +1,6 @@
-import type { Socket } from 'node:net';
 import type { DocumentNode, GraphQLError } from 'graphql';
 import { requestCredential, viewerOf } from '../auth/request-viewers.js';
-import type { CredentialSource } from '../auth/session-cookie.js';
+import { clientAddressOf, type CredentialSource } from '../auth/session-cookie.js';
 import type { Viewer } from '../auth/viewer.js';
 import { ApiError, ERROR_CODES, isErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -117,6 +116,11 @@ export interface Admission {
   headers(contentType: string, budget: BudgetState | undefined): Record<string, string>;
   /** credential: what a request presents (Authorization, or the session cookie past its cross-site checks). */
   presented(source: CredentialSource, surface?: 'websocket'): string | null;
+  /**
+   * rate-limit and size: the address a request came from, for the budget of a request without a credential and the
+   * per-address caps: the socket's, or the last hop a trusted proxy (TRUST_PROXY) appended to X-Forwarded-For.
+   */
+  clientAddress(source: Pick<CredentialSource, 'header'>, socketAddress: string | undefined): string;
   /** credential: of an Authorization value: null without one; a refused one throws 401. Within `deadline` when given. */
   credential(authorization: string | null, deadline?: Deadline): Promise<Viewer | null>;
   /** rate-limit: counts a request or an operation; null when not counted (exempt path, store down, limits off). */
@@ -138,6 +142,7 @@ const NO_OPERATION_METRICS = () => undefined;
 
 export function createAdmission(parts: AdmissionParts): Admission {
   const { logger, credentials, rateLimits, metrics, limits, maskError, cors } = parts;
+  const proxyPolicy = { trustProxy: credentials.sessions?.trustProxy ?? false };
   const headersByType = new Map<string, Record<string, string>>();
   const securityHeadersOf = (contentType: string) => {
     let headers = headersByType.get(contentType);
@@ -158,6 +163,7 @@ export function createAdmission(parts: AdmissionParts): Admission {
       metrics ? metrics.operationStarted(document, operationName, surface) : NO_OPERATION_METRICS,
     headers: (contentType, budget) =>
       budget ? { ...securityHeadersOf(contentType), ...lowerCased(budgetHeaders(budget)) } : securityHeadersOf(contentType),
+    clientAddress: (source, socketAddress) => clientAddressOf(source, socketAddress ?? 'unknown', proxyPolicy),
     presented: (source, surface) => requestCredential(source, credentials, surface),
     credential: (authorization, deadline) => {
       const lookup = viewerOf(authorization, credentials);
@@ -190,9 +196,4 @@ export function statusOf(error: GraphQLError | undefined): number {
   if (http?.status) return http.status;
   const code = error.extensions?.code;
   return isErrorCode(code) ? ERROR_CODES[code].status : 400;
-}
-
-/** The address a request came from, for the budgets of a request without a credential and the per-address caps. */
-export function clientAddressOf(socket: Pick<Socket, 'remoteAddress'> | undefined): string {
-  return socket?.remoteAddress ?? 'unknown';
 }

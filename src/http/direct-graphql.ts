@@ -146,7 +146,7 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       const requestId = newRequestId();
       let budget: BudgetState | undefined;
       if (!outgoing) {
-        const check = await admission.rateLimit(taken.url.pathname, viewer, incoming.remoteAddress);
+        const check = await admission.rateLimit(taken.url.pathname, viewer, admission.clientAddress(incoming, incoming.remoteAddress));
         budget = check?.state;
         if (check?.refusal) {
           outgoing = await early(taken, check.refusal);

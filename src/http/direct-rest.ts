@@ -67,7 +67,7 @@ export interface DirectPathOptions {
   /** The compiled queries (the REST documents are compiled at their first run). */
   compiledExecution: CompiledExecution;
   /** The context's fields that do not depend on the request. */
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'tokenCaps' | 'live'>;
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'applicationCategory' | 'tokenCaps' | 'live'>;
 }
 
 export interface DirectRestOptions extends DirectPathOptions {
@@ -140,10 +140,14 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
           return viewer;
         })();
         lookup.catch(() => undefined);
-        const check = await admission.rateLimit(taken.pathname, await lookup.catch(() => null), incoming.remoteAddress);
+        const check = await admission.rateLimit(
+          taken.pathname,
+          await lookup.catch(() => null),
+          admission.clientAddress(incoming, incoming.remoteAddress),
+        );
         budget = check?.state;
         if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
-        const runner: OperationRunner = {
+        const runner: OperationRunner<Context> = {
           context: async () => {
             try {
               return {

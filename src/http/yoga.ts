@@ -7,6 +7,7 @@ import { createKnownTenants } from '../auth/known-tenants.js';
 import { RequestViewers } from '../auth/request-viewers.js';
 import { idempotencyOf, type Context } from '../context.js';
 import type { Database } from '../db/client.js';
+import { applicationCategoryOf } from '../db/connection-writes.js';
 import { DEFAULT_LOGIN_FAILURES, DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from '../env.js';
 import { compiledExecutionOf } from '../graphql/compiled-execution.js';
 import { schema } from '../graphql/schema.js';
@@ -29,6 +30,7 @@ import { requestIdOf, useRequestId } from '../plugins/use-request-id.js';
 import { useRequestLog } from '../plugins/use-request-log.js';
 import { useRest } from '../plugins/use-rest.js';
 import { useSignIn } from '../plugins/use-sign-in.js';
+import { useStreamBackpressure } from '../plugins/use-stream-backpressure.js';
 import { signInSettingsOf } from '../auth/sessions.js';
 import { useResultBytes } from '../plugins/use-result-bytes.js';
 import { corsPolicy, useSecurityHeaders } from '../plugins/use-security-headers.js';
@@ -111,7 +113,8 @@ type AdmissionPlugin =
   | 'security-headers'
   | 'limits'
   | 'rate-limit'
-  | 'auth';
+  | 'auth'
+  | 'stream-backpressure';
 
 /** What implements a check on yoga's pipeline: its plugins, or the code that does it outside the plugin list (or both). */
 export type YogaImplementation =
@@ -143,7 +146,11 @@ export const YOGA_ADMISSION: Record<AdmissionCheck, YogaImplementation> = {
   'rate-limit': { plugins: ['rate-limit'] },
   'document-limits': { plugins: ['limits'] },
   'credential-requirement': { plugins: ['auth'] },
-  'stream-caps': { implementedBy: 'StreamSlots (live/stream-slots.ts), acquired by a subscription as it opens (graphql/live.ts)' },
+  // A stream's bytes: REST event streams bound their own (rest/event-stream.ts); GraphQL's SSE is yoga's stream.
+  'stream-caps': {
+    plugins: ['stream-backpressure'],
+    implementedBy: 'StreamSlots (live/stream-slots.ts), acquired by a subscription as it opens (graphql/live.ts)',
+  },
 };
 
 /** A plugin of yoga's list. */
@@ -253,6 +260,7 @@ export function createGateway({
   const corsOrigins = config.CORS_ORIGINS ?? [];
   const webhooks = webhookSettingsOf(config, db);
   const tokenCaps = tokenCapsOf(config);
+  const applicationCategory = applicationCategoryOf(db.raw);
   const compiledRoutes = compileRoutes(schema, routes);
   const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
   const rateLimits = withoutPlugins.includes('rate-limit')
@@ -316,8 +324,14 @@ query Connections {
         metrics: metrics && useMetrics({ metrics, token: config.METRICS_TOKEN }),
         'security-headers': optional('security-headers', () => useSecurityHeaders({ cors })),
         limits: optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
-        'rate-limit': useRateLimit({ limits: rateLimits, viewers }),
+        'rate-limit': useRateLimit({
+          limits: rateLimits,
+          viewers,
+          clientAddress: (request, socketAddress) =>
+            admission.clientAddress({ header: (name) => request.headers.get(name) }, socketAddress),
+        }),
         auth: useAuth(),
+        'stream-backpressure': useStreamBackpressure({ stallMs: live.stallMs }),
       },
       {
         // The deadline wraps the executor this one picks.
@@ -356,6 +370,7 @@ query Connections {
       idempotency: idempotencyOf(request.headers.get('idempotency-key')),
       authorization: viewers.credential(request),
       webhooks,
+      applicationCategory,
       tokenCaps,
       live,
     }),
@@ -367,7 +382,7 @@ query Connections {
     admission,
     maxBodyBytes: limits.maxBodyBytes,
     compiledExecution,
-    contextBase: { db, webhooks, tokenCaps, live },
+    contextBase: { db, webhooks, applicationCategory, tokenCaps, live },
   };
   const direct =
     directRest && withoutPlugins.length === 0

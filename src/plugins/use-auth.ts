@@ -1,7 +1,7 @@
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLError, type SelectionSetNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
-import { credentialRequiredError } from '../graphql/viewer.js';
+import { credentialRequiredError } from '../errors.js';
 
 /**
  * A request without a credential that asks for any data is refused before execution, with 401, as one with a

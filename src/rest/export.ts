@@ -12,12 +12,13 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
-import { type Context, type ListExport, type ListRowReader, PACKED_PROPERTIES } from '../context.js';
+import { type ListExport, type ListRowReader, PACKED_PROPERTIES } from '../query/list-export.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, withFilterFormParams } from './query-params.js';
+import type { RestContext } from './request-context.js';
 
 // A list taken out whole: `GET` on a list path with `Accept: application/x-ndjson` (one REST record per line)
 // or `text/csv` (a header row, then one row per record) streams every matching row in list order, with the
@@ -103,7 +104,7 @@ interface Batch {
 function recordShaper(
   fields: readonly RestField[],
   reader: ListRowReader,
-  context: Context,
+  context: RestContext,
   omit: ReadonlySet<string>,
 ): { packed: string[]; record: (row: Record<string, unknown>) => Record<string, unknown> } {
   const packed: string[] = [];
@@ -145,10 +146,10 @@ class BatchError extends Error {
  * spec's error body, before anything is streamed. A later failure cuts the stream off (no last chunk), so a
  * client can tell a cut transfer from a whole one.
  */
-export async function runExport(
+export async function runExport<C extends RestContext>(
   { route, pathValues, url, target, log }: RouteRequest,
   format: ExportFormat,
-  runner: OperationRunner,
+  runner: OperationRunner<C>,
   fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream },
   signal: AbortSignal,
   /** Runs one batch within its own time limit (EXPORT_BATCH_TIMEOUT_MS), its statements cancelled past it. */
@@ -185,7 +186,7 @@ export async function runExport(
     batchRows: EXPORT_BATCH_ROWS,
     readsRows: exported.every((field) => isLeafType(getNamedType(field.definition.type))),
   };
-  const context: Context = { ...pipeline.context, listExport };
+  const context: C = { ...pipeline.context, listExport };
   const document = exportDocument(route);
   const operationName = getOperationAST(document)?.name?.value;
 
