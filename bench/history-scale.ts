@@ -2,19 +2,26 @@
 // (HISTORY_SIZES, default 10k → 100k → 1M → 10M runs in all) with the bulk loader (src/db/bulk-history.ts,
 // generate_series in PostgreSQL). At each stage, against the real server (`node dist/server.js`) over HTTP, on
 // the big tenant: the first page, page 10,000 by cursor (walking Link rel="next" from the first; the last page
-// when there are fewer), a filtered page, the total count (kept counts) and a filtered count (count(*)), the
-// NDJSON export's rows/s and the server's RSS during it, `psql \copy` of the same rows, and the index sizes.
-// Prints a markdown table (docs/explanation/history-at-scale.md holds a run's).
+// when there are fewer) and its plan (an index range scan, or the stage fails), a filtered page, the total count
+// (kept counts) and a filtered count (count(*)), the NDJSON and CSV exports' rows/s and the server's RSS during
+// them, `psql \copy (SELECT …) TO STDOUT` of the same rows right after each (the floor: PostgreSQL writing the
+// rows with no gateway), and the index sizes, with the load average beside each stage. Prints a markdown
+// table (docs/explanation/history-at-scale.md holds a run's).
 //
 //   npm run build && npx tsx bench/history-scale.ts        (HISTORY_SIZES=10000,100000 for a short run;
-//                                                            HISTORY_KEEP=1 keeps the database)
+//                                                            HISTORY_KEEP=1 keeps the database for
+//                                                            bench/history-retention.ts)
 
-import { execFileSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { insertSyntheticHistory } from '../src/db/bulk-history.js';
 import { openDatabase } from '../src/db/client.js';
+import { readSyncPage, SYNC_COLUMNS } from '../src/db/sync-queries.js';
+import { SYNC_DEFAULT_ORDER } from '../src/graphql/sync.js';
+import { orderKeys } from '../src/query/filter.js';
+import { allOf, keysetOrder } from '../src/query/sql.js';
 import { createConnection } from '../src/db/connection-writes.js';
 import { migrate } from '../src/db/migrate.js';
 import { newId } from '../src/prefixed-ids.js';
@@ -26,6 +33,57 @@ const SIZES = (process.env.HISTORY_SIZES ?? '10000,100000,1000000,10000000').spl
 const TENANTS = 20;
 const NEWEST = new Date('2026-11-01T00:00:00Z');
 const APPS = ['stripe', 'slack', 'xero', 'mews-pms', 'adyen', 'kisi', 'apaleo', 'mixpanel'];
+
+const loadAverage = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+
+/**
+ * The deep cursor page's statement, captured as the list writes it, explained. Page 10,000 must be an index range
+ * scan with no sort (a small table's last page may be planned otherwise: its plan is only shown).
+ */
+async function deepPlan(tenantId: string, rowsBefore: number, required: boolean): Promise<string> {
+  const [last] = await db.raw.query<{ started_at: string; id: string }>(
+    `SELECT started_at::text, id FROM syncs WHERE tenant_id = $1 ORDER BY started_at DESC, id DESC OFFSET ${rowsBefore - 1} LIMIT 1`,
+    [tenantId],
+  );
+  let statement: { text: string; values: unknown[] } | undefined;
+  const capture = {
+    query: async <Row>(text: string, values?: unknown[]): Promise<Row[]> => {
+      statement = { text, values: values ?? [] };
+      return [];
+    },
+  };
+  const keys = orderKeys(null, SYNC_COLUMNS, SYNC_DEFAULT_ORDER);
+  const query = { tenantId, where: allOf([]), totalFromCounts: true, indexOrdered: true, take: 101, skip: 0, properties: null };
+  await readSyncPage(capture, { ...query, ...keysetOrder(keys, [last!.started_at, last!.id]) }, null);
+  const [{ 'QUERY PLAN': explained }] = (await db.raw.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement!.text}`, statement!.values)) as {
+    'QUERY PLAN': { Plan: PlanNode }[];
+  }[] as [{ 'QUERY PLAN': { Plan: PlanNode }[] }];
+  const nodes: PlanNode[] = [];
+  const walk = (node: PlanNode): void => {
+    nodes.push(node);
+    for (const child of node.Plans ?? []) walk(child);
+  };
+  walk(explained[0]!.Plan);
+  const scan = nodes.find((node) => /Index( Only)? Scan/.test(node['Node Type']));
+  const read = (scan?.['Actual Rows'] ?? 0) + (scan?.['Rows Removed by Filter'] ?? 0);
+  const sorted = nodes.some((node) => node['Node Type'] === 'Sort');
+  if (!required) return `${nodes.map((node) => node['Node Type']).join(' ← ')}`;
+  if (!scan || sorted || read > 200) {
+    throw new Error(`the deep page is not an index range scan: ${JSON.stringify(explained[0]!.Plan)}`);
+  }
+  return `${scan['Node Type']} on ${scan['Index Name']}, ${read} rows read`;
+}
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
@@ -73,6 +131,7 @@ const sampleMs = async (path: string, times = 15) => {
 const rows: string[][] = [];
 for (const size of SIZES) {
   // The big tenant holds half of all runs; the 19 others share the other half.
+  const loadedBefore = tenants.reduce((sum, tenant) => sum + tenant.loaded, 0);
   const load = await timed(async () => {
     for (const [index, tenant] of tenants.entries()) {
       const target = index === 0 ? size / 2 : Math.floor(size / 2 / (TENANTS - 1));
@@ -108,50 +167,61 @@ for (const size of SIZES) {
   const counted = await sampleMs('/api/v1/integrations/syncs?limit=1');
   const countedFiltered = await sampleMs('/api/v1/integrations/syncs?limit=1&started_at=gte.2025-06-01T00:00:00Z', 3);
 
+  // The deep page's statement, as the list sends it, explained: an index range scan, no sort.
+  const plan =
+    deepPath === '/api/v1/integrations/syncs?limit=100' ? 'first page' : await deepPlan(big.id, (pages - 1) * 100, pages === 10_000);
+
   // Export through HTTP, the server's RSS sampled; then psql \copy of the same rows in the same run.
   const idle = rssMb(server.pid) ?? 0;
   let peak = idle;
   const sampler = setInterval(() => (peak = Math.max(peak, rssMb(server.pid) ?? 0)), 200);
-  const exported = await timed(async () => {
-    const response = await fetch(`${origin}/api/v1/integrations/syncs`, { headers: { ...headers, accept: 'application/x-ndjson' } });
-    let lines = 0;
-    for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) for (const byte of chunk) if (byte === 10) lines += 1;
-    return lines;
-  });
+  const exports: string[] = [];
+  for (const format of ['ndjson', 'csv'] as const) {
+    const exported = await timed(async () => {
+      const accept = format === 'ndjson' ? 'application/x-ndjson' : 'text/csv';
+      const response = await fetch(`${origin}/api/v1/integrations/syncs`, { headers: { ...headers, accept } });
+      let lines = 0;
+      // Counted with indexOf (memchr), so that the client takes as little of the shared CPU as psql does.
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        for (let at = chunk.indexOf(10); at >= 0; at = chunk.indexOf(10, at + 1)) lines += 1;
+      }
+      return format === 'csv' ? lines - 1 : lines;
+    });
+    if (exported.value !== big.loaded) throw new Error(`${format} export wrote ${exported.value} rows, not ${big.loaded}`);
+    const copy = await timed(async () => {
+      const options = format === 'csv' ? ' WITH (FORMAT csv, HEADER)' : '';
+      const statement = `\\copy (SELECT * FROM syncs WHERE tenant_id = '${big.id}' ORDER BY started_at DESC, id DESC) TO STDOUT${options}`;
+      const run = spawnSync('psql', [url, '-qc', statement], { stdio: ['ignore', 'ignore', 'pipe'] });
+      if (run.status !== 0) throw new Error(`psql: ${run.stderr}`);
+    });
+    const rate = exported.value / (exported.ms / 1000);
+    exports.push(`${format} ${Math.round(rate).toLocaleString('en')} (${(copy.ms / exported.ms).toFixed(2)}× \\copy)`);
+  }
   clearInterval(sampler);
-  if (exported.value !== big.loaded) throw new Error(`export wrote ${exported.value} rows, not ${big.loaded}`);
-  const copy = await timed(async () => {
-    const statement = `\\copy (SELECT * FROM syncs WHERE tenant_id = '${big.id}' ORDER BY started_at DESC, id DESC) TO '/dev/null'`;
-    execFileSync('psql', [url, '-qc', statement]);
-  });
   const indexes = await db.raw.query<{ name: string; mb: number }>(
     `SELECT indexrelid::regclass::text AS name, round(pg_relation_size(indexrelid) / 1048576.0)::int AS mb FROM pg_index WHERE indrelid = 'syncs'::regclass ORDER BY 1`,
   );
   const [table] = await db.raw.query<{ mb: number }>(`SELECT round(pg_relation_size('syncs') / 1048576.0)::int AS mb`);
-  const rate = exported.value / (exported.ms / 1000);
-  const copyRate = exported.value / (copy.ms / 1000);
   rows.push([
     Number(total).toLocaleString('en'),
     big.loaded.toLocaleString('en'),
-    `${(load.ms / 1000).toFixed(0)} s`,
+    `${(load.ms / 1000).toFixed(0)} s (${Math.round((size - loadedBefore) / (load.ms / 1000)).toLocaleString('en')}/s)`,
     ms(first),
-    `${pages.toLocaleString('en')}: ${ms(deep)} (walk ${(walk.ms / 1000).toFixed(0)} s)`,
+    `${pages.toLocaleString('en')}: ${ms(deep)} (walk ${(walk.ms / 1000).toFixed(0)} s; ${plan})`,
     ms(filtered),
     `${ms(counted)} / ${ms(countedFiltered)}`,
-    `${Math.round(rate).toLocaleString('en')} (${(rate / copyRate).toFixed(2)}× \\copy ${Math.round(copyRate).toLocaleString('en')})`,
+    exports.join('; '),
     `${Math.round(peak - idle)} MB`,
     `${table!.mb} MB; ${indexes.map((index) => `${index.name.replace(/^syncs_/, '')} ${index.mb}`).join(', ')}`,
+    loadAverage(),
   ]);
-  process.stderr.write(
-    `stage ${size} done (load average ${loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')})\n`,
-  );
+  process.stderr.write(`stage ${size} done (load average ${loadAverage()}): ${rows.at(-1)!.join(' | ')}\n`);
 }
 
 await stopChild(server.process);
 await db.close();
-if (!process.env.HISTORY_KEEP) await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${name} WITH (FORCE)`));
+if (process.env.HISTORY_KEEP) process.stderr.write(`kept database ${name} (big tenant ${big.id})\n`);
+else await withDatabase(ADMIN_URL, (client) => client.query(`DROP DATABASE ${name} WITH (FORCE)`));
 
 const header = [
   'runs (all)',
@@ -161,9 +231,10 @@ const header = [
   'page N by cursor',
   'filtered page',
   'count: kept / count(*)',
-  'export rows/s (vs \\copy)',
+  'export rows/s (\\copy time ÷ export time)',
   'RSS Δ export',
   'table; indexes (MB)',
+  'load average',
 ];
 process.stdout.write(
   [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n') +

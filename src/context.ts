@@ -1,4 +1,5 @@
 import type { IdempotencyRecord } from './db/idempotency.js';
+import type { ListExport } from './query/list-export.js';
 import type { Viewer } from './auth/viewer.js';
 import type { Database } from './db/client.js';
 import type { Live } from './live/live.js';
@@ -31,8 +32,11 @@ export interface Context {
    * the event being delivered, written by the subscription before each item for the stream's `id:` line.
    */
   streamCursor?: { after?: number; current: number };
-  /** Set by a REST export (rest/export.ts): each list page reads this many rows, past a client page's maximum. */
-  exportBatchSize?: number;
+  /**
+   * Set by a REST export (rest/export.ts): each list page reads `batchRows` rows, past a client page's maximum;
+   * a list field that can read its rows for the export itself hands its reader over in `rows` (query/list-export.ts).
+   */
+  listExport?: ListExport;
 }
 
 /** A request's Idempotency-Key header, as the context holds it (checked by the mutation that uses it). */

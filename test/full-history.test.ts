@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSyntheticHistory } from '../src/db/bulk-history.js';
 import { removeExpiredRuns } from '../src/db/retention.js';
 import { newId } from '../src/prefixed-ids.js';
-import { csvCell } from '../src/rest/export.js';
+import { csvCell, EXPORT_BATCH_ROWS } from '../src/rest/export.js';
+import { createServiceUser } from '../src/auth/service-users.js';
+import { createToken } from '../src/auth/tokens.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
@@ -266,6 +268,56 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
         ).toEqual(all);
       },
     );
+
+    it("CSV of /syncs holds the list's records, cell for cell, in order", async () => {
+      const query = 'select=id,status,started_at,finished_at,error_message,summary,is_auto_migrate&order=finished_at.desc.nullsfirst';
+      const all = await allByOffset(harness, `${BASE}/syncs?${query}`, token);
+      const { status, text } = await exported(`${BASE}/syncs?${query}`, 'text/csv');
+      expect(status).toBe(200);
+      const fields = ['id', 'status', 'started_at', 'finished_at', 'error_message', 'summary', 'is_auto_migrate'];
+      expect(text).toBe(
+        `${[fields.join(','), ...all.map((record) => fields.map((field) => csvCell(record[field])).join(','))].join('\r\n')}\r\n`,
+      );
+    });
+
+    it('exports past many batches: every row once, in order, across the batch boundaries', async () => {
+      const tenantId = await createTenant(harness.db, `export-batches-${kind}`);
+      const connections = [
+        await connectApp(harness.db, tenantId, { app: 'stripe', status: 'active' }),
+        await connectApp(harness.db, tenantId, { app: 'slack', status: 'active' }),
+      ];
+      const runs = 2 * EXPORT_BATCH_ROWS + 345;
+      await insertSyntheticHistory(harness.db.raw, {
+        tenantId,
+        connectionIds: connections.map((connection) => connection.id),
+        runs,
+        newest: new Date('2026-11-01T00:00:00Z'),
+      });
+      const user = await createServiceUser(harness.db, { tenantId, name: 'exporter', role: 'reader' });
+      const { token: reader } = await createToken(harness.db, {
+        tenantId,
+        serviceUserId: user.id,
+        expiresAt: new Date(Date.now() + 3_600_000),
+      });
+      const expected = await harness.db.raw.query<{ id: string }>(
+        'SELECT id FROM syncs WHERE tenant_id = $1 AND connection_id = $2 ORDER BY started_at ASC, id ASC',
+        [tenantId, connections[1]!.id],
+      );
+      const { status, text } = await exported(
+        `${BASE}/syncs?connection_id=${connections[1]!.id}&order=started_at.asc&select=id,connection_id`,
+        'application/x-ndjson',
+        reader,
+      );
+      expect(status).toBe(200);
+      const lines = text
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line));
+      expect(lines.length).toBeGreaterThan(EXPORT_BATCH_ROWS);
+      expect(lines).toEqual(expected.map(({ id }) => ({ id, connection_id: connections[1]!.id })));
+      const whole = await exported(`${BASE}/syncs?select=id`, 'text/csv', reader);
+      expect(whole.text.split('\r\n').length - 2).toBe(runs);
+    });
 
     it('CSV of /connected: a header row, then one row per record, objects as JSON', async () => {
       const all = await allByOffset(harness, `${BASE}/connected?select=id,name,settings`, token);

@@ -3,6 +3,7 @@ import type { Context } from '../context.js';
 import { serverKey } from '../db/server-keys.js';
 import { ApiError } from '../errors.js';
 import { cursorBinding, decodeCursor, encodeCursor } from '../query/cursor.js';
+import type { ListExport, ListRowReader } from '../query/list-export.js';
 import { type PageBounds, pageBoundsExtension } from '../query/page-bounds.js';
 import { builder } from './builder.js';
 import { PAGE_ITEMS_COMPLEXITY } from './complexity.js';
@@ -20,6 +21,17 @@ interface ListPage<T> {
   pageInfo: () => Promise<PageInfo>;
   limit: number;
   offset: number;
+}
+
+/** The page a list field answers an export with, once it has handed over its reader: none of its rows. */
+export function exportedPage<T>(listExport: ListExport, reader: ListRowReader, window: PageWindow): ListPage<T> {
+  listExport.rows = reader;
+  return listPage(
+    async () => [],
+    async () => 0,
+    window,
+    () => [],
+  );
 }
 
 function once<T>(load: () => Promise<T>): () => Promise<T> {
@@ -129,7 +141,7 @@ const CURSOR_KEY = 'list-cursor';
 
 /**
  * Validates limit/offset/after arguments; out-of-range values are a client error, not a silent clamp. An
- * export (context.exportBatchSize) reads batches of its own size, past a client page's maximum.
+ * export (context.listExport) reads batches of its own size, past a client page's maximum.
  */
 export async function pageWindow(
   args: { limit?: number | null; offset?: number | null; after?: string | null },
@@ -137,7 +149,7 @@ export async function pageWindow(
   context: Context,
   scope: CursorScope,
 ): Promise<PageWindow> {
-  const { take, skip } = context.exportBatchSize ? { take: context.exportBatchSize, skip: 0 } : offsetWindow(args, bounds);
+  const { take, skip } = context.listExport ? { take: context.listExport.batchRows, skip: 0 } : offsetWindow(args, bounds);
   const { limit: _limit, offset: _offset, after: _after, ...shape } = scope.args;
   const binding = cursorBinding([scope.list, context.viewer?.tenantId ?? null, shape]);
   const key = await serverKey(context.db.raw, CURSOR_KEY);

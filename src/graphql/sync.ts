@@ -1,5 +1,6 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Context } from '../context.js';
+import { PACKED_PROPERTIES } from '../query/list-export.js';
 import {
   countableByKeys,
   countConnectionSyncs,
@@ -8,6 +9,7 @@ import {
   readConnectionSyncPages,
   readSync,
   readSyncPage,
+  readSyncRowsPacked,
   SYNC_COLUMNS,
   type SyncListQuery,
   type SyncListRow,
@@ -23,7 +25,7 @@ import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { listPage, listType, offsetWindow, pageArgs, type PageWindow, pageWindow } from './list.js';
+import { exportedPage, listPage, listType, offsetWindow, pageArgs, type PageWindow, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 import { requireViewer } from './viewer.js';
@@ -245,6 +247,24 @@ builder.queryFields((t) => ({
       const window = await pageWindow(args, SYNC_PAGE, context, { list: 'syncs', args, keyCount: syncOrderKeys(args).length });
       const query = syncListQuery(args, context, syncProperties(info, ['nodes']), window);
       const raw = context.db.raw;
+      if (context.listExport?.readsRows) {
+        return exportedPage<Prisma.SyncGetPayload<object>>(
+          context.listExport,
+          {
+            read: (packed, after, take) =>
+              readSyncRowsPacked(
+                raw,
+                { ...query, ...keysetOrder(query.keys, after), take },
+                connectionId,
+                packed as SyncProperty[],
+                PACKED_PROPERTIES,
+              ),
+            packable: isSyncProperty,
+            keyValues: (row) => keyValuesOf(row, query.keys.length),
+          },
+          window,
+        );
+      }
       return listPage(
         (take) => readSyncPage(raw, { ...query, take }, connectionId).then(asSyncObjects),
         () => countSyncs(raw, query, connectionId),

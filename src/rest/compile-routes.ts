@@ -16,6 +16,7 @@ import {
   typeFromAST,
   validate,
   type FieldNode,
+  type GraphQLField,
   type FragmentDefinitionNode,
   type GraphQLOutputType,
   type GraphQLSchema,
@@ -39,6 +40,8 @@ export interface RestField {
   name: string;
   /** The GraphQL field it reads. */
   graphqlField: string;
+  /** That field's definition in the schema (its type, resolver, and the property it exposes, if any). */
+  definition: GraphQLField<unknown, unknown>;
   spec: FieldSpec;
   /** The member of the operation's filter input this field is filtered with, when it can be. */
   filterKey: string | null;
@@ -162,7 +165,7 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     const orderValue = orderEnum?.getValue(node.name.value) ? node.name.value : null;
     spec.filterable = filterKey !== null;
     spec.sortable = orderValue !== null;
-    return { name, graphqlField: node.name.value, spec, filterKey, orderValue, description: def.description ?? null };
+    return { name, graphqlField: node.name.value, definition: def, spec, filterKey, orderValue, description: def.description ?? null };
   });
 
   let resource: ResourceSpec | null = null;

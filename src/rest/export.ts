@@ -1,6 +1,19 @@
-import { getOperationAST, Kind, type DocumentNode, type ExecutionResult, type FieldNode, type OperationDefinitionNode } from 'graphql';
+import {
+  defaultFieldResolver,
+  getNamedType,
+  getOperationAST,
+  isLeafType,
+  Kind,
+  type DocumentNode,
+  type ExecutionResult,
+  type FieldNode,
+  type GraphQLLeafType,
+  type GraphQLResolveInfo,
+  type OperationDefinitionNode,
+} from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
-import type { CompiledRoute } from './compile-routes.js';
+import { type ListExport, type ListRowReader, PACKED_PROPERTIES } from '../query/list-export.js';
+import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
 import { listVariables } from './list-variables.js';
@@ -9,14 +22,24 @@ import type { RestContext } from './request-context.js';
 
 // A list taken out whole: `GET` on a list path with `Accept: application/x-ndjson` (one REST record per line)
 // or `text/csv` (a header row, then one row per record) streams every matching row in list order, with the
-// list's filters, select, search and order. It runs the route's own operation, without its count, page after
-// page by cursor (each a keyset range of the list's index) in batches larger than a client page, so every
-// record is exactly the list's. One batch is read ahead while the one before is written, and no more: the next
-// is read only when the client has taken the last, so memory stays flat whatever the size. A client that
-// leaves ends the reads at once. Each batch has the time limit of a request; the whole transfer has its own.
+// list's filters, select, search and order. It runs the route's own operation once, without its count: that
+// applies the credential's scopes and the arguments as for a page, and the list field, rather than read a page,
+// hands over how it reads its rows (graphql/list.ts ListRowReader), with the page's own conditions, order and
+// properties. The export then reads batches far larger than a client page, each a keyset range of the list's
+// index, and writes each REST record straight from its row: the route's fields (the operation's aliases) in
+// order, a field that exposes a row property from that property, which PostgreSQL writes as JSON (all of a
+// row's in one array), any other from its own resolver, each through its type's serializer, as the page's
+// execution does, without running the operation per row. A list field without a reader, or a selection of
+// objects, is exported by running the operation page after page by cursor. Either way one batch is read ahead
+// while the one before is written, and no more: the next is read only when the client has taken the last, so
+// memory stays flat whatever the size. A client that leaves ends the reads at once. Each batch has the time
+// limit of a request; the whole transfer has its own.
 
-/** Rows read per batch: large enough that a batch's fixed costs vanish, small enough to keep memory flat. */
-export const EXPORT_BATCH_ROWS = 2000;
+/**
+ * Rows read per batch: large enough that a batch's fixed costs vanish, small enough to keep memory flat; past a
+ * few thousand, a batch's rows outlive the young generation's collections and the garbage collector's work grows.
+ */
+export const EXPORT_BATCH_ROWS = 1000;
 /** Each batch's time limit (as a request's). */
 export const EXPORT_BATCH_TIMEOUT_MS = 30_000;
 /** The whole transfer's time limit: at the export's rate, far beyond any tenant's history. */
@@ -66,6 +89,51 @@ interface ExportPage {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
 
+/** A batch of records, and where the next starts (a cursor, or a row's sort keys' values); null after the last. */
+interface Batch {
+  items: Record<string, unknown>[];
+  after: unknown;
+}
+
+/**
+ * How a row becomes its REST record: the exported fields in order, each read as the operation's execution
+ * reads it. A field that exposes a property the reader can pack (Pothos's `expose`) takes the value
+ * PostgreSQL wrote into the row's packed array; any other runs its own resolver on the row. Each value then
+ * goes through its type's serializer; null members of the objects the route names are left out (withoutNullMembers).
+ */
+function recordShaper(
+  fields: readonly RestField[],
+  reader: ListRowReader,
+  context: RestContext,
+  omit: ReadonlySet<string>,
+): { packed: string[]; record: (row: Record<string, unknown>) => Record<string, unknown> } {
+  const packed: string[] = [];
+  const readers = fields.map((field) => {
+    const definition = field.definition;
+    const type = getNamedType(definition.type) as GraphQLLeafType;
+    const exposed = (definition.extensions as { pothosExposedField?: string } | undefined)?.pothosExposedField;
+    if (exposed !== undefined && reader.packable(exposed)) {
+      const index = packed.push(exposed) - 1;
+      return { name: field.name, index, resolve: null, type };
+    }
+    const resolve = definition.resolve ?? defaultFieldResolver;
+    const info = { fieldName: definition.name, returnType: definition.type } as GraphQLResolveInfo;
+    return { name: field.name, index: -1, resolve: (row: Record<string, unknown>) => resolve(row, {}, context, info), type };
+  });
+  return {
+    packed,
+    record: (row) => {
+      const values = JSON.parse(row[PACKED_PROPERTIES] as string) as unknown[];
+      const record: Record<string, unknown> = {};
+      for (const { name, index, resolve, type } of readers) {
+        const value = resolve ? resolve(row) : values[index];
+        record[name] = value === null || value === undefined ? null : type.serialize(value);
+      }
+      return omit.size > 0 ? withoutNullMembers(record, omit) : record;
+    },
+  };
+}
+
 /** A GraphQL error of a batch, carried to the stream's consumer. */
 class BatchError extends Error {
   constructor(readonly response: RestResponse) {
@@ -90,7 +158,6 @@ export async function runExport<C extends RestContext>(
   const startedAt = performance.now();
   const pipeline = await authenticated(runner, log, target);
   if ('refused' in pipeline) return pipeline.refused;
-  const context: C = { ...pipeline.context, exportBatchSize: EXPORT_BATCH_ROWS };
   const given = PAGING.filter((name) => url.searchParams.has(name));
   if (given.length > 0) {
     return invalidQueryResponse(
@@ -110,12 +177,20 @@ export async function runExport<C extends RestContext>(
       return invalidQueryResponse([{ parameter: param, message: `path parameter ${param} is not valid percent-encoding` }], target);
     }
   }
+  const fields = parsed.query.select ?? route.fields.map((field) => field.name);
+  const byName = new Map(route.fields.map((field) => [field.name, field]));
+  const exported = fields.map((name) => byName.get(name)!);
+  const omit = new Set(route.spec.omitNullMembers ?? []);
+  // Records are shaped from rows when every exported field is a leaf (a scalar or an enum).
+  const listExport: ListExport = {
+    batchRows: EXPORT_BATCH_ROWS,
+    readsRows: exported.every((field) => isLeafType(getNamedType(field.definition.type))),
+  };
+  const context: C = { ...pipeline.context, listExport };
   const document = exportDocument(route);
   const operationName = getOperationAST(document)?.name?.value;
-  const omit = new Set(route.spec.omitNullMembers ?? []);
-  const fields = parsed.query.select ?? route.fields.map((field) => field.name);
 
-  const readBatch = (after: string | null): Promise<ExportPage> =>
+  const runOperation = (after: string | null): Promise<ExportPage> =>
     withinBatchTime(async () => {
       const result = await runner.execute({ document, operationName, variableValues: { ...variables, after }, contextValue: context });
       if (isAsyncIterable(result)) throw new Error('an export ran a stream');
@@ -127,9 +202,28 @@ export async function runExport<C extends RestContext>(
       return (executed.data as Record<string, ExportPage>)[route.rootKey]!;
     });
 
-  let first: ExportPage;
+  let readBatch: (after: unknown) => Promise<Batch>;
+  let first: Batch;
   try {
-    first = await readBatch(null);
+    const page = await runOperation(null);
+    const reader = listExport.rows;
+    if (reader) {
+      const shape = recordShaper(exported, reader, context, omit);
+      readBatch = (after) =>
+        withinBatchTime(async () => {
+          const rows = await reader.read(shape.packed, after as unknown[] | null, EXPORT_BATCH_ROWS);
+          const last = rows.length === EXPORT_BATCH_ROWS ? rows.at(-1) : undefined;
+          return { items: rows.map(shape.record), after: last ? reader.keyValues(last) : null };
+        });
+      first = await readBatch(null);
+    } else {
+      const batchOf = (read: ExportPage): Batch => ({
+        items: read.nodes.map((node) => withoutNullMembers(node, omit)),
+        after: read.pageInfo.hasNextPage ? read.pageInfo.endCursor : null,
+      });
+      readBatch = async (after) => batchOf(await runOperation(after as string));
+      first = batchOf(page);
+    }
   } catch (error) {
     if (error instanceof BatchError) return error.response;
     throw error;
@@ -158,10 +252,10 @@ export async function runExport<C extends RestContext>(
     );
   };
   // The batch after the one being written, read ahead; at most one.
-  let pending: Promise<ExportPage> | null = null;
-  let current: ExportPage | null = first;
-  const readAhead = (page: ExportPage) => {
-    pending = page.pageInfo.hasNextPage && page.pageInfo.endCursor ? readBatch(page.pageInfo.endCursor) : null;
+  let pending: Promise<Batch> | null = null;
+  let current: Batch | null = first;
+  const readAhead = (batch: Batch) => {
+    pending = batch.after !== null ? readBatch(batch.after) : null;
     // Awaited at the next pull; a consumer that left never awaits it.
     pending?.catch(() => undefined);
   };
@@ -176,14 +270,14 @@ export async function runExport<C extends RestContext>(
         try {
           if (finished) return controller.close();
           if (performance.now() - startedAt > EXPORT_MAX_MS) throw new Error(`export exceeded ${EXPORT_MAX_MS / 60_000} minutes`);
-          const page: ExportPage | null = current ?? (pending ? await pending : null);
+          const batch: Batch | null = current ?? (pending ? await pending : null);
           current = null;
-          if (!page) {
+          if (!batch) {
             finish(outcome);
             return controller.close();
           }
-          readAhead(page);
-          const items = page.nodes.map((node) => withoutNullMembers(node, omit));
+          readAhead(batch);
+          const { items } = batch;
           rows += items.length;
           if (items.length > 0) controller.enqueue(encoder.encode(write(items)));
           if (!pending) {

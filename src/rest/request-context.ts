@@ -1,5 +1,6 @@
 import type { ApplicationCategoryLookup } from '../domain/connection-input.js';
 import type { GuardOptions } from '../domain/ssrf-guard.js';
+import type { ListExport } from '../query/list-export.js';
 
 /**
  * What REST reads or sets of a request's context. The GraphQL server builds the whole context and REST hands
@@ -16,6 +17,6 @@ export interface RestContext {
   live: { heartbeatMs: number; stallMs: number | undefined };
   /** Set by an event stream: where to resume, and the id of the event being delivered. */
   streamCursor?: { after?: number; current: number };
-  /** Set by an export: each list page reads this many rows, past a client page's maximum. */
-  exportBatchSize?: number;
+  /** Set by an export: the batches it reads, and the list field's row reader (query/list-export.ts). */
+  listExport?: ListExport;
 }
