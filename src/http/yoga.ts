@@ -31,6 +31,7 @@ import { useRest } from '../plugins/use-rest.js';
 import { useSignIn } from '../plugins/use-sign-in.js';
 import { signInSettingsOf } from '../auth/sessions.js';
 import { useResultBytes } from '../plugins/use-result-bytes.js';
+import { useSseShutdownCut } from '../plugins/use-sse-shutdown-cut.js';
 import { corsPolicy, useSecurityHeaders } from '../plugins/use-security-headers.js';
 import { compileRoutes } from '../rest/compile-routes.js';
 import { createDirectRest, incomingOfNode, type DirectRest } from './direct-rest.js';
@@ -255,6 +256,7 @@ query Connections {
       useAuth(),
       ...optional('request-error-codes', () => useRequestErrorCodes()),
       useResultBytes(),
+      useSseShutdownCut({ streamsEnded: () => live.streamsEnded() }),
       useValidatedDocuments(validatedDocuments),
       useReadRouting(),
       useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
