@@ -50,9 +50,12 @@ export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string,
         [id, tenantId, webhooks.url, description, secret(), ['sync.success', 'sync.failed']],
       );
     }
-    // The run's message, queued to both endpoints as any event is; the first one's delivery is then recorded as
-    // delivered, the second one's removed (its endpoint is the one the examples delete).
+    // The run's message, queued to both endpoints as any event is (appendEvents commits: its transaction's last step).
     await appendEvents(tx, tenantId, [syncEvent(run)]);
+  });
+  // The first endpoint's delivery is then recorded as delivered, the second one's removed (its endpoint is the one
+  // the examples delete), before the delivery worker starts.
+  await inTransaction(db.raw, async (tx) => {
     await tx.query(`DELETE FROM "public"."webhook_deliveries" WHERE "tenant_id" = $1 AND "endpoint_id" = $2`, [tenantId, webhooks.deleted]);
     await tx.query(
       `UPDATE "public"."webhook_deliveries" SET "id" = $3, "status" = 'succeeded', "attempts" = 1, "next_attempt_at" = NULL,
