@@ -124,6 +124,8 @@ async function startProcesses(options: ClusterOptions, children: ChildProcess[])
     // The balancer checks /readyz every 500 ms and needs 2 failures: 3 s of "draining" takes a stopping
     // replica out of rotation before it stops accepting.
     SHUTDOWN_DELAY_MS: '3000',
+    // HAProxy appends the client's address to X-Forwarded-For (deploy/haproxy.cfg): budgets follow the client.
+    TRUST_PROXY: '1',
     ...options.env,
     DATABASE_URL: options.databaseUrl,
     REDIS_URL: redisUrl,

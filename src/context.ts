@@ -2,6 +2,7 @@ import type { IdempotencyRecord } from './db/idempotency.js';
 import type { Viewer } from './auth/viewer.js';
 import type { Database } from './db/client.js';
 import type { Live } from './live/live.js';
+import type { ApplicationCategoryLookup } from './domain/connection-input.js';
 import type { TokenCaps } from './domain/token-caps.js';
 import type { WebhookSettings } from './webhooks/settings.js';
 
@@ -19,6 +20,8 @@ export interface Context {
   authorization: string | null;
   /** The SSRF guard's setting, the endpoint cap and the secrets' keys (src/webhooks/settings.ts). */
   webhooks: WebhookSettings;
+  /** The catalog as the input checks read it (a new connection's application and its kind). */
+  applicationCategory: ApplicationCategoryLookup;
   /** Active tokens a service user and a tenant may hold (TOKENS_PER_SERVICE_USER, TOKENS_PER_TENANT). */
   tokenCaps: TokenCaps;
   /** The event hub, credential watch and stream caps the subscriptions use. */

@@ -128,6 +128,13 @@ export class ApiError extends GraphQLError {
   }
 }
 
+/** The 401 for a request that sends no credential, with the challenges a 401 carries (RFC 9110 §15.5.2). */
+export function credentialRequiredError(): ApiError {
+  return new ApiError('UNAUTHORIZED', 'A valid credential is required: Authorization: Token <token> or Bearer <JWT>', {
+    headers: { 'WWW-Authenticate': 'Bearer, Token' },
+  });
+}
+
 export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
 }

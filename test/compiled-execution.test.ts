@@ -15,6 +15,7 @@ import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, WEBHOOK_TEST_KEY, type TestGateway } from './fixtures/gateway.js';
 import { DEFAULT_TOKEN_CAPS } from '../src/domain/token-caps.js';
 import { webhookSettingsOf } from '../src/webhooks/settings.js';
+import { applicationCategoryOf } from '../src/db/connection-writes.js';
 
 describe.each(databaseKinds)('compiled queries on %s', (kind) => {
   let t: TestGateway;
@@ -33,6 +34,7 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
       idempotency: null,
       authorization: null,
       webhooks: webhookSettingsOf({ WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY }, t.db),
+      applicationCategory: applicationCategoryOf(t.db.raw),
       tokenCaps: DEFAULT_TOKEN_CAPS,
       live: t.gateway.live,
     });

@@ -31,6 +31,13 @@ const ROOT = new URL('..', import.meta.url).pathname;
 const BUILD_DIR = join(ROOT, 'dist-console');
 const SCREENSHOT_DIR = join(ROOT, 'docs', 'console');
 const AXE_SOURCE = readFileSync(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+/** The console's queries of lists that page: by cursor (`after`), never by offset. */
+const PAGED_QUERIES = ['ConsoleSyncs', 'ConsoleConnections', 'ConsoleWebhookEndpoint'];
+interface HistoryPage {
+  syncs: { totalCount: number; pageInfo: { hasNextPage: boolean; endCursor: string | null }; nodes: { id: string }[] };
+}
+/** The sync history's page size (console/src/pages/SyncHistory.tsx). */
+const SYNC_PAGE = 25;
 /** The budget of the JavaScript the console's page loads before it can show anything, gzipped. */
 const INITIAL_JS_BUDGET_BYTES = 250 * 1024;
 
@@ -55,6 +62,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
   const READER = { email: 'rui.reader@example.com', password: 'a reader reads but never writes' };
   const offsite: string[] = [];
   const problems: string[] = [];
+  /** The variables of every paged list query the console sent (ConsoleSyncs, ConsoleConnections, …), in order. */
+  const listRequests: { operation: string; variables: Record<string, unknown> }[] = [];
   const screenshots = process.env.UPDATE_SCREENSHOTS === '1' && kind === 'pglite';
 
   beforeAll(async () => {
@@ -126,6 +135,12 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       if (message.type() === 'error') problems.push(`${label}: ${message.text()}`);
     });
     page.on('pageerror', (error) => problems.push(`${label}: ${error.message}`));
+    page.on('request', (request) => {
+      if (request.method() !== 'POST' || !request.url().endsWith('/graphql')) return;
+      const body = request.postDataJSON() as { query?: string; variables?: Record<string, unknown> } | null;
+      const operation = /^\s*query (Console\w+)/.exec(body?.query ?? '')?.[1];
+      if (operation && PAGED_QUERIES.includes(operation)) listRequests.push({ operation, variables: body?.variables ?? {} });
+    });
     return page;
   }
 
@@ -157,25 +172,37 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     ).toEqual([]);
   }
 
-  async function screenshot(page: Page, name: string): Promise<void> {
+  /** `keepFocus`: the page as it is, a field's open suggestions included; else its top with nothing focused. */
+  async function screenshot(page: Page, name: string, { keepFocus = false } = {}): Promise<void> {
     if (!screenshots) return;
     // The top of the page, as a person arriving on it sees it, whatever field the test left focused.
-    await page.evaluate(() => {
-      (document.activeElement as HTMLElement | null)?.blur();
-      window.scrollTo(0, 0);
-    });
+    if (!keepFocus) {
+      await page.evaluate(() => {
+        (document.activeElement as HTMLElement | null)?.blur();
+        window.scrollTo(0, 0);
+      });
+    }
     await page.screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`), fullPage: false });
   }
 
   /** Checks the page with axe and, when asked to, keeps its picture. */
-  async function visited(page: Page, name: string): Promise<void> {
+  async function visited(page: Page, name: string, options: { keepFocus?: boolean } = {}): Promise<void> {
     await checkAccessibility(page, name);
-    await screenshot(page, name);
+    await screenshot(page, name, options);
+  }
+
+  /** Opens the console at its sign-in page, signing out whoever this browser is signed in as. */
+  async function openSignedOut(page: Page): Promise<void> {
+    await page.goto(`${origin}/console`);
+    const signInHeading = page.getByRole('heading', { name: 'Sign in' });
+    const overview = page.getByRole('heading', { name: 'Overview' });
+    await signInHeading.or(overview).waitFor();
+    if (await overview.isVisible()) await page.getByRole('button', { name: 'Sign out' }).click();
+    await signInHeading.waitFor();
   }
 
   async function signInWithToken(page: Page, token: string): Promise<void> {
-    await page.goto(`${origin}/console`);
-    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await openSignedOut(page);
     await page.getByText('Sign in with an API token').click();
     await page.getByLabel('Token').fill(token);
     await page.getByRole('button', { name: 'Sign in with the token' }).click();
@@ -183,21 +210,58 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
   }
 
   async function signIn(page: Page, person: { email: string; password: string }): Promise<void> {
-    await page.goto(`${origin}/console`);
-    const signInHeading = page.getByRole('heading', { name: 'Sign in' });
-    const overview = page.getByRole('heading', { name: 'Overview' });
-    await signInHeading.or(overview).waitFor();
-    if (await overview.isVisible()) await page.getByRole('button', { name: 'Sign out' }).click();
-    await signInHeading.waitFor();
+    await openSignedOut(page);
     await page.getByLabel('Email').fill(person.email);
     await page.getByLabel('Password').fill(person.password);
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-    await overview.waitFor();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+  }
+
+  /**
+   * The sync history's first `pages` pages as the API answers the console's own query (the same arguments, so
+   * the same cursors): the runs in order, each page's end cursor, and the total.
+   */
+  async function historyPages(pages: number, status?: string): Promise<{ runIds: string[]; endCursors: string[]; totalCount: number }> {
+    const runIds: string[] = [];
+    const endCursors: string[] = [];
+    let totalCount = 0;
+    let after: string | null = null;
+    for (let n = 0; n < pages; n++) {
+      const response: Awaited<ReturnType<typeof graphql<HistoryPage>>> = await graphql<HistoryPage>(
+        fixture.gateway,
+        `query ($connectionId: ID, $filter: SyncFilter, $search: String, $limit: Int!, $after: String) {
+          syncs(connectionId: $connectionId, filter: $filter, search: $search, limit: $limit, after: $after) {
+            totalCount pageInfo { hasNextPage endCursor } nodes { id }
+          }
+        }`,
+        {
+          token: fixture.tenants.demo.adminToken,
+          variables: { connectionId: null, filter: status ? { status: { eq: status } } : null, search: null, limit: SYNC_PAGE, after },
+          expectOk: true,
+        },
+      );
+      const { syncs } = response.body.data!;
+      runIds.push(...syncs.nodes.map((node) => node.id));
+      totalCount = syncs.totalCount;
+      if (!syncs.pageInfo.hasNextPage) break;
+      after = syncs.pageInfo.endCursor!;
+      endCursors.push(after);
+    }
+    return { runIds, endCursors, totalCount };
+  }
+
+  /** The ids of the runs the sync history table shows, top to bottom. */
+  function shownRunIds(page: Page): Promise<string[]> {
+    return page
+      .locator('tbody tr td:first-child a')
+      .evaluateAll((links) => links.map((link) => /^Run (\S+):/.exec(link.getAttribute('aria-label') ?? '')?.[1] ?? ''));
   }
 
   function expectCleanRun(): void {
     expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
     expect(problems, 'console errors (CSP violations among them)').toEqual([]);
+    // Lists page by cursor only: an offset stops at the API's offset limit, short of a long history.
+    expect(listRequests.filter((request) => 'offset' in request.variables)).toEqual([]);
   }
 
   it('is served with hashed assets cached for a year, a strict CSP, an SPA fallback, and within its JavaScript budget', async () => {
@@ -496,24 +560,72 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('heading', { name: 'Sync history' }).waitFor();
     await page.locator('tbody tr').first().waitFor();
     await visited(page, 'sync-history');
-    const total = Number(/\((\d+) in all\)/.exec((await page.getByRole('navigation', { name: 'Sync history pages' }).textContent())!)![1]);
-    expect(total).toBeGreaterThan(25);
-    await page.getByRole('button', { name: 'Last' }).click();
-    await page.getByText(`Page ${Math.ceil(total / 25)} of ${Math.ceil(total / 25)}`).waitFor();
-    await expect.poll(() => page.locator('tbody tr').count()).toBe(total - 25 * (Math.ceil(total / 25) - 1));
+    const pager = page.getByRole('navigation', { name: 'Sync history pages' });
+    const totalShown = async () => Number(/\((\d+) in all\)/.exec((await pager.textContent())!)![1]);
+    // The runs of the first pages as the API orders them (newest first), read by cursor apart from the console.
+    const pagesWalked = 4;
+    const api = await historyPages(pagesWalked + 1);
+    const expected = api.runIds;
+    const total = await totalShown();
+    expect(total).toBe(api.totalCount);
+    expect(total).toBeGreaterThan(SYNC_PAGE * (pagesWalked + 1));
+    const pageCount = Math.ceil(total / SYNC_PAGE);
+    /** The console shows page `n` (from 1): exactly the runs the API has there, none missing, none twice. */
+    const showsPage = async (n: number) => {
+      await pager.getByText(`Page ${n} of ${pageCount} (${total} in all)`).waitFor();
+      await expect.poll(() => shownRunIds(page)).toEqual(expected.slice((n - 1) * SYNC_PAGE, n * SYNC_PAGE));
+    };
+    await showsPage(1);
+    const firstRequest = listRequests.length;
+    for (let n = 2; n <= pagesWalked + 1; n++) {
+      await pager.getByRole('button', { name: 'Next' }).click();
+      await showsPage(n);
+    }
+    for (let n = pagesWalked; n >= 1; n--) {
+      await pager.getByRole('button', { name: 'Previous' }).click();
+      await showsPage(n);
+    }
+    expect(await pager.getByRole('button', { name: 'Previous' }).isDisabled()).toBe(true);
+    // Each page past the first was asked for with the cursor of the last run before it (and by no offset:
+    // expectCleanRun).
+    const walked = listRequests.slice(firstRequest).filter((request) => request.operation === 'ConsoleSyncs');
+    expect(walked.slice(0, pagesWalked).map((request) => request.variables.after)).toEqual(api.endCursors.slice(0, pagesWalked));
 
+    for (const n of [2, 3]) {
+      await pager.getByRole('button', { name: 'Next' }).click();
+      await showsPage(n);
+    }
+    await pager.getByRole('button', { name: 'First' }).click();
+    await showsPage(1);
+
+    // A filter starts again at page 1: the cursor was bound to the list it came from.
+    for (const n of [2, 3]) {
+      await pager.getByRole('button', { name: 'Next' }).click();
+      await showsPage(n);
+    }
+    const beforeFilter = listRequests.length;
     await page.getByLabel('Status').selectOption('failed');
     await page.waitForFunction(() => [...document.querySelectorAll('tbody .badge')].every((b) => b.textContent === 'failed'));
-    const failedLabel = await page.getByRole('navigation', { name: 'Sync history pages' }).textContent();
-    const failed = Number(/\((\d+) in all\)/.exec(failedLabel!)![1]);
-    expect(failed).toBeGreaterThan(0);
+    await pager.getByText(/^Page 1 of /).waitFor();
+    const failedApi = await historyPages(1, 'failed');
+    const failed = await totalShown();
+    expect(failed).toBe(failedApi.totalCount);
     expect(failed).toBeLessThan(total);
+    const filtered = listRequests.slice(beforeFilter).filter((request) => request.operation === 'ConsoleSyncs');
+    expect(filtered.length).toBeGreaterThan(0);
+    expect(filtered.map((request) => request.variables.after ?? null)).toEqual(filtered.map(() => null));
+    await expect.poll(() => shownRunIds(page)).toEqual(failedApi.runIds);
     await page.getByLabel('Started from').fill('2999-01-01');
     await page.getByText('No runs.').waitFor();
     await page.getByLabel('Started from').fill('');
     await page.getByLabel('Status').selectOption('');
+    // Back to the whole history, which starts at page 1 again too.
+    await showsPage(1);
 
-    // A run queued elsewhere appears without a reload.
+    // A run queued elsewhere appears without a reload. On a later page the total grows and the page keeps its
+    // runs (a cursor page starts after a run, not after a count of them); the run itself is on page 1.
+    await pager.getByRole('button', { name: 'Next' }).click();
+    await showsPage(2);
     const connections = await graphql<{ connections: { nodes: { id: string; status: string }[] } }>(
       fixture.gateway,
       '{ connections(filter: { status: { eq: active } }, limit: 1) { nodes { id status } } }',
@@ -528,11 +640,127 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       `mutation { triggerSync(connectionId: "${target.id}") { id } }`,
       { token: fixture.tenants.demo.adminToken, expectOk: true },
     );
+    await pager.getByText(`Page 2 of ${Math.ceil((total + 1) / SYNC_PAGE)} (${total + 1} in all)`).waitFor({ timeout: 15_000 });
+    expect(await shownRunIds(page)).toEqual(expected.slice(SYNC_PAGE, 2 * SYNC_PAGE));
+    await pager.getByRole('button', { name: 'First' }).click();
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).waitFor({ timeout: 15_000 });
+    expect((await shownRunIds(page))[0]).toBe(queued.body.data!.triggerSync.id);
 
     await page.getByRole('link', { name: `Run ${queued.body.data!.triggerSync.id}: pending` }).click();
     await page.getByRole('heading', { name: /^Run / }).waitFor();
     await page.getByRole('heading', { name: 'Checksum' }).waitFor();
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+
+  it('finds connection number 150 of a tenant with more than 100 by typing part of its name, and filters by it', async () => {
+    // A tenant of its own, so the demo tenant's pages (and their screenshots) stay as they are.
+    const slug = 'many-connections';
+    const cli = async (...args: string[]) => {
+      const run = await runCliOn(fixture.db, ...args);
+      expect(run.code, run.stderr).toBe(0);
+      return run.stdout.trim();
+    };
+    await cli('tenant', 'create', slug, '--name', 'Many Connections');
+    await cli('seed', 'load', '--tenant', slug, '--connections', '160', '--syncs', '1600');
+    await cli('service-user', 'create', '--tenant', slug, '--name', 'picker-reader', '--role', 'reader');
+    const token = await cli(
+      'token',
+      'create',
+      '--tenant',
+      slug,
+      '--service-user',
+      'picker-reader',
+      '--expires',
+      new Date(Date.now() + 86_400_000).toISOString(),
+    );
+    const api = async <Data>(query: string, variables: Record<string, unknown> = {}) =>
+      (await graphql<Data>(fixture.gateway, query, { token, variables, expectOk: true })).body.data!;
+    const tenant = await api<{ connections: { totalCount: number }; syncs: { totalCount: number } }>(
+      '{ connections(limit: 1) { totalCount } syncs(limit: 1) { totalCount } }',
+    );
+    expect(tenant.connections.totalCount).toBe(160);
+    // Number 150 in the connections' own order (by name): past the first 100, all that a list loaded whole held.
+    const target = (
+      await api<{ connections: { nodes: { id: string; name: string }[] } }>('{ connections(offset: 149, limit: 1) { nodes { id name } } }')
+    ).connections.nodes[0]!;
+    const itsRuns = (
+      await api<HistoryPage>(
+        'query ($id: ID, $limit: Int!) { syncs(connectionId: $id, limit: $limit) { totalCount pageInfo { hasNextPage endCursor } nodes { id } } }',
+        { id: target.id, limit: SYNC_PAGE },
+      )
+    ).syncs;
+    expect(itsRuns.totalCount).toBeGreaterThan(0);
+    expect(itsRuns.totalCount).toBeLessThan(tenant.syncs.totalCount);
+
+    const page = await newPage('connection picker');
+    /** The `search` of each suggestion request the picker sent, in order. */
+    const searches: (string | null)[] = [];
+    page.on('request', (request) => {
+      if (request.method() !== 'POST' || !request.url().endsWith('/graphql')) return;
+      const body = request.postDataJSON() as { query?: string; variables?: { search?: string | null } } | null;
+      if (/^\s*query ConsoleConnectionOptions\b/.test(body?.query ?? '')) searches.push(body?.variables?.search ?? null);
+    });
+    await signInWithToken(page, token);
+    await page.getByRole('link', { name: 'Sync history' }).click();
+    const pager = page.getByRole('navigation', { name: 'Sync history pages' });
+    await pager.getByText(`(${tenant.syncs.totalCount} in all)`).waitFor();
+
+    // Typed, not scrolled to: the suggestions are the API's answer to what was typed.
+    const picker = page.getByRole('combobox', { name: 'Connection' });
+    const typed = /Load \d+$/.exec(target.name)![0];
+    await picker.focus();
+    await page.keyboard.type(typed, { delay: 30 });
+    const listbox = page.getByRole('listbox', { name: 'Connection suggestions' });
+    await listbox.getByRole('option', { name: target.name, exact: true }).waitFor();
+    expect(await picker.getAttribute('aria-expanded')).toBe('true');
+    expect(await picker.getAttribute('aria-controls')).toBe(await listbox.getAttribute('id'));
+    const suggested = await listbox.getByRole('option').allTextContents();
+    expect(suggested.length).toBeGreaterThan(0);
+    expect(suggested.every((name) => name.toLowerCase().includes(typed.toLowerCase()))).toBe(true);
+    await visited(page, 'connection-picker', { keepFocus: true });
+    // Asked once per pause in typing, not once per key.
+    const typedSearches = searches.filter((search) => search !== null);
+    expect(typedSearches.at(-1)).toBe(typed);
+    expect(typedSearches.length).toBeLessThan(typed.length);
+
+    // Down the suggestions to it and Enter: the input keeps the focus and names the active option.
+    for (let n = 0; n <= suggested.indexOf(target.name); n++) await page.keyboard.press('ArrowDown');
+    const active = await picker.getAttribute('aria-activedescendant');
+    expect(active).not.toBeNull();
+    await expect(page.locator(`[id="${active}"]`).textContent()).resolves.toBe(target.name);
+    await expect(page.locator(`[id="${active}"]`).getAttribute('aria-selected')).resolves.toBe('true');
+    await expect(page.evaluate(() => document.activeElement?.getAttribute('role'))).resolves.toBe('combobox');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => picker.inputValue()).toBe(target.name);
+    expect(await picker.getAttribute('aria-expanded')).toBe('false');
+    await pager.getByText(`(${itsRuns.totalCount} in all)`).waitFor();
+    await expect.poll(() => shownRunIds(page)).toEqual(itsRuns.nodes.map((node) => node.id));
+    expect(new Set(await page.locator('tbody tr td:nth-child(2)').allTextContents())).toEqual(new Set([target.name]));
+    await checkAccessibility(page, 'connection chosen');
+
+    // Emptying the field (Escape closes the suggestions that opened) and leaving it: any connection again.
+    await picker.fill('');
+    await expect.poll(() => picker.getAttribute('aria-expanded')).toBe('true');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => picker.getAttribute('aria-expanded')).toBe('false');
+    expect(await listbox.isVisible()).toBe(false);
+    await page.keyboard.press('Tab');
+    await pager.getByText(`(${tenant.syncs.totalCount} in all)`).waitFor();
+    expect(await picker.inputValue()).toBe('');
+
+    // The link from a connection's page (?connection=) filters by it and shows it by name.
+    await page.goto(`${origin}/console/connections/${target.id}`);
+    await page.getByRole('link', { name: 'the whole history of this connection' }).click();
+    await expect.poll(() => picker.inputValue()).toBe(target.name);
+    await pager.getByText(`(${itsRuns.totalCount} in all)`).waitFor();
+    await expect.poll(() => shownRunIds(page)).toEqual(itsRuns.nodes.map((node) => node.id));
+
+    // Clear: any connection again, and the focus back in the input.
+    await page.getByRole('button', { name: 'Clear connection' }).click();
+    await expect.poll(() => picker.inputValue()).toBe('');
+    await pager.getByText(`(${tenant.syncs.totalCount} in all)`).waitFor();
+    await expect(page.evaluate(() => document.activeElement?.getAttribute('role'))).resolves.toBe('combobox');
     await page.close();
     expectCleanRun();
   }, 120_000);

@@ -157,6 +157,51 @@ describe('rate limits in memory', () => {
     });
   });
 
+  describe('behind a trusted proxy (TRUST_PROXY=1)', () => {
+    let servers: Server[] = [];
+    const listen = async (trustProxy: '0' | '1') => {
+      const server = createHttpServer(gatewayWith(t, { config: { TRUST_PROXY: trustProxy } }));
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    };
+    afterAll(async () => {
+      await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+      servers = [];
+    });
+    /** Statuses of `count` requests without a credential from `forwardedFor`, alternating REST (direct) and GraphQL. */
+    const anonymous = async (base: string, forwardedFor: string, count: number) => {
+      const statuses: number[] = [];
+      for (let i = 0; i < count; i += 1) {
+        const headers = { 'x-forwarded-for': `203.0.113.9, ${forwardedFor}` };
+        const response =
+          i % 2 === 0
+            ? await fetch(`${base}${BASE}/categories`, { headers })
+            : await fetch(`${base}/graphql`, {
+                method: 'POST',
+                headers: { ...headers, 'content-type': 'application/json' },
+                body: JSON.stringify({ query: '{ categories { totalCount } }' }),
+              });
+        statuses.push(response.status);
+        await response.arrayBuffer();
+      }
+      return statuses;
+    };
+
+    it("keys a request without a credential by the proxy's X-Forwarded-For hop, on REST and GraphQL alike", async () => {
+      const base = await listen('1');
+      expect(await anonymous(base, '198.51.100.1', BUDGET + 1)).toEqual([401, 401, 401, 401, 401, 429]);
+      // Another client behind the same proxy has a budget of its own.
+      expect(await anonymous(base, '198.51.100.2', 1)).toEqual([401]);
+    });
+
+    it('ignores X-Forwarded-For without TRUST_PROXY: a client cannot pick its own budget', async () => {
+      const base = await listen('0');
+      expect(await anonymous(base, '198.51.100.1', BUDGET)).toEqual([401, 401, 401, 401, 401]);
+      expect(await anonymous(base, '198.51.100.2', 1)).toEqual([429]);
+    });
+  });
+
   it('is off with a budget of 0', async () => {
     const gateway = gatewayWith(t, { perMinute: 0 });
     const statuses = await spend(gateway, BUDGET + 2, `Token ${t.tenants.demo.readerToken}`);

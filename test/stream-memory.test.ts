@@ -10,6 +10,7 @@ import { createToken } from '../src/auth/tokens.js';
 import { openDatabase, type Database, type DatabaseKind } from '../src/db/client.js';
 import { appendEvents, syncEvent } from '../src/db/events.js';
 import { createTestDatabase, databaseKinds, migratedPgliteDataDir } from './fixtures/databases.js';
+import { restOfStream, untilNoOpenStreams } from './fixtures/sse.js';
 import { createTestGateway, seedTestTenants } from './fixtures/gateway.js';
 import { startServer, type RunningServer } from './fixtures/server-process.js';
 
@@ -140,16 +141,9 @@ describe.each(databaseKinds)('a REST event stream whose client stops reading, on
       const reader = response.body!.getReader();
       // One read, then none while the stream fills its queue and waits past its stall time.
       await reader.read();
-      const waited = performance.now() + 10_000;
-      while (gateway.live.slots.stats().open > 0 && performance.now() < waited) await new Promise((resolve) => setTimeout(resolve, 50));
+      await untilNoOpenStreams(gateway, 10_000);
       expect(gateway.live.slots.stats().open).toBe(0);
-      let text = '';
-      const decoder = new TextDecoder();
-      for (;;) {
-        const chunk = await reader.read();
-        if (chunk.done) break;
-        text += decoder.decode(chunk.value, { stream: true });
-      }
+      const text = await restOfStream(reader);
       const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]));
       expect(ids.length).toBeLessThan(300);
       expect(text).toMatch(

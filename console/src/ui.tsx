@@ -158,37 +158,79 @@ export function useThrottled(action: () => void, ms: number): () => void {
   };
 }
 
+/** `value` once it has stayed unchanged for `ms`: a search typed key by key asks the server once per pause. */
+export function useDebounced<T>(value: T, ms: number): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
+}
+
+/** Where a page of a list ends, as the API's page types say (`pageInfo`). */
+export interface PageInfo {
+  hasNextPage: boolean;
+  endCursor: string | null;
+}
+
+/**
+ * The pages of a list read by cursor: the `after` of each page walked so far, so that Previous goes back the
+ * way Next came. Cursor pages reach the whole list (an offset stops at the API's offset limit) and do not
+ * shift when new rows arrive at the top. `scope` is what shapes the list (its filters): a cursor is bound to
+ * it, so a new scope starts again at the first page.
+ */
+export function useCursorPages(scope: unknown) {
+  const key = JSON.stringify(scope);
+  const [walked, setWalked] = useState<{ key: string; cursors: readonly string[] }>({ key, cursors: [] });
+  // Forgotten, not only hidden: going back to an earlier scope starts at its first page too.
+  if (walked.key !== key) setWalked({ key, cursors: [] });
+  const cursors = walked.key === key ? walked.cursors : [];
+  const after = cursors.at(-1) ?? null;
+  return {
+    /** The `after` of the page shown: null for the first page. */
+    after,
+    page: cursors.length + 1,
+    // The same end cursor twice (Next pressed again before the next page loaded) is one step.
+    next: (endCursor: string) => {
+      if (endCursor !== after) setWalked({ key, cursors: [...cursors, endCursor] });
+    },
+    previous: () => setWalked({ key, cursors: cursors.slice(0, -1) }),
+    first: () => setWalked({ key, cursors: [] }),
+  };
+}
+
+export type CursorPages = ReturnType<typeof useCursorPages>;
+
+/** First, Previous and Next over a list's cursor pages, and where the page shown is in the whole list. */
 export function Pager({
-  offset,
+  pages,
+  pageInfo,
   limit,
   total,
-  onChange,
   label,
 }: {
-  offset: number;
+  pages: CursorPages;
+  pageInfo: PageInfo;
   limit: number;
   total: number;
-  onChange: (offset: number) => void;
   label: string;
 }) {
-  const page = Math.floor(offset / limit) + 1;
-  const pages = Math.max(1, Math.ceil(total / limit));
+  const count = Math.max(pages.page, Math.ceil(total / limit));
+  const nextCursor = pageInfo.hasNextPage ? pageInfo.endCursor : null;
   return (
     <nav className="pager" aria-label={label}>
-      <button type="button" disabled={offset === 0} onClick={() => onChange(0)}>
+      <button type="button" disabled={pages.page === 1} onClick={pages.first}>
         First
       </button>
-      <button type="button" disabled={offset === 0} onClick={() => onChange(Math.max(0, offset - limit))}>
+      <button type="button" disabled={pages.page === 1} onClick={pages.previous}>
         Previous
       </button>
       <span aria-live="polite">
-        Page {page} of {pages} ({total} in all)
+        Page {pages.page} of {count} ({total} in all)
       </span>
-      <button type="button" disabled={offset + limit >= total} onClick={() => onChange(offset + limit)}>
+      <button type="button" disabled={nextCursor === null} onClick={() => nextCursor && pages.next(nextCursor)}>
         Next
-      </button>
-      <button type="button" disabled={offset + limit >= total} onClick={() => onChange((pages - 1) * limit)}>
-        Last
       </button>
     </nav>
   );

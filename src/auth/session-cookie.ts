@@ -110,7 +110,11 @@ export function isSecureRequest(request: CredentialSource, policy: CookiePolicy)
 }
 
 /** The client's address: the socket's, or the last hop a trusted proxy appended to X-Forwarded-For. */
-export function clientAddressOf(request: CredentialSource, socketAddress: string, policy: CookiePolicy): string {
+export function clientAddressOf(
+  request: Pick<CredentialSource, 'header'>,
+  socketAddress: string,
+  policy: Pick<CookiePolicy, 'trustProxy'>,
+): string {
   if (!policy.trustProxy) return socketAddress;
   const hops = request
     .header('x-forwarded-for')

@@ -1,5 +1,10 @@
-import { parseCreateConnection, type ConnectionPatch, type CreateConnectionInput } from '../domain/connection-input.js';
-import { connectionMemberProblems, defaultSettings, mergePatch, type ConnectionKind } from '../domain/connection-members.js';
+import {
+  catalogProblems,
+  type ApplicationCategoryLookup,
+  type ConnectionPatch,
+  type CreateConnectionInput,
+} from '../domain/connection-input.js';
+import { connectionMemberProblems, defaultSettings, mergePatch } from '../domain/connection-members.js';
 import { assertAdminConnectionTransition } from '../domain/connection-status.js';
 import { invalidInput, type FieldProblem } from '../domain/problems.js';
 import { ACTIVE_SYNC_STATUSES, SYNC_FAILURES } from '../domain/sync-lifecycle.js';
@@ -63,54 +68,9 @@ function findApplication(sql: Pick<RawSql, 'query'>, id: string): Promise<Applic
   );
 }
 
-/**
- * The problems of a new connection that need the catalog: an unknown application, and the metadata and
- * settings members its kind does not take or types wrongly (after the settings defaults). For an unknown
- * application the members are judged against every kind's, so a body wrong in several ways hears of all.
- */
-function catalogProblems(
-  application: ApplicationRow | undefined,
-  applicationId: string,
-  input: { metadata?: unknown; settings?: unknown },
-): FieldProblem[] {
-  const kind: ConnectionKind | null | 'any' = application ? kindOfCategory(application.categoryId) : 'any';
-  const problems: FieldProblem[] = application
-    ? []
-    : [{ field: 'application_id', message: `no application ${applicationId} in the catalog` }];
-  const metadata = input.metadata ?? {};
-  const settings = mergePatch(defaultSettings(kind), input.settings ?? {});
-  problems.push(...connectionMemberProblems(kind, { metadata, settings }));
-  return problems;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/**
- * Every problem of a `POST /connected` body (as REST sends it; GraphQL arguments are mapped to it): its shape
- * by the domain's schema, and, when that has problems too, those that need the catalog. The REST body check
- * and the resolver both ask here, so a body wrong in both ways gets one 400 listing all of it. A body whose
- * shape is right costs no statement here: `createConnection` checks the catalog in its own transaction.
- */
-export async function createConnectionProblems(sql: Pick<RawSql, 'query'>, body: unknown): Promise<FieldProblem[]> {
-  const parsed = parseCreateConnection(body);
-  if (!('problems' in parsed)) return [];
-  const problems = [...parsed.problems];
-  const applicationId = isObject(body) ? body.application_id : undefined;
-  if (typeof applicationId !== 'string' || problems.some((p) => p.field === 'application_id')) return problems;
-  const [application] = await findApplication(sql, applicationId);
-  // Members whose container already has a shape problem (not an object, say) are not judged twice.
-  const judged = (container: 'metadata' | 'settings') => !problems.some((p) => p.field === container);
-  const members = {
-    metadata: judged('metadata') ? (body as Record<string, unknown>).metadata : undefined,
-    settings: judged('settings') ? (body as Record<string, unknown>).settings : undefined,
-  };
-  const known = new Set(problems.map((p) => `${p.field}\0${p.message}`));
-  for (const problem of catalogProblems(application, applicationId, members)) {
-    if (!known.has(`${problem.field}\0${problem.message}`)) problems.push(problem);
-  }
-  return problems;
+/** The catalog as the input checks read it (domain/connection-input.ts), through `sql`. */
+export function applicationCategoryOf(sql: Pick<RawSql, 'query'>): ApplicationCategoryLookup {
+  return async (applicationId) => (await findApplication(sql, applicationId))[0]?.categoryId ?? null;
 }
 
 /**
@@ -127,7 +87,7 @@ export async function createConnection(
 ): Promise<Connection> {
   return inTransaction(sql, async (tx) => {
     const [application] = await findApplication(tx, input.applicationId);
-    const problems = catalogProblems(application, input.applicationId, input);
+    const problems = catalogProblems(application?.categoryId ?? null, input.applicationId, input);
     if (problems.length > 0 || !application) throw invalidInput(problems);
     const kind = kindOfCategory(application.categoryId);
     const metadata = input.metadata ?? {};

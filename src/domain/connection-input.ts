@@ -1,11 +1,14 @@
 import { z } from 'zod';
 import { ConnectionStatus, ConnectionVia } from '../generated/prisma/enums.js';
 import { MAX_ID_LENGTH } from '../prefixed-ids.js';
+import { kindOfCategory } from './category-kinds.js';
+import { connectionMemberProblems, defaultSettings, mergePatch, type ConnectionKind } from './connection-members.js';
 import type { FieldProblem } from './problems.js';
 import { zodProblems } from './sync-reports.js';
 
 // The shapes of the connection write bodies. Which metadata/settings members are allowed depends on the
-// application's kind, which only the database knows: the data layer checks those after reading it.
+// application's kind, which only the catalog knows: the checks here take the catalog as a lookup, so the
+// surfaces and the data layer ask the same rules.
 
 const CONNECTION_NAME_MAX = 200;
 const CONNECTION_DESCRIPTION_MAX = 2000;
@@ -65,6 +68,61 @@ export function parseCreateConnection(body: unknown): { input: CreateConnectionI
 export function parseConnectionPatch(body: unknown): { patch: ConnectionPatch } | { problems: FieldProblem[] } {
   const parsed = patchBody.safeParse(body);
   return parsed.success ? { patch: dropUndefined(parsed.data) } : { problems: zodProblems(parsed.error) };
+}
+
+/**
+ * The catalog as the input checks read it: the category of an application, or null when the catalog has no
+ * application with that id.
+ */
+export type ApplicationCategoryLookup = (applicationId: string) => Promise<string | null>;
+
+/**
+ * The problems of a new connection that need the catalog: an unknown application (`categoryId` null), and the
+ * metadata and settings members its kind does not take or types wrongly (after the settings defaults). For an
+ * unknown application the members are judged against every kind's, so a body wrong in several ways hears of all.
+ */
+export function catalogProblems(
+  categoryId: string | null,
+  applicationId: string,
+  input: { metadata?: unknown; settings?: unknown },
+): FieldProblem[] {
+  const kind: ConnectionKind | null | 'any' = categoryId === null ? 'any' : kindOfCategory(categoryId);
+  const problems: FieldProblem[] =
+    categoryId === null ? [{ field: 'application_id', message: `no application ${applicationId} in the catalog` }] : [];
+  const metadata = input.metadata ?? {};
+  const settings = mergePatch(defaultSettings(kind), input.settings ?? {});
+  problems.push(...connectionMemberProblems(kind, { metadata, settings }));
+  return problems;
+}
+
+/**
+ * Every problem of a `POST /connected` body (as REST sends it; GraphQL arguments are mapped to it): its shape
+ * by the schema above, and, when that has problems too, those that need the catalog. The REST body check and
+ * the resolver both ask here, so a body wrong in both ways gets one 400 listing all of it. A body whose shape
+ * is right costs no lookup here: the write checks the catalog in its own transaction.
+ */
+export async function createConnectionProblems(body: unknown, applicationCategory: ApplicationCategoryLookup): Promise<FieldProblem[]> {
+  const parsed = parseCreateConnection(body);
+  if (!('problems' in parsed)) return [];
+  const problems = [...parsed.problems];
+  const applicationId = isObject(body) ? body.application_id : undefined;
+  if (typeof applicationId !== 'string' || problems.some((p) => p.field === 'application_id')) return problems;
+  const categoryId = await applicationCategory(applicationId);
+  // Members whose container already has a shape problem (not an object, say) are not judged twice.
+  const judged = (container: 'metadata' | 'settings') => !problems.some((p) => p.field === container);
+  const members = {
+    metadata: judged('metadata') ? (body as Record<string, unknown>).metadata : undefined,
+    settings: judged('settings') ? (body as Record<string, unknown>).settings : undefined,
+  };
+  const known = new Set(problems.map((p) => `${p.field}\0${p.message}`));
+  for (const problem of catalogProblems(categoryId, applicationId, members)) {
+    if (!known.has(`${problem.field}\0${problem.message}`)) problems.push(problem);
+  }
+  return problems;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function dropUndefined<T extends object>(value: T): T {

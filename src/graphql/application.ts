@@ -16,7 +16,8 @@ import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 
 export const APPLICATION_PAGE = pageBounds(100, 100);

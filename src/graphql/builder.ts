@@ -6,9 +6,8 @@ import ScopeAuthPlugin, { type AuthFailure, AuthScopeFailureType } from '@pothos
 import { lacksPermissionMessage, type Permission } from '../auth/permissions.js';
 import type { Context } from '../context.js';
 import type { TimestampText } from '../timestamps.js';
-import { ApiError } from '../errors.js';
+import { ApiError, credentialRequiredError } from '../errors.js';
 import { UNBOUNDED_LIST_MULTIPLIER } from './complexity.js';
-import { credentialRequiredError } from './viewer.js';
 import type PrismaTypes from '../generated/pothos-prisma-types.js';
 import { getDatamodel } from '../generated/pothos-prisma-types.js';
 

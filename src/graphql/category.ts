@@ -15,7 +15,8 @@ import { type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
-import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 
 export const CATEGORY_PAGE = pageBounds(100, 100);

@@ -1,9 +1,9 @@
 import type { ArgBuilder, ObjectRef } from '@pothos/core';
-import type { GraphQLField } from 'graphql';
 import type { Context } from '../context.js';
 import { serverKey } from '../db/server-keys.js';
 import { ApiError } from '../errors.js';
 import { cursorBinding, decodeCursor, encodeCursor } from '../query/cursor.js';
+import { type PageBounds, pageBoundsExtension } from '../query/page-bounds.js';
 import { builder } from './builder.js';
 import { PAGE_ITEMS_COMPLEXITY } from './complexity.js';
 
@@ -76,20 +76,6 @@ export function listType<T>(name: string, item: ObjectRef<typeof builder.$inferS
   });
 }
 
-/** How far any list may be paged: the same for every list, and for the REST `offset`/`page`. */
-const MAX_OFFSET = 1_000_000;
-
-/** A paginated field's page sizes and how far it may be paged. */
-interface PageBounds {
-  defaultLimit: number;
-  maxLimit: number;
-  maxOffset: number;
-}
-
-export function pageBounds(defaultLimit: number, maxLimit: number): PageBounds {
-  return { defaultLimit, maxLimit, maxOffset: MAX_OFFSET };
-}
-
 /**
  * The `limit` and `offset` arguments of a paginated field. `limit` carries the field's bounds in its
  * extensions, where the REST routes read their defaults and maxima (rest/compile-routes.ts): the bounds are
@@ -104,7 +90,7 @@ export function pageArgs(
   const offsetArgs = {
     limit: arg.int({
       description: options.limitDescription,
-      extensions: { pageBounds: bounds },
+      extensions: pageBoundsExtension(bounds),
       ...(defaults ? { defaultValue: bounds.defaultLimit } : {}),
     }),
     offset: arg.int(defaults ? { defaultValue: 0 } : {}),
@@ -117,12 +103,6 @@ export function pageArgs(
       description: "A cursor: the page after the row it names (a previous page's pageInfo.endCursor). Not with offset; at any depth.",
     }),
   };
-}
-
-/** The bounds a field's `limit` argument carries (see pageArgs), or null for a field that is not paginated. */
-export function pageBoundsOf(field: GraphQLField<unknown, unknown>): PageBounds | null {
-  const limit = field.args.find((argument) => argument.name === 'limit');
-  return (limit?.extensions.pageBounds as PageBounds | undefined) ?? null;
 }
 
 /** The rows a page reads: how many, from where (OFFSET, or after a cursor's row), and how to write the next cursor. */

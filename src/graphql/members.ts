@@ -7,7 +7,8 @@ import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } fro
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
-import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { pageBounds } from '../query/page-bounds.js';
 import { assertIdLength } from './ids.js';
 import { requireViewer } from './viewer.js';
 

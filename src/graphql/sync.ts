@@ -23,7 +23,8 @@ import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { listPage, listType, offsetWindow, pageArgs, pageBounds, type PageWindow, pageWindow } from './list.js';
+import { listPage, listType, offsetWindow, pageArgs, type PageWindow, pageWindow } from './list.js';
+import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 import { requireViewer } from './viewer.js';
 

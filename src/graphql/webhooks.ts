@@ -20,7 +20,8 @@ import { type OrderInput, type OrderKey, orderKeys } from '../query/filter.js';
 import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
-import { listPage, listType, pageArgs, pageBounds, pageWindow } from './list.js';
+import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { pageBounds } from '../query/page-bounds.js';
 import { requireViewer } from './viewer.js';
 import { bodyOf, once } from './writes.js';
 

@@ -1,11 +1,11 @@
 import { actorOf } from '../auth/audit.js';
 import { GraphQLError, type GraphQLResolveInfo, Kind, valueFromASTUntyped } from 'graphql';
 import type { Context } from '../context.js';
-import { createConnection, createConnectionProblems, updateConnection } from '../db/connection-writes.js';
+import { createConnection, updateConnection } from '../db/connection-writes.js';
 import { hashRequestBody, IDEMPOTENCY_KEY_PATTERN, type IdempotentResource, runIdempotently } from '../db/idempotency.js';
 import { claimSync, finishSync, reportSyncProgress, triggerSync } from '../db/sync-runs.js';
 import type { TransactionRunner } from '../db/write-transactions.js';
-import { parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
+import { createConnectionProblems, parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
 import { camelCaseName, type FieldProblem, invalidGraphQLInput, snakeCaseName, withGraphQLNames } from '../domain/problems.js';
 import { ApiError } from '../errors.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, type SyncReport } from '../domain/sync-reports.js';
@@ -167,15 +167,6 @@ async function applyReport(context: Context, id: string, report: SyncReport) {
   return (await finishSync(context.db.raw, viewer.tenantId, { syncId, workerId: viewer.subject, outcome: report.outcome })).run;
 }
 
-/**
- * Every problem of a new connection's input in its body form (snake_case, as the mutation's arguments are
- * mapped to it), shape and catalog alike: the resolver asks before writing, and the REST route before running
- * the mutation, so a body wrong in several ways hears of all of it at once.
- */
-export function createConnectionInputProblems(body: unknown, context: Context) {
-  return createConnectionProblems(context.db.raw, body);
-}
-
 builder.mutationFields((t) => ({
   createConnection: t.field({
     type: Connection,
@@ -184,7 +175,7 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: CreateConnectionInput, required: true }) },
     resolve: async (_root, args, context, info) => {
       const body = bodyOf(args.input, 'input');
-      const problems = await createConnectionInputProblems(body, context);
+      const problems = await createConnectionProblems(body, context.applicationCategory);
       if (problems.length > 0) throw invalidGraphQLInput(problems, 'input');
       const { input } = parsed(parseCreateConnection(body), 'input');
       const tenantId = requireViewer(context).tenantId;

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { getOperationAST, type ExecutionResult } from 'graphql';
 import { processRegularResult } from 'graphql-yoga';
-import { requestCredential, viewerOf } from '../auth/request-viewers.js';
 import type { Viewer } from '../auth/viewer.js';
 import { idempotencyOf, type Context } from '../context.js';
 import { withStatementSignal } from '../db/cancellation.js';
@@ -10,7 +9,6 @@ import {
   executeDirectly,
   incomingOfFetch,
   incomingOfNode,
-  lowerCased,
   responseOf,
   sendOnNode,
   type DirectPathOptions,
@@ -21,15 +19,9 @@ import { newRequestId, type ApiError } from '../errors.js';
 import { jsonBytes } from '../json-bytes.js';
 import { introspects } from '../graphql/compiled-execution.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
-import { operationAsksForData } from '../plugins/use-auth.js';
-import { isPastDeadline, startDeadline, timeoutError, withinDeadline } from '../plugins/use-deadline.js';
 import { earlyErrorResponse } from '../plugins/error-response.js';
-import { executionRefusal, variablesRefusal } from '../plugins/use-limits.js';
-import { routeOf } from '../plugins/use-metrics.js';
-import { budgetHeaders, type BudgetState } from '../plugins/use-rate-limit.js';
+import type { BudgetState } from '../plugins/use-rate-limit.js';
 import { recodeResultErrors } from '../plugins/use-request-error-codes.js';
-import { logRequest } from '../plugins/use-request-log.js';
-import { securityHeaders } from '../plugins/use-security-headers.js';
 import type { ValidatedDocuments } from '../plugins/use-validated-documents.js';
 import { markReadOnly } from '../db/read-routing.js';
 
@@ -37,10 +29,11 @@ import { markReadOnly } from '../db/read-routing.js';
 // validated (plugins/use-validated-documents.ts) is answered on node:http, or from `gateway.fetch`, without
 // yoga's request pipeline: its fetch-API request and response objects, envelop's per-request hooks and yoga's
 // request parsing and content negotiation cost ~0.3 ms of CPU a request, as much as a small query itself
-// (bench/analysis.md). As on the direct REST path (src/http/direct-rest.ts), every plugin's check applies as the
-// function the plugin calls: the time limit, authentication and the credential requirement (use-auth), the
-// rate limit, the variables' and the cost limits (use-limits), error masking and codes, metrics, the request
-// log and the security headers; the answer is yoga's (processRegularResult when it holds errors).
+// (bench/analysis.md). As on the direct REST path (src/http/direct-rest.ts), every check is the admission spine's
+// (./admission.ts), called in the order of ADMISSION_CHECKS: the same functions yoga's plugins call (the time
+// limit, the credential and its requirement, the rate limit, the variables' and the cost limits, error masking,
+// the log line, metrics and the security headers); the answer is yoga's (processRegularResult when it holds
+// errors), its error codes use-request-error-codes'.
 //
 // The path takes only what it can answer exactly as yoga would, and hands everything else to yoga: another
 // method, path, media type or Accept, a cross-origin request under CORS, a body without Content-Length or over
@@ -51,7 +44,6 @@ import { markReadOnly } from '../db/read-routing.js';
 // test/direct-graphql.test.ts compares the answers of both paths.
 
 export interface DirectGraphQLOptions extends DirectPathOptions {
-  maxCost: number;
   /** The documents yoga found valid, by text. */
   validated: ValidatedDocuments;
   /** Yoga, for a request whose body this path read but does not answer. */
@@ -83,19 +75,12 @@ interface Fallback {
 }
 
 export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQL {
-  const { logger } = options;
+  const { logger, admission } = options;
   const counts = { answered: 0, handedToYoga: 0 };
-  const logging = () => logger.isLevelEnabled('info');
-  const securityByType = new Map(
-    [JSON_TYPE, GRAPHQL_RESPONSE_TYPE].map((type) => [
-      type,
-      lowerCased(securityHeaders(`${type}; charset=utf-8`, { cors: options.cors, vary: null, cacheControl: null })),
-    ]),
-  );
 
   function take(incoming: Incoming): Taken | null {
     if (incoming.method !== 'POST') return null;
-    if (options.cors && incoming.header('origin') !== null) return null;
+    if (admission.cors && incoming.header('origin') !== null) return null;
     const contentType = incoming.header('content-type')?.toLowerCase().replaceAll(' ', '');
     if (contentType !== JSON_TYPE && contentType !== `${JSON_TYPE};charset=utf-8`) return null;
     const length = incoming.header('content-length');
@@ -113,10 +98,11 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
     return { url, accepted, length: Number(length) };
   }
 
+  // The checks of the spine in its order (ADMISSION_CHECKS); host and size were checked before (node:http, take()).
   async function answer(incoming: Incoming, taken: Taken): Promise<Outgoing | Fallback> {
     const startedAt = performance.now();
     // From arrival, as useDeadline's: reading the body is part of the request's time.
-    const deadline = startDeadline(options.timeoutMs);
+    const deadline = admission.deadline();
     try {
       let bytes: Uint8Array<ArrayBuffer>;
       try {
@@ -138,30 +124,29 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       if (operation?.operation !== 'query' || introspects(document)) return fallback();
       markReadOnly();
       const args = { schema: options.schema, document, operationName, variableValues: variables, contextValue: {} };
-      if (variablesRefusal(variables) || executionRefusal(args, options.maxCost, false)) return fallback();
+      // document-limits, decided before the rate limit counts the request; a refusal is yoga's to answer. The
+      // document's tokens were counted when yoga validated it (useLimits' onParams), so only its variables are.
+      if (admission.params(null, variables) || admission.operationRefusal(args, false)) return fallback();
 
       let authorization: string | null = null;
       let viewer: Viewer | null = null;
       let outgoing: Outgoing | undefined;
       try {
-        viewer = await withinDeadline(
-          deadline,
-          (async () => {
-            authorization = requestCredential(incoming, options.credentials);
-            return viewerOf(authorization, options.credentials);
-          })(),
-        );
+        viewer = await (async () => {
+          authorization = admission.presented(incoming);
+          return admission.credential(authorization, deadline);
+        })();
       } catch (error) {
         // A refused credential is yoga's to answer (and to count by address); a lookup past the time limit is the 503.
         if (!deadline.aborted) return fallback();
         outgoing = await early(taken, error as ApiError);
       }
-      if (!outgoing && viewer === null && operationAsksForData(document, operationName)) return fallback();
+      if (!outgoing && admission.credentialRequirement(document, operationName, viewer)) return fallback();
 
       const requestId = newRequestId();
       let budget: BudgetState | undefined;
       if (!outgoing) {
-        const check = options.rateLimits && (await options.rateLimits.check(taken.url.pathname, viewer, incoming.remoteAddress));
+        const check = await admission.rateLimit(taken.url.pathname, viewer, admission.clientAddress(incoming, incoming.remoteAddress));
         budget = check?.state;
         if (check?.refusal) {
           outgoing = await early(taken, check.refusal);
@@ -177,7 +162,8 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
           const result = await withStatementSignal(deadline, () => executeDirectly(options, deadline, args, 'graphql'));
           recodeResultErrors(result);
           // An answer ready only past the time limit is the 503 (use-deadline).
-          outgoing = isPastDeadline(deadline) ? await early(taken, timeoutError()) : await answerOf(result, taken.accepted);
+          const late = admission.lateRefusal(deadline);
+          outgoing = late ? await early(taken, late) : await answerOf(result, taken.accepted);
         }
       }
       return finish(outgoing, requestId, budget, viewer);
@@ -190,22 +176,9 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       outgoing.headers = {
         ...outgoing.headers,
         'x-request-id': requestId,
-        ...securityByType.get(outgoing.headers['content-type']?.split(';')[0] ?? ''),
-        ...(budget ? lowerCased(budgetHeaders(budget)) : {}),
+        ...admission.headers(outgoing.headers['content-type'] ?? '', budget),
       };
-      const route = routeOf(taken.url.pathname);
-      if (logging()) {
-        logRequest(logger, {
-          requestId,
-          method: 'POST',
-          pathname: taken.url.pathname,
-          route,
-          status: outgoing.status,
-          startedAt,
-          tenantId: viewer?.tenantId,
-        });
-      }
-      options.metrics?.requestDone('POST', route, outgoing.status, startedAt);
+      admission.done({ requestId, method: 'POST', pathname: taken.url.pathname, status: outgoing.status, startedAt, viewer });
       counts.answered += 1;
       return outgoing;
     }

@@ -1,7 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { normalizedExecutor } from '@graphql-tools/executor';
 import type { ExecutionArgs, ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
-import { requestCredential, viewerOf } from '../auth/request-viewers.js';
 import type { Viewer } from '../auth/viewer.js';
 import { idempotencyOf, type Context } from '../context.js';
 import type { CompiledExecution } from '../graphql/compiled-execution.js';
@@ -9,21 +8,12 @@ import { withStatementSignal } from '../db/cancellation.js';
 import { newRequestId } from '../errors.js';
 import { jsonBytes } from '../json-bytes.js';
 import type { Logger } from '../logger.js';
+import { lowerCased, type Admission } from './admission.js';
 import { INTEGRATIONS_BASE, withoutTrailingSlash } from '../paths.js';
-import {
-  executeWithinDeadline,
-  isPastDeadline,
-  startDeadline,
-  timeoutError,
-  withinDeadline,
-  type Deadline,
-} from '../plugins/use-deadline.js';
-import { unstorableTextError } from '../plugins/use-limits.js';
-import { routeOf, type GatewayMetrics, type OperationSurface } from '../plugins/use-metrics.js';
-import { budgetHeaders, type BudgetState, type RateLimits } from '../plugins/use-rate-limit.js';
-import { logRequest } from '../plugins/use-request-log.js';
+import { executeWithinDeadline, type Deadline } from '../plugins/use-deadline.js';
+import type { OperationSurface } from '../plugins/use-metrics.js';
+import type { BudgetState } from '../plugins/use-rate-limit.js';
 import { withIdempotency } from '../plugins/use-rest.js';
-import { securityHeaders } from '../plugins/use-security-headers.js';
 import type { CompiledRoute } from '../rest/compile-routes.js';
 import { errorResponse, graphqlErrorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
@@ -34,12 +24,11 @@ import { matchStreamPath, runRoute, unexpectedErrorResponse, type OperationRunne
 // yoga's request pipeline, its fetch-API request and response objects and envelop's per-request hooks, which cost
 // more CPU than a read itself (bench/analysis.md). The route still runs its fixed, pre-validated GraphQL document
 // against the same schema, through rest/handler.ts like every route (its body read and checked there, its
-// Idempotency-Key kept by use-rest's withIdempotency), and every plugin's check applies as the same function the
-// plugin calls: the time limit (use-deadline), authentication (auth/request-viewers), the rate limit
-// (use-rate-limit), the variables' text check (use-limits), error masking (use-error-masking), metrics, the request
-// log and the security headers. A request this path does not take (HEAD or a method no route has, an event
-// stream, a cross-origin request under CORS, an oversized URL or declared body, a GET with a body, a path no route
-// of its method has) goes through yoga's pipeline as before; test/direct-rest.test.ts checks that both answer alike.
+// Idempotency-Key kept by use-rest's withIdempotency). Every check is the admission spine's (./admission.ts), called
+// in the order of ADMISSION_CHECKS: the same functions yoga's plugins call, so none is written here. A request this
+// path does not take (HEAD or a method no route has, an event stream, a cross-origin request under CORS, an
+// oversized URL or declared body, a GET with a body, a path no route of its method has) goes through yoga's
+// pipeline as before; test/direct-rest.test.ts checks that both answer alike.
 
 /** What the direct paths read of a request, from node:http or from a fetch Request. */
 export interface Incoming {
@@ -72,19 +61,13 @@ export interface Outgoing {
 export interface DirectPathOptions {
   schema: GraphQLSchema;
   logger: Logger;
-  /** The credential checks the context uses (auth/credentials.ts). */
-  credentials: Parameters<typeof viewerOf>[1];
-  timeoutMs: number;
+  /** The admission spine's functions (./admission.ts): every check these paths make is one of them. */
+  admission: Admission;
   maxBodyBytes: number;
-  rateLimits: RateLimits | null;
-  metrics: GatewayMetrics | null;
-  cors: boolean;
   /** The compiled queries (the REST documents are compiled at their first run). */
   compiledExecution: CompiledExecution;
-  /** Yoga's masking function (use-error-masking): what a result or a failed lookup may show. */
-  maskError: (error: unknown, message: string) => Error;
   /** The context's fields that do not depend on the request. */
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'tokenCaps' | 'live'>;
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'applicationCategory' | 'tokenCaps' | 'live'>;
 }
 
 export interface DirectRestOptions extends DirectPathOptions {
@@ -99,17 +82,13 @@ export interface DirectRest {
 }
 
 const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-/** yoga's masking message (maskedErrors.errorMessage). */
-const MASKED_MESSAGE = 'Unexpected error.';
 
 export function createDirectRest(options: DirectRestOptions): DirectRest {
-  const { compiled, logger, cors } = options;
+  const { compiled, logger, admission } = options;
+  const cors = admission.cors;
   // Every method a route has, but HEAD (GET without the body, yoga's): PUT, OPTIONS and the like are yoga's to refuse.
   const routesByMethod = new Map<string, CompiledRoute[]>();
   for (const route of compiled) routesByMethod.set(route.spec.method, [...(routesByMethod.get(route.spec.method) ?? []), route]);
-  const logging = () => logger.isLevelEnabled('info');
-  const jsonSecurityHeaders = lowerCased(securityHeaders(JSON_CONTENT_TYPE, { cors, vary: null, cacheControl: null }));
-  const emptySecurityHeaders = lowerCased(securityHeaders('', { cors, vary: null, cacheControl: null }));
 
   /** The route this path answers the request with, or null for yoga's pipeline. */
   function take(incoming: Incoming): { url: URL; pathname: string; route: CompiledRoute; pathValues: string[] } | null {
@@ -141,33 +120,34 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
     return null;
   }
 
+  // The checks of the spine in its order (ADMISSION_CHECKS); host and size were checked before (node:http, take()).
   async function answer(incoming: Incoming, taken: NonNullable<ReturnType<typeof take>>): Promise<Outgoing> {
     const startedAt = performance.now();
+    const deadline = admission.deadline();
     const requestId = newRequestId();
     const target: ResponseTarget = { requestId, origin: taken.url.origin };
-    const deadline = startDeadline(options.timeoutMs);
     let viewer: Viewer | null | undefined;
     let budget: BudgetState | undefined;
     let response: RestResponse;
     try {
       response = await withStatementSignal(deadline, async () => {
         let authorization: string | null = null;
-        // One lookup for the rate limit and the context, within the request's time (RequestViewers, use-rate-limit).
-        const lookup = withinDeadline(
-          deadline,
-          (async () => {
-            authorization = requestCredential(incoming, options.credentials);
-            viewer = await viewerOf(authorization, options.credentials);
-            return viewer;
-          })(),
-        );
+        // One lookup for the rate limit and the context, within the request's time (as RequestViewers does); a
+        // cross-site session cookie throws (403) in it, as a refused credential does.
+        const lookup = (async () => {
+          authorization = admission.presented(incoming);
+          viewer = await admission.credential(authorization, deadline);
+          return viewer;
+        })();
         lookup.catch(() => undefined);
-        if (options.rateLimits) {
-          const check = await options.rateLimits.check(taken.pathname, await lookup.catch(() => null), incoming.remoteAddress);
-          budget = check?.state;
-          if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
-        }
-        const runner: OperationRunner = {
+        const check = await admission.rateLimit(
+          taken.pathname,
+          await lookup.catch(() => null),
+          admission.clientAddress(incoming, incoming.remoteAddress),
+        );
+        budget = check?.state;
+        if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
+        const runner: OperationRunner<Context> = {
           context: async () => {
             try {
               return {
@@ -178,10 +158,12 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
                 authorization,
               };
             } catch (error) {
-              throw options.maskError(error, MASKED_MESSAGE);
+              throw admission.mask(error);
             }
           },
-          execute: (args) => executeDirectly(options, deadline, args, 'rest', unstorableTextError(args.variableValues)),
+          // document-limits: the route's document is bounded by construction; its variables' text is checked.
+          execute: (args) =>
+            executeDirectly(options, deadline, args, 'rest', admission.operationRefusal({ schema: options.schema, ...args }, true)),
         };
         const input: RouteInput = { header: incoming.header, body: incoming.body };
         const { response, context } = await runRoute({ ...taken, input, target, log: logger }, runner, options.maxBodyBytes);
@@ -195,9 +177,10 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
       deadline.end();
     }
     // An answer ready only past the time limit is replaced by the 503, keeping its other headers (use-deadline).
-    if (isPastDeadline(deadline) && response.status !== 503) {
-      const late = graphqlErrorResponse(timeoutError(), target);
-      response = { ...late, headers: { ...response.headers, ...late.headers } };
+    const late = response.status === 503 ? null : admission.lateRefusal(deadline);
+    if (late) {
+      const refused = graphqlErrorResponse(late, target);
+      response = { ...refused, headers: { ...response.headers, ...refused.headers } };
     }
     const body = response.status === 204 ? null : jsonBytes(response.body);
     // Lower-case names, as yoga's Headers send them; later ones win, as the plugins' onResponse hooks set them.
@@ -205,22 +188,9 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
       ...(body === null ? {} : { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(body.byteLength) }),
       ...lowerCased(response.headers),
       'x-request-id': requestId,
-      ...(body === null ? emptySecurityHeaders : jsonSecurityHeaders),
-      ...(budget ? lowerCased(budgetHeaders(budget)) : {}),
+      ...admission.headers(body === null ? '' : JSON_CONTENT_TYPE, budget),
     };
-    const route = routeOf(taken.url.pathname);
-    if (logging()) {
-      logRequest(logger, {
-        requestId,
-        method: incoming.method,
-        pathname: taken.url.pathname,
-        route,
-        status: response.status,
-        startedAt,
-        tenantId: viewer?.tenantId,
-      });
-    }
-    options.metrics?.requestDone(incoming.method, route, response.status, startedAt);
+    admission.done({ requestId, method: incoming.method, pathname: taken.url.pathname, status: response.status, startedAt, viewer });
     return { status: response.status, headers, body };
   }
 
@@ -299,7 +269,8 @@ export async function executeDirectly(
   surface: OperationSurface,
   refusal: GraphQLError | null = null,
 ): Promise<ExecutionResult> {
-  const done = options.metrics?.operationStarted(args.document, args.operationName, surface);
+  const { admission } = options;
+  const done = admission.operationStarted(args.document, args.operationName, surface);
   let result: ExecutionResult;
   if (refusal) {
     result = { errors: [refusal] };
@@ -313,10 +284,9 @@ export async function executeDirectly(
       { usesSignal: compiled === null },
     )) as ExecutionResult;
   }
-  const masked = result.errors ? { ...result, errors: result.errors.map((error) => options.maskError(error, MASKED_MESSAGE)) } : result;
-  done?.(masked);
-  // yoga types the masking function's result as Error; it returns GraphQL errors.
-  return masked as ExecutionResult;
+  const masked = result.errors ? { ...result, errors: result.errors.map(admission.mask) } : result;
+  done(masked);
+  return masked;
 }
 
 /** An answer as a fetch Response. */
@@ -330,12 +300,6 @@ function hostOf(req: IncomingMessage): string {
   if (host) return host;
   const local = req.socket.localAddress;
   return local && !local.includes('::') && !local.includes('ffff') ? `${local}:${req.socket.localPort ?? 80}` : 'localhost';
-}
-
-export function lowerCased(headers: Record<string, string>): Record<string, string> {
-  const lower: Record<string, string> = {};
-  for (const name in headers) lower[name.toLowerCase()] = headers[name]!;
-  return lower;
 }
 
 function headerValue(value: string | string[] | undefined): string | null {

@@ -7,10 +7,11 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Viewer } from '../auth/viewer.js';
 import { withStatementSignal } from '../db/cancellation.js';
 import { newRequestId, type ApiError } from '../errors.js';
-import { clientAddressOf, hostRefusal, statusOf, type Admission } from './admission.js';
+import { hostRefusal, statusOf, type Admission } from './admission.js';
+import { incomingOfNode } from './direct-rest.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
-import { executeWithinDeadline, isPastDeadline, startDeadline, timeoutError, withinDeadline } from '../plugins/use-deadline.js';
+import { executeWithinDeadline, withinDeadline } from '../plugins/use-deadline.js';
 import { KeyedCounts } from '../live/stream-slots.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
@@ -89,6 +90,8 @@ export function attachGraphqlWebSocket(
   const perCredential = options.perCredential ?? DEFAULT_WEBSOCKET_LIMITS.perCredential;
   const perAddress = options.perAddress ?? DEFAULT_WEBSOCKET_LIMITS.perAddress;
   const byAddress = new KeyedCounts();
+  /** The client's address (a trusted proxy's X-Forwarded-For hop under TRUST_PROXY), as HTTP requests are keyed. */
+  const addressOf = (request: IncomingMessage) => admission.clientAddress(incomingOfNode(request), request.socket.remoteAddress);
   const byCredential = new KeyedCounts();
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? admission.limits.maxBodyBytes });
 
@@ -132,13 +135,13 @@ export function attachGraphqlWebSocket(
     const requestId = newRequestId();
     const { request, viewer } = ctx.extra;
     // From the operation's arrival, as an HTTP request's: parsing, validation and the context are part of its time.
-    const deadline = startDeadline(admission.limits.timeoutMs);
+    const deadline = admission.deadline();
     const refuse = (error: GraphQLError) => {
       deadline.end();
       admission.done({ requestId, method: 'WS', pathname: GRAPHQL_ENDPOINT, status: statusOf(error), startedAt, viewer });
       return [error];
     };
-    const check = await admission.rateLimit(GRAPHQL_ENDPOINT, viewer ?? null, clientAddressOf(request.socket));
+    const check = await admission.rateLimit(GRAPHQL_ENDPOINT, viewer ?? null, addressOf(request));
     if (check?.refusal) return refuse(check.refusal);
     const paramsRefused = admission.params(payload.query, payload.variables);
     if (paramsRefused) return refuse(paramsRefused);
@@ -175,9 +178,10 @@ export function attachGraphqlWebSocket(
           }),
         );
         // An answer ready only past the time limit is the timeout, as on HTTP (a stream opened too late is closed).
-        if (isPastDeadline(deadline) && !(result as ExecutionResult).errors?.length) {
+        const late = (result as ExecutionResult).errors?.length ? null : admission.lateRefusal(deadline);
+        if (late) {
           if (isAsyncIterable(result)) void result[Symbol.asyncIterator]().return?.();
-          result = { errors: [timeoutError()] };
+          result = { errors: [late] };
         }
         status = statusOf((result as ExecutionResult).errors?.[0]);
         return result;
@@ -197,7 +201,7 @@ export function attachGraphqlWebSocket(
   }
 
   wss.on('connection', (socket: WebSocket, request: IncomingMessage) => {
-    const release = byAddress.take(clientAddressOf(request.socket));
+    const release = byAddress.take(addressOf(request));
     socket.once('close', release);
     // A frame over maxPayload, or a broken frame: ws closes the socket itself (1009, 1002); nothing to print.
     socket.on('error', (error) => logger.debug({ err: error }, 'websocket closed on a protocol error'));
@@ -227,7 +231,7 @@ export function attachGraphqlWebSocket(
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (new URL(request.url ?? '/', 'http://localhost').pathname !== GRAPHQL_ENDPOINT) return refuseUpgrade(socket, 404, 'Not Found');
     if (hostRefusal(request.headers.host)) return refuseUpgrade(socket, 400, 'Bad Request');
-    if (byAddress.count(clientAddressOf(request.socket)) >= perAddress) return refuseUpgrade(socket, 429, 'Too Many Requests');
+    if (byAddress.count(addressOf(request)) >= perAddress) return refuseUpgrade(socket, 429, 'Too Many Requests');
     wss.handleUpgrade(request, socket, head, (ws) => wss.emit('connection', ws, request));
   };
   server.on('upgrade', onUpgrade);

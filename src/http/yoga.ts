@@ -4,9 +4,10 @@ import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } 
 import { authenticate } from '../auth/credentials.js';
 import { createJwtVerifier } from '../auth/jwt.js';
 import { createKnownTenants } from '../auth/known-tenants.js';
-import { RequestViewers, requestCredential } from '../auth/request-viewers.js';
+import { RequestViewers } from '../auth/request-viewers.js';
 import { idempotencyOf, type Context } from '../context.js';
 import type { Database } from '../db/client.js';
+import { applicationCategoryOf } from '../db/connection-writes.js';
 import { DEFAULT_LOGIN_FAILURES, DEFAULT_RATE_LIMIT_PER_MINUTE, type Config } from '../env.js';
 import { compiledExecutionOf } from '../graphql/compiled-execution.js';
 import { schema } from '../graphql/schema.js';
@@ -29,6 +30,7 @@ import { requestIdOf, useRequestId } from '../plugins/use-request-id.js';
 import { useRequestLog } from '../plugins/use-request-log.js';
 import { useRest } from '../plugins/use-rest.js';
 import { useSignIn } from '../plugins/use-sign-in.js';
+import { useStreamBackpressure } from '../plugins/use-stream-backpressure.js';
 import { signInSettingsOf } from '../auth/sessions.js';
 import { useResultBytes } from '../plugins/use-result-bytes.js';
 import { useSseShutdownCut } from '../plugins/use-sse-shutdown-cut.js';
@@ -38,7 +40,7 @@ import { createDirectRest, incomingOfNode, type DirectRest } from './direct-rest
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from '../plugins/use-validated-documents.js';
 import { routes } from '../rest/routes.js';
-import { createAdmission, type Admission } from './admission.js';
+import { ADMISSION_CHECKS, createAdmission, type Admission, type AdmissionCheck } from './admission.js';
 import { refuseBadHost } from './host.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
 import { webhookSettingsOf, type WebhookConfig } from '../webhooks/settings.js';
@@ -100,6 +102,89 @@ export interface GatewayOptions {
    * turns it off too.
    */
   directGraphQL?: boolean;
+}
+
+/** The plugins of yoga's pipeline that implement admission checks (YOGA_ADMISSION). */
+type AdmissionPlugin =
+  | 'deadline'
+  | 'request-error-codes'
+  | 'request-id'
+  | 'request-log'
+  | 'metrics'
+  | 'security-headers'
+  | 'limits'
+  | 'rate-limit'
+  | 'auth'
+  | 'stream-backpressure';
+
+/** What implements a check on yoga's pipeline: its plugins, or the code that does it outside the plugin list (or both). */
+export type YogaImplementation =
+  | { plugins: readonly AdmissionPlugin[]; implementedBy?: string }
+  | { plugins?: undefined; implementedBy: string };
+
+/**
+ * Each check of ADMISSION_CHECKS on yoga's pipeline. The plugin list is built from this, in the list's order
+ * (pipelineOf): a plugin that implements several checks is placed at the first. test/admission-table.test.ts fails
+ * for a check without an entry here, and the compiler for an entry naming no plugin or no code.
+ */
+export const YOGA_ADMISSION: Record<AdmissionCheck, YogaImplementation> = {
+  host: { implementedBy: 'refuseBadHost (./host.ts), on node:http before yoga reads the request' },
+  // useDeadline's onResponse replaces a late answer first, so every later plugin sees the 503.
+  deadline: { plugins: ['deadline'] },
+  // Codes before the request id: an answer replaced by a coded one still gets X-Request-Id.
+  'error-masking': {
+    plugins: ['request-error-codes', 'request-id'],
+    implementedBy: 'maskedErrors: createMaskError (use-error-masking.ts)',
+  },
+  'request-log': { plugins: ['request-log'] },
+  // useMetrics also serves GET /metrics.
+  metrics: { plugins: ['metrics'] },
+  'security-headers': { plugins: ['security-headers'] },
+  size: { plugins: ['limits'] },
+  credential: {
+    implementedBy: 'RequestViewers (auth/request-viewers.ts): one lookup per request, within its time, for the rate limit and the context',
+  },
+  'rate-limit': { plugins: ['rate-limit'] },
+  'document-limits': { plugins: ['limits'] },
+  'credential-requirement': { plugins: ['auth'] },
+  // A stream's bytes: REST event streams bound their own (rest/event-stream.ts); GraphQL's SSE is yoga's stream.
+  'stream-caps': {
+    plugins: ['stream-backpressure'],
+    implementedBy: 'StreamSlots (live/stream-slots.ts), acquired by a subscription as it opens (graphql/live.ts)',
+  },
+};
+
+/** A plugin of yoga's list. */
+type YogaPlugin = NonNullable<NonNullable<Parameters<typeof createYoga<Record<string, unknown>, Context>>[0]>['plugins']>[number];
+
+/** The plugins of yoga's pipeline that are no admission check, and where they go in it. */
+interface PlacedPlugins {
+  /** Before every check's. */
+  first: YogaPlugin[];
+  /** Before the plugins of a check (answers given before that check: they are not subject to it). */
+  before: Partial<Record<AdmissionCheck, YogaPlugin[]>>;
+  /** After every check's. */
+  last: YogaPlugin[];
+}
+
+/**
+ * yoga's plugin list: `placed.first`, then each check's plugins (YOGA_ADMISSION) in the order of ADMISSION_CHECKS,
+ * with `placed.before` the check they precede, then `placed.last`. Order matters twice in yoga: the first plugin to
+ * answer in onRequest ends the request, and onResponse hooks run in the list's order.
+ */
+export function pipelineOf(built: Record<AdmissionPlugin, YogaPlugin | null>, placed: PlacedPlugins): YogaPlugin[] {
+  const plugins = [...placed.first];
+  const added = new Set<AdmissionPlugin>();
+  for (const check of ADMISSION_CHECKS) {
+    plugins.push(...(placed.before[check] ?? []));
+    for (const name of YOGA_ADMISSION[check].plugins ?? []) {
+      if (added.has(name)) continue;
+      added.add(name);
+      const plugin = built[name];
+      if (plugin) plugins.push(plugin);
+    }
+  }
+  return [...plugins, ...placed.last];
 }
 
 /** The plugins `withoutPlugins` may name. */
@@ -170,12 +255,13 @@ export function createGateway({
     ...liveOptions,
   });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
-  const optional = <P>(name: OptionalPlugin, plugin: () => P): P[] => (withoutPlugins.includes(name) ? [] : [plugin()]);
+  const optional = <P>(name: OptionalPlugin, plugin: () => P): P | null => (withoutPlugins.includes(name) ? null : plugin());
   // The rate limiter, the context and the request log all need the viewer: one lookup per request, within its time.
   const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
   const webhooks = webhookSettingsOf(config, db);
   const tokenCaps = tokenCapsOf(config);
+  const applicationCategory = applicationCategoryOf(db.raw);
   const compiledRoutes = compileRoutes(schema, routes);
   const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
   const rateLimits = withoutPlugins.includes('rate-limit')
@@ -187,7 +273,8 @@ export function createGateway({
         ...rateLimit,
       });
   const maskError = createMaskError(logger);
-  const admission = createAdmission({ logger, credentials, rateLimits, metrics, limits });
+  const cors = corsOrigins.length > 0;
+  const admission = createAdmission({ logger, credentials, rateLimits, metrics, limits, maskError, cors });
   const compiledExecution = compiledExecutionOf(schema);
   const validatedDocuments = new ValidatedDocuments();
   let draining = false;
@@ -229,39 +316,55 @@ query Connections {
       error: (...args) => logger.error(args.map(String).join(' ')),
     },
     maskedErrors: { maskError },
-    // Order matters for onRequest: the first plugin to answer ends the request. Health, docs and metrics
-    // answer before limits and rate limits; REST answers after them. The deadline comes first: its onResponse
-    // may replace a late answer, and every later plugin must see that one.
-    plugins: [
-      useCompiledExecution({ compiled: compiledExecution, trusted: REST_DOCUMENTS }),
-      ...optional('deadline', () => useDeadline({ timeoutMs: limits.timeoutMs })),
-      ...optional('request-id', () => useRequestId()),
-      ...optional('request-log', () => useRequestLog({ logger, viewers })),
-      ...optional('security-headers', () => useSecurityHeaders({ cors: corsOrigins.length > 0 })),
-      ...(metrics ? [useMetrics({ metrics, token: config.METRICS_TOKEN })] : []),
-      ...optional('health', () => useHealth({ db, draining: () => draining })),
-      ...optional('error-docs', () => useErrorDocs()),
-      ...optional('pages', () => usePages()),
-      ...optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
-      useRateLimit({ limits: rateLimits, viewers }),
-      useSignIn({
-        db,
-        policy: sessions,
-        failuresPerAccount: config.LOGIN_FAILURES_PER_ACCOUNT ?? DEFAULT_LOGIN_FAILURES.perAccount,
-        failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS ?? DEFAULT_LOGIN_FAILURES.perAddress,
-        redisUrl: config.REDIS_URL,
-        keyPrefix: rateLimit?.keyPrefix,
-        logger,
-      }),
-      useAuth(),
-      ...optional('request-error-codes', () => useRequestErrorCodes()),
-      useResultBytes(),
-      useSseShutdownCut({ streamsEnded: () => live.streamsEnded() }),
-      useValidatedDocuments(validatedDocuments),
-      useReadRouting(),
-      useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
-      { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
-    ],
+    plugins: pipelineOf(
+      {
+        deadline: optional('deadline', () => useDeadline({ timeoutMs: limits.timeoutMs })),
+        'request-error-codes': optional('request-error-codes', () => useRequestErrorCodes()),
+        'request-id': optional('request-id', () => useRequestId()),
+        'request-log': optional('request-log', () => useRequestLog({ logger, viewers })),
+        metrics: metrics && useMetrics({ metrics, token: config.METRICS_TOKEN }),
+        'security-headers': optional('security-headers', () => useSecurityHeaders({ cors })),
+        limits: optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
+        'rate-limit': useRateLimit({
+          limits: rateLimits,
+          viewers,
+          clientAddress: (request, socketAddress) =>
+            admission.clientAddress({ header: (name) => request.headers.get(name) }, socketAddress),
+        }),
+        auth: useAuth(),
+        'stream-backpressure': useStreamBackpressure({ stallMs: live.stallMs }),
+      },
+      {
+        // The deadline wraps the executor this one picks.
+        first: [useCompiledExecution({ compiled: compiledExecution, trusted: REST_DOCUMENTS })],
+        // Probes, error docs and pages answer before the limits and the rate limit (and so does /metrics).
+        before: {
+          size: [
+            optional('health', () => useHealth({ db, draining: () => draining })),
+            optional('error-docs', () => useErrorDocs()),
+            optional('pages', () => usePages()),
+          ].filter((plugin) => plugin !== null),
+        },
+        // The routes and the result's encoding, once every check has passed.
+        last: [
+          useSignIn({
+            db,
+            policy: sessions,
+            failuresPerAccount: config.LOGIN_FAILURES_PER_ACCOUNT ?? DEFAULT_LOGIN_FAILURES.perAccount,
+            failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS ?? DEFAULT_LOGIN_FAILURES.perAddress,
+            redisUrl: config.REDIS_URL,
+            keyPrefix: rateLimit?.keyPrefix,
+            logger,
+          }),
+          useResultBytes(),
+          useSseShutdownCut({ streamsEnded: () => live.streamsEnded() }),
+          useValidatedDocuments(validatedDocuments),
+          useReadRouting(),
+          useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
+          { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
+        ],
+      },
+    ),
     context: async ({ request }) => ({
       db,
       requestId: requestIdOf(request),
@@ -269,6 +372,7 @@ query Connections {
       idempotency: idempotencyOf(request.headers.get('idempotency-key')),
       authorization: viewers.credential(request),
       webhooks,
+      applicationCategory,
       tokenCaps,
       live,
     }),
@@ -277,15 +381,10 @@ query Connections {
   const directPath = {
     schema,
     logger,
-    credentials,
-    timeoutMs: limits.timeoutMs,
+    admission,
     maxBodyBytes: limits.maxBodyBytes,
-    rateLimits,
-    metrics,
-    cors: corsOrigins.length > 0,
-    maskError,
     compiledExecution,
-    contextBase: { db, webhooks, tokenCaps, live },
+    contextBase: { db, webhooks, applicationCategory, tokenCaps, live },
   };
   const direct =
     directRest && withoutPlugins.length === 0
@@ -295,7 +394,6 @@ query Connections {
     directGraphQL && withoutPlugins.length === 0
       ? createDirectGraphQL({
           ...directPath,
-          maxCost: limits.maxCost,
           validated: validatedDocuments,
           yoga: (request, serverContext) =>
             (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
@@ -327,7 +425,7 @@ query Connections {
     startDraining: () => {
       draining = true;
     },
-    credentialOfUpgrade: (req: IncomingMessage) => requestCredential(incomingOfNode(req), credentials, 'websocket'),
+    credentialOfUpgrade: (req: IncomingMessage) => admission.presented(incomingOfNode(req), 'websocket'),
   });
 }
 

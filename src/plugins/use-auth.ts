@@ -1,7 +1,7 @@
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLError, type SelectionSetNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
-import { credentialRequiredError } from '../graphql/viewer.js';
+import { credentialRequiredError } from '../errors.js';
 
 /**
  * A request without a credential that asks for any data is refused before execution, with 401, as one with a
@@ -23,8 +23,17 @@ function refuseWithoutCredential({
   args: { contextValue: unknown; document: DocumentNode; operationName?: string | null | undefined };
   setResultAndStopExecution: (result: { errors: GraphQLError[] }) => void;
 }): void {
-  if ((args.contextValue as Context).viewer !== null) return;
-  if (operationAsksForData(args.document, args.operationName)) setResultAndStopExecution({ errors: [credentialRequiredError()] });
+  const refusal = credentialRequirementRefusal(args.document, args.operationName, (args.contextValue as Context).viewer);
+  if (refusal) setResultAndStopExecution({ errors: [refusal] });
+}
+
+/** The refusal of an operation that asks for data without a credential (401); null when it may run. */
+export function credentialRequirementRefusal(
+  document: DocumentNode,
+  operationName: string | null | undefined,
+  viewer: Context['viewer'],
+): GraphQLError | null {
+  return viewer === null && operationAsksForData(document, operationName) ? credentialRequiredError() : null;
 }
 
 /** Whether the operation selects a field other than introspection: without a credential it is refused. */

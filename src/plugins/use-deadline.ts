@@ -79,7 +79,8 @@ const deadlines = new WeakMap<Request, Deadline>();
  * covers their opening (a stream opened past it is refused and closed), not the events that follow.
  * The REST reads served directly on node:http (src/http/direct-rest.ts) keep the same limit with the same functions.
  *
- * First in the plugin list, so the 503 is what every later plugin's onResponse sees (request id, log, metrics).
+ * First of the admission plugins (host, the check before it, is made on node:http), so the 503 is what every later
+ * plugin's onResponse sees (codes, request id, log, metrics, headers).
  */
 export function useDeadline({ timeoutMs }: { timeoutMs: number }): Plugin {
   return {

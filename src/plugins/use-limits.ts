@@ -227,7 +227,7 @@ function bodyTooLargeForYoga(): GraphQLError {
   return createGraphQLError('Request body too large', { extensions: { http: { status: 413 }, code: 'REQUEST_ENTITY_TOO_LARGE' } });
 }
 
-interface OperationArgs {
+export interface OperationArgs {
   schema: GraphQLSchema;
   document: DocumentNode;
   contextValue: unknown;

@@ -129,14 +129,23 @@ export class RateLimits {
  * The budgets as a plugin: over budget is 429 RATE_LIMITED with `Retry-After`; every counted response carries
  * `RateLimit-Limit`, `-Remaining` and `-Reset`.
  */
-export function useRateLimit({ limits, viewers }: { limits: RateLimits | null; viewers: Pick<RequestViewers, 'of'> }): Plugin {
+export function useRateLimit({
+  limits,
+  viewers,
+  clientAddress,
+}: {
+  limits: RateLimits | null;
+  viewers: Pick<RequestViewers, 'of'>;
+  /** The client's address of a request (the spine's: the socket's, or a trusted proxy's X-Forwarded-For hop). */
+  clientAddress: (request: Request, socketAddress: string | undefined) => string;
+}): Plugin {
   if (!limits) return {};
   const states = new WeakMap<Request, BudgetState>();
   return {
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
       // The viewer is looked up once per request (the context gets the same one); a refused credential counts by address.
       const viewer = isExempt(url.pathname) ? null : await viewers.of(request).catch(() => null);
-      const check = await limits.check(url.pathname, viewer, clientAddress(serverContext));
+      const check = await limits.check(url.pathname, viewer, clientAddress(request, socketAddressOf(serverContext)));
       if (!check) return;
       states.set(request, check.state);
       if (check.refusal) endResponse(earlyErrorResponse(request, check.refusal, fetchAPI));
@@ -175,10 +184,9 @@ function callerKey(viewer: Viewer): string {
   return viewer.credential === 'session' ? `member:${viewer.subject}` : `jwt:${viewer.tenantId}:${viewer.subject}`;
 }
 
-/** The client's address as node:http saw it (yoga's server context), for the budget of a request without a credential. */
-function clientAddress(serverContext: unknown): string {
-  const req = (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req;
-  return req?.socket?.remoteAddress ?? 'unknown';
+/** The socket's address as node:http saw it (yoga's server context). */
+export function socketAddressOf(serverContext: unknown): string | undefined {
+  return (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req?.socket?.remoteAddress;
 }
 
 /** The docs pages are what a client reads to learn the limits; they, the landing page and their files cost nothing to serve. */

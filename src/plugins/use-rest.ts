@@ -41,11 +41,11 @@ export function useRest({
       throw new Error(`stream of ${route.operationId} does not fit the schema: ${errors.map((e) => e.message).join('; ')}`);
   }
   const openApi = JSON.stringify(openApiDocument(compiled));
-  let yoga: Yoga | undefined;
+  let yoga: Yoga<Context> | undefined;
 
   return {
     onYogaInit({ yoga: instance }) {
-      yoga = instance as unknown as Yoga;
+      yoga = instance as unknown as Yoga<Context>;
     },
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
       const target: ResponseTarget = { requestId: requestIdOf(request), origin: url.origin };

@@ -15,6 +15,7 @@ import { createSession, endSession, type SessionPolicy } from '../auth/sessions.
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
 import { AUTH_BASE, jsonResponse } from '../paths.js';
+import { socketAddressOf } from './use-rate-limit.js';
 import { earlyErrorResponse } from './error-response.js';
 import { connectRedis, firstConnection } from './use-rate-limit.js';
 
@@ -150,8 +151,7 @@ export function useSignIn(options: SignInOptions): Plugin {
   return {
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
       if (!url.pathname.startsWith(`${AUTH_BASE}/`)) return;
-      const socketAddress =
-        (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req?.socket?.remoteAddress ?? 'unknown';
+      const socketAddress = socketAddressOf(serverContext) ?? 'unknown';
       try {
         endResponse(await answer(request, url.pathname, socketAddress, fetchAPI));
       } catch (error) {

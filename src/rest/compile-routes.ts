@@ -22,7 +22,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
-import { pageBoundsOf } from '../graphql/list.js';
+import { pageBoundsOf } from '../query/page-bounds.js';
 import type { FieldSpec, FieldType, ResourceSpec } from './query-params.js';
 import type { RouteSpec } from './routes.js';
 

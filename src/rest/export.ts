@@ -1,11 +1,11 @@
 import { getOperationAST, Kind, type DocumentNode, type ExecutionResult, type FieldNode, type OperationDefinitionNode } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
-import type { Context } from '../context.js';
 import type { CompiledRoute } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, withFilterFormParams } from './query-params.js';
+import type { RestContext } from './request-context.js';
 
 // A list taken out whole: `GET` on a list path with `Accept: application/x-ndjson` (one REST record per line)
 // or `text/csv` (a header row, then one row per record) streams every matching row in list order, with the
@@ -78,10 +78,10 @@ class BatchError extends Error {
  * spec's error body, before anything is streamed. A later failure cuts the stream off (no last chunk), so a
  * client can tell a cut transfer from a whole one.
  */
-export async function runExport(
+export async function runExport<C extends RestContext>(
   { route, pathValues, url, target, log }: RouteRequest,
   format: ExportFormat,
-  runner: OperationRunner,
+  runner: OperationRunner<C>,
   fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream },
   signal: AbortSignal,
   /** Runs one batch within its own time limit (EXPORT_BATCH_TIMEOUT_MS), its statements cancelled past it. */
@@ -90,7 +90,7 @@ export async function runExport(
   const startedAt = performance.now();
   const pipeline = await authenticated(runner, log, target);
   if ('refused' in pipeline) return pipeline.refused;
-  const context: Context = { ...pipeline.context, exportBatchSize: EXPORT_BATCH_ROWS };
+  const context: C = { ...pipeline.context, exportBatchSize: EXPORT_BATCH_ROWS };
   const given = PAGING.filter((name) => url.searchParams.has(name));
   if (given.length > 0) {
     return invalidQueryResponse(

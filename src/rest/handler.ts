@@ -2,10 +2,8 @@ import { getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionR
 import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import { clip } from '../clip.js';
 import type { Logger } from '../logger.js';
-import type { Context } from '../context.js';
 import { invalidInput } from '../domain/problems.js';
-import { isErrorCode } from '../errors.js';
-import { credentialRequiredError } from '../graphql/viewer.js';
+import { credentialRequiredError, isErrorCode } from '../errors.js';
 import type { CompiledRoute } from './compile-routes.js';
 import {
   errorResponse,
@@ -18,13 +16,15 @@ import {
 import { eventStreamResponse, parseLastEventId } from './event-stream.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, type ListQuery, type QueryProblem, withFilterFormParams } from './query-params.js';
+import type { RestContext } from './request-context.js';
 import { STREAM_PATH_SUFFIX, type BodySpec } from './routes.js';
 
 // Running a REST request: the route it matches, then its GraphQL operation through yoga's enveloped pipeline
 // (context and auth, limits, masking, logging) and the result in the spec's envelope, as JSON or as an event
 // stream. plugins/use-rest.ts is the yoga plugin that hands requests here.
 
-export type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
+/** The gateway's yoga, whatever its context holds beyond what REST reads (RestContext). */
+export type Yoga<C extends RestContext = RestContext> = YogaServerInstance<Record<string, unknown>, C>;
 
 /**
  * The route a path and method name, or the refusal: 404 when no route has the path, 405 (with `Allow`) when
@@ -69,47 +69,47 @@ export function matchStreamPath(
 }
 
 /** The operation arguments a runner executes. */
-export interface OperationArgs {
+export interface OperationArgs<C extends RestContext = RestContext> {
   document: DocumentNode;
   operationName: string | undefined;
   variableValues: Record<string, unknown>;
-  contextValue: Context;
+  contextValue: C;
 }
 
 /**
  * How a route's operation runs: through yoga's enveloped pipeline (`envelopedRunner`), or on the REST reads
  * served directly on node:http (src/http/direct-rest.ts), which apply the same plugins' checks as plain functions.
  */
-export interface OperationRunner {
+export interface OperationRunner<C extends RestContext = RestContext> {
   /** The request's context, authenticated; a rejected credential (or a failed lookup) is thrown, already masked. */
-  context(): Promise<Context>;
-  execute(args: OperationArgs): Promise<unknown>;
+  context(): Promise<C>;
+  execute(args: OperationArgs<C>): Promise<unknown>;
 }
 
 /** A request's pass through yoga's enveloped pipeline for one operation (context and auth, limits, masking, metrics). */
-export function envelopedRunner(
-  yoga: Yoga,
+export function envelopedRunner<C extends RestContext>(
+  yoga: Yoga<C>,
   request: Request,
   serverContext: object,
   operationName: string | undefined,
   rest: string,
-): OperationRunner & { subscribe(args: OperationArgs): Promise<unknown> } {
+): OperationRunner<C> & { subscribe(args: OperationArgs<C>): Promise<unknown> } {
   const run = yoga.getEnveloped({ ...serverContext, request, params: { operationName, extensions: { rest } } });
   return {
     // Yoga's context function authenticates; a rejected credential is thrown from here, already masked.
-    context: async () => (await run.contextFactory()) as unknown as Context,
+    context: async () => (await run.contextFactory()) as unknown as C,
     execute: async (args) => run.execute({ schema: run.schema, ...args }),
     subscribe: async (args) => run.subscribe({ schema: run.schema, ...args }),
   };
 }
 
 /** The context of a request the runner authenticated, or the refusal: every route needs a credential. */
-export async function authenticated(
-  runner: OperationRunner,
+export async function authenticated<C extends RestContext>(
+  runner: OperationRunner<C>,
   log: Logger,
   target: ResponseTarget,
-): Promise<{ context: Context } | { refused: RestResponse }> {
-  let context: Context;
+): Promise<{ context: C } | { refused: RestResponse }> {
+  let context: C;
   try {
     context = await runner.context();
   } catch (error) {
@@ -150,11 +150,11 @@ export interface RouteRequest {
  * into the spec's envelope. `context` is the request's, once yoga built it (null when the request was refused
  * before), for what the caller does with the answer (idempotency).
  */
-export async function runRoute(
+export async function runRoute<C extends RestContext>(
   { route, pathValues, url, input, target, log }: RouteRequest,
-  runner: OperationRunner,
+  runner: OperationRunner<C>,
   maxBodyBytes: number,
-): Promise<{ response: RestResponse; context: Context | null }> {
+): Promise<{ response: RestResponse; context: C | null }> {
   const operationName = route.operation.name?.value;
   const pipeline = await authenticated(runner, log, target);
   if ('refused' in pipeline) return { response: pipeline.refused, context: null };
@@ -187,7 +187,7 @@ export async function runRoute(
     const body = await readJsonBody(input, route.spec.body, maxBodyBytes, target);
     if ('refused' in body) return refuse(body.refused);
     // The body's one schema first, so every problem is named as the body names it; path parameters win.
-    const problems = await route.spec.body.problems(body.value, contextValue as Context);
+    const problems = await route.spec.body.problems(body.value, contextValue);
     if (problems.length > 0) return refuse(graphqlErrorResponse(invalidInput(problems), target));
     variables = { ...route.spec.body.variables(body.value), ...variables };
   }
@@ -217,9 +217,9 @@ export function variableProblems(result: ExecutionResult): QueryProblem[] | null
  * like any operation (auth, limits, masking), with the path parameter as the run's id and the query parameters
  * the stream takes; `Last-Event-ID` resumes from the event log.
  */
-export async function runStream(
+export async function runStream<C extends RestContext>(
   { route, pathValues, url, input, target, log }: RouteRequest,
-  { yoga, request, serverContext }: { yoga: Yoga; request: Request; serverContext: object },
+  { yoga, request, serverContext }: { yoga: Yoga<C>; request: Request; serverContext: object },
 ): Promise<Response | RestResponse> {
   const stream = route.spec.stream!;
   const operationName = getOperationAST(stream.document)?.name?.value;

@@ -1,12 +1,10 @@
 import type { DocumentNode } from 'graphql';
-import type { Context } from '../context.js';
 import { INTEGRATIONS_BASE } from '../paths.js';
-import { CONNECTION_BODY_SCHEMAS, parseConnectionPatch } from '../domain/connection-input.js';
+import { CONNECTION_BODY_SCHEMAS, createConnectionProblems, parseConnectionPatch } from '../domain/connection-input.js';
 import { catalogId } from '../domain/category-kinds.js';
 import { demoExamples } from '../seed/demo-examples.js';
 import { camelCaseName, type FieldProblem } from '../domain/problems.js';
 import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
-import { createConnectionInputProblems } from '../graphql/writes.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
 import { MEMBER_BODY_SCHEMAS, memberBodyProblems } from '../domain/member-input.js';
 import {
@@ -38,6 +36,7 @@ import {
   TriggerSyncDocument,
   UpdateConnectionDocument,
 } from '../generated/graphql/graphql.js';
+import type { RestContext } from './request-context.js';
 
 // The REST surface as data, keyed by the operation each route runs. A route says which document it runs,
 // how path and query become variables, and which envelope the result goes into; it holds no resolver
@@ -56,7 +55,7 @@ export interface BodySpec {
    * Every problem of the body, named as the body names them, by the domain's one schema (and the catalog, for
    * what depends on it); none when valid.
    */
-  problems: (body: unknown, context: Context) => readonly FieldProblem[] | Promise<readonly FieldProblem[]>;
+  problems: (body: unknown, context: RestContext) => readonly FieldProblem[] | Promise<readonly FieldProblem[]>;
   /** The operation variables a valid body sets; path parameters are added by name. */
   variables: (body: Record<string, unknown>) => Record<string, unknown>;
   /** JSON Schema of the body (the same parser's), and an example, for the OpenAPI document. */
@@ -411,7 +410,7 @@ export const routes: readonly RouteSpec[] = [
     errors: [400, 403, 413, 415, 422],
     body: {
       mediaTypes: JSON_BODY,
-      problems: createConnectionInputProblems,
+      problems: (body, context) => createConnectionProblems(body, context.applicationCategory),
       variables: (body) => ({ input: camelMembers(body) }),
       schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.create),
       example: { application_id: DEMO_APPLICATION_ID, name: 'Stripe US', settings: { sync_interval: '1h', retry_attempts: 3 } },

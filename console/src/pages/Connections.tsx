@@ -3,13 +3,27 @@ import { useQuery, useSubscription } from 'urql';
 import { Link } from 'wouter';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { durationOf, ErrorMessage, formatDuration, formatTime, Loading, PageHeader, Pager, StatusBadge, useThrottled } from '../ui';
+import {
+  durationOf,
+  ErrorMessage,
+  formatDuration,
+  formatTime,
+  Loading,
+  PageHeader,
+  Pager,
+  StatusBadge,
+  useCursorPages,
+  useThrottled,
+} from '../ui';
 
 const ConnectionsQuery = graphql(`
-  query ConsoleConnections($search: String, $filter: ConnectionFilter, $categoryId: ID, $limit: Int!, $offset: Int!) {
-    connections(search: $search, filter: $filter, categoryId: $categoryId, limit: $limit, offset: $offset) {
+  query ConsoleConnections($search: String, $filter: ConnectionFilter, $categoryId: ID, $limit: Int!, $after: String) {
+    connections(search: $search, filter: $filter, categoryId: $categoryId, limit: $limit, after: $after) {
       totalCount
-      offset
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
       nodes {
         id
         name
@@ -60,16 +74,15 @@ export function Connections() {
   const [search, setSearch] = useState('');
   const [status, setStatus] = useState('');
   const [categoryId, setCategoryId] = useState('');
-  const [offset, setOffset] = useState(0);
+  const scope = {
+    search: search.trim() || null,
+    filter: status ? { status: { eq: status as (typeof CONNECTION_STATUSES)[number] } } : null,
+    categoryId: categoryId || null,
+  };
+  const pages = useCursorPages(scope);
   const [{ data, error, fetching }, refetch] = useQuery({
     query: ConnectionsQuery,
-    variables: {
-      search: search.trim() || null,
-      filter: status ? { status: { eq: status as (typeof CONNECTION_STATUSES)[number] } } : null,
-      categoryId: categoryId || null,
-      limit: PAGE,
-      offset,
-    },
+    variables: { ...scope, limit: PAGE, after: pages.after },
   });
   // A connection's status and its last run change as runs go: refresh the page, at most once a second.
   const refresh = useThrottled(() => refetch({ requestPolicy: 'network-only' }), 1000);
@@ -88,26 +101,11 @@ export function Connections() {
       <form className="filters" aria-label="Filter connections" onSubmit={(e) => e.preventDefault()}>
         <div>
           <label htmlFor="connection-search">Search</label>
-          <input
-            id="connection-search"
-            type="search"
-            value={search}
-            onChange={(e) => {
-              setSearch(e.target.value);
-              setOffset(0);
-            }}
-          />
+          <input id="connection-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
         </div>
         <div>
           <label htmlFor="connection-status">Status</label>
-          <select
-            id="connection-status"
-            value={status}
-            onChange={(e) => {
-              setStatus(e.target.value);
-              setOffset(0);
-            }}
-          >
+          <select id="connection-status" value={status} onChange={(e) => setStatus(e.target.value)}>
             <option value="">Any status</option>
             {CONNECTION_STATUSES.map((s) => (
               <option key={s} value={s}>
@@ -118,14 +116,7 @@ export function Connections() {
         </div>
         <div>
           <label htmlFor="connection-category">Category</label>
-          <select
-            id="connection-category"
-            value={categoryId}
-            onChange={(e) => {
-              setCategoryId(e.target.value);
-              setOffset(0);
-            }}
-          >
+          <select id="connection-category" value={categoryId} onChange={(e) => setCategoryId(e.target.value)}>
             <option value="">Any category</option>
             {data?.categories.nodes.map((c) => (
               <option key={c.id} value={c.id}>
@@ -182,10 +173,10 @@ export function Connections() {
             </table>
             <Pager
               label="Connection pages"
-              offset={data.connections.offset}
+              pages={pages}
+              pageInfo={data.connections.pageInfo}
               limit={PAGE}
               total={data.connections.totalCount}
-              onChange={setOffset}
             />
           </>
         )

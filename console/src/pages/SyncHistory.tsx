@@ -3,7 +3,19 @@ import { useQuery, useSubscription } from 'urql';
 import { Link, useSearch } from 'wouter';
 import { graphql } from '../generated';
 import type { ConsoleSyncRowFragment } from '../generated/graphql';
-import { durationOf, ErrorMessage, formatDuration, formatTime, Loading, PageHeader, Pager, StatusBadge, useThrottled } from '../ui';
+import {
+  durationOf,
+  ErrorMessage,
+  formatDuration,
+  formatTime,
+  Loading,
+  PageHeader,
+  Pager,
+  StatusBadge,
+  useCursorPages,
+  useThrottled,
+} from '../ui';
+import { ConnectionPicker } from '../connection-picker';
 import { SyncChanges } from './Connections';
 
 /** What a row of the runs table shows. */
@@ -28,18 +40,15 @@ export const SyncRowFields = graphql(`
 `);
 
 const SyncsQuery = graphql(`
-  query ConsoleSyncs($connectionId: ID, $filter: SyncFilter, $search: String, $limit: Int!, $offset: Int!) {
-    syncs(connectionId: $connectionId, filter: $filter, search: $search, limit: $limit, offset: $offset) {
+  query ConsoleSyncs($connectionId: ID, $filter: SyncFilter, $search: String, $limit: Int!, $after: String) {
+    syncs(connectionId: $connectionId, filter: $filter, search: $search, limit: $limit, after: $after) {
       totalCount
-      offset
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
       nodes {
         ...ConsoleSyncRow
-      }
-    }
-    connections(limit: 100) {
-      nodes {
-        id
-        name
       }
     }
   }
@@ -115,7 +124,6 @@ export function SyncHistory() {
   const [from, setFrom] = useState('');
   const [to, setTo] = useState('');
   const [search, setSearch] = useState('');
-  const [offset, setOffset] = useState(0);
   const startedAt = {
     ...(from ? { gte: `${from}T00:00:00.000Z` } : {}),
     ...(to ? { lt: new Date(new Date(`${to}T00:00:00.000Z`).getTime() + DAY_MS).toISOString() } : {}),
@@ -124,24 +132,18 @@ export function SyncHistory() {
     ...(status ? { status: { eq: status as (typeof SYNC_STATUSES)[number] } } : {}),
     ...(from || to ? { startedAt } : {}),
   };
+  const scope = {
+    connectionId: connectionId || null,
+    filter: Object.keys(filter).length > 0 ? filter : null,
+    search: search.trim() || null,
+  };
+  const pages = useCursorPages(scope);
   const [{ data, error, fetching }, refetch] = useQuery({
     query: SyncsQuery,
-    variables: {
-      connectionId: connectionId || null,
-      filter: Object.keys(filter).length > 0 ? filter : null,
-      search: search.trim() || null,
-      limit: PAGE,
-      offset,
-    },
+    variables: { ...scope, limit: PAGE, after: pages.after },
   });
   const refresh = useThrottled(() => refetch({ requestPolicy: 'network-only' }), 1000);
   useSubscription({ query: SyncChanges }, () => refresh());
-  const resetting =
-    <T,>(set: (value: T) => void) =>
-    (value: T) => {
-      set(value);
-      setOffset(0);
-    };
 
   return (
     <>
@@ -149,7 +151,7 @@ export function SyncHistory() {
       <form className="filters" aria-label="Filter the sync history" onSubmit={(e) => e.preventDefault()}>
         <div>
           <label htmlFor="sync-status">Status</label>
-          <select id="sync-status" value={status} onChange={(e) => resetting(setStatus)(e.target.value)}>
+          <select id="sync-status" value={status} onChange={(e) => setStatus(e.target.value)}>
             <option value="">Any status</option>
             {SYNC_STATUSES.map((s) => (
               <option key={s} value={s}>
@@ -158,31 +160,18 @@ export function SyncHistory() {
             ))}
           </select>
         </div>
-        <div>
-          <label htmlFor="sync-connection">Connection</label>
-          <select id="sync-connection" value={connectionId} onChange={(e) => resetting(setConnectionId)(e.target.value)}>
-            <option value="">Any connection</option>
-            {data?.connections.nodes.map((c) => (
-              <option key={c.id} value={c.id}>
-                {c.name}
-              </option>
-            ))}
-            {connectionId && data && !data.connections.nodes.some((c) => c.id === connectionId) ? (
-              <option value={connectionId}>{connectionId}</option>
-            ) : null}
-          </select>
-        </div>
+        <ConnectionPicker id="sync-connection" label="Connection" value={connectionId} onChange={setConnectionId} />
         <div>
           <label htmlFor="sync-from">Started from</label>
-          <input id="sync-from" type="date" value={from} onChange={(e) => resetting(setFrom)(e.target.value)} />
+          <input id="sync-from" type="date" value={from} onChange={(e) => setFrom(e.target.value)} />
         </div>
         <div>
           <label htmlFor="sync-to">Started until</label>
-          <input id="sync-to" type="date" value={to} onChange={(e) => resetting(setTo)(e.target.value)} />
+          <input id="sync-to" type="date" value={to} onChange={(e) => setTo(e.target.value)} />
         </div>
         <div>
           <label htmlFor="sync-search">Error text</label>
-          <input id="sync-search" type="search" value={search} onChange={(e) => resetting(setSearch)(e.target.value)} />
+          <input id="sync-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
         </div>
       </form>
       <p className="note live" aria-live="off">
@@ -193,7 +182,7 @@ export function SyncHistory() {
       {data ? (
         <>
           <SyncRows syncs={data.syncs.nodes} />
-          <Pager label="Sync history pages" offset={data.syncs.offset} limit={PAGE} total={data.syncs.totalCount} onChange={setOffset} />
+          <Pager label="Sync history pages" pages={pages} pageInfo={data.syncs.pageInfo} limit={PAGE} total={data.syncs.totalCount} />
         </>
       ) : null}
     </>

@@ -3,10 +3,10 @@ import { useMutation, useQuery } from 'urql';
 import { Link, useLocation } from 'wouter';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { ConfirmButton, ErrorMessage, formatTime, Loading, PageHeader, Pager, SecretOnce, StatusBadge } from '../ui';
+import { ConfirmButton, ErrorMessage, formatTime, Loading, PageHeader, Pager, SecretOnce, StatusBadge, useCursorPages } from '../ui';
 
 const EndpointQuery = graphql(`
-  query ConsoleWebhookEndpoint($id: ID!, $limit: Int!, $offset: Int!) {
+  query ConsoleWebhookEndpoint($id: ID!, $limit: Int!, $after: String) {
     webhookEndpoint(id: $id) {
       id
       url
@@ -17,9 +17,12 @@ const EndpointQuery = graphql(`
       disabledReason
       createdAt
     }
-    webhookDeliveries(endpointId: $id, limit: $limit, offset: $offset) {
+    webhookDeliveries(endpointId: $id, limit: $limit, after: $after) {
       totalCount
-      offset
+      pageInfo {
+        hasNextPage
+        endCursor
+      }
       nodes {
         id
         eventType
@@ -81,8 +84,12 @@ const PAGE = 20;
 
 export function WebhookEndpointDetail({ id }: { id: string }) {
   const canWrite = useCanWrite();
-  const [offset, setOffset] = useState(0);
-  const [{ data, error, fetching }, refetch] = useQuery({ query: EndpointQuery, variables: { id, limit: PAGE, offset }, pause: !canWrite });
+  const pages = useCursorPages(id);
+  const [{ data, error, fetching }, refetch] = useQuery({
+    query: EndpointQuery,
+    variables: { id, limit: PAGE, after: pages.after },
+    pause: !canWrite,
+  });
   const [rotated, rotate] = useMutation(RotateSecret);
   const [updated, update] = useMutation(UpdateEndpoint);
   const [deleted, remove] = useMutation(DeleteEndpoint);
@@ -248,10 +255,10 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
           </table>
           <Pager
             label="Delivery log pages"
-            offset={data.webhookDeliveries.offset}
+            pages={pages}
+            pageInfo={data.webhookDeliveries.pageInfo}
             limit={PAGE}
             total={data.webhookDeliveries.totalCount}
-            onChange={setOffset}
           />
         </>
       )}

@@ -1,0 +1,21 @@
+import type { ApplicationCategoryLookup } from '../domain/connection-input.js';
+import type { GuardOptions } from '../domain/ssrf-guard.js';
+
+/**
+ * What REST reads or sets of a request's context. The GraphQL server builds the whole context and REST hands
+ * it on to the operation untouched, so the route code is generic over it and knows only this part.
+ */
+export interface RestContext {
+  /** The caller; null without a valid credential, which every route refuses (401). */
+  viewer: { tenantId: string; permissions: ReadonlySet<string> } | null;
+  /** The SSRF guard's setting, for the webhook body checks. */
+  webhooks: GuardOptions;
+  /** The catalog, for a new connection's body check. */
+  applicationCategory: ApplicationCategoryLookup;
+  /** How an event stream keeps the connection alive and when it gives up on a stalled client. */
+  live: { heartbeatMs: number; stallMs: number | undefined };
+  /** Set by an event stream: where to resume, and the id of the event being delivered. */
+  streamCursor?: { after?: number; current: number };
+  /** Set by an export: each list page reads this many rows, past a client page's maximum. */
+  exportBatchSize?: number;
+}
