@@ -1,9 +1,9 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM, launchChromium } from './fixtures/chromium.js';
+import { CHROMIUM, keepOffline, launchChromium, openRecorded, type OfflineRecord } from './fixtures/chromium.js';
 import { contractViolations } from './fixtures/contract.js';
 import { migratedPgliteDataDir } from './fixtures/databases.js';
 import { printedToken, startServer, type RunningServer } from './fixtures/server-process.js';
@@ -28,8 +28,7 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
   let context: BrowserContext;
   let userDataDir: string;
   let dataDir: string;
-  const offsite: string[] = [];
-  const problems: string[] = [];
+  let record: OfflineRecord;
 
   beforeAll(async () => {
     dataDir = migratedPgliteDataDir('gw-api-reference-');
@@ -37,13 +36,7 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
     token = await printedToken(server);
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-chromium-'));
     context = await launchChromium(userDataDir);
-    await context.route(
-      (url) => url.origin !== server.url && /^(https?|wss?):$/.test(url.protocol),
-      async (route) => {
-        offsite.push(route.request().url());
-        await route.abort('internetdisconnected');
-      },
-    );
+    record = await keepOffline(context, server.url);
   }, 120_000);
 
   afterAll(async () => {
@@ -52,16 +45,6 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
-
-  async function open(path: string): Promise<Page> {
-    const page = await context.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`${path}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`${path}: ${error.message}`));
-    expect((await page.goto(`${server.url}${path}`))?.status()).toBe(200);
-    return page;
-  }
 
   it('"Try it out" with its defaults answers 2xx on every operation, in the order the page lists them', async () => {
     const document = (await (await fetch(`${server.url}/api/v1/openapi.json`)).json()) as Document;
@@ -73,7 +56,7 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
         ]),
       ),
     );
-    const page = await open('/api/v1/docs');
+    const page = await openRecorded(context, server.url, '/api/v1/docs', record);
     page.setDefaultTimeout(60_000);
     await page.locator('.info .title', { hasText: 'Integrations & Sync API' }).waitFor({ timeout: 30_000 });
     await page.locator('button.authorize').first().click();
@@ -132,7 +115,7 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
     }
     expect(answers).toHaveLength(operations.size);
     await page.close();
-    expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
-    expect(problems, 'console errors').toEqual([]);
+    expect(record.offsite, 'requests that left 127.0.0.1').toEqual([]);
+    expect(record.problems, 'console errors').toEqual([]);
   }, 600_000);
 });

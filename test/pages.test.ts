@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from './fixtures/chromium.js';
+import { CHROMIUM, keepOffline, launchChromium, openRecorded, type OfflineRecord } from './fixtures/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 
@@ -22,8 +22,7 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
   let context: BrowserContext;
   let userDataDir: string;
   /** Requests to anywhere but this server (aborted), and what the console reported as errors. */
-  const offsite: string[] = [];
-  const problems: string[] = [];
+  let record: OfflineRecord;
 
   beforeAll(async () => {
     fixture = await createTestGateway('pglite');
@@ -32,15 +31,7 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-chromium-'));
     context = await launchChromium(userDataDir);
-    await context.route(
-      (url) =>
-        url.origin !== origin &&
-        (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
-      async (route) => {
-        offsite.push(route.request().url());
-        await route.abort('internetdisconnected');
-      },
-    );
+    record = await keepOffline(context, origin);
   }, 120_000);
 
   afterAll(async () => {
@@ -50,20 +41,11 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
   });
 
-  async function open(path: string): Promise<Page> {
-    const page = await context.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`${path}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`${path}: ${error.message}`));
-    const response = await page.goto(`${origin}${path}`);
-    expect(response?.status()).toBe(200);
-    return page;
-  }
+  const open = (path: string): Promise<Page> => openRecorded(context, origin, path, record);
 
   function expectCleanRun(): void {
-    expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
-    expect(problems, 'console errors (CSP violations among them)').toEqual([]);
+    expect(record.offsite, 'requests that left 127.0.0.1').toEqual([]);
+    expect(record.problems, 'console errors (CSP violations among them)').toEqual([]);
   }
 
   it('/ says what the service is and links to GraphiQL, the API reference, the error codes and /healthz', async () => {
