@@ -16,7 +16,9 @@ declare module 'autocannon' {
         path?: string;
         headers?: Record<string, string>;
         body?: string;
-        onResponse?: (status: number, body: string) => void;
+        /** Builds the request from the connection's context (which starts empty on each pass through the list). */
+        setupRequest?: (request: object, context: Record<string, unknown>) => object;
+        onResponse?: (status: number, body: string, context: Record<string, unknown>) => void;
       }>;
     }
     interface Histogram {

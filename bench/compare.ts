@@ -15,6 +15,10 @@
 //   COMPARE_RELOAD=1                               drop and load the database again
 //   COMPARE_PREPARED_BASELINE=0                    the baseline with unnamed statements instead (PostgreSQL plans
 //                                                  each one every time)
+//   COMPARE_TOKEN_LOOKUP=every                     the baseline looks the token up on every request (one more
+//                                                  statement and a hash), where the gateway's cache does not
+//   COMPARE_EXTRAS=write-lifecycle,cold-start      beside the scenarios: the write lifecycle against the same calls
+//                                                  through pg, and the start to /readyz with the idle memory
 //   GATEWAY=<script>  GATEWAY_B=<dir>/server.js    the gateway build, and a second one to compare with it
 //   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'   node options for the gateway(s), e.g. a CPU profile
 
@@ -22,9 +26,21 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN_URL, databaseUrl, serverVersion, withDatabase } from './databases.js';
-import { fetchOnce, measureLoad, type LoadResult } from './load.js';
-import { freePort, ROOT, runCli, serverEnv, startNode, stopAllChildren, waitFor200, type NodeChild } from './processes.js';
+import { fetchOnce, measureLoad, waitIdle, type LoadResult } from './load.js';
+import {
+  freePort,
+  ROOT,
+  rssMb,
+  runCli,
+  serverEnv,
+  startNode,
+  stopAllChildren,
+  stopChild,
+  waitFor200,
+  type NodeChild,
+} from './processes.js';
 import { scenarios as buildScenarios, type Scenario } from './scenarios.js';
+import { LIFECYCLE_WRITES, WriteLifecycle, type LifecycleResult, type WriteTenant } from './write-lifecycle.js';
 
 const REPORT = process.argv.includes('--report');
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -38,8 +54,16 @@ const ROUNDS = Number(process.env.COMPARE_ROUNDS ?? (QUICK ? 1 : 3));
 const DURATION_S = Number(process.env.COMPARE_DURATION ?? (QUICK ? 2 : REPORT ? 5 : 4));
 const WARMUP_S = Number(process.env.COMPARE_WARMUP ?? (QUICK ? 1 : 3));
 const PREPARED = process.env.COMPARE_PREPARED_BASELINE !== '0';
-const DEFAULT_SCENARIOS = 'syncs-connection,syncs-filtered,connected,connected-one,graphql-nested-50';
+/** The floor remembers a checked token, as the gateway's credential cache does (no statement, no hash after the first). */
+const TOKEN_LOOKUP = process.env.COMPARE_TOKEN_LOOKUP === 'every' ? 'every' : 'once';
+const DEFAULT_SCENARIOS = 'syncs-connection,syncs-filtered,connected,connected-one,graphql-nested-50,graphql-trivial';
 const WANTED = process.env.COMPARE_SCENARIOS?.split(',') ?? (REPORT ? null : DEFAULT_SCENARIOS.split(','));
+const EXTRAS = (process.env.COMPARE_EXTRAS ?? 'write-lifecycle,cold-start').split(',').filter(Boolean);
+/** Concurrent lifecycles of the write path, and cold starts measured (the median is reported). */
+const WRITERS = 10;
+const COLD_STARTS = 3;
+/** How long a started gateway is left alone before its idle memory is read. */
+const IDLE_MS = 3000;
 const gatewayNodeArgs = process.env.COMPARE_NODE_ARGS?.split(' ').filter(Boolean);
 
 interface Server {
@@ -64,7 +88,7 @@ async function start(label: string, script: string, env: Record<string, string>,
 }
 
 /** The kept database, loaded on first use: the measured tenant `bench-a`, its neighbours, and a reader token. */
-async function prepare(): Promise<{ url: string; token: string; tenantId: string }> {
+async function prepare(): Promise<{ url: string; token: string; tenantId: string; writes: WriteTenant }> {
   const url = databaseUrl(SIZE.database);
   const exists = await withDatabase(
     ADMIN_URL,
@@ -90,13 +114,82 @@ async function prepare(): Promise<{ url: string; token: string; tenantId: string
       await client.query('CHECKPOINT');
     });
   }
+  const tenantIdOf = (slug: string) =>
+    withDatabase(
+      url,
+      async (client) => (await client.query('SELECT id FROM tenants WHERE slug = $1', [slug])).rows[0]?.id as string | undefined,
+    );
+  // The write path's tenant, apart from the measured one: its runs never show in the read scenarios' counts.
+  if ((await tenantIdOf('bench-writes')) === undefined) {
+    await runCli(['tenant', 'create', 'bench-writes'], env);
+    for (const role of ['admin', 'engine']) {
+      await runCli(['service-user', 'create', '--tenant', 'bench-writes', '--name', `bench-${role}`, '--role', role], env);
+    }
+  }
   const expires = new Date(Date.now() + 2 * 86_400_000).toISOString().slice(0, 10);
-  const token = await runCli(['token', 'create', '--tenant', 'bench-a', '--service-user', 'bench-reader', '--expires', expires], env);
-  const tenantId = await withDatabase(
-    url,
-    async (client) => ((await client.query("SELECT id FROM tenants WHERE slug = 'bench-a'")).rows[0] as { id: string }).id,
-  );
-  return { url, token, tenantId };
+  const tokenOf = (tenant: string, user: string) =>
+    runCli(['token', 'create', '--tenant', tenant, '--service-user', user, '--expires', expires], env);
+  const writes: WriteTenant = {
+    tenantId: (await tenantIdOf('bench-writes'))!,
+    adminToken: await tokenOf('bench-writes', 'bench-admin'),
+    engineToken: await tokenOf('bench-writes', 'bench-engine'),
+  };
+  return { url, token: await tokenOf('bench-a', 'bench-reader'), tenantId: (await tenantIdOf('bench-a'))!, writes };
+}
+
+/** The write lifecycle on each gateway and on the floor, interleaved as the scenarios are; per side, the rounds' results. */
+async function measureWrites(gateways: Server[], floor: WriteLifecycle): Promise<Map<string, LifecycleResult[]>> {
+  const sides: { label: string; run: (durationS: number) => Promise<LifecycleResult>; pids: number[] }[] = [
+    ...gateways.map((server) => ({ label: server.label, run: (d: number) => floor.gateway(server, WRITERS, d), pids: [server.pid] })),
+    { label: 'pg', run: (d: number) => floor.floor(WRITERS, d), pids: [] },
+  ];
+  const results = new Map(sides.map((side) => [side.label, [] as LifecycleResult[]]));
+  for (const side of sides) await side.run(WARMUP_S);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const side of round % 2 === 0 ? sides : [...sides].reverse()) {
+      await waitIdle(gateways.map((g) => g.pid));
+      const result = await side.run(DURATION_S);
+      if (result.failures > 0) log(`PROBLEM write lifecycle on ${side.label}: ${result.failures} failed`);
+      results.get(side.label)!.push(result);
+    }
+  }
+  return results;
+}
+
+function writesTable(results: Map<string, LifecycleResult[]>): string {
+  const floor = results.get('pg')!;
+  const lines = [
+    `| Write lifecycle (trigger, claim, 10 progress reports, finish: ${LIFECYCLE_WRITES} writes), ${WRITERS} at once | ratio to pg | lifecycles/s | CPU ms/lifecycle |`,
+    '| :-- | --: | --: | --: |',
+  ];
+  for (const [label, runs] of results) {
+    const rounds = runs.map((r, i) => r.perSecond / floor[i]!.perSecond);
+    const ratio = label === 'pg' ? '' : `**${median(rounds).toFixed(2)}×** (${rounds.map((x) => x.toFixed(2)).join(', ')})`;
+    const cpu = median(runs.map((r) => r.cpuMsPerLifecycle ?? Number.NaN)).toFixed(2);
+    lines.push(
+      `| ${label === 'pg' ? 'the same calls through pg (this process)' : label} | ${ratio} | ${median(runs.map((r) => r.perSecond)).toFixed(1)} | ${cpu} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Spawn to the first 200 on /readyz, and the resident memory after IDLE_MS idle: the medians of COLD_STARTS starts. */
+async function coldStarts(url: string, label: string, script: string): Promise<string> {
+  const ready: number[] = [];
+  const rss: number[] = [];
+  for (let i = 0; i < COLD_STARTS; i++) {
+    const port = await freePort();
+    const since = performance.now();
+    const child = startNode(`${label} (cold start)`, script, { env: serverEnv({ DATABASE_URL: url }, port) });
+    try {
+      ready.push(await waitFor200(`http://127.0.0.1:${port}/readyz`, { since, timeoutMs: 60_000, child, intervalMs: 2 }));
+      await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
+      rss.push(rssMb(child.pid) ?? Number.NaN);
+    } finally {
+      await stopChild(child.process);
+    }
+  }
+  return `| ${label} | ${Math.round(median(ready))} ms (${ready.map((ms) => Math.round(ms)).join(', ')}) | ${median(rss)} MB (${rss.join(', ')}) |`;
 }
 
 interface Row {
@@ -172,7 +265,7 @@ function table(rows: Row[], servers: Server[]): string {
   return lines.join('\n');
 }
 
-async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtStart: string): Promise<string> {
+async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtStart: string, extras: string[]): Promise<string> {
   const reference = servers[servers.length - 1]!;
   return [
     '# Benchmarks',
@@ -185,12 +278,14 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
     '',
     "Ratios are the median of the rounds' ratios (each round in brackets): above 1× the gateway answered more requests a second than the baseline.",
     '',
+    ...extras.flatMap((extra) => [extra, '']),
     '## Method',
     '',
     `- Machine: ${cpus().length} vCPU (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, PostgreSQL ${await serverVersion()} on the same machine. Load average ${loadAtStart} at the start, ${load()} at the end: the ratios are the robust figures, the absolute ones move with the machine.`,
     `- Data: the CLI's \`seed load\` into a kept database: the measured tenant has ${SIZE.syncs.toLocaleString('en-US')} syncs over ${SIZE.connections.toLocaleString('en-US')} connections, beside ${SIZE.neighbours} neighbour tenants of 300 connections and 3,000 syncs, so that it is a small share of each table; \`VACUUM ANALYZE\` and a \`CHECKPOINT\` after loading.`,
     '- Gateway: `node dist/server.js` as `npm start` runs it (request log at `info`, `NODE_ENV=production` from the build), with `SCHEDULER=off` so the data stays as loaded and `RATE_LIMIT_PER_MINUTE=0`.',
-    `- Baseline: \`bench/baseline-server.ts\`, node:http and pg, the same SQL written by hand, the same token check (one statement and a SHA-256 a request) and byte for byte the same JSON; ${PREPARED ? 'its statements prepared, as the gateway prepares its own on PostgreSQL' : 'its statements unnamed'}. Both answers are compared before measuring; the suite checks the same (\`test/baseline-parity.test.ts\`).`,
+    `- Floor: \`bench/baseline-server.ts\`, node:http and pg, the same SQL written by hand and byte for byte the same JSON; ${PREPARED ? 'its statements prepared, as the gateway prepares its own on PostgreSQL' : 'its statements unnamed'}; ${TOKEN_LOOKUP === 'once' ? 'a token checked on its first request (one statement and a SHA-256) and remembered, as the gateway caches a checked token' : 'a token checked on every request (one statement and a SHA-256)'}. Both answers are compared before measuring; the suite checks the same (\`test/baseline-parity.test.ts\`).`,
+    `- Write lifecycle: ${WRITERS} lifecycles at once, each on a connection of its own (the tenant \`bench-writes\`), through the gateway's REST API (autocannon) and through the data layer's own functions on pg in the runner's process (\`bench/write-lifecycle.ts\`); CPU ms/lifecycle is the gateway's process, or the runner's for pg. Start: spawn to the first 200 on /readyz, then the resident memory after ${IDLE_MS / 1000} s idle, before any load.`,
     `- Load: autocannon, 10 keep-alive connections; after a warm-up of every scenario on every server, ${ROUNDS} round(s) of ${DURATION_S} s per figure after 1 s of warm-up, the servers measured back to back for each scenario, the order swapped every other round. CPU ms/req is each server process's own CPU time (PostgreSQL's not counted).`,
     "- Correctness is the suite's: statement counts that do not grow with the data (`test/statement-counts.test.ts`), index paths for every hot statement, generic plans included (`test/query-plans.test.ts`).",
     '',
@@ -200,7 +295,7 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
 async function main(): Promise<void> {
   const startedAt = new Date();
   const loadAtStart = load();
-  const { url, token, tenantId } = await prepare();
+  const { url, token, tenantId, writes } = await prepare();
   const busiest = await withDatabase(
     url,
     async (client) =>
@@ -220,23 +315,50 @@ async function main(): Promise<void> {
     PORT: String(await freePort()),
     HOST: '127.0.0.1',
     ...(PREPARED ? { BASELINE_PREPARED: '1' } : {}),
+    ...(TOKEN_LOOKUP === 'once' ? { BASELINE_TOKEN_LOOKUP: 'once' } : {}),
   });
+  const extras: string[] = [];
+  // Before anything else runs: a start measured on a machine the load just left would include its tail.
+  if (EXTRAS.includes('cold-start')) {
+    const gateways = [
+      ['gateway', process.env.GATEWAY ?? 'dist/server.js'],
+      ...(process.env.GATEWAY_B ? [['gateway B', process.env.GATEWAY_B]] : []),
+    ];
+    const rows = [];
+    for (const [label, script] of gateways) rows.push(await coldStarts(url, label!, script!));
+    extras.push(
+      [
+        `| Start (PostgreSQL), median of ${COLD_STARTS} | spawn to 200 on /readyz | RSS after ${IDLE_MS / 1000} s idle |`,
+        '| :-- | --: | --: |',
+        ...rows,
+      ].join('\n'),
+    );
+  }
   const servers: Server[] = [
     await start('gateway', process.env.GATEWAY ?? 'dist/server.js', serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs),
     ...(process.env.GATEWAY_B
       ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs)]
       : []),
-    await start(PREPARED ? 'prepared baseline' : 'baseline', 'bench/baseline-server.ts', await baselineEnv()),
+    await start(PREPARED ? 'prepared floor' : 'baseline', 'bench/baseline-server.ts', await baselineEnv()),
   ];
   try {
     const rows = await measure(list, servers, token);
+    if (EXTRAS.includes('write-lifecycle')) {
+      const floor = await WriteLifecycle.open(url, writes, WRITERS);
+      try {
+        extras.push(writesTable(await measureWrites(servers.slice(0, -1), floor)));
+      } finally {
+        await floor.close();
+      }
+    }
+    log(`load average ${load()} at the end`);
     if (!REPORT) {
-      process.stdout.write(`\n${table(rows, servers)}\n`);
+      process.stdout.write(`\n${[table(rows, servers), ...extras].join('\n\n')}\n`);
       return;
     }
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
     const file = QUICK ? join(ROOT, 'bench', 'results', 'quick.md') : join(ROOT, 'BENCHMARKS.md');
-    writeFileSync(file, await report(rows, servers, startedAt, loadAtStart));
+    writeFileSync(file, await report(rows, servers, startedAt, loadAtStart, extras));
     log(`wrote ${file}`);
   } finally {
     await stopAllChildren();

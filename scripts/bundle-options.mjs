@@ -19,4 +19,25 @@ export const bundleOptions = {
     js: "import { createRequire as __bundleCreateRequire } from 'node:module';\nconst require = __bundleCreateRequire(import.meta.url);",
   },
   logLevel: 'warning',
+  plugins: [zodEnglishOnly()],
 };
+
+/**
+ * zod's `locales` namespace (its error messages in some fifty languages, a third of what zod adds to the bundle)
+ * is kept whole by the `z` namespace object, and every program would parse and evaluate it at start. The service
+ * speaks English only (zod's default, which zod loads on its own): the namespace is bundled with `en` alone.
+ */
+function zodEnglishOnly() {
+  return {
+    name: 'zod-english-only',
+    setup(build) {
+      build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+        /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: 'zod-locales', namespace: 'zod-english-only' } : undefined,
+      );
+      build.onLoad({ filter: /.*/, namespace: 'zod-english-only' }, () => ({
+        contents: "export { default as en } from 'zod/v4/locales/en.js';",
+        resolveDir: process.cwd(),
+      }));
+    },
+  };
+}

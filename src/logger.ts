@@ -1,4 +1,4 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
 /** JSON lines on stdout. Authorization headers and token values are never logged (redacted if they slip in). */
 export function createLogger(level: string): Logger {
@@ -22,6 +22,30 @@ export function createLogger(level: string): Logger {
       censor: '[redacted]',
     },
   });
+}
+
+const fixedFieldLoggers = new WeakMap<Logger, Logger>();
+
+/**
+ * The logger's destination and bindings without its redaction, for lines whose fields are fixed and can hold no
+ * secret (the request line): redaction walks every line for the paths above, which costs more than the line.
+ * Its level is the lowest: the caller asks `logger` whether a line is wanted.
+ */
+export function fixedFieldLogger(logger: Logger): Logger {
+  let plain = fixedFieldLoggers.get(logger);
+  if (plain === undefined) {
+    const own = logger as unknown as Record<symbol, unknown>;
+    const stream = own[pino.symbols.streamSym] as DestinationStream | undefined;
+    if (stream) {
+      plain = pino({ level: 'trace', base: undefined }, stream);
+      // The same leading fields (base and bindings, pre-rendered by pino), so its lines read as the logger's own.
+      (plain as unknown as Record<symbol, unknown>)[pino.symbols.chindingsSym] = own[pino.symbols.chindingsSym];
+    } else {
+      plain = logger;
+    }
+    fixedFieldLoggers.set(logger, plain);
+  }
+  return plain;
 }
 
 export type { Logger };

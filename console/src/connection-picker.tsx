@@ -1,7 +1,7 @@
 import { type KeyboardEvent, useEffect, useId, useRef, useState } from 'react';
 import { useQuery } from 'urql';
 import { graphql } from './generated';
-import { useDebounced } from './ui';
+import { SEARCH_DELAY_MS, useDebounced } from './ui';
 
 // Choosing one connection among however many the tenant has: a combobox (the ARIA pattern of a text input
 // with a list of suggestions, https://www.w3.org/WAI/ARIA/apg/patterns/combobox/) that asks the API for the
@@ -31,8 +31,6 @@ const ChosenConnectionQuery = graphql(`
 
 /** Suggestions shown at once; typing more of the name narrows them. */
 const OPTIONS = 20;
-/** How long typing pauses before the API is asked: one request per pause, not one per key. */
-const SEARCH_DELAY_MS = 250;
 
 interface ConnectionChoice {
   id: string;

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Viewer } from './viewer.js';
 import type { Database } from '../db/client.js';
 
@@ -37,7 +37,7 @@ export class CredentialCache {
   constructor(readonly ttlMs: number) {}
 
   keyOf(prefix: string, secret: string): string {
-    return `${prefix}:${createHash('sha256').update(secret).digest('base64url')}`;
+    return `${prefix}:${hash('sha256', secret, 'base64url')}`;
   }
 
   get(key: string, now: number): Viewer | null {

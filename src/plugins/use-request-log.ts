@@ -1,5 +1,5 @@
 import type { Plugin } from 'graphql-yoga';
-import type { Logger } from 'pino';
+import { fixedFieldLogger, type Logger } from '../logger.js';
 import type { RequestViewers } from '../auth/request-viewers.js';
 import { HEALTH_PATH, READY_PATH } from '../paths.js';
 import { requestIdOf } from './use-request-id.js';
@@ -23,7 +23,9 @@ export interface RequestLogEntry {
 export function logRequest(logger: Logger, { requestId, method, pathname, route, status, startedAt, tenantId }: RequestLogEntry): void {
   // A load balancer asks /readyz every few seconds: its answers are debug lines, unless they report a problem.
   const probe = (pathname === READY_PATH || pathname === HEALTH_PATH) && status < 400;
-  logger[probe ? 'debug' : 'info'](
+  const level = probe ? 'debug' : 'info';
+  if (!logger.isLevelEnabled(level)) return;
+  fixedFieldLogger(logger)[level](
     {
       req_id: requestId,
       method,

@@ -1,4 +1,4 @@
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, hash, timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../errors.js';
 
 // A list cursor: where the next page starts (the sort keys' values of the last row read) and how many rows
@@ -22,7 +22,7 @@ const MAX_CURSOR_LENGTH = 8192;
 
 /** What a cursor is bound to: a digest of the list's name, the tenant and the arguments that shape the list. */
 export function cursorBinding(parts: unknown): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('base64url').slice(0, 22);
+  return hash('sha256', JSON.stringify(parts), 'base64url').slice(0, 22);
 }
 
 function mac(key: Buffer, binding: string, payload: string): Buffer {

@@ -36,10 +36,21 @@ interface ListResult {
  */
 export function nextPageLink(requestUrl: URL | undefined, cursor: string): string {
   if (!requestUrl) throw new Error('a list answer needs its request URL');
-  const next = new URL(requestUrl);
-  for (const name of ['offset', 'page', 'cursor']) next.searchParams.delete(name);
-  next.searchParams.append('cursor', cursor);
-  return `<${next.href}>; rel="next"`;
+  // Written out rather than through a copy of the URL whose searchParams are edited: each edit serialises the
+  // whole URL again. The query is serialised as URLSearchParams serialises it, so the bytes are the same.
+  let query = '';
+  for (const [name, value] of requestUrl.searchParams) {
+    if (name !== 'offset' && name !== 'page' && name !== 'cursor') query += `${formEncoded(name)}=${formEncoded(value)}&`;
+  }
+  const { href, search, hash } = requestUrl;
+  let base = href.slice(0, href.length - hash.length - search.length);
+  if (base.endsWith('?')) base = base.slice(0, -1);
+  return `<${base}?${query}cursor=${formEncoded(cursor)}${hash}>; rel="next"`;
+}
+
+/** application/x-www-form-urlencoded as URLSearchParams writes it: encodeURIComponent, and `!'()~` escaped, space as `+`. */
+function formEncoded(text: string): string {
+  return encodeURIComponent(text).replace(/[!'()~]|%20/g, (c) => (c === '%20' ? '+' : `%${c.charCodeAt(0).toString(16).toUpperCase()}`));
 }
 
 type GraphQLErrorLike = Pick<GraphQLFormattedError, 'message' | 'extensions'>;
@@ -101,7 +112,7 @@ export function resultResponse(
   if (firstError) return graphqlErrorResponse(firstError, target);
   const value = (result.data as Record<string, unknown> | null | undefined)?.[route.rootKey];
   const response = route.spec.response;
-  const omit = new Set(route.spec.omitNullMembers ?? []);
+  const omit = omittedNullMembers(route);
   if (response.kind === 'list') {
     if (!query) throw new Error('a list route needs its parsed query');
     const page = value as ListResult;
@@ -130,6 +141,18 @@ export function resultResponse(
     return { status: 201, body: { msg: response.msg, data: item }, headers: { Location: location } };
   }
   return ok({ msg: response.msg, data: response.kind === 'item-in-array' ? [item] : item });
+}
+
+const omitted = new WeakMap<CompiledRoute, ReadonlySet<string>>();
+
+/** The route's object-valued fields whose null members are left out, as a set built once per route. */
+function omittedNullMembers(route: CompiledRoute): ReadonlySet<string> {
+  let fields = omitted.get(route);
+  if (!fields) {
+    fields = new Set(route.spec.omitNullMembers ?? []);
+    omitted.set(route, fields);
+  }
+  return fields;
 }
 
 function ok(body: unknown): RestResponse {

@@ -9,7 +9,7 @@ type FilterInput = Record<string, unknown>;
 
 /** Variables of a list operation: filter, search, order, window, endpoint parameters and `$with_<field>` flags. */
 export function listVariables(route: CompiledRoute, list: ListSpec, query: ListQuery): Record<string, unknown> {
-  const byName = new Map(route.fields.map((field) => [field.name, field]));
+  const byName = fieldsByName(route);
   const variables: Record<string, unknown> = {
     filter: filterInput(query.filters, byName),
     search: query.search,
@@ -32,6 +32,18 @@ export function listVariables(route: CompiledRoute, list: ListSpec, query: ListQ
   const selected = query.select === null ? null : new Set(query.select);
   for (const field of route.fields) variables[`with_${field.name}`] = selected === null || selected.has(field.name);
   return variables;
+}
+
+const fieldMaps = new WeakMap<CompiledRoute, ReadonlyMap<string, RestField>>();
+
+/** A route's fields by name, built once per route. */
+function fieldsByName(route: CompiledRoute): ReadonlyMap<string, RestField> {
+  let byName = fieldMaps.get(route);
+  if (!byName) {
+    byName = new Map(route.fields.map((field) => [field.name, field]));
+    fieldMaps.set(route, byName);
+  }
+  return byName;
 }
 
 /** `[a, b]` → `{and: [a, b]}`; a `not.` condition is wrapped in `{not: …}`. */

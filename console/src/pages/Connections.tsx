@@ -14,6 +14,8 @@ import {
   StatusBadge,
   useCursorPages,
   useThrottled,
+  SEARCH_DELAY_MS,
+  useDebounced,
 } from '../ui';
 
 const ConnectionsQuery = graphql(`
@@ -74,8 +76,9 @@ export function Connections() {
   const [search, setSearch] = useState('');
   const [status, setStatus] = useState('');
   const [categoryId, setCategoryId] = useState('');
+  const searched = useDebounced(search.trim(), SEARCH_DELAY_MS);
   const scope = {
-    search: search.trim() || null,
+    search: searched || null,
     filter: status ? { status: { eq: status as (typeof CONNECTION_STATUSES)[number] } } : null,
     categoryId: categoryId || null,
   };

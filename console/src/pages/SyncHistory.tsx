@@ -14,6 +14,8 @@ import {
   StatusBadge,
   useCursorPages,
   useThrottled,
+  SEARCH_DELAY_MS,
+  useDebounced,
 } from '../ui';
 import { ConnectionPicker } from '../connection-picker';
 import { SyncChanges } from './Connections';
@@ -132,10 +134,11 @@ export function SyncHistory() {
     ...(status ? { status: { eq: status as (typeof SYNC_STATUSES)[number] } } : {}),
     ...(from || to ? { startedAt } : {}),
   };
+  const searched = useDebounced(search.trim(), SEARCH_DELAY_MS);
   const scope = {
     connectionId: connectionId || null,
     filter: Object.keys(filter).length > 0 ? filter : null,
-    search: search.trim() || null,
+    search: searched || null,
   };
   const pages = useCursorPages(scope);
   const [{ data, error, fetching }, refetch] = useQuery({
