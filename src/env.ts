@@ -44,7 +44,7 @@ const envSchema = z
     DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
     // Named (prepared) statements on PostgreSQL (db/prepared-statements.ts); off for a pooler that cannot keep them.
     DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
-    // Unset: the demo on a new PGlite database (zero set-up), nothing on PostgreSQL (see seedOf in app.ts).
+    // Unset: the demo on a new PGlite database (zero set-up), nothing on PostgreSQL (see seedOf).
     SEED: z.enum(['demo', 'none']).optional(),
     JWT_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters (HS256 key)').optional()),
     JWT_PUBLIC_KEY: optionalString.pipe(
@@ -96,7 +96,8 @@ const envSchema = z
     TOKEN_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
     SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
     WEBHOOKS: z.enum(['on', 'off']).default('on'),
-    WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).default('0'),
+    // Unset: 1 for the demo listening on loopback, else 0 (see webhookAllowPrivateDefault).
+    WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).optional(),
     WEBHOOK_RETRY_SCHEDULE: z
       .string()
       .default(DEFAULT_RETRY_SCHEDULE_SECONDS.join(','))
@@ -168,7 +169,32 @@ const envSchema = z
   .refine((env) => !(env.JWT_PUBLIC_KEY && env.JWT_JWKS_URL), {
     message: 'set JWT_PUBLIC_KEY or JWT_JWKS_URL, not both',
     path: ['JWT_JWKS_URL'],
-  });
+  })
+  .transform((env) => ({ ...env, WEBHOOK_ALLOW_PRIVATE: env.WEBHOOK_ALLOW_PRIVATE ?? webhookAllowPrivateDefault(env) }));
+
+/**
+ * What a new database gets besides the catalog: SEED when set; otherwise the demo tenant (and its printed admin
+ * token) on PGlite, the zero set-up database for trying the service, and nothing on PostgreSQL, where a
+ * production database must never start with a known tenant and a token in its log.
+ */
+export function seedOf(config: { SEED?: 'demo' | 'none' | undefined; DATABASE_URL?: string | undefined }): 'demo' | 'none' {
+  return config.SEED ?? (config.DATABASE_URL ? 'none' : 'demo');
+}
+
+/**
+ * The demo that listens on loopback lets webhooks target this machine: every client that can reach it is on
+ * this machine already, so the SSRF guard protects nothing there, and it is how the demo's webhook examples
+ * (the API reference's defaults, a local receiver) work without DNS. Anywhere else, and on PostgreSQL, the
+ * guard holds unless WEBHOOK_ALLOW_PRIVATE=1 says otherwise.
+ */
+function webhookAllowPrivateDefault(env: Parameters<typeof seedOf>[0] & { HOST: string }): '0' | '1' {
+  return seedOf(env) === 'demo' && isLoopbackHost(env.HOST) ? '1' : '0';
+}
+
+/** 127.0.0.0/8, ::1 and localhost: a server bound there takes no connection from another machine. */
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
 
 export type Config = z.infer<typeof envSchema>;
 

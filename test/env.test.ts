@@ -33,6 +33,19 @@ describe('configuration', () => {
     );
   });
 
+  it('lets webhooks target this machine by default only in the demo that listens on loopback', () => {
+    const pg = 'postgres://gw@db:5000/gw';
+    expect(parseConfig({}).WEBHOOK_ALLOW_PRIVATE).toBe('1');
+    expect(parseConfig({ HOST: 'localhost' }).WEBHOOK_ALLOW_PRIVATE).toBe('1');
+    expect(parseConfig({ HOST: '::1' }).WEBHOOK_ALLOW_PRIVATE).toBe('1');
+    expect(parseConfig({ HOST: '0.0.0.0' }).WEBHOOK_ALLOW_PRIVATE).toBe('0');
+    expect(parseConfig({ HOST: '127.0.0.1.example.com' }).WEBHOOK_ALLOW_PRIVATE).toBe('0');
+    expect(parseConfig({ SEED: 'none' }).WEBHOOK_ALLOW_PRIVATE).toBe('0');
+    expect(parseConfig({ DATABASE_URL: pg }).WEBHOOK_ALLOW_PRIVATE).toBe('0');
+    expect(parseConfig({ WEBHOOK_ALLOW_PRIVATE: '0' }).WEBHOOK_ALLOW_PRIVATE).toBe('0');
+    expect(parseConfig({ DATABASE_URL: pg, HOST: '0.0.0.0', WEBHOOK_ALLOW_PRIVATE: '1' }).WEBHOOK_ALLOW_PRIVATE).toBe('1');
+  });
+
   it('treats empty values as unset', () => {
     expect(parseConfig({ DATABASE_URL: '', JWT_SECRET: '  ' }).DATABASE_URL).toBeUndefined();
   });

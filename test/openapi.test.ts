@@ -60,6 +60,22 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     expect(result.warnings).toEqual([]);
   });
 
+  it("shows each error status with its own code and an example body that fits the status's schema", () => {
+    const seen = new Set<string>();
+    for (const [name, response] of Object.entries(resolved.components.responses as Record<string, Json>)) {
+      const { schema, example } = response.content['application/json'];
+      const check = ajv.compile(schema);
+      expect(check(example), `${name}: ${ajv.errorsText(check.errors)}`).toBe(true);
+      // The code the server answers that status with (the schema allows that one only), named in the description.
+      expect(schema.properties.error.properties.code.enum, name).toEqual([example.error.code]);
+      expect(response.description.startsWith(`${example.error.code}: `), name).toBe(true);
+      expect(example.error.docs).toMatch(new RegExp(`/docs/errors/${example.error.code}$`));
+      seen.add(example.msg);
+    }
+    // Each status its own message: not one generic body shown everywhere.
+    expect(seen.size).toBe(Object.keys(resolved.components.responses).length);
+  });
+
   it('documents exactly the routes of the route table, and the sign-in endpoints', () => {
     const documented = Object.entries(document.paths as Json).flatMap(([path, operations]) =>
       Object.keys(operations as Json).map((method) => `${method.toUpperCase()} ${path}`),

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from './fixtures/chromium.js';
+import { CHROMIUM, keepOffline, launchChromium, openRecorded, type OfflineRecord } from './fixtures/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 
@@ -15,16 +15,6 @@ import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium package`);
 
-/** The operations whose example values name demo data every database has (a reader may run them). */
-const LIST_OPERATIONS = [
-  ['Catalog', 'listCategories'],
-  ['Catalog', 'listAvailableApplications'],
-  ['Catalog', 'getAvailableApplication'],
-  ['Connections', 'listConnections'],
-  ['Syncs', 'listSyncs'],
-  ['Syncs', 'listSyncsTrailingSlash'],
-] as const;
-
 describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
   let fixture: TestGateway;
   let server: Server;
@@ -32,8 +22,7 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
   let context: BrowserContext;
   let userDataDir: string;
   /** Requests to anywhere but this server (aborted), and what the console reported as errors. */
-  const offsite: string[] = [];
-  const problems: string[] = [];
+  let record: OfflineRecord;
 
   beforeAll(async () => {
     fixture = await createTestGateway('pglite');
@@ -42,15 +31,7 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-chromium-'));
     context = await launchChromium(userDataDir);
-    await context.route(
-      (url) =>
-        url.origin !== origin &&
-        (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
-      async (route) => {
-        offsite.push(route.request().url());
-        await route.abort('internetdisconnected');
-      },
-    );
+    record = await keepOffline(context, origin);
   }, 120_000);
 
   afterAll(async () => {
@@ -60,20 +41,11 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
   });
 
-  async function open(path: string): Promise<Page> {
-    const page = await context.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`${path}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`${path}: ${error.message}`));
-    const response = await page.goto(`${origin}${path}`);
-    expect(response?.status()).toBe(200);
-    return page;
-  }
+  const open = (path: string): Promise<Page> => openRecorded(context, origin, path, record);
 
   function expectCleanRun(): void {
-    expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
-    expect(problems, 'console errors (CSP violations among them)').toEqual([]);
+    expect(record.offsite, 'requests that left 127.0.0.1').toEqual([]);
+    expect(record.problems, 'console errors (CSP violations among them)').toEqual([]);
   }
 
   it('/ says what the service is and links to GraphiQL, the API reference, the error codes and /healthz', async () => {
@@ -180,27 +152,4 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     await page.close();
     expectCleanRun();
   }, 90_000);
-
-  it('the API reference takes the bare token, and "Try it out" answers 200 with its defaults where they name demo data', async () => {
-    const page = await open('/api/v1/docs');
-    await page.locator('.info .title', { hasText: 'Integrations & Sync API' }).waitFor({ timeout: 30_000 });
-    await page.locator('button.authorize').first().click();
-    const tokenForm = page.locator('.auth-container').filter({ hasText: '(apiKey)' }).filter({ hasText: 'Authorization' });
-    await tokenForm.locator('input').fill(fixture.tenants.demo.readerToken);
-    await tokenForm.locator('button.authorize').click();
-    await page.locator('button.close-modal').click();
-    for (const [tag, operationId] of LIST_OPERATIONS) {
-      const operation = page.locator(`#operations-${tag}-${operationId}`);
-      await operation.locator('.opblock-summary').first().click();
-      await operation.getByRole('button', { name: 'Try it out' }).click();
-      const answered = page.waitForResponse((response) => response.url().startsWith(`${origin}/api/v1/integrations/`));
-      await operation.getByRole('button', { name: 'Execute' }).click();
-      const response = await answered;
-      expect(response.request().headers().authorization, operationId).toBe(`Token ${fixture.tenants.demo.readerToken}`);
-      expect(response.status(), `${operationId}: ${await response.text()}`).toBe(200);
-      await operation.locator('.live-responses-table .response-col_status', { hasText: /^\s*200\s*$/ }).waitFor();
-    }
-    await page.close();
-    expectCleanRun();
-  }, 120_000);
 });

@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createClient } from 'graphql-ws';
+import { createClient as createSseClient } from 'graphql-sse';
 import WebSocket from 'ws';
 import { migratedPgliteDataDir } from './fixtures/databases.js';
 import { printedToken, startServer, type LogLine, type RunningServer, type StartOptions } from './fixtures/server-process.js';
@@ -20,6 +21,7 @@ const DRAIN_BOUND_MS = 10_000;
 
 interface StartedServer extends RunningServer {
   token: string;
+  dataDir: string;
 }
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -33,7 +35,7 @@ async function startServerWithToken(env: Record<string, string>, options: StartO
   cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
   const server = await startServer({ DATA_DIR: dataDir, ...env }, options);
   cleanups.push(server.kill);
-  return Object.assign(server, { token: await printedToken(server) });
+  return Object.assign(server, { token: await printedToken(server), dataDir });
 }
 
 /** Resolves true when a TCP connection is refused, false when it is accepted. */
@@ -243,6 +245,61 @@ describe.concurrent('graceful shutdown of the real server (npm start)', () => {
     expect(server.logs.map((l) => l.msg)).not.toContain('drain timeout: closing remaining connections');
     // The REST client is told why, and reconnects (EventSource does by itself) to resume with Last-Event-ID.
     expect(JSON.parse(rest.messages.at(-1)!.data)).toMatchObject({ error: { code: 'UNAVAILABLE' } });
+    // The GraphQL-over-SSE stream is cut, not completed: a graphql-sse client takes `complete` as the end.
+    expect(graphql.messages.map((m) => m.event)).not.toContain('complete');
     await ws.dispose();
   }, 90_000);
+
+  it('a graphql-sse subscription cut by a shutdown resubscribes to the restarted server and receives what happens next', async () => {
+    const first = await startServerWithToken({ SCHEDULER: 'off' });
+    const received: string[] = [];
+    let connected: () => void = () => {};
+    const firstConnected = new Promise<void>((resolve) => (connected = resolve));
+    const reconnected = new Promise<void>((resolve) => {
+      const client = createSseClient({
+        url: `${first.url}/graphql`,
+        headers: { authorization: `Token ${first.token}` },
+        // The library's backoff (1 s, 2 s, 4 s… plus up to 3 s) would outlast the test's bound on a slow restart.
+        retryAttempts: 60,
+        retry: () => new Promise((wait) => setTimeout(wait, 500)),
+        on: { connected: (reconnect) => (reconnect ? resolve() : connected()) },
+      });
+      cleanups.push(() => client.dispose());
+      client.subscribe<{ syncChanged: { id: string } }>(
+        { query: 'subscription { syncChanged { id } }' },
+        {
+          next: (result) => {
+            if (result.data) received.push(result.data.syncChanged.id);
+          },
+          error: (error) => received.push(`error: ${String(error)}`),
+          complete: () => received.push('complete'),
+        },
+      );
+    });
+    await firstConnected;
+    process.kill(first.nodePid, 'SIGTERM');
+    expect((await first.exited).code, first.stderr()).toBe(0);
+    const second = await startServer({ DATA_DIR: first.dataDir, PORT: String(first.port), SCHEDULER: 'off' });
+    cleanups.push(second.kill);
+    // Bounded: a client that took the cut for the end (`complete`) would never reconnect.
+    await Promise.race([
+      reconnected,
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`no reconnect within 40 s; received ${received}`)), 40_000)),
+    ]);
+    const headers = { authorization: `Token ${first.token}`, 'content-type': 'application/json' };
+    const connections = await fetch(`${second.url}/api/v1/integrations/connected?slug=eq.salto-staff-entrances&select=id`, { headers });
+    const [connection] = ((await connections.json()) as { data: { id: string }[] }).data;
+    const queued = await fetch(`${second.url}/api/v1/integrations/syncs`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ connection_id: connection!.id }),
+    });
+    expect(queued.status).toBe(201);
+    const { id } = ((await queued.json()) as { data: { id: string } }).data;
+    const deadline = performance.now() + 10_000;
+    while (!received.includes(id) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(received).toContain(id);
+    expect(received).not.toContain('complete');
+    expect(received.filter((item) => item.startsWith('error'))).toEqual([]);
+  }, 120_000);
 });

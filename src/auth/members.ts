@@ -66,7 +66,8 @@ export function parseMemberRole(value: unknown): MemberRole {
   throw new ApiError('INVALID_QUERY', 'role must be one of admin, reader');
 }
 
-function codeHashOf(code: string): Uint8Array<ArrayBuffer> | null {
+/** The stored form of an invitation code: SHA-256 of its bytes; null for a string that is no code. */
+export function codeHashOf(code: string): Uint8Array<ArrayBuffer> | null {
   if (!CODE_PATTERN.test(code)) return null;
   const bytes = Buffer.from(code, 'base64url');
   return bytes.toString('base64url') === code ? new Uint8Array(createHash('sha256').update(bytes).digest()) : null;

@@ -3,12 +3,13 @@ import { createToken } from '../auth/tokens.js';
 import { openDatabase, type Database } from '../db/client.js';
 import { migrate } from '../db/migrate.js';
 import { preloadedPGlite } from '../db/pglite-preload.js';
-import type { Config } from '../env.js';
+import { seedOf, type Config } from '../env.js';
 import type { Logger } from '../logger.js';
 import { DEFAULT_REQUEST_LIMITS } from '../plugins/use-limits.js';
 import { startScheduler, type Scheduler } from '../scheduler.js';
 import { ensureCatalog } from '../seed/catalog.js';
 import { DEMO_TENANT_SLUG, ensureDemo } from '../seed/demo.js';
+import { seedDemoMembersAndWebhooks } from '../seed/demo-members-webhooks.js';
 import { sealPlaintextSecrets } from '../webhooks/reseal.js';
 import { DeliveryWorker } from '../webhooks/delivery-worker.js';
 import { webhookSecretKeysOf, type WebhookSecretKeys } from '../webhooks/secret-keys.js';
@@ -95,15 +96,6 @@ export async function demoTokenAdvice(db: Database, config: Config): Promise<str
 }
 
 /**
- * What a new database gets besides the catalog: SEED when set; otherwise the demo tenant (and its printed admin
- * token) on PGlite, the zero set-up database for trying the service, and nothing on PostgreSQL, where a
- * production database must never start with a known tenant and a token in its log.
- */
-export function seedOf(config: Pick<Config, 'SEED' | 'DATABASE_URL'>): 'demo' | 'none' {
-  return config.SEED ?? (config.DATABASE_URL ? 'none' : 'demo');
-}
-
-/**
  * Opens the database, applies pending migrations, seeds a new database (seedOf) and builds the gateway.
  * Listening is the caller's business.
  */
@@ -128,6 +120,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     if (seedOf(config) === 'demo') {
       const tenantId = await ensureDemo(db);
       if (tenantId) {
+        await seedDemoMembersAndWebhooks(db, tenantId);
         const user = await createServiceUser(db, { tenantId, name: DEMO_ADMIN_NAME, role: 'admin' });
         const expiresAt = new Date(Date.now() + DEMO_TOKEN_DAYS * 86_400_000);
         demoToken = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt })).token;

@@ -33,6 +33,7 @@ import { useSignIn } from '../plugins/use-sign-in.js';
 import { useStreamBackpressure } from '../plugins/use-stream-backpressure.js';
 import { signInSettingsOf } from '../auth/sessions.js';
 import { useResultBytes } from '../plugins/use-result-bytes.js';
+import { useSseShutdownCut } from '../plugins/use-sse-shutdown-cut.js';
 import { corsPolicy, useSecurityHeaders } from '../plugins/use-security-headers.js';
 import { compileRoutes } from '../rest/compile-routes.js';
 import { createDirectRest, incomingOfNode, type DirectRest } from './direct-rest.js';
@@ -356,6 +357,7 @@ query Connections {
             logger,
           }),
           useResultBytes(),
+          useSseShutdownCut({ streamsEnded: () => live.streamsEnded() }),
           useValidatedDocuments(validatedDocuments),
           useReadRouting(),
           useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),

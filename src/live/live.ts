@@ -37,6 +37,8 @@ export interface Live {
   track(end: () => void): () => void;
   /** Ends every open stream (at shutdown: their clients reconnect, to another replica, and resume). */
   endStreams(): void;
+  /** Whether endStreams ran: the process is shutting down, and a stream that ends now was cut, not finished. */
+  streamsEnded(): boolean;
   stop(): Promise<void>;
 }
 
@@ -55,6 +57,7 @@ export function createLive(
   });
   let started: Promise<EventHub> | undefined;
   const open = new Set<() => void>();
+  let ended = false;
   return {
     hub,
     credentials,
@@ -76,8 +79,10 @@ export function createLive(
       return () => open.delete(end);
     },
     endStreams() {
+      ended = true;
       for (const end of [...open]) end();
     },
+    streamsEnded: () => ended,
     async stop() {
       this.endStreams();
       credentials.stop();

@@ -76,7 +76,17 @@ export function boundedEventStream(
       },
       async pull(controller) {
         fullSince = undefined;
-        const { done, value } = await reader.read();
+        let read: ReadableStreamReadResult<Uint8Array>;
+        try {
+          read = await reader.read();
+        } catch {
+          // A source that fails (a subscription cut at shutdown: plugins/use-sse-shutdown-cut.ts) ends the stream
+          // without `complete`, which graphql-sse clients retry; an error here would be nobody's to handle.
+          stop();
+          controller.close();
+          return;
+        }
+        const { done, value } = read;
         if (ended) return;
         if (done) {
           stop();

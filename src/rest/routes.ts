@@ -2,6 +2,7 @@ import type { DocumentNode } from 'graphql';
 import { INTEGRATIONS_BASE } from '../paths.js';
 import { CONNECTION_BODY_SCHEMAS, createConnectionProblems, parseConnectionPatch } from '../domain/connection-input.js';
 import { catalogId } from '../domain/category-kinds.js';
+import { demoExamples } from '../seed/demo-examples.js';
 import { camelCaseName, type FieldProblem } from '../domain/problems.js';
 import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
@@ -135,7 +136,7 @@ export interface RouteSpec {
     params: Record<string, { variable: string; description: string }>;
     description: string;
   };
-  /** Example values of path parameters that name demo data (the catalog's ids are the same in every database). */
+  /** Example values of path parameters that name demo data (the catalog's, the same in every database, or seed/demo-examples.ts'). */
   pathExamples?: Record<string, string>;
   /** Operation-specific statuses to document besides the shared error responses. */
   errors: readonly number[];
@@ -186,6 +187,9 @@ const KEYWORD_SEARCH = ['name', 'slug', 'description', 'keywords'] as const;
 
 /** A catalog application for the examples: catalog ids derive from slugs, so it names Stripe in every database. */
 const DEMO_APPLICATION_ID = catalogId('app', 'stripe');
+
+/** The demo items the examples name, so that the API reference's "Try it out" works with its defaults. */
+const DEMO = demoExamples();
 
 export const routes: readonly RouteSpec[] = [
   {
@@ -289,6 +293,7 @@ export const routes: readonly RouteSpec[] = [
     itemSchema: 'ConnectedApplication',
     omitNullMembers: ['metadata', 'settings'],
     response: { kind: 'item', msg: 'OK', notFound: 'connection not found' },
+    pathExamples: { id: DEMO.connections.read },
     errors: [400, 404],
   },
   {
@@ -302,6 +307,7 @@ export const routes: readonly RouteSpec[] = [
       'Deletes the connection. Afterwards it is 404 everywhere, while its sync history stays readable through /syncs. Needs the admin role (a reader gets 403).',
     itemSchema: 'DeletedConnection',
     response: { kind: 'item', msg: 'connection deleted', notFound: 'connection not found' },
+    pathExamples: { id: DEMO.connections.delete },
     errors: [400, 403, 404],
   },
   {
@@ -340,6 +346,27 @@ export const routes: readonly RouteSpec[] = [
     },
     errors: [400, 404, 429],
   },
+  // Before /syncs/{id}: the reference lists the paths in this order, and a run is claimed before it is reported on.
+  {
+    operationId: 'claimSync',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/syncs/claim`,
+    document: ClaimSyncDocument,
+    tag: 'Syncs',
+    summary: 'Claim the oldest due run (engines)',
+    description:
+      'Atomically takes the oldest due pending run of the tenant (optionally of one connection or application), moves it to in_progress with a lease of lease_seconds (default 60) and answers it; 204 when nothing is due. Only the claimer may report on it, within the lease. Needs the engine or admin role.',
+    itemSchema: 'SyncRecord',
+    response: { kind: 'item', msg: 'sync claimed', notFound: 'nothing to claim', nullIsNoContent: true },
+    errors: [400, 403, 413, 415, 422],
+    body: {
+      mediaTypes: JSON_BODY,
+      problems: (body) => problemsOf(parseClaimBody(body)),
+      variables: (body) => camelMembers(body),
+      schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.claim),
+      example: { lease_seconds: 600, connection_id: DEMO.connections.claim },
+    },
+  },
   {
     operationId: 'getSync',
     method: 'GET',
@@ -350,6 +377,7 @@ export const routes: readonly RouteSpec[] = [
     description: 'One sync record of the calling tenant, also when its connection was deleted.',
     itemSchema: 'SyncRecord',
     response: { kind: 'item', msg: 'OK', notFound: 'sync record not found' },
+    pathExamples: { id: DEMO.syncs.read },
     stream: {
       document: StreamSyncsDocument,
       operationId: 'streamSync',
@@ -400,13 +428,14 @@ export const routes: readonly RouteSpec[] = [
     itemSchema: 'ConnectedApplication',
     omitNullMembers: ['metadata', 'settings'],
     response: { kind: 'item', msg: 'connection updated', notFound: 'connection not found' },
+    pathExamples: { id: DEMO.connections.update },
     errors: [400, 403, 404, 409, 413, 415],
     body: {
       mediaTypes: MERGE_PATCH_BODY,
       problems: (body) => problemsOf(parseConnectionPatch(body)),
       variables: (body) => ({ input: camelMembers(body) }),
       schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.patch),
-      example: { status: 'paused', settings: { retry_attempts: null } },
+      example: { status: 'paused', settings: { sync_interval: '1h' } },
     },
   },
   {
@@ -431,27 +460,7 @@ export const routes: readonly RouteSpec[] = [
       problems: (body) => problemsOf(parseTriggerBody(body)),
       variables: (body) => camelMembers(body),
       schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.trigger),
-      example: { connection_id: 'con_…', estimated_items: 1200 },
-    },
-  },
-  {
-    operationId: 'claimSync',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/syncs/claim`,
-    document: ClaimSyncDocument,
-    tag: 'Syncs',
-    summary: 'Claim the oldest due run (engines)',
-    description:
-      'Atomically takes the oldest due pending run of the tenant (optionally of one connection or application), moves it to in_progress with a lease of lease_seconds (default 60) and answers it; 204 when nothing is due. Only the claimer may report on it, within the lease. Needs the engine or admin role.',
-    itemSchema: 'SyncRecord',
-    response: { kind: 'item', msg: 'sync claimed', notFound: 'nothing to claim', nullIsNoContent: true },
-    errors: [400, 403, 413, 415, 422],
-    body: {
-      mediaTypes: JSON_BODY,
-      problems: (body) => problemsOf(parseClaimBody(body)),
-      variables: (body) => camelMembers(body),
-      schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.claim),
-      example: { lease_seconds: 120 },
+      example: { connection_id: DEMO.connections.trigger, estimated_items: 1200 },
     },
   },
   {
@@ -465,6 +474,7 @@ export const routes: readonly RouteSpec[] = [
       '{summary: {processed, estimated_items}} records progress and extends the lease (a heartbeat). {status: "success", summary: {processed, inserted, updated, deleted}, file_url?, diff?, checksum?} or {status: "failed", error_message, summary: {errors, processed}} records the outcome; finished_at is the server clock. An illegal transition or a lost lease is 409 naming the current status. Needs the engine or admin role, and the claim.',
     itemSchema: 'SyncRecord',
     response: { kind: 'item', msg: 'sync updated', notFound: 'sync record not found' },
+    pathExamples: { id: DEMO.syncs.claimed },
     errors: [400, 403, 404, 409, 413, 415],
     body: {
       mediaTypes: MERGE_PATCH_BODY,
@@ -503,7 +513,7 @@ export const routes: readonly RouteSpec[] = [
     tag: 'Webhooks',
     summary: 'Add a webhook endpoint',
     description:
-      'Adds an endpoint that receives the events of event_types (all when left out), signed with Standard Webhooks. The answer carries the secret (whsec_…), shown this once: a replay of the request with its Idempotency-Key answers secret null, since no stored answer keeps a secret. The URL must be https and must not resolve to a loopback, private, link-local or metadata address (unless the server runs with WEBHOOK_ALLOW_PRIVATE=1). 400 lists every problem. Needs the admin role.',
+      'Adds an endpoint that receives the events of event_types (all when left out), signed with Standard Webhooks. The answer carries the secret (whsec_…), shown this once: a replay of the request with its Idempotency-Key answers secret null, since no stored answer keeps a secret. The URL must be https and must not resolve to a loopback, private, link-local or metadata address (unless the server runs with WEBHOOK_ALLOW_PRIVATE=1, the default of the demo listening on loopback, whose receiver on this machine the example names). 400 lists every problem. Needs the admin role.',
     itemSchema: 'WebhookEndpointWithSecret',
     response: {
       kind: 'item',
@@ -518,7 +528,7 @@ export const routes: readonly RouteSpec[] = [
       problems: (body, context) => webhookBodyProblems('create', body, context),
       variables: (body) => ({ input: camelMembers(body) }),
       schema: withoutSchemaKeyword(WEBHOOK_BODY_SCHEMAS.create),
-      example: { url: 'https://example.com/hooks/integrations', event_types: ['sync.success', 'sync.failed'] },
+      example: { url: DEMO.webhooks.url, event_types: ['sync.success', 'sync.failed'] },
     },
   },
   {
@@ -531,6 +541,7 @@ export const routes: readonly RouteSpec[] = [
     description: 'One endpoint of the calling tenant (secret: null). Needs the admin role.',
     itemSchema: 'WebhookEndpoint',
     response: { kind: 'item', msg: 'OK', notFound: 'webhook endpoint not found' },
+    pathExamples: { id: DEMO.webhooks.endpoint },
     errors: [400, 403, 404],
   },
   {
@@ -544,6 +555,7 @@ export const routes: readonly RouteSpec[] = [
       'A JSON Merge Patch on url, description, event_types (null: every type) and enabled. enabled: false fails its pending deliveries; enabled: true again clears disabled_reason and the failure count. Needs the admin role.',
     itemSchema: 'WebhookEndpoint',
     response: { kind: 'item', msg: 'webhook endpoint updated', notFound: 'webhook endpoint not found' },
+    pathExamples: { id: DEMO.webhooks.endpoint },
     errors: [400, 403, 404, 413, 415],
     body: {
       mediaTypes: MERGE_PATCH_BODY,
@@ -563,6 +575,7 @@ export const routes: readonly RouteSpec[] = [
     description: 'Deletes the endpoint with its delivery log; nothing more is sent to it. Needs the admin role.',
     itemSchema: 'DeletedWebhookEndpoint',
     response: { kind: 'item', msg: 'webhook endpoint deleted', notFound: 'webhook endpoint not found' },
+    pathExamples: { id: DEMO.webhooks.deleted },
     errors: [400, 403, 404],
   },
   {
@@ -576,6 +589,7 @@ export const routes: readonly RouteSpec[] = [
       'Gives the endpoint a new secret, used from the next attempt on; the answer carries it, shown this once. No body. Needs the admin role.',
     itemSchema: 'WebhookEndpointWithSecret',
     response: { kind: 'item', msg: 'webhook secret rotated', notFound: 'webhook endpoint not found', shownOnce: ['secret'] },
+    pathExamples: { id: DEMO.webhooks.endpoint },
     errors: [400, 403, 404, 415, 422],
     body: NO_BODY,
   },
@@ -593,6 +607,7 @@ export const routes: readonly RouteSpec[] = [
       kind: 'list',
       list: { pagination: 'generic', params: {}, searchFields: ['event_type'], noun: { one: 'delivery', many: 'deliveries' } },
     },
+    pathExamples: { id: DEMO.webhooks.endpoint },
     errors: [400, 403, 404],
   },
   {
@@ -606,6 +621,7 @@ export const routes: readonly RouteSpec[] = [
       'One delivery: the message sent (payload), and every attempt with its status code, latency, the first 1 KB of the answer and the retry it led to. Needs the admin role.',
     itemSchema: 'WebhookDelivery',
     response: { kind: 'item', msg: 'OK', notFound: 'webhook delivery not found' },
+    pathExamples: { id: DEMO.webhooks.endpoint, delivery_id: DEMO.webhooks.delivery },
     errors: [400, 403, 404],
   },
   {
@@ -619,6 +635,7 @@ export const routes: readonly RouteSpec[] = [
       'Sends the delivery again now, with the same webhook-id; its attempts keep counting. 409 while the endpoint is disabled. No body. Needs the admin role.',
     itemSchema: 'WebhookDelivery',
     response: { kind: 'item', msg: 'webhook redelivery queued', notFound: 'webhook delivery not found' },
+    pathExamples: { id: DEMO.webhooks.endpoint, delivery_id: DEMO.webhooks.delivery },
     errors: [400, 403, 404, 409, 415, 422],
     body: NO_BODY,
   },
@@ -670,6 +687,7 @@ export const routes: readonly RouteSpec[] = [
       "Sets the role (admin or reader); the member's sessions and open streams end. The last admin who can sign in cannot be demoted (409). Needs the admin role.",
     itemSchema: 'Member',
     response: { kind: 'item', msg: 'member updated', notFound: 'member not found' },
+    pathExamples: { id: DEMO.members.changed.id },
     errors: [400, 403, 404, 409, 413, 415],
     body: {
       mediaTypes: MERGE_PATCH_BODY,
@@ -690,6 +708,7 @@ export const routes: readonly RouteSpec[] = [
       'Removes the member with its sessions (its open streams end) and invitations. The last admin who can sign in cannot be removed (409). Needs the admin role.',
     itemSchema: 'RemovedMember',
     response: { kind: 'item', msg: 'member removed', notFound: 'member not found' },
+    pathExamples: { id: DEMO.members.changed.id },
     errors: [400, 403, 404, 409],
   },
 ];

@@ -1,11 +1,15 @@
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { SESSION_COOKIE } from '../auth/session-cookie.js';
 import { AUTH_BASE } from '../paths.js';
+import { demoExamples } from '../seed/demo-examples.js';
 
 // The sign-in endpoints (plugins/use-sign-in.ts) in the OpenAPI document. They are not routes of the table: they
 // set and clear the session cookie, which no GraphQL operation can, so their shapes are written here.
 
 const SCHEMA_REF = '#/components/schemas/';
+
+/** The demo's invited member, whose invitation and sign-in the examples are (seed/demo-examples.ts). */
+const DEMO = demoExamples();
 const error = (name: string) => ({ $ref: `#/components/responses/${name}` });
 
 const signedIn = {
@@ -46,6 +50,38 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
     content: { 'application/json': { schema, example } },
   });
   return {
+    // In the order a new member takes them: choose a password with the invitation, sign in, sign out.
+    [`${AUTH_BASE}/invitations/{code}`]: {
+      post: {
+        operationId: 'acceptInvitation',
+        tags: ['Sign-in'],
+        summary: 'Choose a password with an invitation',
+        description: `Sets the password of the invited member. The code works once, for 7 days. A weak password is a 400 that says why: at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_LENGTH}), not on a list of commonly used passwords; the code stays usable. Every earlier session of the member ends.`,
+        security: [],
+        parameters: [
+          {
+            name: 'code',
+            in: 'path',
+            required: true,
+            schema: { type: 'string' },
+            description: 'The code of the invitation URL.',
+            example: DEMO.members.invited.code,
+          },
+        ],
+        requestBody: jsonBody(
+          { type: 'object', required: ['password'], properties: { password: { type: 'string' } } },
+          { password: DEMO.members.password },
+        ),
+        responses: {
+          200: { description: 'The password is set: sign in with it.', content: { 'application/json': { schema: signedIn } } },
+          400: error('InvalidQuery'),
+          403: error('Forbidden'),
+          404: error('NotFound'),
+          413: error('PayloadTooLarge'),
+          415: error('UnsupportedMediaType'),
+        },
+      },
+    },
     [`${AUTH_BASE}/login`]: {
       post: {
         operationId: 'signIn',
@@ -56,7 +92,7 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
         security: [],
         requestBody: jsonBody(
           { type: 'object', required: ['email', 'password'], properties: { email: { type: 'string' }, password: { type: 'string' } } },
-          { email: 'ada@example.com', password: 'correct horse battery staple' },
+          { email: DEMO.members.invited.email, password: DEMO.members.password },
         ),
         responses: {
           200: {
@@ -88,30 +124,6 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
             content: { 'application/json': { schema: { type: 'object', required: ['msg'], properties: { msg: { type: 'string' } } } } },
           },
           403: error('Forbidden'),
-        },
-      },
-    },
-    [`${AUTH_BASE}/invitations/{code}`]: {
-      post: {
-        operationId: 'acceptInvitation',
-        tags: ['Sign-in'],
-        summary: 'Choose a password with an invitation',
-        description: `Sets the password of the invited member. The code works once, for 7 days. A weak password is a 400 that says why: at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_LENGTH}), not on a list of commonly used passwords; the code stays usable. Every earlier session of the member ends.`,
-        security: [],
-        parameters: [
-          { name: 'code', in: 'path', required: true, schema: { type: 'string' }, description: 'The code of the invitation URL.' },
-        ],
-        requestBody: jsonBody(
-          { type: 'object', required: ['password'], properties: { password: { type: 'string' } } },
-          { password: 'correct horse battery staple' },
-        ),
-        responses: {
-          200: { description: 'The password is set: sign in with it.', content: { 'application/json': { schema: signedIn } } },
-          400: error('InvalidQuery'),
-          403: error('Forbidden'),
-          404: error('NotFound'),
-          413: error('PayloadTooLarge'),
-          415: error('UnsupportedMediaType'),
         },
       },
     },

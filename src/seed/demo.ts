@@ -92,14 +92,17 @@ export interface SeedResult {
   syncs: number;
 }
 
-/** Adds the demo connections (several categories) and six months of sync history to an existing tenant. */
-export async function seedDemoTenant(db: Database, tenantSlug: string, options: SeedDemoOptions = {}): Promise<SeedResult> {
+/**
+ * The demo connections and their sync history for a tenant, as rows (no database): the same seed and tenant slug
+ * give the same rows, ids included, whatever the tenant id and `now` (which only move the timestamps).
+ */
+export function demoRows(
+  tenantId: string,
+  tenantSlug: string,
+  options: SeedDemoOptions = {},
+): { connections: ConnectionRow[]; syncs: SyncRow[] } {
   const seed = options.seed ?? DEFAULT_SEED;
   const now = (options.now ?? new Date()).getTime();
-  const tenant = await db.prisma.tenant.findUnique({ where: { slug: tenantSlug }, select: { id: true } });
-  if (!tenant) throw new Error(`tenant "${tenantSlug}" does not exist`);
-  await seedCatalog(db);
-
   // Keyed by slug, not tenant id: tenant ids are random, and the same seed must reproduce the same rows.
   const rng = createRng(`demo:${seed}:${tenantSlug}`);
   const from = now - HISTORY_DAYS * DAY;
@@ -108,7 +111,7 @@ export async function seedDemoTenant(db: Database, tenantSlug: string, options: 
   for (const demo of DEMO_CONNECTIONS) {
     const local = rng.fork(`connection:${demo.slug}`);
     const connection = buildConnection(local, {
-      tenantId: tenant.id,
+      tenantId,
       application: applicationBySlug(demo.app),
       label: demo.label,
       slug: demo.slug,
@@ -120,7 +123,7 @@ export async function seedDemoTenant(db: Database, tenantSlug: string, options: 
     connections.push(connection);
     syncs.push(
       ...generateSyncs(local, {
-        tenantId: tenant.id,
+        tenantId,
         connectionId: connection.id,
         from: new Date(from),
         to: new Date(now - (demo.stoppedDaysAgo ?? 0) * DAY),
@@ -130,6 +133,16 @@ export async function seedDemoTenant(db: Database, tenantSlug: string, options: 
       }),
     );
   }
+  return { connections, syncs };
+}
+
+/** Adds the demo connections (several categories) and six months of sync history to an existing tenant. */
+export async function seedDemoTenant(db: Database, tenantSlug: string, options: SeedDemoOptions = {}): Promise<SeedResult> {
+  const seed = options.seed ?? DEFAULT_SEED;
+  const tenant = await db.prisma.tenant.findUnique({ where: { slug: tenantSlug }, select: { id: true } });
+  if (!tenant) throw new Error(`tenant "${tenantSlug}" does not exist`);
+  await seedCatalog(db);
+  const { connections, syncs } = demoRows(tenant.id, tenantSlug, options);
 
   const existing = await db.prisma.connection.count({ where: { id: { in: connections.map((c) => c.id) } } });
   if (existing > 0) {

@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import { codeHashOf } from '../auth/members.js';
+import type { Database } from '../db/client.js';
+import { appendEvents, syncEvent } from '../db/events.js';
+import { runOf } from '../db/stream-reads.js';
+import { inTransaction } from '../db/write-transactions.js';
+import { newId } from '../prefixed-ids.js';
+import { demoExamples } from './demo-examples.js';
+
+/** The demo's invitations last as long as its printed admin token (a real one lasts 7 days). */
+const DEMO_INVITATION_DAYS = 90;
+
+/**
+ * The demo's members and webhook endpoints, with the ids the API reference's examples name (seed/demo-examples.ts):
+ * two invited members (no password yet), two endpoints on a receiver on this machine, and in the first one's log
+ * the delivery of a finished run's message, answered 200. Only for the demo tenant of a new database (members'
+ * emails are unique across tenants).
+ */
+export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string, now = new Date()): Promise<void> {
+  const { members, webhooks, syncs } = demoExamples();
+  const expiresAt = new Date(now.getTime() + DEMO_INVITATION_DAYS * 86_400_000);
+  for (const member of [members.invited, members.changed]) {
+    await db.prisma.member.create({ data: { id: member.id, tenantId, email: member.email, role: 'reader', createdBy: 'cli' } });
+  }
+  await db.prisma.memberInvitation.create({
+    data: { id: newId('inv'), tenantId, memberId: members.invited.id, codeHash: codeHashOf(members.invited.code)!, expiresAt },
+  });
+  await db.prisma.memberInvitation.create({
+    data: {
+      id: newId('inv'),
+      tenantId,
+      memberId: members.changed.id,
+      codeHash: codeHashOf(randomBytes(32).toString('base64url'))!,
+      expiresAt,
+    },
+  });
+
+  // Secrets in plaintext: the server seals them at start (webhooks/reseal.ts), as it does any it finds so.
+  const secret = () => `whsec_${randomBytes(24).toString('base64')}`;
+  const run = await runOf(db.raw, tenantId, syncs.read);
+  if (!run) throw new Error(`the demo has no run ${syncs.read}`);
+  await inTransaction(db.raw, async (tx) => {
+    for (const [id, description] of [
+      [webhooks.endpoint, 'Operations receiver'],
+      [webhooks.deleted, 'Old receiver'],
+    ] as const) {
+      await tx.query(
+        `INSERT INTO "public"."webhook_endpoints" ("id", "tenant_id", "url", "description", "secret", "event_types", "created_by")
+         VALUES ($1, $2, $3, $4, $5, $6::text[], 'cli')`,
+        [id, tenantId, webhooks.url, description, secret(), ['sync.success', 'sync.failed']],
+      );
+    }
+    // The run's message, queued to both endpoints as any event is (appendEvents commits: its transaction's last step).
+    await appendEvents(tx, tenantId, [syncEvent(run)]);
+  });
+  // The first endpoint's delivery is then recorded as delivered, the second one's removed (its endpoint is the one
+  // the examples delete), before the delivery worker starts.
+  await inTransaction(db.raw, async (tx) => {
+    await tx.query(`DELETE FROM "public"."webhook_deliveries" WHERE "tenant_id" = $1 AND "endpoint_id" = $2`, [tenantId, webhooks.deleted]);
+    await tx.query(
+      `UPDATE "public"."webhook_deliveries" SET "id" = $3, "status" = 'succeeded', "attempts" = 1, "next_attempt_at" = NULL,
+         "last_status_code" = 200
+       WHERE "tenant_id" = $1 AND "endpoint_id" = $2`,
+      [tenantId, webhooks.endpoint, webhooks.delivery],
+    );
+    await tx.query(
+      `INSERT INTO "public"."webhook_attempts" ("tenant_id", "delivery_id", "attempt", "started_at", "status_code", "latency_ms")
+       VALUES ($1, $2, 1, $3, 200, 42)`,
+      [tenantId, webhooks.delivery, now],
+    );
+  });
+}
