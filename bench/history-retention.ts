@@ -1,16 +1,13 @@
-// Retention at scale, both designs (manual, not in CI), on the database bench/history-scale.ts kept
-// (HISTORY_KEEP=1; its name in HISTORY_DATABASE): 10M runs, the big tenant holding half.
+// Retention at scale (manual, not in CI), on the database bench/history-scale.ts kept (HISTORY_KEEP=1; its name
+// in HISTORY_DATABASE): 10M runs, the big tenant holding half.
 //
-// 1. Bounded batches (src/db/retention.ts, what SYNC_RETENTION_DAYS runs): the big tenant's runs past a window
-//    are removed while the real server (`node dist/server.js`) answers reads over HTTP. Retention runs in 2-second
-//    windows, paused in every other one, so the load of the machine (shared) falls on the reads of both kinds of
-//    window alike; reported: the time to remove the window, the runs a second, every batch's transaction time
-//    (how long its row locks are held), and the reads' p50/p99 with and without retention.
-// 2. Time partitions (an experiment beside the product, on a copy): the big tenant's oldest runs copied into a table
-//    partitioned by month of `started_at`, with the product's indexes as far as partitioning allows them
-//    (what it refuses is reported as PostgreSQL words it), then the same window removed by detaching and dropping
-//    whole months; reported: the copy, each drop's time, what the counts need, and a first and a deep page on
-//    both tables.
+// Bounded batches (src/db/retention.ts, what SYNC_RETENTION_DAYS runs): the big tenant's runs past a window are
+// removed while the real server (`node dist/server.js`) answers reads over HTTP. Retention runs in 2-second windows,
+// paused in every other one, so the load of the machine (shared) falls on the reads of both kinds of window alike;
+// reported: the time to remove the window, the runs a second, every batch's transaction time (how long its row locks
+// are held), and the reads' p50/p99 with and without retention.
+// The time-partition experiment that decided against partitioning (docs/explanation/history-at-scale.md) is in
+// git: `git show 265c378:bench/history-retention.ts`.
 //
 //   npm run build && HISTORY_DATABASE=bench_history_<pid> npx tsx bench/history-retention.ts
 //   (HISTORY_RETENTION_RUNS=250000: how many runs the window leaves out; HISTORY_DROP=1 drops the database at the end)
@@ -30,8 +27,6 @@ const db = await openDatabase({ databaseUrl: url, poolSize: 4 });
 const NEWEST = new Date('2026-11-01T00:00:00Z');
 /** How many of the big tenant's oldest runs the window leaves out: enough for several months of its history. */
 const REMOVE = Number(process.env.HISTORY_RETENTION_RUNS ?? 250_000);
-/** How many of the big tenant's oldest runs the partitioned copy holds (the window's, and far more). */
-const PARTITIONED = Number(process.env.HISTORY_PARTITIONED_RUNS ?? 2_000_000);
 
 const loadAverage = () =>
   loadavg()
@@ -66,115 +61,6 @@ say(
   `${all.toLocaleString('en')} runs; the big tenant ${big!.runs.toLocaleString('en')}, of which ${doomed.toLocaleString('en')} finished before ${cutoff.toISOString()} (load average ${loadAverage()})`,
 );
 
-// ── 2 first: the partitioned copy is made from the runs before retention removes them. ──
-say('\n## Time partitions (experiment, on a copy of the big tenant)');
-await db.raw.query('DROP TABLE IF EXISTS history_syncs_by_month CASCADE');
-await db.raw.query('CREATE TABLE history_syncs_by_month (LIKE syncs INCLUDING DEFAULTS) PARTITION BY RANGE (started_at)');
-const refused = async (what: string, statement: string) => {
-  try {
-    await db.raw.query(statement);
-    say(`- ${what}: accepted`);
-  } catch (error) {
-    say(`- ${what}: refused — "${(error as Error).message}"`);
-  }
-};
-await refused('primary key (id) as syncs has it', 'ALTER TABLE history_syncs_by_month ADD PRIMARY KEY (id)');
-await refused(
-  'the one-active-run unique index (tenant_id, connection_id) WHERE status IN (pending, in_progress)',
-  `CREATE UNIQUE INDEX ON history_syncs_by_month (tenant_id, connection_id) WHERE status IN ('pending', 'in_progress')`,
-);
-const [span] = await db.raw.query<{ first: string; last: string }>(
-  `SELECT date_trunc('month', min(started_at))::text AS first, date_trunc('month', max(started_at))::text AS last
-   FROM (SELECT started_at FROM syncs WHERE tenant_id = $1 ORDER BY started_at ASC LIMIT $2) AS copied`,
-  [tenantId, PARTITIONED],
-);
-const months = (await db.raw.query<{ month: string }>(
-  `SELECT to_char(m, 'YYYY_MM') AS month FROM generate_series($1::timestamptz, $2::timestamptz, interval '1 month') AS m`,
-  [span!.first, span!.last],
-)) as { month: string }[];
-for (const { month } of months) {
-  const from = `${month.replace('_', '-')}-01T00:00:00Z`;
-  await db.raw.query(
-    `CREATE TABLE history_syncs_${month} PARTITION OF history_syncs_by_month FOR VALUES FROM ('${from}') TO (('${from}'::timestamptz + interval '1 month'))`,
-  );
-}
-const copyStarted = performance.now();
-await db.raw.query('INSERT INTO history_syncs_by_month SELECT * FROM syncs WHERE tenant_id = $1 ORDER BY started_at ASC LIMIT $2', [
-  tenantId,
-  PARTITIONED,
-]);
-const copyMs = performance.now() - copyStarted;
-const indexStarted = performance.now();
-await db.raw.query('ALTER TABLE history_syncs_by_month ADD PRIMARY KEY (id, started_at)');
-await db.raw.query('CREATE INDEX ON history_syncs_by_month (tenant_id, started_at DESC, id DESC)');
-await db.raw.query('CREATE INDEX ON history_syncs_by_month (tenant_id, connection_id, started_at DESC, id DESC)');
-await db.raw.query('CREATE INDEX ON history_syncs_by_month (tenant_id, status, started_at DESC)');
-await db.raw.query('ANALYZE history_syncs_by_month');
-say(
-  `- ${months.length} monthly partitions; copy of the oldest ${Math.min(PARTITIONED, big!.runs).toLocaleString('en')} runs ${(copyMs / 1000).toFixed(0)} s, its four indexes ${((performance.now() - indexStarted) / 1000).toFixed(0)} s (load average ${loadAverage()})`,
-);
-say(
-  '- what the primary key and the unique index became: (id, started_at), so an id is unique only within a month; the one-active-run rule has no index to enforce it across months',
-);
-
-// Reads on both tables: the first page, and the page after the copy's row 1M rows from its newest (half of the
-// copy, when it holds fewer) by keyset, the same rows on both.
-const depth = Math.min(1_000_000, Math.floor(Math.min(PARTITIONED, big!.runs) / 2));
-const pageSql = (table: string, deep: boolean) =>
-  `SELECT id, status::text, started_at FROM ${table} AS t0 WHERE tenant_id = $1 ${deep ? 'AND (started_at, id) < ($2::timestamptz, $3::text)' : ''} ORDER BY started_at DESC, id DESC LIMIT 101`;
-const [deepRow] = await db.raw.query<{ started_at: string; id: string }>(
-  'SELECT started_at::text, id FROM history_syncs_by_month WHERE tenant_id = $1 ORDER BY started_at DESC, id DESC OFFSET $2 LIMIT 1',
-  [tenantId, depth],
-);
-const pageMs = async (statement: string, values: unknown[]) => {
-  const samples: number[] = [];
-  for (let index = 0; index < 21; index += 1) {
-    const started = performance.now();
-    await db.raw.query(statement, values);
-    samples.push(performance.now() - started);
-  }
-  return quantile(samples, 0.5);
-};
-for (const table of ['syncs', 'history_syncs_by_month']) {
-  const first = await pageMs(pageSql(table, false), [tenantId]);
-  const deep = await pageMs(pageSql(table, true), [tenantId, deepRow!.started_at, deepRow!.id]);
-  const [{ 'QUERY PLAN': plan }] = (await db.raw.query(`EXPLAIN (FORMAT JSON) ${pageSql(table, true)}`, [
-    tenantId,
-    deepRow!.started_at,
-    deepRow!.id,
-  ])) as [{ 'QUERY PLAN': [{ Plan: { 'Node Type': string; Plans?: { 'Node Type': string }[] } }] }];
-  say(
-    `- ${table}: first page ${first.toFixed(2)} ms, the page ${depth.toLocaleString('en')} rows into the copy ${deep.toFixed(2)} ms (median of 21; plan ${plan[0].Plan['Node Type']} ← ${(plan[0].Plan.Plans ?? []).map((node) => node['Node Type']).join(', ')})`,
-  );
-}
-
-// The window removed by dropping whole months: those that end before the cutoff (the month the cutoff falls in
-// keeps its older runs: a partition goes whole or not at all).
-const gone = months.filter(({ month }) => {
-  const end = new Date(`${month.replace('_', '-')}-01T00:00:00Z`);
-  end.setUTCMonth(end.getUTCMonth() + 1);
-  return end <= cutoff;
-});
-const dropTimes: number[] = [];
-let droppedRuns = 0;
-const dropStarted = performance.now();
-for (const { month } of gone) {
-  // The counts are kept by statement triggers, which a DROP does not fire: they must be taken from the month first.
-  const [{ runs }] = (await db.raw.query<{ runs: number }>(`SELECT count(*)::int AS runs FROM history_syncs_${month}`)) as [
-    { runs: number },
-  ];
-  droppedRuns += runs;
-  const started = performance.now();
-  await db.raw.query(`ALTER TABLE history_syncs_by_month DETACH PARTITION history_syncs_${month}`);
-  await db.raw.query(`DROP TABLE history_syncs_${month}`);
-  dropTimes.push(performance.now() - started);
-}
-say(
-  `- dropping ${gone.length} months (${droppedRuns.toLocaleString('en')} runs) took ${((performance.now() - dropStarted) / 1000).toFixed(1)} s in all, counting their runs for sync_counts included; each detach + drop ${quantile(dropTimes, 0.5).toFixed(1)} ms median, ${Math.max(...dropTimes).toFixed(1)} ms at most (an ACCESS EXCLUSIVE lock on the table for that long) (load average ${loadAverage()})`,
-);
-await db.raw.query('DROP TABLE history_syncs_by_month CASCADE');
-
-// ── 1: bounded batches, while the server answers reads. ──
 say('\n## Bounded batches (the product), on syncs, reads over HTTP meanwhile');
 const user = await createServiceUser(db, { tenantId, name: 'retention-bench', role: 'reader' });
 const token = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
