@@ -33,7 +33,7 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
     for (const column of ['"summary"', '"diff"', '"checksum"', '"error_message"', '"file_url"']) expect(narrow).not.toContain(column);
     // The id, and the sort keys' values the page's cursor is written from.
     expect(narrow.slice(0, narrow.indexOf(' FROM '))).toBe(
-      'SELECT "t0"."id", ("t0"."started_at")::text AS "__key0", ("t0"."id")::text AS "__key1"',
+      'SELECT "t0"."id" AS "id", ("t0"."started_at")::text AS "__key0", ("t0"."id")::text AS "__key1"',
     );
     // Ordering still works on a column that is not selected.
     expect(narrow).toMatch(/ORDER BY "t0"\."started_at" DESC/);
