@@ -23,10 +23,10 @@
 //   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'   node options for the gateway(s), e.g. a CPU profile
 
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN_URL, databaseUrl, serverVersion, withDatabase } from './databases.js';
-import { fetchOnce, measureLoad, waitIdle, type LoadResult } from './load.js';
+import { fetchOnce, loadAverage, measureLoad, median, waitIdle, type LoadResult } from './load.js';
 import {
   freePort,
   ROOT,
@@ -74,11 +74,6 @@ interface Server {
 }
 
 const log = (message: string) => process.stderr.write(`[bench] ${message}\n`);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const load = () =>
-  loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' / ');
 
 async function start(label: string, script: string, env: Record<string, string>, nodeArgs?: string[]): Promise<Server> {
   const since = performance.now();
@@ -213,7 +208,7 @@ async function measure(list: Scenario[], servers: Server[], token: string): Prom
   for (const scenario of list) {
     for (const server of servers) await measureLoad(server, scenario, { token, connections: 10, durationS: WARMUP_S, warmupS: 0 });
   }
-  log(`load average ${load()}; ${ROUNDS} round(s) of ${DURATION_S} s per figure`);
+  log(`load average ${loadAverage()}; ${ROUNDS} round(s) of ${DURATION_S} s per figure`);
   const rows: Row[] = list.map((scenario) => ({ scenario, runs: new Map(servers.map((server) => [server, []])) }));
   for (let round = 0; round < ROUNDS; round++) {
     for (const row of rows) {
@@ -235,7 +230,7 @@ async function measure(list: Scenario[], servers: Server[], token: string): Prom
     for (const problem of problems) log(`PROBLEM ${problem}`);
     process.exitCode = 1;
   }
-  log(`load average ${load()}; reference: ${reference.label}`);
+  log(`load average ${loadAverage()}; reference: ${reference.label}`);
   return rows;
 }
 
@@ -281,7 +276,7 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
     ...extras.flatMap((extra) => [extra, '']),
     '## Method',
     '',
-    `- Machine: ${cpus().length} vCPU (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, PostgreSQL ${await serverVersion()} on the same machine. Load average ${loadAtStart} at the start, ${load()} at the end: the ratios are the robust figures, the absolute ones move with the machine.`,
+    `- Machine: ${cpus().length} vCPU (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, PostgreSQL ${await serverVersion()} on the same machine. Load average ${loadAtStart} at the start, ${loadAverage()} at the end: the ratios are the robust figures, the absolute ones move with the machine.`,
     `- Data: the CLI's \`seed load\` into a kept database: the measured tenant has ${SIZE.syncs.toLocaleString('en-US')} syncs over ${SIZE.connections.toLocaleString('en-US')} connections, beside ${SIZE.neighbours} neighbour tenants of 300 connections and 3,000 syncs, so that it is a small share of each table; \`VACUUM ANALYZE\` and a \`CHECKPOINT\` after loading.`,
     '- Gateway: `node dist/server.js` as `npm start` runs it (request log at `info`, `NODE_ENV=production` from the build), with `SCHEDULER=off` so the data stays as loaded and `RATE_LIMIT_PER_MINUTE=0`.',
     `- Floor: \`bench/baseline-server.ts\`, node:http and pg, the same SQL written by hand and byte for byte the same JSON; ${PREPARED ? 'its statements prepared, as the gateway prepares its own on PostgreSQL' : 'its statements unnamed'}; ${TOKEN_LOOKUP === 'once' ? 'a token checked on its first request (one statement and a SHA-256) and remembered, as the gateway caches a checked token' : 'a token checked on every request (one statement and a SHA-256)'}. Both answers are compared before measuring; the suite checks the same (\`test/baseline-parity.test.ts\`).`,
@@ -294,7 +289,7 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
 
 async function main(): Promise<void> {
   const startedAt = new Date();
-  const loadAtStart = load();
+  const loadAtStart = loadAverage();
   const { url, token, tenantId, writes } = await prepare();
   const busiest = await withDatabase(
     url,
@@ -351,7 +346,7 @@ async function main(): Promise<void> {
         await floor.close();
       }
     }
-    log(`load average ${load()} at the end`);
+    log(`load average ${loadAverage()} at the end`);
     if (!REPORT) {
       process.stdout.write(`\n${[table(rows, servers), ...extras].join('\n\n')}\n`);
       return;

@@ -12,11 +12,11 @@
 //   npm run build && HISTORY_DATABASE=bench_history_<pid> npx tsx bench/history-retention.ts
 //   (HISTORY_RETENTION_RUNS=250000: how many runs the window leaves out; HISTORY_DROP=1 drops the database at the end)
 
-import { loadavg } from 'node:os';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { openDatabase } from '../src/db/client.js';
 import { removeExpiredRuns } from '../src/db/retention.js';
+import { loadAverage, quantile } from './load.js';
 import { ADMIN_URL, databaseUrl, withDatabase } from './databases.js';
 import { freePort, serverEnv, startNode, stopChild, waitFor200 } from './processes.js';
 
@@ -28,12 +28,6 @@ const NEWEST = new Date('2026-11-01T00:00:00Z');
 /** How many of the big tenant's oldest runs the window leaves out: enough for several months of its history. */
 const REMOVE = Number(process.env.HISTORY_RETENTION_RUNS ?? 250_000);
 
-const loadAverage = () =>
-  loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
-const quantile = (values: number[], q: number) =>
-  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))] ?? 0;
 const out: string[] = [];
 const say = (line: string) => {
   out.push(line);

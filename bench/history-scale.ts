@@ -13,7 +13,7 @@
 //                                                            bench/history-retention.ts)
 
 import { spawnSync } from 'node:child_process';
-import { loadavg } from 'node:os';
+import { cpus } from 'node:os';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { insertSyntheticHistory } from '../src/db/bulk-history.js';
@@ -26,6 +26,7 @@ import { createConnection } from '../src/db/connection-writes.js';
 import { migrate } from '../src/db/migrate.js';
 import { newId } from '../src/prefixed-ids.js';
 import { applicationBySlug, seedCatalog } from '../src/seed/catalog.js';
+import { loadAverage, median } from './load.js';
 import { ADMIN_URL, databaseUrl, withDatabase } from './databases.js';
 import { freePort, rssMb, serverEnv, startNode, stopChild, waitFor200 } from './processes.js';
 
@@ -33,11 +34,6 @@ const SIZES = (process.env.HISTORY_SIZES ?? '10000,100000,1000000,10000000').spl
 const TENANTS = 20;
 const NEWEST = new Date('2026-11-01T00:00:00Z');
 const APPS = ['stripe', 'slack', 'xero', 'mews-pms', 'adyen', 'kisi', 'apaleo', 'mixpanel'];
-
-const loadAverage = () =>
-  loadavg()
-    .map((l) => l.toFixed(1))
-    .join(' ');
 
 /**
  * The deep cursor page's statement, captured as the list writes it, explained. Page 10,000 must be an index range
@@ -85,7 +81,6 @@ interface PlanNode {
   Plans?: PlanNode[];
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const ms = (value: number) => `${value.toFixed(value < 10 ? 2 : 1)} ms`;
 
 async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
@@ -238,7 +233,5 @@ const header = [
 ];
 process.stdout.write(
   [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n') +
-    `\n\nload average at the end: ${loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')} (${(await import('node:os')).cpus().length} cores)\n`,
+    `\n\nload average at the end: ${loadAverage()} (${cpus().length} cores)\n`,
 );

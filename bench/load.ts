@@ -1,3 +1,4 @@
+import { loadavg } from 'node:os';
 // Load generation: autocannon for throughput under concurrency, with the server's CPU time per request.
 
 import autocannon from 'autocannon';
@@ -93,3 +94,16 @@ export async function fetchOnce(target: Target, scenario: Scenario, token: strin
   });
   return { status: response.status, body: await response.text() };
 }
+
+/** The middle value (the upper one of an even count). */
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** The value below which a share `q` of the values lie (0 for none). */
+export const quantile = (values: number[], q: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * q))] ?? 0;
+
+/** The machine's load averages over 1, 5 and 15 minutes, as the reports print them beside a figure. */
+export const loadAverage = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' / ');

@@ -159,6 +159,9 @@ export function useThrottled(action: () => void, ms: number): () => void {
 }
 
 /** `value` once it has stayed unchanged for `ms`: a search typed key by key asks the server once per pause. */
+/** A day in milliseconds, for date filters and token expiries. */
+export const DAY_MS = 24 * 60 * 60 * 1000;
+
 /** How long typing pauses before a search box queries the API (one request per pause, not per key). */
 export const SEARCH_DELAY_MS = 250;
 

@@ -1,7 +1,7 @@
 import { useQuery, useSubscription } from 'urql';
 import { Link } from 'wouter';
 import { graphql } from '../generated';
-import { ErrorMessage, formatDuration, formatTime, Loading, PageHeader, useThrottled } from '../ui';
+import { ErrorMessage, formatDuration, formatTime, Loading, PageHeader, useThrottled, DAY_MS } from '../ui';
 import { SyncChanges } from './Connections';
 import { SYNC_STATUSES } from './SyncHistory';
 
@@ -40,7 +40,6 @@ const OverviewQuery = graphql(`
 `);
 
 type Status = (typeof SYNC_STATUSES)[number];
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 export function Overview() {
   const [{ data, error, fetching }, refetch] = useQuery({ query: OverviewQuery });

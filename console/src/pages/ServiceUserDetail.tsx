@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Link, useLocation } from 'wouter';
 import { graphql } from '../generated';
-import { ConfirmButton, ErrorMessage, formatTime, Loading, SecretOnce } from '../ui';
+import { ConfirmButton, ErrorMessage, formatTime, Loading, SecretOnce, DAY_MS } from '../ui';
 import { UserManagement } from './UserManagement';
 import { ROLE_DESCRIPTIONS, ROLES } from './ServiceUsers';
 
@@ -65,7 +65,6 @@ const DeleteServiceUser = graphql(`
 
 /** The server accepts an expiry at most this many days ahead. */
 const MAX_TOKEN_LIFETIME_DAYS = 366;
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 function isoDate(time: number): string {
   return new Date(time).toISOString().slice(0, 10);

@@ -16,6 +16,7 @@ import {
   useThrottled,
   SEARCH_DELAY_MS,
   useDebounced,
+  DAY_MS,
 } from '../ui';
 import { ConnectionPicker } from '../connection-picker';
 import { SyncChanges } from './Connections';
@@ -58,7 +59,6 @@ const SyncsQuery = graphql(`
 
 export const SYNC_STATUSES = ['pending', 'in_progress', 'success', 'failed'] as const;
 const PAGE = 25;
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 type SyncRow = ConsoleSyncRowFragment;
 
