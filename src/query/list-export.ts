@@ -39,3 +39,9 @@ export interface ListRowReader {
 export function exportColumn(index: number): string {
   return `__c${index}`;
 }
+
+/**
+ * The extension naming the row property a string field is the JSON text of (`JSON.stringify` of the property's
+ * value): a REST export writes the field from the property's text instead of running it.
+ */
+export const JSON_TEXT_OF = 'jsonTextOf';

@@ -9,8 +9,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
-import { JSON_TEXT_OF } from '../graphql/json-fields.js';
-import { exportColumn, type ListExport, type RecordPart } from '../query/list-export.js';
+import { exportColumn, JSON_TEXT_OF, type ListExport, type RecordPart } from '../query/list-export.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
