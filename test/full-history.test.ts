@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSyntheticHistory } from '../src/db/bulk-history.js';
 import { removeExpiredRuns } from '../src/db/retention.js';
 import { newId } from '../src/prefixed-ids.js';
-import { csvCell, EXPORT_BATCH_ROWS } from '../src/rest/export.js';
+import fc from 'fast-check';
+import { compactJsonText, csvCell, EXPORT_READ_ROWS } from '../src/rest/export.js';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { databaseKinds } from './fixtures/databases.js';
@@ -48,6 +49,15 @@ async function allByOffset(harness: TestGateway, path: string, token: string): P
   }
 }
 
+/** JSON texts PostgreSQL's jsonb writes otherwise than JSON.stringify, besides its spaces. */
+const TRICKY_JSON = [
+  '{"errors": ["a, \\"b\\": c", "x\\\\", "tab\\there"], "processed": 3}',
+  '{"ratio": 1.50, "whole": 2.0, "big": 12345678901234567890, "small": -0.000001}',
+  '{"10": "index key", "b": {"nested": [1, [2, {"c": null}]], "t": true}, "2": false}',
+  '{"text": "é ✓ \\u0001 \\u001f \\": \\", ", "key: ": "value, "}',
+  '{}',
+];
+
 describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
   let harness: TestGateway;
   let token: string;
@@ -65,6 +75,16 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
         `INSERT INTO syncs (id, tenant_id, connection_id, status, started_at, finished_at, error_message, summary, diff, checksum)
          VALUES ($1, $2, $3, 'failed', $4::timestamptz, $4::timestamptz + interval '${index % 2} second', 'timed out', '{}', '{}', '{}')`,
         [newId('syn'), run!.tenant_id, run!.connection_id, run!.started_at],
+      );
+    }
+    // JSON columns whose text PostgreSQL writes otherwise than JSON.stringify (an export makes it compact itself,
+    // rest/export.ts compactJsonText): separators and escapes inside strings, fractions, integers past a double's,
+    // keys that are array indexes, nesting, non-ASCII text.
+    for (const [index, summary] of TRICKY_JSON.entries()) {
+      await harness.db.raw.query(
+        `INSERT INTO syncs (id, tenant_id, connection_id, status, started_at, finished_at, error_message, summary, diff, checksum)
+         VALUES ($1, $2, $3, 'failed', $4::timestamptz - interval '${index + 1} hour', $4::timestamptz, 'tricky, "quoted"\nline', $5::jsonb, $6::jsonb, '{}')`,
+        [newId('syn'), run!.tenant_id, run!.connection_id, run!.started_at, summary, TRICKY_JSON[(index + 1) % TRICKY_JSON.length]],
       );
     }
   });
@@ -269,6 +289,17 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       },
     );
 
+    it("writes a JSON column's text compact, as JSON.stringify of what pg parses, for any JSON PostgreSQL stores", async () => {
+      const values = fc.sample(fc.jsonValue({ maxDepth: 3 }), { numRuns: 300, seed: 37 }).map((value) => JSON.stringify(value));
+      const texts = [...TRICKY_JSON, ...values, '"just a string"', '[1.0, 2.50, "x: y", ["a, b"]]', 'null', '-0'];
+      const rows = await harness.db.raw.query<{ text: string }>('SELECT value::jsonb::text AS text FROM unnest($1::text[]) AS value', [
+        texts,
+      ]);
+      expect(rows).toHaveLength(texts.length);
+      for (const { text } of rows) expect(compactJsonText(text)).toBe(JSON.stringify(JSON.parse(text)));
+      expect(compactJsonText(null)).toBe('null');
+    });
+
     it("CSV of /syncs holds the list's records, cell for cell, in order", async () => {
       const query = 'select=id,status,started_at,finished_at,error_message,summary,is_auto_migrate&order=finished_at.desc.nullsfirst';
       const all = await allByOffset(harness, `${BASE}/syncs?${query}`, token);
@@ -286,7 +317,7 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
         await connectApp(harness.db, tenantId, { app: 'stripe', status: 'active' }),
         await connectApp(harness.db, tenantId, { app: 'slack', status: 'active' }),
       ];
-      const runs = 2 * EXPORT_BATCH_ROWS + 345;
+      const runs = 2 * EXPORT_READ_ROWS + 345;
       await insertSyntheticHistory(harness.db.raw, {
         tenantId,
         connectionIds: connections.map((connection) => connection.id),
@@ -313,7 +344,7 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
         .trimEnd()
         .split('\n')
         .map((line) => JSON.parse(line));
-      expect(lines.length).toBeGreaterThan(EXPORT_BATCH_ROWS);
+      expect(lines.length).toBeGreaterThan(EXPORT_READ_ROWS);
       expect(lines).toEqual(expected.map(({ id }) => ({ id, connection_id: connections[1]!.id })));
       const whole = await exported(`${BASE}/syncs?select=id`, 'text/csv', reader);
       expect(whole.text.split('\r\n').length - 2).toBe(runs);

@@ -5,7 +5,8 @@ import { allOf, anyOf, arrayLiteral, compareSql, keyValuesSql, raw, type Sql, sq
 import type { OrderKey } from '../query/filter.js';
 import { timestampTextSql, type TimestampText } from '../timestamps.js';
 import type { RawSql } from './client.js';
-import { pageSql } from './list-reads.js';
+import { exportColumnsSql, pageSql } from './list-reads.js';
+import type { RecordPart } from '../query/list-export.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
 // work cost more than the rest of the request. Every statement is scoped by the tenant
@@ -155,25 +156,16 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
 }
 
 /**
- * A batch of the tenant's syncs for an export (graphql/list.ts ListRowReader): `packed` as one JSON array in
- * `packedAs` (PostgreSQL writes each value's JSON, and the gateway parses one array a row instead of a column
- * each), the query's other properties as a page reads them.
+ * A batch of the tenant's syncs for an export (query/list-export.ts ListRowReader): each row the text of the
+ * export's columns, written by PostgreSQL (exportColumnsSql), and its sort keys' values.
  */
-export function readSyncRowsPacked(
+export function readSyncExportRows(
   db: Pick<RawSql, 'query'>,
   query: SyncListQuery,
   connectionId: string | null,
-  packed: readonly SyncProperty[],
-  packedAs: string,
+  columns: readonly (readonly RecordPart[])[],
 ): Promise<Record<string, unknown>[]> {
-  const rest = (Object.keys(SYNC_ROW_SQL) as SyncProperty[]).filter(
-    (property) => !packed.includes(property) && (!query.properties || query.properties.has(property)),
-  );
-  const columns = [
-    `json_build_array(${packed.map((property) => SYNC_ROW_SQL[property]).join(', ')})::text AS "${packedAs}"`,
-    ...rest.map((property) => `${SYNC_ROW_SQL[property]} AS "${property}"`),
-  ];
-  const statement = pageOf(query, raw(columns.join(', ')), connectionScope(connectionId));
+  const statement = pageOf(query, exportColumnsSql(SYNC_ROW_SQL, columns), connectionScope(connectionId));
   return db.query<Record<string, unknown>>(statement.text, statement.values);
 }
 

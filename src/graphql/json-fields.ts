@@ -3,6 +3,12 @@
 
 export type JsonObject = Record<string, unknown>;
 
+/**
+ * The extension naming the row property a string field is the JSON text of (`JSON.stringify` of the property's
+ * value): a REST export (rest/export.ts) writes the field from the property's text instead of running it.
+ */
+export const JSON_TEXT_OF = 'jsonTextOf';
+
 export function asJsonObject(value: unknown): JsonObject {
   return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as JsonObject) : {};
 }

@@ -1,6 +1,5 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Context } from '../context.js';
-import { PACKED_PROPERTIES } from '../query/list-export.js';
 import {
   countableByKeys,
   countConnectionSyncs,
@@ -9,7 +8,7 @@ import {
   readConnectionSyncPages,
   readSync,
   readSyncPage,
-  readSyncRowsPacked,
+  readSyncExportRows,
   SYNC_COLUMNS,
   type SyncListQuery,
   type SyncListRow,
@@ -24,7 +23,7 @@ import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
-import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
+import { asJsonObject, JSON_TEXT_OF, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
 import { exportedPage, listPage, listType, offsetWindow, pageArgs, type PageWindow, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
@@ -102,40 +101,42 @@ export const Sync = builder.prismaObject('Sync', {
   // Whole rows, not plugin-prisma's per-field select mode: the lists read rows with hand-written SQL
   // (column pushdown done there), and without `select` plain fields resolve without per-field bookkeeping.
   findUnique: (sync, context) => ({ id: sync.id, tenantId: requireViewer(context).tenantId }),
-  fields: (t) => ({
-    id: t.exposeID('id'),
-    tenantId: t.exposeString('tenantId'),
-    connectionId: t.exposeString('connectionId'),
-    status: t.expose('status', { type: SyncStatus }),
-    startedAt: t.expose('startedAt', { type: 'DateTime' }),
-    finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true, description: 'Null while the run is not finished.' }),
-    errorMessage: t.exposeString('errorMessage', { nullable: true, description: 'Text when the run failed.' }),
-    summary: t.field({ type: SyncSummary, resolve: (s) => asJsonObject(s.summary) }),
-    summaryJson: t.string({
-      description: 'summary as a JSON-encoded string (the REST representation).',
-      resolve: (s) => JSON.stringify(s.summary),
-    }),
-    fileUrl: t.exposeString('fileUrl', { nullable: true }),
-    isAutoMigrate: t.exposeBoolean('isAutoMigrate', { nullable: true }),
-    diff: t.field({ type: SyncDiff, resolve: (s) => asJsonObject(s.diff) }),
-    diffJson: t.string({ resolve: (s) => JSON.stringify(s.diff) }),
-    checksum: t.field({ type: SyncChecksum, resolve: (s) => asJsonObject(s.checksum) }),
-    checksumJson: t.string({ resolve: (s) => JSON.stringify(s.checksum) }),
-    // The engine's side of a run (GraphQL only: the REST record keeps exactly the spec's fields).
-    attempt: t.exposeInt('attempt', { description: '1 for a triggered or scheduled run, n + 1 for the retry of attempt n.' }),
-    retryOfId: t.exposeID('retryOfId', { nullable: true, description: 'The failed run this one retries.' }),
-    dueAt: t.expose('dueAt', {
-      type: 'DateTime',
-      nullable: true,
-      description: 'When a pending run may be claimed (later for a retry in back-off).',
-    }),
-    leaseExpiresAt: t.expose('leaseExpiresAt', {
-      type: 'DateTime',
-      nullable: true,
-      description: 'While in progress: when the claim lapses without a progress report.',
-    }),
-    workerId: t.exposeString('workerId', { nullable: true, description: "Who claimed the run (the credential's subject)." }),
-  }),
+  fields: (t) => {
+    // The REST representation of a JSON column: its JSON text, which an export writes from the column's text.
+    const jsonTextField = (property: 'summary' | 'diff' | 'checksum', description?: string) =>
+      t.string({ description, extensions: { [JSON_TEXT_OF]: property }, resolve: (s) => JSON.stringify(s[property]) });
+    return {
+      id: t.exposeID('id'),
+      tenantId: t.exposeString('tenantId'),
+      connectionId: t.exposeString('connectionId'),
+      status: t.expose('status', { type: SyncStatus }),
+      startedAt: t.expose('startedAt', { type: 'DateTime' }),
+      finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true, description: 'Null while the run is not finished.' }),
+      errorMessage: t.exposeString('errorMessage', { nullable: true, description: 'Text when the run failed.' }),
+      summary: t.field({ type: SyncSummary, resolve: (s) => asJsonObject(s.summary) }),
+      summaryJson: jsonTextField('summary', 'summary as a JSON-encoded string (the REST representation).'),
+      fileUrl: t.exposeString('fileUrl', { nullable: true }),
+      isAutoMigrate: t.exposeBoolean('isAutoMigrate', { nullable: true }),
+      diff: t.field({ type: SyncDiff, resolve: (s) => asJsonObject(s.diff) }),
+      diffJson: jsonTextField('diff'),
+      checksum: t.field({ type: SyncChecksum, resolve: (s) => asJsonObject(s.checksum) }),
+      checksumJson: jsonTextField('checksum'),
+      // The engine's side of a run (GraphQL only: the REST record keeps exactly the spec's fields).
+      attempt: t.exposeInt('attempt', { description: '1 for a triggered or scheduled run, n + 1 for the retry of attempt n.' }),
+      retryOfId: t.exposeID('retryOfId', { nullable: true, description: 'The failed run this one retries.' }),
+      dueAt: t.expose('dueAt', {
+        type: 'DateTime',
+        nullable: true,
+        description: 'When a pending run may be claimed (later for a retry in back-off).',
+      }),
+      leaseExpiresAt: t.expose('leaseExpiresAt', {
+        type: 'DateTime',
+        nullable: true,
+        description: 'While in progress: when the claim lapses without a progress report.',
+      }),
+      workerId: t.exposeString('workerId', { nullable: true, description: "Who claimed the run (the credential's subject)." }),
+    };
+  },
 });
 
 const SyncFilter = resourceFilter('SyncFilter', SYNC_COLUMNS, { status: SyncStatus });
@@ -247,19 +248,12 @@ builder.queryFields((t) => ({
       const window = await pageWindow(args, SYNC_PAGE, context, { list: 'syncs', args, keyCount: syncOrderKeys(args).length });
       const query = syncListQuery(args, context, syncProperties(info, ['nodes']), window);
       const raw = context.db.raw;
-      if (context.listExport?.readsRows) {
+      if (context.listExport?.properties?.every(isSyncProperty)) {
         return exportedPage<Prisma.SyncGetPayload<object>>(
           context.listExport,
           {
-            read: (packed, after, take) =>
-              readSyncRowsPacked(
-                raw,
-                { ...query, ...keysetOrder(query.keys, after), take },
-                connectionId,
-                packed as SyncProperty[],
-                PACKED_PROPERTIES,
-              ),
-            packable: isSyncProperty,
+            read: (columns, after, take) =>
+              readSyncExportRows(raw, { ...query, ...keysetOrder(query.keys, after), take }, connectionId, columns),
             keyValues: (row) => keyValuesOf(row, query.keys.length),
           },
           window,

@@ -4,30 +4,38 @@
 
 /**
  * What a REST export asks of a list field (context.listExport): batches of `batchRows` rows, and, from a field
- * that can read its rows for the export itself, the reader (`rows`), which the field sets instead of reading a
- * page. The export then reads the list batch after batch by its keyset, with the field's own conditions, order
- * and properties, and shapes each REST record from the row (rest/export.ts): no operation runs per batch.
+ * that can read every property in `properties` for the export itself, the reader (`rows`), which the field sets
+ * instead of reading a page. The export then reads the list batch after batch by its keyset, with the field's own
+ * conditions and order, each row as the text of its record, which PostgreSQL writes (rest/export.ts): no
+ * operation runs per batch.
  */
 export interface ListExport {
   batchRows: number;
-  /** Whether the export shapes records from rows (it does unless a field it exports is an object). */
-  readsRows: boolean;
+  /** The row properties the export's records are written from; null when it cannot write them from rows. */
+  properties: readonly string[] | null;
   rows?: ListRowReader;
 }
+
+/**
+ * One part of a column of an exported row, which PostgreSQL writes: a piece of fixed text, or a property's value
+ * as JSON (`null` for null), as a CSV cell (RFC 4180: quoted when it holds a quote, a comma or a line break;
+ * empty for null; `plain` when its type's text never does), or as text (null stays null). A property reads as its field's serializer writes it (a
+ * timestamp in the API's text, an enum by its name), so that PostgreSQL's JSON of it is the page's.
+ */
+export type RecordPart = { literal: string } | { json: string } | { csv: string; plain?: boolean } | { text: string };
 
 /** A list's rows for an export: the field's own question, read from a keyset position on. */
 export interface ListRowReader {
   /**
-   * Up to `take` rows after the row whose sort keys read `after` (null: from the first). The properties in
-   * `packed` come as one JSON array (text) in the row's `PACKED_PROPERTIES` member, in that order; the other
-   * properties the field reads are the row's members, as a page's rows hold them.
+   * Up to `take` rows after the row whose sort keys read `after` (null: from the first), in the list's order. A
+   * row's text of `columns[i]` (its parts concatenated) is its member `exportColumn(i)`.
    */
-  read(packed: readonly string[], after: readonly unknown[] | null, take: number): Promise<Record<string, unknown>[]>;
-  /** Which properties `read` can pack. */
-  packable(property: string): boolean;
+  read(columns: readonly (readonly RecordPart[])[], after: readonly unknown[] | null, take: number): Promise<Record<string, unknown>[]>;
   /** A row's sort keys' values: where the next batch starts. */
   keyValues(row: Record<string, unknown>): unknown[];
 }
 
-/** The row member holding a ListRowReader's packed properties. */
-export const PACKED_PROPERTIES = '__packed';
+/** The member of an exported row holding the text of the reader's `index`th column. */
+export function exportColumn(index: number): string {
+  return `__c${index}`;
+}

@@ -127,9 +127,23 @@ export function keyValuesOf(row: Record<string, unknown>, count: number): (strin
   return Array.from({ length: count }, (_, index) => (row[keyAlias(index)] ?? null) as string | null);
 }
 
-/** The rows after a row whose sort keys read `values` (keyValuesOf): a cursor page's condition (renderAfter). */
+/**
+ * The rows after a row whose sort keys read `values` (keyValuesOf): a cursor page's condition. Keys that all sort
+ * one way and hold no null are one row comparison, `(a, b) < ($1, $2)`: PostgreSQL reads it as one range of an
+ * index on those columns and estimates it as such, whereas the equivalent OR of renderAfter is estimated at a
+ * small fraction of its rows, so that deep in a large history a batch was planned as a bitmap scan of everything
+ * left and a sort (200 ms for 5,000 rows rather than 4). Other keys take renderAfter's OR.
+ */
 export function afterSql(keys: readonly OrderKey<SqlColumn>[], values: readonly (string | null)[]): Sql {
-  return renderAfter(keys, values, sqlRenderer);
+  const descending = keys[0]?.descending;
+  const oneWay =
+    keys.length > 1 &&
+    keys.every(
+      (key, index) => !key.column.nullable && key.descending === descending && values[index] !== null && values[index] !== undefined,
+    );
+  if (!oneWay) return renderAfter(keys, values, sqlRenderer);
+  const columns = Prisma.join(keys.map((key) => raw(key.column.sql)));
+  return sql`(${columns}) ${raw(descending ? '<' : '>')} (${Prisma.join(values.slice(0, keys.length))})`;
 }
 
 /** A list's order as its reads take it: the sort keys, their ORDER BY, and a cursor page's start (afterSql; TRUE without). */

@@ -1,18 +1,16 @@
 import {
-  defaultFieldResolver,
   getNamedType,
   getOperationAST,
-  isLeafType,
+  isEnumType,
   Kind,
   type DocumentNode,
   type ExecutionResult,
   type FieldNode,
-  type GraphQLLeafType,
-  type GraphQLResolveInfo,
   type OperationDefinitionNode,
 } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
-import { type ListExport, type ListRowReader, PACKED_PROPERTIES } from '../query/list-export.js';
+import { JSON_TEXT_OF } from '../graphql/json-fields.js';
+import { exportColumn, type ListExport, type RecordPart } from '../query/list-export.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
@@ -24,22 +22,31 @@ import type { RestContext } from './request-context.js';
 // or `text/csv` (a header row, then one row per record) streams every matching row in list order, with the
 // list's filters, select, search and order. It runs the route's own operation once, without its count: that
 // applies the credential's scopes and the arguments as for a page, and the list field, rather than read a page,
-// hands over how it reads its rows (graphql/list.ts ListRowReader), with the page's own conditions, order and
-// properties. The export then reads batches far larger than a client page, each a keyset range of the list's
-// index, and writes each REST record straight from its row: the route's fields (the operation's aliases) in
-// order, a field that exposes a row property from that property, which PostgreSQL writes as JSON (all of a
-// row's in one array), any other from its own resolver, each through its type's serializer, as the page's
-// execution does, without running the operation per row. A list field without a reader, or a selection of
-// objects, is exported by running the operation page after page by cursor. Either way one batch is read ahead
-// while the one before is written, and no more: the next is read only when the client has taken the last, so
-// memory stays flat whatever the size. A client that leaves ends the reads at once. Each batch has the time
-// limit of a request; the whole transfer has its own.
+// hands over how it reads its rows (query/list-export.ts ListRowReader), with the page's own conditions and
+// order. The export then reads batches far larger than a client page, each a keyset range of the list's index,
+// in which PostgreSQL writes each record's text: a field that exposes a row property whose type's serializer
+// writes the property's text unchanged (a string, an id, a boolean, an integer, a timestamp the reader writes in
+// the API's text, an enum whose names are its values) as PostgreSQL's JSON of it, runs of such fields with
+// their names as one text; a field that is the JSON text of a JSON column (JSON_TEXT_OF) from the column's
+// text, made compact here as JSON.stringify would (compactJsonText). No operation runs per batch and no object
+// is built per field: the gateway joins texts while PostgreSQL, on the other core, reads the next batch. A list
+// field without a reader, or a field written otherwise (an object, a resolver), is exported by running the
+// operation page after page by cursor. Either way one batch is read ahead while the one before is written, and
+// no more: the next is read only when the client has taken the last, so memory stays flat whatever the size. A
+// client that leaves ends the reads at once. Each batch has the time limit of a request; the whole transfer
+// has its own.
 
 /**
- * Rows read per batch: large enough that a batch's fixed costs vanish, small enough to keep memory flat; past a
- * few thousand, a batch's rows outlive the young generation's collections and the garbage collector's work grows.
+ * Rows per batch when the operation runs page after page: large enough that a batch's fixed costs vanish, small
+ * enough to keep memory flat; past a few thousand, a batch's objects outlive the young generation's collections
+ * and the garbage collector's work grows.
  */
 export const EXPORT_BATCH_ROWS = 1000;
+/**
+ * Rows per batch read from a list's reader: one text a record rather than an object a field, so a batch can be
+ * larger, and its statement's fixed cost (a descent of the index, a round trip) is spread over more rows.
+ */
+export const EXPORT_READ_ROWS = 5000;
 /** Each batch's time limit (as a request's). */
 export const EXPORT_BATCH_TIMEOUT_MS = 30_000;
 /** The whole transfer's time limit: at the export's rate, far beyond any tenant's history. */
@@ -89,48 +96,150 @@ interface ExportPage {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
 
-/** A batch of records, and where the next starts (a cursor, or a row's sort keys' values); null after the last. */
+/** A batch's records as the export's text, and where the next starts (a cursor, or a row's sort keys' values); null after the last. */
 interface Batch {
-  items: Record<string, unknown>[];
+  text: string;
+  rows: number;
   after: unknown;
 }
 
+/** Where an exported field's value comes from, when PostgreSQL writes it: a row property's value, or a JSON column's text. */
+interface FieldSource {
+  name: string;
+  property: string;
+  form: 'value' | 'jsonText';
+  /** A value whose text never holds a quote, a comma or a line break (a boolean, a number, a timestamp, an enum's name). */
+  plain: boolean;
+}
+
+/** Leaf types whose serializer writes a property's text (as the reader reads it) unchanged. */
+const TEXT_SERIALIZED = new Set(['String', 'ID', 'Boolean', 'Int', 'DateTime']);
+
+/** Each field's source, or null when one is written otherwise (an object, a resolver) and the operation must run. */
+function fieldSources(fields: readonly RestField[]): FieldSource[] | null {
+  const sources: FieldSource[] = [];
+  for (const field of fields) {
+    const extensions = field.definition.extensions as { pothosExposedField?: string; [JSON_TEXT_OF]?: string } | undefined;
+    const type = getNamedType(field.definition.type);
+    const jsonTextOf = extensions?.[JSON_TEXT_OF];
+    const exposed = extensions?.pothosExposedField;
+    const textSerialized =
+      TEXT_SERIALIZED.has(type.name) || (isEnumType(type) && type.getValues().every((value) => value.value === value.name));
+    // An enum's text is its name, which GraphQL's grammar keeps to letters, digits and underscores.
+    const plain = ['Boolean', 'Int', 'DateTime'].includes(type.name) || isEnumType(type);
+    if (jsonTextOf !== undefined) sources.push({ name: field.name, property: jsonTextOf, form: 'jsonText', plain: false });
+    else if (exposed !== undefined && textSerialized) sources.push({ name: field.name, property: exposed, form: 'value', plain });
+    else return null;
+  }
+  return sources;
+}
+
+/** The columns PostgreSQL writes for a batch's rows, and how a row's columns make one line of the export. */
+interface RecordLayout {
+  columns: RecordPart[][];
+  line: (row: Record<string, unknown>) => string;
+}
+
 /**
- * How a row becomes its REST record: the exported fields in order, each read as the operation's execution
- * reads it. A field that exposes a property the reader can pack (Pothos's `expose`) takes the value
- * PostgreSQL wrote into the row's packed array; any other runs its own resolver on the row. Each value then
- * goes through its type's serializer; null members of the objects the route names are left out (withoutNullMembers).
+ * NDJSON: each run of value fields is one column, `"name":value` pairs written by PostgreSQL; each JSON text field
+ * its own, the column's text made compact and quoted here. The braces and the line end are added here.
  */
-function recordShaper(
-  fields: readonly RestField[],
-  reader: ListRowReader,
-  context: RestContext,
-  omit: ReadonlySet<string>,
-): { packed: string[]; record: (row: Record<string, unknown>) => Record<string, unknown> } {
-  const packed: string[] = [];
-  const readers = fields.map((field) => {
-    const definition = field.definition;
-    const type = getNamedType(definition.type) as GraphQLLeafType;
-    const exposed = (definition.extensions as { pothosExposedField?: string } | undefined)?.pothosExposedField;
-    if (exposed !== undefined && reader.packable(exposed)) {
-      const index = packed.push(exposed) - 1;
-      return { name: field.name, index, resolve: null, type };
-    }
-    const resolve = definition.resolve ?? defaultFieldResolver;
-    const info = { fieldName: definition.name, returnType: definition.type } as GraphQLResolveInfo;
-    return { name: field.name, index: -1, resolve: (row: Record<string, unknown>) => resolve(row, {}, context, info), type };
-  });
-  return {
-    packed,
-    record: (row) => {
-      const values = JSON.parse(row[PACKED_PROPERTIES] as string) as unknown[];
-      const record: Record<string, unknown> = {};
-      for (const { name, index, resolve, type } of readers) {
-        const value = resolve ? resolve(row) : values[index];
-        record[name] = value === null || value === undefined ? null : type.serialize(value);
+function ndjsonLayout(sources: readonly FieldSource[], jsonText: (text: unknown) => string): RecordLayout {
+  const columns: RecordPart[][] = [];
+  const pieces: ((row: Record<string, unknown>) => string)[] = [];
+  let run: RecordPart[] | null = null;
+  for (const [index, source] of sources.entries()) {
+    const key = `${index === 0 ? '' : ','}${JSON.stringify(source.name)}:`;
+    if (source.form === 'value') {
+      if (!run) {
+        run = [];
+        const member = exportColumn(columns.push(run) - 1);
+        pieces.push((row) => row[member] as string);
       }
-      return omit.size > 0 ? withoutNullMembers(record, omit) : record;
+      run.push({ literal: key }, { json: source.property });
+    } else {
+      run = null;
+      const member = exportColumn(columns.push([{ text: source.property }]) - 1);
+      pieces.push((row) => key + jsonText(row[member]));
+    }
+  }
+  return {
+    columns,
+    line: (row) => {
+      let line = '{';
+      for (const piece of pieces) line += piece(row);
+      return `${line}}\n`;
     },
+  };
+}
+
+/**
+ * CSV: each run of value fields is one column, its cells and commas written by PostgreSQL; each JSON text field
+ * its own, the column's text made compact and quoted here. The commas between columns and the line end are
+ * added here.
+ */
+function csvLayout(sources: readonly FieldSource[], jsonText: (text: unknown) => string): RecordLayout {
+  const columns: RecordPart[][] = [];
+  const cells: ((row: Record<string, unknown>) => string)[] = [];
+  let run: RecordPart[] | null = null;
+  for (const source of sources) {
+    if (source.form === 'value') {
+      if (run) run.push({ literal: ',' }, { csv: source.property, plain: source.plain });
+      else {
+        run = [{ csv: source.property, plain: source.plain }];
+        const member = exportColumn(columns.push(run) - 1);
+        cells.push((row) => row[member] as string);
+      }
+    } else {
+      run = null;
+      const member = exportColumn(columns.push([{ text: source.property }]) - 1);
+      cells.push((row) => jsonText(row[member]));
+    }
+  }
+  return {
+    columns,
+    line: (row) => {
+      let line = cells[0]!(row);
+      for (let index = 1; index < cells.length; index += 1) line += `,${cells[index]!(row)}`;
+      return `${line}\r\n`;
+    },
+  };
+}
+
+/** Separators of PostgreSQL's jsonb text (`", "`, `": "`), strings matched whole so that theirs are kept. */
+const JSONB_SEPARATOR = /("(?:[^"\\]|\\.)*")|([,:]) /g;
+/**
+ * What JSON.parse then JSON.stringify would write otherwise than jsonb's text without its spaces: a number with a
+ * fraction (`1.50`, `1.0`), one past a double's exact integers (16 digits), a key that is an array index (which
+ * JavaScript objects put first). Strings may match too: they take the slow path, which is as exact.
+ */
+const NOT_COMPACTED_ALONE = /\d\.|\d{16}|"\d+": /;
+
+/**
+ * `JSON.stringify(JSON.parse(text))` of PostgreSQL's text of a jsonb value (SQL null: `null`), which is what a
+ * page's JSON text field writes (pg parses the column, the resolver stringifies it): jsonb writes `", "` and
+ * `": "` between members and nothing else outside strings, so dropping those spaces is enough, unless the text
+ * holds what JSON.parse would change.
+ */
+export function compactJsonText(text: string | null): string {
+  if (text === null) return 'null';
+  return NOT_COMPACTED_ALONE.test(text) ? JSON.stringify(JSON.parse(text)) : text.replace(JSONB_SEPARATOR, '$1$2');
+}
+
+/**
+ * How a JSON text field's value is written (`write`: quoted as JSON, or as a CSV cell) from its column's text,
+ * remembering the last texts: a column such as a default checksum repeats on most rows.
+ */
+function jsonTextWriter(write: (compact: string) => string): (text: unknown) => string {
+  const known = new Map<unknown, string>();
+  return (text) => {
+    let written = known.get(text);
+    if (written === undefined) {
+      if (known.size >= 256) known.clear();
+      written = write(compactJsonText(text as string | null));
+      known.set(text, written);
+    }
+    return written;
   };
 }
 
@@ -181,11 +290,9 @@ export async function runExport<C extends RestContext>(
   const byName = new Map(route.fields.map((field) => [field.name, field]));
   const exported = fields.map((name) => byName.get(name)!);
   const omit = new Set(route.spec.omitNullMembers ?? []);
-  // Records are shaped from rows when every exported field is a leaf (a scalar or an enum).
-  const listExport: ListExport = {
-    batchRows: EXPORT_BATCH_ROWS,
-    readsRows: exported.every((field) => isLeafType(getNamedType(field.definition.type))),
-  };
+  // Records are written from rows when PostgreSQL can write every exported field (fieldSources).
+  const sources = fieldSources(exported);
+  const listExport: ListExport = { batchRows: EXPORT_BATCH_ROWS, properties: sources?.map((source) => source.property) ?? null };
   const context: C = { ...pipeline.context, listExport };
   const document = exportDocument(route);
   const operationName = getOperationAST(document)?.name?.value;
@@ -207,18 +314,28 @@ export async function runExport<C extends RestContext>(
   try {
     const page = await runOperation(null);
     const reader = listExport.rows;
-    if (reader) {
-      const shape = recordShaper(exported, reader, context, omit);
+    if (reader && sources) {
+      const layout =
+        format === 'ndjson'
+          ? ndjsonLayout(
+              sources,
+              jsonTextWriter((compact) => JSON.stringify(compact)),
+            )
+          : csvLayout(sources, jsonTextWriter(csvCell));
       readBatch = (after) =>
         withinBatchTime(async () => {
-          const rows = await reader.read(shape.packed, after as unknown[] | null, EXPORT_BATCH_ROWS);
-          const last = rows.length === EXPORT_BATCH_ROWS ? rows.at(-1) : undefined;
-          return { items: rows.map(shape.record), after: last ? reader.keyValues(last) : null };
+          const read = await reader.read(layout.columns, after as unknown[] | null, EXPORT_READ_ROWS);
+          // Joined once, flat: a string grown line by line is a tree the encoder must flatten, in the old generation.
+          const text = read.map(layout.line).join('');
+          const last = read.length === EXPORT_READ_ROWS ? read.at(-1) : undefined;
+          return { text, rows: read.length, after: last ? reader.keyValues(last) : null };
         });
       first = await readBatch(null);
     } else {
+      const write = format === 'ndjson' ? ndjsonLines : csvRows(fields);
       const batchOf = (read: ExportPage): Batch => ({
-        items: read.nodes.map((node) => withoutNullMembers(node, omit)),
+        text: write(read.nodes.map((node) => withoutNullMembers(node, omit))),
+        rows: read.nodes.length,
         after: read.pageInfo.hasNextPage ? read.pageInfo.endCursor : null,
       });
       readBatch = async (after) => batchOf(await runOperation(after as string));
@@ -230,7 +347,6 @@ export async function runExport<C extends RestContext>(
   }
 
   const encoder = new TextEncoder();
-  const write = format === 'ndjson' ? ndjsonLines : csvRows(fields);
   let rows = 0;
   let outcome = 'complete';
   let finished = false;
@@ -277,9 +393,8 @@ export async function runExport<C extends RestContext>(
             return controller.close();
           }
           readAhead(batch);
-          const { items } = batch;
-          rows += items.length;
-          if (items.length > 0) controller.enqueue(encoder.encode(write(items)));
+          rows += batch.rows;
+          if (batch.rows > 0) controller.enqueue(encoder.encode(batch.text));
           if (!pending) {
             finish('complete');
             controller.close();
