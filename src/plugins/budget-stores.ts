@@ -5,8 +5,7 @@ import RateLimiterMemory from 'rate-limiter-flexible/lib/RateLimiterMemory.js';
 
 // Where the request budgets (use-rate-limit.ts) and the sign-in throttle (use-sign-in.ts) count: in this
 // process, or in Redis when a Redis URL is configured. The Redis client and rate-limiter-flexible's Redis store
-// are imported only then, where the store is built: a server without Redis never loads them, and they were a
-// tenth of the JavaScript every start parsed and evaluated.
+// are imported only then, where the store is built: a server without Redis never parses nor evaluates them.
 
 /** A budget's points, window (`duration`, seconds), blocking time and key prefix. */
 export type BudgetSettings = NonNullable<ConstructorParameters<typeof RateLimiterMemory>[0]>;
