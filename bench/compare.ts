@@ -19,6 +19,8 @@
 //                                                  statement and a hash), where the gateway's cache does not
 //   COMPARE_EXTRAS=write-lifecycle,cold-start      beside the scenarios: the write lifecycle against the same calls
 //                                                  through pg, and the start to /readyz with the idle memory
+//   COMPARE_ONLY=cold-start  COMPARE_COLD_STARTS=7 the starts alone (seconds, not minutes), on a migrated empty
+//                                                  database of their own: a start reads no tenant's data
 //   GATEWAY=<script>  GATEWAY_B=<dir>/server.js    the gateway build, and a second one to compare with it
 //   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'   node options for the gateway(s), e.g. a CPU profile
 
@@ -61,7 +63,8 @@ const WANTED = process.env.COMPARE_SCENARIOS?.split(',') ?? (REPORT ? null : DEF
 const EXTRAS = (process.env.COMPARE_EXTRAS ?? 'write-lifecycle,cold-start').split(',').filter(Boolean);
 /** Concurrent lifecycles of the write path, and cold starts measured (the median is reported). */
 const WRITERS = 10;
-const COLD_STARTS = 3;
+const COLD_STARTS = Number(process.env.COMPARE_COLD_STARTS ?? 3);
+const COLD_START_ONLY = process.env.COMPARE_ONLY === 'cold-start';
 /** How long a started gateway is left alone before its idle memory is read. */
 const IDLE_MS = 3000;
 const gatewayNodeArgs = process.env.COMPARE_NODE_ARGS?.split(' ').filter(Boolean);
@@ -287,7 +290,43 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
   ].join('\n');
 }
 
+/** The start table: one row per gateway build (GATEWAY, GATEWAY_B). */
+async function startTable(url: string): Promise<string> {
+  const gateways = [
+    ['gateway', process.env.GATEWAY ?? 'dist/server.js'],
+    ...(process.env.GATEWAY_B ? [['gateway B', process.env.GATEWAY_B]] : []),
+  ];
+  const rows = [];
+  for (const [label, script] of gateways) rows.push(await coldStarts(url, label!, script!));
+  return [
+    `| Start (PostgreSQL), median of ${COLD_STARTS} | spawn to 200 on /readyz | RSS after ${IDLE_MS / 1000} s idle |`,
+    '| :-- | --: | --: |',
+    ...rows,
+  ].join('\n');
+}
+
+/** COMPARE_ONLY=cold-start: the starts on a migrated, empty database, without loading the scenarios' data. */
+async function coldStartsOnly(): Promise<void> {
+  const database = 'bench_start';
+  const url = databaseUrl(database);
+  const exists = await withDatabase(
+    ADMIN_URL,
+    async (client) => (await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database])).rowCount === 1,
+  );
+  if (!exists) await withDatabase(ADMIN_URL, (client) => client.query(`CREATE DATABASE ${database}`));
+  await runCli(['db', 'migrate'], { DATABASE_URL: url });
+  log(`load average ${loadAverage()} at the start`);
+  try {
+    const table = await startTable(url);
+    log(`load average ${loadAverage()} at the end`);
+    process.stdout.write(`\n${table}\n`);
+  } finally {
+    await stopAllChildren();
+  }
+}
+
 async function main(): Promise<void> {
+  if (COLD_START_ONLY) return coldStartsOnly();
   const startedAt = new Date();
   const loadAtStart = loadAverage();
   const { url, token, tenantId, writes } = await prepare();
@@ -314,21 +353,7 @@ async function main(): Promise<void> {
   });
   const extras: string[] = [];
   // Before anything else runs: a start measured on a machine the load just left would include its tail.
-  if (EXTRAS.includes('cold-start')) {
-    const gateways = [
-      ['gateway', process.env.GATEWAY ?? 'dist/server.js'],
-      ...(process.env.GATEWAY_B ? [['gateway B', process.env.GATEWAY_B]] : []),
-    ];
-    const rows = [];
-    for (const [label, script] of gateways) rows.push(await coldStarts(url, label!, script!));
-    extras.push(
-      [
-        `| Start (PostgreSQL), median of ${COLD_STARTS} | spawn to 200 on /readyz | RSS after ${IDLE_MS / 1000} s idle |`,
-        '| :-- | --: | --: |',
-        ...rows,
-      ].join('\n'),
-    );
-  }
+  if (EXTRAS.includes('cold-start')) extras.push(await startTable(url));
   const servers: Server[] = [
     await start('gateway', process.env.GATEWAY ?? 'dist/server.js', serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs),
     ...(process.env.GATEWAY_B

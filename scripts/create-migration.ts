@@ -17,7 +17,7 @@ if (!name || !/^[a-z0-9_]+$/.test(name)) {
 }
 
 const schema = readPrismaSchema();
-const engine = await openSchemaEngine(new PrismaPGlite(new PGlite(pgliteOptions())), schema);
+const engine = await openSchemaEngine(new PrismaPGlite(new PGlite(await pgliteOptions())), schema);
 const migrations = readMigrations();
 const result = await engine.diff({
   from: {

@@ -136,7 +136,7 @@ describe("the local socket next to the server's own queries", () => {
 
   beforeAll(async () => {
     dataDir = temporaryDirectory('gw-socket-');
-    db = await PGlite.create('memory://', pgliteOptions());
+    db = await PGlite.create('memory://', await pgliteOptions());
     await db.exec('CREATE TABLE t (name text PRIMARY KEY)');
     stopSocket = await serveLocalSocket(db, dataDir, { maxConnections: 2 });
   });

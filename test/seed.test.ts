@@ -3,7 +3,7 @@ import type { Database } from '../src/db/client.js';
 import { newId } from '../src/prefixed-ids.js';
 import { CONNECTION_MEMBERS, SYNC_INTERVALS, type ConnectionKind } from '../src/domain/connection-members.js';
 import { APPLICATIONS, CATEGORIES, seedCatalog } from '../src/seed/catalog.js';
-import { DEMO_TENANT_SLUG, ensureDemo, seedDemoTenant } from '../src/seed/demo.js';
+import { DEMO_TENANT_SLUG, demoRows, ensureDemo, seedDemoTenant } from '../src/seed/demo.js';
 import { seedLoad } from '../src/seed/load.js';
 import { generateSyncs, insertSyncs } from '../src/seed/syncs.js';
 import { triggerSync } from '../src/db/sync-runs.js';
@@ -92,6 +92,16 @@ test('the PRNG is reproducible, and a fork does not depend on how much of its pa
   const seen = new Set(Array.from({ length: 500 }, () => rng.int(1, 3)));
   expect([...seen].sort()).toEqual([1, 2, 3]);
   expect(rng.bytes(7)).toHaveLength(7);
+});
+
+test('the demo rows of some connections are those of the whole demo (the examples generate only what they name)', () => {
+  const options = { seed: 7, now: NOW };
+  const whole = demoRows('ten_x', 'acme', options);
+  const some = demoRows('ten_x', 'acme', { ...options, historyOf: ['stripe-eu', 'mews-berlin-mitte'] });
+  expect(some.connections).toEqual(whole.connections);
+  const ids = new Set(whole.connections.filter((c) => ['stripe-eu', 'mews-berlin-mitte'].includes(c.slug)).map((c) => c.id));
+  expect(ids.size).toBe(2);
+  expect(some.syncs).toEqual(whole.syncs.filter((s) => ids.has(s.connectionId)));
 });
 
 describe.each(databaseKinds)('seed data on %s', (kind) => {

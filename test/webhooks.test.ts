@@ -940,4 +940,35 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     await slow.waitFor((all) => all.filter((w) => w.verified).length >= 2);
     expect(await until(state, (s) => s.pending === 0)).toMatchObject({ timeouts: 0, backoff: null });
   });
+
+  it('an idle worker polls less and less often; a new event and a redelivery still wake it at once', async () => {
+    // Nothing pending in this database (the last test of the file): what earlier tests left waiting is settled.
+    await t.db.raw.query('UPDATE webhook_endpoints SET enabled = false');
+    await t.db.raw.query(`UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL WHERE status = 'pending'`);
+    const r = await receiver();
+    const endpointId = await endpointFor(r, { event_types: ['connection.created'] });
+    const passes: number[] = [];
+    const stop = t.db.onQuery((event) => {
+      if (event.query.includes('SET "lease_owner" = $1')) passes.push(performance.now());
+    });
+    const idle = () => new Promise((resolve) => setTimeout(resolve, 1500));
+    try {
+      await worker({ pollMs: 50 });
+      await idle();
+      // Every 50 ms would be some 30 passes; the interval doubling from 50 ms, about 6. The next is a second away.
+      expect(passes.length).toBeLessThanOrEqual(10);
+      const created = performance.now();
+      await connection({ webhook_enabled: true });
+      const [first] = await r.waitFor((all) => all.length === 1);
+      expect(performance.now() - created).toBeLessThan(1000);
+      await idle();
+      const redelivered = performance.now();
+      const queued = await send(t.gateway, 'POST', `/webhooks/${endpointId}/deliveries/${first!.id}/redeliver`, admin);
+      expect(queued.status).toBe(200);
+      await r.waitFor((all) => all.length === 2);
+      expect(performance.now() - redelivered).toBeLessThan(1000);
+    } finally {
+      stop();
+    }
+  });
 });

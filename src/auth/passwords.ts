@@ -1,5 +1,3 @@
-import { hash, verify } from '@node-rs/argon2';
-
 // Passwords are hashed with argon2id at OWASP's first recommended setting (19 MiB, 2 passes, 1 lane): memory-hard,
 // so a stolen table costs an attacker as much memory per guess. The PHC string keeps the parameters beside the
 // hash, so a later change of setting still verifies the passwords hashed before it.
@@ -10,8 +8,15 @@ export const MIN_PASSWORD_LENGTH = 12;
 /** argon2 takes any length; a bound keeps one request from hashing megabytes. */
 export const MAX_PASSWORD_LENGTH = 256;
 
-export function hashPassword(password: string): Promise<string> {
-  return hash(password, ARGON2ID);
+let argon2: Promise<typeof import('@node-rs/argon2')> | undefined;
+/** The argon2 binding, loaded at the first password: a server whose members never sign in does not load it. */
+function loadArgon2(): Promise<typeof import('@node-rs/argon2')> {
+  argon2 ??= import('@node-rs/argon2');
+  return argon2;
+}
+
+export async function hashPassword(password: string): Promise<string> {
+  return (await loadArgon2()).hash(password, ARGON2ID);
 }
 
 /**
@@ -20,13 +25,14 @@ export function hashPassword(password: string): Promise<string> {
  */
 export async function passwordMatches(stored: string | null, password: string): Promise<boolean> {
   const target = stored ?? (await dummyHash());
+  const { verify } = await loadArgon2();
   const matches = await verify(target, password.slice(0, MAX_PASSWORD_LENGTH)).catch(() => false);
   return stored !== null && matches;
 }
 
 let dummy: Promise<string> | undefined;
 function dummyHash(): Promise<string> {
-  dummy ??= hash('a password no account has', ARGON2ID);
+  dummy ??= hashPassword('a password no account has');
   return dummy;
 }
 

@@ -1,11 +1,10 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createPrivateDirectory, keepDirectoryPrivate } from './data-dir-permissions.js';
 import { join } from 'node:path';
-import { PGlite, type PGliteOptions } from '@electric-sql/pglite';
+import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
-import { PrismaPGlite } from 'pglite-prisma-adapter';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { cancelStatementsOnAbort } from './cancellation.js';
 import type { PGliteFiles } from './pglite-preload.js';
@@ -262,11 +261,17 @@ function isRunning(pid: number): boolean {
  *   whole, mostly zeros, so a new directory is 15 MB smaller, and so is every archive of one (`dumpDataDir`)
  *   that PGlite reads back whole (the tests' copies: 0.2 s less to open each). Existing directories keep theirs.
  */
-export function pgliteOptions(): Pick<PGliteOptions, 'startParams' | 'initDbStartParams'> {
+export async function pgliteOptions(): Promise<Pick<PGliteOptions, 'startParams' | 'initDbStartParams'>> {
+  const { PGlite } = await loadPGlite();
   return {
     startParams: [...PGlite.defaultStartParams, ...['shared_buffers=16MB', 'max_connections=10'].flatMap((setting) => ['-c', setting])],
     initDbStartParams: ['--wal-segsize=1'],
   };
+}
+
+/** PGlite, imported by the PGlite path only (its Prisma adapter too, in openPGlite): a server on PostgreSQL never loads them. */
+function loadPGlite() {
+  return import('@electric-sql/pglite');
 }
 
 async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?: Blob, files?: PGliteFiles | null): Promise<Database> {
@@ -292,8 +297,11 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
     }
   }
   let client: PGlite;
+  let adapterFactory: SqlMigrationAwareDriverAdapterFactory;
   try {
-    client = await PGlite.create(dataDir, { ...pgliteOptions(), ...files, ...(dump ? { loadDataDir: dump } : {}) });
+    const [{ PGlite }, { PrismaPGlite }, options] = await Promise.all([loadPGlite(), import('pglite-prisma-adapter'), pgliteOptions()]);
+    client = await PGlite.create(dataDir, { ...options, ...files, ...(dump ? { loadDataDir: dump } : {}) });
+    adapterFactory = new PrismaPGlite(client);
   } catch (error) {
     release();
     throw error;
@@ -350,7 +358,7 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
   };
   return withQueryEvents({
     kind: 'pglite',
-    adapterFactory: new PrismaPGlite(client),
+    adapterFactory,
     raw,
     liveReads: raw,
     async close() {

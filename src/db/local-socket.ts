@@ -1,7 +1,6 @@
 import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 
 // A server on PGlite holds its data directory: PGlite keeps the database in the process. Other local
 // processes (the CLI) reach that database through the server, over the PostgreSQL protocol on a Unix socket
@@ -211,6 +210,8 @@ export async function serveLocalSocket(
   const path = localSocketPath(dataDir);
   // The caller holds the data directory, so a socket file left here belongs to a server that died.
   rmSync(path, { force: true });
+  // Imported here, where a server on PGlite serves its directory: a server on PostgreSQL never loads it.
+  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   const server = new PGLiteSocketServer({
     db: exclusiveSessionView(db, onNotification),
     path,

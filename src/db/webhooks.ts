@@ -4,7 +4,7 @@ import { newId } from '../prefixed-ids.js';
 import type { EndpointInput, EndpointPatch } from '../domain/webhook-input.js';
 import { endpointDisabledData } from '../domain/webhook-messages.js';
 import type { RawSql } from './client.js';
-import { appendEvents, type BatchOptions, deleteInBatches } from './events.js';
+import { appendEvents, type BatchOptions, deleteInBatches, WEBHOOKS_CHANNEL } from './events.js';
 import { inTransaction, type TransactionRunner, type Tx } from './write-transactions.js';
 
 // The webhooks' data layer: endpoints (written by admins through the API), and the outbox
@@ -188,10 +188,13 @@ export async function redeliverWebhook(runner: TransactionRunner, tenantId: stri
     );
     if (!found) return null;
     if (!found.enabled) throw new ApiError('CONFLICT', 'the endpoint is disabled: enable it before redelivering');
+    // The NOTIFY wakes the delivery workers at commit, as appendEvents does for new deliveries: an idle worker
+    // looks for due deliveries only now and then (src/webhooks/delivery-worker.ts).
     await tx.query(
       `UPDATE "public"."webhook_deliveries" AS "d" SET "status" = 'pending', "next_attempt_at" = now(), "updated_at" = now()
-       WHERE "d"."tenant_id" = $1 AND "d"."id" = $2`,
-      [tenantId, deliveryId],
+       WHERE "d"."tenant_id" = $1 AND "d"."id" = $2
+       RETURNING pg_notify($3, $1)`,
+      [tenantId, deliveryId, WEBHOOKS_CHANNEL],
     );
     return { id: found.id };
   });
@@ -253,6 +256,14 @@ export async function leaseDueEndpoints(
      RETURNING ${LEASED_ENDPOINT}`,
     [owner, LEASE_SECONDS, limit, skipTenants],
   );
+}
+
+/** Whether any delivery waits to be sent, due or not (an index-only look at the pending ones). */
+export async function anyPendingDelivery(sql: Pick<RawSql, 'query'>): Promise<boolean> {
+  const [row] = await sql.query<{ pending: boolean }>(
+    `SELECT EXISTS (SELECT 1 FROM "public"."webhook_deliveries" AS "d" WHERE "d"."status" = 'pending') AS "pending"`,
+  );
+  return row?.pending ?? false;
 }
 
 /**

@@ -1,11 +1,12 @@
-import { Redis } from 'ioredis';
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import RateLimiterRes from 'rate-limiter-flexible/lib/RateLimiterRes.js';
 import type { RequestViewers } from '../auth/request-viewers.js';
 import type { Viewer } from '../auth/viewer.js';
 import { ApiError } from '../errors.js';
 import { ASSETS_PATH, DOCS_PATH, OPENAPI_PATH } from '../paths.js';
+import { budgetStore, WARNING_INTERVAL_MS, type BudgetStore } from './budget-stores.js';
 import { earlyErrorResponse } from './error-response.js';
 
 interface RateLimitOptions {
@@ -35,8 +36,6 @@ export interface RateCheck {
 }
 
 const WINDOW_SECONDS = 60;
-/** One warning per this many milliseconds while Redis fails, not one per request. */
-const WARNING_INTERVAL_MS = 60_000;
 
 /**
  * Per-credential and per-tenant budgets over a fixed one-minute window. Requests without a valid
@@ -45,10 +44,8 @@ const WARNING_INTERVAL_MS = 60_000;
  * served directly on node:http (src/http/direct-rest.ts).
  */
 export class RateLimits {
-  private readonly redis: Redis | undefined;
-  private readonly connected: Promise<void>;
-  private readonly callerBudget: RateLimiterAbstract;
-  private readonly tenantBudget: RateLimiterAbstract;
+  private readonly store: Promise<BudgetStore>;
+  private readonly budgets: Promise<{ caller: RateLimiterAbstract; tenant: RateLimiterAbstract }>;
   private readonly logger: Logger;
   private lastWarning = -Infinity;
 
@@ -59,21 +56,12 @@ export class RateLimits {
 
   private constructor({ perMinute, tenantMultiplier = 5, redisUrl, keyPrefix = 'igw:rl', logger, redisTimeoutMs = 500 }: RateLimitOptions) {
     this.logger = logger;
-    const redis = redisUrl ? connectRedis(redisUrl, redisTimeoutMs, logger) : undefined;
-    this.redis = redis;
-    this.connected = redis ? firstConnection(redis) : Promise.resolve();
-    const limiter = (scope: string, points: number): RateLimiterAbstract =>
-      redis
-        ? new RateLimiterRedis({
-            storeClient: redis,
-            points,
-            duration: WINDOW_SECONDS,
-            keyPrefix: `${keyPrefix}:${scope}`,
-            rejectIfRedisNotReady: true,
-          })
-        : new RateLimiterMemory({ points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}` });
-    this.callerBudget = limiter('caller', perMinute);
-    this.tenantBudget = limiter('tenant', perMinute * tenantMultiplier);
+    this.store = budgetStore(redisUrl, redisTimeoutMs, logger);
+    this.budgets = this.store.then((store) => {
+      const budget = (scope: string, points: number) =>
+        store.budget({ points, duration: WINDOW_SECONDS, keyPrefix: `${keyPrefix}:${scope}` });
+      return { caller: budget('caller', perMinute), tenant: budget('tenant', perMinute * tenantMultiplier) };
+    });
   }
 
   /**
@@ -82,14 +70,14 @@ export class RateLimits {
    */
   async check(pathname: string, viewer: Viewer | null, clientAddress: string): Promise<RateCheck | null> {
     if (isExempt(pathname)) return null;
+    const budgets = await this.budgets;
     const checks: Array<{ budget: RateLimiterAbstract; key: string; who: string }> = viewer
       ? [
-          { budget: this.callerBudget, key: callerKey(viewer), who: 'this credential' },
-          { budget: this.tenantBudget, key: viewer.tenantId, who: "this credential's tenant" },
+          { budget: budgets.caller, key: callerKey(viewer), who: 'this credential' },
+          { budget: budgets.tenant, key: viewer.tenantId, who: "this credential's tenant" },
         ]
-      : [{ budget: this.callerBudget, key: `ip:${clientAddress}`, who: 'this client address' }];
+      : [{ budget: budgets.caller, key: `ip:${clientAddress}`, who: 'this client address' }];
     let outcomes: Array<{ res: RateLimiterRes; allowed: boolean; points: number; who: string }>;
-    await this.connected;
     try {
       outcomes = await Promise.all(
         checks.map(async ({ budget, key, who }) => ({ ...(await consume(budget, key)), points: budget.points, who })),
@@ -121,7 +109,7 @@ export class RateLimits {
   }
 
   async dispose(): Promise<void> {
-    await this.redis?.quit().catch(() => this.redis?.disconnect());
+    await (await this.store).dispose();
   }
 }
 
@@ -198,34 +186,4 @@ function isExempt(pathname: string): boolean {
     pathname === DOCS_PATH ||
     pathname.startsWith(`${DOCS_PATH}/`)
   );
-}
-
-/**
- * Settles when the first connection attempt succeeds or fails, so requests right after start are counted
- * rather than let through; later outages fail fast because the client does not queue commands.
- */
-export function firstConnection(redis: Redis): Promise<void> {
-  return new Promise((resolve) => {
-    if (redis.status === 'ready') resolve();
-    redis.once('ready', () => resolve());
-    redis.once('error', () => resolve());
-    redis.once('end', () => resolve());
-  });
-}
-
-export function connectRedis(url: string, timeoutMs: number, logger: Logger): Redis {
-  const redis = new Redis(url, {
-    // Fail at once while disconnected instead of queueing: a request must never wait for Redis to return.
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: timeoutMs,
-    connectTimeout: 2000,
-  });
-  let lastError = -Infinity;
-  redis.on('error', (error: Error) => {
-    if (performance.now() - lastError < WARNING_INTERVAL_MS) return;
-    lastError = performance.now();
-    logger.warn({ err: error }, 'redis connection error');
-  });
-  return redis;
 }

@@ -1,6 +1,6 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import { RateLimiterMemory, RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { acceptInvitation, memberOfPassword } from '../auth/members.js';
 import { sourceOfFetch } from '../auth/request-viewers.js';
 import {
@@ -17,7 +17,7 @@ import { ApiError } from '../errors.js';
 import { AUTH_BASE, jsonResponse } from '../paths.js';
 import { socketAddressOf } from './use-rate-limit.js';
 import { earlyErrorResponse } from './error-response.js';
-import { connectRedis, firstConnection } from './use-rate-limit.js';
+import { budgetStore, type BudgetStore } from './budget-stores.js';
 
 // Members sign in and out, and accept invitations, at /api/v1/auth (docs/how-to/sign-in.md). These answer before
 // GraphQL: they set and clear the session cookie, which no GraphQL result can. Bodies are JSON only, so a
@@ -49,44 +49,40 @@ export interface SignInOptions {
  * account from many addresses or at many accounts from one. A success clears the account's count.
  */
 class LoginThrottle {
-  private readonly redis;
-  private readonly connected: Promise<void>;
-  private readonly byAccount: RateLimiterAbstract;
-  private readonly byAddress: RateLimiterAbstract;
+  private readonly store: Promise<BudgetStore>;
+  private readonly budgets: Promise<{ byAccount: RateLimiterAbstract; byAddress: RateLimiterAbstract }>;
 
   constructor(options: SignInOptions) {
-    this.redis = options.redisUrl ? connectRedis(options.redisUrl, 500, options.logger) : undefined;
-    this.connected = this.redis ? firstConnection(this.redis) : Promise.resolve();
+    this.store = budgetStore(options.redisUrl, 500, options.logger);
     const prefix = `${options.keyPrefix ?? 'igw:rl'}:login`;
-    const limiter = (scope: string, points: number): RateLimiterAbstract => {
-      const settings = { points, duration: FAILURE_WINDOW_SECONDS, blockDuration: FAILURE_WINDOW_SECONDS, keyPrefix: `${prefix}:${scope}` };
-      return this.redis
-        ? new RateLimiterRedis({ ...settings, storeClient: this.redis, rejectIfRedisNotReady: true })
-        : new RateLimiterMemory(settings);
-    };
-    this.byAccount = limiter('account', options.failuresPerAccount);
-    this.byAddress = limiter('address', options.failuresPerAddress);
+    this.budgets = this.store.then((store) => {
+      const budget = (scope: string, points: number) =>
+        store.budget({ points, duration: FAILURE_WINDOW_SECONDS, blockDuration: FAILURE_WINDOW_SECONDS, keyPrefix: `${prefix}:${scope}` });
+      return { byAccount: budget('account', options.failuresPerAccount), byAddress: budget('address', options.failuresPerAddress) };
+    });
   }
 
   /** Seconds to wait when either budget is spent; 0 when the attempt may go ahead. */
   async wait(account: string, address: string): Promise<number> {
-    await this.connected;
-    const states = await Promise.all([this.byAccount.get(account), this.byAddress.get(address)]).catch(() => [null, null]);
-    const limits = [this.byAccount.points, this.byAddress.points];
+    const { byAccount, byAddress } = await this.budgets;
+    const states = await Promise.all([byAccount.get(account), byAddress.get(address)]).catch(() => [null, null]);
+    const limits = [byAccount.points, byAddress.points];
     const waits = states.map((state, i) => (state && state.consumedPoints >= limits[i]! ? Math.ceil(state.msBeforeNext / 1000) : 0));
     return Math.max(0, ...waits);
   }
 
   async failed(account: string, address: string): Promise<void> {
-    await Promise.all([consume(this.byAccount, account), consume(this.byAddress, address)]);
+    const { byAccount, byAddress } = await this.budgets;
+    await Promise.all([consume(byAccount, account), consume(byAddress, address)]);
   }
 
   async succeeded(account: string): Promise<void> {
-    await this.byAccount.delete(account).catch(() => false);
+    const { byAccount } = await this.budgets;
+    await byAccount.delete(account).catch(() => false);
   }
 
   async dispose(): Promise<void> {
-    await this.redis?.quit().catch(() => this.redis?.disconnect());
+    await (await this.store).dispose();
   }
 }
 

@@ -86,6 +86,14 @@ interface SeedDemoOptions {
   now?: Date;
 }
 
+interface DemoRowsOptions extends SeedDemoOptions {
+  /**
+   * The slugs of the connections whose sync history is generated (every connection's by default). Each connection
+   * draws from a stream of its own, so its rows are the same whichever others are generated.
+   */
+  historyOf?: readonly string[];
+}
+
 export interface SeedResult {
   tenantId: string;
   connections: number;
@@ -99,7 +107,7 @@ export interface SeedResult {
 export function demoRows(
   tenantId: string,
   tenantSlug: string,
-  options: SeedDemoOptions = {},
+  options: DemoRowsOptions = {},
 ): { connections: ConnectionRow[]; syncs: SyncRow[] } {
   const seed = options.seed ?? DEFAULT_SEED;
   const now = (options.now ?? new Date()).getTime();
@@ -121,6 +129,7 @@ export function demoRows(
       ...(demo.metadata ? { metadata: demo.metadata } : {}),
     });
     connections.push(connection);
+    if (options.historyOf && !options.historyOf.includes(demo.slug)) continue;
     syncs.push(
       ...generateSyncs(local, {
         tenantId,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Database } from '../db/client.js';
 import { WEBHOOKS_CHANNEL } from '../db/events.js';
 import {
+  anyPendingDelivery,
   backOffEndpoint,
   dueDeliveries,
   leaseDueEndpoints,
@@ -18,7 +19,10 @@ import { sendWebhook, type SendOptions } from './send.js';
 // The delivery worker: every server process runs one. It is woken by the NOTIFY appendEvents sends when it
 // queued deliveries (and polls every `pollMs`, for retries that fall due and notifications lost), leases
 // endpoints with deliveries due, and sends each endpoint's deliveries one at a time in event order, recording
-// every attempt (src/db/webhooks.ts has the guarantees).
+// every attempt (src/db/webhooks.ts has the guarantees). While no delivery is pending at all there is no retry
+// to fall due, and whatever makes one pending (a new event, a redelivery) sends the NOTIFY: the idle worker then
+// polls less and less often, its interval doubling up to IDLE_POLL_MAX_MS, and the next pass that finds a
+// pending delivery, or the next NOTIFY, brings it back to `pollMs`.
 //
 // No endpoint can hold up another:
 // - each leased endpoint is served in a slot of its own (`concurrency` slots); a slot that frees up is filled
@@ -58,6 +62,8 @@ const DEFAULT_CONCURRENCY = 8;
 const DEFAULT_SLICE_MS = 2000;
 /** How long an endpoint whose secret the keys cannot open waits before the next look (the keys may be fixed by then). */
 const UNOPENED_SECRET_BACKOFF_SECONDS = 60;
+/** The longest interval between two polls of a worker with nothing pending (a lost NOTIFY waits at most this). */
+const IDLE_POLL_MAX_MS = 30_000;
 
 export class DeliveryWorker {
   readonly owner = `worker_${randomUUID()}`;
@@ -65,6 +71,8 @@ export class DeliveryWorker {
   private filling: Promise<void> | undefined;
   private again = false;
   private pollTimer: NodeJS.Timeout | undefined;
+  /** Until the next poll: `pollMs`, or longer while nothing is pending. */
+  private pollDelayMs: number;
   private unlisten: (() => Promise<void>) | undefined;
   /** The endpoints being served, by id: their tenant, and the promise that ends with the slot. */
   private readonly slots = new Map<string, { tenantId: string; done: Promise<void> }>();
@@ -74,6 +82,7 @@ export class DeliveryWorker {
   constructor(private readonly options: DeliveryWorkerOptions) {
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
     this.perTenant = options.perTenant ?? Math.max(1, Math.floor(this.concurrency / 2));
+    this.pollDelayMs = options.pollMs;
   }
 
   async start(): Promise<void> {
@@ -82,15 +91,13 @@ export class DeliveryWorker {
       () => this.wake(),
       () => this.wake(),
     );
-    this.pollTimer = setInterval(() => this.wake(), this.options.pollMs);
-    this.pollTimer.unref();
     this.wake();
   }
 
   /** Stops taking work; resolves once the attempts under way are recorded and their leases released. */
   async stop(): Promise<void> {
     this.stopped = true;
-    clearInterval(this.pollTimer);
+    clearTimeout(this.pollTimer);
     await this.unlisten?.().catch(() => {});
     await this.filling;
     await Promise.all([...this.slots.values()].map((slot) => slot.done));
@@ -103,21 +110,28 @@ export class DeliveryWorker {
       this.again = true;
       return;
     }
-    this.filling = this.fill().finally(() => {
+    clearTimeout(this.pollTimer);
+    this.filling = this.fill().then((idle) => {
       this.filling = undefined;
-      if (this.again && !this.stopped) {
+      if (this.stopped) return;
+      if (this.again) {
         this.again = false;
         this.wake();
+        return;
       }
+      this.pollDelayMs = idle ? Math.min(Math.max(this.pollDelayMs * 2, this.options.pollMs), IDLE_POLL_MAX_MS) : this.options.pollMs;
+      this.pollTimer = setTimeout(() => this.wake(), this.pollDelayMs);
+      this.pollTimer.unref();
     });
   }
 
-  private async fill(): Promise<void> {
+  /** One pass: fills the free slots. True when it found the worker idle: no slot busy, no delivery pending. */
+  private async fill(): Promise<boolean> {
     try {
       for (;;) {
         this.again = false;
         const free = this.concurrency - this.slots.size;
-        if (free <= 0 || this.stopped) return;
+        if (free <= 0 || this.stopped) return false;
         const held = new Map<string, number>();
         for (const { tenantId } of this.slots.values()) held.set(tenantId, (held.get(tenantId) ?? 0) + 1);
         const full = [...held].filter(([, count]) => count >= this.perTenant).map(([tenantId]) => tenantId);
@@ -131,11 +145,14 @@ export class DeliveryWorker {
           held.set(endpoint.tenantId, (held.get(endpoint.tenantId) ?? 0) + 1);
           this.occupy(endpoint);
         }
-        if (leased.length < free && !this.again) return;
+        if (leased.length < free && !this.again) {
+          return leased.length === 0 && this.slots.size === 0 && !(await anyPendingDelivery(this.options.db.raw));
+        }
       }
     } catch (error) {
-      // The database away: the next poll tries again.
+      // The database away: the next poll, `pollMs` later, tries again.
       this.options.logger.warn({ err: error }, 'webhook delivery pass failed');
+      return false;
     }
   }
 
