@@ -19,12 +19,19 @@ export interface RawSql {
   /** Runs a script of one or more statements without parameters. */
   exec(script: string): Promise<void>;
   query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
+  /**
+   * Runs a statement and hands each row to `onRow` as it arrives, as an array of its columns' values, without
+   * keeping the rows: for a large read that is turned into something else row by row (an export's text), so that
+   * no row outlives the young generation's next collection. Resolves with the number of rows. On PostgreSQL it
+   * runs on the primary, unnamed, and is cancelled as any statement when the request's time is up.
+   */
+  eachRow(sql: string, params: unknown[], onRow: (values: readonly unknown[]) => void): Promise<number>;
   /** Runs `work` on one connection inside BEGIN/COMMIT, rolling back when it throws. */
   transaction<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
 }
 
 /** A statement runner inside an open transaction. */
-export interface TransactionSql extends Omit<RawSql, 'transaction'> {
+export interface TransactionSql extends Omit<RawSql, 'transaction' | 'eachRow'> {
   /**
    * Runs the transaction's last statement and commits: on PostgreSQL the COMMIT is sent with the statement, so
    * the locks it takes are released without waiting for this process to read its result (see `openPostgres`).
@@ -167,6 +174,14 @@ function withQueryEvents({ kind, adapterFactory, raw, liveReads, close: closeDri
     raw: {
       ...raw,
       query: observed(raw.query.bind(raw)),
+      eachRow: async (sql, params, onRow) => {
+        if (listeners.size === 0) return raw.eachRow(sql, params, onRow);
+        const started = performance.now();
+        const rows = await raw.eachRow(sql, params, onRow);
+        const event = { query: sql, durationMs: performance.now() - started, params: JSON.stringify(params) };
+        for (const listener of listeners) listener(event);
+        return rows;
+      },
       // Statements inside a transaction (the write path) are observed as well.
       transaction: (work) =>
         raw.transaction((tx) =>
@@ -329,6 +344,12 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
     async query<Row>(sql: string, params: unknown[] = []) {
       return (await client.query<Row>(sql, params)).rows;
     },
+    async eachRow(sql, params, onRow) {
+      // PGlite answers in this process with the whole result at once: nothing to stream.
+      const { rows } = await client.query<unknown[]>(sql, params, { rowMode: 'array' });
+      for (const row of rows) onRow(row);
+      return rows.length;
+    },
     transaction(work) {
       return client.transaction((tx) => {
         const query = async <Row>(sql: string, params: unknown[] = []) => (await tx.query<Row>(sql, params)).rows;
@@ -448,6 +469,32 @@ async function openPostgres(
     },
     async query<Row>(sql: string, params: unknown[] = []) {
       return (await run(pool, sql, params, true)).rows as Row[];
+    },
+    async eachRow(sql, params, onRow) {
+      // A checkout of its own (pool.connect, which the cancellation watches), and pg's Query with a row listener
+      // and no callback: pg then hands over each row and keeps none.
+      const client = await pool.connect();
+      let failed: unknown;
+      try {
+        return await new Promise<number>((resolve, reject) => {
+          let rows = 0;
+          const query = new pg.Query({ text: sql, values: params, rowMode: 'array' } as pg.QueryConfig);
+          query.on('row', (values: unknown[]) => {
+            if (failed !== undefined) return;
+            rows += 1;
+            try {
+              onRow(values);
+            } catch (error) {
+              failed = error;
+            }
+          });
+          query.on('error', reject);
+          query.on('end', () => (failed === undefined ? resolve(rows) : reject(failed)));
+          client.query(query);
+        });
+      } finally {
+        client.release();
+      }
     },
     async transaction(work) {
       const client = await pool.connect();

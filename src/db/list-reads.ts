@@ -1,5 +1,5 @@
 import type { SqlColumn } from '../query/columns.js';
-import { exportColumn, type RecordPart } from '../query/list-export.js';
+import type { RecordPart } from '../query/list-export.js';
 import { likePattern, type OrderKey } from '../query/filter.js';
 import { allOf, keyAlias, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 
@@ -26,8 +26,8 @@ export function propertiesToRead<Property extends string>(all: readonly Property
 
 /**
  * The select list of an export's rows (query/list-export.ts): each column its parts concatenated, a property as
- * JSON (`null` for null), as a CSV cell or as text, aliased exportColumn(i). The fixed text is the export's own (field names), quoted
- * as a literal all the same.
+ * JSON (`null` for null), as a CSV cell or as text. The fixed text is the export's own (field names), quoted as a
+ * literal all the same.
  */
 export function exportColumnsSql<Property extends string>(
   columns: Readonly<Record<Property, string>>,
@@ -42,7 +42,7 @@ export function exportColumnsSql<Property extends string>(
     }
     return `(${columns[part.text as Property]})::text`;
   };
-  return raw(parts.map((column, index) => `${column.map(partSql).join(' || ')} AS "${exportColumn(index)}"`).join(', '));
+  return raw(parts.map((column, index) => `${column.map(partSql).join(' || ')} AS "__c${index}"`).join(', '));
 }
 
 /** A text as a CSV cell (rest/export.ts csvCell): quoted, its quotes doubled, when it holds a quote, a comma or a line break. */

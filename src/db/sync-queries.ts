@@ -157,16 +157,23 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
 
 /**
  * A batch of the tenant's syncs for an export (query/list-export.ts ListRowReader): each row the text of the
- * export's columns, written by PostgreSQL (exportColumnsSql), and its sort keys' values.
+ * export's columns, written by PostgreSQL (exportColumnsSql), handed to `onRow` as it arrives. Resolves with the
+ * number of rows and the last one's sort keys' values.
  */
-export function readSyncExportRows(
-  db: Pick<RawSql, 'query'>,
+export async function readSyncExportRows(
+  db: Pick<RawSql, 'eachRow'>,
   query: SyncListQuery,
   connectionId: string | null,
   columns: readonly (readonly RecordPart[])[],
-): Promise<Record<string, unknown>[]> {
+  onRow: (texts: readonly unknown[]) => void,
+): Promise<{ rows: number; lastKeys: unknown[] | null }> {
   const statement = pageOf(query, exportColumnsSql(SYNC_ROW_SQL, columns), connectionScope(connectionId));
-  return db.query<Record<string, unknown>>(statement.text, statement.values);
+  let last: readonly unknown[] | null = null;
+  const rows = await db.eachRow(statement.text, statement.values, (values) => {
+    last = values;
+    onRow(values);
+  });
+  return { rows, lastKeys: last ? (last as readonly unknown[]).slice(columns.length) : null };
 }
 
 /** One of the tenant's syncs by id, or null: the properties asked for (the id always; null for all). */

@@ -253,9 +253,8 @@ builder.queryFields((t) => ({
         return exportedPage<Prisma.SyncGetPayload<object>>(
           context.listExport,
           {
-            read: (columns, after, take) =>
-              readSyncExportRows(raw, { ...query, ...keysetOrder(query.keys, after), take }, connectionId, columns),
-            keyValues: (row) => keyValuesOf(row, query.keys.length),
+            read: (columns, after, take, onRow) =>
+              readSyncExportRows(raw, { ...query, ...keysetOrder(query.keys, after), take }, connectionId, columns, onRow),
           },
           window,
         );

@@ -27,17 +27,16 @@ export type RecordPart = { literal: string } | { json: string } | { csv: string;
 /** A list's rows for an export: the field's own question, read from a keyset position on. */
 export interface ListRowReader {
   /**
-   * Up to `take` rows after the row whose sort keys read `after` (null: from the first), in the list's order. A
-   * row's text of `columns[i]` (its parts concatenated) is its member `exportColumn(i)`.
+   * Up to `take` rows after the row whose sort keys read `after` (null: from the first), in the list's order,
+   * each handed to `onRow` as it arrives: the texts of `columns` (each its parts concatenated), in order. Resolves
+   * with how many there were and the last one's sort keys' values (where the next batch starts).
    */
-  read(columns: readonly (readonly RecordPart[])[], after: readonly unknown[] | null, take: number): Promise<Record<string, unknown>[]>;
-  /** A row's sort keys' values: where the next batch starts. */
-  keyValues(row: Record<string, unknown>): unknown[];
-}
-
-/** The member of an exported row holding the text of the reader's `index`th column. */
-export function exportColumn(index: number): string {
-  return `__c${index}`;
+  read(
+    columns: readonly (readonly RecordPart[])[],
+    after: readonly unknown[] | null,
+    take: number,
+    onRow: (texts: readonly unknown[]) => void,
+  ): Promise<{ rows: number; lastKeys: unknown[] | null }>;
 }
 
 /**

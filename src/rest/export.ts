@@ -9,7 +9,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
-import { exportColumn, JSON_TEXT_OF, type ListExport, type RecordPart } from '../query/list-export.js';
+import { JSON_TEXT_OF, type ListExport, type RecordPart } from '../query/list-export.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
@@ -95,9 +95,9 @@ interface ExportPage {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
 
-/** A batch's records as the export's text, and where the next starts (a cursor, or a row's sort keys' values); null after the last. */
+/** A batch's records as the export's bytes, and where the next starts (a cursor, or a row's sort keys' values); null after the last. */
 interface Batch {
-  text: string;
+  bytes: Uint8Array;
   rows: number;
   after: unknown;
 }
@@ -136,7 +136,7 @@ function fieldSources(fields: readonly RestField[]): FieldSource[] | null {
 /** The columns PostgreSQL writes for a batch's rows, and how a row's columns make one line of the export. */
 interface RecordLayout {
   columns: RecordPart[][];
-  line: (row: Record<string, unknown>) => string;
+  line: (row: readonly unknown[]) => string;
 }
 
 /**
@@ -145,20 +145,20 @@ interface RecordLayout {
  */
 function ndjsonLayout(sources: readonly FieldSource[], jsonText: (text: unknown) => string): RecordLayout {
   const columns: RecordPart[][] = [];
-  const pieces: ((row: Record<string, unknown>) => string)[] = [];
+  const pieces: ((row: readonly unknown[]) => string)[] = [];
   let run: RecordPart[] | null = null;
   for (const [index, source] of sources.entries()) {
     const key = `${index === 0 ? '' : ','}${JSON.stringify(source.name)}:`;
     if (source.form === 'value') {
       if (!run) {
         run = [];
-        const member = exportColumn(columns.push(run) - 1);
+        const member = columns.push(run) - 1;
         pieces.push((row) => row[member] as string);
       }
       run.push({ literal: key }, { json: source.property });
     } else {
       run = null;
-      const member = exportColumn(columns.push([{ text: source.property }]) - 1);
+      const member = columns.push([{ text: source.property }]) - 1;
       pieces.push((row) => key + jsonText(row[member]));
     }
   }
@@ -179,19 +179,19 @@ function ndjsonLayout(sources: readonly FieldSource[], jsonText: (text: unknown)
  */
 function csvLayout(sources: readonly FieldSource[], jsonText: (text: unknown) => string): RecordLayout {
   const columns: RecordPart[][] = [];
-  const cells: ((row: Record<string, unknown>) => string)[] = [];
+  const cells: ((row: readonly unknown[]) => string)[] = [];
   let run: RecordPart[] | null = null;
   for (const source of sources) {
     if (source.form === 'value') {
       if (run) run.push({ literal: ',' }, { csv: source.property, plain: source.plain });
       else {
         run = [{ csv: source.property, plain: source.plain }];
-        const member = exportColumn(columns.push(run) - 1);
+        const member = columns.push(run) - 1;
         cells.push((row) => row[member] as string);
       }
     } else {
       run = null;
-      const member = exportColumn(columns.push([{ text: source.property }]) - 1);
+      const member = columns.push([{ text: source.property }]) - 1;
       cells.push((row) => jsonText(row[member]));
     }
   }
@@ -240,6 +240,26 @@ function jsonTextWriter(write: (compact: string) => string): (text: unknown) => 
     }
     return written;
   };
+}
+
+/** A batch's text as UTF-8, appended line by line into one buffer that grows by doubling. */
+class BatchBytes {
+  private buffer = Buffer.allocUnsafe(1 << 22);
+  private length = 0;
+
+  append(text: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    if (this.length + text.length * 3 > this.buffer.length) {
+      const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + text.length * 3));
+      this.buffer.copy(grown, 0, 0, this.length);
+      this.buffer = grown;
+    }
+    this.length += this.buffer.write(text, this.length);
+  }
+
+  written(): Uint8Array {
+    return this.buffer.subarray(0, this.length);
+  }
 }
 
 /** A GraphQL error of a batch, carried to the stream's consumer. */
@@ -323,17 +343,19 @@ export async function runExport<C extends RestContext>(
           : csvLayout(sources, jsonTextWriter(csvCell));
       readBatch = (after) =>
         withinBatchTime(async () => {
-          const read = await reader.read(layout.columns, after as unknown[] | null, EXPORT_READ_ROWS);
-          // Joined once, flat: a string grown line by line is a tree the encoder must flatten, in the old generation.
-          const text = read.map(layout.line).join('');
-          const last = read.length === EXPORT_READ_ROWS ? read.at(-1) : undefined;
-          return { text, rows: read.length, after: last ? reader.keyValues(last) : null };
+          // Each row's line is written into the batch's bytes as the row arrives, and the row is dropped: no
+          // row, and no string of it, outlives the young generation's next collection.
+          const bytes = new BatchBytes();
+          const read = await reader.read(layout.columns, after as unknown[] | null, EXPORT_READ_ROWS, (row) =>
+            bytes.append(layout.line(row)),
+          );
+          return { bytes: bytes.written(), rows: read.rows, after: read.rows === EXPORT_READ_ROWS ? read.lastKeys : null };
         });
       first = await readBatch(null);
     } else {
       const write = format === 'ndjson' ? ndjsonLines : csvRows(fields);
       const batchOf = (read: ExportPage): Batch => ({
-        text: write(read.nodes.map((node) => withoutNullMembers(node, omit))),
+        bytes: Buffer.from(write(read.nodes.map((node) => withoutNullMembers(node, omit)))),
         rows: read.nodes.length,
         after: read.pageInfo.hasNextPage ? read.pageInfo.endCursor : null,
       });
@@ -393,7 +415,7 @@ export async function runExport<C extends RestContext>(
           }
           readAhead(batch);
           rows += batch.rows;
-          if (batch.rows > 0) controller.enqueue(encoder.encode(batch.text));
+          if (batch.rows > 0) controller.enqueue(batch.bytes);
           if (!pending) {
             finish('complete');
             controller.close();
