@@ -25,11 +25,14 @@ export const WARNING_INTERVAL_MS = 60_000;
  */
 export async function budgetStore(redisUrl: string | undefined, timeoutMs: number, logger: Logger): Promise<BudgetStore> {
   if (!redisUrl) return { budget: (settings) => new RateLimiterMemory(settings), dispose: async () => {} };
-  const [{ Redis }, { default: RateLimiterRedis }] = await Promise.all([
+  // Both modules are CommonJS: imported dynamically from the bundle, each is only its `default` (module.exports),
+  // which for ioredis is the client class itself.
+  const [ioredis, { default: RateLimiterRedis }] = await Promise.all([
     import('ioredis'),
     import('rate-limiter-flexible/lib/RateLimiterRedis.js'),
   ]);
-  const redis = new Redis(redisUrl, {
+  const RedisClient = ioredis.default as unknown as typeof import('ioredis').Redis;
+  const redis = new RedisClient(redisUrl, {
     // Fail at once while disconnected instead of queueing: a request must never wait for Redis to return.
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
