@@ -158,30 +158,26 @@ function withQueryEvents({ kind, adapterFactory, raw, liveReads, close: closeDri
   prisma.$on('query', (event) => {
     for (const listener of listeners) listener({ query: event.query, durationMs: event.duration, params: event.params });
   });
+  /** Runs one statement, reporting its text, time and parameters to the listeners when there are any. */
+  const observe = async <T>(sql: string, params: unknown[], run: () => Promise<T>): Promise<T> => {
+    if (listeners.size === 0) return run();
+    const started = performance.now();
+    const result = await run();
+    const event = { query: sql, durationMs: performance.now() - started, params: JSON.stringify(params) };
+    for (const listener of listeners) listener(event);
+    return result;
+  };
   const observed =
     (query: RawSql['query']): RawSql['query'] =>
-    async <Row>(sql: string, params: unknown[] = []): Promise<Row[]> => {
-      if (listeners.size === 0) return query<Row>(sql, params);
-      const started = performance.now();
-      const rows = await query<Row>(sql, params);
-      const event = { query: sql, durationMs: performance.now() - started, params: JSON.stringify(params) };
-      for (const listener of listeners) listener(event);
-      return rows;
-    };
+    <Row>(sql: string, params: unknown[] = []): Promise<Row[]> =>
+      observe(sql, params, () => query<Row>(sql, params));
   return {
     kind,
     prisma,
     raw: {
       ...raw,
       query: observed(raw.query.bind(raw)),
-      eachRow: async (sql, params, onRow) => {
-        if (listeners.size === 0) return raw.eachRow(sql, params, onRow);
-        const started = performance.now();
-        const rows = await raw.eachRow(sql, params, onRow);
-        const event = { query: sql, durationMs: performance.now() - started, params: JSON.stringify(params) };
-        for (const listener of listeners) listener(event);
-        return rows;
-      },
+      eachRow: (sql, params, onRow) => observe(sql, params, () => raw.eachRow(sql, params, onRow)),
       // Statements inside a transaction (the write path) are observed as well.
       transaction: (work) =>
         raw.transaction((tx) =>
