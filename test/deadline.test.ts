@@ -1,6 +1,8 @@
 // The request time limit ends the work: a statement still running at a request's deadline is cancelled in
 // PostgreSQL, the answer is 503 at the deadline whatever the resolvers are doing, and the server's own
 // connections carry a statement_timeout no longer than the deadline.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SERVER_STATEMENT_TIMEOUT_MS, startApp } from '../src/http/app.js';
@@ -8,6 +10,7 @@ import { openDatabase } from '../src/db/client.js';
 import { parseConfig } from '../src/env.js';
 import { createLogger } from '../src/logger.js';
 import { DEFAULT_REQUEST_LIMITS } from '../src/plugins/use-limits.js';
+import { startDeadline, withinDeadline } from '../src/plugins/use-deadline.js';
 import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';
@@ -152,5 +155,26 @@ describe.runIf(databaseKinds.includes('postgres'))('statement_timeout of the con
     } finally {
       await cli.close();
     }
+  });
+});
+
+describe('a deadline once its work has ended', () => {
+  it('keeps nothing that raced it alive, though it outlives the request', async () => {
+    // A request's deadline is the async context's store, which every timer started under it keeps (a pool's
+    // idle timer, for seconds): what it holds must not include the request's results.
+    setFlagsFromString('--expose-gc');
+    const collectGarbage = runInNewContext('gc') as () => void;
+    const deadline = startDeadline(60_000);
+    const raced = async (): Promise<WeakRef<object>> => {
+      const result = { rows: new Array(1000).fill('row') };
+      expect(await withinDeadline(deadline, Promise.resolve(result))).toBe(result);
+      return new WeakRef(result);
+    };
+    const held = await raced();
+    deadline.end();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    collectGarbage();
+    expect(held.deref()).toBeUndefined();
+    expect(deadline.ended).toBe(true);
   });
 });

@@ -5,8 +5,11 @@ import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { cancelStatementsOnAbort } from './cancellation.js';
+import { copyStatement } from './copy-binary.js';
+import type { Sql } from '../query/sql.js';
 import type { PGliteFiles } from './pglite-preload.js';
 import { PreparedStatements } from './prepared-statements.js';
 import { admittedByLocalSocket, hasLocalSocket, localSocketUrl, serveLocalSocket } from './local-socket.js';
@@ -20,18 +23,18 @@ export interface RawSql {
   exec(script: string): Promise<void>;
   query<Row = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<Row[]>;
   /**
-   * Runs a statement and hands each row to `onRow` as it arrives, as an array of its columns' values, without
-   * keeping the rows: for a large read that is turned into something else row by row (an export's text), so that
-   * no row outlives the young generation's next collection. Resolves with the number of rows. On PostgreSQL it
-   * runs on the primary, unnamed, and is cancelled as any statement when the request's time is up.
+   * Runs a select as a binary COPY of its rows (copy-binary.ts) and hands over the output in chunks as it
+   * arrives, cut anywhere, keeping none of it: for a large read whose rows are turned into bytes (an export's
+   * lines) without becoming strings or objects. On PostgreSQL it runs on the primary and is cancelled as any
+   * statement when the request's time is up; on PGlite, in this process, the output is one chunk.
    */
-  eachRow(sql: string, params: unknown[], onRow: (values: readonly unknown[]) => void): Promise<number>;
+  copyRows(select: Sql, onChunk: (chunk: Buffer) => void): Promise<void>;
   /** Runs `work` on one connection inside BEGIN/COMMIT, rolling back when it throws. */
   transaction<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
 }
 
 /** A statement runner inside an open transaction. */
-export interface TransactionSql extends Omit<RawSql, 'transaction' | 'eachRow'> {
+export interface TransactionSql extends Omit<RawSql, 'transaction' | 'copyRows'> {
   /**
    * Runs the transaction's last statement and commits: on PostgreSQL the COMMIT is sent with the statement, so
    * the locks it takes are released without waiting for this process to read its result (see `openPostgres`).
@@ -177,7 +180,7 @@ function withQueryEvents({ kind, adapterFactory, raw, liveReads, close: closeDri
     raw: {
       ...raw,
       query: observed(raw.query.bind(raw)),
-      eachRow: (sql, params, onRow) => observe(sql, params, () => raw.eachRow(sql, params, onRow)),
+      copyRows: (select, onChunk) => observe(select.text, select.values, () => raw.copyRows(select, onChunk)),
       // Statements inside a transaction (the write path) are observed as well.
       transaction: (work) =>
         raw.transaction((tx) =>
@@ -340,11 +343,11 @@ async function openPGlite(dataDir: string, localSocket?: 'serve' | 'join', dump?
     async query<Row>(sql: string, params: unknown[] = []) {
       return (await client.query<Row>(sql, params)).rows;
     },
-    async eachRow(sql, params, onRow) {
-      // PGlite answers in this process with the whole result at once: nothing to stream.
-      const { rows } = await client.query<unknown[]>(sql, params, { rowMode: 'array' });
-      for (const row of rows) onRow(row);
-      return rows.length;
+    async copyRows(select, onChunk) {
+      // PGlite answers in this process with the whole output at once: nothing to stream.
+      const { blob } = await client.query(copyStatement(select, "'/dev/blob'"));
+      if (!blob) throw new Error('COPY wrote no output');
+      onChunk(Buffer.from(await blob.arrayBuffer()));
     },
     transaction(work) {
       return client.transaction((tx) => {
@@ -420,11 +423,11 @@ async function openPostgres(
   // not after a round trip through this process (src/db/events.ts). Not through a server's local socket: PGlite
   // answers one message at a time there.
   const pipelined = kind === 'postgres';
-  const poolOf = (max: number, connectionString = url, Pool: typeof pg.Pool = pg.Pool) => {
+  const poolOf = (max: number, connectionString = url, Pool: typeof pg.Pool = pg.Pool, pipeline = pipelined) => {
     const created = new Pool({
       connectionString,
       max,
-      pipeline: pipelined,
+      pipeline,
       connectionTimeoutMillis: connectTimeoutMs,
       ...(queryTimeoutMs === undefined ? {} : { query_timeout: queryTimeoutMs }),
       // Sent as a startup parameter, so it holds for every connection the pool opens, Prisma's statements included.
@@ -439,7 +442,11 @@ async function openPostgres(
   const readReplicas = readUrl ? new ReadReplicas(poolOf(poolSize, readUrl), readMaxLagMs) : undefined;
   // pg.Pool opens its connections on demand: a process without live subscribers never opens these.
   const livePool = poolOf(LIVE_POOL_SIZE);
+  // COPY takes its connection whole, which pipeline mode cannot give: the exports' reads have a pool of their own,
+  // opened on demand, so a long transfer does not hold one of the requests' connections either.
+  const copyPool = poolOf(poolSize, url, pg.Pool, false);
   const cancellation = cancelStatementsOnAbort(pool);
+  const copyCancellation = cancelStatementsOnAbort(copyPool);
   const replicaCancellation = readReplicas ? cancelStatementsOnAbort(readReplicas.pool) : undefined;
   if (readReplicas) (pool as RoutingPool).routeTo(readReplicas);
   /** How statements run on `of`'s connections (and on `alsoOf`'s, where `of` routes some): prepared, or unnamed. */
@@ -466,30 +473,39 @@ async function openPostgres(
     async query<Row>(sql: string, params: unknown[] = []) {
       return (await run(pool, sql, params, true)).rows as Row[];
     },
-    async eachRow(sql, params, onRow) {
-      // A checkout of its own (pool.connect, which the cancellation watches), and pg's Query with a row listener
-      // and no callback: pg then hands over each row and keeps none.
-      const client = await pool.connect();
-      let failed: unknown;
+    async copyRows(select, onChunk) {
+      // A checkout (copyPool.connect, which the cancellation watches). A COPY cut short leaves the connection
+      // mid-protocol: it is destroyed rather than returned to the pool.
+      const client = await copyPool.connect();
+      let failed = false;
       try {
-        return await new Promise<number>((resolve, reject) => {
-          let rows = 0;
-          const query = new pg.Query({ text: sql, values: params, rowMode: 'array' } as pg.QueryConfig);
-          query.on('row', (values: unknown[]) => {
-            if (failed !== undefined) return;
-            rows += 1;
+        await new Promise<void>((resolve, reject) => {
+          const output = client.query(copyTo(copyStatement(select, 'STDOUT')));
+          output.on('data', (chunk: Buffer) => {
             try {
-              onRow(values);
+              onChunk(chunk);
             } catch (error) {
-              failed = error;
+              output.destroy(error as Error);
             }
           });
-          query.on('error', reject);
-          query.on('end', () => (failed === undefined ? resolve(rows) : reject(failed)));
-          client.query(query);
+          // pg gives a statement with a read timeout (query_timeout) a callback that stops its timer, and
+          // calls it when the statement ends; for a COPY stream nothing does, and the timer would keep the
+          // stream and everything its listeners reach until it fired.
+          const settled = (error: Error | null) => (output as { callback?: (error: Error | null) => void }).callback?.(error);
+          output.on('error', (error) => {
+            settled(error);
+            reject(error);
+          });
+          output.on('end', () => {
+            settled(null);
+            resolve();
+          });
         });
+      } catch (error) {
+        failed = true;
+        throw error;
       } finally {
-        client.release();
+        client.release(failed);
       }
     },
     async transaction(work) {
@@ -576,8 +592,8 @@ async function openPostgres(
     raw,
     liveReads,
     async close() {
-      await Promise.all([pool.end(), livePool.end(), readReplicas?.pool.end()]);
-      await Promise.all([cancellation.close(), replicaCancellation?.close()]);
+      await Promise.all([pool.end(), livePool.end(), copyPool.end(), readReplicas?.pool.end()]);
+      await Promise.all([cancellation.close(), copyCancellation.close(), replicaCancellation?.close()]);
     },
     listen,
   });

@@ -6,7 +6,8 @@ import type { OrderKey } from '../query/filter.js';
 import { timestampTextSql, type TimestampText } from '../timestamps.js';
 import type { RawSql } from './client.js';
 import { exportColumnsSql, pageSql } from './list-reads.js';
-import type { RecordPart } from '../query/list-export.js';
+import type { RecordPart, RowFields } from '../query/list-export.js';
+import { CopyBinaryTuples } from './copy-binary.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
 // work cost more than the rest of the request. Every statement is scoped by the tenant
@@ -157,23 +158,24 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
 
 /**
  * A batch of the tenant's syncs for an export (query/list-export.ts ListRowReader): each row the text of the
- * export's columns, written by PostgreSQL (exportColumnsSql), handed to `onRow` as it arrives. Resolves with the
- * number of rows and the last one's sort keys' values.
+ * export's columns, written by PostgreSQL (exportColumnsSql) and read as binary COPY output, handed to `onRow`
+ * as bytes as it arrives. Resolves with the number of rows and the last one's sort keys' values.
  */
 export async function readSyncExportRows(
-  db: Pick<RawSql, 'eachRow'>,
+  db: Pick<RawSql, 'copyRows'>,
   query: SyncListQuery,
   connectionId: string | null,
   columns: readonly (readonly RecordPart[])[],
-  onRow: (texts: readonly unknown[]) => void,
+  onRow: (row: RowFields) => void,
 ): Promise<{ rows: number; lastKeys: unknown[] | null }> {
   const statement = pageOf(query, exportColumnsSql(SYNC_ROW_SQL, columns), connectionScope(connectionId));
-  let last: readonly unknown[] | null = null;
-  const rows = await db.eachRow(statement.text, statement.values, (values) => {
-    last = values;
-    onRow(values);
+  const tuples = new CopyBinaryTuples((row) => {
+    row.keepFields(columns.length);
+    onRow(row);
   });
-  return { rows, lastKeys: last ? (last as readonly unknown[]).slice(columns.length) : null };
+  await db.copyRows(statement, (chunk) => tuples.push(chunk));
+  tuples.end();
+  return { rows: tuples.rows, lastKeys: tuples.rows > 0 ? tuples.keptTexts() : null };
 }
 
 /** One of the tenant's syncs by id, or null: the properties asked for (the id always; null for all). */

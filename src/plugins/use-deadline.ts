@@ -46,6 +46,12 @@ export class Deadline implements StatementSignal {
   end(): void {
     this.ended = true;
     clearTimeout(this.timer);
+    // `expired` never settles now, and a promise keeps what raced it (Promise.race's reactions hold each racer's
+    // result). The deadline itself outlives the request: it is the async context's store, which every timer
+    // started under it keeps (a pool's idle timer, for seconds). Letting go of the promise frees the results.
+    this.expiredPromise = undefined;
+    this.expire = undefined;
+    this.listeners.clear();
   }
 
   private abort(): void {

@@ -24,18 +24,29 @@ export interface ListExport {
  */
 export type RecordPart = { literal: string } | { json: string } | { csv: string; plain?: boolean } | { text: string };
 
+/**
+ * A row of an export's batch as bytes (db/copy-binary.ts CopyBinaryTuples): field `i` is
+ * `data[starts[i] .. starts[i] + lengths[i])`, the UTF-8 text of the column, or null when its length is -1. Valid
+ * only while the row is being handed over.
+ */
+export interface RowFields {
+  readonly data: Buffer;
+  readonly starts: Int32Array;
+  readonly lengths: Int32Array;
+}
+
 /** A list's rows for an export: the field's own question, read from a keyset position on. */
 export interface ListRowReader {
   /**
    * Up to `take` rows after the row whose sort keys read `after` (null: from the first), in the list's order,
-   * each handed to `onRow` as it arrives: the texts of `columns` (each its parts concatenated), in order. Resolves
-   * with how many there were and the last one's sort keys' values (where the next batch starts).
+   * each handed to `onRow` as it arrives: the texts of `columns` (each its parts concatenated), in order, as
+   * bytes. Resolves with how many there were and the last one's sort keys' values (where the next batch starts).
    */
   read(
     columns: readonly (readonly RecordPart[])[],
     after: readonly unknown[] | null,
     take: number,
-    onRow: (texts: readonly unknown[]) => void,
+    onRow: (row: RowFields) => void,
   ): Promise<{ rows: number; lastKeys: unknown[] | null }>;
 }
 

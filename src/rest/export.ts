@@ -9,7 +9,8 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
-import { JSON_TEXT_OF, type ListExport, type RecordPart } from '../query/list-export.js';
+import { JSON_TEXT_OF, type ListExport } from '../query/list-export.js';
+import { BatchBytes, csvCell, csvLayout, type FieldSource, ndjsonLayout } from './export-lines.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
@@ -27,8 +28,9 @@ import type { RestContext } from './request-context.js';
 // writes the property's text unchanged (a string, an id, a boolean, an integer, a timestamp the reader writes in
 // the API's text, an enum whose names are its values) as PostgreSQL's JSON of it, runs of such fields with
 // their names as one text; a field that is the JSON text of a JSON column (JSON_TEXT_OF) from the column's
-// text, made compact here as JSON.stringify would (compactJsonText). No operation runs per batch and no object
-// is built per field: the gateway joins texts while PostgreSQL, on the other core, reads the next batch. A list
+// text, made compact here as JSON.stringify would (export-lines.ts). The rows come as binary COPY output
+// (db/copy-binary.ts), so no operation runs per batch and no string or object is built per row: the gateway
+// copies bytes while PostgreSQL, on the other core, writes the next rows. A list
 // field without a reader, or a field written otherwise (an object, a resolver), is exported by running the
 // operation page after page by cursor. Either way one batch is read ahead while the one before is written, and
 // no more: the next is read only when the client has taken the last, so memory stays flat whatever the size. A
@@ -102,15 +104,6 @@ interface Batch {
   after: unknown;
 }
 
-/** Where an exported field's value comes from, when PostgreSQL writes it: a row property's value, or a JSON column's text. */
-interface FieldSource {
-  name: string;
-  property: string;
-  form: 'value' | 'jsonText';
-  /** A value whose text never holds a quote, a comma or a line break (a boolean, a number, a timestamp, an enum's name). */
-  plain: boolean;
-}
-
 /** Leaf types whose serializer writes a property's text (as the reader reads it) unchanged. */
 const TEXT_SERIALIZED = new Set(['String', 'ID', 'Boolean', 'Int', 'DateTime']);
 
@@ -131,135 +124,6 @@ function fieldSources(fields: readonly RestField[]): FieldSource[] | null {
     else return null;
   }
   return sources;
-}
-
-/** The columns PostgreSQL writes for a batch's rows, and how a row's columns make one line of the export. */
-interface RecordLayout {
-  columns: RecordPart[][];
-  line: (row: readonly unknown[]) => string;
-}
-
-/**
- * NDJSON: each run of value fields is one column, `"name":value` pairs written by PostgreSQL; each JSON text field
- * its own, the column's text made compact and quoted here. The braces and the line end are added here.
- */
-function ndjsonLayout(sources: readonly FieldSource[], jsonText: (text: unknown) => string): RecordLayout {
-  const columns: RecordPart[][] = [];
-  const pieces: ((row: readonly unknown[]) => string)[] = [];
-  let run: RecordPart[] | null = null;
-  for (const [index, source] of sources.entries()) {
-    const key = `${index === 0 ? '' : ','}${JSON.stringify(source.name)}:`;
-    if (source.form === 'value') {
-      if (!run) {
-        run = [];
-        const member = columns.push(run) - 1;
-        pieces.push((row) => row[member] as string);
-      }
-      run.push({ literal: key }, { json: source.property });
-    } else {
-      run = null;
-      const member = columns.push([{ text: source.property }]) - 1;
-      pieces.push((row) => key + jsonText(row[member]));
-    }
-  }
-  return {
-    columns,
-    line: (row) => {
-      let line = '{';
-      for (const piece of pieces) line += piece(row);
-      return `${line}}\n`;
-    },
-  };
-}
-
-/**
- * CSV: each run of value fields is one column, its cells and commas written by PostgreSQL; each JSON text field
- * its own, the column's text made compact and quoted here. The commas between columns and the line end are
- * added here.
- */
-function csvLayout(sources: readonly FieldSource[], jsonText: (text: unknown) => string): RecordLayout {
-  const columns: RecordPart[][] = [];
-  const cells: ((row: readonly unknown[]) => string)[] = [];
-  let run: RecordPart[] | null = null;
-  for (const source of sources) {
-    if (source.form === 'value') {
-      if (run) run.push({ literal: ',' }, { csv: source.property, plain: source.plain });
-      else {
-        run = [{ csv: source.property, plain: source.plain }];
-        const member = columns.push(run) - 1;
-        cells.push((row) => row[member] as string);
-      }
-    } else {
-      run = null;
-      const member = columns.push([{ text: source.property }]) - 1;
-      cells.push((row) => jsonText(row[member]));
-    }
-  }
-  return {
-    columns,
-    line: (row) => {
-      let line = cells[0]!(row);
-      for (let index = 1; index < cells.length; index += 1) line += `,${cells[index]!(row)}`;
-      return `${line}\r\n`;
-    },
-  };
-}
-
-/** Separators of PostgreSQL's jsonb text (`", "`, `": "`), strings matched whole so that theirs are kept. */
-const JSONB_SEPARATOR = /("(?:[^"\\]|\\.)*")|([,:]) /g;
-/**
- * What JSON.parse then JSON.stringify would write otherwise than jsonb's text without its spaces: a number with a
- * fraction (`1.50`, `1.0`), one past a double's exact integers (16 digits), a key that is an array index (which
- * JavaScript objects put first). Strings may match too: they take the slow path, which is as exact.
- */
-const NOT_COMPACTED_ALONE = /\d\.|\d{16}|"\d+": /;
-
-/**
- * `JSON.stringify(JSON.parse(text))` of PostgreSQL's text of a jsonb value (SQL null: `null`), which is what a
- * page's JSON text field writes (pg parses the column, the resolver stringifies it): jsonb writes `", "` and
- * `": "` between members and nothing else outside strings, so dropping those spaces is enough, unless the text
- * holds what JSON.parse would change.
- */
-export function compactJsonText(text: string | null): string {
-  if (text === null) return 'null';
-  return NOT_COMPACTED_ALONE.test(text) ? JSON.stringify(JSON.parse(text)) : text.replace(JSONB_SEPARATOR, '$1$2');
-}
-
-/**
- * How a JSON text field's value is written (`write`: quoted as JSON, or as a CSV cell) from its column's text,
- * remembering the last texts: a column such as a default checksum repeats on most rows.
- */
-function jsonTextWriter(write: (compact: string) => string): (text: unknown) => string {
-  const known = new Map<unknown, string>();
-  return (text) => {
-    let written = known.get(text);
-    if (written === undefined) {
-      if (known.size >= 256) known.clear();
-      written = write(compactJsonText(text as string | null));
-      known.set(text, written);
-    }
-    return written;
-  };
-}
-
-/** A batch's text as UTF-8, appended line by line into one buffer that grows by doubling. */
-class BatchBytes {
-  private buffer = Buffer.allocUnsafe(1 << 22);
-  private length = 0;
-
-  append(text: string): void {
-    // UTF-8 takes at most 3 bytes per UTF-16 unit.
-    if (this.length + text.length * 3 > this.buffer.length) {
-      const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + text.length * 3));
-      this.buffer.copy(grown, 0, 0, this.length);
-      this.buffer = grown;
-    }
-    this.length += this.buffer.write(text, this.length);
-  }
-
-  written(): Uint8Array {
-    return this.buffer.subarray(0, this.length);
-  }
 }
 
 /** A GraphQL error of a batch, carried to the stream's consumer. */
@@ -334,21 +198,16 @@ export async function runExport<C extends RestContext>(
     const page = await runOperation(null);
     const reader = listExport.rows;
     if (reader && sources) {
-      const layout =
-        format === 'ndjson'
-          ? ndjsonLayout(
-              sources,
-              jsonTextWriter((compact) => JSON.stringify(compact)),
-            )
-          : csvLayout(sources, jsonTextWriter(csvCell));
+      const layout = format === 'ndjson' ? ndjsonLayout(sources) : csvLayout(sources);
+      // A batch's buffer is sized as the last batch's bytes and a little more: buffers are the export's
+      // allocations, and each is collected by a full collection, triggered by the bytes allocated outside the heap.
+      let batchBytes = 1 << 20;
       readBatch = (after) =>
         withinBatchTime(async () => {
-          // Each row's line is written into the batch's bytes as the row arrives, and the row is dropped: no
-          // row, and no string of it, outlives the young generation's next collection.
-          const bytes = new BatchBytes();
-          const read = await reader.read(layout.columns, after as unknown[] | null, EXPORT_READ_ROWS, (row) =>
-            bytes.append(layout.line(row)),
-          );
+          // Each row's line is written into the batch's bytes from the row's own bytes as they arrive.
+          const bytes = new BatchBytes(batchBytes);
+          const read = await reader.read(layout.columns, after as unknown[] | null, EXPORT_READ_ROWS, (row) => layout.write(row, bytes));
+          batchBytes = Math.ceil(bytes.length * 1.1) + 4096;
           return { bytes: bytes.written(), rows: read.rows, after: read.rows === EXPORT_READ_ROWS ? read.lastKeys : null };
         });
       first = await readBatch(null);
@@ -466,11 +325,4 @@ function csvRows(fields: readonly string[]): (items: readonly Record<string, unk
     }
     return text;
   };
-}
-
-/** One CSV cell: empty for null, JSON text for objects and arrays, quoted when it holds a comma, quote or line break. */
-export function csvCell(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }

@@ -1,0 +1,246 @@
+import type { RecordPart, RowFields } from '../query/list-export.js';
+
+// An export's lines written from the bytes of its rows (rest/export.ts): PostgreSQL writes each record's text as
+// a few text columns and sends them as binary COPY output (db/copy-binary.ts); here those bytes are copied into
+// the batch's buffer, and the JSON text fields made compact as a page writes them, byte by byte. No row becomes
+// a string or an object on the way.
+
+/** Where an exported field's value comes from, when PostgreSQL writes it: a row property's value, or a JSON column's text. */
+export interface FieldSource {
+  name: string;
+  property: string;
+  form: 'value' | 'jsonText';
+  /** A value whose text never holds a quote, a comma or a line break (a boolean, a number, a timestamp, an enum's name). */
+  plain: boolean;
+}
+
+/** A batch's bytes, appended into one buffer that grows by doubling from `capacity`. */
+export class BatchBytes {
+  buffer: Buffer;
+  length = 0;
+
+  constructor(capacity: number) {
+    this.buffer = Buffer.allocUnsafe(capacity);
+  }
+
+  /** Makes room for `bytes` more. */
+  reserve(bytes: number): void {
+    if (this.length + bytes <= this.buffer.length) return;
+    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + bytes));
+    this.buffer.copy(grown, 0, 0, this.length);
+    this.buffer = grown;
+  }
+
+  append(text: string): void {
+    // UTF-8 takes at most 3 bytes per UTF-16 unit.
+    this.reserve(text.length * 3);
+    this.length += this.buffer.write(text, this.length);
+  }
+
+  appendBytes(source: Buffer, start: number, end: number): void {
+    this.reserve(end - start);
+    this.length += source.copy(this.buffer, this.length, start, end);
+  }
+
+  written(): Uint8Array {
+    return this.buffer.subarray(0, this.length);
+  }
+}
+
+/** The columns PostgreSQL writes for a batch's rows, and how a row's columns make one line of the export. */
+export interface RecordLayout {
+  columns: RecordPart[][];
+  write: (row: RowFields, out: BatchBytes) => void;
+}
+
+type FieldWriter = (row: RowFields, out: BatchBytes) => void;
+
+/** Writes column `member` of a row as PostgreSQL wrote it. */
+const columnBytes =
+  (member: number): FieldWriter =>
+  (row, out) =>
+    out.appendBytes(row.data, row.starts[member]!, row.starts[member]! + row.lengths[member]!);
+
+/** Writes fixed text. */
+function fixedBytes(text: string): FieldWriter {
+  const bytes = Buffer.from(text);
+  return (_row, out) => out.appendBytes(bytes, 0, bytes.length);
+}
+
+/**
+ * NDJSON: each run of value fields is one column, `"name":value` pairs written by PostgreSQL; each JSON text field
+ * its own, the column's text made compact and quoted here. The braces and the line end are added here.
+ */
+export function ndjsonLayout(sources: readonly FieldSource[]): RecordLayout {
+  const columns: RecordPart[][] = [];
+  const writers: FieldWriter[] = [fixedBytes('{')];
+  let run: RecordPart[] | null = null;
+  for (const [index, source] of sources.entries()) {
+    const key = `${index === 0 ? '' : ','}${JSON.stringify(source.name)}:`;
+    if (source.form === 'value') {
+      if (!run) {
+        run = [];
+        writers.push(columnBytes(columns.push(run) - 1));
+      }
+      run.push({ literal: key }, { json: source.property });
+    } else {
+      run = null;
+      writers.push(fixedBytes(key), jsonTextBytes(columns.push([{ text: source.property }]) - 1, 'json'));
+    }
+  }
+  writers.push(fixedBytes('}\n'));
+  return { columns, write: writeAll(writers) };
+}
+
+/**
+ * CSV: each run of value fields is one column, its cells and commas written by PostgreSQL; each JSON text field
+ * its own, the column's text made compact and quoted here. The commas between columns and the line end are
+ * added here.
+ */
+export function csvLayout(sources: readonly FieldSource[]): RecordLayout {
+  const columns: RecordPart[][] = [];
+  const writers: FieldWriter[] = [];
+  let run: RecordPart[] | null = null;
+  for (const source of sources) {
+    if (source.form === 'value' && run) {
+      run.push({ literal: ',' }, { csv: source.property, plain: source.plain });
+      continue;
+    }
+    if (writers.length > 0) writers.push(fixedBytes(','));
+    if (source.form === 'value') {
+      run = [{ csv: source.property, plain: source.plain }];
+      writers.push(columnBytes(columns.push(run) - 1));
+    } else {
+      run = null;
+      writers.push(jsonTextBytes(columns.push([{ text: source.property }]) - 1, 'csv'));
+    }
+  }
+  writers.push(fixedBytes('\r\n'));
+  return { columns, write: writeAll(writers) };
+}
+
+function writeAll(writers: readonly FieldWriter[]): FieldWriter {
+  return (row, out) => {
+    for (const writer of writers) writer(row, out);
+  };
+}
+
+/** Separators of PostgreSQL's jsonb text (`", "`, `": "`), strings matched whole so that theirs are kept. */
+const JSONB_SEPARATOR = /("(?:[^"\\]|\\.)*")|([,:]) /g;
+/**
+ * What JSON.parse then JSON.stringify would write otherwise than jsonb's text without its spaces: a number with a
+ * fraction (`1.50`, `1.0`), one past a double's exact integers (16 digits), a key that is an array index (which
+ * JavaScript objects put first). Strings may match too: they take the slow path, which is as exact.
+ */
+const NOT_COMPACTED_ALONE = /\d\.|\d{16}|"\d+": /;
+
+/**
+ * `JSON.stringify(JSON.parse(text))` of PostgreSQL's text of a jsonb value (SQL null: `null`), which is what a
+ * page's JSON text field writes (pg parses the column, the resolver stringifies it): jsonb writes `", "` and
+ * `": "` between members and nothing else outside strings, so dropping those spaces is enough, unless the text
+ * holds what JSON.parse would change. The reference for the byte-wise writer below, and its way out.
+ */
+export function compactJsonText(text: string | null): string {
+  if (text === null) return 'null';
+  return NOT_COMPACTED_ALONE.test(text) ? JSON.stringify(JSON.parse(text)) : text.replace(JSONB_SEPARATOR, '$1$2');
+}
+
+/** One CSV cell: empty for null, JSON text for objects and arrays, quoted when it holds a comma, quote or line break. */
+export function csvCell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  const text = typeof value === 'object' ? JSON.stringify(value) : String(value);
+  return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const SPACE = 0x20;
+const COMMA = 0x2c;
+const DOT = 0x2e;
+const ZERO = 0x30;
+const NINE = 0x39;
+
+/**
+ * Writes column `member`, PostgreSQL's text of a jsonb value, as a JSON text field's value: compactJsonText of it,
+ * then as a JSON string (`json`: quotes and backslashes escaped; the text holds no control character, which
+ * jsonb escapes) or as a CSV cell (`csv`: quoted, its quotes doubled, when it holds a quote or a comma).
+ * One pass over the bytes drops the spaces outside strings (only separators have them) and watches for what
+ * JSON.parse would change (compactJsonText's NOT_COMPACTED_ALONE: a digit before a dot, 16 digits in a row, a
+ * string of digits, such as an index key); on those the field is written from compactJsonText instead.
+ */
+function jsonTextBytes(member: number, quoting: 'json' | 'csv'): FieldWriter {
+  const json = quoting === 'json';
+  const slow = (text: string | null): string => (json ? JSON.stringify(compactJsonText(text)) : csvCell(compactJsonText(text)));
+  const nullText = slow(null);
+  return (row, out) => {
+    const start = row.starts[member]!;
+    const length = row.lengths[member]!;
+    if (length < 0) return out.append(nullText);
+    const source = row.data;
+    const end = start + length;
+    out.reserve(2 * length + 2);
+    const bytes = out.buffer;
+    const mark = out.length;
+    let at = mark;
+    bytes[at++] = QUOTE;
+    let inString = false;
+    let escaped = false;
+    let digitsOnly = false;
+    let stringLength = 0;
+    let digits = 0;
+    let quoted = false;
+    let exact = true;
+    for (let index = start; index < end; index += 1) {
+      const byte = source[index]!;
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (byte === BACKSLASH) {
+          escaped = true;
+          digitsOnly = false;
+        } else if (byte === QUOTE) {
+          inString = false;
+          if (digitsOnly && stringLength > 0) {
+            exact = false;
+            break;
+          }
+        } else {
+          stringLength += 1;
+          if (byte < ZERO || byte > NINE) digitsOnly = false;
+        }
+      } else if (byte === SPACE) continue;
+      else if (byte >= ZERO && byte <= NINE) {
+        digits += 1;
+        if (digits >= 16) {
+          exact = false;
+          break;
+        }
+      } else {
+        if (byte === DOT && digits > 0) {
+          exact = false;
+          break;
+        }
+        digits = 0;
+        if (byte === QUOTE) {
+          inString = true;
+          digitsOnly = true;
+          stringLength = 0;
+        }
+      }
+      if (json) {
+        if (byte === QUOTE || byte === BACKSLASH) bytes[at++] = BACKSLASH;
+      } else if (byte === QUOTE) {
+        bytes[at++] = QUOTE;
+        quoted = true;
+      } else if (byte === COMMA) quoted = true;
+      bytes[at++] = byte;
+    }
+    if (!exact) return out.append(slow(source.toString('utf8', start, end)));
+    if (json || quoted) bytes[at++] = QUOTE;
+    else {
+      // A cell with no quote or comma (a number, `{}`) goes unquoted: drop the opening quote.
+      bytes.copyWithin(mark, mark + 1, at);
+      at -= 1;
+    }
+    out.length = at;
+  };
+}

@@ -1,0 +1,128 @@
+// Large reads as binary COPY output (src/db/copy-binary.ts), on each database: a select's values written into
+// the COPY as literals read back as the same statement with parameters does; the rows read the same however the
+// output is cut into chunks; a finished COPY keeps nothing alive; and the export's byte-wise JSON writer
+// (src/rest/export-lines.ts) writes what the string-wise reference does for any JSON PostgreSQL stores.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/db/client.js';
+import { Prisma } from '../src/generated/prisma/client.js';
+import { CopyBinaryTuples } from '../src/db/copy-binary.js';
+import { raw, type Sql, sql } from '../src/query/sql.js';
+import { BatchBytes, compactJsonText, csvCell, csvLayout, ndjsonLayout } from '../src/rest/export-lines.js';
+import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
+
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
+/** Values as a parameter carries them: quotes, backslashes, what looks like SQL, non-ASCII, empty, null. */
+const AWKWARD_TEXTS = ["it's", 'back\\slash', "E'\\x27'); DROP TABLE syncs; --", '$1 $$ $tag$', 'é ✓ 𝄞', '', ' ', '\t\n\r'];
+
+/** The texts of every row of binary COPY output fed in `pieces`. */
+function rowsOf(pieces: readonly Buffer[]): (string | null)[][] {
+  const rows: (string | null)[][] = [];
+  const tuples = new CopyBinaryTuples((row) => {
+    rows.push(Array.from({ length: row.fieldCount }, (_, index) => row.text(index)));
+  });
+  for (const piece of pieces) tuples.push(piece);
+  tuples.end();
+  expect(tuples.rows).toBe(rows.length);
+  return rows;
+}
+
+async function copied(db: TestDatabase, select: Sql): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  await db.raw.copyRows(select, (chunk) => chunks.push(Buffer.from(chunk)));
+  return Buffer.concat(chunks);
+}
+
+describe.each(databaseKinds)('binary COPY reads (%s)', (kind) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase(kind);
+  });
+  afterAll(() => db.dispose());
+
+  it('writes values as literals that read as the same statement with parameters', async () => {
+    const values: unknown[] = [...AWKWARD_TEXTS, 42, -1.5, true, null, new Date('2026-11-27T12:34:56.789Z'), ['a,b', 'c"d', 'e\\f', null]];
+    // Each value's cast: a timestamp is compared as the instant it names (drivers write a Date's text differently).
+    const casts = values.map((value) => (value instanceof Date ? '::timestamptz::text' : Array.isArray(value) ? '::text[]::text' : '::text'));
+    const expected = await db.raw.query<Record<string, unknown>>(`SELECT ${casts.map((cast, index) => `$${index + 1}${cast} AS c${index}`).join(', ')}`, values);
+    const select = sql`SELECT ${Prisma.join(values.map((value, index) => sql`${value}${raw(casts[index]!)}`))}`;
+    expect(select.values).toEqual(values);
+    expect(rowsOf([await copied(db, select)])).toEqual([Object.values(expected[0]!)]);
+  });
+
+  it('refuses a value holding a NUL character, as PostgreSQL refuses it as a parameter', async () => {
+    await expect(db.raw.copyRows(sql`SELECT ${'a\0b'}::text`, () => {})).rejects.toThrow(/NUL/);
+  });
+
+  it('reads the same rows however the output is cut', async () => {
+    const select = sql`SELECT g::text, CASE WHEN g % 3 = 0 THEN NULL ELSE repeat(${'é,"\\'}, g % 7) END, '' FROM generate_series(1, 400) AS g`;
+    const whole = await copied(db, select);
+    const expected = rowsOf([whole]);
+    expect(expected).toHaveLength(400);
+    expect(expected[2]).toEqual(['3', null, '']);
+    expect(expected[1]).toEqual(['2', 'é,"\\é,"\\', '']);
+    fc.assert(
+      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: whole.length - 1 }), { maxLength: 40 }), (cuts) => {
+        const at = [0, ...cuts.sort((a, b) => a - b), whole.length];
+        const pieces = at.slice(1).map((end, index) => whole.subarray(at[index], end));
+        expect(rowsOf(pieces)).toEqual(expected);
+      }),
+      { numRuns: 200, seed: 11 },
+    );
+    // Output cut before its trailer is an error, not a short read.
+    expect(() => rowsOf([whole.subarray(0, whole.length - 2)])).toThrow(/ended early/);
+  });
+
+  it.runIf(kind === 'postgres')('keeps nothing alive once a COPY has ended, read timeout or not', async () => {
+    // pg gives a statement on a pool with a read timeout a timer; a COPY stream's must stop when it ends.
+    const timed = await openDatabase({ databaseUrl: (db as TestDatabase & { url: string }).url, poolSize: 1, queryTimeoutMs: 60_000 });
+    try {
+      // A listener holding an object, and nothing else holding either once the COPY has ended.
+      const copyHolding = async (): Promise<WeakRef<object>> => {
+        const marker = { chunks: 0 };
+        await timed.raw.copyRows(sql`SELECT g FROM generate_series(1, 1000) AS g`, () => void (marker.chunks += 1));
+        expect(marker.chunks).toBeGreaterThan(0);
+        return new WeakRef(marker);
+      };
+      const held = await copyHolding();
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      collectGarbage();
+      expect(held.deref()).toBeUndefined();
+    } finally {
+      await timed.close();
+    }
+  });
+
+  it("writes a JSON column's text byte by byte as the string-wise reference does", async () => {
+    const values = fc.sample(fc.jsonValue({ maxDepth: 3 }), { numRuns: 300, seed: 39 }).map((value) => JSON.stringify(value));
+    const texts = [
+      ...values,
+      '{"errors": ["a, \\"b\\": c", "x\\\\", "tab\\there"], "processed": 3}',
+      '{"ratio": 1.50, "big": 12345678901234567890, "10": "index key", "text": "é ✓ \\u0001 \\": \\", "}',
+      '{"a": "123", "b": [1, "45"], "c": "1.5 and 1234567890123456 in a string"}',
+      '[]',
+      '{}',
+      '0',
+      '"x"',
+    ];
+    const rows = await db.raw.query<{ text: string }>('SELECT value::jsonb::text AS text FROM unnest($1::text[]) AS value', [texts]);
+    const source = [{ name: 'summary', property: 'summary', form: 'jsonText' as const, plain: false }];
+    const ndjson = ndjsonLayout(source);
+    const csv = csvLayout(source);
+    const written = (layout: typeof ndjson, text: string | null) => {
+      const data = Buffer.from(text ?? '');
+      const out = new BatchBytes(16);
+      layout.write({ data, starts: Int32Array.of(0), lengths: Int32Array.of(text === null ? -1 : data.length) }, out);
+      return Buffer.from(out.written()).toString();
+    };
+    for (const text of [...rows.map((row) => row.text), null]) {
+      const page = compactJsonText(text);
+      expect(written(ndjson, text)).toBe(`${JSON.stringify({ summary: page })}\n`);
+      expect(written(csv, text)).toBe(`${csvCell(page)}\r\n`);
+    }
+  });
+});
