@@ -24,8 +24,13 @@ function rowsOf(pieces: readonly Buffer[]): (string | null)[][] {
   const rows: (string | null)[][] = [];
   const tuples = new CopyBinaryTuples((row) => {
     rows.push(Array.from({ length: row.fieldCount }, (_, index) => row.text(index)));
+    row.keepFields(1);
   });
-  for (const piece of pieces) tuples.push(piece);
+  for (const piece of pieces) {
+    tuples.push(piece);
+    // The last row's fields kept as every row went by (an export's next batch starts from them) read as they did.
+    if (rows.length > 0) expect(tuples.keptTexts()).toEqual(rows.at(-1)!.slice(1));
+  }
   tuples.end();
   expect(tuples.rows).toBe(rows.length);
   return rows;
@@ -47,8 +52,13 @@ describe.each(databaseKinds)('binary COPY reads (%s)', (kind) => {
   it('writes values as literals that read as the same statement with parameters', async () => {
     const values: unknown[] = [...AWKWARD_TEXTS, 42, -1.5, true, null, new Date('2026-11-27T12:34:56.789Z'), ['a,b', 'c"d', 'e\\f', null]];
     // Each value's cast: a timestamp is compared as the instant it names (drivers write a Date's text differently).
-    const casts = values.map((value) => (value instanceof Date ? '::timestamptz::text' : Array.isArray(value) ? '::text[]::text' : '::text'));
-    const expected = await db.raw.query<Record<string, unknown>>(`SELECT ${casts.map((cast, index) => `$${index + 1}${cast} AS c${index}`).join(', ')}`, values);
+    const casts = values.map((value) =>
+      value instanceof Date ? '::timestamptz::text' : Array.isArray(value) ? '::text[]::text' : '::text',
+    );
+    const expected = await db.raw.query<Record<string, unknown>>(
+      `SELECT ${casts.map((cast, index) => `$${index + 1}${cast} AS c${index}`).join(', ')}`,
+      values,
+    );
     const select = sql`SELECT ${Prisma.join(values.map((value, index) => sql`${value}${raw(casts[index]!)}`))}`;
     expect(select.values).toEqual(values);
     expect(rowsOf([await copied(db, select)])).toEqual([Object.values(expected[0]!)]);
@@ -66,7 +76,7 @@ describe.each(databaseKinds)('binary COPY reads (%s)', (kind) => {
     expect(expected[2]).toEqual(['3', null, '']);
     expect(expected[1]).toEqual(['2', 'é,"\\é,"\\', '']);
     fc.assert(
-      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: whole.length - 1 }), { maxLength: 40 }), (cuts) => {
+      fc.property(fc.uniqueArray(fc.integer({ min: 1, max: whole.length - 1 }), { maxLength: 1500 }), (cuts) => {
         const at = [0, ...cuts.sort((a, b) => a - b), whole.length];
         const pieces = at.slice(1).map((end, index) => whole.subarray(at[index], end));
         expect(rowsOf(pieces)).toEqual(expected);
@@ -84,7 +94,9 @@ describe.each(databaseKinds)('binary COPY reads (%s)', (kind) => {
       // A listener holding an object, and nothing else holding either once the COPY has ended.
       const copyHolding = async (): Promise<WeakRef<object>> => {
         const marker = { chunks: 0 };
-        await timed.raw.copyRows(sql`SELECT g FROM generate_series(1, 1000) AS g`, () => void (marker.chunks += 1));
+        await timed.raw.copyRows(sql`SELECT g FROM generate_series(1, 1000) AS g`, () => {
+          marker.chunks += 1;
+        });
         expect(marker.chunks).toBeGreaterThan(0);
         return new WeakRef(marker);
       };

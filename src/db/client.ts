@@ -5,10 +5,9 @@ import type { PGlite, PGliteOptions } from '@electric-sql/pglite';
 import { PrismaPg } from '@prisma/adapter-pg';
 import type { SqlMigrationAwareDriverAdapterFactory } from '@prisma/driver-adapter-utils';
 import pg from 'pg';
-import { to as copyTo } from 'pg-copy-streams';
 import { PrismaClient } from '../generated/prisma/client.js';
 import { cancelStatementsOnAbort } from './cancellation.js';
-import { copyStatement } from './copy-binary.js';
+import { CopyOutQuery, copyStatement } from './copy-binary.js';
 import type { Sql } from '../query/sql.js';
 import type { PGliteFiles } from './pglite-preload.js';
 import { PreparedStatements } from './prepared-statements.js';
@@ -474,32 +473,25 @@ async function openPostgres(
       return (await run(pool, sql, params, true)).rows as Row[];
     },
     async copyRows(select, onChunk) {
-      // A checkout (copyPool.connect, which the cancellation watches). A COPY cut short leaves the connection
-      // mid-protocol: it is destroyed rather than returned to the pool.
+      // A checkout (copyPool.connect, which the cancellation watches), and pg's own Query, which hands each
+      // CopyData message it parses to handleCopyData: the chunk is a view of what pg read from the socket. A
+      // COPY cut short leaves the connection mid-protocol: it is destroyed rather than returned to the pool.
       const client = await copyPool.connect();
       let failed = false;
       try {
         await new Promise<void>((resolve, reject) => {
-          const output = client.query(copyTo(copyStatement(select, 'STDOUT')));
-          output.on('data', (chunk: Buffer) => {
+          let thrown: unknown;
+          const query = new CopyOutQuery(copyStatement(select, 'STDOUT'), (chunk) => {
+            if (thrown !== undefined) return;
             try {
               onChunk(chunk);
             } catch (error) {
-              output.destroy(error as Error);
+              thrown = error;
             }
           });
-          // pg gives a statement with a read timeout (query_timeout) a callback that stops its timer, and
-          // calls it when the statement ends; for a COPY stream nothing does, and the timer would keep the
-          // stream and everything its listeners reach until it fired.
-          const settled = (error: Error | null) => (output as { callback?: (error: Error | null) => void }).callback?.(error);
-          output.on('error', (error) => {
-            settled(error);
-            reject(error);
-          });
-          output.on('end', () => {
-            settled(null);
-            resolve();
-          });
+          query.on('error', reject);
+          query.on('end', () => (thrown === undefined ? resolve() : reject(thrown)));
+          client.query(query);
         });
       } catch (error) {
         failed = true;

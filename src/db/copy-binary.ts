@@ -1,3 +1,4 @@
+import pg from 'pg';
 import pgUtils from 'pg/lib/utils.js';
 import type { Sql } from '../query/sql.js';
 
@@ -29,6 +30,24 @@ function literalOf(value: unknown): string {
   return `E'${prepared.replaceAll('\\', '\\\\').replaceAll("'", "''")}'`;
 }
 
+/**
+ * A COPY to the client as pg's own statement: pg parses the CopyData messages and hands each to
+ * handleCopyData, whose chunk (one row, for COPY's output) is a view of the bytes pg read from the socket. As any
+ * statement it ends with 'end' or 'error', and its read timeout, if the pool has one, stops when it ends.
+ */
+export class CopyOutQuery extends pg.Query {
+  constructor(
+    text: string,
+    private readonly onChunk: (chunk: Buffer) => void,
+  ) {
+    super(text);
+  }
+
+  handleCopyData(message: { chunk: Buffer }): void {
+    this.onChunk(message.chunk);
+  }
+}
+
 /** The 11 bytes that open binary COPY output, then a flags word and a header extension's length. */
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 const HEADER_BYTES = SIGNATURE.length + 8;
@@ -58,32 +77,36 @@ export class CopyBinaryTuples {
     return length < 0 ? null : this.data.toString('utf8', this.starts[index]!, this.starts[index]! + length);
   }
 
-  private kept = Buffer.alloc(256);
-  private readonly keptLengths: number[] = [];
+  private keptData: Buffer | null = null;
+  private keptBegin = 0;
+  private keptEnd = 0;
 
   /**
-   * Copies the current row's fields from `from` on aside, replacing those kept before: the last row's stay
-   * readable (keptTexts) after its bytes are gone. For a few short fields (sort keys) of every row.
+   * Keeps the current row's fields from `from` on readable (keptTexts), in place of those kept before: for a few
+   * short fields (sort keys) of every row, of which the last row's are wanted once the output has ended. Nothing
+   * is copied unless the row lies in the buffer that carries cut rows, and that buffer is about to be reused.
    */
   keepFields(from: number): void {
-    this.keptLengths.length = 0;
-    if (from >= this.fieldCount) return;
+    if (from >= this.fieldCount) {
+      this.keptData = null;
+      return;
+    }
     // The fields lie one after the other, each after its length word.
-    const begin = this.starts[from]! - 4;
+    this.keptData = this.data;
+    this.keptBegin = this.starts[from]! - 4;
     const last = this.fieldCount - 1;
-    const end = this.starts[last]! + Math.max(this.lengths[last]!, 0);
-    if (end - begin > this.kept.length) this.kept = Buffer.alloc(2 * (end - begin));
-    this.data.copy(this.kept, 0, begin, end);
-    for (let field = from; field < this.fieldCount; field += 1) this.keptLengths.push(this.lengths[field]!);
+    this.keptEnd = this.starts[last]! + Math.max(this.lengths[last]!, 0);
   }
 
   /** The texts of the fields keepFields kept (null for null), in order. */
   keptTexts(): (string | null)[] {
     const texts: (string | null)[] = [];
-    let at = 0;
-    for (const length of this.keptLengths) {
+    const data = this.keptData;
+    if (!data) return texts;
+    for (let at = this.keptBegin; at < this.keptEnd; ) {
+      const length = data.readInt32BE(at);
       at += 4;
-      texts.push(length < 0 ? null : this.kept.toString('utf8', at, at + length));
+      texts.push(length < 0 ? null : data.toString('utf8', at, at + length));
       if (length > 0) at += length;
     }
     return texts;
@@ -152,6 +175,11 @@ export class CopyBinaryTuples {
 
   /** Keeps `data[from .. end)`, the start of a row, for the next chunk. */
   private carryFrom(data: Buffer, from: number, end: number): void {
+    if (this.keptData === this.carry) {
+      this.keptData = Buffer.from(this.carry.subarray(this.keptBegin, this.keptEnd));
+      this.keptEnd -= this.keptBegin;
+      this.keptBegin = 0;
+    }
     const length = end - from;
     if (data === this.carry) this.carry.copyWithin(0, from, end);
     else {

@@ -61,62 +61,67 @@ const columnBytes =
   (row, out) =>
     out.appendBytes(row.data, row.starts[member]!, row.starts[member]! + row.lengths[member]!);
 
-/** Writes fixed text. */
+/** Writes fixed text (a few bytes: copied by hand, cheaper than a native copy's call). */
 function fixedBytes(text: string): FieldWriter {
   const bytes = Buffer.from(text);
-  return (_row, out) => out.appendBytes(bytes, 0, bytes.length);
+  return (_row, out) => {
+    out.reserve(bytes.length);
+    const buffer = out.buffer;
+    let at = out.length;
+    for (let index = 0; index < bytes.length; index += 1) buffer[at++] = bytes[index]!;
+    out.length = at;
+  };
 }
 
-/**
- * NDJSON: each run of value fields is one column, `"name":value` pairs written by PostgreSQL; each JSON text field
- * its own, the column's text made compact and quoted here. The braces and the line end are added here.
- */
-export function ndjsonLayout(sources: readonly FieldSource[]): RecordLayout {
-  const columns: RecordPart[][] = [];
-  const writers: FieldWriter[] = [fixedBytes('{')];
-  let run: RecordPart[] | null = null;
-  for (const [index, source] of sources.entries()) {
-    const key = `${index === 0 ? '' : ','}${JSON.stringify(source.name)}:`;
-    if (source.form === 'value') {
-      if (!run) {
-        run = [];
-        writers.push(columnBytes(columns.push(run) - 1));
-      }
-      run.push({ literal: key }, { json: source.property });
-    } else {
-      run = null;
-      writers.push(fixedBytes(key), jsonTextBytes(columns.push([{ text: source.property }]) - 1, 'json'));
-    }
-  }
-  writers.push(fixedBytes('}\n'));
-  return { columns, write: writeAll(writers) };
-}
+/** A piece of a record's line: fixed text, a value PostgreSQL writes, or a JSON text field written here. */
+type LinePiece = { fixed: string } | { value: RecordPart } | { jsonText: string };
 
 /**
- * CSV: each run of value fields is one column, its cells and commas written by PostgreSQL; each JSON text field
- * its own, the column's text made compact and quoted here. The commas between columns and the line end are
- * added here.
+ * A layout from a line's pieces: each run of fixed texts and values is one column PostgreSQL writes (the texts as
+ * literals), so that a row is a few copies; each JSON text field is its own column, written here (jsonTextBytes);
+ * fixed text with no value beside it (between two JSON text fields, after the last) is written here.
  */
-export function csvLayout(sources: readonly FieldSource[]): RecordLayout {
+function layoutOf(pieces: readonly LinePiece[], quoting: 'json' | 'csv'): RecordLayout {
   const columns: RecordPart[][] = [];
   const writers: FieldWriter[] = [];
-  let run: RecordPart[] | null = null;
-  for (const source of sources) {
-    if (source.form === 'value' && run) {
-      run.push({ literal: ',' }, { csv: source.property, plain: source.plain });
-      continue;
-    }
-    if (writers.length > 0) writers.push(fixedBytes(','));
-    if (source.form === 'value') {
-      run = [{ csv: source.property, plain: source.plain }];
-      writers.push(columnBytes(columns.push(run) - 1));
-    } else {
-      run = null;
-      writers.push(jsonTextBytes(columns.push([{ text: source.property }]) - 1, 'csv'));
+  let run: RecordPart[] = [];
+  const endRun = () => {
+    if (run.some((part) => !('literal' in part))) writers.push(columnBytes(columns.push(run) - 1));
+    else if (run.length > 0) writers.push(fixedBytes(run.map((part) => (part as { literal: string }).literal).join('')));
+    run = [];
+  };
+  for (const piece of pieces) {
+    if ('fixed' in piece) run.push({ literal: piece.fixed });
+    else if ('value' in piece) run.push(piece.value);
+    else {
+      endRun();
+      writers.push(jsonTextBytes(columns.push([{ text: piece.jsonText }]) - 1, quoting));
     }
   }
-  writers.push(fixedBytes('\r\n'));
+  endRun();
   return { columns, write: writeAll(writers) };
+}
+
+/** NDJSON: `{"name":value,…}` and a line end; a JSON text field's value quoted as a JSON string. */
+export function ndjsonLayout(sources: readonly FieldSource[]): RecordLayout {
+  const pieces: LinePiece[] = [{ fixed: '{' }];
+  for (const [index, source] of sources.entries()) {
+    pieces.push({ fixed: `${index === 0 ? '' : ','}${JSON.stringify(source.name)}:` });
+    pieces.push(source.form === 'value' ? { value: { json: source.property } } : { jsonText: source.property });
+  }
+  pieces.push({ fixed: '}\n' });
+  return layoutOf(pieces, 'json');
+}
+
+/** CSV: the cells, comma-separated, and CRLF (RFC 4180); a JSON text field's value as a cell. */
+export function csvLayout(sources: readonly FieldSource[]): RecordLayout {
+  const pieces: LinePiece[] = [];
+  for (const [index, source] of sources.entries()) {
+    if (index > 0) pieces.push({ fixed: ',' });
+    pieces.push(source.form === 'value' ? { value: { csv: source.property, plain: source.plain } } : { jsonText: source.property });
+  }
+  pieces.push({ fixed: '\r\n' });
+  return layoutOf(pieces, 'csv');
 }
 
 function writeAll(writers: readonly FieldWriter[]): FieldWriter {

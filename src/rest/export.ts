@@ -44,10 +44,12 @@ import type { RestContext } from './request-context.js';
  */
 export const EXPORT_BATCH_ROWS = 1000;
 /**
- * Rows per batch read from a list's reader: one text a record rather than an object a field, so a batch can be
- * larger, and its statement's fixed cost (a descent of the index, a round trip) is spread over more rows.
+ * Rows per batch read from a list's reader: bytes a record rather than an object a field, so a batch can be far
+ * larger. Between two batches PostgreSQL waits for the next statement while the gateway ends the last one; at
+ * 20,000 rows (about 10 MB of NDJSON) those pauses cost little, and a 500,000-run export took about a tenth
+ * less time than at 5,000 (docs/explanation/history-at-scale.md).
  */
-export const EXPORT_READ_ROWS = 5000;
+export const EXPORT_READ_ROWS = 20000;
 /** Each batch's time limit (as a request's). */
 export const EXPORT_BATCH_TIMEOUT_MS = 30_000;
 /** The whole transfer's time limit: at the export's rate, far beyond any tenant's history. */
