@@ -127,9 +127,11 @@ describe.each(databaseKinds)('binary COPY reads (%s)', (kind) => {
     const csv = csvLayout(source);
     const written = (layout: typeof ndjson, text: string | null) => {
       const data = Buffer.from(text ?? '');
-      const out = new BatchBytes(16);
+      const pieces: Uint8Array[] = [];
+      const out = new BatchBytes((piece) => pieces.push(Buffer.from(piece)));
       layout.write({ data, starts: Int32Array.of(0), lengths: Int32Array.of(text === null ? -1 : data.length) }, out);
-      return Buffer.from(out.written()).toString();
+      out.end();
+      return Buffer.concat(pieces).toString();
     };
     for (const text of [...rows.map((row) => row.text), null]) {
       const page = compactJsonText(text);

@@ -14,21 +14,29 @@ export interface FieldSource {
   plain: boolean;
 }
 
-/** A batch's bytes, appended into one buffer that grows by doubling from `capacity`. */
+/**
+ * Bytes of a piece of a batch (BatchBytes), sent on as soon as it is full: a buffer that lives as long as a batch
+ * outlives young-generation collections, and the batch buffers a 500,000-run export went through made V8 run
+ * some 20 full collections (a quarter of the gateway's CPU).
+ */
+const PIECE_BYTES = 1 << 18;
+
+/**
+ * A batch's bytes, appended into pieces of PIECE_BYTES (a larger one only for a larger single write), each handed
+ * to `onPiece` once full (and the last at `end`), which sends it on: no piece outlives its sending for long.
+ */
 export class BatchBytes {
-  buffer: Buffer;
+  buffer = Buffer.allocUnsafe(PIECE_BYTES);
   length = 0;
 
-  constructor(capacity: number) {
-    this.buffer = Buffer.allocUnsafe(capacity);
-  }
+  constructor(private readonly onPiece: (piece: Uint8Array) => void) {}
 
-  /** Makes room for `bytes` more. */
+  /** Makes room for `bytes` more in the current piece, handing it over and starting a new one when they do not fit. */
   reserve(bytes: number): void {
     if (this.length + bytes <= this.buffer.length) return;
-    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.length + bytes));
-    this.buffer.copy(grown, 0, 0, this.length);
-    this.buffer = grown;
+    if (this.length > 0) this.onPiece(this.buffer.subarray(0, this.length));
+    this.buffer = Buffer.allocUnsafe(Math.max(PIECE_BYTES, bytes));
+    this.length = 0;
   }
 
   append(text: string): void {
@@ -42,8 +50,10 @@ export class BatchBytes {
     this.length += source.copy(this.buffer, this.length, start, end);
   }
 
-  written(): Uint8Array {
-    return this.buffer.subarray(0, this.length);
+  /** Hands over the last piece. */
+  end(): void {
+    if (this.length > 0) this.onPiece(this.buffer.subarray(0, this.length));
+    this.length = 0;
   }
 }
 

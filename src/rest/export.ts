@@ -50,6 +50,8 @@ export const EXPORT_BATCH_ROWS = 1000;
  * less time than at 5,000 (docs/explanation/history-at-scale.md).
  */
 export const EXPORT_READ_ROWS = 20000;
+/** Pieces of a batch (export-lines.ts BatchBytes) the client may have yet to take when the next batch is read. */
+export const EXPORT_QUEUED_PIECES = 16;
 /** Each batch's time limit (as a request's). */
 export const EXPORT_BATCH_TIMEOUT_MS = 30_000;
 /** The whole transfer's time limit: at the export's rate, far beyond any tenant's history. */
@@ -99,9 +101,8 @@ interface ExportPage {
   pageInfo: { hasNextPage: boolean; endCursor: string | null };
 }
 
-/** A batch's records as the export's bytes, and where the next starts (a cursor, or a row's sort keys' values); null after the last. */
+/** What a batch held: its rows, and where the next starts (a cursor, or a row's sort keys' values); null after the last. */
 interface Batch {
-  bytes: Uint8Array;
   rows: number;
   after: unknown;
 }
@@ -194,34 +195,34 @@ export async function runExport<C extends RestContext>(
       return (executed.data as Record<string, ExportPage>)[route.rootKey]!;
     });
 
-  let readBatch: (after: unknown) => Promise<Batch>;
+  // Reads the batch after `after` (null: the first), handing over its bytes in pieces as they are written, and
+  // resolves with its rows and where the next starts (null after the last).
+  let readBatch: (after: unknown, onPiece: (piece: Uint8Array) => void) => Promise<Batch>;
+  // The first batch is read before answering, so that a refusal is an error response rather than a cut stream.
+  const firstPieces: Uint8Array[] = [];
   let first: Batch;
   try {
     const page = await runOperation(null);
     const reader = listExport.rows;
     if (reader && sources) {
       const layout = format === 'ndjson' ? ndjsonLayout(sources) : csvLayout(sources);
-      // A batch's buffer is sized as the last batch's bytes and a little more: buffers are the export's
-      // allocations, and each is collected by a full collection, triggered by the bytes allocated outside the heap.
-      let batchBytes = 1 << 20;
-      readBatch = (after) =>
+      readBatch = (after, onPiece) =>
         withinBatchTime(async () => {
-          // Each row's line is written into the batch's bytes from the row's own bytes as they arrive.
-          const bytes = new BatchBytes(batchBytes);
+          // Each row's line is written from the row's own bytes as they arrive, each full piece handed over.
+          const bytes = new BatchBytes(onPiece);
           const read = await reader.read(layout.columns, after as unknown[] | null, EXPORT_READ_ROWS, (row) => layout.write(row, bytes));
-          batchBytes = Math.ceil(bytes.length * 1.1) + 4096;
-          return { bytes: bytes.written(), rows: read.rows, after: read.rows === EXPORT_READ_ROWS ? read.lastKeys : null };
+          bytes.end();
+          return { rows: read.rows, after: read.rows === EXPORT_READ_ROWS ? read.lastKeys : null };
         });
-      first = await readBatch(null);
+      first = await readBatch(null, (piece) => firstPieces.push(piece));
     } else {
       const write = format === 'ndjson' ? ndjsonLines : csvRows(fields);
-      const batchOf = (read: ExportPage): Batch => ({
-        bytes: Buffer.from(write(read.nodes.map((node) => withoutNullMembers(node, omit)))),
-        rows: read.nodes.length,
-        after: read.pageInfo.hasNextPage ? read.pageInfo.endCursor : null,
-      });
-      readBatch = async (after) => batchOf(await runOperation(after as string));
-      first = batchOf(page);
+      const batchOf = (read: ExportPage, onPiece: (piece: Uint8Array) => void): Batch => {
+        if (read.nodes.length > 0) onPiece(Buffer.from(write(read.nodes.map((node) => withoutNullMembers(node, omit)))));
+        return { rows: read.nodes.length, after: read.pageInfo.hasNextPage ? read.pageInfo.endCursor : null };
+      };
+      readBatch = async (after, onPiece) => batchOf(await runOperation(after as string), onPiece);
+      first = batchOf(page, (piece) => firstPieces.push(piece));
     }
   } catch (error) {
     if (error instanceof BatchError) return error.response;
@@ -229,13 +230,12 @@ export async function runExport<C extends RestContext>(
   }
 
   const encoder = new TextEncoder();
-  let rows = 0;
-  let outcome = 'complete';
+  let rows = first.rows;
+  let next = first.after;
   let finished = false;
-  const finish = (how: string) => {
+  const finish = (outcome: string) => {
     if (finished) return;
     finished = true;
-    outcome = how;
     log.info(
       {
         req_id: target.requestId,
@@ -249,39 +249,36 @@ export async function runExport<C extends RestContext>(
       'export',
     );
   };
-  // The batch after the one being written, read ahead; at most one.
-  let pending: Promise<Batch> | null = null;
-  let current: Batch | null = first;
-  const readAhead = (batch: Batch) => {
-    pending = batch.after !== null ? readBatch(batch.after) : null;
-    // Awaited at the next pull; a consumer that left never awaits it.
-    pending?.catch(() => undefined);
-  };
   signal.addEventListener('abort', () => finish('client closed'), { once: true });
 
+  // Pieces go to the client as they are written, so that each dies young. A batch is read when the client has
+  // taken all but EXPORT_QUEUED_PIECES of those before it: at most about a batch waits, whatever the size.
   const body = new fetchAPI.ReadableStream<Uint8Array>(
     {
       start(controller) {
         if (format === 'csv') controller.enqueue(encoder.encode(csvHeader(fields)));
+        for (const piece of firstPieces) controller.enqueue(piece);
+        if (next === null) {
+          finish('complete');
+          controller.close();
+        }
       },
       async pull(controller) {
         try {
           if (finished) return controller.close();
           if (performance.now() - startedAt > EXPORT_MAX_MS) throw new Error(`export exceeded ${EXPORT_MAX_MS / 60_000} minutes`);
-          const batch: Batch | null = current ?? (pending ? await pending : null);
-          current = null;
-          if (!batch) {
-            finish(outcome);
-            return controller.close();
-          }
-          readAhead(batch);
-          rows += batch.rows;
-          if (batch.rows > 0) controller.enqueue(batch.bytes);
-          if (!pending) {
+          const read = await readBatch(next, (piece) => {
+            if (!finished) controller.enqueue(piece);
+          });
+          if (finished) return;
+          rows += read.rows;
+          next = read.after;
+          if (next === null) {
             finish('complete');
             controller.close();
           }
         } catch (error) {
+          if (finished) return;
           finish('failed');
           log.error({ err: error instanceof BatchError ? error.message : error, req_id: target.requestId }, 'export stopped');
           controller.error(error);
@@ -291,7 +288,7 @@ export async function runExport<C extends RestContext>(
         finish('client closed');
       },
     },
-    { highWaterMark: 1 },
+    { highWaterMark: EXPORT_QUEUED_PIECES },
   );
   return new fetchAPI.Response(body, {
     status: 200,
