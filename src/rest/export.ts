@@ -30,12 +30,12 @@ import type { RestContext } from './request-context.js';
 // their names as one text; a field that is the JSON text of a JSON column (JSON_TEXT_OF) from the column's
 // text, made compact here as JSON.stringify would (export-lines.ts). The rows come as binary COPY output
 // (db/copy-binary.ts), so no operation runs per batch and no string or object is built per row: the gateway
-// copies bytes while PostgreSQL, on the other core, writes the next rows. A list
-// field without a reader, or a field written otherwise (an object, a resolver), is exported by running the
-// operation page after page by cursor. Either way one batch is read ahead while the one before is written, and
-// no more: the next is read only when the client has taken the last, so memory stays flat whatever the size. A
-// client that leaves ends the reads at once. Each batch has the time limit of a request; the whole transfer
-// has its own.
+// copies bytes while PostgreSQL, on the other core, writes the next rows. A list field without a reader, or a
+// field written otherwise (an object, a resolver), is exported by running the operation page after page by
+// cursor. Either way a batch's bytes go to the client in pieces as they are written, and the next batch is read
+// only once the client has taken nearly all of them, so memory stays flat whatever the size. A client that
+// leaves ends the reads with the batch under way. Each batch has the time limit of a request; the whole
+// transfer has its own.
 
 /**
  * Rows per batch when the operation runs page after page: large enough that a batch's fixed costs vanish, small
