@@ -24,7 +24,7 @@
 //   GATEWAY=<script>  GATEWAY_B=<dir>/server.js    the gateway build, and a second one to compare with it
 //   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'   node options for the gateway(s), e.g. a CPU profile
 
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { ADMIN_URL, databaseUrl, serverVersion, withDatabase } from './databases.js';
@@ -263,7 +263,30 @@ function table(rows: Row[], servers: Server[]): string {
   return lines.join('\n');
 }
 
-async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtStart: string, extras: string[]): Promise<string> {
+/**
+ * The sections of the report kept by hand (a run's reading against the targets, the context, how to run it),
+ * taken over from the file as it is: `before` go ahead of the method, the others after it.
+ */
+const HAND_WRITTEN = { before: ['Against the targets', 'Context: the other baselines'], after: ['Running it'] };
+
+/** The named `## ` sections of a report, each with its heading, as they stand in `text`. */
+function sectionsOf(text: string, names: readonly string[]): string[] {
+  return names.flatMap((name) => {
+    const start = text.indexOf(`\n## ${name}\n`);
+    if (start < 0) return [];
+    const end = text.indexOf('\n## ', start + 1);
+    return [text.slice(start + 1, end < 0 ? undefined : end).trimEnd(), ''];
+  });
+}
+
+async function report(
+  rows: Row[],
+  servers: Server[],
+  startedAt: Date,
+  loadAtStart: string,
+  extras: string[],
+  previous: string,
+): Promise<string> {
   const reference = servers[servers.length - 1]!;
   return [
     '# Benchmarks',
@@ -277,6 +300,7 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
     "Ratios are the median of the rounds' ratios (each round in brackets): above 1× the gateway answered more requests a second than the baseline.",
     '',
     ...extras.flatMap((extra) => [extra, '']),
+    ...sectionsOf(previous, HAND_WRITTEN.before),
     '## Method',
     '',
     `- Machine: ${cpus().length} vCPU (${cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}, PostgreSQL ${await serverVersion()} on the same machine. Load average ${loadAtStart} at the start, ${loadAverage()} at the end: the ratios are the robust figures, the absolute ones move with the machine.`,
@@ -287,6 +311,7 @@ async function report(rows: Row[], servers: Server[], startedAt: Date, loadAtSta
     `- Load: autocannon, 10 keep-alive connections; after a warm-up of every scenario on every server, ${ROUNDS} round(s) of ${DURATION_S} s per figure after 1 s of warm-up, the servers measured back to back for each scenario, the order swapped every other round. CPU ms/req is each server process's own CPU time (PostgreSQL's not counted).`,
     "- Correctness is the suite's: statement counts that do not grow with the data (`test/statement-counts.test.ts`), index paths for every hot statement, generic plans included (`test/query-plans.test.ts`).",
     '',
+    ...sectionsOf(previous, HAND_WRITTEN.after),
   ].join('\n');
 }
 
@@ -378,7 +403,9 @@ async function main(): Promise<void> {
     }
     mkdirSync(join(ROOT, 'bench', 'results'), { recursive: true });
     const file = QUICK ? join(ROOT, 'bench', 'results', 'quick.md') : join(ROOT, 'BENCHMARKS.md');
-    writeFileSync(file, await report(rows, servers, startedAt, loadAtStart, extras));
+    // The sections kept by hand are carried over; the one against the targets is then to be read again by hand.
+    const previous = existsSync(file) ? readFileSync(file, 'utf8') : '';
+    writeFileSync(file, await report(rows, servers, startedAt, loadAtStart, extras, previous));
     log(`wrote ${file}`);
   } finally {
     await stopAllChildren();
