@@ -188,7 +188,8 @@ for (const size of SIZES) {
     for (let round = 0; round < EXPORT_ROUNDS; round += 1) {
       const exported = await timed(async () => {
         const accept = format === 'ndjson' ? 'application/x-ndjson' : 'text/csv';
-        // A connection of its own, as psql's: none is kept between the rounds.
+        // A connection of its own, as psql's. A kept one could be reused after the server closed it: the `\copy`
+        // between (spawnSync) blocks this process past the server's 5 s keep-alive, before undici sees the close.
         const response = await fetch(`${origin}/api/v1/integrations/syncs`, { headers: { ...headers, accept, connection: 'close' } });
         let lines = 0;
         // Counted with indexOf (memchr), so that the client takes as little of the shared CPU as psql does.
