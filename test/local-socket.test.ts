@@ -91,6 +91,18 @@ describe('the CLI beside a server on PGlite', () => {
         .map((line) => JSON.parse(line).name),
     ).toContain(name);
 
+    // The CLI's export reads beside the server too (binary COPY through the local socket): every run the API counts.
+    const exported = await shell('node dist/cli.js export syncs --tenant demo --format ndjson', env);
+    expect(exported.code, exported.stderr).toBe(0);
+    const runs = exported.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: string });
+    const page = await fetch(`${server.url}/api/v1/integrations/syncs?limit=1`, { headers: { authorization: `Token ${firstToken}` } });
+    const counted = (await page.json()) as { data: { id: string }[]; meta: { pagination: { total_items: number } } };
+    expect(runs.length).toBe(counted.meta.pagination.total_items);
+    expect(runs[0]!.id).toBe(counted.data[0]!.id);
+
     // Revoke every token of demo, then restart.
     const tokens = await shell('node dist/cli.js token list --tenant demo --json', env);
     expect(tokens.code, tokens.stderr).toBe(0);
