@@ -23,7 +23,11 @@ const AWKWARD_TEXTS = ["it's", 'back\\slash', "E'\\x27'); DROP TABLE syncs; --",
 function rowsOf(pieces: readonly Buffer[]): (string | null)[][] {
   const rows: (string | null)[][] = [];
   const tuples = new CopyBinaryTuples((row) => {
-    rows.push(Array.from({ length: row.fieldCount }, (_, index) => row.text(index)));
+    rows.push(
+      Array.from({ length: row.fieldCount }, (_, index) =>
+        row.lengths[index]! < 0 ? null : row.data.toString('utf8', row.starts[index]!, row.starts[index]! + row.lengths[index]!),
+      ),
+    );
     row.keepFields(1);
   });
   for (const piece of pieces) {

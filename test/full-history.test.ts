@@ -79,7 +79,7 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       );
     }
     // JSON columns whose text PostgreSQL writes otherwise than JSON.stringify (an export makes it compact itself,
-    // rest/export.ts compactJsonText): separators and escapes inside strings, fractions, integers past a double's,
+    // rest/export-lines.ts compactJsonText): separators and escapes inside strings, fractions, integers past a double's,
     // keys that are array indexes, nesting, non-ASCII text.
     for (const [index, summary] of TRICKY_JSON.entries()) {
       await harness.db.raw.query(

@@ -68,18 +68,11 @@ export class CopyBinaryTuples {
   private ended = false;
   private carry = Buffer.allocUnsafe(1 << 16);
   private restLength = 0;
-
-  constructor(private readonly onTuple: (tuples: CopyBinaryTuples) => void) {}
-
-  /** The text of the current row's field `index` (null for null). */
-  text(index: number): string | null {
-    const length = this.lengths[index]!;
-    return length < 0 ? null : this.data.toString('utf8', this.starts[index]!, this.starts[index]! + length);
-  }
-
   private keptData: Buffer | null = null;
   private keptBegin = 0;
   private keptEnd = 0;
+
+  constructor(private readonly onTuple: (tuples: CopyBinaryTuples) => void) {}
 
   /**
    * Keeps the current row's fields from `from` on readable (keptTexts), in place of those kept before: for a few
@@ -130,12 +123,12 @@ export class CopyBinaryTuples {
     }
     let at = 0;
     if (!this.headerRead) {
-      if (end >= HEADER_BYTES && !data.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new Error('not binary COPY output');
       const extension = end >= HEADER_BYTES ? data.readInt32BE(SIGNATURE.length + 4) : 0;
       if (end < HEADER_BYTES + extension) {
         this.carryFrom(data, 0, end);
         return;
       }
+      if (!data.subarray(0, SIGNATURE.length).equals(SIGNATURE)) throw new Error('not binary COPY output');
       at = HEADER_BYTES + extension;
       this.headerRead = true;
     }

@@ -45,7 +45,7 @@ export function exportColumnsSql<Property extends string>(
   return raw(parts.map((column, index) => `${column.map(partSql).join(' || ')} AS "__c${index}"`).join(', '));
 }
 
-/** A text as a CSV cell (rest/export.ts csvCell): quoted, its quotes doubled, when it holds a quote, a comma or a line break. */
+/** A text as a CSV cell (rest/export-lines.ts csvCell): quoted, its quotes doubled, when it holds a quote, a comma or a line break. */
 function csvCellSql(text: string): string {
   const needsQuotes = `strpos(${text}, '"') + strpos(${text}, ',') + strpos(${text}, E'\\n') + strpos(${text}, E'\\r') > 0`;
   return `CASE WHEN ${text} IS NULL THEN '' WHEN ${needsQuotes} THEN '"' || replace(${text}, '"', '""') || '"' ELSE ${text} END`;
