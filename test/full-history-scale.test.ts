@@ -213,8 +213,11 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
   it('retention removes a year of runs in bounded batches while reads keep their p99; counts stay exact', async () => {
     // Retention runs in 2-second windows, paused in every other one, while pages are read throughout: the reads of
     // the windows with retention are compared with those of the windows without, so a change of the machine's
-    // load (shared with other work) falls on both alike.
+    // load (shared with other work) falls on both alike. Each window's p99 is taken on its own, and the typical
+    // (median) window of each kind compared: a burst of other work (the suite runs files side by side on two
+    // cores) that fills one window with slow reads moved the p99 of all reads by 20 ms on its own.
     let retaining = false;
+    let windowNumber = 0;
     let retentionDone = false;
     const batches: number[] = [];
     const counting = {
@@ -224,7 +227,10 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
         return rows;
       },
     };
-    const toggle = setInterval(() => (retaining = !retaining), 2_000);
+    const toggle = setInterval(() => {
+      retaining = !retaining;
+      windowNumber += 1;
+    }, 2_000);
     const retention = (async () => {
       let more = true;
       while (more) {
@@ -236,16 +242,19 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
       }
       retentionDone = true;
     })();
-    const baseline: number[] = [];
-    const during: number[] = [];
+    // Each window's read times, by window; the reads that straddle a change of window are left out.
+    const windows = new Map<number, { retaining: boolean; ms: number[] }>();
     let cursorPath = `${BASE}/syncs?limit=100`;
     let reads = 0;
     while (!retentionDone) {
-      const window = retaining;
+      const window = windowNumber;
       const started = performance.now();
       const response = await get(cursorPath);
       await response.arrayBuffer();
-      (window && retaining ? during : !window && !retaining ? baseline : []).push(performance.now() - started);
+      if (window === windowNumber) {
+        const reads = windows.get(window) ?? windows.set(window, { retaining, ms: [] }).get(window)!;
+        reads.ms.push(performance.now() - started);
+      }
       const next = nextLink(response.headers);
       reads += 1;
       cursorPath = next && reads % 50 !== 0 ? next.slice(server.url.length) : `${BASE}/syncs?limit=100&status=eq.failed`;
@@ -253,11 +262,17 @@ postgres('full history at 1,050,000 runs (postgres)', () => {
     clearInterval(toggle);
     await retention;
 
-    const [p99Before, p99During] = [quantile(baseline, 0.99), quantile(during, 0.99)];
+    // Windows of at least 50 reads (the last, cut short by the end of retention, may have fewer).
+    const full = [...windows.values()].filter((window) => window.ms.length >= 50);
+    const p99s = (withRetention: boolean) =>
+      full.filter((window) => window.retaining === withRetention).map((window) => quantile(window.ms, 0.99));
+    const [p99Before, p99During] = [quantile(p99s(false), 0.5), quantile(p99s(true), 0.5)];
+    const all = (withRetention: boolean) => full.filter((window) => window.retaining === withRetention).flatMap((window) => window.ms);
     console.log(
-      `retention: ${batches.reduce((a, b) => a + b, 0)} runs in ${batches.length} batches; reads p99 ${p99Before.toFixed(2)} ms without, ${p99During.toFixed(2)} ms with retention (${baseline.length} and ${during.length} reads)`,
+      `retention: ${batches.reduce((a, b) => a + b, 0)} runs in ${batches.length} batches; reads p99 (median window) ${p99Before.toFixed(2)} ms without, ${p99During.toFixed(2)} ms with retention (${p99s(false).length} and ${p99s(true).length} windows); p99 of all reads ${quantile(all(false), 0.99).toFixed(2)} and ${quantile(all(true), 0.99).toFixed(2)} ms`,
     );
     expect(Math.max(...batches)).toBeLessThanOrEqual(1000);
+    expect(Math.min(p99s(false).length, p99s(true).length)).toBeGreaterThanOrEqual(5);
     // 20% of the p99, plus a 5 ms floor: a p99 of a few hundred reads on two shared cores jitters by a few ms.
     expect(p99During).toBeLessThan(p99Before * 1.2 + 5);
     const cutoff = new Date(NEWEST.getTime() - 365 * 86_400_000).toISOString();
