@@ -8,6 +8,93 @@ export function formatTimestamp(value: Date): string {
   return `${value.toISOString().slice(0, -1)}+00:00`;
 }
 
+/** formatTimestamp's text is 29 bytes. */
+export const TIMESTAMP_TEXT_BYTES = 29;
+
+const DIGITS = 0x30;
+/** Milliseconds from 1970 to 2000, where PostgreSQL's timestamps count from. */
+const MS_1970_TO_2000 = 946_684_800_000;
+
+/**
+ * Writes a timestamptz as PostgreSQL sends it in binary (microseconds since 2000-01-01 UTC, a 64-bit integer at
+ * `data[start]`) into `out` at `at`, in formatTimestamp's text as timestampTextSql writes it (to_char): whole
+ * milliseconds, the year's four digits (more past 9999, and the year's number counted back for one before
+ * year 1). Returns the bytes written (TIMESTAMP_TEXT_BYTES, more for a year past 9999), or 0 for ±infinity,
+ * which to_char writes as null.
+ */
+export function writeBinaryTimestamp(data: Buffer, start: number, out: Buffer, at: number): number {
+  const high = data.readInt32BE(start);
+  const low = data.readUInt32BE(start + 4);
+  if ((high === 0x7fffffff && low === 0xffffffff) || (high === -0x80000000 && low === 0)) return 0;
+  // 2^32 µs = 4,294,967 ms and 296 µs: exact in doubles for any year PostgreSQL keeps.
+  const ms = high * 4_294_967 + Math.floor((high * 296 + low) / 1000) + MS_1970_TO_2000;
+  const days = Math.floor(ms / 86_400_000);
+  let rest = ms - days * 86_400_000;
+  // The civil date of a day count (H. Hinnant's days_from_civil, inverted), in the proleptic Gregorian calendar.
+  const shifted = days + 719_468;
+  const era = Math.floor(shifted / 146_097);
+  const dayOfEra = shifted - era * 146_097;
+  const yearOfEra = Math.floor(
+    (dayOfEra - Math.floor(dayOfEra / 1460) + Math.floor(dayOfEra / 36_524) - Math.floor(dayOfEra / 146_096)) / 365,
+  );
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const monthIndex = Math.floor((5 * dayOfYear + 2) / 153);
+  const day = dayOfYear - Math.floor((153 * monthIndex + 2) / 5) + 1;
+  const month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9;
+  const astronomicalYear = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  const year = astronomicalYear > 0 ? astronomicalYear : 1 - astronomicalYear;
+  let position = at;
+  if (year > 9999) {
+    const digits = String(year);
+    position += out.write(digits, position, 'latin1');
+  } else {
+    out[position++] = DIGITS + Math.floor(year / 1000);
+    out[position++] = DIGITS + (Math.floor(year / 100) % 10);
+    out[position++] = DIGITS + (Math.floor(year / 10) % 10);
+    out[position++] = DIGITS + (year % 10);
+  }
+  const hours = Math.floor(rest / 3_600_000);
+  rest -= hours * 3_600_000;
+  const minutes = Math.floor(rest / 60_000);
+  rest -= minutes * 60_000;
+  const seconds = Math.floor(rest / 1000);
+  const milliseconds = rest - seconds * 1000;
+  out[position++] = 0x2d; // -
+  position = twoDigits(out, position, month);
+  out[position++] = 0x2d;
+  position = twoDigits(out, position, day);
+  out[position++] = 0x54; // T
+  position = twoDigits(out, position, hours);
+  out[position++] = 0x3a; // :
+  position = twoDigits(out, position, minutes);
+  out[position++] = 0x3a;
+  position = twoDigits(out, position, seconds);
+  out[position++] = 0x2e; // .
+  out[position++] = DIGITS + Math.floor(milliseconds / 100);
+  out[position++] = DIGITS + (Math.floor(milliseconds / 10) % 10);
+  out[position++] = DIGITS + (milliseconds % 10);
+  out[position++] = 0x2b; // +
+  out[position++] = DIGITS;
+  out[position++] = DIGITS;
+  out[position++] = 0x3a;
+  out[position++] = DIGITS;
+  out[position++] = DIGITS;
+  return position - at;
+}
+
+function twoDigits(out: Buffer, at: number, value: number): number {
+  out[at] = DIGITS + Math.floor(value / 10);
+  out[at + 1] = DIGITS + (value % 10);
+  return at + 2;
+}
+
+/** writeBinaryTimestamp's text as a string, or null for ±infinity. */
+export function binaryTimestampText(data: Buffer, start: number): string | null {
+  const out = Buffer.allocUnsafe(TIMESTAMP_TEXT_BYTES + 8);
+  const length = writeBinaryTimestamp(data, start, out, 0);
+  return length === 0 ? null : out.toString('latin1', 0, length);
+}
+
 /** A timestamp already written as formatTimestamp writes it, by PostgreSQL (timestampTextSql). */
 export type TimestampText = string & { readonly __timestampText: unique symbol };
 

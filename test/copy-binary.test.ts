@@ -1,7 +1,8 @@
 // Large reads as binary COPY output (src/db/copy-binary.ts), on each database: a select's values written into
 // the COPY as literals read back as the same statement with parameters does; the rows read the same however the
 // output is cut into chunks; a finished COPY keeps nothing alive; and the export's byte-wise JSON writer
-// (src/rest/export-lines.ts) writes what the string-wise reference does for any JSON PostgreSQL stores.
+// (src/rest/export-lines.ts) writes what the string-wise reference does for any JSON PostgreSQL stores, and every
+// other value (text, timestamp, boolean, integer, null) as a page writes it, from the value's binary output.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import fc from 'fast-check';
@@ -10,7 +11,18 @@ import { openDatabase } from '../src/db/client.js';
 import { Prisma } from '../src/generated/prisma/client.js';
 import { CopyBinaryTuples } from '../src/db/copy-binary.js';
 import { raw, type Sql, sql } from '../src/query/sql.js';
-import { BatchBytes, compactJsonText, csvCell, csvLayout, ndjsonLayout } from '../src/rest/export-lines.js';
+import {
+  BatchBytes,
+  compactJsonText,
+  csvCell,
+  csvLayout,
+  type FieldSource,
+  ndjsonLayout,
+  PIECE_BYTES,
+  type RecordLayout,
+} from '../src/rest/export-lines.js';
+import type { RowFields } from '../src/query/list-export.js';
+import { timestampTextSql } from '../src/timestamps.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 
 setFlagsFromString('--expose-gc');
@@ -33,11 +45,26 @@ function rowsOf(pieces: readonly Buffer[]): (string | null)[][] {
   for (const piece of pieces) {
     tuples.push(piece);
     // The last row's fields kept as every row went by (an export's next batch starts from them) read as they did.
-    if (rows.length > 0) expect(tuples.keptTexts()).toEqual(rows.at(-1)!.slice(1));
+    if (rows.length > 0)
+      expect(tuples.keptValues((_, data, start, length) => data.toString('utf8', start, start + length))).toEqual(rows.at(-1)!.slice(1));
   }
   tuples.end();
   expect(tuples.rows).toBe(rows.length);
   return rows;
+}
+
+/** The lines a layout writes for every row of binary COPY output. */
+function linesOf(output: Buffer, layout: RecordLayout): string {
+  const pieces: Buffer[] = [];
+  const out = new BatchBytes({
+    buffer: () => Buffer.allocUnsafe(PIECE_BYTES),
+    send: (buffer, length) => pieces.push(buffer.subarray(0, length)),
+  });
+  const tuples = new CopyBinaryTuples((row: RowFields) => layout(row, out));
+  tuples.push(output);
+  tuples.end();
+  out.end();
+  return Buffer.concat(pieces).toString();
 }
 
 async function copied(db: TestDatabase, select: Sql): Promise<Buffer> {
@@ -126,14 +153,18 @@ describe.each(databaseKinds)('binary COPY reads (%s)', (kind) => {
       '"x"',
     ];
     const rows = await db.raw.query<{ text: string }>('SELECT value::jsonb::text AS text FROM unnest($1::text[]) AS value', [texts]);
-    const source = [{ name: 'summary', property: 'summary', form: 'jsonText' as const, plain: false }];
+    const source = [{ name: 'summary', property: 'summary', form: 'jsonText' as const, value: 'jsonb' as const }];
     const ndjson = ndjsonLayout(source);
     const csv = csvLayout(source);
     const written = (layout: typeof ndjson, text: string | null) => {
-      const data = Buffer.from(text ?? '');
+      // jsonb in binary: a version byte, then the text.
+      const data = Buffer.concat([Buffer.of(1), Buffer.from(text ?? '')]);
       const pieces: Uint8Array[] = [];
-      const out = new BatchBytes((piece) => pieces.push(Buffer.from(piece)));
-      layout.write({ data, starts: Int32Array.of(0), lengths: Int32Array.of(text === null ? -1 : data.length) }, out);
+      const out = new BatchBytes({
+        buffer: () => Buffer.allocUnsafe(PIECE_BYTES),
+        send: (buffer, length) => pieces.push(buffer.subarray(0, length)),
+      });
+      layout({ data, starts: Int32Array.of(0), lengths: Int32Array.of(text === null ? -1 : data.length) }, out);
       out.end();
       return Buffer.concat(pieces).toString();
     };
@@ -142,5 +173,58 @@ describe.each(databaseKinds)('binary COPY reads (%s)', (kind) => {
       expect(written(ndjson, text)).toBe(`${JSON.stringify({ summary: page })}\n`);
       expect(written(csv, text)).toBe(`${csvCell(page)}\r\n`);
     }
+  });
+  it('writes text, timestamps, booleans and integers from their binary output as a page writes them', async () => {
+    const texts = [
+      ...AWKWARD_TEXTS,
+      'a "quoted", comma',
+      'line\nbreak\r\n',
+      '\u0001\u0008\u000b\u000c\u001f\u007f',
+      ...fc.sample(fc.string({ unit: 'binary', maxLength: 40 }), { numRuns: 200, seed: 37 }).map((text) => text.replaceAll('\0', '')),
+    ];
+    const instants = [
+      'infinity',
+      '-infinity',
+      '2000-01-01T00:00:00Z',
+      '1999-12-31T23:59:59.999Z',
+      '1970-01-01T00:00:00Z',
+      '1969-12-31T23:59:59.999Z',
+      '1600-02-29T12:00:00.5Z',
+      '0001-01-01T00:00:00Z',
+      '9999-12-31T23:59:59.999Z',
+      '0044-03-15 12:00:00+00 BC',
+      '12345-06-01T00:00:00Z',
+      ...fc
+        .sample(fc.integer({ min: -62_135_596_800_000, max: 253_402_300_799_999 }), { numRuns: 300, seed: 38 })
+        .map((ms) => new Date(ms).toISOString()),
+    ];
+    const count = Math.max(texts.length, instants.length);
+    // Every fourth row null in each column; the reference is each value's text as a page reads it.
+    const pick = <T>(list: readonly T[], index: number): T | null => (index % 4 === 3 ? null : list[index % list.length]!);
+    const rows = Array.from({ length: count }, (_, index) => ({
+      text: pick(texts, index),
+      instant: pick(instants, index),
+      flag: pick([true, false], index),
+      number: pick([0, -1, 2_147_483_647, -2_147_483_648, 42], index),
+    }));
+    const values = sql`FROM unnest(${rows.map((row) => row.text)}::text[], ${rows.map((row) => row.instant)}::text[], ${rows.map((row) => row.flag)}::boolean[], ${rows.map((row) => row.number)}::int4[]) WITH ORDINALITY AS v(t, i, b, n, o)`;
+    const ordered = sql`${values} ORDER BY o`;
+    const expected = await db.raw.query<{ t: string | null; i: string | null; b: boolean | null; n: number | null }>(
+      `SELECT t, ${timestampTextSql('i::timestamptz(3)')} AS i, b, n ${ordered.text}`,
+      ordered.values,
+    );
+    const sources: FieldSource[] = [
+      { name: 'text', property: 't', form: 'value', value: 'text' },
+      { name: 'at', property: 'i', form: 'value', value: 'timestamp' },
+      { name: 'flag', property: 'b', form: 'value', value: 'boolean' },
+      { name: 'number', property: 'n', form: 'value', value: 'int4' },
+    ];
+    const output = await copied(db, sql`SELECT t, i::timestamptz(3), b, n ${ordered}`);
+    expect(linesOf(output, ndjsonLayout(sources))).toBe(
+      expected.map((row) => `${JSON.stringify({ text: row.t, at: row.i, flag: row.b, number: row.n })}\n`).join(''),
+    );
+    expect(linesOf(output, csvLayout(sources))).toBe(
+      expected.map((row) => `${[row.t, row.i, row.b, row.n].map(csvCell).join(',')}\r\n`).join(''),
+    );
   });
 });

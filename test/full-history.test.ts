@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertSyntheticHistory } from '../src/db/bulk-history.js';
 import { removeExpiredRuns } from '../src/db/retention.js';
@@ -8,7 +9,7 @@ import { compactJsonText, csvCell } from '../src/rest/export-lines.js';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, graphql, listenOnLoopback, type TestGateway } from './fixtures/gateway.js';
 import { BASE, ORIGIN, rest } from './fixtures/rest.js';
 import { connectApp, createTenant } from './fixtures/write-side.js';
 import { runCliOn } from './fixtures/cli.js';
@@ -89,7 +90,11 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       );
     }
   });
-  afterAll(() => harness.dispose());
+  const servers: Server[] = [];
+  afterAll(async () => {
+    for (const server of servers) server.close();
+    await harness.dispose();
+  });
 
   const walks = [
     '',
@@ -349,6 +354,22 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
       expect(lines).toEqual(expected.map(({ id }) => ({ id, connection_id: connections[1]!.id })));
       const whole = await exported(`${BASE}/syncs?select=id`, 'text/csv', reader);
       expect(whole.text.split('\r\n').length - 2).toBe(runs);
+
+      // Over node:http the export writes into the response itself and reuses each buffer once the socket has
+      // written it (src/rest/export-body.ts): a client that reads slowly, so that the socket backs up, gets the
+      // very bytes the in-process export writes (some 20 MB, many times the buffers in use).
+      const records = await exported(`${BASE}/syncs`, 'application/x-ndjson', reader);
+      expect(records.text.length).toBeGreaterThan(8 * (1 << 20));
+      const origin = await listenOnLoopback(harness.gateway, servers);
+      const response = await fetch(`${origin}${BASE}/syncs`, {
+        headers: { authorization: `Token ${reader}`, accept: 'application/x-ndjson' },
+      });
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        chunks.push(chunk);
+        if (chunks.length % 4 === 0) await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+      expect(Buffer.concat(chunks).toString()).toBe(records.text);
     });
 
     it('CSV of /connected: a header row, then one row per record, objects as JSON', async () => {

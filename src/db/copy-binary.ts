@@ -4,8 +4,8 @@ import type { Sql } from '../query/sql.js';
 
 // A large read taken as PostgreSQL's binary COPY output (`COPY (SELECT …) TO STDOUT (FORMAT binary)`): the rows
 // arrive as bytes, which the reader walks in place (CopyBinaryTuples) instead of pg turning every field into a
-// string and every row into an array. For columns of type text, a field's bytes are its UTF-8 text. Used by the
-// export (rest/export.ts), whose records PostgreSQL writes as text columns: the gateway copies their bytes.
+// string and every row into an array. A field's bytes are the value as the column type's binary output writes
+// it (text: its UTF-8 bytes). Used by the export (rest/export.ts), which writes its records from those bytes.
 
 /**
  * A select statement as a COPY of its rows in binary form, to the client (`STDOUT`) or, on PGlite, to a blob
@@ -75,7 +75,7 @@ export class CopyBinaryTuples {
   constructor(private readonly onTuple: (tuples: CopyBinaryTuples) => void) {}
 
   /**
-   * Keeps the current row's fields from `from` on readable (keptTexts), in place of those kept before: for a few
+   * Keeps the current row's fields from `from` on readable (keptValues), in place of those kept before: for a few
    * short fields (sort keys) of every row, of which the last row's are wanted once the output has ended. Nothing
    * is copied unless the row lies in the buffer that carries cut rows, and that buffer is about to be reused.
    */
@@ -91,18 +91,18 @@ export class CopyBinaryTuples {
     this.keptEnd = this.starts[last]! + Math.max(this.lengths[last]!, 0);
   }
 
-  /** The texts of the fields keepFields kept (null for null), in order. */
-  keptTexts(): (string | null)[] {
-    const texts: (string | null)[] = [];
+  /** The fields keepFields kept, in order, each as `decode` reads its bytes `data[start .. start + length)` (null for null). */
+  keptValues<T>(decode: (index: number, data: Buffer, start: number, length: number) => T): (T | null)[] {
+    const values: (T | null)[] = [];
     const data = this.keptData;
-    if (!data) return texts;
+    if (!data) return values;
     for (let at = this.keptBegin; at < this.keptEnd; ) {
       const length = data.readInt32BE(at);
       at += 4;
-      texts.push(length < 0 ? null : data.toString('utf8', at, at + length));
+      values.push(length < 0 ? null : decode(values.length, data, at, length));
       if (length > 0) at += length;
     }
-    return texts;
+    return values;
   }
 
   push(chunk: Buffer): void {

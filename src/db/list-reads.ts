@@ -1,5 +1,4 @@
 import type { SqlColumn } from '../query/columns.js';
-import type { RecordPart } from '../query/list-export.js';
 import { likePattern, type OrderKey } from '../query/filter.js';
 import { allOf, keyAlias, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 
@@ -22,33 +21,6 @@ export interface ListQuery<Property extends string> {
 /** The properties a read reads, in their table's order: the id always, the selected ones, or every one for null. */
 export function propertiesToRead<Property extends string>(all: readonly Property[], selected: ReadonlySet<string> | null): Property[] {
   return selected ? all.filter((property) => property === 'id' || selected.has(property)) : [...all];
-}
-
-/**
- * The select list of an export's rows (query/list-export.ts): each column its parts concatenated, a property as
- * JSON (`null` for null), as a CSV cell or as text. The fixed text is the export's own (field names), quoted as a
- * literal all the same.
- */
-export function exportColumnsSql<Property extends string>(
-  columns: Readonly<Record<Property, string>>,
-  parts: readonly (readonly RecordPart[])[],
-): Sql {
-  const partSql = (part: RecordPart): string => {
-    if ('literal' in part) return `'${part.literal.replaceAll("'", "''")}'`;
-    if ('json' in part) return `coalesce(to_json(${columns[part.json as Property]})::text, 'null')`;
-    if ('csv' in part) {
-      const text = `(${columns[part.csv as Property]})::text`;
-      return part.plain ? `coalesce(${text}, '')` : csvCellSql(text);
-    }
-    return `(${columns[part.text as Property]})::text`;
-  };
-  return raw(parts.map((column, index) => `${column.map(partSql).join(' || ')} AS "__c${index}"`).join(', '));
-}
-
-/** A text as a CSV cell (rest/export-lines.ts csvCell): quoted, its quotes doubled, when it holds a quote, a comma or a line break. */
-function csvCellSql(text: string): string {
-  const needsQuotes = `strpos(${text}, '"') + strpos(${text}, ',') + strpos(${text}, E'\\n') + strpos(${text}, E'\\r') > 0`;
-  return `CASE WHEN ${text} IS NULL THEN '' WHEN ${needsQuotes} THEN '"' || replace(${text}, '"', '""') || '"' ELSE ${text} END`;
 }
 
 /** The select list: each read property's column, aliased by the property's name. */

@@ -3,10 +3,10 @@ import { SyncStatus } from '../generated/prisma/enums.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, anyOf, arrayLiteral, compareSql, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 import type { OrderKey } from '../query/filter.js';
-import { timestampTextSql, type TimestampText } from '../timestamps.js';
+import { binaryTimestampText, timestampTextSql, type TimestampText } from '../timestamps.js';
 import type { RawSql } from './client.js';
-import { exportColumnsSql, pageSql } from './list-reads.js';
-import type { RecordPart, RowFields } from '../query/list-export.js';
+import { pageSql } from './list-reads.js';
+import type { BinaryValue, RowFields } from '../query/list-export.js';
 import { CopyBinaryTuples } from './copy-binary.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
@@ -48,6 +48,35 @@ const SYNC_ROW_SQL = {
 } as const;
 
 export type SyncProperty = keyof typeof SYNC_ROW_SQL;
+
+/**
+ * Every property of a sync row as an export reads it (query/list-export.ts ListRowReader): its column, which
+ * PostgreSQL sends in binary as stored, the export writing the text (an enum sends its label).
+ */
+const SYNC_EXPORT_VALUES: Readonly<Record<SyncProperty, { sql: string; value: BinaryValue }>> = {
+  id: { sql: '"t0"."id"', value: 'text' },
+  tenantId: { sql: '"t0"."tenant_id"', value: 'text' },
+  connectionId: { sql: '"t0"."connection_id"', value: 'text' },
+  status: { sql: '"t0"."status"', value: 'text' },
+  startedAt: { sql: '"t0"."started_at"', value: 'timestamp' },
+  finishedAt: { sql: '"t0"."finished_at"', value: 'timestamp' },
+  errorMessage: { sql: '"t0"."error_message"', value: 'text' },
+  summary: { sql: '"t0"."summary"', value: 'jsonb' },
+  fileUrl: { sql: '"t0"."file_url"', value: 'text' },
+  isAutoMigrate: { sql: '"t0"."is_auto_migrate"', value: 'boolean' },
+  diff: { sql: '"t0"."diff"', value: 'jsonb' },
+  checksum: { sql: '"t0"."checksum"', value: 'jsonb' },
+  attempt: { sql: '"t0"."attempt"', value: 'int4' },
+  retryOfId: { sql: '"t0"."retry_of_id"', value: 'text' },
+  dueAt: { sql: '"t0"."due_at"', value: 'timestamp' },
+  leaseExpiresAt: { sql: '"t0"."lease_expires_at"', value: 'timestamp' },
+  workerId: { sql: '"t0"."worker_id"', value: 'text' },
+};
+
+/** How a sync property arrives in an export's rows. */
+export function syncExportValue(property: SyncProperty): BinaryValue {
+  return SYNC_EXPORT_VALUES[property].value;
+}
 
 export function isSyncProperty(name: string): name is SyncProperty {
   return Object.hasOwn(SYNC_ROW_SQL, name);
@@ -157,25 +186,34 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
 }
 
 /**
- * A batch of the tenant's syncs for an export (query/list-export.ts ListRowReader): each row the text of the
- * export's columns, written by PostgreSQL (exportColumnsSql) and read as binary COPY output, handed to `onRow`
- * as bytes as it arrives. Resolves with the number of rows and the last one's sort keys' values.
+ * A batch of the tenant's syncs for an export (query/list-export.ts ListRowReader): each row the values of
+ * `properties` as PostgreSQL sends them in binary (SYNC_EXPORT_VALUES), then the sort keys', read as binary COPY
+ * output and handed to `onRow` as bytes as it arrives. Resolves with the number of rows and the last one's sort
+ * keys' values, as text (a timestamp in the API's text).
  */
 export async function readSyncExportRows(
   db: Pick<RawSql, 'copyRows'>,
   query: SyncListQuery,
   connectionId: string | null,
-  columns: readonly (readonly RecordPart[])[],
+  properties: readonly SyncProperty[],
   onRow: (row: RowFields) => void,
 ): Promise<{ rows: number; lastKeys: unknown[] | null }> {
-  const statement = pageOf(query, exportColumnsSql(SYNC_ROW_SQL, columns), connectionScope(connectionId));
+  const columns = [...properties.map((property) => SYNC_EXPORT_VALUES[property].sql), ...query.keys.map((key) => key.column.sql)];
+  const statement = pageOf(query, raw(columns.join(', ')), connectionScope(connectionId));
   const tuples = new CopyBinaryTuples((row) => {
-    row.keepFields(columns.length);
+    row.keepFields(properties.length);
     onRow(row);
   });
   await db.copyRows(statement, (chunk) => tuples.push(chunk));
   tuples.end();
-  return { rows: tuples.rows, lastKeys: tuples.rows > 0 ? tuples.keptTexts() : null };
+  if (tuples.rows === 0) return { rows: 0, lastKeys: null };
+  const kinds = query.keys.map((key) => key.column.kind);
+  const lastKeys = tuples.keptValues((index, data, start, length) => {
+    if (kinds[index] === 'dateTime') return binaryTimestampText(data, start);
+    if (kinds[index] === 'boolean') return data[start] === 1 ? 'true' : 'false';
+    return data.toString('utf8', start, start + length);
+  });
+  return { rows: tuples.rows, lastKeys };
 }
 
 /** One of the tenant's syncs by id, or null: the properties asked for (the id always; null for all). */

@@ -9,6 +9,7 @@ import {
   readSync,
   readSyncPage,
   readSyncExportRows,
+  syncExportValue,
   SYNC_COLUMNS,
   type SyncListQuery,
   type SyncListRow,
@@ -253,8 +254,15 @@ builder.queryFields((t) => ({
         return exportedPage<Prisma.SyncGetPayload<object>>(
           context.listExport,
           {
-            read: (columns, after, take, onRow) =>
-              readSyncExportRows(raw, { ...query, ...keysetOrder(query.keys, after), take }, connectionId, columns, onRow),
+            valueOf: (property) => syncExportValue(property as SyncProperty),
+            read: (properties, after, take, onRow) =>
+              readSyncExportRows(
+                raw,
+                { ...query, ...keysetOrder(query.keys, after), take },
+                connectionId,
+                properties as SyncProperty[],
+                onRow,
+              ),
           },
           window,
         );

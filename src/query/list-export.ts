@@ -6,8 +6,8 @@
  * What a REST export asks of a list field (context.listExport): batches of `batchRows` rows, and, from a field
  * that can read every property in `properties` for the export itself, the reader (`rows`), which the field sets
  * instead of reading a page. The export then reads the list batch after batch by its keyset, with the field's own
- * conditions and order, each row as the text of its record, which PostgreSQL writes (rest/export.ts): no
- * operation runs per batch.
+ * conditions and order, each row as its properties' values in binary (rest/export.ts): no operation runs per
+ * batch.
  */
 export interface ListExport {
   batchRows: number;
@@ -17,17 +17,16 @@ export interface ListExport {
 }
 
 /**
- * One part of a column of an exported row, which PostgreSQL writes: a piece of fixed text, or a property's value
- * as JSON (`null` for null), as a CSV cell (RFC 4180: quoted when it holds a quote, a comma or a line break;
- * empty for null; `plain` when its type's text never does), or as text (null stays null). A property reads as its field's serializer writes it (a
- * timestamp in the API's text, an enum by its name), so that PostgreSQL's JSON of it is the page's.
+ * How a row property's value arrives in binary COPY output: `text` (text, an enum's label: UTF-8 bytes),
+ * `timestamp` (timestamptz: microseconds since 2000 as a 64-bit integer), `boolean` (one byte), `int4` (a 32-bit
+ * integer), `jsonb` (a version byte, then the value's text). The export writes each as its field's text.
  */
-export type RecordPart = { literal: string } | { json: string } | { csv: string; plain?: boolean } | { text: string };
+export type BinaryValue = 'text' | 'timestamp' | 'boolean' | 'int4' | 'jsonb';
 
 /**
  * A row of an export's batch as bytes (db/copy-binary.ts CopyBinaryTuples): field `i` is
- * `data[starts[i] .. starts[i] + lengths[i])`, the UTF-8 text of the column, or null when its length is -1. Valid
- * only while the row is being handed over.
+ * `data[starts[i] .. starts[i] + lengths[i])`, the value as PostgreSQL sends it (BinaryValue), or null when its
+ * length is -1. Valid only while the row is being handed over.
  */
 export interface RowFields {
   readonly data: Buffer;
@@ -37,13 +36,16 @@ export interface RowFields {
 
 /** A list's rows for an export: the field's own question, read from a keyset position on. */
 export interface ListRowReader {
+  /** How each property the export asked for (ListExport.properties) arrives. */
+  valueOf(property: string): BinaryValue;
   /**
    * Up to `take` rows after the row whose sort keys read `after` (null: from the first), in the list's order,
-   * each handed to `onRow` as it arrives: the texts of `columns` (each its parts concatenated), in order, as
-   * bytes. Resolves with how many there were and the last one's sort keys' values (where the next batch starts).
+   * each handed to `onRow` as it arrives: the values of `properties`, in order, as PostgreSQL sends them
+   * (valueOf). Resolves with how many there were and the last one's sort keys' values (where the next batch
+   * starts).
    */
   read(
-    columns: readonly (readonly RecordPart[])[],
+    properties: readonly string[],
     after: readonly unknown[] | null,
     take: number,
     onRow: (row: RowFields) => void,

@@ -1,41 +1,54 @@
-import type { RecordPart, RowFields } from '../query/list-export.js';
+import type { BinaryValue, RowFields } from '../query/list-export.js';
+import { TIMESTAMP_TEXT_BYTES, writeBinaryTimestamp } from '../timestamps.js';
 
-// An export's lines written from the bytes of its rows (rest/export.ts): PostgreSQL writes each record's text as
-// a few text columns and sends them as binary COPY output (db/copy-binary.ts); here those bytes are copied into
-// the batch's buffer, and the JSON text fields made compact as a page writes them, byte by byte. No row becomes
-// a string or an object on the way.
+// An export's lines written from the bytes of its rows (rest/export.ts): PostgreSQL sends each row's values as
+// stored, in binary COPY output (db/copy-binary.ts), and here each record is written from them into the batch's
+// buffer, byte by byte, as a page writes it: a text quoted, a timestamp in the API's text, a JSON column's text
+// made compact. No row becomes a string or an object on the way, and PostgreSQL formats nothing (its to_char
+// and to_json cost more than the whole of the gateway's work).
 
-/** Where an exported field's value comes from, when PostgreSQL writes it: a row property's value, or a JSON column's text. */
+/**
+ * Where an exported field's value comes from, when it is written from rows: a row property's value (its text as
+ * the field's serializer writes it), or a JSON column's text (a JSON text field); and how the property arrives.
+ */
 export interface FieldSource {
   name: string;
   property: string;
   form: 'value' | 'jsonText';
-  /** A value whose text never holds a quote, a comma or a line break (a boolean, a number, a timestamp, an enum's name). */
-  plain: boolean;
+  value: BinaryValue;
 }
 
 /**
  * Bytes of a piece of a batch (BatchBytes), sent on as soon as it is full: the client gets bytes from a batch's
- * first rows on, and what waits to be sent is a few pieces rather than a batch. (The size does not change how
- * often V8 collects: 16 KB to 256 KB measured alike.)
+ * first rows on, and what waits to be sent is a few pieces rather than a batch.
  */
-const PIECE_BYTES = 1 << 18;
+export const PIECE_BYTES = 1 << 18;
+
+/** Where a batch's pieces go (rest/export-body.ts): the buffers to write them in, and their sending. */
+export interface PieceSink {
+  /** A buffer of PIECE_BYTES to write a piece in: one the sink got back from an earlier piece when it has one. */
+  buffer(): Buffer;
+  /** Sends bytes `[0, length)` of `buffer` (one `buffer()` gave, or a larger one of the writer's own) on. */
+  send(buffer: Buffer, length: number): void;
+}
 
 /**
- * A batch's bytes, appended into pieces of PIECE_BYTES (a larger one only for a larger single write), each handed
- * to `onPiece` once full (and the last at `end`), which sends it on: no piece outlives its sending for long.
+ * A batch's bytes, appended into pieces of PIECE_BYTES (a larger one only for a larger single write), each sent
+ * on once full (and the last at `end`).
  */
 export class BatchBytes {
-  buffer = Buffer.allocUnsafe(PIECE_BYTES);
+  buffer: Buffer;
   length = 0;
 
-  constructor(private readonly onPiece: (piece: Uint8Array) => void) {}
+  constructor(private readonly sink: PieceSink) {
+    this.buffer = sink.buffer();
+  }
 
-  /** Makes room for `bytes` more in the current piece, handing it over and starting a new one when they do not fit. */
+  /** Makes room for `bytes` more in the current piece, sending it on and starting a new one when they do not fit. */
   reserve(bytes: number): void {
     if (this.length + bytes <= this.buffer.length) return;
-    if (this.length > 0) this.onPiece(this.buffer.subarray(0, this.length));
-    this.buffer = Buffer.allocUnsafe(Math.max(PIECE_BYTES, bytes));
+    if (this.length > 0) this.sink.send(this.buffer, this.length);
+    this.buffer = bytes <= PIECE_BYTES ? this.sink.buffer() : Buffer.allocUnsafe(bytes);
     this.length = 0;
   }
 
@@ -50,26 +63,54 @@ export class BatchBytes {
     this.length += source.copy(this.buffer, this.length, start, end);
   }
 
-  /** Hands over the last piece. */
+  /** Sends the last piece on. */
   end(): void {
-    if (this.length > 0) this.onPiece(this.buffer.subarray(0, this.length));
+    if (this.length > 0) this.sink.send(this.buffer, this.length);
     this.length = 0;
   }
 }
 
-/** The columns PostgreSQL writes for a batch's rows, and how a row's columns make one line of the export. */
-export interface RecordLayout {
-  columns: RecordPart[][];
-  write: (row: RowFields, out: BatchBytes) => void;
-}
+/** How a row's values make one line of the export. */
+export type RecordLayout = (row: RowFields, out: BatchBytes) => void;
 
 type FieldWriter = (row: RowFields, out: BatchBytes) => void;
+type ValueWriter = (row: RowFields, field: number, out: BatchBytes) => void;
 
-/** Writes column `member` of a row as PostgreSQL wrote it. */
-const columnBytes =
-  (member: number): FieldWriter =>
-  (row, out) =>
-    out.appendBytes(row.data, row.starts[member]!, row.starts[member]! + row.lengths[member]!);
+/** Whether a layout can write the field from its property's value (a JSON text field needs a jsonb column). */
+export function writable(source: FieldSource): boolean {
+  return source.form === 'jsonText' ? source.value === 'jsonb' : source.value !== 'jsonb';
+}
+
+/** NDJSON: `{"name":value,…}` and a line end, each value as JSON writes the page's. */
+export function ndjsonLayout(sources: readonly FieldSource[]): RecordLayout {
+  const writers = sources.map((source, field) =>
+    fieldWriter(`${field === 0 ? '{' : ','}${JSON.stringify(source.name)}:`, field, jsonValueWriter(source)),
+  );
+  return lineLayout(writers, '}\n');
+}
+
+/** CSV: the cells, comma-separated, and CRLF (RFC 4180), each value as csvCell writes the page's. */
+export function csvLayout(sources: readonly FieldSource[]): RecordLayout {
+  const writers = sources.map((source, field) => fieldWriter(field === 0 ? '' : ',', field, csvValueWriter(source)));
+  return lineLayout(writers, '\r\n');
+}
+
+function lineLayout(writers: readonly FieldWriter[], lineEnd: string): RecordLayout {
+  const end = fixedBytes(lineEnd);
+  return (row, out) => {
+    for (const writer of writers) writer(row, out);
+    end(row, out);
+  };
+}
+
+/** Writes fixed text, then field `field`'s value. */
+function fieldWriter(text: string, field: number, value: ValueWriter): FieldWriter {
+  const fixed = fixedBytes(text);
+  return (row, out) => {
+    fixed(row, out);
+    value(row, field, out);
+  };
+}
 
 /** Writes fixed text (a few bytes: copied by hand, cheaper than a native copy's call). */
 function fixedBytes(text: string): FieldWriter {
@@ -83,60 +124,146 @@ function fixedBytes(text: string): FieldWriter {
   };
 }
 
-/** A piece of a record's line: a part of a column PostgreSQL writes (fixed text, a value), or a JSON text field written here. */
-type LinePiece = RecordPart | { jsonText: string };
+function jsonValueWriter(source: FieldSource): ValueWriter {
+  if (source.form === 'jsonText') return jsonTextBytes('json');
+  switch (source.value) {
+    case 'text':
+      return jsonStringBytes;
+    case 'timestamp':
+      return timestampBytes(true, 'null');
+    case 'boolean':
+      return booleanBytes('null');
+    case 'int4':
+      return int4Bytes('null');
+    case 'jsonb':
+      throw new Error('a jsonb value is written as JSON text only');
+  }
+}
 
-/**
- * A layout from a line's pieces: each run of fixed texts and values is one column PostgreSQL writes (the texts as
- * literals), so that a row is a few copies; each JSON text field is its own column, written here (jsonTextBytes);
- * fixed text with no value beside it (between two JSON text fields, after the last) is written here.
- */
-function layoutOf(pieces: readonly LinePiece[], quoting: 'json' | 'csv'): RecordLayout {
-  const columns: RecordPart[][] = [];
-  const writers: FieldWriter[] = [];
-  let run: RecordPart[] = [];
-  const endRun = () => {
-    if (run.some((part) => !('literal' in part))) writers.push(columnBytes(columns.push(run) - 1));
-    else if (run.length > 0) writers.push(fixedBytes(run.map((part) => (part as { literal: string }).literal).join('')));
-    run = [];
-  };
-  for (const piece of pieces) {
-    if (!('jsonText' in piece)) run.push(piece);
+function csvValueWriter(source: FieldSource): ValueWriter {
+  if (source.form === 'jsonText') return jsonTextBytes('csv');
+  switch (source.value) {
+    case 'text':
+      return csvTextBytes;
+    case 'timestamp':
+      return timestampBytes(false, '');
+    case 'boolean':
+      return booleanBytes('');
+    case 'int4':
+      return int4Bytes('');
+    case 'jsonb':
+      throw new Error('a jsonb value is written as JSON text only');
+  }
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const SPACE = 0x20;
+const COMMA = 0x2c;
+const DOT = 0x2e;
+const ZERO = 0x30;
+const NINE = 0x39;
+const BACKSPACE = 0x08;
+const TAB = 0x09;
+const LINE_FEED = 0x0a;
+const FORM_FEED = 0x0c;
+const CARRIAGE_RETURN = 0x0d;
+const HEX = Buffer.from('0123456789abcdef');
+
+/** A text as a JSON string, escaped as JSON.stringify escapes it (null: `null`). */
+const jsonStringBytes: ValueWriter = (row, field, out) => {
+  const length = row.lengths[field]!;
+  if (length < 0) return out.append('null');
+  const start = row.starts[field]!;
+  const end = start + length;
+  const source = row.data;
+  // At most six bytes for one (\u00XX), and the quotes.
+  out.reserve(6 * length + 2);
+  const bytes = out.buffer;
+  let at = out.length;
+  bytes[at++] = QUOTE;
+  for (let index = start; index < end; index += 1) {
+    const byte = source[index]!;
+    if (byte >= SPACE && byte !== QUOTE && byte !== BACKSLASH) {
+      bytes[at++] = byte;
+      continue;
+    }
+    bytes[at++] = BACKSLASH;
+    if (byte === QUOTE || byte === BACKSLASH) bytes[at++] = byte;
+    else if (byte === LINE_FEED)
+      bytes[at++] = 0x6e; // n
+    else if (byte === CARRIAGE_RETURN)
+      bytes[at++] = 0x72; // r
+    else if (byte === TAB)
+      bytes[at++] = 0x74; // t
+    else if (byte === BACKSPACE)
+      bytes[at++] = 0x62; // b
+    else if (byte === FORM_FEED)
+      bytes[at++] = 0x66; // f
     else {
-      endRun();
-      writers.push(jsonTextBytes(columns.push([{ text: piece.jsonText }]) - 1, quoting));
+      bytes[at++] = 0x75; // u
+      bytes[at++] = ZERO;
+      bytes[at++] = ZERO;
+      bytes[at++] = HEX[byte >> 4]!;
+      bytes[at++] = HEX[byte & 15]!;
     }
   }
-  endRun();
-  return { columns, write: writeAll(writers) };
-}
+  bytes[at++] = QUOTE;
+  out.length = at;
+};
 
-/** NDJSON: `{"name":value,…}` and a line end; a JSON text field's value quoted as a JSON string. */
-export function ndjsonLayout(sources: readonly FieldSource[]): RecordLayout {
-  const pieces: LinePiece[] = [{ literal: '{' }];
-  for (const [index, source] of sources.entries()) {
-    pieces.push({ literal: `${index === 0 ? '' : ','}${JSON.stringify(source.name)}:` });
-    pieces.push(source.form === 'value' ? { json: source.property } : { jsonText: source.property });
+/** A text as a CSV cell (csvCell): quoted, its quotes doubled, when it holds a quote, a comma or a line break. */
+const csvTextBytes: ValueWriter = (row, field, out) => {
+  const length = row.lengths[field]!;
+  if (length <= 0) return;
+  const start = row.starts[field]!;
+  const end = start + length;
+  const source = row.data;
+  let quoted = false;
+  for (let index = start; index < end && !quoted; index += 1) {
+    const byte = source[index]!;
+    quoted = byte === QUOTE || byte === COMMA || byte === LINE_FEED || byte === CARRIAGE_RETURN;
   }
-  pieces.push({ literal: '}\n' });
-  return layoutOf(pieces, 'json');
-}
-
-/** CSV: the cells, comma-separated, and CRLF (RFC 4180); a JSON text field's value as a cell. */
-export function csvLayout(sources: readonly FieldSource[]): RecordLayout {
-  const pieces: LinePiece[] = [];
-  for (const [index, source] of sources.entries()) {
-    if (index > 0) pieces.push({ literal: ',' });
-    pieces.push(source.form === 'value' ? { csv: source.property, plain: source.plain } : { jsonText: source.property });
+  if (!quoted) return out.appendBytes(source, start, end);
+  out.reserve(2 * length + 2);
+  const bytes = out.buffer;
+  let at = out.length;
+  bytes[at++] = QUOTE;
+  for (let index = start; index < end; index += 1) {
+    const byte = source[index]!;
+    if (byte === QUOTE) bytes[at++] = QUOTE;
+    bytes[at++] = byte;
   }
-  pieces.push({ literal: '\r\n' });
-  return layoutOf(pieces, 'csv');
-}
+  bytes[at++] = QUOTE;
+  out.length = at;
+};
 
-function writeAll(writers: readonly FieldWriter[]): FieldWriter {
-  return (row, out) => {
-    for (const writer of writers) writer(row, out);
+/** A timestamp in the API's text (writeBinaryTimestamp), quoted for JSON; `nullText` for null (and ±infinity). */
+function timestampBytes(quoted: boolean, nullText: string): ValueWriter {
+  return (row, field, out) => {
+    if (row.lengths[field]! < 0) return out.append(nullText);
+    // A year past 9999 takes a few more digits.
+    out.reserve(TIMESTAMP_TEXT_BYTES + 8);
+    const bytes = out.buffer;
+    const at = out.length;
+    const written = writeBinaryTimestamp(row.data, row.starts[field]!, bytes, quoted ? at + 1 : at);
+    if (written === 0) return out.append(nullText);
+    if (!quoted) {
+      out.length = at + written;
+      return;
+    }
+    bytes[at] = QUOTE;
+    bytes[at + 1 + written] = QUOTE;
+    out.length = at + written + 2;
   };
+}
+
+function booleanBytes(nullText: string): ValueWriter {
+  return (row, field, out) => out.append(row.lengths[field]! < 0 ? nullText : row.data[row.starts[field]!] === 1 ? 'true' : 'false');
+}
+
+function int4Bytes(nullText: string): ValueWriter {
+  return (row, field, out) => out.append(row.lengths[field]! < 0 ? nullText : String(row.data.readInt32BE(row.starts[field]!)));
 }
 
 /** Separators of PostgreSQL's jsonb text (`", "`, `": "`), strings matched whole so that theirs are kept. */
@@ -166,30 +293,23 @@ export function csvCell(value: unknown): string {
   return /[",\r\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
 }
 
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const SPACE = 0x20;
-const COMMA = 0x2c;
-const DOT = 0x2e;
-const ZERO = 0x30;
-const NINE = 0x39;
-
 /**
- * Writes column `member`, PostgreSQL's text of a jsonb value, as a JSON text field's value: compactJsonText of it,
+ * Writes field `field`, a jsonb value in binary (its text), as a JSON text field's value: compactJsonText of it,
  * then as a JSON string (`json`: quotes and backslashes escaped; the text holds no control character, which
  * jsonb escapes) or as a CSV cell (`csv`: quoted, its quotes doubled, when it holds a quote or a comma).
  * One pass over the bytes drops the spaces outside strings (only separators have them) and watches for what
  * JSON.parse would change (compactJsonText's NOT_COMPACTED_ALONE: a digit before a dot, 16 digits in a row, a
  * string of digits, such as an index key); on those the field is written from compactJsonText instead.
  */
-function jsonTextBytes(member: number, quoting: 'json' | 'csv'): FieldWriter {
+function jsonTextBytes(quoting: 'json' | 'csv'): ValueWriter {
   const json = quoting === 'json';
   const slow = (text: string | null): string => (json ? JSON.stringify(compactJsonText(text)) : csvCell(compactJsonText(text)));
   const nullText = slow(null);
-  return (row, out) => {
-    const start = row.starts[member]!;
-    const length = row.lengths[member]!;
-    if (length < 0) return out.append(nullText);
+  return (row, field, out) => {
+    if (row.lengths[field]! < 0) return out.append(nullText);
+    // jsonb's binary output is a version byte (1), then the value's text.
+    const start = row.starts[field]! + 1;
+    const length = row.lengths[field]! - 1;
     const source = row.data;
     const end = start + length;
     out.reserve(2 * length + 2);

@@ -10,7 +10,8 @@ import {
 } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
 import { JSON_TEXT_OF, type ListExport } from '../query/list-export.js';
-import { BatchBytes, csvCell, csvLayout, type FieldSource, ndjsonLayout } from './export-lines.js';
+import { ExportBody, type Piece } from './export-body.js';
+import { BatchBytes, csvCell, csvLayout, type FieldSource, ndjsonLayout, PIECE_BYTES, type PieceSink, writable } from './export-lines.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
@@ -24,15 +25,14 @@ import type { RestContext } from './request-context.js';
 // applies the credential's scopes and the arguments as for a page, and the list field, rather than read a page,
 // hands over how it reads its rows (query/list-export.ts ListRowReader), with the page's own conditions and
 // order. The export then reads batches far larger than a client page, each a keyset range of the list's index,
-// in which PostgreSQL writes each record's text: a field that exposes a row property whose type's serializer
-// writes the property's text unchanged (a string, an id, a boolean, an integer, a timestamp the reader writes in
-// the API's text, an enum whose names are its values) as PostgreSQL's JSON of it, runs of such fields with
-// their names as one text; a field that is the JSON text of a JSON column (JSON_TEXT_OF) from the column's
-// text, made compact here as JSON.stringify would (export-lines.ts). The rows come as binary COPY output
-// (db/copy-binary.ts), so no operation runs per batch and no string or object is built per row: the gateway
-// copies bytes while PostgreSQL, on the other core, writes the next rows. A list field without a reader, or a
-// field written otherwise (an object, a resolver), is exported by running the operation page after page by
-// cursor. Either way a batch's bytes go to the client in pieces as they are written, and the next batch is read
+// as binary COPY output (db/copy-binary.ts): each row the values the exported fields expose, as stored, from
+// which the records are written byte by byte (export-lines.ts), as the page writes them: a field that exposes a
+// row property whose type's serializer writes the property's text unchanged (a string, an id, a boolean, an
+// integer, a timestamp, an enum whose names are its values), or the JSON text of a JSON column (JSON_TEXT_OF).
+// No operation runs per batch, no string or object is built per row, and PostgreSQL formats nothing: it reads
+// the next rows on the other core while the gateway writes. A list field without a reader, or a field written
+// otherwise (an object, a resolver), is exported by running the operation page after page by cursor. Either way
+// a batch's bytes go to the client in pieces as they are written (export-body.ts), and the next batch is read
 // only once the client has taken nearly all of them, so memory stays flat whatever the size. A client that
 // leaves ends the reads with the batch under way. Each batch has the time limit of a request; the whole
 // transfer has its own.
@@ -50,7 +50,7 @@ export const EXPORT_BATCH_ROWS = 1000;
  * less time than at 5,000 (docs/explanation/history-at-scale.md).
  */
 export const EXPORT_READ_ROWS = 20000;
-/** Pieces of a batch (export-lines.ts BatchBytes) the client may have yet to take when the next batch is read. */
+/** Pieces (export-lines.ts PIECE_BYTES) that may wait to be written or taken when the next batch is read. */
 export const EXPORT_QUEUED_PIECES = 16;
 /** Each batch's time limit (as a request's). */
 export const EXPORT_BATCH_TIMEOUT_MS = 30_000;
@@ -110,9 +110,12 @@ interface Batch {
 /** Leaf types whose serializer writes a property's text (as the reader reads it) unchanged. */
 const TEXT_SERIALIZED = new Set(['String', 'ID', 'Boolean', 'Int', 'DateTime']);
 
-/** Each field's source, or null when one is written otherwise (an object, a resolver) and the operation must run. */
-function fieldSources(fields: readonly RestField[]): FieldSource[] | null {
-  const sources: FieldSource[] = [];
+/**
+ * Each field's source but how its property arrives (which the list's reader says), or null when one is written
+ * otherwise (an object, a resolver) and the operation must run.
+ */
+function fieldSources(fields: readonly RestField[]): Omit<FieldSource, 'value'>[] | null {
+  const sources: Omit<FieldSource, 'value'>[] = [];
   for (const field of fields) {
     const extensions = field.definition.extensions as { pothosExposedField?: string; [JSON_TEXT_OF]?: string } | undefined;
     const type = getNamedType(field.definition.type);
@@ -120,10 +123,8 @@ function fieldSources(fields: readonly RestField[]): FieldSource[] | null {
     const exposed = extensions?.pothosExposedField;
     const textSerialized =
       TEXT_SERIALIZED.has(type.name) || (isEnumType(type) && type.getValues().every((value) => value.value === value.name));
-    // An enum's text is its name, which GraphQL's grammar keeps to letters, digits and underscores.
-    const plain = ['Boolean', 'Int', 'DateTime'].includes(type.name) || isEnumType(type);
-    if (jsonTextOf !== undefined) sources.push({ name: field.name, property: jsonTextOf, form: 'jsonText', plain: false });
-    else if (exposed !== undefined && textSerialized) sources.push({ name: field.name, property: exposed, form: 'value', plain });
+    if (jsonTextOf !== undefined) sources.push({ name: field.name, property: jsonTextOf, form: 'jsonText' });
+    else if (exposed !== undefined && textSerialized) sources.push({ name: field.name, property: exposed, form: 'value' });
     else return null;
   }
   return sources;
@@ -145,7 +146,7 @@ export async function runExport<C extends RestContext>(
   { route, pathValues, url, target, log }: RouteRequest,
   format: ExportFormat,
   runner: OperationRunner<C>,
-  fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream },
+  fetchAPI: { Response: typeof Response },
   signal: AbortSignal,
   /** Runs one batch within its own time limit (EXPORT_BATCH_TIMEOUT_MS), its statements cancelled past it. */
   withinBatchTime: <T>(work: () => Promise<T>) => Promise<T>,
@@ -195,47 +196,61 @@ export async function runExport<C extends RestContext>(
       return (executed.data as Record<string, ExportPage>)[route.rootKey]!;
     });
 
-  // Reads the batch after `after` (null: the first), handing over its bytes in pieces as they are written, and
-  // resolves with its rows and where the next starts (null after the last).
-  let readBatch: (after: unknown, onPiece: (piece: Uint8Array) => void) => Promise<Batch>;
+  // Reads the batch after `after` (null: the first), sending its bytes to `sink` in pieces as they are written,
+  // and resolves with its rows and where the next starts (null after the last).
+  let readBatch: (after: unknown, sink: PieceSink) => Promise<Batch>;
   // The first batch is read before answering, so that a refusal is an error response rather than a cut stream.
-  const firstPieces: Uint8Array[] = [];
-  let first: Batch;
+  const first: Piece[] = [];
+  if (format === 'csv') {
+    const header = Buffer.from(csvHeader(fields));
+    first.push({ buffer: header, length: header.length });
+  }
+  const firstSink: PieceSink = { buffer: () => Buffer.allocUnsafe(PIECE_BYTES), send: (buffer, length) => first.push({ buffer, length }) };
+  let firstBatch: Batch;
   try {
     const page = await runOperation(null);
     const reader = listExport.rows;
     if (reader && sources) {
-      const layout = format === 'ndjson' ? ndjsonLayout(sources) : csvLayout(sources);
-      readBatch = (after, onPiece) =>
+      const typed = sources.map((source) => ({ ...source, value: reader.valueOf(source.property) }));
+      const unwritable = typed.find((source) => !writable(source));
+      if (unwritable) throw new Error(`field ${unwritable.name} is not written from a ${unwritable.value} value`);
+      const properties = typed.map((source) => source.property);
+      const layout = format === 'ndjson' ? ndjsonLayout(typed) : csvLayout(typed);
+      readBatch = (after, sink) =>
         withinBatchTime(async () => {
-          // Each row's line is written from the row's own bytes as they arrive, each full piece handed over.
-          const bytes = new BatchBytes(onPiece);
-          const read = await reader.read(layout.columns, after as unknown[] | null, EXPORT_READ_ROWS, (row) => layout.write(row, bytes));
+          // Each row's line is written from the row's own bytes as they arrive, each full piece sent on.
+          const bytes = new BatchBytes(sink);
+          const read = await reader.read(properties, after as unknown[] | null, EXPORT_READ_ROWS, (row) => layout(row, bytes));
           bytes.end();
           return { rows: read.rows, after: read.rows === EXPORT_READ_ROWS ? read.lastKeys : null };
         });
-      first = await readBatch(null, (piece) => firstPieces.push(piece));
+      firstBatch = await readBatch(null, firstSink);
     } else {
       const write = format === 'ndjson' ? ndjsonLines : csvRows(fields);
-      const batchOf = (read: ExportPage, onPiece: (piece: Uint8Array) => void): Batch => {
-        if (read.nodes.length > 0) onPiece(Buffer.from(write(read.nodes.map((node) => withoutNullMembers(node, omit)))));
+      const batchOf = (read: ExportPage, sink: PieceSink): Batch => {
+        if (read.nodes.length > 0) {
+          const text = Buffer.from(write(read.nodes.map((node) => withoutNullMembers(node, omit))));
+          sink.send(text, text.length);
+        }
         return { rows: read.nodes.length, after: read.pageInfo.hasNextPage ? read.pageInfo.endCursor : null };
       };
-      readBatch = async (after, onPiece) => batchOf(await runOperation(after as string), onPiece);
-      first = batchOf(page, (piece) => firstPieces.push(piece));
+      readBatch = async (after, sink) => batchOf(await runOperation(after as string), sink);
+      firstBatch = batchOf(page, firstSink);
     }
   } catch (error) {
     if (error instanceof BatchError) return error.response;
     throw error;
   }
 
-  const encoder = new TextEncoder();
-  let rows = first.rows;
-  let next = first.after;
+  let rows = firstBatch.rows;
+  let next = firstBatch.after;
   let finished = false;
-  const finish = (outcome: string) => {
+  const finish = (outcome: 'complete' | 'client closed' | 'failed', error?: unknown) => {
     if (finished) return;
     finished = true;
+    if (outcome === 'failed') {
+      log.error({ err: error instanceof BatchError ? error.message : error, req_id: target.requestId }, 'export stopped');
+    }
     log.info(
       {
         req_id: target.requestId,
@@ -251,46 +266,24 @@ export async function runExport<C extends RestContext>(
   };
   signal.addEventListener('abort', () => finish('client closed'), { once: true });
 
-  // Pieces go to the client as they are written, so that each dies young. A batch is read when the client has
-  // taken all but EXPORT_QUEUED_PIECES of those before it: at most about a batch waits, whatever the size.
-  const body = new fetchAPI.ReadableStream<Uint8Array>(
+  // Pieces go to the client as they are written (export-body.ts). A batch is read when no more than
+  // EXPORT_QUEUED_PIECES of those before it wait: at most about a batch waits, whatever the size.
+  const body = new ExportBody(
     {
-      start(controller) {
-        if (format === 'csv') controller.enqueue(encoder.encode(csvHeader(fields)));
-        for (const piece of firstPieces) controller.enqueue(piece);
-        if (next === null) {
-          finish('complete');
-          controller.close();
-        }
+      first,
+      more: next !== null,
+      async readBatch(sink) {
+        if (performance.now() - startedAt > EXPORT_MAX_MS) throw new Error(`export exceeded ${EXPORT_MAX_MS / 60_000} minutes`);
+        const read = await readBatch(next, sink);
+        rows += read.rows;
+        next = read.after;
+        return next !== null;
       },
-      async pull(controller) {
-        try {
-          if (finished) return controller.close();
-          if (performance.now() - startedAt > EXPORT_MAX_MS) throw new Error(`export exceeded ${EXPORT_MAX_MS / 60_000} minutes`);
-          const read = await readBatch(next, (piece) => {
-            if (!finished) controller.enqueue(piece);
-          });
-          if (finished) return;
-          rows += read.rows;
-          next = read.after;
-          if (next === null) {
-            finish('complete');
-            controller.close();
-          }
-        } catch (error) {
-          if (finished) return;
-          finish('failed');
-          log.error({ err: error instanceof BatchError ? error.message : error, req_id: target.requestId }, 'export stopped');
-          controller.error(error);
-        }
-      },
-      cancel() {
-        finish('client closed');
-      },
+      finish,
     },
-    { highWaterMark: EXPORT_QUEUED_PIECES },
+    EXPORT_QUEUED_PIECES * PIECE_BYTES,
   );
-  return new fetchAPI.Response(body, {
+  return new fetchAPI.Response(body as unknown as ReadableStream, {
     status: 200,
     headers: {
       'content-type': MEDIA_TYPES[format],
