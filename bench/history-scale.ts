@@ -12,7 +12,8 @@
 //                                                            HISTORY_KEEP=1 keeps the database for
 //                                                            bench/history-retention.ts)
 
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { cpus } from 'node:os';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
@@ -178,8 +179,13 @@ for (const size of SIZES) {
     timed(async () => {
       const options = format === 'csv' ? ' WITH (FORMAT csv, HEADER)' : '';
       const statement = `\\copy (SELECT * FROM syncs WHERE tenant_id = '${big.id}' ORDER BY started_at DESC, id DESC) TO STDOUT${options}`;
-      const run = spawnSync('psql', [url, '-qc', statement], { stdio: ['ignore', 'ignore', 'pipe'] });
-      if (run.status !== 0) throw new Error(`psql: ${run.stderr}`);
+      // Asynchronously: a blocked event loop would not see the server close an idle kept connection (after its
+      // 5 s keep-alive), and undici would send the next request on it.
+      const run = spawn('psql', [url, '-qc', statement], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      run.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const [status] = await once(run, 'close');
+      if (status !== 0) throw new Error(`psql: ${stderr}`);
     });
   await copyMs('ndjson');
   const exports: string[] = [];
@@ -188,8 +194,7 @@ for (const size of SIZES) {
     for (let round = 0; round < EXPORT_ROUNDS; round += 1) {
       const exported = await timed(async () => {
         const accept = format === 'ndjson' ? 'application/x-ndjson' : 'text/csv';
-        // A connection of its own, as psql's. A kept one could be reused after the server closed it: the `\copy`
-        // between (spawnSync) blocks this process past the server's 5 s keep-alive, before undici sees the close.
+        // A connection of its own, as psql's.
         const response = await fetch(`${origin}/api/v1/integrations/syncs`, { headers: { ...headers, accept, connection: 'close' } });
         let lines = 0;
         // Counted with indexOf (memchr), so that the client takes as little of the shared CPU as psql does.
