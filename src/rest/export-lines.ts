@@ -84,14 +84,14 @@ export function writable(source: FieldSource): boolean {
 /** NDJSON: `{"name":value,…}` and a line end, each value as JSON writes the page's. */
 export function ndjsonLayout(sources: readonly FieldSource[]): RecordLayout {
   const writers = sources.map((source, field) =>
-    fieldWriter(`${field === 0 ? '{' : ','}${JSON.stringify(source.name)}:`, field, jsonValueWriter(source)),
+    fieldWriter(`${field === 0 ? '{' : ','}${JSON.stringify(source.name)}:`, field, valueWriter(source, 'json')),
   );
   return lineLayout(writers, '}\n');
 }
 
 /** CSV: the cells, comma-separated, and CRLF (RFC 4180), each value as csvCell writes the page's. */
 export function csvLayout(sources: readonly FieldSource[]): RecordLayout {
-  const writers = sources.map((source, field) => fieldWriter(field === 0 ? '' : ',', field, csvValueWriter(source)));
+  const writers = sources.map((source, field) => fieldWriter(field === 0 ? '' : ',', field, valueWriter(source, 'csv')));
   return lineLayout(writers, '\r\n');
 }
 
@@ -124,36 +124,16 @@ function fixedBytes(text: string): FieldWriter {
   };
 }
 
-function jsonValueWriter(source: FieldSource): ValueWriter {
-  if (source.form === 'jsonText') return jsonTextBytes('json');
-  switch (source.value) {
-    case 'text':
-      return jsonStringBytes;
-    case 'timestamp':
-      return timestampBytes(true, 'null');
-    case 'boolean':
-      return booleanBytes('null');
-    case 'int4':
-      return int4Bytes('null');
-    case 'jsonb':
-      throw new Error('a jsonb value is written as JSON text only');
-  }
-}
+/** How each kind of value is written, in NDJSON (as JSON) and in CSV (as a cell). */
+const VALUE_WRITERS: Record<'json' | 'csv', Record<Exclude<BinaryValue, 'jsonb'>, ValueWriter>> = {
+  json: { text: jsonStringBytes, timestamp: timestampBytes(true, 'null'), boolean: booleanBytes('null'), int4: int4Bytes('null') },
+  csv: { text: csvTextBytes, timestamp: timestampBytes(false, ''), boolean: booleanBytes(''), int4: int4Bytes('') },
+};
 
-function csvValueWriter(source: FieldSource): ValueWriter {
-  if (source.form === 'jsonText') return jsonTextBytes('csv');
-  switch (source.value) {
-    case 'text':
-      return csvTextBytes;
-    case 'timestamp':
-      return timestampBytes(false, '');
-    case 'boolean':
-      return booleanBytes('');
-    case 'int4':
-      return int4Bytes('');
-    case 'jsonb':
-      throw new Error('a jsonb value is written as JSON text only');
-  }
+function valueWriter(source: FieldSource, quoting: 'json' | 'csv'): ValueWriter {
+  if (source.form === 'jsonText') return jsonTextBytes(quoting);
+  if (source.value === 'jsonb') throw new Error('a jsonb value is written as JSON text only');
+  return VALUE_WRITERS[quoting][source.value];
 }
 
 const QUOTE = 0x22;
@@ -171,9 +151,12 @@ const CARRIAGE_RETURN = 0x0d;
 const HEX = Buffer.from('0123456789abcdef');
 
 /** A text as a JSON string, escaped as JSON.stringify escapes it (null: `null`). */
-const jsonStringBytes: ValueWriter = (row, field, out) => {
+function jsonStringBytes(row: RowFields, field: number, out: BatchBytes): void {
   const length = row.lengths[field]!;
-  if (length < 0) return out.append('null');
+  if (length < 0) {
+    out.append('null');
+    return;
+  }
   const start = row.starts[field]!;
   const end = start + length;
   const source = row.data;
@@ -210,10 +193,10 @@ const jsonStringBytes: ValueWriter = (row, field, out) => {
   }
   bytes[at++] = QUOTE;
   out.length = at;
-};
+}
 
 /** A text as a CSV cell (csvCell): quoted, its quotes doubled, when it holds a quote, a comma or a line break. */
-const csvTextBytes: ValueWriter = (row, field, out) => {
+function csvTextBytes(row: RowFields, field: number, out: BatchBytes): void {
   const length = row.lengths[field]!;
   if (length <= 0) return;
   const start = row.starts[field]!;
@@ -224,7 +207,10 @@ const csvTextBytes: ValueWriter = (row, field, out) => {
     const byte = source[index]!;
     quoted = byte === QUOTE || byte === COMMA || byte === LINE_FEED || byte === CARRIAGE_RETURN;
   }
-  if (!quoted) return out.appendBytes(source, start, end);
+  if (!quoted) {
+    out.appendBytes(source, start, end);
+    return;
+  }
   out.reserve(2 * length + 2);
   const bytes = out.buffer;
   let at = out.length;
@@ -236,7 +222,7 @@ const csvTextBytes: ValueWriter = (row, field, out) => {
   }
   bytes[at++] = QUOTE;
   out.length = at;
-};
+}
 
 /** A timestamp in the API's text (writeBinaryTimestamp), quoted for JSON; `nullText` for null (and ±infinity). */
 function timestampBytes(quoted: boolean, nullText: string): ValueWriter {
