@@ -10,6 +10,11 @@ import { join } from 'node:path';
 export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 const running = new Set<ChildProcess>();
+// A run that fails without stopping its children (an uncaught error) still ends them: a server left behind
+// holds its database, which the next run cannot drop.
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGTERM');
+});
 
 /** Environment of every child: the caller's, minus anything that would point it at another database. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
