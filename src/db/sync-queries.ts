@@ -26,60 +26,47 @@ export const SYNC_COLUMNS = {
   isAutoMigrate: { sql: '"t0"."is_auto_migrate"', kind: 'boolean', nullable: true },
 } satisfies Columns<SqlColumn>;
 
-/** Every property of a sync row (as Prisma names it) and the SQL that reads its value. */
-const SYNC_ROW_SQL = {
-  id: '"t0"."id"',
-  tenantId: '"t0"."tenant_id"',
-  connectionId: '"t0"."connection_id"',
-  status: '"t0"."status"::text',
-  startedAt: timestampTextSql('"t0"."started_at"'),
-  finishedAt: timestampTextSql('"t0"."finished_at"'),
-  errorMessage: '"t0"."error_message"',
-  summary: '"t0"."summary"',
-  fileUrl: '"t0"."file_url"',
-  isAutoMigrate: '"t0"."is_auto_migrate"',
-  diff: '"t0"."diff"',
-  checksum: '"t0"."checksum"',
-  attempt: '"t0"."attempt"',
-  retryOfId: '"t0"."retry_of_id"',
-  dueAt: timestampTextSql('"t0"."due_at"'),
-  leaseExpiresAt: timestampTextSql('"t0"."lease_expires_at"'),
-  workerId: '"t0"."worker_id"',
-} as const;
-
-export type SyncProperty = keyof typeof SYNC_ROW_SQL;
-
 /**
- * Every property of a sync row as an export reads it (query/list-export.ts ListRowReader): its column, which
- * PostgreSQL sends in binary as stored, the export writing the text (an enum sends its label).
+ * Every property of a sync row (as Prisma names it): its column, and how PostgreSQL stores the value, which is
+ * how an export reads it (query/list-export.ts BinaryValue: sent in binary as stored, the export writing the text).
  */
-const SYNC_EXPORT_VALUES: Readonly<Record<SyncProperty, { sql: string; value: BinaryValue }>> = {
-  id: { sql: '"t0"."id"', value: 'text' },
-  tenantId: { sql: '"t0"."tenant_id"', value: 'text' },
-  connectionId: { sql: '"t0"."connection_id"', value: 'text' },
-  status: { sql: '"t0"."status"', value: 'text' },
-  startedAt: { sql: '"t0"."started_at"', value: 'timestamp' },
-  finishedAt: { sql: '"t0"."finished_at"', value: 'timestamp' },
-  errorMessage: { sql: '"t0"."error_message"', value: 'text' },
-  summary: { sql: '"t0"."summary"', value: 'jsonb' },
-  fileUrl: { sql: '"t0"."file_url"', value: 'text' },
-  isAutoMigrate: { sql: '"t0"."is_auto_migrate"', value: 'boolean' },
-  diff: { sql: '"t0"."diff"', value: 'jsonb' },
-  checksum: { sql: '"t0"."checksum"', value: 'jsonb' },
-  attempt: { sql: '"t0"."attempt"', value: 'int4' },
-  retryOfId: { sql: '"t0"."retry_of_id"', value: 'text' },
-  dueAt: { sql: '"t0"."due_at"', value: 'timestamp' },
-  leaseExpiresAt: { sql: '"t0"."lease_expires_at"', value: 'timestamp' },
-  workerId: { sql: '"t0"."worker_id"', value: 'text' },
-};
+const SYNC_ROW_COLUMNS = {
+  id: { column: '"t0"."id"', value: 'text' },
+  tenantId: { column: '"t0"."tenant_id"', value: 'text' },
+  connectionId: { column: '"t0"."connection_id"', value: 'text' },
+  status: { column: '"t0"."status"', value: 'enum' },
+  startedAt: { column: '"t0"."started_at"', value: 'timestamp' },
+  finishedAt: { column: '"t0"."finished_at"', value: 'timestamp' },
+  errorMessage: { column: '"t0"."error_message"', value: 'text' },
+  summary: { column: '"t0"."summary"', value: 'jsonb' },
+  fileUrl: { column: '"t0"."file_url"', value: 'text' },
+  isAutoMigrate: { column: '"t0"."is_auto_migrate"', value: 'boolean' },
+  diff: { column: '"t0"."diff"', value: 'jsonb' },
+  checksum: { column: '"t0"."checksum"', value: 'jsonb' },
+  attempt: { column: '"t0"."attempt"', value: 'int4' },
+  retryOfId: { column: '"t0"."retry_of_id"', value: 'text' },
+  dueAt: { column: '"t0"."due_at"', value: 'timestamp' },
+  leaseExpiresAt: { column: '"t0"."lease_expires_at"', value: 'timestamp' },
+  workerId: { column: '"t0"."worker_id"', value: 'text' },
+} as const satisfies Record<string, { column: string; value: BinaryValue }>;
+
+export type SyncProperty = keyof typeof SYNC_ROW_COLUMNS;
+
+/** The SQL a page reads each property with: a timestamp as text in the API's format, the enum as its label. */
+const SYNC_ROW_SQL = Object.fromEntries(
+  Object.entries(SYNC_ROW_COLUMNS).map(([property, { column, value }]) => [
+    property,
+    value === 'timestamp' ? timestampTextSql(column) : value === 'enum' ? `${column}::text` : column,
+  ]),
+) as Record<SyncProperty, string>;
 
 /** How a sync property arrives in an export's rows. */
 export function syncExportValue(property: SyncProperty): BinaryValue {
-  return SYNC_EXPORT_VALUES[property].value;
+  return SYNC_ROW_COLUMNS[property].value;
 }
 
 export function isSyncProperty(name: string): name is SyncProperty {
-  return Object.hasOwn(SYNC_ROW_SQL, name);
+  return Object.hasOwn(SYNC_ROW_COLUMNS, name);
 }
 
 /** The timestamps of a sync row, which the lists read as text in the API's format (timestampTextSql). */
@@ -133,7 +120,7 @@ export interface SyncListQuery {
 }
 
 function selectList(properties: ReadonlySet<SyncProperty> | null, always: readonly SyncProperty[] = []): Sql {
-  const read = (Object.keys(SYNC_ROW_SQL) as SyncProperty[]).filter(
+  const read = (Object.keys(SYNC_ROW_COLUMNS) as SyncProperty[]).filter(
     (property) => !properties || property === 'id' || properties.has(property) || always.includes(property),
   );
   return raw(read.map((property) => `${SYNC_ROW_SQL[property]} AS "${property}"`).join(', '));
@@ -187,7 +174,7 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
 
 /**
  * A batch of the tenant's syncs for an export (query/list-export.ts ListRowReader): each row the values of
- * `properties` as PostgreSQL sends them in binary (SYNC_EXPORT_VALUES), then the sort keys', read as binary COPY
+ * `properties` as PostgreSQL sends them in binary (SYNC_ROW_COLUMNS), then the sort keys', read as binary COPY
  * output and handed to `onRow` as bytes as it arrives. Resolves with the number of rows and the last one's sort
  * keys' values, as text (a timestamp in the API's text).
  */
@@ -198,7 +185,7 @@ export async function readSyncExportRows(
   properties: readonly SyncProperty[],
   onRow: (row: RowFields) => void,
 ): Promise<{ rows: number; lastKeys: unknown[] | null }> {
-  const columns = [...properties.map((property) => SYNC_EXPORT_VALUES[property].sql), ...query.keys.map((key) => key.column.sql)];
+  const columns = [...properties.map((property) => SYNC_ROW_COLUMNS[property].column), ...query.keys.map((key) => key.column.sql)];
   const statement = pageOf(query, raw(columns.join(', ')), connectionScope(connectionId));
   const tuples = new CopyBinaryTuples((row) => {
     row.keepFields(properties.length);

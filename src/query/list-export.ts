@@ -17,11 +17,11 @@ export interface ListExport {
 }
 
 /**
- * How a row property's value arrives in binary COPY output: `text` (text, an enum's label: UTF-8 bytes),
- * `timestamp` (timestamptz: microseconds since 2000 as a 64-bit integer), `boolean` (one byte), `int4` (a 32-bit
+ * How a row property's value arrives in binary COPY output: `text` and `enum` (text, an enum's label: UTF-8
+ * bytes), `timestamp` (timestamptz: microseconds since 2000 as a 64-bit integer), `boolean` (one byte), `int4` (a 32-bit
  * integer), `jsonb` (a version byte, then the value's text). The export writes each as its field's text.
  */
-export type BinaryValue = 'text' | 'timestamp' | 'boolean' | 'int4' | 'jsonb';
+export type BinaryValue = 'text' | 'enum' | 'timestamp' | 'boolean' | 'int4' | 'jsonb';
 
 /**
  * A row of an export's batch as bytes (db/copy-binary.ts CopyBinaryTuples): field `i` is

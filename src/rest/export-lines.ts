@@ -76,11 +76,6 @@ export type RecordLayout = (row: RowFields, out: BatchBytes) => void;
 type FieldWriter = (row: RowFields, out: BatchBytes) => void;
 type ValueWriter = (row: RowFields, field: number, out: BatchBytes) => void;
 
-/** Whether a layout can write the field from its property's value (a JSON text field needs a jsonb column). */
-export function writable(source: FieldSource): boolean {
-  return source.form === 'jsonText' ? source.value === 'jsonb' : source.value !== 'jsonb';
-}
-
 /** NDJSON: `{"name":value,…}` and a line end, each value as JSON writes the page's. */
 export function ndjsonLayout(sources: readonly FieldSource[]): RecordLayout {
   const writers = sources.map((source, field) =>
@@ -126,14 +121,22 @@ function fixedBytes(text: string): FieldWriter {
 
 /** How each kind of value is written, in NDJSON (as JSON) and in CSV (as a cell). */
 const VALUE_WRITERS: Record<'json' | 'csv', Record<Exclude<BinaryValue, 'jsonb'>, ValueWriter>> = {
-  json: { text: jsonStringBytes, timestamp: timestampBytes(true, 'null'), boolean: booleanBytes('null'), int4: int4Bytes('null') },
-  csv: { text: csvTextBytes, timestamp: timestampBytes(false, ''), boolean: booleanBytes(''), int4: int4Bytes('') },
+  json: {
+    text: jsonStringBytes,
+    enum: jsonStringBytes,
+    timestamp: timestampBytes(true, 'null'),
+    boolean: booleanBytes('null'),
+    int4: int4Bytes('null'),
+  },
+  csv: { text: csvTextBytes, enum: csvTextBytes, timestamp: timestampBytes(false, ''), boolean: booleanBytes(''), int4: int4Bytes('') },
 };
 
+/** The field's value writer; a JSON text field needs a jsonb column, and a jsonb column is written only as JSON text. */
 function valueWriter(source: FieldSource, quoting: 'json' | 'csv'): ValueWriter {
-  if (source.form === 'jsonText') return jsonTextBytes(quoting);
-  if (source.value === 'jsonb') throw new Error('a jsonb value is written as JSON text only');
-  return VALUE_WRITERS[quoting][source.value];
+  if ((source.form === 'jsonText') !== (source.value === 'jsonb')) {
+    throw new Error(`field ${source.name} is not written from a ${source.value} value`);
+  }
+  return source.value === 'jsonb' ? jsonTextBytes(quoting) : VALUE_WRITERS[quoting][source.value];
 }
 
 const QUOTE = 0x22;

@@ -11,7 +11,7 @@ import {
 import { isAsyncIterable } from 'graphql-yoga';
 import { JSON_TEXT_OF, type ListExport } from '../query/list-export.js';
 import { ExportBody, type Piece } from './export-body.js';
-import { BatchBytes, csvCell, csvLayout, type FieldSource, ndjsonLayout, PIECE_BYTES, type PieceSink, writable } from './export-lines.js';
+import { BatchBytes, csvCell, csvLayout, type FieldSource, ndjsonLayout, PIECE_BYTES, type PieceSink } from './export-lines.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
 import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
@@ -212,8 +212,6 @@ export async function runExport<C extends RestContext>(
     const reader = listExport.rows;
     if (reader && sources) {
       const typed = sources.map((source) => ({ ...source, value: reader.valueOf(source.property) }));
-      const unwritable = typed.find((source) => !writable(source));
-      if (unwritable) throw new Error(`field ${unwritable.name} is not written from a ${unwritable.value} value`);
       const properties = typed.map((source) => source.property);
       const layout = format === 'ndjson' ? ndjsonLayout(typed) : csvLayout(typed);
       readBatch = (after, sink) =>
