@@ -6,6 +6,7 @@ import type { Live } from './live/live.js';
 import type { ApplicationCategoryLookup } from './domain/connection-input.js';
 import type { TokenCaps } from './domain/token-caps.js';
 import type { WebhookSettings } from './webhooks/settings.js';
+import type { RowCapture } from './query/row-capture.js';
 
 export interface Context {
   db: Database;
@@ -37,6 +38,8 @@ export interface Context {
    * a list field that can read its rows for the export itself hands its reader over in `rows` (query/list-export.ts).
    */
   listExport?: ListExport;
+  /** Set by a REST list route whose items are written from the rows (rest/row-writer.ts). */
+  rowCapture?: RowCapture;
 }
 
 /** A request's Idempotency-Key header, as the context holds it (checked by the mutation that uses it). */

@@ -76,7 +76,17 @@ export function listType<T>(name: string, item: ObjectRef<typeof builder.$inferS
   return builder.objectRef<ListPage<T>>(name).implement({
     description,
     fields: (t) => ({
-      nodes: t.field({ type: [item], complexity: PAGE_ITEMS_COMPLEXITY, resolve: (page) => page.nodes() }),
+      nodes: t.field({
+        type: [item],
+        complexity: PAGE_ITEMS_COMPLEXITY,
+        resolve: (page, _args, context) => {
+          // A REST list whose items are written from the rows (rest/row-writer.ts) takes them here.
+          const capture = context.rowCapture;
+          if (capture === undefined || capture.rows !== undefined) return page.nodes();
+          capture.rows = page.nodes;
+          return [];
+        },
+      }),
       totalCount: t.int({
         description: 'Number of items matching the filter and search, ignoring limit, offset and after.',
         resolve: (page) => page.totalCount(),

@@ -26,6 +26,7 @@ import {
 import { pageBoundsOf } from '../query/page-bounds.js';
 import type { FieldSpec, FieldType, ResourceSpec } from './query-params.js';
 import type { RouteSpec } from './routes.js';
+import { compileRowWriter, type RowWriter } from './row-writer.js';
 
 // Turns the route table into what a request needs, once at start: the validated operation, a path matcher,
 // and the item's fields read from the document's selection and the schema. A document that does not fit
@@ -64,6 +65,8 @@ export interface CompiledRoute {
   itemSchema: JsonSchema;
   /** The permission the root field needs (its auth scope), when it names one. */
   permission: string | null;
+  /** A list's items written from its rows (./row-writer.ts); null where they are executed. */
+  rowWriter: RowWriter | null;
 }
 
 export function compileRoutes(schema: GraphQLSchema, routes: readonly RouteSpec[]): CompiledRoute[] {
@@ -195,6 +198,7 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
     fields,
     resource,
     itemSchema: objectSchema(itemType, itemSelection, new Set(route.omitNullMembers ?? [])),
+    rowWriter: isList ? compileRowWriter(itemType, itemSelection, operation) : null,
   };
 }
 

@@ -194,16 +194,17 @@ function syncPagination(query: ListQuery, total: number, count: number): Record<
 }
 
 /**
- * Drops the null members of the named object-valued fields: the spec shows only members that are set. The
- * item and those objects are the execution result's own, so the null members are deleted in place: no copy of
- * any object (these are null-prototype objects in dictionary mode, where a delete costs no more than a read).
+ * Leaves out the null members of the named object-valued fields: the spec shows only members that are set. The
+ * item and those objects are the execution result's own, so they are changed in place, no object copied: a null
+ * member becomes undefined, which JSON leaves out as it leaves out a missing one. A delete would be the same
+ * bytes, but turns the object to V8's slow dictionary form, slower to build and to stringify.
  */
 export function withoutNullMembers(item: Record<string, unknown>, fields: ReadonlySet<string>): Record<string, unknown> {
   for (const field of fields) {
     const value = item[field];
     if (value === null || typeof value !== 'object') continue;
     const members = value as Record<string, unknown>;
-    for (const key of Object.keys(members)) if (members[key] === null) delete members[key];
+    for (const key in members) if (members[key] === null) members[key] = undefined;
   }
   return item;
 }

@@ -17,6 +17,7 @@ import { eventStreamResponse, parseLastEventId } from './event-stream.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, type ListQuery, type QueryProblem, withFilterFormParams } from './query-params.js';
 import type { RestContext } from './request-context.js';
+import type { RowCapture } from '../query/row-capture.js';
 import { STREAM_PATH_SUFFIX, type BodySpec } from './routes.js';
 
 // Running a REST request: the route it matches, then its GraphQL operation through yoga's enveloped pipeline
@@ -194,11 +195,36 @@ export async function runRoute<C extends RestContext>(
 
   // The schema's own scalars coerce the values, once, inside execute: what they refuse is the caller's mistake
   // (see variableProblems), answered before any resolver ran.
-  const result = await runner.execute({ document: route.spec.document, operationName, variableValues: variables, contextValue });
+  const args = { document: route.spec.document, operationName, variableValues: variables, contextValue };
+  // A list whose items are written from its rows executes without them, and with them only when the writer
+  // must leave a row to execution (./row-writer.ts).
+  const result = (route.rowWriter && (await withRowsWritten(route, runner, args))) || (await runner.execute(args));
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
   const problems = variableProblems(result as ExecutionResult);
   if (problems) return refuse(invalidQueryResponse(problems, target));
   return { response: resultResponse(route, result as ExecutionResult, query, { ...target, requestUrl: url }), context: contextValue };
+}
+
+/**
+ * The route's operation executed with its list's rows handed over (query/row-capture.ts), and its items written
+ * from them by the route's row writer; null when a row must be left to execution. An answer with errors is
+ * answered as it is: the root field refused (a credential without the permission, an argument), and no item was
+ * read.
+ */
+async function withRowsWritten<C extends RestContext>(
+  route: CompiledRoute,
+  runner: OperationRunner<C>,
+  args: OperationArgs<C>,
+): Promise<ExecutionResult | null> {
+  const capture: RowCapture = {};
+  const result = (await runner.execute({ ...args, contextValue: { ...args.contextValue, rowCapture: capture } })) as ExecutionResult;
+  if (result.errors?.length || isAsyncIterable(result)) return result;
+  const page = (result.data as Record<string, { nodes?: unknown }> | null | undefined)?.[route.rootKey];
+  if (!capture.rows || !page) return null;
+  const items = route.rowWriter!(await capture.rows(), args.variableValues);
+  if (items === null) return null;
+  page.nodes = items;
+  return result;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ApplicationCategoryLookup } from '../domain/connection-input.js';
 import type { GuardOptions } from '../domain/ssrf-guard.js';
 import type { ListExport } from '../query/list-export.js';
+import type { RowCapture } from '../query/row-capture.js';
 
 /**
  * What REST reads or sets of a request's context. The GraphQL server builds the whole context and REST hands
@@ -19,4 +20,6 @@ export interface RestContext {
   streamCursor?: { after?: number; current: number };
   /** Set by an export: the batches it reads, and the list field's row reader (query/list-export.ts). */
   listExport?: ListExport;
+  /** Set by a list route whose items are written from the rows (./row-writer.ts). */
+  rowCapture?: RowCapture;
 }

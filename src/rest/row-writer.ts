@@ -1,0 +1,186 @@
+import {
+  getNullableType,
+  GraphQLEnumType,
+  GraphQLList,
+  GraphQLNonNull,
+  GraphQLObjectType,
+  GraphQLScalarType,
+  Kind,
+  type FieldNode,
+  type GraphQLField,
+  type GraphQLOutputType,
+  type OperationDefinitionNode,
+  type SelectionSetNode,
+} from 'graphql';
+
+// A REST list's items written straight from the rows its root field read, instead of executing every field of
+// every row (docs/explanation/performance.md: on `/connected`, 100 rows of 16 fields, execution and the
+// objects it builds were half of the request's CPU). The values are the schema's own: each field's resolver,
+// called as graphql-jit calls it, and each leaf's serializer; what is skipped is the execution machinery around
+// them. Everything else of the operation still executes (the root field's checks and reads, the count, the
+// cursor): the `nodes` field hands its rows over (query/row-capture.ts) and answers none.
+//
+// A route gets a writer only when every field its items select can be written so: a field of an object type
+// without `isTypeOf` or auth scopes, without arguments, whose resolver takes the parent alone (or that has none:
+// the property of its name), under at most an `@include(if: $variable)`. A row the writer cannot answer as
+// execution would (a resolver that throws or answers a promise, null in a non-null position, a value a
+// serializer refuses, a list that is no array) makes the whole page fall back to execution, which answers it
+// with the errors execution gives. test/rest-row-writer.test.ts holds every route's items to execution's.
+
+/** Writes a page's items from its rows; null when one of them must be left to execution. */
+export type RowWriter = (rows: readonly unknown[], variables: Readonly<Record<string, unknown>>) => Record<string, unknown>[] | null;
+
+/** Thrown by a writer for a value that must be left to execution; caught once per page. */
+class LeftToExecution {}
+const LEFT_TO_EXECUTION = new LeftToExecution();
+
+/** `included`: each @include condition's value for this page. */
+type Included = Readonly<Record<string, boolean>>;
+type ValueWriter = (value: unknown, included: Included) => unknown;
+
+/** Auth and type checks a writer would skip: a field or type carrying them is left to execution. */
+const GUARDED_OPTIONS = ['authScopes', 'grantScopes', 'skipTypeScopes', 'skipInterfaceScopes', 'runScopesOnType'];
+
+function guarded(extensions: unknown): boolean {
+  const options = (extensions as { pothosOptions?: Record<string, unknown> } | null | undefined)?.pothosOptions;
+  return options !== undefined && GUARDED_OPTIONS.some((name) => options[name] !== undefined);
+}
+
+/**
+ * The writer of a list route's items (`selection`: the `nodes` selection of `itemType`, fragments inlined), or
+ * null when one of its fields cannot be written from the rows.
+ */
+export function compileRowWriter(
+  itemType: GraphQLObjectType,
+  selection: SelectionSetNode,
+  operation: OperationDefinitionNode,
+): RowWriter | null {
+  const defaults = new Map<string, unknown>();
+  for (const definition of operation.variableDefinitions ?? []) {
+    if (definition.defaultValue?.kind === Kind.BOOLEAN) defaults.set(definition.variable.name.value, definition.defaultValue.value);
+  }
+  const conditions = new Set<string>();
+  const item = objectWriter(itemType, selection, conditions);
+  if (item === null) return null;
+  return (rows, variables) => {
+    // Each @include condition once per page: the variable's value, else its default.
+    const included: Record<string, boolean> = {};
+    for (const name of conditions) included[name] = (variables[name] ?? defaults.get(name)) === true;
+    const items: Record<string, unknown>[] = new Array(rows.length);
+    try {
+      for (let i = 0; i < rows.length; i++) items[i] = item(rows[i], included) as Record<string, unknown>;
+    } catch {
+      // LEFT_TO_EXECUTION, or whatever a resolver threw: execution answers it as it answers it.
+      return null;
+    }
+    return items;
+  };
+}
+
+/** Writes a value of `type`; null when a part of it cannot be written from the rows. */
+function valueWriter(type: GraphQLOutputType, selection: SelectionSetNode | undefined, conditions: Set<string>): ValueWriter | null {
+  const nonNull = type instanceof GraphQLNonNull;
+  const inner = getNullableType(type);
+  let write: ValueWriter | null;
+  if (inner instanceof GraphQLList) {
+    const element = valueWriter(inner.ofType, selection, conditions);
+    write =
+      element &&
+      ((value, included) => {
+        if (!Array.isArray(value)) throw LEFT_TO_EXECUTION;
+        const out: unknown[] = new Array(value.length);
+        for (let i = 0; i < value.length; i++) out[i] = element(value[i], included);
+        return out;
+      });
+  } else if (inner instanceof GraphQLObjectType) {
+    write = selection ? objectWriter(inner, selection, conditions) : null;
+  } else if (inner instanceof GraphQLScalarType || inner instanceof GraphQLEnumType) {
+    // As graphql-jit's leaf serializer: the type's serialize, and undefined or NaN is an error.
+    write = (value) => {
+      const serialized = inner.serialize(value);
+      if (serialized === undefined || Number.isNaN(serialized)) throw LEFT_TO_EXECUTION;
+      return serialized;
+    };
+  } else {
+    write = null;
+  }
+  if (write === null) return null;
+  const present = write;
+  return (value, included) => {
+    if (value !== null && value !== undefined) return present(value, included);
+    if (nonNull) throw LEFT_TO_EXECUTION;
+    return null;
+  };
+}
+
+interface Member {
+  key: string;
+  /** The variable of the member's `@include(if: $…)`, or null when it is always included. */
+  include: string | null;
+  read: (parent: unknown) => unknown;
+  write: ValueWriter;
+}
+
+/**
+ * Writes an object of `type` with the fields `selection` selects, or null when one cannot be. The object is
+ * written as an object literal of a function made for the selection (as graphql-jit writes its results): its
+ * members in the selection's order, a member left out by its @include undefined, so every object of one
+ * selection has one shape, which V8 builds and JSON.stringify reads fastest.
+ */
+function objectWriter(type: GraphQLObjectType, selection: SelectionSetNode, conditions: Set<string>): ValueWriter | null {
+  if (typeof type.isTypeOf === 'function' || guarded(type.extensions)) return null;
+  const members: Member[] = [];
+  const keys = new Set<string>();
+  for (const node of selection.selections) {
+    if (node.kind !== Kind.FIELD) return null;
+    const member = memberOf(type, node, conditions);
+    if (member === null || keys.has(member.key)) return null;
+    keys.add(member.key);
+    members.push(member);
+  }
+  const body = members
+    .map(({ key, include }, i) => {
+      const value = `write[${i}](read[${i}](value), included)`;
+      return `${JSON.stringify(key)}: ${include === null ? value : `included[${JSON.stringify(include)}] ? ${value} : undefined`}`;
+    })
+    .join(',\n');
+  // The generated text holds only JSON-quoted names of the schema and the route's document, and indexes.
+  const make = new Function('read', 'write', `return function writeObject(value, included) {\nreturn {\n${body}\n};\n};`) as (
+    read: Member['read'][],
+    write: ValueWriter[],
+  ) => ValueWriter;
+  return make(
+    members.map((member) => member.read),
+    members.map((member) => member.write),
+  );
+}
+
+function memberOf(type: GraphQLObjectType, node: FieldNode, conditions: Set<string>): Member | null {
+  const key = node.alias?.value ?? node.name.value;
+  let include: string | null = null;
+  for (const directive of node.directives ?? []) {
+    const condition = directive.arguments?.find((argument) => argument.name.value === 'if')?.value;
+    if (directive.name.value !== 'include' || condition?.kind !== Kind.VARIABLE || include !== null) return null;
+    include = condition.name.value;
+    conditions.add(include);
+  }
+  if (node.name.value === '__typename') {
+    return { key, include, read: () => type.name, write: (value) => value };
+  }
+  const field = type.getFields()[node.name.value] as GraphQLField<unknown, unknown> | undefined;
+  if (!field || field.args.length > 0 || (node.arguments?.length ?? 0) > 0 || guarded(field.extensions)) return null;
+  const resolve = field.resolve as ((parent: unknown) => unknown) | undefined;
+  if (resolve !== undefined && resolve.length > 1) return null;
+  const name = field.name;
+  const read = resolve
+    ? (parent: unknown) => {
+        const resolved = resolve(parent);
+        // A promise is execution's to wait for.
+        if (resolved !== null && typeof resolved === 'object' && typeof (resolved as { then?: unknown }).then === 'function')
+          throw LEFT_TO_EXECUTION;
+        return resolved;
+      }
+    : (parent: unknown) => (parent as Record<string, unknown>)[name];
+  const write = valueWriter(field.type, node.selectionSet, conditions);
+  return write === null ? null : { key, include, read, write };
+}
