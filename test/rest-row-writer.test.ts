@@ -14,7 +14,7 @@ import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, SEED_NOW, type TestGateway } from './fixtures/gateway.js';
 import { seedDemoMembersAndWebhooks } from '../src/seed/demo-members-webhooks.js';
-import { restOk } from './fixtures/rest.js';
+import { rest, restOk } from './fixtures/rest.js';
 
 type Json = Record<string, unknown>;
 
@@ -74,6 +74,35 @@ describe.each(databaseKinds)('REST list items written from rows match execution 
     }
     throw new Error(`no item of ${parent} has items at ${route.spec.path}`);
   }
+
+  it('hands a page it cannot write back to execution, which answers it as before', async () => {
+    // A null inside a list of non-null strings: the database allows it, the schema does not.
+    const [victim] = await t.db.raw.query<{ id: string }>(
+      'SELECT id FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY name, id LIMIT 1',
+      [t.tenants.demo.id],
+    );
+    await t.db.raw.query("UPDATE connections SET keywords = ARRAY['kept', NULL] WHERE id = $1", [victim!.id]);
+    try {
+      const route = written.find((candidate) => candidate.spec.operationId === 'listConnections')!;
+      const url = `${route.spec.path}?limit=5`;
+      await rest(t.gateway, url, { token });
+      statements = 0;
+      const viaRest = await rest<{ error?: { code: string } }>(t.gateway, url, { token });
+      const restStatements = statements;
+      const document = print(route.spec.document);
+      const variables = { limit: 5 };
+      await graphql(t.gateway, document, { token, variables });
+      statements = 0;
+      const executed = await graphql(t.gateway, document, { token, variables });
+      expect(executed.body.errors?.length).toBeGreaterThan(0);
+      // Executed twice: once with the rows handed over, once whole.
+      expect(restStatements).toBe(2 * statements);
+      expect(viaRest.status).not.toBe(200);
+      expect(viaRest.body.error?.code).toBe(executed.body.errors![0]!.extensions?.code);
+    } finally {
+      await t.db.raw.query("UPDATE connections SET keywords = ARRAY['restored'] WHERE id = $1", [victim!.id]);
+    }
+  });
 
   it.each(written.map((route) => [route.spec.operationId, route] as const))('%s', async (_id, route) => {
     const path = await pathOf(route);
