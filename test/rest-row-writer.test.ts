@@ -114,7 +114,9 @@ describe.each(databaseKinds)('REST list items written from rows match execution 
       const parsed = parseListQuery(params, withFilterFormParams(route.resource!, params));
       if (!parsed.ok) throw new Error(`${question}: ${JSON.stringify(parsed.problems)}`);
       const variables: Json = { ...listVariables(route, list!, parsed.query) };
-      for (const [index, param] of route.pathParams.entries()) variables[param] = decodeURIComponent(path.split('/').at(-2 + index)!);
+      // The path's values as runRoute takes them: the route's own pattern, its parameters in order.
+      const values = route.pathPattern.exec(path)!.slice(1);
+      for (const [index, param] of route.pathParams.entries()) variables[param] = decodeURIComponent(values[index]!);
       // Warm both ways (credential cache, statement names), then count each one's statements.
       const url = `${path}${question ? `?${question}` : ''}`;
       await restOk(t.gateway, url, token);
