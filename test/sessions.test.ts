@@ -315,6 +315,29 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     expect((await post('/api/v1/auth/login', { email: 'alice@example.com', password: STRONG })).status).toBe(200);
   });
 
+  it('refuses a sign-in body with missing or mistyped fields with 400, counting nothing toward the lockout', async () => {
+    const code = await invite('dora@example.com', 'reader');
+    expect((await accept(code)).status).toBe(200);
+    const malformed: unknown[] = [
+      {},
+      { email: 5, password: {} },
+      { email: 'dora@example.com' },
+      { email: 'dora@example.com', password: '' },
+      { email: ' ', password: 'whatever it is' },
+      { email: 'dora@example.com', password: ['x'] },
+    ];
+    // More malformed bodies than the account's lockout allows failures (3): none of them counts.
+    for (const body of [...malformed, ...malformed]) {
+      const response = await post('/api/v1/auth/login', body);
+      expect(response.status).toBe(400);
+      const error = (await response.json()) as { error: { code: string; details: Array<{ parameter: string }> } };
+      expect(error.error.code).toBe('INVALID_QUERY');
+      expect(error.error.details.length).toBeGreaterThan(0);
+    }
+    expect((await post('/api/v1/auth/login', { email: 5, password: {} })).status).toBe(400);
+    expect((await post('/api/v1/auth/login', { email: 'dora@example.com', password: STRONG })).status).toBe(200);
+  });
+
   it('ends the sessions and the open streams of a member whose role changes or who is removed', async () => {
     const code = await invite('carol@example.com', 'admin');
     expect((await accept(code)).status).toBe(200);

@@ -31,7 +31,7 @@ export function earlyErrorResponse(request: Request, error: ApiError, fetchAPI: 
     error.code,
     error.message,
     { requestId: requestIdOf(request), origin: url.origin },
-    { status: http.status, headers },
+    { status: http.status, headers, details: error.extensions.details },
   );
   return jsonResponse(fetchAPI, rest.body, { status: rest.status, headers: rest.headers, withoutBody });
 }

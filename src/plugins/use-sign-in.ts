@@ -122,7 +122,8 @@ export function useSignIn(options: SignInOptions): Plugin {
       const accepted = await acceptInvitation(db, decodeURIComponent(invitation[1]!), body.password);
       return jsonResponse(fetchAPI, { msg: 'Password set: sign in with it', data: accepted }, { headers: noStore });
     }
-    const account = typeof body.email === 'string' ? body.email.trim().toLowerCase().slice(0, 254) : '';
+    assertCredentialsShape(body);
+    const account = body.email.trim().toLowerCase().slice(0, 254);
     const address = clientAddressOf(source, socketAddress, policy);
     const wait = await throttle.wait(account, address);
     if (wait > 0) {
@@ -161,6 +162,20 @@ export function useSignIn(options: SignInOptions): Plugin {
     },
     onDispose: () => throttle.dispose(),
   };
+}
+
+/**
+ * A sign-in body without a non-empty email and password string is a malformed request (400), refused before the
+ * throttle: it is no guess at a password and counts toward no lockout.
+ */
+function assertCredentialsShape(body: Record<string, unknown>): asserts body is { email: string; password: string } {
+  const details = (['email', 'password'] as const)
+    .filter((member) => {
+      const value = body[member];
+      return typeof value !== 'string' || (member === 'email' ? value.trim() : value) === '';
+    })
+    .map((member) => ({ parameter: member, message: `${member} must be a non-empty string` }));
+  if (details.length > 0) throw new ApiError('INVALID_QUERY', details.map((d) => d.message).join('; '), { details });
 }
 
 /** The request's JSON object body, or a 400/413/415 saying what is wrong with it. */

@@ -91,7 +91,15 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
           'Checks the email and password and sets the session cookie (HttpOnly, SameSite=Lax, Path=/, Secure over HTTPS). An unknown email and a wrong password answer the same 401. Failed attempts are limited per account and per client address (LOGIN_FAILURES_PER_ACCOUNT, LOGIN_FAILURES_PER_ADDRESS in 15 minutes): then 429 with Retry-After.',
         security: [],
         requestBody: jsonBody(
-          { type: 'object', required: ['email', 'password'], properties: { email: { type: 'string' }, password: { type: 'string' } } },
+          {
+            type: 'object',
+            required: ['email', 'password'],
+            properties: {
+              email: { type: 'string', pattern: '\\S', description: 'Not blank.' },
+              password: { type: 'string', minLength: 1 },
+            },
+            description: 'A body without both strings is 400 and counts toward no lockout.',
+          },
           { email: DEMO.members.invited.email, password: DEMO.members.password },
         ),
         responses: {
