@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { CHROMIUM, keepOffline, launchChromium, openRecorded, type OfflineRecord } from './fixtures/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCliOn } from './fixtures/cli.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 
 // The pages a person opens, in a real headless Chromium (Debian's `chromium`; `.ci/run` installs it): each
@@ -115,7 +116,7 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const page = await open('/graphql');
     await page.locator('.graphiql-container').first().waitFor({ timeout: 30_000 });
     await page.getByText('Headers', { exact: true }).click();
-    // GraphiQL keeps the previous test's headers and query (localStorage): replace both, not append to them.
+    // Replace the editors' starting text, not append to it.
     await page.locator('.graphiql-editor-tool .monaco-editor').last().click();
     await page.keyboard.press('Control+A');
     await page.keyboard.press('Delete');
@@ -150,6 +151,83 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     expect(queuedId).toBeDefined();
     await page.locator('.result-window', { hasText: queuedId! }).waitFor({ timeout: 10_000 });
     await page.close();
+    expectCleanRun();
+  }, 90_000);
+
+  it('GraphiQL works for a person signed in to the console with their session, no token, and keeps nothing in localStorage', async () => {
+    const email = 'gia.graphiql@example.com';
+    const password = 'a session is enough for graphiql';
+    const invited = await runCliOn(fixture.db, 'member', 'invite', '--tenant', 'demo', '--email', email, '--role', 'admin');
+    expect(invited.code, invited.stderr).toBe(0);
+    const code = invited.stdout.trim().split('/').pop()!;
+    const headers = { 'content-type': 'application/json', 'x-requested-with': 'test' };
+    const accepted = await fixture.gateway.fetch(`${origin}/api/v1/auth/invitations/${code}`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ password }),
+    });
+    expect(accepted.status).toBeLessThan(300);
+    // Signed in as the console signs in: the session cookie lands in this browser.
+    const login = await context.request.post(`${origin}/api/v1/auth/login`, { headers, data: { email, password } });
+    expect(login.status()).toBe(200);
+    expect((await context.cookies(origin)).map((cookie) => cookie.name)).toContain('igw_session');
+
+    const query = 'query Mine { organization { slug viewerRole } connections(limit: 1) { totalCount } }';
+    const page = await open(`/graphql?query=${encodeURIComponent(query)}`);
+    await page.locator('.graphiql-container').first().waitFor({ timeout: 30_000 });
+    const answered = page.waitForResponse(
+      (response) => new URL(response.url()).pathname === '/graphql' && response.request().postData()?.includes('query Mine') === true,
+    );
+    await page.locator('.graphiql-execute-button').click();
+    const response = await answered;
+    const sent = response.request().headers();
+    expect(sent.authorization).toBeUndefined();
+    expect(sent['x-requested-with']).toBe('GraphiQL');
+    expect(response.status()).toBe(200);
+    const body = (await response.json()) as { data?: { organization: { slug: string; viewerRole: string } }; errors?: unknown };
+    expect(body.errors).toBeUndefined();
+    expect(body.data?.organization).toEqual({ slug: 'demo', viewerRole: 'admin' });
+    await page.locator('.result-window', { hasText: 'viewerRole' }).waitFor({ timeout: 10_000 });
+
+    // A subscription on the same session: a run queued elsewhere shows up in the result pane.
+    await page.locator('.graphiql-query-editor .monaco-editor').first().click();
+    await page.keyboard.press('Control+A');
+    await page.keyboard.press('Delete');
+    await page.keyboard.insertText('subscription Watch { syncChanged { id status } }');
+    const subscribed = page.waitForResponse(
+      (response) =>
+        decodeURIComponent(response.url()).includes('syncChanged') || response.request().postData()?.includes('syncChanged') === true,
+    );
+    await page.locator('.graphiql-execute-button').click();
+    const stream = await subscribed;
+    expect(stream.status()).toBe(200);
+    expect(stream.headers()['content-type']).toMatch(/^text\/event-stream/);
+    expect(stream.request().headers().authorization).toBeUndefined();
+    const token = { authorization: `Token ${fixture.tenants.demo.adminToken}`, 'content-type': 'application/json' };
+    const connections = await fixture.gateway.fetch(`${origin}/api/v1/integrations/connected?limit=20&select=id`, { headers: token });
+    let queuedId: string | undefined;
+    for (const { id } of ((await connections.json()) as { data: { id: string }[] }).data) {
+      const queued = await fixture.gateway.fetch(`${origin}/api/v1/integrations/syncs`, {
+        method: 'POST',
+        headers: token,
+        body: JSON.stringify({ connection_id: id }),
+      });
+      if (queued.status === 201) {
+        queuedId = ((await queued.json()) as { data: { id: string } }).data.id;
+        break;
+      }
+    }
+    expect(queuedId).toBeDefined();
+    await page.locator('.result-window', { hasText: queuedId! }).waitFor({ timeout: 10_000 });
+
+    // GraphiQL's state (tabs, query, headers) lives in this tab's sessionStorage, and nothing in localStorage,
+    // in this test or the earlier ones that pasted a token.
+    await expect
+      .poll(() => page.evaluate(() => Object.keys(sessionStorage).filter((key) => key.startsWith('graphiql:')).length))
+      .toBeGreaterThan(0);
+    expect(await page.evaluate(() => Object.keys(localStorage))).toEqual([]);
+    await page.close();
+    await context.clearCookies();
     expectCleanRun();
   }, 90_000);
 });

@@ -295,7 +295,11 @@ export function createGateway({
     renderGraphiQL: renderGraphiQLPage,
     graphiql: {
       title: 'Integrations & Sync API',
-      defaultQuery: `# Set the Authorization header below (Headers tab), e.g. {"Authorization": "Token igw_pat_…"}
+      // The session cookie of a person signed in to the console is accepted only with this header (CSRF).
+      additionalHeaders: { 'X-Requested-With': 'GraphiQL' },
+      credentials: 'same-origin',
+      defaultQuery: `# Signed in to the console? Your session is used. Otherwise set the Authorization header below
+# (Headers tab), e.g. {"Authorization": "Token igw_pat_…"}
 query Connections {
   connections(limit: 5) {
     totalCount

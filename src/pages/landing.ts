@@ -11,7 +11,7 @@ export function landingPage(origin: string): string {
 applications it can connect), sees its <strong>connected applications</strong> and reads the history of their
 <strong>synchronization runs</strong>. One service, two surfaces over the same resolvers: GraphQL and REST.</p>
 <ul class="links">
-<li><a href="/graphql">GraphiQL</a> — explore the GraphQL schema and run queries (set the <code>Authorization</code> header in its Headers tab)</li>
+<li><a href="/graphql">GraphiQL</a> — explore the GraphQL schema and run queries (signed in to the <a href="/console">console</a>, your session is used; otherwise set the <code>Authorization</code> header in its Headers tab)</li>
 <li><a href="${DOCS_PATH}">API reference</a> — every REST endpoint, with “Try it out” (<a href="${OPENAPI_PATH}">OpenAPI document</a>)</li>
 <li><a href="${ERROR_DOCS_PATH}">Error codes</a> — what each <code>error.code</code> means</li>
 <li><a href="/healthz">/healthz</a> (the process answers) and <a href="/readyz">/readyz</a> (the database answers too)</li>
