@@ -3,7 +3,7 @@ import type { RawSql } from './client.js';
 
 // Keys the server signs with (the list cursors), kept in the database so every gateway of one database signs
 // and checks alike, and a restart does not invalidate what clients hold. Each is made once, by whichever
-// process asks first (a concurrent first ask keeps the one row that won), and cached for the process.
+// process asks first, and cached for the process.
 
 const cache = new WeakMap<object, Map<string, Promise<Buffer>>>();
 
@@ -25,9 +25,13 @@ export function serverKey(db: Pick<RawSql, 'query'>, name: string): Promise<Buff
 }
 
 async function loadKey(db: Pick<RawSql, 'query'>, name: string): Promise<Buffer> {
+  // An upsert, so the statement returns the row whoever made it. ON CONFLICT DO NOTHING returns nothing on a
+  // conflict, and a SELECT beside it in the same statement reads the statement's snapshot, taken before a
+  // concurrent first ask committed the row it waited for: two gateways starting at once would read no key.
+  // DO UPDATE waits for that row and returns it (its secret untouched).
   const [row] = await db.query<{ secret: string }>(
-    `WITH "made" AS (INSERT INTO "public"."server_keys" ("name", "secret") VALUES ($1, $2) ON CONFLICT ("name") DO NOTHING RETURNING "secret")
-     SELECT "secret" FROM "made" UNION ALL SELECT "secret" FROM "public"."server_keys" WHERE "name" = $1`,
+    `INSERT INTO "public"."server_keys" ("name", "secret") VALUES ($1, $2)
+     ON CONFLICT ("name") DO UPDATE SET "name" = EXCLUDED."name" RETURNING "secret"`,
     [name, randomBytes(32).toString('base64')],
   );
   if (!row) throw new Error(`server key ${name} could not be read`);
