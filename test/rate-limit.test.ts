@@ -1,8 +1,10 @@
 // Rate limits: per credential, per tenant and per client address, in memory and in the real Redis on
-// 127.0.0.1:6379 (shared by two gateways, and failing open when Redis goes away).
+// 127.0.0.1:6379 (shared by two gateways), and in a Redis of the test's own that is killed and started again
+// (each process counts alone while it is away, never uncounted).
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer, type Server } from 'node:http';
-import { createServer as createTcpServer, connect, type Socket } from 'node:net';
+import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { SignJWT } from 'jose';
@@ -51,6 +53,44 @@ async function deleteKeys(prefix: string): Promise<void> {
   try {
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length > 0) await redis.del(...keys);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A port free on the loopback right now. */
+async function freePort(): Promise<number> {
+  const server = createTcpServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** redis-server on `port`, keeping nothing on disk, once it answers PING. */
+async function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: 'ignore',
+  });
+  const client = new Redis(`redis://127.0.0.1:${port}`, { lazyConnect: true, retryStrategy: () => 50, maxRetriesPerRequest: null });
+  // Refused until the server listens: retried, not reported.
+  client.on('error', () => {});
+  try {
+    await client.connect().catch(() => undefined);
+    await Promise.race([
+      client.ping(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error(`redis-server on ${port} did not start`)), 10_000)),
+    ]);
+  } finally {
+    client.disconnect();
+  }
+  return child;
+}
+
+async function redisKeys(url: string, prefix: string): Promise<string[]> {
+  const redis = new Redis(url);
+  try {
+    return await redis.keys(`${prefix}*`);
   } finally {
     redis.disconnect();
   }
@@ -254,47 +294,51 @@ describe('rate limits in Redis', () => {
     }
   });
 
-  it('lets requests through uncounted, with a warning, when Redis goes away', async () => {
-    // A TCP relay in front of the real Redis, so this test can take Redis away from the gateway alone.
-    const sockets = new Set<Socket>();
-    const relay = createTcpServer((client) => {
-      const upstream = connect(6379, '127.0.0.1');
-      sockets.add(client).add(upstream);
-      client.pipe(upstream).pipe(client);
-      const close = () => {
-        client.destroy();
-        upstream.destroy();
+  it('counts in each process while Redis is away, never uncounted, and in Redis again once it returns', async () => {
+    // A Redis of this test's own, on a free port, so it can be stopped and started again.
+    const port = await freePort();
+    const url = `redis://127.0.0.1:${port}`;
+    let redis = await startRedis(port);
+    try {
+      const lines: string[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+      const prefix = uniquePrefix();
+      const gateway = redisGateway(prefix, url, logger);
+      const token = `Token ${t.tenants.demo.adminToken}`;
+      const remaining = async () => {
+        const response = await rest(gateway, `${BASE}/categories`, { authorization: token });
+        return { status: response.status, remaining: response.headers.get('ratelimit-remaining') };
       };
-      client.on('error', close).on('close', close);
-      upstream.on('error', close).on('close', close);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
-    const relayUrl = `redis://127.0.0.1:${(relay.address() as AddressInfo).port}`;
 
-    const lines: string[] = [];
-    const logger = pino({ level: 'warn' }, { write: (line: string) => void lines.push(line) });
-    const prefix = uniquePrefix();
-    prefixes.push(prefix);
-    const gateway = redisGateway(prefix, relayUrl, logger);
-    const token = `Token ${t.tenants.demo.adminToken}`;
+      expect(await remaining()).toEqual({ status: 200, remaining: String(BUDGET - 1) });
+      expect(await redisKeys(url, prefix)).not.toHaveLength(0);
 
-    const counted = await rest(gateway, `${BASE}/categories`, { authorization: token });
-    expect(counted.status).toBe(200);
-    expect(counted.headers.get('ratelimit-remaining')).toBe(String(BUDGET - 1));
+      redis.kill('SIGKILL');
+      await new Promise((resolve) => redis.once('exit', resolve));
+      // The budget in this process starts full and runs out as any budget does.
+      const during: Array<{ status: number; remaining: string | null }> = [];
+      for (let i = 0; i < BUDGET + 2; i += 1) during.push(await remaining());
+      expect(during).toEqual([
+        ...Array.from({ length: BUDGET }, (_, i) => ({ status: 200, remaining: String(BUDGET - 1 - i) })),
+        { status: 429, remaining: '0' },
+        { status: 429, remaining: '0' },
+      ]);
+      const messages = () => lines.map((line) => (JSON.parse(line) as { msg: string }).msg);
+      expect(messages()).toContain('redis unavailable: rate-limit budgets count in this process until it returns');
 
-    await new Promise<void>((resolve) => {
-      relay.close(() => resolve());
-      for (const socket of sockets) socket.destroy();
-    });
-    // More requests than the budget: none is refused, none is counted.
-    const statuses: number[] = [];
-    for (let i = 0; i < BUDGET + 2; i += 1) {
-      const response = await rest(gateway, `${BASE}/categories`, { authorization: token });
-      statuses.push(response.status);
-      expect(response.headers.get('ratelimit-limit')).toBeNull();
+      // Redis returns empty (it keeps nothing on disk): the first request it counts has the budget full again.
+      redis = await startRedis(port);
+      const deadline = Date.now() + 15_000;
+      let back = await remaining();
+      while (back.status === 429 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        back = await remaining();
+      }
+      expect(back).toEqual({ status: 200, remaining: String(BUDGET - 1) });
+      expect(await redisKeys(url, prefix)).not.toHaveLength(0);
+      expect(messages()).toContain('redis back: rate-limit budgets count in Redis again');
+    } finally {
+      redis.kill('SIGKILL');
     }
-    expect(statuses).toEqual(Array(BUDGET + 2).fill(200));
-    const warnings = lines.map((line) => JSON.parse(line) as { level: number; msg: string }).filter((entry) => entry.level === 40);
-    expect(warnings.map((w) => w.msg)).toContain('rate limit store unavailable: requests go through uncounted');
   });
 });

@@ -6,7 +6,7 @@ import type { RequestViewers } from '../auth/request-viewers.js';
 import type { Viewer } from '../auth/viewer.js';
 import { ApiError } from '../errors.js';
 import { ASSETS_PATH, DOCS_PATH, OPENAPI_PATH } from '../paths.js';
-import { budgetStore, WARNING_INTERVAL_MS, type BudgetStore } from './budget-stores.js';
+import { budgetStore, type BudgetStore } from './budget-stores.js';
 import { earlyErrorResponse } from './error-response.js';
 
 interface RateLimitOptions {
@@ -18,7 +18,7 @@ interface RateLimitOptions {
   redisUrl?: string | undefined;
   keyPrefix?: string;
   logger: Logger;
-  /** Longest wait for Redis before the request goes through uncounted. */
+  /** Longest wait for Redis before the request is counted in this process instead. */
   redisTimeoutMs?: number;
 }
 
@@ -39,15 +39,13 @@ const WINDOW_SECONDS = 60;
 
 /**
  * Per-credential and per-tenant budgets over a fixed one-minute window. Requests without a valid
- * credential count against their client address. When Redis fails the request goes through uncounted (with a
- * warning): the budget protects the API, it must not stop it. Used by useRateLimit and by the REST reads
+ * credential count against their client address. While Redis fails, each process counts the same budgets alone
+ * (budget-stores.ts): the budget protects the API, it must neither stop it nor be lifted by an outage. Used by useRateLimit and by the REST reads
  * served directly on node:http (src/http/direct-rest.ts).
  */
 export class RateLimits {
   private readonly store: Promise<BudgetStore>;
   private readonly budgets: Promise<{ caller: RateLimiterAbstract; tenant: RateLimiterAbstract }>;
-  private readonly logger: Logger;
-  private lastWarning = -Infinity;
 
   /** Null when `perMinute` turns limiting off. */
   static create(options: RateLimitOptions): RateLimits | null {
@@ -55,7 +53,6 @@ export class RateLimits {
   }
 
   private constructor({ perMinute, tenantMultiplier = 5, redisUrl, keyPrefix = 'igw:rl', logger, redisTimeoutMs = 500 }: RateLimitOptions) {
-    this.logger = logger;
     this.store = budgetStore(redisUrl, redisTimeoutMs, logger);
     this.budgets = this.store.then((store) => {
       const budget = (scope: string, points: number) =>
@@ -66,7 +63,7 @@ export class RateLimits {
 
   /**
    * Counts a request against its budgets: the viewer's credential and tenant, or (no valid credential) its
-   * client address. Null when the path is exempt or the store failed (the request goes through uncounted).
+   * client address. Null when the path is exempt.
    */
   async check(pathname: string, viewer: Viewer | null, clientAddress: string): Promise<RateCheck | null> {
     if (isExempt(pathname)) return null;
@@ -77,18 +74,9 @@ export class RateLimits {
           { budget: budgets.tenant, key: viewer.tenantId, who: "this credential's tenant" },
         ]
       : [{ budget: budgets.caller, key: `ip:${clientAddress}`, who: 'this client address' }];
-    let outcomes: Array<{ res: RateLimiterRes; allowed: boolean; points: number; who: string }>;
-    try {
-      outcomes = await Promise.all(
-        checks.map(async ({ budget, key, who }) => ({ ...(await consume(budget, key)), points: budget.points, who })),
-      );
-    } catch (error) {
-      if (performance.now() - this.lastWarning > WARNING_INTERVAL_MS) {
-        this.lastWarning = performance.now();
-        this.logger.warn({ err: error }, 'rate limit store unavailable: requests go through uncounted');
-      }
-      return null;
-    }
+    const outcomes = await Promise.all(
+      checks.map(async ({ budget, key, who }) => ({ ...(await consume(budget, key)), points: budget.points, who })),
+    );
     const denied = outcomes.filter((o) => !o.allowed);
     const binding = (denied.length > 0 ? denied : outcomes).reduce((a, b) => (b.res.remainingPoints < a.res.remainingPoints ? b : a));
     const state: BudgetState = {
