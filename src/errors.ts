@@ -112,16 +112,25 @@ export function newRequestId(): string {
  * The one error type resolvers and plugins throw for expected failures. It is a GraphQLError, so yoga's
  * masking lets it through; `extensions.code` and `extensions.http.status` drive both surfaces.
  */
+/** Seconds a 503 asks the client to wait (`Retry-After`) when its cause names no other. */
+export const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
 export class ApiError extends GraphQLError {
   constructor(
     readonly code: ErrorCode,
     message: string,
     options: { status?: number; headers?: Record<string, string>; details?: unknown } = {},
   ) {
+    const status = options.status ?? ERROR_CODES[code].status;
+    // Every 503 tells the client when to come back, so clients and balancers retry it alike.
+    const headers =
+      status === 503 && !Object.keys(options.headers ?? {}).some((name) => name.toLowerCase() === 'retry-after')
+        ? { ...options.headers, 'Retry-After': String(UNAVAILABLE_RETRY_AFTER_SECONDS) }
+        : options.headers;
     super(message, {
       extensions: {
         code,
-        http: { status: options.status ?? ERROR_CODES[code].status, headers: options.headers },
+        http: { status, headers },
         ...(options.details === undefined ? {} : { details: options.details }),
       },
     });

@@ -58,11 +58,11 @@ describe.each(databaseKinds)('request deadline on %s', (kind) => {
     }
   }
 
-  const slowRequests: Array<[string, () => Promise<{ status: number; code: unknown }>]> = [
+  const slowRequests: Array<[string, () => Promise<{ status: number; code: unknown; retryAfter: string | null }>]> = [
     [
       'GraphQL',
       async () => {
-        const { status, body } = await graphql(
+        const { status, body, headers } = await graphql(
           gateway,
           'query($p: String!) { syncs(filter: { errorMessage: { ilike: $p } }) { totalCount } }',
           {
@@ -70,23 +70,24 @@ describe.each(databaseKinds)('request deadline on %s', (kind) => {
             variables: { p: SLOW_PATTERN },
           },
         );
-        return { status, code: body.errors?.[0]?.extensions?.code };
+        return { status, code: body.errors?.[0]?.extensions?.code, retryAfter: headers.get('retry-after') };
       },
     ],
     [
       'REST',
       async () => {
-        const { status, body } = await rest(gateway, `${BASE}/syncs?error_message=ilike.${SLOW_PATTERN}&select=id`, { token });
-        return { status, code: body.error?.code };
+        const { status, body, headers } = await rest(gateway, `${BASE}/syncs?error_message=ilike.${SLOW_PATTERN}&select=id`, { token });
+        return { status, code: body.error?.code, retryAfter: headers.get('retry-after') };
       },
     ],
   ];
 
   it.each(slowRequests)('%s: a statement running past the deadline answers 503, and is not left running', async (_surface, send) => {
     const started = performance.now();
-    const { status, code } = await send();
+    const { status, code, retryAfter } = await send();
     const elapsed = performance.now() - started;
-    expect({ status, code }).toEqual({ status: 503, code: 'UNAVAILABLE' });
+    // Like every 503, it says when to retry.
+    expect({ status, code, retryAfter }).toEqual({ status: 503, code: 'UNAVAILABLE', retryAfter: '5' });
     if (kind === 'pglite') {
       // The embedded database runs its statement in this thread: nothing can cut it, so the answer comes when it
       // returns. It is still 503, never the 200 of a request that finished late.
@@ -117,11 +118,12 @@ describe.each(databaseKinds)('request deadline on %s', (kind) => {
         'query($p: String!) { connections { nodes { syncCount(filter: { errorMessage: { ilike: $p } }) } } }',
       ]) {
         const started = performance.now();
-        const { status, body } = await graphql(patient, query, { token, variables: { p: SLOW_PATTERN } });
-        expect({ query, status, codes: body.errors?.map((e) => e.extensions?.code) }).toEqual({
+        const { status, body, headers } = await graphql(patient, query, { token, variables: { p: SLOW_PATTERN } });
+        expect({ query, status, codes: body.errors?.map((e) => e.extensions?.code), retryAfter: headers.get('retry-after') }).toEqual({
           query,
           status: 503,
           codes: ['UNAVAILABLE'],
+          retryAfter: '5',
         });
         expect(performance.now() - started).toBeLessThan(3_000);
       }

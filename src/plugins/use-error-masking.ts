@@ -85,7 +85,7 @@ export function createMaskError(logger: Logger) {
     }
     if (isDatabaseUnavailable(original)) {
       logger.warn({ err: original }, 'database unavailable');
-      return new ApiError('UNAVAILABLE', 'The database is unavailable; retry later', { headers: { 'Retry-After': '5' } });
+      return new ApiError('UNAVAILABLE', 'The database is unavailable; retry later');
     }
     logger.error({ err: original }, 'unexpected error');
     return new ApiError('INTERNAL', 'Internal error');
