@@ -10,7 +10,7 @@ export const bundleOptions = {
   splitting: true,
   platform: 'node',
   format: 'esm',
-  target: 'node20',
+  target: 'node24',
   // PGlite finds its Wasm and data files next to its own module: it stays in node_modules. pg-native is pg's
   // optional native binding, not installed. External modules resolve from the output's folder: a bundle must be
   // written inside the project. @node-rs/argon2 loads its prebuilt native binding (a package per platform) at
