@@ -39,6 +39,28 @@ describe.each(databaseKinds)('REST select pushdown on %s', (kind) => {
     expect(narrow).toMatch(/ORDER BY "t0"\."started_at" DESC/);
   });
 
+  it('answers the selected members in the order select names them, in JSON and in the NDJSON export', async () => {
+    const page = await restOk<{ data: Array<Record<string, unknown>> }>(
+      t.gateway,
+      `${BASE}/connected?select=name,status,via,id`,
+      t.tenants.demo.readerToken,
+    );
+    expect(page.data.length).toBeGreaterThan(0);
+    for (const item of page.data) expect(Object.keys(item)).toEqual(['name', 'status', 'via', 'id']);
+    const syncs = await restOk<{ data: Array<Record<string, unknown>> }>(
+      t.gateway,
+      `${BASE}/syncs?select=status,id`,
+      t.tenants.demo.readerToken,
+    );
+    for (const item of syncs.data) expect(Object.keys(item)).toEqual(['status', 'id']);
+    const exported = await t.gateway.fetch(`http://localhost${BASE}/connected?select=via,name`, {
+      headers: { authorization: `Token ${t.tenants.demo.readerToken}`, accept: 'application/x-ndjson' },
+    });
+    const lines = (await exported.text()).trim().split('\n');
+    expect(lines.length).toBe(page.data.length);
+    for (const line of lines) expect(Object.keys(JSON.parse(line) as object)).toEqual(['via', 'name']);
+  });
+
   it('available: select=id,name does not fetch features or additional_information', async () => {
     const all = await rowQuery(`${BASE}/available`, 'applications');
     expect(all).toContain('"features"');

@@ -21,9 +21,9 @@ export const INVITATION_LIFETIME_MS = 7 * 86_400_000;
 const CODE_BYTES = 32;
 const CODE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 /** RFC 5321's limit on a forward path. */
-const MAX_EMAIL_LENGTH = 254;
+export const MAX_EMAIL_LENGTH = 254;
 /** One `@`, something on each side, no white space or control characters: mail itself decides the rest. */
-const EMAIL_PATTERN = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u;
+export const EMAIL_PATTERN = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u;
 
 export interface MemberInfo {
   id: string;

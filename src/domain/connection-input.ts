@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ConnectionStatus, ConnectionVia } from '../generated/prisma/enums.js';
 import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 import { kindOfCategory } from './category-kinds.js';
-import { connectionMemberProblems, defaultSettings, mergePatch, type ConnectionKind } from './connection-members.js';
+import { connectionMemberProblems, containerJsonSchema, defaultSettings, mergePatch, type ConnectionKind } from './connection-members.js';
 import type { FieldProblem } from './problems.js';
 import { zodProblems } from './sync-reports.js';
 
@@ -13,7 +13,7 @@ import { zodProblems } from './sync-reports.js';
 const CONNECTION_NAME_MAX = 200;
 const CONNECTION_DESCRIPTION_MAX = 2000;
 
-const name = z.string().trim().min(1, 'must not be empty').max(CONNECTION_NAME_MAX);
+const name = z.string().trim().min(1, 'must not be empty').max(CONNECTION_NAME_MAX).meta({ pattern: '\\S' });
 const description = z.string().trim().max(CONNECTION_DESCRIPTION_MAX);
 const members = z.record(z.string(), z.unknown());
 
@@ -131,6 +131,16 @@ function dropUndefined<T extends object>(value: T): T {
 
 /** JSON Schemas of the connection write bodies, for the OpenAPI document. */
 export const CONNECTION_BODY_SCHEMAS = {
-  create: z.toJSONSchema(createBody, { io: 'input' }),
-  patch: z.toJSONSchema(patchBody, { io: 'input' }),
+  create: withKindMembers(z.toJSONSchema(createBody, { io: 'input' }), false),
+  patch: withKindMembers(z.toJSONSchema(patchBody, { io: 'input' }), true),
 };
+
+/** The body schema with `metadata` and `settings` described member by member, as the kinds take them. */
+function withKindMembers(schema: Record<string, unknown>, patch: boolean): Record<string, unknown> {
+  const properties = { ...(schema.properties as Record<string, unknown>) };
+  for (const container of ['metadata', 'settings'] as const) {
+    const members = containerJsonSchema(container, patch);
+    properties[container] = patch ? { anyOf: [members, { type: 'null' }] } : members;
+  }
+  return { ...schema, properties };
+}

@@ -23,7 +23,9 @@ export const SYNC_INTERVAL_SECONDS: Readonly<Record<SyncInterval, number>> = {
 /** `retry_attempts`: retries after a failed first attempt. */
 const RETRY_ATTEMPTS = { min: 0, max: 10 } as const;
 
-const label = (max: number) => z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+/** Not blank: the document's pattern says what the trim before the length check does. */
+const label = (max: number) =>
+  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`).meta({ pattern: '\\S' });
 
 /** Every metadata member: all strings, descriptive, none required. */
 const METADATA_MEMBERS = {
@@ -141,6 +143,27 @@ function checkMembers(
   for (const key of required) {
     if (value[key] === undefined) problems.push({ field: `${prefix}.${key}`, message: 'is required' });
   }
+}
+
+/**
+ * JSON Schema of a body's `metadata` or `settings`: the members of one kind, any of the kinds (which kind an
+ * application is, only the catalog knows). In a merge patch (`patch`) a member may be null, which removes it.
+ */
+export function containerJsonSchema(container: 'metadata' | 'settings', patch: boolean): Record<string, unknown> {
+  const memberSchema = (key: string): Record<string, unknown> => {
+    const schema = container === 'metadata' ? METADATA_MEMBERS[key as MetadataKey] : SETTINGS_MEMBERS[key as SettingsKey].schema;
+    const { $schema: _dialect, ...json } = z.toJSONSchema(patch ? schema.nullable() : schema, { io: 'input' });
+    return json;
+  };
+  return {
+    description: `Only the members of the application's kind (${CONNECTION_KINDS.join(', ')}); another member is 400.`,
+    anyOf: CONNECTION_KINDS.map((kind) => ({
+      title: kind,
+      type: 'object',
+      properties: Object.fromEntries(CONNECTION_MEMBERS[kind][container].map((key) => [key, memberSchema(key)])),
+      additionalProperties: false,
+    })),
+  };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EMAIL_PATTERN, MAX_EMAIL_LENGTH } from '../auth/members.js';
 import type { FieldProblem } from './problems.js';
 
 // The REST bodies of the member routes, in one schema each: the 400's problems and the OpenAPI document both
@@ -7,7 +8,13 @@ import type { FieldProblem } from './problems.js';
 
 const role = z.enum(['admin', 'reader']);
 
-const inviteBody = z.strictObject({ email: z.string().min(3).max(254), role });
+const email = z
+  .string()
+  .trim()
+  .max(MAX_EMAIL_LENGTH)
+  .regex(EMAIL_PATTERN, 'must be an email address (name@domain)')
+  .describe('An email address: name@domain, no white space; matched case-insensitively.');
+const inviteBody = z.strictObject({ email, role });
 const patchBody = z.strictObject({ role });
 
 export const MEMBER_BODY_SCHEMAS = {

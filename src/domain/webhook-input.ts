@@ -7,12 +7,20 @@ import { zodProblems } from './sync-reports.js';
 // The bodies of the webhook endpoint writes (`POST /webhooks`, `PATCH /webhooks/{id}`, and the GraphQL
 // mutations, which map their arguments to the same bodies). The URL is checked by the SSRF guard too.
 
-const url = z.string().trim().min(1, 'must not be empty').max(2048);
+/** The shape the SSRF guard's first check (urlProblem) asks for, so that the document says it too. */
+const ABSOLUTE_HTTP_URL = /^[Hh][Tt][Tt][Pp][Ss]?:\/\/[^\s#]+$/;
+const url = z.string().trim().min(1, 'must not be empty').max(2048).meta({
+  format: 'uri',
+  pattern: ABSOLUTE_HTTP_URL.source,
+  description:
+    'An absolute https URL (http too where the server allows private targets), without credentials or #fragment; its host must not resolve to a loopback, private, link-local or metadata address.',
+});
 const description = z.string().max(500);
 const eventTypes = z
   .array(z.enum(WEBHOOK_EVENT_TYPES))
   .max(WEBHOOK_EVENT_TYPES.length)
-  .refine((types) => new Set(types).size === types.length, 'must not repeat a type');
+  .refine((types) => new Set(types).size === types.length, 'must not repeat a type')
+  .meta({ uniqueItems: true });
 
 const createBody = z.strictObject({
   url,

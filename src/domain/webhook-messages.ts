@@ -50,9 +50,14 @@ export function endpointDisabledData(endpoint: { id: string; url: string }, reas
 /**
  * JSON Schemas of the messages, for the OpenAPI document's `webhooks` section. `syncRecord` is the REST sync
  * record's schema (the document's SyncRecord component, derived from the same GraphQL selection as GET
- * /syncs/{id}): a sync message's data is that record plus `attempt`, so the two cannot drift apart.
+ * /syncs/{id}): a sync message's data is that record plus `attempt`, so the two cannot drift apart;
+ * `connectionSettings` is the connection's settings schema, as the document's ConnectedApplication has it.
  */
-export function messageSchema(type: WebhookEventType, syncRecord: Record<string, unknown>): Record<string, unknown> {
+export function messageSchema(
+  type: WebhookEventType,
+  syncRecord: Record<string, unknown>,
+  connectionSettings: Record<string, unknown>,
+): Record<string, unknown> {
   const data: Record<string, unknown> = type.startsWith('sync.')
     ? {
         ...syncRecord,
@@ -72,7 +77,7 @@ export function messageSchema(type: WebhookEventType, syncRecord: Record<string,
             name: { type: 'string' },
             application_id: { type: 'string' },
             status: { type: 'string', enum: ['pending', 'active', 'paused', 'error'] },
-            settings: { type: 'object' },
+            settings: { ...connectionSettings, description: "The connection's settings, as GET /connected/{id} shows them." },
           },
         }
       : {

@@ -347,7 +347,8 @@ function nonNullSchema(type: GraphQLOutputType, selectionSet: SelectionSetNode |
       case 'DateTime':
         return { type: 'string', format: 'date-time' };
       case 'JSONObject':
-        return { type: 'object' };
+        // Open: any members (a generated client reads them as unknown, not as an object that has none).
+        return { type: 'object', additionalProperties: true };
       default:
         return { type: 'string' };
     }

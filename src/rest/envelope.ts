@@ -116,7 +116,10 @@ export function resultResponse(
   if (response.kind === 'list') {
     if (!query) throw new Error('a list route needs its parsed query');
     const page = value as ListResult;
-    const items = page.nodes.map((node) => withoutNullMembers(node, omit));
+    const selected = query.select;
+    const items = page.nodes.map((node) =>
+      selected === null ? withoutNullMembers(node, omit) : inSelectOrder(withoutNullMembers(node, omit), selected),
+    );
     // A cursor page's position is the one its cursor carries.
     const position = query.cursor === null ? query : { ...query, offset: page.offset, page: Math.floor(page.offset / query.limit) + 1 };
     const headers: Record<string, string> =
@@ -207,6 +210,16 @@ export function withoutNullMembers(item: Record<string, unknown>, fields: Readon
     for (const key in members) if (members[key] === null) members[key] = undefined;
   }
   return item;
+}
+
+/**
+ * The item with its members in the order `select` names them (as PostgREST answers), not the operation's: the
+ * selection runs through the document's @include directives, which keep the document's order.
+ */
+export function inSelectOrder(item: Record<string, unknown>, select: readonly string[]): Record<string, unknown> {
+  const ordered: Record<string, unknown> = {};
+  for (const name of select) if (Object.hasOwn(item, name)) ordered[name] = item[name];
+  return ordered;
 }
 
 function isStringRecord(value: unknown): value is Record<string, string> {

@@ -13,7 +13,7 @@ import { JSON_TEXT_OF, type ListExport } from '../query/list-export.js';
 import { ExportBody, type Piece } from './export-body.js';
 import { BatchBytes, csvCell, csvLayout, type FieldSource, ndjsonLayout, PIECE_BYTES, type PieceSink } from './export-lines.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
-import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers } from './envelope.js';
+import { graphqlErrorResponse, invalidQueryResponse, type RestResponse, withoutNullMembers, inSelectOrder } from './envelope.js';
 import { authenticated, type OperationRunner, type RouteRequest, variableProblems } from './handler.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, withFilterFormParams } from './query-params.js';
@@ -227,7 +227,7 @@ export async function runExport<C extends RestContext>(
       const write = format === 'ndjson' ? ndjsonLines : csvRows(fields);
       const batchOf = (read: ExportPage, sink: PieceSink): Batch => {
         if (read.nodes.length > 0) {
-          const text = Buffer.from(write(read.nodes.map((node) => withoutNullMembers(node, omit))));
+          const text = Buffer.from(write(read.nodes.map((node) => inSelectOrder(withoutNullMembers(node, omit), fields))));
           sink.send(text, text.length);
         }
         return { rows: read.nodes.length, after: read.pageInfo.hasNextPage ? read.pageInfo.endCursor : null };

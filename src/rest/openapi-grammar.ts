@@ -1,7 +1,7 @@
 import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 import { TEXT_LIMITS } from '../input-limits.js';
 import type { JsonSchema, RestField } from './compile-routes.js';
-import { type FieldSpec, OPERATORS_BY_TYPE, QUERY_LIMITS } from './query-params.js';
+import { FILTER_OPERATORS, type FieldSpec, OPERATORS_BY_TYPE, QUERY_LIMITS } from './query-params.js';
 
 // The query-string grammar (src/rest/query-params.ts) as JSON Schema patterns, so that what the OpenAPI
 // document allows is what the parser accepts: a client or a property tester that follows the document is
@@ -78,13 +78,12 @@ export function filterSchema(field: RestField): JsonSchema {
 }
 
 /**
- * An endpoint parameter's own (plain) value: an exact id, or a name fragment. A value that starts like a
- * filter (`eq.…`) is read as one, so the plain form has no `.` at all; filter forms cover the rest.
+ * An endpoint parameter's own (plain) value: an exact id, or a name fragment (dots and all: `Shop.com`). Only a
+ * value that starts like a filter (`eq.…`, `not.ilike.…`) is read as one instead; filter forms cover those.
  */
 export function plainParamSchema(kind: 'id' | 'text'): JsonSchema {
-  return kind === 'id'
-    ? { type: 'string', maxLength: MAX_ID_LENGTH, pattern: '^[^.\\u0000]*$' }
-    : { type: 'string', maxLength: QUERY_LIMITS.maxValueLength, pattern: '^[^.\\u0000]*$' };
+  const pattern = `^(?!(?:not\\.)?${alternatives(FILTER_OPERATORS)}\\.)${CHAR}*$`;
+  return { type: 'string', maxLength: kind === 'id' ? MAX_ID_LENGTH : QUERY_LIMITS.maxValueLength, pattern };
 }
 
 /** `select=a,b`: known fields, commas between, spaces around names allowed; a field named twice counts once. */

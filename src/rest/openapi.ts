@@ -1,6 +1,6 @@
 import { messageSchema, WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { SESSION_SECURITY_SCHEME, signInPaths, signInSchemas } from './sign-in-openapi.js';
-import { ERROR_CODES, errorCodeOfStatus, exampleErrorBody } from '../errors.js';
+import { errorCodeOfStatus, exampleErrorBody } from '../errors.js';
 import { heldByEveryRole, isPermission, rolesWith } from '../auth/permissions.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
 import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';
@@ -101,6 +101,7 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
   }
   Object.assign(paths, signInPaths());
   Object.assign(schemas, signInSchemas());
+  addMessageSchemas(schemas);
   return {
     openapi: '3.1.0',
     info: {
@@ -129,7 +130,7 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
     ],
     security: [{ token: [] }, { bearer: [] }, { session: [] }],
     paths,
-    webhooks: webhookMessages(schemas.SyncRecord!),
+    webhooks: webhookMessages(),
     components: {
       schemas,
       responses: Object.fromEntries(
@@ -185,7 +186,7 @@ List endpoints accept:
 
 \`meta.filters\`, \`meta.order\` and \`meta.select\` echo what was applied.
 
-Limits, each answered with 400 INVALID_QUERY (414 for the URL): the URL (path and query string) is at most 8 KiB; a parameter's value at most ${QUERY_LIMITS.maxValueLength} characters; at most ${QUERY_LIMITS.maxFilters} filter conditions and ${QUERY_LIMITS.maxInMembers} \`in\` members; \`search\` at most ${QUERY_LIMITS.maxSearchLength} characters; \`offset\` and \`page\` not together (\`x-mutually-exclusive-parameters\`); each parameter once; no NUL character anywhere. An id that names nothing is 404, whatever its shape. The parameter schemas below are the grammar the server parses: a request they allow is not refused (but \`cursor\`, which takes only a value the server issued). Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
+Limits, each answered with 400 INVALID_QUERY (414 for the URL): the URL (path and query string) is at most 8 KiB; a parameter's value at most ${QUERY_LIMITS.maxValueLength} characters; at most ${QUERY_LIMITS.maxFilters} filter conditions and ${QUERY_LIMITS.maxInMembers} \`in\` members; \`search\` at most ${QUERY_LIMITS.maxSearchLength} characters; at most one of \`offset\`, \`page\` and \`cursor\` (each parameter's description says so; \`x-mutually-exclusive-parameters\` lists the pairs); each parameter once; no NUL character anywhere. An id that names nothing is 404, whatever its shape. The parameter schemas below are the grammar the server parses: a request they allow is not refused (but \`cursor\`, which takes only a value the server issued). Errors answer \`{msg, error: {code, docs, req_id}}\`; \`docs\` links to the code's page.`;
 
 /** The error statuses of an operation: any request's, the route's own, 403 where a role lacks its permission, 404 where it names an item. */
 function errorStatuses(route: CompiledRoute, own: readonly number[]): number[] {
@@ -235,8 +236,6 @@ function operationObject(
             ['cursor', 'offset'],
             ['cursor', 'page'],
           ],
-          // With `select`, each item carries the selected members only: this schema instead of the full one.
-          'x-selected-item-schema': { $ref: `${SCHEMA_REF}${selectionSchemaName(route)}` },
           // The exports answer 200 by Accept: kept out of the 200's content so that the JSON is the only body a
           // generated client types there.
           'x-export-media-types': exportContent(route),
@@ -423,20 +422,21 @@ function queryParameters(route: CompiledRoute): unknown[] {
       name: 'offset',
       in: 'query',
       // No `default`: a client that fills in defaults (Swagger UI's "Try it out") would send offset and page together.
-      description: 'Items to skip (0 when neither offset nor page is given); not together with page.',
+      description:
+        'Items to skip (0 when neither offset nor page is given). Not together with page or cursor: a request with two of offset, page and cursor is 400 INVALID_QUERY.',
       schema: { type: 'integer', minimum: 0, maximum: page.maxOffset },
     },
     {
       name: 'page',
       in: 'query',
-      description: `Page number from 1, in pages of limit items; not together with offset. The page must start within offset ${page.maxOffset}: ${maxPage(page)} is the last page at every page size.`,
+      description: `Page number from 1, in pages of limit items. Not together with offset or cursor: a request with two of offset, page and cursor is 400 INVALID_QUERY. The page must start within offset ${page.maxOffset}: ${maxPage(page)} is the last page at every page size.`,
       schema: { type: 'integer', minimum: 1, maximum: maxPage(page) },
     },
     {
       name: 'cursor',
       in: 'query',
       description:
-        'Where the page starts: the value a `Link: <…>; rel="next"` header of this same list carries (opaque, signed, bound to the filters, search and order; not together with offset or page). Pages by cursor reach every row, past the offset limit, each as fast as the first. Any other value is 400 INVALID_QUERY.',
+        'Where the page starts: the value a `Link: <…>; rel="next"` header of this same list carries (opaque, signed, bound to the filters, search and order). Not together with offset or page: a request with two of offset, page and cursor is 400 INVALID_QUERY. Pages by cursor reach every row, past the offset limit, each as fast as the first. Any other value is 400 INVALID_QUERY.',
       schema: { type: 'string', minLength: 1, maxLength: 8192, pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$' },
       // Its schema is its shape only: a value the server did not issue for this list is refused.
       'x-server-issued': true,
@@ -480,8 +480,10 @@ function envelopeSchema(route: CompiledRoute): JsonSchema {
           msg,
           data: {
             type: 'array',
-            items: item,
-            description: 'Each item in full; with `select`, only the selected members (x-selected-item-schema).',
+            // Standard OpenAPI for what `select` does, so that validators and generated clients agree with the server:
+            // an item is the full one, or (with select) the selection schema, whose members are all optional.
+            items: { anyOf: [item, { $ref: `${SCHEMA_REF}${selectionSchemaName(route)}` }] },
+            description: `Each item in full (${route.spec.itemSchema}); with \`select\`, only the selected members, in the order select names them (${selectionSchemaName(route)}).`,
           },
           meta: { $ref: `${SCHEMA_REF}${response.list.pagination === 'sync' ? 'SyncListMeta' : 'ListMeta'}` },
         },
@@ -509,7 +511,6 @@ function sharedSchemas(): Record<string, JsonSchema> {
     select: { type: 'array', description: 'The fields selected.', items: { type: 'string' } },
   };
   return {
-    ErrorBody: errorBodySchema(Object.keys(ERROR_CODES), true, 'Documentation of the code.'),
     ProblemDetails: {
       type: 'array',
       description:
@@ -573,11 +574,33 @@ function addComponent(schemas: Record<string, JsonSchema>, name: string, schema:
   schemas[name] = schema;
 }
 
+/** The component that holds the message of one event type: `sync.in_progress` → `SyncInProgressMessage`. */
+function messageSchemaName(type: string): string {
+  return `${type
+    .split(/[._]/)
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('')}Message`;
+}
+
+/**
+ * The message of each event type as a component, which both the `webhooks` entries and a delivery's `payload`
+ * (the message sent) refer to.
+ */
+function addMessageSchemas(schemas: Record<string, JsonSchema>): void {
+  const settings = (schemas.ConnectedApplication!.properties as Record<string, JsonSchema>).settings!;
+  for (const type of WEBHOOK_EVENT_TYPES) schemas[messageSchemaName(type)] = messageSchema(type, schemas.SyncRecord!, settings);
+  const messages = { anyOf: WEBHOOK_EVENT_TYPES.map((type) => ({ $ref: `${SCHEMA_REF}${messageSchemaName(type)}` })) };
+  for (const name of ['WebhookDelivery', 'WebhookDeliveryListEntry']) {
+    const properties = schemas[name]?.properties as Record<string, JsonSchema> | undefined;
+    if (properties?.payload) properties.payload = { description: properties.payload.description, ...messages };
+  }
+}
+
 /**
  * OpenAPI 3.1 `webhooks`: the message each event type sends to an endpoint (POST, JSON, signed), and what the
  * receiver answers.
  */
-function webhookMessages(syncRecord: JsonSchema): Record<string, unknown> {
+function webhookMessages(): Record<string, unknown> {
   const signatureHeaders = [
     {
       name: 'webhook-id',
@@ -603,20 +626,24 @@ function webhookMessages(syncRecord: JsonSchema): Record<string, unknown> {
     },
   ];
   return Object.fromEntries(
-    WEBHOOK_EVENT_TYPES.map((type) => [
-      type,
-      {
-        post: {
-          summary: `${type} message`,
-          description: `Sent to every enabled endpoint whose event_types include ${type} (or are empty)${type.startsWith('webhook.') ? '' : ", while the connection's settings.webhook_enabled is true"}. Answer 2xx within 10 s; anything else (a redirect too) is retried.`,
-          parameters: signatureHeaders,
-          requestBody: { required: true, content: { 'application/json': { schema: messageSchema(type, syncRecord) } } },
-          responses: {
-            '2XX': { description: 'Received: no retry.' },
-            default: { description: 'Not received: retried on the documented schedule.' },
+    WEBHOOK_EVENT_TYPES.map((type) => {
+      const name = messageSchemaName(type);
+      return [
+        type,
+        {
+          post: {
+            operationId: name.charAt(0).toLowerCase() + name.slice(1),
+            summary: `${type} message`,
+            description: `Sent to every enabled endpoint whose event_types include ${type} (or are empty)${type.startsWith('webhook.') ? '' : ", while the connection's settings.webhook_enabled is true"}. Answer 2xx within 10 s; anything else (a redirect too) is retried.`,
+            parameters: signatureHeaders,
+            requestBody: { required: true, content: { 'application/json': { schema: { $ref: `${SCHEMA_REF}${name}` } } } },
+            responses: {
+              '2XX': { description: 'Received: no retry.' },
+              default: { description: 'Not received: retried on the documented schedule.' },
+            },
           },
         },
-      },
-    ]),
+      ];
+    }),
   );
 }

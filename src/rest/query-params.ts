@@ -35,7 +35,7 @@ export interface ResourceSpec {
   maxOffset: number;
 }
 
-const FILTER_OPERATORS = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte', 'like', 'ilike'] as const;
+export const FILTER_OPERATORS = ['eq', 'neq', 'in', 'is', 'gt', 'lt', 'gte', 'lte', 'like', 'ilike'] as const;
 type FilterOperator = (typeof FILTER_OPERATORS)[number];
 
 /** A filter value as the operation variable carries it (JSON), which the schema's scalars then coerce. */

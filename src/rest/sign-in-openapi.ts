@@ -69,7 +69,18 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
           },
         ],
         requestBody: jsonBody(
-          { type: 'object', required: ['password'], properties: { password: { type: 'string' } } },
+          {
+            type: 'object',
+            required: ['password'],
+            properties: {
+              password: {
+                type: 'string',
+                minLength: MIN_PASSWORD_LENGTH,
+                maxLength: MAX_PASSWORD_LENGTH,
+                description: `At least ${MIN_PASSWORD_LENGTH} characters, at most ${MAX_PASSWORD_LENGTH} UTF-16 code units, not a commonly used password.`,
+              },
+            },
+          },
           { password: DEMO.members.password },
         ),
         responses: {
