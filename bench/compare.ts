@@ -18,7 +18,8 @@
 //   COMPARE_TOKEN_LOOKUP=every                     the baseline looks the token up on every request (one more
 //                                                  statement and a hash), where the gateway's cache does not
 //   COMPARE_EXTRAS=write-lifecycle,cold-start      beside the scenarios: the write lifecycle against the same calls
-//                                                  through pg, and the start to /readyz with the idle memory
+//                                                  through pg, and the start to /readyz with the idle memory;
+//                                                  postgraphile (npm run bench's default too): the PostGraphile peer
 //   COMPARE_ONLY=cold-start  COMPARE_COLD_STARTS=7 the starts alone (seconds, not minutes), on a migrated empty
 //                                                  database of their own: a start reads no tenant's data
 //   GATEWAY=<script>  GATEWAY_B=<dir>/server.js    the gateway build, and a second one to compare with it
@@ -42,6 +43,7 @@ import {
   type NodeChild,
 } from './processes.js';
 import { scenarios as buildScenarios, type Scenario } from './scenarios.js';
+import { measurePeer, peerScenarios, startPeer } from './postgraphile-peer.js';
 import { LIFECYCLE_WRITES, WriteLifecycle, type LifecycleResult, type WriteTenant } from './write-lifecycle.js';
 
 const REPORT = process.argv.includes('--report');
@@ -60,7 +62,7 @@ const PREPARED = process.env.COMPARE_PREPARED_BASELINE !== '0';
 const TOKEN_LOOKUP = process.env.COMPARE_TOKEN_LOOKUP === 'every' ? 'every' : 'once';
 const DEFAULT_SCENARIOS = 'syncs-connection,syncs-filtered,connected,connected-one,graphql-nested-50,graphql-trivial';
 const WANTED = process.env.COMPARE_SCENARIOS?.split(',') ?? (REPORT ? null : DEFAULT_SCENARIOS.split(','));
-const EXTRAS = (process.env.COMPARE_EXTRAS ?? 'write-lifecycle,cold-start').split(',').filter(Boolean);
+const EXTRAS = (process.env.COMPARE_EXTRAS ?? `write-lifecycle,cold-start${REPORT ? ',postgraphile' : ''}`).split(',').filter(Boolean);
 /** Concurrent lifecycles of the write path, and cold starts measured (the median is reported). */
 const WRITERS = 10;
 const COLD_STARTS = Number(process.env.COMPARE_COLD_STARTS ?? 3);
@@ -397,6 +399,11 @@ async function main(): Promise<void> {
       } finally {
         await floor.close();
       }
+    }
+    if (EXTRAS.includes('postgraphile')) {
+      const peer = await startPeer(url, tenantId);
+      const peerOptions = { token, rounds: ROUNDS, durationS: DURATION_S, warmupS: WARMUP_S };
+      extras.push(await measurePeer(servers[0]!, peer.target, peerScenarios(busiest.connection_id, peer.headers), peerOptions));
     }
     log(`load average ${loadAverage()} at the end`);
     if (!REPORT) {

@@ -29,6 +29,7 @@ function headersOf(scenario: Scenario, token: string): Record<string, string> {
   return {
     ...(scenario.body === undefined ? {} : { 'content-type': 'application/json' }),
     ...(scenario.auth ? { authorization: `Token ${token}` } : {}),
+    ...scenario.headers,
   };
 }
 

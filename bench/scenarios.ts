@@ -28,6 +28,8 @@ export interface Scenario {
   body?: string;
   /** Sent with the tenant's token (the trivial query goes without, to show the framework alone). */
   auth: boolean;
+  /** Headers of its own (a peer's credential). */
+  headers?: Record<string, string>;
   /** Measured at every data scale (the lists with a count), not only at the largest. */
   scaling: boolean;
   /** For GraphQL connection scenarios: how many connections one request returns. */
