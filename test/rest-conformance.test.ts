@@ -625,6 +625,19 @@ describe.each(databaseKinds)('REST conformance on %s', (kind) => {
       expect(del.headers.get('allow')).toBe('GET, HEAD, PATCH');
       const getClaim = await rest(t.gateway, `${BASE}/categories`, { method: 'POST', token: admin, expectStatus: 405 });
       expect(getClaim.headers.get('allow')).toBe('GET, HEAD');
+      // A stream path is its stream's only, and a path a template names literally is that template's: neither is
+      // taken for `/syncs/{id}` with the id `events` or `claim`.
+      for (const method of ['PATCH', 'POST', 'DELETE']) {
+        const stream = await rest(t.gateway, `${BASE}/syncs/events`, { method, token: admin, expectStatus: 405 });
+        expectErrorBody(stream.body, 'METHOD_NOT_ALLOWED');
+        expect(stream.headers.get('allow')).toBe('GET, HEAD');
+        const runStream = await rest(t.gateway, `${BASE}/syncs/${allSyncs[0]!.id}/events`, { method, token: admin, expectStatus: 405 });
+        expect(runStream.headers.get('allow')).toBe('GET, HEAD');
+      }
+      for (const method of ['GET', 'PATCH', 'DELETE']) {
+        const claim = await rest(t.gateway, `${BASE}/syncs/claim`, { method, token: admin, expectStatus: 405 });
+        expect(claim.headers.get('allow')).toBe('POST');
+      }
     });
 
     it('HEAD answers the status and headers of GET without a body', async () => {

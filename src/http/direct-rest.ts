@@ -18,7 +18,14 @@ import type { CompiledRoute } from '../rest/compile-routes.js';
 import { errorResponse, graphqlErrorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
 import { exportFormatOf } from '../rest/export.js';
-import { matchStreamPath, runRoute, unexpectedErrorResponse, type OperationRunner, type RouteInput } from '../rest/handler.js';
+import {
+  matchStreamPath,
+  pathCandidates,
+  runRoute,
+  unexpectedErrorResponse,
+  type OperationRunner,
+  type RouteInput,
+} from '../rest/handler.js';
 
 // The REST requests served directly: a documented path is answered on node:http (or from `gateway.fetch`) without
 // yoga's request pipeline, its fetch-API request and response objects and envelop's per-request hooks, which cost
@@ -109,13 +116,12 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
     if (url.pathname.length + url.search.length > options.maxUrlLength) return null;
     const pathname = withoutTrailingSlash(url.pathname);
     if (!pathname.startsWith(`${INTEGRATIONS_BASE}/`) || matchStreamPath(compiled, pathname)) return null;
-    for (const route of routesOfMethod) {
-      const match = route.pathPattern.exec(pathname);
-      if (!match) continue;
+    for (const { route, pathValues } of pathCandidates(compiled, pathname)) {
+      if (route.spec.method !== incoming.method) continue;
       if (route.spec.stream && acceptsEventStream(incoming.header('accept'))) return null;
       // An export (rest/export.ts) streams: yoga's pipeline serves it.
       if (route.spec.response.kind === 'list' && exportFormatOf(incoming.header('accept'))) return null;
-      return { url, pathname, route, pathValues: match.slice(1) };
+      return { url, pathname, route, pathValues };
     }
     return null;
   }

@@ -38,21 +38,34 @@ export function matchRoute(
   requestMethod: string,
   target: ResponseTarget,
 ): { route: CompiledRoute; pathValues: string[]; stream?: true } | { refused: RestResponse } {
-  const streamed = method === 'GET' ? matchStreamPath(routes, pathname) : null;
-  if (streamed) return streamed;
-  const candidates = routes.flatMap((route) => {
-    const match = route.pathPattern.exec(pathname);
-    return match ? [{ route, pathValues: match.slice(1) }] : [];
-  });
-  if (candidates.length === 0) return { refused: errorResponse('NOT_FOUND', `no such endpoint: ${clip(pathname)}`, target) };
+  const streamed = matchStreamPath(routes, pathname);
+  if (streamed && method === 'GET') return streamed;
+  // A stream path (`/syncs/events`) is its stream's only.
+  const candidates = streamed ? [] : pathCandidates(routes, pathname);
+  if (candidates.length === 0 && !streamed) return { refused: errorResponse('NOT_FOUND', `no such endpoint: ${clip(pathname)}`, target) };
   const matched = candidates.find((c) => c.route.spec.method === method);
   if (matched) return matched;
-  const allow = candidates.flatMap((c) => (c.route.spec.method === 'GET' ? ['GET', 'HEAD'] : [c.route.spec.method])).join(', ');
+  const allow = streamed
+    ? 'GET, HEAD'
+    : candidates.flatMap((c) => (c.route.spec.method === 'GET' ? ['GET', 'HEAD'] : [c.route.spec.method])).join(', ');
   return {
     refused: errorResponse('METHOD_NOT_ALLOWED', `${clip(requestMethod)} is not allowed on ${clip(pathname)}; allowed: ${allow}`, target, {
       headers: { Allow: allow },
     }),
   };
+}
+
+/**
+ * The routes whose template a path fits, as OpenAPI routes: a path that a template names literally
+ * (`/syncs/claim`) is that template's only, not an id of `/syncs/{id}`.
+ */
+export function pathCandidates(routes: readonly CompiledRoute[], pathname: string): Array<{ route: CompiledRoute; pathValues: string[] }> {
+  const matching = routes.flatMap((route) => {
+    const match = route.pathPattern.exec(pathname);
+    return match ? [{ route, pathValues: match.slice(1) }] : [];
+  });
+  const fewestParams = Math.min(...matching.map((c) => c.route.pathParams.length));
+  return matching.filter((c) => c.route.pathParams.length === fewestParams);
 }
 
 /** A streamed route's own stream path (`…/events`), whatever the Accept header asks for; null for any other path. */
