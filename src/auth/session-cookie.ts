@@ -75,7 +75,10 @@ function crossSite(why: string): ApiError {
   );
 }
 
-/** Whether `origin` is this server: PUBLIC_ORIGIN, or the host the request was sent to. */
+/**
+ * Whether `origin` is this server: PUBLIC_ORIGIN, or the scheme and host the request was sent to. The scheme
+ * counts: a page served over plain HTTP on the same host (another port's proxy, a captive portal) is another site.
+ */
 function isOwnOrigin(origin: string, request: CredentialSource, policy: CookiePolicy): boolean {
   let parsed: URL;
   try {
@@ -84,28 +87,44 @@ function isOwnOrigin(origin: string, request: CredentialSource, policy: CookiePo
     return false;
   }
   if (policy.publicOrigin !== undefined && parsed.origin === new URL(policy.publicOrigin).origin) return true;
-  const host =
-    (policy.trustProxy ? firstOf(request.header('x-forwarded-host')) : undefined) ?? request.header('host') ?? hostOfUrl(request.url);
-  return host !== undefined && parsed.host === host.toLowerCase();
+  const own = requestOriginOf(request, policy);
+  return own !== undefined && parsed.origin === own;
 }
 
-function hostOfUrl(url: string): string | undefined {
+/** The origin the client sent the request to: its scheme and host, as a trusted proxy saw them under TRUST_PROXY. */
+function requestOriginOf(request: CredentialSource, policy: CookiePolicy): string | undefined {
+  const url = parsedUrl(request.url);
+  const forwarded = (name: string) => (policy.trustProxy ? proxyHopOf(request.header(name)) : undefined);
+  const scheme = forwarded('x-forwarded-proto')?.toLowerCase() ?? url?.protocol.slice(0, -1);
+  const host = forwarded('x-forwarded-host') ?? request.header('host') ?? url?.host;
+  // A host with more than a host name and port in it (`a@b`, `a/b`) names no origin.
+  if ((scheme !== 'http' && scheme !== 'https') || host === undefined || !PLAIN_HOST.test(host)) return undefined;
+  return parsedUrl(`${scheme}://${host}`)?.origin;
+}
+
+const PLAIN_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
+
+function parsedUrl(url: string): URL | undefined {
   try {
-    return new URL(url).host;
+    return new URL(url);
   } catch {
     return undefined;
   }
 }
 
-function firstOf(list: string | null): string | undefined {
-  const first = list?.split(',')[0]?.trim();
-  return first === '' ? undefined : first;
+/**
+ * The entry a trusted proxy wrote in an X-Forwarded-* list: the last one. A proxy appends its own to what the
+ * client sent (or replaces the list); earlier entries are the client's to choose, so the first one is never trusted.
+ */
+function proxyHopOf(list: string | null): string | undefined {
+  const last = list?.split(',').at(-1)?.trim();
+  return last === '' ? undefined : last;
 }
 
 /** Whether the browser reached us over HTTPS: the socket, a trusted proxy's X-Forwarded-Proto, or an https PUBLIC_ORIGIN. */
 export function isSecureRequest(request: CredentialSource, policy: CookiePolicy): boolean {
   if (request.url.startsWith('https:')) return true;
-  if (policy.trustProxy && firstOf(request.header('x-forwarded-proto'))?.toLowerCase() === 'https') return true;
+  if (policy.trustProxy && proxyHopOf(request.header('x-forwarded-proto'))?.toLowerCase() === 'https') return true;
   return policy.publicOrigin?.startsWith('https:') ?? false;
 }
 
@@ -115,13 +134,7 @@ export function clientAddressOf(
   socketAddress: string,
   policy: Pick<CookiePolicy, 'trustProxy'>,
 ): string {
-  if (!policy.trustProxy) return socketAddress;
-  const hops = request
-    .header('x-forwarded-for')
-    ?.split(',')
-    .map((hop) => hop.trim())
-    .filter((hop) => hop !== '');
-  return hops?.at(-1) ?? socketAddress;
+  return (policy.trustProxy ? proxyHopOf(request.header('x-forwarded-for')) : undefined) ?? socketAddress;
 }
 
 /** The Set-Cookie value that hands a session to the browser (or, with null, takes it back). */

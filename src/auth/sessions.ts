@@ -13,8 +13,13 @@ import type { Viewer } from './viewer.js';
 const SESSION_MARKER = 'igw_ses_';
 const SECRET_BYTES = 32;
 const SESSION_PATTERN = /^igw_ses_([A-Za-z0-9_-]{43})$/;
-/** last_seen_at is written at most this often per session: a read stays a read. */
-const TOUCH_THROTTLE_MS = 60_000;
+/**
+ * How often a session's last_seen_at is written at most: once a minute, so a read stays a read, but never more
+ * than a tenth of the idle timeout, or a session in use would look idle between two writes and end.
+ */
+function touchIntervalOf(policy: Pick<SessionPolicy, 'idleMs'>): number {
+  return Math.min(60_000, policy.idleMs / 10);
+}
 
 export interface SessionPolicy {
   /** A session unused this long ends. */
@@ -96,14 +101,15 @@ export async function verifySession(db: Database, value: string, policy: Session
     await db.raw.query('DELETE FROM member_sessions WHERE id = $1', [row.id]).catch(() => {});
     return null;
   }
-  if (lastSeen < now.getTime() - TOUCH_THROTTLE_MS) touch(db, row, now);
+  const touchIntervalMs = touchIntervalOf(policy);
+  if (lastSeen < now.getTime() - touchIntervalMs) touch(db, row, now, touchIntervalMs);
   return { tenantId: row.tenant_id, role: row.role, permissions: permissionsOf(row.role), subject: row.member_id, credential: 'session' };
 }
 
 /** Fire-and-forget, as a token's last_used_at: a bookkeeping write never fails or delays a request. */
-function touch(db: Database, row: SessionRow, now: Date): void {
+function touch(db: Database, row: SessionRow, now: Date, touchIntervalMs: number): void {
   const at = now.toISOString();
-  const before = new Date(now.getTime() - TOUCH_THROTTLE_MS).toISOString();
+  const before = new Date(now.getTime() - touchIntervalMs).toISOString();
   db.raw
     .query(
       `WITH s AS (UPDATE member_sessions SET last_seen_at = $2::timestamptz WHERE id = $1 AND last_seen_at < $3::timestamptz RETURNING tenant_id, member_id)

@@ -117,12 +117,20 @@ export function urlProblem(raw: string, { allowPrivate }: GuardOptions): string 
   if (url.protocol !== 'https:' && !(allowPrivate && url.protocol === 'http:')) {
     return allowPrivate ? 'must be an http or https URL' : 'must be an https URL';
   }
-  if (url.username || url.password) return 'must not carry credentials (user:password@)';
+  // WHATWG URL reads `\` as `/` and drops tabs and line breaks; an RFC 3986 reader of the same text (a proxy, a
+  // receiver's logs) does not, and sees another host: `https://a\@b/` is host a here and host b there.
+  if (url.username || url.password || authorityOf(raw).includes('@')) return 'must not carry credentials (user:password@)';
+  if (/[\\\t\r\n]/.test(raw)) return 'must not contain a backslash, tab or line break';
   if (url.hash) return 'must not have a #fragment';
   if (!url.hostname) return 'must name a host';
   // URL leaves out the scheme's default port (443 for https, 80 for http).
   if (!allowPrivate && url.port !== '' && !isAllowedPort(Number(url.port))) return 'must use port 443, 80 or one of 1024-65535';
   return null;
+}
+
+/** The text between `scheme://` and the first `/`, `?` or `#`: where RFC 3986 looks for userinfo. */
+function authorityOf(raw: string): string {
+  return /^[a-z][a-z0-9+.-]*:\/\/([^/?#]*)/i.exec(raw)?.[1] ?? '';
 }
 
 function hostOf(url: URL): string {

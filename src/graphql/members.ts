@@ -49,7 +49,8 @@ const Member = builder.prismaObject('Member', {
     lastSeenAt: t.expose('lastSeenAt', {
       type: 'DateTime',
       nullable: true,
-      description: 'The last request of one of its sessions (updated at most once a minute).',
+      description:
+        'The last request of one of its sessions (written at most once a minute, or every tenth of the session idle timeout when that is shorter).',
     }),
     createdBy: t.exposeString('createdBy', {
       nullable: true,

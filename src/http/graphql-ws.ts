@@ -7,6 +7,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Viewer } from '../auth/viewer.js';
 import { withStatementSignal } from '../db/cancellation.js';
 import { newRequestId, type ApiError } from '../errors.js';
+import { decodeUtf8 } from '../json-body.js';
 import { hostRefusal, statusOf, type Admission } from './admission.js';
 import { incomingOfNode } from './direct-rest.js';
 import type { Logger } from '../logger.js';
@@ -44,8 +45,11 @@ export interface WebSocketOptions {
 
 export const DEFAULT_WEBSOCKET_LIMITS = { perCredential: 20, perAddress: 100, connectionInitWaitMs: 3000 } as const;
 
-/** The close codes of a refused connection (graphql-ws uses 44xx for its own: 4400, 4401, 4403, 4408…). */
-export const WS_CLOSE = { unauthorized: 4401, forbidden: 4403, tooManySockets: 4429 } as const;
+/**
+ * The close codes of a refused connection (graphql-ws uses 44xx for its own: 4400, 4401, 4403, 4408…), and
+ * WebSocket's own for a message that is not UTF-8 (as ws closes a text frame that is not).
+ */
+export const WS_CLOSE = { unauthorized: 4401, forbidden: 4403, tooManySockets: 4429, notUtf8: 1007 } as const;
 
 type Enveloped = ReturnType<WebSocketGateway['getEnveloped']>;
 
@@ -215,8 +219,12 @@ export function attachGraphqlWebSocket(
           }),
         close: (code, reason) => socket.close(code, reason),
         onMessage: (handle) =>
-          socket.on('message', (data) => {
-            handle(String(data)).catch((error: unknown) => {
+          socket.on('message', (data, isBinary) => {
+            // ws checks a text frame's UTF-8 itself (1007); a binary one would be decoded with U+FFFD in place of
+            // what is not UTF-8, and stored so.
+            const text = isBinary ? decodeUtf8(data as Buffer) : String(data);
+            if (text === null) return socket.close(WS_CLOSE.notUtf8, 'Messages must be UTF-8');
+            handle(text).catch((error: unknown) => {
               logger.error({ err: error }, 'websocket message failed');
               socket.close(CloseCode.InternalServerError, 'Internal server error');
             });

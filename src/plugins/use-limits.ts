@@ -14,8 +14,9 @@ import {
   type GraphQLSchema,
   type ValidationContext,
 } from 'graphql';
-import { createGraphQLError, type Plugin } from 'graphql-yoga';
+import { createGraphQLError, type GraphQLParams, type Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
+import { decodeUtf8, nestsDeeper } from '../json-body.js';
 import { isUnstorableText } from '../storable-text.js';
 import { earlyErrorResponse } from './error-response.js';
 
@@ -105,12 +106,14 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
       }
     },
     onRequestParse({ request, requestParser, setRequestParser, endResponse, fetchAPI }) {
-      limitBodySize(request, limits.maxBodyBytes, requestParser, setRequestParser, fetchAPI);
-      if (request.method !== 'POST') return;
       const contentType = (request.headers.get('content-type') ?? '').trim();
       const mediaType = contentType.split(';')[0]?.trim() ?? '';
+      const json = request.method === 'POST' && requestParser !== undefined && JSON_CONTENT_TYPES.includes(mediaType);
+      if (json) setRequestParser(parseJsonParams);
+      limitBodySize(request, limits.maxBodyBytes, json ? parseJsonParams : requestParser, setRequestParser, fetchAPI);
+      if (request.method !== 'POST') return;
       // Without a parser yoga would answer 415 with an empty body; this answer carries the code.
-      if (requestParser && JSON_CONTENT_TYPES.includes(mediaType)) return;
+      if (json) return;
       endResponse(
         earlyErrorResponse(
           request,
@@ -222,6 +225,29 @@ function limitBodySize(
   });
 }
 
+/**
+ * Yoga's JSON body parser, but for UTF-8: yoga's (`request.json()`) decodes a malformed byte sequence as U+FFFD,
+ * which would then be stored as if the client had sent that character. The refusals are yoga's own (recoded by
+ * use-request-error-codes).
+ */
+async function parseJsonParams(request: Request): Promise<GraphQLParams> {
+  const text = decodeUtf8(new Uint8Array(await request.arrayBuffer()));
+  if (text === null) throw badBody('POST body is not valid UTF-8.');
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw badBody('POST body sent invalid JSON.');
+  }
+  if (body === null || typeof body !== 'object')
+    throw badBody(`POST body is expected to be object but received ${body === null ? 'null' : typeof body}`);
+  return body as GraphQLParams;
+}
+
+function badBody(message: string): GraphQLError {
+  return createGraphQLError(message, { extensions: { http: { status: 400 }, code: 'BAD_REQUEST' } });
+}
+
 /** Yoga's own refusal of a body over the limit (recoded to PAYLOAD_TOO_LARGE by use-request-error-codes). */
 function bodyTooLargeForYoga(): GraphQLError {
   return createGraphQLError('Request body too large', { extensions: { http: { status: 413 }, code: 'REQUEST_ENTITY_TOO_LARGE' } });
@@ -310,12 +336,6 @@ function tokenCountExceeds(query: string, max: number): boolean {
     // A lexical error is the parser's to report, with its location.
   }
   return false;
-}
-
-function nestsDeeper(value: unknown, max: number): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (max === 0) return true;
-  return Object.values(value).some((member) => nestsDeeper(member, max - 1));
 }
 
 function unstorableText(): ApiError {

@@ -14,6 +14,7 @@ import {
 import { createSession, endSession, type SessionPolicy } from '../auth/sessions.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
+import { parseJsonBody } from '../json-body.js';
 import { AUTH_BASE, jsonResponse } from '../paths.js';
 import { socketAddressOf } from './use-rate-limit.js';
 import { earlyErrorResponse } from './error-response.js';
@@ -183,14 +184,11 @@ async function jsonBody(request: Request): Promise<Record<string, unknown>> {
   if (!(request.headers.get('content-type') ?? '').toLowerCase().startsWith('application/json')) {
     throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The body must be JSON (Content-Type: application/json)');
   }
-  const text = await request.text();
-  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new ApiError('PAYLOAD_TOO_LARGE', `The body may be at most ${MAX_BODY_BYTES} bytes`);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw new ApiError('INVALID_QUERY', 'The body is not valid JSON');
-  }
+  const bytes = new Uint8Array(await request.arrayBuffer());
+  if (bytes.byteLength > MAX_BODY_BYTES) throw new ApiError('PAYLOAD_TOO_LARGE', `The body may be at most ${MAX_BODY_BYTES} bytes`);
+  const parsed = parseJsonBody(bytes);
+  if ('problem' in parsed) throw new ApiError('INVALID_QUERY', `Invalid body: ${parsed.problem}`);
+  const body = parsed.value;
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     throw new ApiError('INVALID_QUERY', 'The body must be a JSON object');
   return body as Record<string, unknown>;

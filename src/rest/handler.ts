@@ -1,6 +1,7 @@
 import { getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
 import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import { clip } from '../clip.js';
+import { parseJsonBody } from '../json-body.js';
 import type { Logger } from '../logger.js';
 import { invalidInput } from '../domain/problems.js';
 import { credentialRequiredError, isErrorCode } from '../errors.js';
@@ -316,7 +317,7 @@ export async function runStream<C extends RestContext>(
 
 /**
  * The request's JSON body, as an object: 415 for another media type, 413 past the size limit (also for a
- * chunked body without Content-Length), 400 for text that is not JSON or JSON that is not an object.
+ * chunked body without Content-Length), 400 for a body that is not UTF-8, not JSON, nested too deep or not an object.
  */
 async function readJsonBody(
   input: RouteInput,
@@ -347,7 +348,6 @@ async function readJsonBody(
       return { refused: errorResponse('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${maxBytes} bytes`, target) };
     chunks.push(chunk);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
   if (bodiless) {
     if (size === 0) return { value: {} };
     return {
@@ -358,17 +358,9 @@ async function readJsonBody(
       ),
     };
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return {
-      refused: invalidQueryResponse(
-        [{ parameter: '(body)', message: text.trim() === '' ? 'the body is empty; send a JSON object' : 'the body is not valid JSON' }],
-        target,
-      ),
-    };
-  }
+  const parsed = parseJsonBody(Buffer.concat(chunks));
+  if ('problem' in parsed) return { refused: invalidQueryResponse([{ parameter: '(body)', message: parsed.problem }], target) };
+  const value = parsed.value;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { refused: invalidQueryResponse([{ parameter: '(body)', message: 'the body must be a JSON object' }], target) };
   }
