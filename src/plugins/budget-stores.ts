@@ -46,6 +46,9 @@ export async function budgetStore(redisUrl: string | undefined, timeoutMs: numbe
   let lost = false;
   // Called whenever a budget is counted in this process instead: a refused connection, a dropped one, a timeout.
   const countingHere = (error?: unknown) => {
+    // Connected, yet it failed or timed out: a hung Redis would cost every request the whole timeout. Reconnecting
+    // makes the budgets count here at once (no command is sent while not ready) until Redis answers again.
+    if (redis.status === 'ready') redis.disconnect(true);
     lost = true;
     if (performance.now() - lastWarning < WARNING_INTERVAL_MS) return;
     lastWarning = performance.now();
