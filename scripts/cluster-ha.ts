@@ -1,8 +1,10 @@
 // `npm run cluster:ha`: the gateway on a highly available PostgreSQL, on one machine, for trying and testing
-// (docs/how-to/high-availability.md). etcd; two PostgreSQL 15 nodes under Patroni with synchronous replication;
-// HAProxy with a write port (the primary) and a read port (a replica, else the primary); two gateway replicas
-// behind the gateway's own HAProxy (scripts/cluster.ts), writing through the write port (DATABASE_URL) and
-// reading through the read port (DATABASE_READ_URL). Ports are free ones, data lives in a temporary directory.
+// (docs/how-to/high-availability.md). Three etcd members; two PostgreSQL 15 nodes (or more) under Patroni with
+// synchronous replication; for each gateway its own HAProxy with a write port (the primary) and a read port (a
+// replica, else the primary); two gateway replicas writing through their write port (DATABASE_URL) and reading
+// through their read port (DATABASE_READ_URL), behind two HAProxy processes on one port (scripts/cluster.ts),
+// and Redis. Every process is supervised (scripts/supervisor.ts): started again when it dies. Ports are free
+// ones, data lives in a temporary directory.
 // Needs the Debian packages patroni, etcd-server and haproxy, and PostgreSQL 15's server binaries.
 //
 // Environment: PORT (the gateways' HAProxy, default 4000), NODES (PostgreSQL nodes, 2 or 3; default 2),
@@ -14,9 +16,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { freePort, startCluster, type Cluster } from './cluster.js';
+import { Supervised } from './supervisor.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BIN_DIR = process.env.PG_BINDIR ?? '/usr/lib/postgresql/15/bin';
+/** How far (bytes) a synchronous standby may lag the most advanced other one before Patroni replaces it. */
+export const MAX_LAG_ON_SYNCNODE_BYTES = 16_384;
 /** Patroni runs on the system's Python, which has its modules (python3-etcd, psycopg2); another python3 may come first on PATH. */
 const PATRONI = ['/usr/bin/python3', '/usr/bin/patroni'];
 
@@ -53,10 +58,19 @@ export interface HaNode {
 }
 
 export interface HaCluster {
-  /** The write port (always the primary) and the read port (a replica, else the primary). */
+  /** The first PostgreSQL balancer's write port (always the primary) and read port (a replica, else the primary). */
   writeUrl: string;
   readUrl: string;
+  /** Each gateway's own PostgreSQL balancer (`pgbalancer1`, …), in the order of the gateways. */
+  balancers: { name: string; writeUrl: string; readUrl: string }[];
   nodes: HaNode[];
+  /**
+   * Every supervised process of the database tier by name: `etcd1`…`etcd3`, `patroni-n1`…, `pgbalancer1`…; the
+   * gateways' own (replicas, Redis, front balancers) are in `gateways`.
+   */
+  processes: Map<string, Supervised>;
+  /** Each etcd member's client port, by name. */
+  etcdClientPorts: Record<string, number>;
   /** The gateways behind their HAProxy; null when started without them. */
   gateways: Cluster | null;
   dir: string;
@@ -73,6 +87,11 @@ export interface HaClusterOptions {
   gateways?: number;
   /** The gateways' HAProxy port (0: a free one). */
   port?: number;
+  /** HAProxy instances in front of the gateways, on that one port (default 2). */
+  frontBalancers?: number;
+  /** etcd members (default 3). */
+  etcdMembers?: number;
+  log?: (line: string) => void;
   /** Passed to the gateways. */
   env?: Record<string, string>;
   keepData?: boolean;
@@ -102,13 +121,6 @@ function withServerLines(template: string, count: number): string {
   );
 }
 
-function exitedOf(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
-}
-
 async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -122,37 +134,42 @@ async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T 
 export async function startHaCluster(options: HaClusterOptions = {}): Promise<HaCluster> {
   const missing = missingForHa();
   if (missing.length > 0) throw new Error(`cluster:ha needs ${missing.join(', ')}`);
-  const children: ChildProcess[] = [];
   const dir = mkdtempSync(join(tmpdir(), 'gateway-ha-'));
   // PostgreSQL runs as postgres and must reach its directories below this one.
   chmodSync(dir, 0o755);
   const asPostgres = process.getuid?.() === 0 ? userIds('postgres') : undefined;
   const nodes: HaNode[] = [];
+  const processes = new Map<string, Supervised>();
   let gateways: Cluster | null = null;
 
-  const logOf = (child: ChildProcess, name: string) => {
-    const log = createWriteStream(join(dir, `${name}.log`), { flags: 'a' });
-    child.stdout?.pipe(log);
-    child.stderr?.pipe(log);
+  /** `start` under the supervisor, its output appended to NAME.log in the cluster's directory. */
+  const supervise = (name: string, start: () => ChildProcess, beforeRestart?: () => Promise<void>) => {
+    const watched = new Supervised({
+      name,
+      log: options.log,
+      ...(beforeRestart ? { beforeRestart } : {}),
+      start: () => {
+        const child = start();
+        const log = createWriteStream(join(dir, `${name}.log`), { flags: 'a' });
+        child.stdout?.pipe(log);
+        child.stderr?.pipe(log);
+        return child;
+      },
+    });
+    processes.set(name, watched);
+    return watched;
   };
 
   const stopDatabaseTier = async () => {
-    // Patroni stops its PostgreSQL on SIGTERM; what is left after 15 s (or after a Patroni that was killed) is
-    // killed here, so nothing outlives the cluster.
-    for (const child of [...children].reverse()) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await Promise.race([Promise.all(children.map(exitedOf)), new Promise((resolve) => setTimeout(resolve, 15_000).unref())]);
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    for (const node of nodes) {
-      const pid = node.postmasterPid();
-      if (pid !== undefined) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // already gone
-        }
-      }
-    }
-    await Promise.all(children.map(exitedOf));
+    // Balancers first, then Patroni (it stops its PostgreSQL on SIGTERM), then etcd; what is left after 15 s (or
+    // after a Patroni that was killed) is killed here, so nothing outlives the cluster.
+    const all = [...processes.values()];
+    const stopAll = (prefix: string) =>
+      Promise.all(all.filter((watched) => watched.name.startsWith(prefix)).map((watched) => watched.stop()));
+    await stopAll('pgbalancer');
+    await stopAll('patroni');
+    await Promise.all(nodes.map(fence));
+    await stopAll('etcd');
   };
 
   const stop = async (keepData = options.keepData) => {
@@ -162,24 +179,41 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
   };
 
   try {
-    const etcdPort = await freePort();
-    const etcdPeerPort = await freePort();
-    const etcd = spawn(
-      '/usr/bin/etcd',
-      [
-        '--name=ha',
-        `--data-dir=${join(dir, 'etcd')}`,
-        `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
-        `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
-        `--listen-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-        `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeerPort}`,
-        `--initial-cluster=ha=http://127.0.0.1:${etcdPeerPort}`,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    children.push(etcd);
-    logOf(etcd, 'etcd');
-    await until('etcd', 20_000, async () => ((await fetch(`http://127.0.0.1:${etcdPort}/health`)).ok ? true : undefined));
+    // Three members: losing one leaves a quorum, so Patroni never loses its DCS to one death.
+    const memberCount = options.etcdMembers ?? 3;
+    const members: { name: string; client: number; peer: number }[] = [];
+    for (let i = 1; i <= memberCount; i++) members.push({ name: `etcd${i}`, client: await freePort(), peer: await freePort() });
+    const initialCluster = members.map((member) => `${member.name}=http://127.0.0.1:${member.peer}`).join(',');
+    for (const member of members) {
+      supervise(member.name, () =>
+        spawn(
+          '/usr/bin/etcd',
+          [
+            `--name=${member.name}`,
+            `--data-dir=${join(dir, member.name)}`,
+            `--listen-client-urls=http://127.0.0.1:${member.client}`,
+            `--advertise-client-urls=http://127.0.0.1:${member.client}`,
+            `--listen-peer-urls=http://127.0.0.1:${member.peer}`,
+            `--initial-advertise-peer-urls=http://127.0.0.1:${member.peer}`,
+            `--initial-cluster=${initialCluster}`,
+            '--initial-cluster-token=gateway-ha',
+            '--initial-cluster-state=new',
+          ],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        ),
+      );
+    }
+    await until('etcd', 30_000, async () => {
+      const healthy = await Promise.all(
+        members.map((member) =>
+          fetch(`http://127.0.0.1:${member.client}/health`, { signal: AbortSignal.timeout(1000) }).then(
+            (response) => response.ok,
+            () => false,
+          ),
+        ),
+      );
+      return healthy.every(Boolean) ? true : undefined;
+    });
 
     const template = readFileSync(join(ROOT, 'deploy/ha/patroni.yml'), 'utf8');
     const count = options.nodes ?? 2;
@@ -195,29 +229,24 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
       const config = fill(template, {
         SCOPE: 'gateway',
         NAME: name,
-        ETCD_HOSTS: `127.0.0.1:${etcdPort}`,
+        ETCD_HOSTS: members.map((member) => `127.0.0.1:${member.client}`).join(','),
         API: `127.0.0.1:${apiPort}`,
         PG: `127.0.0.1:${pgPort}`,
         NODE_DIR: nodeDir,
         DATA_DIR: dataDir,
         SOCKET_DIR: socketDir,
         BIN_DIR,
+        // Small: a stalled standby holds back only the few commits that wait on it, and their WAL is what it lags by.
+        MAX_LAG_ON_SYNCNODE: String(MAX_LAG_ON_SYNCNODE_BYTES),
+        // Armed where the machine has a watchdog device Patroni may open; without one the supervisor's fence
+        // stands in for it (see `fence`).
+        WATCHDOG_MODE: 'automatic',
       });
       const configPath = join(nodeDir, `${name}.yml`);
       writeFileSync(configPath, config);
       if (asPostgres) for (const path of [nodeDir, socketDir, configPath]) chownSync(path, asPostgres.uid, asPostgres.gid);
-      // setpriv keeps Patroni's own pid (su would stay in between and turn a SIGTERM into a SIGKILL).
-      const env = { HOME: nodeDir, PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' };
-      const patroni = asPostgres
-        ? spawn('setpriv', ['--reuid=postgres', '--regid=postgres', '--init-groups', ...PATRONI, configPath], {
-            env,
-            stdio: ['ignore', 'pipe', 'pipe'],
-          })
-        : spawn(PATRONI[0]!, [...PATRONI.slice(1), configPath], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      children.push(patroni);
-      logOf(patroni, name);
       const api = `http://127.0.0.1:${apiPort}`;
-      nodes.push({
+      const node: HaNode = {
         name,
         pgPort,
         apiPort,
@@ -242,35 +271,57 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
           }
           return 'down';
         },
-      });
+      };
+      nodes.push(node);
+      // setpriv keeps Patroni's own pid (su would stay in between and turn a SIGTERM into a SIGKILL).
+      const env = { HOME: nodeDir, PATH: '/usr/bin:/bin', LANG: 'C.UTF-8' };
+      supervise(
+        `patroni-${name}`,
+        () =>
+          asPostgres
+            ? spawn('setpriv', ['--reuid=postgres', '--regid=postgres', '--init-groups', ...PATRONI, configPath], {
+                env,
+                stdio: ['ignore', 'pipe', 'pipe'],
+              })
+            : spawn(PATRONI[0]!, [...PATRONI.slice(1), configPath], { env, stdio: ['ignore', 'pipe', 'pipe'] }),
+        // What a watchdog does in production: a PostgreSQL whose Patroni is not back within FENCE_AFTER_MS is
+        // stopped, before the leader key (ttl) can expire and another node be promoted beside it. Patroni is
+        // started again meanwhile, and one back in time goes on managing its PostgreSQL as it was.
+        async () => void fenceUnlessBack(node, api),
+      );
       // The first node bootstraps the cluster; the others then clone it.
       if (i === 1) await until('the first node to lead', 60_000, async () => ((await nodes[0]!.role()) === 'primary' ? true : undefined));
     }
 
-    const writePort = await freePort();
-    const readPort = await freePort();
-    const statsPort = await freePort();
+    // One PostgreSQL balancer per gateway, as one per gateway host in production: losing one loses one gateway.
+    const balancers: HaCluster['balancers'] = [];
+    const balancerTemplate = withServerLines(readFileSync(join(ROOT, 'deploy/ha/haproxy-postgres.cfg'), 'utf8'), nodes.length);
     const haproxyConfig = join(dir, 'haproxy-postgres.cfg');
-    writeFileSync(haproxyConfig, withServerLines(readFileSync(join(ROOT, 'deploy/ha/haproxy-postgres.cfg'), 'utf8'), nodes.length));
-    const haproxy = spawn('haproxy', ['-db', '-f', haproxyConfig], {
-      env: {
+    writeFileSync(haproxyConfig, balancerTemplate);
+    const gatewayCount = options.gateways ?? 2;
+    for (let i = 1; i <= Math.max(1, gatewayCount); i++) {
+      const name = `pgbalancer${i}`;
+      const [writePort, readPort, statsPort] = [await freePort(), await freePort(), await freePort()];
+      const env = {
         PATH: process.env.PATH ?? '/usr/sbin:/usr/bin:/bin',
         WRITE: `127.0.0.1:${writePort}`,
         READ: `127.0.0.1:${readPort}`,
         STATS: `127.0.0.1:${statsPort}`,
         ...Object.fromEntries(
-          nodes.flatMap((node, i) => [
-            [`N${i + 1}_PG`, `127.0.0.1:${node.pgPort}`],
-            [`N${i + 1}_API`, String(node.apiPort)],
+          nodes.flatMap((node, j) => [
+            [`N${j + 1}_PG`, `127.0.0.1:${node.pgPort}`],
+            [`N${j + 1}_API`, String(node.apiPort)],
           ]),
         ),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(haproxy);
-    logOf(haproxy, 'haproxy-postgres');
-    const writeUrl = `postgres://postgres@127.0.0.1:${writePort}/postgres`;
-    const readUrl = `postgres://postgres@127.0.0.1:${readPort}/postgres`;
+      };
+      supervise(name, () => spawn('haproxy', ['-db', '-f', haproxyConfig], { env, stdio: ['ignore', 'pipe', 'pipe'] }));
+      balancers.push({
+        name,
+        writeUrl: `postgres://postgres@127.0.0.1:${writePort}/postgres`,
+        readUrl: `postgres://postgres@127.0.0.1:${readPort}/postgres`,
+      });
+    }
+    const { writeUrl, readUrl } = balancers[0]!;
 
     const healthy = async (timeoutMs = 60_000): Promise<HaNode> =>
       until('a primary with a synchronous standby', timeoutMs, async () => {
@@ -290,19 +341,25 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
       });
     await healthy();
 
-    const gatewayCount = options.gateways ?? 2;
     if (gatewayCount > 0) {
       gateways = await startCluster({
         databaseUrl: writeUrl,
         replicas: gatewayCount,
         port: options.port ?? 0,
-        env: { DATABASE_READ_URL: readUrl, ...options.env },
+        supervise: true,
+        balancers: options.frontBalancers ?? 2,
+        env: options.env ?? {},
+        replicaEnv: (index) => ({ DATABASE_URL: balancers[index]!.writeUrl, DATABASE_READ_URL: balancers[index]!.readUrl }),
+        ...(options.log ? { log: options.log } : {}),
       });
     }
     return {
       writeUrl,
       readUrl,
+      balancers,
       nodes,
+      processes,
+      etcdClientPorts: Object.fromEntries(members.map((member) => [member.name, member.client])),
       gateways,
       dir,
       healthy,
@@ -314,6 +371,41 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
     await stopDatabaseTier();
     throw new Error(`${(error as Error).message} (logs in ${logs})`, { cause: error });
   }
+}
+
+/**
+ * How long a dead Patroni has to be back before its PostgreSQL is stopped: its leader key, last renewed at most
+ * loop_wait (2 s) before it died, expires ttl (10 s) after that renewal, so another node is promoted 8 s after the
+ * death at the soonest; the fence comes 1.5 s before. Patroni itself takes 2–6 s to start on a busy machine here.
+ */
+const FENCE_AFTER_MS = 6500;
+
+/** Fences `node` unless its Patroni answers (`/liveness`) FENCE_AFTER_MS after it died. */
+async function fenceUnlessBack(node: HaNode, api: string): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, FENCE_AFTER_MS));
+  const alive = await fetch(`${api}/liveness`, { signal: AbortSignal.timeout(1000) }).then(
+    (response) => response.ok,
+    () => false,
+  );
+  if (!alive) await fence(node);
+}
+
+/** Stops `node`'s PostgreSQL at once if it runs (immediate shutdown, then SIGKILL): its Patroni is gone. */
+async function fence(node: HaNode): Promise<void> {
+  const pid = node.postmasterPid();
+  if (pid === undefined) return;
+  const signal = (name: NodeJS.Signals | 0) => {
+    try {
+      process.kill(pid, name);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  signal('SIGQUIT');
+  const deadline = Date.now() + 3000;
+  while (Date.now() < deadline && signal(0)) await new Promise((resolve) => setTimeout(resolve, 50));
+  signal('SIGKILL');
 }
 
 // As a command: start, print, wait for Ctrl-C.
@@ -332,6 +424,7 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       port: Number(process.env.PORT ?? 4000),
       env: replicaEnv,
       keepData: process.env.KEEP_DATA === '1',
+      log: (line) => process.stderr.write(`cluster:ha: ${line}\n`),
     });
   } catch (error) {
     process.stderr.write(`cluster:ha: ${(error as Error).message}\n`);
@@ -341,11 +434,17 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   process.stderr.write(
     `\nGateway (HAProxy): ${gateways.url}  (stats: ${gateways.statsUrl})\n` +
       gateways.replicas.map((replica) => `  ${replica.name}: ${replica.url}`).join('\n') +
-      `\nPostgreSQL write:  ${cluster.writeUrl}\nPostgreSQL read:   ${cluster.readUrl}\n` +
+      `\n` +
+      cluster.balancers
+        .map((balancer) => `PostgreSQL (${balancer.name}): write ${balancer.writeUrl}, read ${balancer.readUrl}\n`)
+        .join('') +
       cluster.nodes
         .map((node) => `  ${node.name}: PostgreSQL 127.0.0.1:${node.pgPort}, Patroni http://127.0.0.1:${node.apiPort}`)
         .join('\n') +
-      `\nData and logs:     ${cluster.dir} (gateway logs: ${gateways.logDir})\n\nCtrl-C stops everything.\n`,
+      `\netcd:              ${Object.entries(cluster.etcdClientPorts)
+        .map(([name, port]) => `${name} http://127.0.0.1:${port}`)
+        .join(', ')}` +
+      `\nData and logs:     ${cluster.dir} (gateway logs: ${gateways.logDir})\n\nEvery process is started again when it dies. Ctrl-C stops everything.\n`,
   );
   let stopping = false;
   const stop = () => {

@@ -5,13 +5,15 @@
 //
 // Environment: DATABASE_URL (required: PGlite is one process's embedded database), REDIS_URL (default: a
 // redis-server started here on a free port), PORT (HAProxy, default 4000; replicas take the next ports, the
-// stats page PORT + 80). Everything else is passed to the replicas as it is. Ctrl-C stops it all.
+// stats page PORT + 80). Everything else is passed to the replicas as it is. Every process is started again
+// when it dies (scripts/supervisor.ts). Ctrl-C stops it all.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Supervised } from './supervisor.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -19,11 +21,14 @@ export interface Replica {
   name: string;
   port: number;
   url: string;
-  child: ChildProcess;
-  /** Resolves when the process has exited. */
-  exited: Promise<void>;
-  /** SIGTERM (drain, as an orchestrator stops it) or SIGKILL (a crash); resolves once it exited. */
+  /** The running process (under supervision, the latest started). */
+  readonly child: ChildProcess;
+  /** Resolves when the running process has exited. */
+  readonly exited: Promise<void>;
+  /** SIGTERM (drain, as an orchestrator stops it) or SIGKILL (a crash); resolves once it exited. Not restarted. */
   stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** Under supervision: SIGKILL as a crash, and resolves once the process started in its place is ready. */
+  crash(): Promise<void>;
 }
 
 export interface Cluster {
@@ -36,6 +41,8 @@ export interface Cluster {
   restart(index: number): Promise<Replica>;
   /** Resolves once HAProxy sends requests to every replica again (its health checks passed). */
   balanced(): Promise<void>;
+  /** The processes besides the replicas: `redis` (when started here) and each front balancer (`haproxy1`, …). */
+  processes: Map<string, Supervised>;
   logDir: string;
   stop(): Promise<void>;
 }
@@ -48,6 +55,13 @@ export interface ClusterOptions {
   port?: number;
   /** Passed to every replica, over the defaults below. */
   env?: Record<string, string>;
+  /** Passed to one replica (by index from 0), over `env`: its own database URLs, say. */
+  replicaEnv?: (index: number) => Record<string, string>;
+  /** Every process started again when it dies (scripts/supervisor.ts); default false. */
+  supervise?: boolean;
+  /** HAProxy instances on the one client port (SO_REUSEPORT: either takes new connections); default 1. */
+  balancers?: number;
+  log?: (line: string) => void;
 }
 
 export async function freePort(): Promise<number> {
@@ -75,47 +89,59 @@ async function waitFor(url: string, ok: (status: number) => boolean, timeoutMs: 
   }
 }
 
-function exitedOf(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve();
-    else child.once('exit', () => resolve());
-  });
-}
-
 export async function startCluster(options: ClusterOptions): Promise<Cluster> {
-  const children: ChildProcess[] = [];
+  const processes: Supervised[] = [];
   try {
-    return await startProcesses(options, children);
+    return await startProcesses(options, processes);
   } catch (error) {
     // Nothing left running when the start fails.
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.all(processes.map((watched) => watched.stop('SIGKILL')));
     throw error;
   }
 }
 
-async function startProcesses(options: ClusterOptions, children: ChildProcess[]): Promise<Cluster> {
+async function startProcesses(options: ClusterOptions, processes: Supervised[]): Promise<Cluster> {
   const count = options.replicas ?? 2;
   const logDir = mkdtempSync(join(tmpdir(), 'gateway-cluster-'));
   const base = options.port ?? 0;
   const portOf = async (offset: number) => (base === 0 ? freePort() : base + offset);
+  const supervise = options.supervise ?? false;
+  const named = new Map<string, Supervised>();
+  const supervised = (name: string, start: () => ChildProcess, extra: { restart?: boolean } = {}) => {
+    const watched = new Supervised({
+      name,
+      restart: supervise && extra.restart !== false,
+      log: options.log,
+      start: () => {
+        const child = start();
+        const log = createWriteStream(join(logDir, `${name}.log`), { flags: 'a' });
+        child.stdout?.pipe(log);
+        child.stderr?.pipe(log);
+        return child;
+      },
+    });
+    processes.push(watched);
+    return watched;
+  };
 
   let redisUrl = options.redisUrl;
   if (!redisUrl) {
     const redisPort = await freePort();
-    const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const redisLog = createWriteStream(join(logDir, 'redis.log'));
-    redis.stdout!.pipe(redisLog);
-    redis.stderr!.pipe(redisLog);
-    children.push(redis);
+    named.set(
+      'redis',
+      supervised('redis', () =>
+        spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        }),
+      ),
+    );
     redisUrl = `redis://127.0.0.1:${redisPort}`;
     await waitForRedis(redisPort);
   }
 
   const ports: number[] = [];
   for (let i = 0; i < count; i++) ports.push(await portOf(i + 1));
-  const env = (port: number): NodeJS.ProcessEnv => ({
+  const env = (index: number): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? tmpdir(),
     HOST: '127.0.0.1',
@@ -126,32 +152,37 @@ async function startProcesses(options: ClusterOptions, children: ChildProcess[])
     SHUTDOWN_DELAY_MS: '3000',
     // HAProxy appends the client's address to X-Forwarded-For (deploy/haproxy.cfg): budgets follow the client.
     TRUST_PROXY: '1',
-    ...options.env,
     DATABASE_URL: options.databaseUrl,
+    ...options.env,
+    ...options.replicaEnv?.(index),
     REDIS_URL: redisUrl,
-    PORT: String(port),
+    PORT: String(ports[index]),
   });
 
   const startReplica = async (index: number): Promise<Replica> => {
     const port = ports[index]!;
     const name = `replica${index + 1}`;
-    const log = createWriteStream(join(logDir, `${name}.log`), { flags: 'a' });
-    const child = spawn(process.execPath, ['dist/server.js'], { cwd: ROOT, env: env(port), stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout!.pipe(log);
-    child.stderr!.pipe(log);
-    children.push(child);
     const url = `http://127.0.0.1:${port}`;
-    await waitFor(`${url}/readyz`, (status) => status === 200, 60_000, child);
-    const exited = exitedOf(child);
+    const ready = (child: ChildProcess) => waitFor(`${url}/readyz`, (status) => status === 200, 60_000, child);
+    const watched = supervised(name, () =>
+      spawn(process.execPath, ['dist/server.js'], { cwd: ROOT, env: env(index), stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
+    await ready(watched.child);
     return {
       name,
       port,
       url,
-      child,
-      exited,
-      async stop(signal = 'SIGTERM') {
-        if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-        await exited;
+      get child() {
+        return watched.child;
+      },
+      get exited() {
+        return watched.exited;
+      },
+      stop: (signal = 'SIGTERM') => watched.stop(signal),
+      async crash() {
+        const replaced = watched.replaced();
+        watched.kill('SIGKILL');
+        await ready(await replaced);
       },
     };
   };
@@ -162,42 +193,51 @@ async function startProcesses(options: ClusterOptions, children: ChildProcess[])
   replicas.push(...(await Promise.all(Array.from({ length: count - 1 }, (_, i) => startReplica(i + 1)))));
 
   const port = await portOf(0);
-  const statsPort = base === 0 ? await freePort() : base + 80;
-  const haproxyEnv: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH ?? '',
-    LISTEN: `127.0.0.1:${port}`,
-    STATS: `127.0.0.1:${statsPort}`,
-    ...Object.fromEntries(ports.map((p, i) => [`REPLICA_${i + 1}`, `127.0.0.1:${p}`])),
-  };
-  const haproxy = spawn('haproxy', ['-db', '-f', join(ROOT, 'deploy/haproxy.cfg')], { env: haproxyEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  const haproxyLog = createWriteStream(join(logDir, 'haproxy.log'));
-  haproxy.stdout!.pipe(haproxyLog);
-  haproxy.stderr!.pipe(haproxyLog);
-  children.push(haproxy);
+  const balancerCount = options.balancers ?? 1;
+  const statsUrls: string[] = [];
+  for (let i = 0; i < balancerCount; i++) {
+    const statsPort = base === 0 ? await freePort() : base + 80 + i;
+    statsUrls.push(`http://127.0.0.1:${statsPort}`);
+    const haproxyEnv: NodeJS.ProcessEnv = {
+      PATH: process.env.PATH ?? '',
+      LISTEN: `127.0.0.1:${port}`,
+      STATS: `127.0.0.1:${statsPort}`,
+      ...Object.fromEntries(ports.map((p, j) => [`REPLICA_${j + 1}`, `127.0.0.1:${p}`])),
+    };
+    const name = balancerCount === 1 ? 'haproxy' : `haproxy${i + 1}`;
+    named.set(
+      name,
+      supervised(name, () =>
+        spawn('haproxy', ['-db', '-f', join(ROOT, 'deploy/haproxy.cfg')], { env: haproxyEnv, stdio: ['ignore', 'pipe', 'pipe'] }),
+      ),
+    );
+  }
   const url = `http://127.0.0.1:${port}`;
-  const statsUrl = `http://127.0.0.1:${statsPort}`;
 
   const balanced = async () => {
     const deadline = Date.now() + 30_000;
-    for (;;) {
-      const csv = await fetch(`${statsUrl}/;csv`).then(
-        (r) => r.text(),
-        () => '',
-      );
-      const rows = csv.split('\n').filter((line) => line.startsWith('gateways,replica'));
-      if (rows.length === count && rows.every((line) => line.split(',')[17] === 'UP')) return;
-      if (Date.now() > deadline) throw new Error(`HAProxy did not see every replica UP: ${rows.join(' | ')}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
+    for (const statsUrl of statsUrls) {
+      for (;;) {
+        const csv = await fetch(`${statsUrl}/;csv`).then(
+          (r) => r.text(),
+          () => '',
+        );
+        const rows = csv.split('\n').filter((line) => line.startsWith('gateways,replica'));
+        if (rows.length === count && rows.every((line) => line.split(',')[17] === 'UP')) break;
+        if (Date.now() > deadline) throw new Error(`HAProxy did not see every replica UP: ${rows.join(' | ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
     }
   };
-  await waitFor(`${url}/healthz`, (status) => status === 200, 30_000, haproxy);
+  await waitFor(`${url}/healthz`, (status) => status === 200, 30_000, named.get(balancerCount === 1 ? 'haproxy' : 'haproxy1')!.child);
   await balanced();
 
   return {
     url,
-    statsUrl,
+    statsUrl: statsUrls[0]!,
     redisUrl,
     replicas,
+    processes: named,
     logDir,
     balanced,
     async restart(index) {
@@ -205,10 +245,7 @@ async function startProcesses(options: ClusterOptions, children: ChildProcess[])
       return replicas[index]!;
     },
     async stop() {
-      for (const child of children.reverse()) {
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      }
-      await Promise.all(children.map(exitedOf));
+      await Promise.all(processes.map((watched) => watched.stop()));
     },
   };
 }
@@ -253,6 +290,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     replicas: Number(process.env.REPLICAS ?? 2),
     port: Number(process.env.PORT ?? 4000),
     env: replicaEnv,
+    supervise: true,
+    log: (line) => process.stderr.write(`cluster: ${line}\n`),
   });
   process.stderr.write(
     `\nHAProxy:  ${cluster.url}  (stats: ${cluster.statsUrl})\n` +

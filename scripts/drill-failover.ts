@@ -248,7 +248,11 @@ export interface DrillResult {
   duplicated: number;
   /** Longest time between two acknowledged writes, in seconds. */
   unavailableSeconds: number;
-  /** From the kill until Patroni reported another primary, in seconds. */
+  /** Longest time writes were refused or failed: from a failed attempt until the next write acknowledged (0: none failed). */
+  writesRefusedSeconds: number;
+  /** The same of reads: from a failed read until the next one answered 200. */
+  readsRefusedSeconds: number;
+  /** From the fault until it was over (the default fault: until Patroni reported another primary), in seconds. */
   promotionSeconds: number;
   /** Reads answered 200 during the longest time without an acknowledged write. */
   readsDuringFailover: number;
@@ -268,13 +272,21 @@ export interface DrillResult {
   streams: { events: number; reconnects: number; missing: number; duplicated: number; outOfOrder: number }[];
 }
 
+/**
+ * What a drill does to the cluster, under load: resolves once the part is lost and back (or replaced). The
+ * default kill -9s the primary's postmaster and waits for another node's promotion.
+ */
+export type Fault = (cluster: HaCluster, log: (line: string) => void) => Promise<void>;
+
 export interface DrillOptions {
+  /** The fault (default: kill -9 of the primary's postmaster). */
+  fault?: Fault;
   /** Concurrent writers (default 4) and readers (default 2). */
   writers?: number;
   readers?: number;
   /** Event streams kept open across the failover (default 1). */
   streams?: number;
-  /** Streams whose connection is dropped at the kill, to resume with Last-Event-ID while the primary is lost (default all). */
+  /** Streams whose connection is dropped at the kill, to resume with Last-Event-ID while the primary is lost (default: all with the default fault, none with another). */
   droppedStreams?: number;
   /** Writes acknowledged before the kill (default 60). */
   warmupWrites?: number;
@@ -292,6 +304,7 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
   const auth = { authorization: `Token ${tenant.token}` };
   const wrongAnswers: Record<string, number> = {};
   const acks: number[] = [];
+  const writeAttempts: Attempt[] = [];
   const ackedConnections: string[] = [];
   let readYourWritesMisses = 0;
   let readYourWritesChecked = 0;
@@ -317,12 +330,14 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
   const write = async (path: string, body: unknown, key: string): Promise<Answer | null> => {
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
+      const sent = Date.now();
       const answer = await call(`${base}${path}`, {
         method: 'POST',
         headers: { ...auth, 'content-type': 'application/json', 'idempotency-key': key },
         body: JSON.stringify(body),
       });
       const verdict = judge(answer, [200, 201]);
+      writeAttempts.push({ sent, at: Date.now(), ok: verdict === 'ok' });
       if (verdict === 'ok') return answer;
       if (verdict === 'wrong') return null;
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -391,16 +406,14 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
   let killedAt = 0;
   try {
     await waitUntil(() => acks.length >= (options.warmupWrites ?? 60), 60_000);
-    const primary = await cluster.healthy(30_000);
-    const pid = primary.postmasterPid();
-    if (pid === undefined) throw new Error(`no postmaster pid for ${primary.name}`);
-    log(`kill -9 ${pid} (the postmaster of ${primary.name}, the primary) after ${acks.length} acknowledged writes`);
+    await cluster.healthy(30_000);
+    log(`fault after ${acks.length} acknowledged writes`);
     killedAt = Date.now();
-    process.kill(pid, 'SIGKILL');
-    for (const stream of streams.slice(0, options.droppedStreams ?? streams.length)) stream.drop();
-    const promoted = await promotion(cluster.nodes, primary, 60_000);
+    const fault = (options.fault ?? killPrimaryPostmaster)(cluster, log);
+    for (const stream of streams.slice(0, options.droppedStreams ?? (options.fault ? 0 : streams.length))) stream.drop();
+    await fault;
     promotionSeconds = (Date.now() - killedAt) / 1000;
-    log(`${promoted.name} promoted ${promotionSeconds.toFixed(1)} s after the kill`);
+    log(`fault over ${promotionSeconds.toFixed(1)} s after it began`);
     await waitUntil(() => acks.some((at) => at > killedAt), 60_000);
     const recoveredAt = acks.find((at) => at > killedAt) ?? Date.now();
     await waitUntil(
@@ -480,6 +493,8 @@ export async function runFailoverDrill(cluster: HaCluster, tenant: DrillTenant, 
     lost: acks.length - found,
     duplicated,
     unavailableSeconds: (gap.to - gap.from) / 1000,
+    writesRefusedSeconds: longestRefusal(writeAttempts),
+    readsRefusedSeconds: longestRefusal(readLog.map((read) => ({ sent: read.at, at: read.at + read.ms, ok: read.status === 200 }))),
     promotionSeconds,
     readsDuringFailover: readTimes.filter((at) => at > gap.from && at < gap.to).length,
     reads,
@@ -503,6 +518,52 @@ export const DRILL_GATEWAY_ENV: Record<string, string> = {
   // Webhook endpoints' secrets are sealed with it; one for this cluster only.
   WEBHOOK_SECRET_KEY: generateSecretKey(),
 };
+
+/** The default fault: kill -9 of the primary's postmaster; over once Patroni promoted another node. */
+export const killPrimaryPostmaster: Fault = async (cluster, log) => {
+  const primary = await cluster.healthy(30_000);
+  const pid = primary.postmasterPid();
+  if (pid === undefined) throw new Error(`no postmaster pid for ${primary.name}`);
+  const killedAt = Date.now();
+  log(`kill -9 ${pid} (the postmaster of ${primary.name}, the primary)`);
+  process.kill(pid, 'SIGKILL');
+  const promoted = await promotion(cluster.nodes, primary, 60_000);
+  log(`${promoted.name} promoted ${((Date.now() - killedAt) / 1000).toFixed(1)} s after the kill`);
+};
+
+/** One request of a drill: when it was sent, when its answer came, and whether it succeeded. */
+export interface Attempt {
+  sent: number;
+  at: number;
+  ok: boolean;
+}
+
+/** A success slower than this is counted as the time it was unavailable (a commit held back, say). */
+const STALLED_MS = 5000;
+
+/**
+ * How long, at the longest, requests were unavailable, in seconds: from the sending of a failed attempt until
+ * the answer of the next success (in the order they were sent), or a success that took longer than STALLED_MS;
+ * 0 when none failed or stalled. What a client retrying at once sees.
+ */
+export function longestRefusal(attempts: readonly Attempt[]): number {
+  const sorted = [...attempts].sort((a, b) => a.sent - b.sent);
+  let longest = 0;
+  let failingSince: number | undefined;
+  for (const attempt of sorted) {
+    if (!attempt.ok) {
+      failingSince ??= attempt.sent;
+      continue;
+    }
+    if (attempt.at - attempt.sent > STALLED_MS) longest = Math.max(longest, attempt.at - attempt.sent);
+    if (failingSince !== undefined) {
+      longest = Math.max(longest, attempt.at - failingSince);
+      failingSince = undefined;
+    }
+  }
+  if (failingSince !== undefined) longest = Math.max(longest, (sorted.at(-1)?.at ?? failingSince) - failingSince);
+  return longest / 1000;
+}
 
 /** Resolves with the node Patroni promoted in place of `lost`. */
 async function promotion(nodes: HaNode[], lost: HaNode, timeoutMs: number): Promise<HaNode> {

@@ -6,10 +6,14 @@
 // - a failover with event streams open (the drill of npm run drill:failover, shorter): no acknowledged write
 //   lost or duplicated, every stream (one resumed with Last-Event-ID while the primary is lost) gets every run
 //   event of the log once and in order, a webhook endpoint gets every event, and the schedulers go on queueing
-//   runs on the new primary.
+//   runs on the new primary;
+// - the cheap drills of npm run drill:chaos: a gateway killed (its supervisor starts it again) and Redis hung
+//   then killed, under the same load: nothing lost or duplicated, nothing refused for longer than the bound, and
+//   the sign-in throttle still enforced per process while Redis is away.
 // Needs the Debian packages patroni, etcd-server and haproxy, and PostgreSQL 15 (.ci/run installs them).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { missingForHa, startHaCluster, type HaCluster } from '../scripts/cluster-ha.js';
+import { chaosParts } from '../scripts/drill-chaos.js';
 import { DRILL_GATEWAY_ENV, failures, provisionTenant, runFailoverDrill, type DrillTenant } from '../scripts/drill-failover.js';
 
 const BASE = '/api/v1/integrations';
@@ -121,4 +125,25 @@ describe.skipIf(missing.length > 0)('high availability (Patroni, etcd, HAProxy)'
     expect(result.webhook.received).toBeGreaterThan(0);
     expect(result.webhook.missing).toBe(0);
   }, 240_000);
+
+  it.each(['gateway', 'redis'])(
+    'loses %s under load: nothing lost, duplicated or refused past its bound',
+    async (name) => {
+      const part = chaosParts().find((candidate) => candidate.name === name)!;
+      const result = await runFailoverDrill(cluster, tenant, {
+        fault: part.fault,
+        writers: 3,
+        readers: 1,
+        warmupWrites: 30,
+        minWrites: 80,
+        afterRecoveryMs: 2000,
+      });
+      expect(failures(result, { minAcknowledged: 80, maxUnavailableSeconds: Number.POSITIVE_INFINITY })).toEqual([]);
+      expect(part.problems ?? []).toEqual([]);
+      expect({ lost: result.lost, duplicated: result.duplicated }).toEqual({ lost: 0, duplicated: 0 });
+      expect(result.writesRefusedSeconds).toBeLessThanOrEqual(part.bound.writes);
+      expect(result.readsRefusedSeconds).toBeLessThanOrEqual(part.bound.reads);
+    },
+    240_000,
+  );
 });
