@@ -172,7 +172,8 @@ export function createBaseline(
       }
     }
     const select = params.get('select')?.split(',') ?? null;
-    const columns = select ? SYNC_COLUMNS.filter(([name]) => select.includes(name)) : SYNC_COLUMNS;
+    // The members in the order select names them, as the gateway answers them.
+    const columns = select ? select.flatMap((name) => SYNC_COLUMNS.filter(([column]) => column === name)) : SYNC_COLUMNS;
     const condition = where.join(' AND ');
     // As the gateway counts: from the maintained per-connection, per-status counts when the conditions read
     // only those columns (sync_counts names them as syncs does), from the rows otherwise.
@@ -224,7 +225,7 @@ export function createBaseline(
   }
 
   const CONNECTION_SELECT = `c.id, c.name, c.slug, c.application_id, a.name AS application_name, a.slug AS application_slug,
-      c.description, c.logo_url, c.keywords, a.category_id, k.slug AS category_slug, k.name AS category_name,
+      c.description, c.logo_url, to_json(c.keywords) AS keywords, a.category_id, k.slug AS category_slug, k.name AS category_name,
       c.via, c.status, c.metadata, c.settings`;
   const CONNECTION_FROM = `connections c JOIN applications a ON a.id = c.application_id JOIN categories k ON k.id = a.category_id`;
 
@@ -289,7 +290,7 @@ export function createBaseline(
     const [count, page] = await Promise.all([
       run('SELECT count(*)::int AS n FROM applications'),
       run(
-        `SELECT id, name, slug, description, logo_url, keywords, features, additional_information, category_id
+        `SELECT id, name, slug, description, logo_url, to_json(keywords) AS keywords, features, additional_information, category_id
            FROM applications ORDER BY name, id LIMIT $1 OFFSET 0`,
         [limit],
       ),

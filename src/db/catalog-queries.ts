@@ -96,14 +96,17 @@ export const APPLICATION_COLUMNS = {
   categoryId: { sql: '"t0"."category_id"', kind: 'string', nullable: false },
 } satisfies Columns<SqlColumn>;
 
-/** Every property an application read can carry and the column it reads: the category's under `category.`. */
+/**
+ * Every property an application read can carry and the column it reads: the category's under `category.`. Arrays
+ * are read as JSON, as in connection-queries.ts.
+ */
 const APPLICATION_ROW_SQL = {
   id: '"t0"."id"',
   name: '"t0"."name"',
   slug: '"t0"."slug"',
   description: '"t0"."description"',
   logoUrl: '"t0"."logo_url"',
-  keywords: '"t0"."keywords"',
+  keywords: 'to_json("t0"."keywords")',
   features: '"t0"."features"',
   additionalInformation: '"t0"."additional_information"',
   categoryId: '"t0"."category_id"',

@@ -33,6 +33,7 @@ export const CONNECTION_COLUMNS = {
 /**
  * Every property a connection read can carry and the column it reads: the connection's own as Prisma's
  * `Connection` names them, its application's under `application.`, the category's under `application.category.`.
+ * Arrays are read as JSON: pg parses a text[] in JavaScript, character by character, and JSON with V8's parser.
  */
 const CONNECTION_ROW_SQL = {
   id: '"t0"."id"',
@@ -42,7 +43,7 @@ const CONNECTION_ROW_SQL = {
   slug: '"t0"."slug"',
   description: '"t0"."description"',
   logoUrl: '"t0"."logo_url"',
-  keywords: '"t0"."keywords"',
+  keywords: 'to_json("t0"."keywords")',
   via: '"t0"."via"::text',
   status: '"t0"."status"::text',
   metadata: '"t0"."metadata"',
@@ -56,7 +57,7 @@ const CONNECTION_ROW_SQL = {
   'application.slug': '"t1"."slug"',
   'application.description': '"t1"."description"',
   'application.logoUrl': '"t1"."logo_url"',
-  'application.keywords': '"t1"."keywords"',
+  'application.keywords': 'to_json("t1"."keywords")',
   'application.features': '"t1"."features"',
   'application.additionalInformation': '"t1"."additional_information"',
   'application.categoryId': '"t1"."category_id"',
