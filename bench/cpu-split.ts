@@ -33,7 +33,7 @@ const PARTS = [
   'admission spine and its transport',
   'metrics',
   'request log line',
-  'async context (promise hooks)',
+  'async context (AsyncLocalStorage)',
   'garbage collection',
   'V8: microtasks, natives, other',
 ] as const;
@@ -87,7 +87,7 @@ function partOf({ functionName, url, lineNumber }: CallFrame): Part | null {
   }
   // graphql-jit's generated functions have no file.
   if (url === '' && /Handler$|Resolver|__/.test(functionName)) return 'GraphQL execution (graphql-jit, the resolvers)';
-  if (url.includes('async_hooks')) return 'async context (promise hooks)';
+  if (/async_hooks|async_local_storage|async_context_frame/.test(url)) return 'async context (AsyncLocalStorage)';
   if (url.startsWith('node:') || /^(internal|streams|timers|events|buffer|crypto)\//.test(url)) return PARTS[0];
   return 'V8: microtasks, natives, other';
 }
