@@ -24,7 +24,7 @@ export const ERROR_CODES = {
     statuses: [400],
     title: 'Invalid query',
     description:
-      'The request could not be understood: a malformed filter, unknown field or operator, a value of the wrong type, an out-of-range limit or offset, an invalid id, invalid JSON or an invalid GraphQL document.',
+      'The request could not be understood: a malformed filter, unknown field or operator, a value of the wrong type, an out-of-range limit or offset, an invalid id, invalid JSON or an invalid GraphQL document. On GraphQL, a request that fails before execution (a document that does not parse or validate, a variable that cannot be coerced, no operation to run) is answered as GraphQL over HTTP says: 400 to `Accept: application/graphql-response+json`, 200 with `errors` and no `data` to `Accept: application/json`, and an `error` (or a result with `errors`, for a variable) on graphql-ws, always with this code.',
   },
   CONFLICT: {
     status: 409,

@@ -338,6 +338,57 @@ describe.each(databaseKinds)('hardening on %s', (kind) => {
     });
   });
 
+  describe('GraphQL request errors', () => {
+    // A document that does not parse or validate, a variable that cannot be coerced, no operation to run.
+    const REQUEST_ERRORS: Array<[string, string, Record<string, unknown>?]> = [
+      ['parse', '{ connections(limit: 1) {'],
+      ['validation', '{ connections(limit: 1) { nope } }'],
+      ['argument', '{ connections(limit: "x") { totalCount } }'],
+      ['variable', 'query($l: Int) { connections(limit: $l) { totalCount } }', { l: 'x' }],
+      ['operation', 'query A { categories { totalCount } } query B { categories { totalCount } }'],
+    ];
+
+    it.each(REQUEST_ERRORS)(
+      '%s: INVALID_QUERY, 200 to application/json and 400 to application/graphql-response+json, on every path',
+      async (_kind, query, variables) => {
+        const body = JSON.stringify({ query, variables });
+        for (const [accept, status] of [
+          ['application/json', 200],
+          ['application/graphql-response+json', 400],
+        ] as const) {
+          const sized = await send('POST', '/graphql', body, { accept });
+          const chunked = await fetch(`${origin}/graphql`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', accept, authorization: `Token ${admin}` },
+            body: new ReadableStream({
+              start(controller) {
+                controller.enqueue(Buffer.from(body));
+                controller.close();
+              },
+            }),
+            duplex: 'half',
+          } as RequestInit);
+          for (const answer of [sized, { status: chunked.status, body: await chunked.json() }]) {
+            expect({ accept, status: answer.status, data: answer.body.data }).toEqual({ accept, status, data: undefined });
+            expect(answer.body.errors.map((error: { extensions: object }) => error.extensions)).toEqual([{ code: 'INVALID_QUERY' }]);
+          }
+        }
+        // graphql-ws: the same code, and nothing of an HTTP answer.
+        const socket = new WebSocket(`${origin.replace('http', 'ws')}/graphql`, 'graphql-transport-ws');
+        const messages: Array<{ type: string; payload?: any }> = [];
+        socket.on('message', (data) => messages.push(JSON.parse(String(data))));
+        await new Promise((resolve) => socket.once('open', resolve));
+        socket.send(JSON.stringify({ type: 'connection_init', payload: { Authorization: `Token ${admin}` } }));
+        await expect.poll(() => messages.length).toBe(1);
+        socket.send(JSON.stringify({ id: '1', type: 'subscribe', payload: { query, variables } }));
+        await expect.poll(() => messages.some((message) => message.type === 'error' || message.type === 'complete')).toBe(true);
+        socket.close();
+        const errors = messages[1]!.type === 'error' ? messages[1]!.payload : messages[1]!.payload.errors;
+        expect(errors.map((error: { extensions: object }) => error.extensions)).toEqual([{ code: 'INVALID_QUERY' }]);
+      },
+    );
+  });
+
   describe('webhook URLs', () => {
     const CREDENTIALED = ['https://93.184.216.34\\@127.0.0.1/', 'https://user@93.184.216.34/hook', 'https://93.184.216.34%40x@127.0.0.1/'];
 

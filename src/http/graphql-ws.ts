@@ -13,6 +13,7 @@ import { incomingOfNode } from './direct-rest.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { executeWithinDeadline, withinDeadline } from '../plugins/use-deadline.js';
+import { socketError } from '../plugins/use-request-error-codes.js';
 import { KeyedCounts } from '../live/stream-slots.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
@@ -126,6 +127,8 @@ export function attachGraphqlWebSocket(
       return true;
     },
     onSubscribe: async (ctx, _id, payload) => operationArgs(ctx, payload),
+    onNext: (_ctx, _id, _payload, _args, result) =>
+      result.errors ? { ...result, errors: result.errors.map((error) => socketError(error).toJSON()) } : undefined,
     execute: (args) => (args.rootValue as RootValue).run(args) as never,
     subscribe: (args) => (args.rootValue as RootValue).run(args) as never,
   });
@@ -143,7 +146,7 @@ export function attachGraphqlWebSocket(
     const refuse = (error: GraphQLError) => {
       deadline.end();
       admission.done({ requestId, method: 'WS', pathname: GRAPHQL_ENDPOINT, status: statusOf(error), startedAt, viewer });
-      return [error];
+      return [socketError(error)];
     };
     const check = await admission.rateLimit(GRAPHQL_ENDPOINT, viewer ?? null, addressOf(request));
     if (check?.refusal) return refuse(check.refusal);

@@ -1,4 +1,4 @@
-import { GraphQLError } from 'graphql';
+import { GraphQLError, Kind } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { clip } from '../clip.js';
 import { ApiError, isErrorCode, type ErrorCode } from '../errors.js';
@@ -50,7 +50,39 @@ export function recodeResultErrors(result: unknown): void {
     if (!(error instanceof GraphQLError)) continue;
     recode(error);
     if (partial) dropStatus(error);
+    else if (isVariableError(error)) asRequestError(error);
   }
+}
+
+/**
+ * A variable graphql-js could not coerce: a request error, as a document that fails validation is (GraphQL over
+ * HTTP: 200 to application/json, 400 to application/graphql-response+json), not a 400 to every client.
+ */
+function isVariableError(error: GraphQLError): boolean {
+  return error.extensions.code === 'INVALID_QUERY' && (error.nodes?.some((node) => node.kind === Kind.VARIABLE_DEFINITION) ?? false);
+}
+
+/** The statuses GraphQL over HTTP gives a request error: yoga reads `spec` as "200 to application/json". */
+function asRequestError(error: GraphQLError): void {
+  const extensions = error.extensions as Record<string, unknown>;
+  extensions.http = { ...(extensions.http as object | undefined), status: 400, spec: true };
+}
+
+/**
+ * An error as a graphql-ws client receives it: this API's code, and nothing of the HTTP answer it would have
+ * been (`extensions.http` is yoga's instruction to itself).
+ */
+export function socketError(error: GraphQLError): GraphQLError {
+  recode(error);
+  const { http: _http, ...extensions } = error.extensions as Record<string, unknown>;
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions,
+  });
 }
 
 function recode(error: GraphQLError): void {
@@ -58,7 +90,7 @@ function recode(error: GraphQLError): void {
   const code = extensions.code;
   if (isErrorCode(code) || typeof code !== 'string' || !YOGA_REQUEST_CODES.has(code)) return;
   // No operation to run is a request error like a validation error, and answers with the same statuses.
-  if (code === 'OPERATION_RESOLUTION_FAILURE') extensions.http ??= { status: 400, spec: true };
+  if (code === 'OPERATION_RESOLUTION_FAILURE') asRequestError(error);
   const http = extensions.http as { status?: unknown; spec?: boolean } | undefined;
   const status = http?.status;
   extensions.code = (typeof status === 'number' ? CODE_BY_STATUS[status] : undefined) ?? 'INVALID_QUERY';
