@@ -8,19 +8,21 @@
 //   redis          Redis hung for 6 s, then killed (the supervisor starts an empty one); rate limits are checked
 //                  to hold per process meanwhile
 //   etcd           kill -9 of the etcd leader
+//   etcd-all       every etcd member hung for 15 s (the whole DCS lost, the nodes still reaching each other)
 //   front-balancer kill -9 of one of the two HAProxy processes in front of the gateways
 //   pg-balancer    kill -9 of the first gateway's PostgreSQL balancer
 //   patroni        kill -9 of the primary's Patroni; its PostgreSQL is fenced, and Patroni started again
-//   sync-standby   the synchronous standby stops replaying for 20 s, alive and connected
+//   sync-standby   the synchronous standby's startup process stopped for 20 s: alive, connected, not replaying
 //   postgres       kill -9 of the primary's postmaster
 //
 // One line per part on standard output:
 //
 //   chaos: <part> acknowledged N, found N, lost 0, duplicated 0, writes unavailable X s, reads unavailable Y s
 //
-// It exits non-zero when any drill lost, duplicated or answered wrongly, or went past its bound: etcd and Redis
-// 0 s; a gateway and each balancer under 5 s; Patroni and a stalled standby 10 s (the old primary fenced);
+// It exits non-zero when any drill lost, duplicated or answered wrongly, or went past its bound: etcd (one member
+// or all) and Redis 0 s; a gateway and each balancer under 5 s; Patroni and a stalled standby 10 s (the old primary fenced);
 // the primary's postmaster 10 s.
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -121,20 +123,13 @@ async function syncStandby(cluster: HaCluster): Promise<HaNode> {
   });
 }
 
-async function onNode(node: HaNode, sql: string): Promise<void> {
-  const client = new pg.Client({
-    host: '127.0.0.1',
-    port: node.pgPort,
-    user: 'postgres',
-    database: 'postgres',
-    connectionTimeoutMillis: 2000,
-  });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end().catch(() => {});
-  }
+/** The pid of the startup (recovery) process of `node`'s PostgreSQL, a child of its postmaster. */
+function startupProcess(node: HaNode): number | undefined {
+  const postmaster = node.postmasterPid();
+  if (postmaster === undefined) return undefined;
+  const children = execFileSync('ps', ['--ppid', String(postmaster), '-o', 'pid=,args='], { encoding: 'utf8' });
+  const line = children.split('\n').find((entry) => /postgres: .*startup/.test(entry));
+  return line ? Number(line.trim().split(/\s+/)[0]) : undefined;
 }
 
 /** Every part, in the drill's order; each call makes new ones (their `problems` start empty). */
@@ -198,6 +193,21 @@ export function chaosParts(): Part[] {
       },
     },
     {
+      name: 'etcd-all',
+      bound: { writes: 0, reads: 0 },
+      fault: async (cluster, log) => {
+        // Every member hung (SIGSTOP) longer than ttl: without failsafe_mode the primary demotes itself after
+        // retry_timeout; with it, the primary keeps its role while every node answers its REST API.
+        const members = [...cluster.processes.values()].filter((watched) => watched.name.startsWith('etcd'));
+        log(`kill -STOP of every etcd member (${members.map((watched) => watched.pid).join(', ')}) for 15 s`);
+        for (const member of members) member.kill('SIGSTOP');
+        await sleep(15_000);
+        for (const member of members) member.kill('SIGCONT');
+        log('etcd members continued');
+        await cluster.healthy(60_000);
+      },
+    },
+    {
       name: 'front-balancer',
       bound: { writes: 5, reads: 5 },
       fault: killSupervised('haproxy1', (c) => c.gateways!.processes, gatewaysReady),
@@ -236,21 +246,28 @@ export function chaosParts(): Part[] {
       bound: { writes: 10, reads: 10 },
       fault: async (cluster, log) => {
         const standby = await syncStandby(cluster);
-        log(`pg_wal_replay_pause() on ${standby.name}, the synchronous standby, for 20 s`);
-        await onNode(standby, 'SELECT pg_wal_replay_pause()');
+        // The startup process replays WAL; stopped, the standby stays connected and receives WAL but applies none
+        // (Patroni resumes a replay paused with pg_wal_replay_pause() within a loop, so that is no stall).
+        const startup = startupProcess(standby);
+        if (startup === undefined) throw new Error(`no startup process on ${standby.name}`);
+        log(`kill -STOP ${startup} (the startup process of ${standby.name}, the synchronous standby) for 20 s`);
+        process.kill(startup, 'SIGSTOP');
         const pausedAt = Date.now();
-        const swapped = await until('another synchronous standby', 20_000, async () => {
-          const now = await syncStandby(cluster);
-          return now !== standby ? now : undefined;
-        }).catch(() => undefined);
-        log(
-          swapped
-            ? `${swapped.name} synchronous ${((Date.now() - pausedAt) / 1000).toFixed(1)} s after the pause`
-            : 'no other standby became synchronous within 20 s',
-        );
-        await sleep(Math.max(0, 20_000 - (Date.now() - pausedAt)));
-        await onNode(standby, 'SELECT pg_wal_replay_resume()');
-        log(`replay resumed on ${standby.name}`);
+        try {
+          const swapped = await until('another synchronous standby', 20_000, async () => {
+            const now = await syncStandby(cluster);
+            return now !== standby ? now : undefined;
+          }).catch(() => undefined);
+          log(
+            swapped
+              ? `${swapped.name} synchronous ${((Date.now() - pausedAt) / 1000).toFixed(1)} s after the stall began`
+              : 'no other standby became synchronous within 20 s',
+          );
+          await sleep(Math.max(0, 20_000 - (Date.now() - pausedAt)));
+        } finally {
+          process.kill(startup, 'SIGCONT');
+        }
+        log(`replay continued on ${standby.name}`);
       },
     },
     { name: 'postgres', bound: { writes: 10, reads: 10 }, fault: killPrimaryPostmaster },
