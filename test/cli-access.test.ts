@@ -90,7 +90,7 @@ describe.each(databaseKinds)('access CLI on %s', (kind) => {
     plainToken = plain.stdout.trimEnd();
     expect(plainToken).toMatch(TOKEN_FORMAT);
 
-    // A date alone ends at the end of that day, UTC.
+    // A date alone ends at the end of that day in this machine's time zone.
     const day = isoDate(10);
     const json = await run('token', 'create', '--tenant', 'acme', '--service-user', 'ci-bot', '--expires', day, '--json');
     expect(json).toMatchObject({ code: 0, stderr: '' });
@@ -98,7 +98,8 @@ describe.each(databaseKinds)('access CLI on %s', (kind) => {
     expect(Object.keys(jsonToken).sort()).toEqual(['expires_at', 'id', 'token']);
     expect(jsonToken.id).toMatch(/^tok_/);
     expect(jsonToken.token).toMatch(TOKEN_FORMAT);
-    expect(jsonToken.expires_at).toBe(`${day}T23:59:59.999Z`);
+    const [year, month, date] = day.split('-').map(Number) as [number, number, number];
+    expect(jsonToken.expires_at).toBe(new Date(new Date(year, month - 1, date + 1).getTime() - 1).toISOString());
   });
 
   it('refuses an expiry in the past and an unknown service user', async () => {
@@ -162,9 +163,15 @@ describe.each(databaseKinds)('access CLI on %s', (kind) => {
 });
 
 describe('--expires parsing', () => {
-  it('reads dates as the end of that day (UTC) and datetimes with their offset', () => {
-    expect(parseExpiry('2027-01-31').toISOString()).toBe('2027-01-31T23:59:59.999Z');
-    expect(parseExpiry('2028-02-29').toISOString()).toBe('2028-02-29T23:59:59.999Z');
+  it('reads dates as the end of that day in the time zone and datetimes with their offset', () => {
+    expect(parseExpiry('2027-01-31', 'UTC').toISOString()).toBe('2027-01-31T23:59:59.999Z');
+    expect(parseExpiry('2028-02-29', 'UTC').toISOString()).toBe('2028-02-29T23:59:59.999Z');
+    expect(parseExpiry('2027-01-31', 'Asia/Kolkata').toISOString()).toBe('2027-01-31T18:29:59.999Z');
+    expect(parseExpiry('2027-01-31', 'America/New_York').toISOString()).toBe('2027-02-01T04:59:59.999Z');
+    // The day summer time starts in New York is 23 hours long; the next day starts at 04:00Z, no longer 05:00Z.
+    expect(parseExpiry('2027-03-14', 'America/New_York').toISOString()).toBe('2027-03-15T03:59:59.999Z');
+    expect(parseExpiry('2027-11-07', 'America/New_York').toISOString()).toBe('2027-11-08T04:59:59.999Z');
+    expect(parseExpiry('2027-01-31T12:00:00Z', 'Asia/Kolkata').toISOString()).toBe('2027-01-31T12:00:00.000Z');
     expect(parseExpiry('2027-01-31T12:00:00Z').toISOString()).toBe('2027-01-31T12:00:00.000Z');
     expect(parseExpiry('2027-01-31T12:00+02:00').toISOString()).toBe('2027-01-31T10:00:00.000Z');
     expect(parseExpiry('2027-01-31T12:00:30.5-05:00').toISOString()).toBe('2027-01-31T17:00:30.500Z');

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logger.js';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
+import { parseExpiry } from '../src/cli/token.js';
 import { runCliOn } from './fixtures/cli.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway, testSecretKeys } from './fixtures/gateway.js';
@@ -652,6 +653,101 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.close();
     expectCleanRun();
   }, 120_000);
+
+  it("shows times in the browser's time zone with UTC on hover, and reads filter dates and token expiry days there", async () => {
+    // Chromium may name Kolkata by its older ICU name, Asia/Calcutta.
+    for (const [timeZone, abbreviation, zoneName] of [
+      ['America/New_York', /\bE[SD]T$/, 'America/New_York'],
+      ['Asia/Kolkata', /\bGMT\+5:30$/, /Asia\/(Kolkata|Calcutta)/.source],
+    ] as const) {
+      const page = await newPage(`time zone ${timeZone}`);
+      await (await context.newCDPSession(page)).send('Emulation.setTimezoneOverride', { timezoneId: timeZone });
+      await signIn(page, ADMIN);
+      await page.getByRole('link', { name: 'Sync history' }).click();
+      const started = page.locator('tbody tr td time');
+      await started.first().waitFor();
+      const iso = (await started.first().getAttribute('datetime'))!;
+      // Shown as the zone's own clock reads it (worked out here with the zone named, not the browser's default).
+      const inZone = await page.evaluate(
+        ([instant, zone]) =>
+          new Intl.DateTimeFormat(undefined, {
+            timeZone: zone,
+            year: 'numeric',
+            month: 'short',
+            day: 'numeric',
+            hour: 'numeric',
+            minute: '2-digit',
+            second: '2-digit',
+            timeZoneName: 'short',
+          }).format(new Date(instant)),
+        [iso, timeZone] as const,
+      );
+      await expect(started.first().textContent()).resolves.toBe(inZone);
+      expect(inZone).toMatch(abbreviation);
+      await expect(started.first().getAttribute('title')).resolves.toBe(`${iso.slice(0, 19).replace('T', ' ')} UTC`);
+      await page.getByText(new RegExp(`Dates and times are in your time zone \\(${zoneName}\\)`)).waitFor();
+      // Durations never carry a unit over to 60.
+      const durations = await page.locator('tbody tr td:nth-child(4)').allTextContents();
+      expect(durations.filter((text) => /\b60 (s|min)\b/.test(text))).toEqual([]);
+
+      // That run's day in this zone, as both date filters: the runs shown are those started on that local day,
+      // the same bounds the CLI gives a date in that zone.
+      const day = await page.evaluate(([instant, zone]) => new Intl.DateTimeFormat('en-CA', { timeZone: zone }).format(new Date(instant)), [
+        iso,
+        timeZone,
+      ] as const);
+      const dayBefore = new Date(Date.parse(`${day}T12:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+      const from = new Date(parseExpiry(dayBefore, timeZone).getTime() + 1).toISOString();
+      const until = new Date(parseExpiry(day, timeZone).getTime() + 1).toISOString();
+      const before = listRequests.length;
+      await page.getByLabel('Started from').fill(day);
+      await page.getByLabel('Started until').fill(day);
+      await expect
+        .poll(() =>
+          listRequests
+            .slice(before)
+            .filter((request) => request.operation === 'ConsoleSyncs')
+            .map((request) => (request.variables.filter as { startedAt?: unknown } | null)?.startedAt)
+            .at(-1),
+        )
+        .toEqual({ gte: from, lt: until });
+      await page.locator(`tbody time[datetime="${iso}"]`).waitFor();
+      const shown = await started.evaluateAll((times) => times.map((time) => time.getAttribute('datetime')!));
+      expect(shown.length).toBeGreaterThan(0);
+      expect(shown.filter((instant) => instant < from || instant >= until)).toEqual([]);
+      await checkAccessibility(page, `sync history in ${timeZone}`);
+
+      // A token "expiring" on a day works until the end of that day in this zone, and the form says so.
+      await page.goto(`${origin}/console/users/service-users`);
+      await page.getByRole('link', { name: 'console-test-engine' }).click();
+      await page.getByText(new RegExp(`23:59:59 in your time zone \\(${zoneName}\\)`)).waitFor();
+      const expiry = await page.evaluate(() => {
+        const date = new Date();
+        date.setDate(date.getDate() + 10);
+        return new Intl.DateTimeFormat('en-CA').format(date);
+      });
+      await page.getByLabel('Expires').fill(expiry);
+      await page.getByRole('button', { name: 'Create token' }).click();
+      const value = await page.getByRole('textbox', { name: 'Token', exact: true }).inputValue();
+      const tokens = await graphql<{ serviceUsers: { name: string; tokens: { prefix: string; expiresAt: string }[] }[] }>(
+        fixture.gateway,
+        '{ serviceUsers { name tokens { prefix expiresAt } } }',
+        { token: fixture.tenants.demo.adminToken, expectOk: true },
+      );
+      const created = tokens.body
+        .data!.serviceUsers.find((user) => user.name === 'console-test-engine')!
+        .tokens.find((token) => value.startsWith(`igw_pat_${token.prefix}_`))!;
+      expect(Date.parse(created.expiresAt)).toBe(parseExpiry(expiry, timeZone).getTime());
+      await page.getByRole('button', { name: `Revoke token ${created.prefix}` }).click();
+      await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
+      await page
+        .getByRole('cell', { name: /^revoked / })
+        .first()
+        .waitFor();
+      await page.close();
+    }
+    expectCleanRun();
+  }, 150_000);
 
   it('finds connection number 150 of a tenant with more than 100 by typing part of its name, and filters by it', async () => {
     // A tenant of its own, so the demo tenant's pages (and their screenshots) stay as they are.

@@ -1,5 +1,6 @@
 import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
 import { errorText } from './api';
+import { formatTime, formatUtc } from './format';
 import type { CombinedError } from 'urql';
 
 // Small pieces every page uses: error and status messages, a confirmation dialog, a copy button, formats.
@@ -106,24 +107,26 @@ export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
 }
 
-const dateTime = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'medium', timeZone: 'UTC' });
+export {
+  DAY_MS,
+  durationOf,
+  endOfLocalDay,
+  formatDuration,
+  formatTime,
+  formatUtc,
+  localDate,
+  startOfLocalDay,
+  TIME_ZONE,
+} from './format';
 
-export function formatTime(iso: string | null | undefined): string {
-  return iso ? `${dateTime.format(new Date(iso))} UTC` : '—';
-}
-
-export function formatDuration(ms: number | null | undefined): string {
-  if (ms === null || ms === undefined) return '—';
-  if (ms < 1000) return `${ms} ms`;
-  const seconds = ms / 1000;
-  if (seconds < 60) return `${seconds.toFixed(1)} s`;
-  const minutes = Math.floor(seconds / 60);
-  if (minutes < 60) return `${minutes} min ${Math.round(seconds % 60)} s`;
-  return `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
-}
-
-export function durationOf(startedAt: string, finishedAt: string | null | undefined): number | null {
-  return finishedAt ? new Date(finishedAt).getTime() - new Date(startedAt).getTime() : null;
+/** An instant shown in local time, with UTC on hover. */
+export function Time({ iso }: { iso: string | null | undefined }) {
+  if (!iso) return <>—</>;
+  return (
+    <time dateTime={iso} title={formatUtc(iso)}>
+      {formatTime(iso)}
+    </time>
+  );
 }
 
 export function PageHeader({ title, children }: { title: string; children?: ReactNode }) {
@@ -158,13 +161,10 @@ export function useThrottled(action: () => void, ms: number): () => void {
   };
 }
 
-/** `value` once it has stayed unchanged for `ms`: a search typed key by key asks the server once per pause. */
-/** A day in milliseconds, for date filters and token expiries. */
-export const DAY_MS = 24 * 60 * 60 * 1000;
-
 /** How long typing pauses before a search box queries the API (one request per pause, not per key). */
 export const SEARCH_DELAY_MS = 250;
 
+/** `value` once it has stayed unchanged for `ms`: a search typed key by key asks the server once per pause. */
 export function useDebounced<T>(value: T, ms: number): T {
   const [settled, setSettled] = useState(value);
   useEffect(() => {

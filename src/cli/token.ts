@@ -14,16 +14,43 @@ function isCalendarDate(year: number, month: number, day: number): boolean {
   return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
 }
 
+/** How far `timeZone`'s wall clock is ahead of UTC at `instant`, in milliseconds. */
+function zoneOffsetMs(instant: number, timeZone: string): number {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  }).formatToParts(new Date(instant));
+  const part = (type: Intl.DateTimeFormatPartTypes) => Number(parts.find((p) => p.type === type)?.value);
+  const wallClock = Date.UTC(part('year'), part('month') - 1, part('day'), part('hour'), part('minute'), part('second'));
+  return wallClock - (instant - (((instant % 1000) + 1000) % 1000));
+}
+
+/** The first instant of a calendar day in `timeZone` (the offset read twice: a day may start across a DST change). */
+function startOfDayIn(year: number, month: number, day: number, timeZone: string): number {
+  const midnight = Date.UTC(year, month - 1, day);
+  return midnight - zoneOffsetMs(midnight - zoneOffsetMs(midnight, timeZone), timeZone);
+}
+
+/** This machine's time zone (TZ), the one a person at its terminal reads dates in. */
+const LOCAL_TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
+
 /**
- * `--expires` as an instant. A date alone means the END of that day in UTC (23:59:59.999Z): "expires on
- * 2027-01-31" reads as "still valid on the 31st", and a token created for today is still usable today.
+ * `--expires` as an instant. A date alone means the END of that day in `timeZone`, this machine's unless
+ * told (the console reads a date the same way, in the browser's zone): "expires on 2027-01-31" reads as
+ * "still valid all of the 31st", and a token created for today is still usable today.
  */
-export function parseExpiry(value: string): Date {
+export function parseExpiry(value: string, timeZone: string = LOCAL_TIME_ZONE): Date {
   const date = DATE_ONLY.exec(value);
   if (date) {
     const [year, month, day] = [Number(date[1]), Number(date[2]), Number(date[3])];
     if (!isCalendarDate(year, month, day)) throw new UsageError(`--expires: "${value}" is not a calendar date`);
-    return new Date(Date.UTC(year, month - 1, day + 1) - 1);
+    return new Date(startOfDayIn(year, month, day + 1, timeZone) - 1);
   }
   const dateTime = DATE_TIME.exec(value);
   if (dateTime) {
@@ -46,7 +73,7 @@ export const tokenCommands: Command[] = [
   {
     name: ['token', 'create'],
     usage: '--tenant <slug> --service-user <name> --expires <YYYY-MM-DD | ISO datetime> [--json]',
-    summary: `create a personal access token (expiry at most ${MAX_TOKEN_LIFETIME_DAYS} days ahead; a date means the end of that day, UTC); prints the value alone on stdout, once`,
+    summary: `create a personal access token (expiry at most ${MAX_TOKEN_LIFETIME_DAYS} days ahead; a date means the end of that day in this machine's time zone, TZ); prints the value alone on stdout, once`,
     options: {
       tenant: { type: 'string' },
       'service-user': { type: 'string' },

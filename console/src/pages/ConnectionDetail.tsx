@@ -4,7 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { graphqlMembers, kindOf, MemberFields, memberPatchOf, memberProblems, membersFromGraphQL } from '../connection-members';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { ConfirmButton, ErrorMessage, formatTime, Loading, PageHeader, ProblemList, StatusBadge, useThrottled } from '../ui';
+import { ConfirmButton, ErrorMessage, Loading, PageHeader, ProblemList, StatusBadge, Time, useThrottled } from '../ui';
 import { SyncRows } from './SyncHistory';
 
 const ConnectionQuery = graphql(`
@@ -193,9 +193,13 @@ export function ConnectionDetail({ id }: { id: string }) {
         <dt>Via</dt>
         <dd>{connection.via}</dd>
         <dt>Created</dt>
-        <dd>{formatTime(connection.createdAt)}</dd>
+        <dd>
+          <Time iso={connection.createdAt} />
+        </dd>
         <dt>Updated</dt>
-        <dd>{formatTime(connection.updatedAt)}</dd>
+        <dd>
+          <Time iso={connection.updatedAt} />
+        </dd>
         {connection.description ? (
           <>
             <dt>Description</dt>

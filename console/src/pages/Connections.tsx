@@ -7,7 +7,7 @@ import {
   durationOf,
   ErrorMessage,
   formatDuration,
-  formatTime,
+  Time,
   Loading,
   PageHeader,
   Pager,
@@ -162,7 +162,7 @@ export function Connections() {
                       <td>
                         {last ? (
                           <Link href={`/syncs/${last.id}`}>
-                            <StatusBadge status={last.status} /> {formatTime(last.startedAt)}
+                            <StatusBadge status={last.status} /> <Time iso={last.startedAt} />
                             {last.finishedAt ? `, ${formatDuration(durationOf(last.startedAt, last.finishedAt))}` : ''}
                           </Link>
                         ) : (

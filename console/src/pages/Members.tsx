@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { graphql } from '../generated';
-import { ConfirmButton, ErrorMessage, formatTime, Loading, SecretOnce } from '../ui';
+import { ConfirmButton, ErrorMessage, formatTime, Loading, SecretOnce, Time } from '../ui';
 import { UserManagement } from './UserManagement';
 
 const MembersQuery = graphql(`
@@ -170,7 +170,9 @@ function MemberList() {
                     </form>
                   </td>
                   <td>{member.pending ? 'invited' : 'active'}</td>
-                  <td>{formatTime(member.lastSeenAt)}</td>
+                  <td>
+                    <Time iso={member.lastSeenAt} />
+                  </td>
                   <td>
                     <ConfirmButton
                       label={`Remove ${member.email}`}

@@ -1,7 +1,7 @@
 import { useQuery, useSubscription } from 'urql';
 import { Link } from 'wouter';
 import { graphql } from '../generated';
-import { ErrorMessage, formatDuration, formatTime, Loading, PageHeader, useThrottled, DAY_MS } from '../ui';
+import { ErrorMessage, formatDuration, Loading, Time, PageHeader, useThrottled, DAY_MS } from '../ui';
 import { SyncChanges } from './Connections';
 import { SYNC_STATUSES } from './SyncHistory';
 
@@ -53,7 +53,7 @@ export function Overview() {
       {data ? (
         <>
           <section aria-labelledby="runs-per-day">
-            <h2 id="runs-per-day">Runs per day, last {data.syncStats.days} days</h2>
+            <h2 id="runs-per-day">Runs per UTC day, last {data.syncStats.days} days</h2>
             <RunsChart since={data.syncStats.since} days={data.syncStats.days} perDay={data.syncStats.perDay} />
           </section>
           <section aria-labelledby="failing">
@@ -77,7 +77,15 @@ export function Overview() {
                         <Link href={`/connections/${c.id}`}>{c.name}</Link>
                       </td>
                       <td>{c.applicationName}</td>
-                      <td>{c.syncs[0] ? <Link href={`/syncs/${c.syncs[0].id}`}>{formatTime(c.syncs[0].startedAt)}</Link> : '—'}</td>
+                      <td>
+                        {c.syncs[0] ? (
+                          <Link href={`/syncs/${c.syncs[0].id}`}>
+                            <Time iso={c.syncs[0].startedAt} />
+                          </Link>
+                        ) : (
+                          '—'
+                        )}
+                      </td>
                       <td>{c.syncs[0]?.errorMessage ?? '—'}</td>
                     </tr>
                   ))}

@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Link, useLocation } from 'wouter';
 import { graphql } from '../generated';
-import { ConfirmButton, ErrorMessage, formatTime, Loading, SecretOnce, DAY_MS } from '../ui';
+import { ConfirmButton, endOfLocalDay, ErrorMessage, formatTime, Loading, localDate, SecretOnce, Time, TIME_ZONE } from '../ui';
 import { UserManagement } from './UserManagement';
 import { ROLE_DESCRIPTIONS, ROLES } from './ServiceUsers';
 
@@ -66,8 +66,11 @@ const DeleteServiceUser = graphql(`
 /** The server accepts an expiry at most this many days ahead. */
 const MAX_TOKEN_LIFETIME_DAYS = 366;
 
-function isoDate(time: number): string {
-  return new Date(time).toISOString().slice(0, 10);
+/** The day `days` after today, in the browser's time zone, as a date field's value. */
+function dayFromToday(days: number): string {
+  const date = new Date();
+  date.setDate(date.getDate() + days);
+  return localDate(date);
 }
 
 export function ServiceUserDetail({ id }: { id: string }) {
@@ -101,7 +104,9 @@ function Detail({ id }: { id: string }) {
   async function submitToken(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const day = String(new FormData(event.currentTarget).get('expires'));
-    const result = await createToken({ serviceUserId: id, expiresAt: `${day}T00:00:00.000Z` });
+    // The end of the chosen day where the person is: a token "expiring on the 6th" still works all of the 6th.
+    const expiresAt = new Date(endOfLocalDay(day).getTime() - 1).toISOString();
+    const result = await createToken({ serviceUserId: id, expiresAt });
     if (result.data) {
       setCreated(result.data.createToken);
       reload();
@@ -147,7 +152,9 @@ function Detail({ id }: { id: string }) {
         </button>
       </form>
       <ErrorMessage error={roleState.error} />
-      <p className="note">Created {formatTime(user.createdAt)}</p>
+      <p className="note">
+        Created <Time iso={user.createdAt} />
+      </p>
 
       <h3>Tokens</h3>
       <form className="card" onSubmit={submitToken} aria-labelledby="create-token">
@@ -158,10 +165,14 @@ function Detail({ id }: { id: string }) {
           name="expires"
           type="date"
           required
-          min={isoDate(today + DAY_MS)}
-          max={isoDate(today + MAX_TOKEN_LIFETIME_DAYS * DAY_MS - DAY_MS)}
-          defaultValue={isoDate(today + 90 * DAY_MS)}
+          min={dayFromToday(0)}
+          max={dayFromToday(MAX_TOKEN_LIFETIME_DAYS - 1)}
+          defaultValue={dayFromToday(90)}
+          aria-describedby="expires-note"
         />
+        <p className="note" id="expires-note">
+          The token works until the end of that day, 23:59:59 in your time zone ({TIME_ZONE}).
+        </p>
         <ErrorMessage error={createState.error} />
         <button type="submit" className="primary" disabled={createState.fetching}>
           Create token
@@ -197,10 +208,26 @@ function Detail({ id }: { id: string }) {
               return (
                 <tr key={token.id}>
                   <td className="mono">{token.prefix}</td>
-                  <td>{formatTime(token.createdAt)}</td>
-                  <td>{formatTime(token.expiresAt)}</td>
-                  <td>{formatTime(token.lastUsedAt)}</td>
-                  <td>{token.revokedAt ? `revoked ${formatTime(token.revokedAt)}` : expired ? 'expired' : 'active'}</td>
+                  <td>
+                    <Time iso={token.createdAt} />
+                  </td>
+                  <td>
+                    <Time iso={token.expiresAt} />
+                  </td>
+                  <td>
+                    <Time iso={token.lastUsedAt} />
+                  </td>
+                  <td>
+                    {token.revokedAt ? (
+                      <>
+                        revoked <Time iso={token.revokedAt} />
+                      </>
+                    ) : expired ? (
+                      'expired'
+                    ) : (
+                      'active'
+                    )}
+                  </td>
                   <td>
                     {!token.revokedAt && !expired ? (
                       <ConfirmButton

@@ -1,7 +1,7 @@
 import { useQuery, useSubscription } from 'urql';
 import { Link } from 'wouter';
 import { graphql } from '../generated';
-import { durationOf, ErrorMessage, formatDuration, formatTime, Loading, PageHeader, StatusBadge } from '../ui';
+import { durationOf, ErrorMessage, formatDuration, Loading, PageHeader, StatusBadge, Time } from '../ui';
 
 export const SyncDetailFields = graphql(`
   fragment ConsoleSyncDetail on Sync {
@@ -110,9 +110,13 @@ export function SyncDetail({ id }: { id: string }) {
           ) : null}
         </dd>
         <dt>Started</dt>
-        <dd>{formatTime(sync.startedAt)}</dd>
+        <dd>
+          <Time iso={sync.startedAt} />
+        </dd>
         <dt>Finished</dt>
-        <dd>{formatTime(sync.finishedAt)}</dd>
+        <dd>
+          <Time iso={sync.finishedAt} />
+        </dd>
         <dt>Duration</dt>
         <dd>{formatDuration(durationOf(sync.startedAt, sync.finishedAt))}</dd>
         {sync.workerId ? (

@@ -7,7 +7,7 @@ import {
   durationOf,
   ErrorMessage,
   formatDuration,
-  formatTime,
+  Time,
   Loading,
   PageHeader,
   Pager,
@@ -16,7 +16,9 @@ import {
   useThrottled,
   SEARCH_DELAY_MS,
   useDebounced,
-  DAY_MS,
+  endOfLocalDay,
+  startOfLocalDay,
+  TIME_ZONE,
 } from '../ui';
 import { ConnectionPicker } from '../connection-picker';
 import { SyncChanges } from './Connections';
@@ -106,7 +108,9 @@ export function SyncRows({ syncs }: { syncs: readonly SyncRow[] }) {
                 <span className="note">deleted ({sync.connectionId})</span>
               )}
             </td>
-            <td>{formatTime(sync.startedAt)}</td>
+            <td>
+              <Time iso={sync.startedAt} />
+            </td>
             <td>{formatDuration(durationOf(sync.startedAt, sync.finishedAt))}</td>
             <td className="number">{count(sync.summary.processed)}</td>
             <td className="number">{count(sync.summary.inserted)}</td>
@@ -127,8 +131,8 @@ export function SyncHistory() {
   const [to, setTo] = useState('');
   const [search, setSearch] = useState('');
   const startedAt = {
-    ...(from ? { gte: `${from}T00:00:00.000Z` } : {}),
-    ...(to ? { lt: new Date(new Date(`${to}T00:00:00.000Z`).getTime() + DAY_MS).toISOString() } : {}),
+    ...(from ? { gte: startOfLocalDay(from).toISOString() } : {}),
+    ...(to ? { lt: endOfLocalDay(to).toISOString() } : {}),
   };
   const filter = {
     ...(status ? { status: { eq: status as (typeof SYNC_STATUSES)[number] } } : {}),
@@ -178,7 +182,7 @@ export function SyncHistory() {
         </div>
       </form>
       <p className="note live" aria-live="off">
-        Live: new runs and status changes appear as they happen.
+        Live: new runs and status changes appear as they happen. Dates and times are in your time zone ({TIME_ZONE}); hover a time for UTC.
       </p>
       <ErrorMessage error={error} />
       {!data && fetching ? <Loading /> : null}

@@ -3,7 +3,7 @@ import { useMutation, useQuery } from 'urql';
 import { Link, useLocation } from 'wouter';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { ConfirmButton, ErrorMessage, formatTime, Loading, PageHeader, Pager, SecretOnce, StatusBadge, useCursorPages } from '../ui';
+import { ConfirmButton, ErrorMessage, Loading, PageHeader, Pager, SecretOnce, StatusBadge, Time, useCursorPages } from '../ui';
 
 const EndpointQuery = graphql(`
   query ConsoleWebhookEndpoint($id: ID!, $limit: Int!, $after: String) {
@@ -164,7 +164,9 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
         <dt>Failures in a row</dt>
         <dd>{endpoint.consecutiveFailures}</dd>
         <dt>Created</dt>
-        <dd>{formatTime(endpoint.createdAt)}</dd>
+        <dd>
+          <Time iso={endpoint.createdAt} />
+        </dd>
       </dl>
       <h2>Delivery log</h2>
       {data.webhookDeliveries.nodes.length === 0 ? (
@@ -199,8 +201,12 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
                     </td>
                     <td className="number">{delivery.attempts}</td>
                     <td>{delivery.lastStatusCode ?? '—'}</td>
-                    <td>{formatTime(delivery.createdAt)}</td>
-                    <td>{formatTime(delivery.nextAttemptAt)}</td>
+                    <td>
+                      <Time iso={delivery.createdAt} />
+                    </td>
+                    <td>
+                      <Time iso={delivery.nextAttemptAt} />
+                    </td>
                     <td className="actions">
                       <button
                         type="button"
@@ -237,7 +243,9 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
                             {delivery.attemptLog.map((a) => (
                               <tr key={a.attempt}>
                                 <td>{a.attempt}</td>
-                                <td>{formatTime(a.startedAt)}</td>
+                                <td>
+                                  <Time iso={a.startedAt} />
+                                </td>
                                 <td>{a.statusCode ?? '—'}</td>
                                 <td>{a.latencyMs} ms</td>
                                 <td>{a.error ?? '—'}</td>

@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { formatDuration } from '../console/src/format.js';
+
+// The console's durations, for the values where rounding each unit on its own went wrong ("1 min 60 s").
+
+describe("the console's durations", () => {
+  it('round once, then split into units, so no unit ever reads 60', () => {
+    const cases: [number, string][] = [
+      [0, '0 ms'],
+      [999, '999 ms'],
+      [1_000, '1.0 s'],
+      [59_940, '59.9 s'],
+      [59_960, '1 min 0 s'],
+      [60_000, '1 min 0 s'],
+      [119_600, '2 min 0 s'],
+      [119_400, '1 min 59 s'],
+      [3_599_400, '59 min 59 s'],
+      [3_599_600, '1 h 0 min'],
+      [7_170_000, '2 h 0 min'],
+      [7_530_000, '2 h 6 min'],
+    ];
+    for (const [ms, shown] of cases) expect(formatDuration(ms), `${ms} ms`).toBe(shown);
+    expect(formatDuration(null)).toBe('—');
+  });
+});
