@@ -5,6 +5,7 @@
 // whose authority carries userinfo refused.
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { acceptInvitation, inviteMember } from '../src/auth/members.js';
@@ -36,6 +37,14 @@ describe.each(databaseKinds)('hardening on %s', (kind) => {
   let origin: string;
   let admin: string;
   let applicationId: string;
+
+  /** A server of the default gateway listening on `host` (the others listen on loopback). */
+  async function serveOn(host: string): Promise<string> {
+    const server = createHttpServer(gateways[0]!, { logger: createLogger('silent') });
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, host, resolve));
+    return `http://${host}:${(server.address() as AddressInfo).port}`;
+  }
 
   async function serve(config: Partial<Parameters<typeof gatewayOver>[1] & object>['config'] = {}): Promise<string> {
     const gateway = gatewayOver(t.db, {
@@ -387,6 +396,55 @@ describe.each(databaseKinds)('hardening on %s', (kind) => {
         expect(errors.map((error: { extensions: object }) => error.extensions)).toEqual([{ code: 'INVALID_QUERY' }]);
       },
     );
+  });
+
+  describe('/metrics', () => {
+    it('without METRICS_TOKEN serves only this machine, not through a proxy; operation names a client chose are `other`', async () => {
+      const names = Array.from({ length: 250 }, (_, i) => `Tenant${kind}Name${i}`);
+      for (const name of names) await send('POST', '/graphql', JSON.stringify({ query: `query ${name} { categories { totalCount } }` }));
+      await fetch(`${origin}${BASE}/connected?limit=1`, { headers: { authorization: `Token ${admin}` } });
+      const local = await fetch(`${origin}/metrics`);
+      expect(local.status).toBe(200);
+      const text = await local.text();
+      for (const name of names) expect(text).not.toContain(name);
+      expect(text).toMatch(
+        /^graphql_operations_total\{operation_name="other",operation_type="query",surface="graphql",outcome="ok"\} (\d+)$/m,
+      );
+      expect(
+        Number(
+          /^graphql_operations_total\{operation_name="other",operation_type="query",surface="graphql",outcome="ok"\} (\d+)$/m.exec(
+            text,
+          )?.[1],
+        ),
+      ).toBeGreaterThanOrEqual(250);
+      expect(text).toContain('operation_name="ListConnections"');
+      for (const header of [{ 'x-forwarded-for': '198.51.100.7' }, { forwarded: 'for=198.51.100.7' }] as Record<string, string>[]) {
+        const proxied = await fetch(`${origin}/metrics`, { headers: header });
+        expect(proxied.status).toBe(403);
+        expect((await proxied.json()).error.code).toBe('UNAUTHORIZED');
+      }
+      // A peer on another address of this machine is not loopback.
+      const lan = Object.values(networkInterfaces())
+        .flat()
+        .find((address) => address && address.family === 'IPv4' && !address.internal)?.address;
+      if (lan) {
+        const wide = await serveOn('0.0.0.0');
+        expect((await fetch(`http://${lan}:${new URL(wide).port}/metrics`)).status).toBe(403);
+        expect((await fetch(`${wide.replace('0.0.0.0', '127.0.0.1')}/metrics`)).status).toBe(200);
+      }
+    });
+
+    it('with METRICS_TOKEN needs the token, from this machine too', async () => {
+      const at = await serve({ METRICS_TOKEN: 'metrics-token-of-the-test' });
+      expect((await fetch(`${at}/metrics`)).status).toBe(401);
+      expect(
+        (
+          await fetch(`${at}/metrics`, {
+            headers: { authorization: 'Bearer metrics-token-of-the-test', 'x-forwarded-for': '198.51.100.7' },
+          })
+        ).status,
+      ).toBe(200);
+    });
   });
 
   describe('webhook URLs', () => {

@@ -21,6 +21,7 @@ import {
 import { pathPatternOf } from '../rest/compile-routes.js';
 import { routes } from '../rest/routes.js';
 import { earlyErrorResponse } from './error-response.js';
+import { socketAddressOf } from './use-rate-limit.js';
 
 /**
  * The REST routes' paths with the patterns the REST facade matches them by; literal paths before templated
@@ -51,8 +52,15 @@ export function routeOf(pathname: string): string {
 
 /** `WS`: one graphql-ws operation (src/http/graphql-ws.ts), counted as a request of its own. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'WS']);
-/** Operation names come from clients; past this many distinct ones, new names are counted as `other`. */
-const MAX_OPERATION_NAMES = 200;
+/** The operation names of the documents the server runs itself: the only operation names that become labels. */
+const SERVER_OPERATION_NAMES: ReadonlySet<string> = new Set(
+  [...routes.map((route) => route.document), ...routes.flatMap((route) => (route.stream ? [route.stream.document] : []))].flatMap(
+    (document) =>
+      document.definitions.flatMap((definition) =>
+        'name' in definition && definition.kind === 'OperationDefinition' && definition.name ? [definition.name.value] : [],
+      ),
+  ),
+);
 
 let processRegistry: Registry | undefined;
 
@@ -108,11 +116,10 @@ export class GatewayMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15],
     registers: [this.registry],
   });
-  private readonly operationNames = new Set<string>();
   /**
    * The label sets seen so far, each with its series: prom-client hashes a label object on every call, and a
    * series taken once (`labels()`) is counted without that. Bounded by routes × methods × statuses, and by
-   * MAX_OPERATION_NAMES for operations.
+   * the server's own operation names for operations.
    */
   private readonly requestSeries = new Map<string, { count: Counter.Internal; duration: Histogram.Internal<string> }>();
   private readonly operationSeries = new Map<
@@ -211,25 +218,41 @@ export class GatewayMetrics {
     return { text: `${await processMetrics().metrics()}\n${await this.registry.metrics()}`, contentType: this.registry.contentType };
   }
 
-  /** Operation names come from clients; past MAX_OPERATION_NAMES distinct ones, new names are counted as `other`. */
+  /**
+   * Operation names come from clients, so only the server's own (the REST routes' operations) are labels; any
+   * other name is `other`: a tenant can neither fill the label set nor show its names to whoever reads /metrics.
+   */
   private operationLabel(name: string | undefined): string {
     if (!name) return 'anonymous';
-    if (this.operationNames.has(name)) return name;
-    if (this.operationNames.size >= MAX_OPERATION_NAMES || name.length > 100) return 'other';
-    this.operationNames.add(name);
-    return name;
+    return SERVER_OPERATION_NAMES.has(name) ? name : 'other';
   }
 }
 
-/** Serves GET /metrics (open unless `token` is set; then it needs `Authorization: Bearer <token>`) and records every request and operation. */
+/**
+ * Serves GET /metrics and records every request and operation. With `token`, /metrics needs
+ * `Authorization: Bearer <token>`; without one, only a client on this machine gets it (a loopback peer, not
+ * through a proxy): it shows traffic, which is no one else's to read.
+ */
 export function useMetrics({ metrics, token }: { metrics: GatewayMetrics; token?: string | undefined }): Plugin {
   // Start time and path, taken from the URL yoga already parsed (parsing request.url again costs per request).
   const started = new WeakMap<Request, { at: number; pathname: string }>();
   return {
-    async onRequest({ request, url, endResponse, fetchAPI }) {
+    async onRequest({ request, url, serverContext, endResponse, fetchAPI }) {
       const pathname = url.pathname;
       started.set(request, { at: performance.now(), pathname });
       if (pathname !== METRICS_PATH) return;
+      if (!token && !isLocalClient(request, serverContext)) {
+        endResponse(
+          earlyErrorResponse(
+            request,
+            new ApiError('UNAUTHORIZED', 'The metrics are served to this machine only; set METRICS_TOKEN to scrape them from elsewhere', {
+              status: 403,
+            }),
+            fetchAPI,
+          ),
+        );
+        return;
+      }
       if (token && !bearerMatches(request.headers.get('authorization'), token)) {
         endResponse(
           earlyErrorResponse(
@@ -267,6 +290,16 @@ export function useMetrics({ metrics, token }: { metrics: GatewayMetrics; token?
       metrics.requestDone(request.method, routeOf(start?.pathname ?? new URL(request.url).pathname), response.status, start?.at);
     },
   };
+}
+
+/**
+ * A request from this machine: its socket's peer is a loopback address, and no proxy forwarded it (a proxy on
+ * this machine would make every client look local). A request with no socket was made in process.
+ */
+function isLocalClient(request: Request, serverContext: unknown): boolean {
+  if (request.headers.has('x-forwarded-for') || request.headers.has('forwarded')) return false;
+  const address = socketAddressOf(serverContext);
+  return address === undefined || address === '::1' || /^(?:::ffff:)?127\./.test(address);
 }
 
 function bearerMatches(header: string | null, token: string): boolean {
