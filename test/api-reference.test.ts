@@ -12,11 +12,13 @@ import { printedToken, startServer, type RunningServer } from './fixtures/server
 // headless Chromium, offline, authorised with the printed demo token. Every operation is run with "Try it out" →
 // "Execute" and nothing else, in the order the page lists them (the order a user goes through them): each answers
 // 2xx, and its answer fits the document. The examples that use their item up (a delete, the claim and the report
-// on the claimed run, the invitation) each name an item of their own (src/seed/demo-examples.ts).
+// on the claimed run) each name an item made for them (src/seed/demo-examples.ts). The invitation example is no
+// code (the document is public): as a user does, the test pastes the code that inviteMember's "Try it out" answered.
 
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium package`);
 
+type ExampleDocument = { paths: Record<string, { post: { parameters: Array<{ example: string }> } }> };
 type Document = { paths: Record<string, Record<string, { operationId: string; tags: string[] }>> };
 
 /** Streams that never end by themselves: Swagger UI shows their status only once they end, so the test takes the headers. */
@@ -71,12 +73,17 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
     );
     expect([...shown].sort()).toEqual([...operations.keys()].sort());
     const answers: string[] = [];
+    let invitationCode = '';
     for (const id of shown) {
       const { path, method, operationId } = operations.get(id)!;
       const template = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
       const operation = page.locator(`#${id}`);
       await operation.locator('.opblock-summary').first().click();
       await operation.getByRole('button', { name: 'Try it out' }).click();
+      if (operationId === 'acceptInvitation') {
+        expect(invitationCode, 'inviteMember runs before acceptInvitation').not.toBe('');
+        await operation.locator('tr[data-param-name="code"] input').fill(invitationCode);
+      }
       const answered = page
         .waitForResponse((response) => response.request().method() === method && template.test(new URL(response.url()).pathname), {
           timeout: 20_000,
@@ -90,6 +97,7 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
       // its answer once it ends, as below.
       const stream = response.headers()['content-type']?.startsWith('text/event-stream') === true;
       const body = stream ? undefined : await response.text();
+      if (operationId === 'inviteMember') invitationCode = (JSON.parse(body ?? '{}') as { data?: { code?: string } }).data?.code ?? '';
       answers.push(`${operationId} ${response.status()}`);
       expect(response.status(), `${operationId} ${method} ${response.url()}: ${body}`).toBeGreaterThanOrEqual(200);
       expect(response.status(), `${operationId} ${method} ${response.url()}: ${body}`).toBeLessThan(300);
@@ -115,6 +123,18 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
     }
     expect(answers).toHaveLength(operations.size);
     await page.close();
+
+    // What the public document shows is no secret: its invitation example opens no invitation, and no token is in it.
+    const publicDocument = await (await fetch(`${server.url}/api/v1/openapi.json`)).text();
+    expect(publicDocument).not.toContain(token);
+    expect(publicDocument).not.toContain(invitationCode);
+    const example = (JSON.parse(publicDocument) as ExampleDocument).paths['/api/v1/auth/invitations/{code}']!.post.parameters[0]!.example;
+    const accepted = await fetch(`${server.url}/api/v1/auth/invitations/${encodeURIComponent(example)}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ password: 'a password nobody chose' }),
+    });
+    expect(accepted.status).toBe(404);
     expect(record.offsite, 'requests that left 127.0.0.1').toEqual([]);
     expect(record.problems, 'console errors').toEqual([]);
   }, 600_000);

@@ -8,7 +8,7 @@ import { demoExamples } from '../seed/demo-examples.js';
 
 const SCHEMA_REF = '#/components/schemas/';
 
-/** The demo's invited member, whose invitation and sign-in the examples are (seed/demo-examples.ts). */
+/** The member the invite example invites, whose sign-in the example is; no example is a secret (seed/demo-examples.ts). */
 const DEMO = demoExamples();
 const error = (name: string) => ({ $ref: `#/components/responses/${name}` });
 
@@ -64,8 +64,9 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
             in: 'path',
             required: true,
             schema: { type: 'string' },
-            description: 'The code of the invitation URL.',
-            example: DEMO.members.invited.code,
+            description:
+              'The code of the invitation URL (`/console/invite/<code>`). It is a secret shown once, to the admin who invites: in the answer of POST /api/v1/integrations/members (`code`; "Try it out" of inviteMember above makes one for the example member), or printed by `npm run cli -- member invite`. Paste it here; the example is no code.',
+            example: 'paste-the-code-inviteMember-answered',
           },
         ],
         requestBody: jsonBody(

@@ -5,8 +5,10 @@ import { createRng } from './random.js';
 // What the API reference's examples name in the demo (`npm start` on a new PGlite database): the demo's ids are
 // derived from its seed, so they are the same in every demo, and "Try it out" runs each operation with its
 // defaults against them. Each operation that uses its example up (a delete, a claim and the report on the claimed
-// run, an accepted invitation) has an item of its own, so the others still work after it; the claim comes before
-// the report in the reference's order.
+// run) has an item of its own, made for the examples, so the others still work after it and no demo item that a
+// user looks at is lost; the claim comes before the report in the reference's order. The document is public:
+// nothing here may be a secret (an invitation code is one, so the invitation example names none: the code comes
+// from inviting, and the sign-in example signs in the member the invitation example invites).
 
 export interface DemoExamples {
   connections: {
@@ -14,6 +16,7 @@ export interface DemoExamples {
     read: string;
     /** Paused by the PATCH example. */
     update: string;
+    /** Made for the delete example only (seed/demo-members-webhooks.ts). */
     delete: string;
     /** Status error: runs can be triggered, and the scheduler queues none (it schedules active connections). */
     trigger: string;
@@ -27,9 +30,9 @@ export interface DemoExamples {
     claimed: string;
   };
   members: {
-    /** Invited, not signed up yet: the invitation example chooses `password`, then the sign-in example uses it. */
-    invited: { id: string; email: string; code: string };
-    /** Invited too: the role example makes it admin, the removal example removes it. */
+    /** Invited by the invite example; its invitation's code (shown to the inviter) chooses `password`, and the sign-in example uses both. */
+    invited: { email: string };
+    /** Made for the examples: the role example makes it admin, the removal example removes it. */
     changed: { id: string; email: string };
     password: string;
   };
@@ -37,6 +40,7 @@ export interface DemoExamples {
     /** Enabled, with `delivery` in its log. */
     endpoint: string;
     delivery: string;
+    /** Made for the delete example only. */
     deleted: string;
     /** A receiver on this machine, which the demo lets webhooks target (WEBHOOK_ALLOW_PRIVATE's default there). */
     url: string;
@@ -75,29 +79,25 @@ function computeExamples(): DemoExamples {
   };
   // A stream of its own: adding an example must not change the connections' ids.
   const rng = createRng(`demo:${DEFAULT_SEED}:${DEMO_TENANT_SLUG}`).fork('examples');
+  const changedMember = formatId('mbr', rng.bytes(16));
+  const endpoint = formatId('whk', rng.bytes(16));
+  const delivery = `msg_${rng.hex(32)}`;
+  const deletedEndpoint = formatId('whk', rng.bytes(16));
+  const deletedConnection = formatId('con', rng.bytes(16));
   return {
     connections: {
       read: connectionId('stripe-eu'),
       update: connectionId('slack-front-desk'),
-      delete: connectionId('xero-group-ledger'),
+      delete: deletedConnection,
       trigger: connectionId('salto-staff-entrances'),
       claim: connectionId('mews-berlin-mitte'),
     },
     syncs: { read: newestRun(RUNS_OF.read, 'success'), claimed: newestRun(RUNS_OF.claimed, 'pending') },
     members: {
-      invited: {
-        id: formatId('mbr', rng.bytes(16)),
-        email: 'grace@example.com',
-        code: Buffer.from(rng.bytes(32)).toString('base64url'),
-      },
-      changed: { id: formatId('mbr', rng.bytes(16)), email: 'lin@example.com' },
+      invited: { email: 'ada@example.com' },
+      changed: { id: changedMember, email: 'role-and-removal-example@example.com' },
       password: 'correct horse battery staple',
     },
-    webhooks: {
-      endpoint: formatId('whk', rng.bytes(16)),
-      delivery: `msg_${rng.hex(32)}`,
-      deleted: formatId('whk', rng.bytes(16)),
-      url: 'http://localhost:8080/webhooks',
-    },
+    webhooks: { endpoint, delivery, deleted: deletedEndpoint, url: 'http://localhost:8080/webhooks' },
   };
 }

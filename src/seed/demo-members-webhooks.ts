@@ -5,25 +5,29 @@ import { appendEvents, syncEvent } from '../db/events.js';
 import { runOf } from '../db/stream-reads.js';
 import { inTransaction } from '../db/write-transactions.js';
 import { newId } from '../prefixed-ids.js';
+import { catalogId } from '../domain/category-kinds.js';
+import { defaultSettings } from '../domain/connection-members.js';
+import type { Prisma } from '../generated/prisma/client.js';
 import { demoExamples } from './demo-examples.js';
 
 /** The demo's invitations last as long as its printed admin token (a real one lasts 7 days). */
 const DEMO_INVITATION_DAYS = 90;
 
+/** The application of the connection the delete example deletes. */
+const EXAMPLE_CONNECTION_APPLICATION = { slug: 'xero', kind: 'accounting' } as const;
+
 /**
- * The demo's members and webhook endpoints, with the ids the API reference's examples name (seed/demo-examples.ts):
- * two invited members (no password yet), two endpoints on a receiver on this machine, and in the first one's log
+ * The demo's items the API reference's examples name (seed/demo-examples.ts): a member and a connection made for
+ * the examples, two endpoints on a receiver on this machine (the second made for the delete example), and in the first one's log
  * the delivery of a finished run's message, answered 200. Only for the demo tenant of a new database (members'
  * emails are unique across tenants).
  */
 export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string, now = new Date()): Promise<void> {
-  const { members, webhooks, syncs } = demoExamples();
+  const { members, webhooks, syncs, connections } = demoExamples();
   const expiresAt = new Date(now.getTime() + DEMO_INVITATION_DAYS * 86_400_000);
-  for (const member of [members.invited, members.changed]) {
-    await db.prisma.member.create({ data: { id: member.id, tenantId, email: member.email, role: 'reader', createdBy: 'cli' } });
-  }
-  await db.prisma.memberInvitation.create({
-    data: { id: newId('inv'), tenantId, memberId: members.invited.id, codeHash: codeHashOf(members.invited.code)!, expiresAt },
+  // Made for the role and removal examples, invited with a code nobody is shown.
+  await db.prisma.member.create({
+    data: { id: members.changed.id, tenantId, email: members.changed.email, role: 'reader', createdBy: 'cli' },
   });
   await db.prisma.memberInvitation.create({
     data: {
@@ -34,6 +38,21 @@ export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string,
       expiresAt,
     },
   });
+  // Made for the delete example, so that "Try it out" deletes no connection a user looks at.
+  const application = EXAMPLE_CONNECTION_APPLICATION;
+  await db.prisma.connection.create({
+    data: {
+      id: connections.delete,
+      tenantId,
+      applicationId: catalogId('app', application.slug),
+      name: 'Example connection (the API reference deletes it)',
+      slug: 'api-reference-delete-example',
+      via: 'manual',
+      status: 'paused',
+      settings: defaultSettings(application.kind) as unknown as Prisma.InputJsonValue,
+      createdBy: 'cli',
+    },
+  });
 
   // Secrets in plaintext: the server seals them at start (webhooks/reseal.ts), as it does any it finds so.
   const secret = () => `whsec_${randomBytes(24).toString('base64')}`;
@@ -42,7 +61,7 @@ export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string,
   await inTransaction(db.raw, async (tx) => {
     for (const [id, description] of [
       [webhooks.endpoint, 'Operations receiver'],
-      [webhooks.deleted, 'Old receiver'],
+      [webhooks.deleted, 'Example endpoint (the API reference deletes it)'],
     ] as const) {
       await tx.query(
         `INSERT INTO "public"."webhook_endpoints" ("id", "tenant_id", "url", "description", "secret", "event_types", "created_by")
