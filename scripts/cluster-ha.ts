@@ -281,6 +281,8 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
           asPostgres
             ? spawn('setpriv', ['--reuid=postgres', '--regid=postgres', '--init-groups', ...PATRONI, configPath], {
                 env,
+                // Its own directory: postgres may not enter the clone's (a 0700 folder), and PostgreSQL chdirs there.
+                cwd: nodeDir,
                 stdio: ['ignore', 'pipe', 'pipe'],
               })
             : spawn(PATRONI[0]!, [...PATRONI.slice(1), configPath], { env, stdio: ['ignore', 'pipe', 'pipe'] }),

@@ -102,7 +102,8 @@ class ThrowawayCluster {
   private async pg(tool: string, args: string[]): Promise<void> {
     const [file, argv] =
       process.getuid?.() === 0 ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, tool), ...args]] : [join(PG_BIN, tool), args];
-    await run(file, argv, { timeout: 30_000 });
+    // In the cluster's directory: postgres may not enter the clone's (a 0700 folder), where the test runs.
+    await run(file, argv, { timeout: 30_000, cwd: this.dir });
   }
 
   async start(): Promise<void> {
