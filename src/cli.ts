@@ -45,16 +45,33 @@ function commandLine(command: Command): string {
   return [...command.name, command.usage].filter(Boolean).join(' ');
 }
 
+/** Help text is read in a terminal: no line wider than this, as most terminals open. */
+export const HELP_WIDTH = 80;
+
+/** `text` in lines of at most `width` columns (a word longer than that stays whole), each after `indent`. */
+function wrapped(text: string, indent: string, width = HELP_WIDTH): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line !== '' && indent.length + line.length + 1 + word.length > width) {
+      lines.push(`${indent}${line}`);
+      line = word;
+    } else {
+      line = line === '' ? word : `${line} ${word}`;
+    }
+  }
+  if (line !== '') lines.push(`${indent}${line}`);
+  return lines;
+}
+
 function usage(commands: Command[] = COMMANDS): string {
-  const lines = commands.map((c) => [commandLine(c), c.summary] as const);
-  const width = Math.max(...lines.map(([line]) => line.length));
   return [
     'usage: npm run --silent cli -- <command> [options]',
     '',
     'commands:',
-    ...lines.map(([line, summary]) => `  ${line.padEnd(width)}  ${summary}`),
+    ...commands.flatMap((c) => [...wrapped(commandLine(c), '  '), ...wrapped(c.summary, '      ')]),
     '',
-    'Database: DATABASE_URL (PostgreSQL) or else PGlite under DATA_DIR (default ./.data), as for the server.',
+    ...wrapped('Database: DATABASE_URL (PostgreSQL) or else PGlite under DATA_DIR (default ./.data), as for the server.', ''),
     '',
   ].join('\n');
 }
@@ -121,7 +138,7 @@ export async function runCli(argv: string[], io: CliIo = processIo): Promise<num
       strict: true,
     });
     if (parsed.values.help) {
-      out(`usage: npm run --silent cli -- ${commandLine(command)}\n\n${command.summary}`);
+      out([...wrapped(`usage: npm run --silent cli -- ${commandLine(command)}`, ''), '', ...wrapped(command.summary, '')].join('\n'));
       return 0;
     }
     const { min, max } = command.positionals ?? { min: 0, max: 0 };

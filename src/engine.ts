@@ -3,13 +3,24 @@
 import { parseArgs } from 'node:util';
 import { EngineStopped, runEngine } from './engine/simulated-engine.js';
 
-const USAGE = `Usage: ENGINE_TOKEN=<engine token> npm run engine -- --simulate [--url http://127.0.0.1:4000] [--workers 2] [--failure-rate 0.1]
+const USAGE = `usage: ENGINE_TOKEN=<engine token> npm run engine -- --simulate [--url <url>]
+         [--workers <n>] [--failure-rate <0..1>]
 
-Claims due sync runs, reports progress every few hundred milliseconds and finishes them with simulated counts
-and occasional failures, through the REST API with the engine token in ENGINE_TOKEN (not an argument: npm
-echoes its arguments and ps shows them). Make one with:
-  npm run --silent cli -- service-user create --tenant demo --name engine --role engine
-  export ENGINE_TOKEN="$(npm run --silent cli -- token create --tenant demo --service-user engine --expires <YYYY-MM-DD>)"
+Claims due sync runs, reports progress every few hundred milliseconds and
+finishes them with simulated counts and occasional failures, through the REST
+API with the engine token in ENGINE_TOKEN (not an argument: npm echoes its
+arguments and ps shows them). Make one with:
+  npm run --silent cli -- service-user create --tenant demo --name engine \\
+    --role engine
+  export ENGINE_TOKEN="$(npm run --silent cli -- token create --tenant demo \\
+    --service-user engine --expires <YYYY-MM-DD>)"
+
+options:
+  --url <url>             the gateway (default GATEWAY_URL, else
+                          http://127.0.0.1:4000)
+  --workers <n>           runs worked at once, 1 to 32 (default 2)
+  --failure-rate <0..1>   the share of runs that fail (default 0.1)
+
 Stop it with Ctrl-C.`;
 
 function fail(message: string): never {

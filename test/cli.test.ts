@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +22,43 @@ test('as a process: an unknown command prints the usage and exits 2 without touc
   expect(run.stderr).toMatch(/unknown command: frobnicate now/);
   expect(run.stderr).toMatch(/usage: npm run --silent cli -- <command>/);
   expect(run.stderr).toMatch(/tenant create <slug>/);
+});
+
+test('help fits an 80-column terminal, its summaries in one case; the engine says what is missing on a line of its own', async () => {
+  const neverCreated = join(dataDir, 'never-created');
+  const overall = await cli({ DATA_DIR: neverCreated }, '--help');
+  expect(overall.code).toBe(0);
+  const pages = [overall.stdout];
+  for (const command of [['export'], ['token', 'create'], ['member', 'invite'], ['webhooks', 'reseal']]) {
+    const help = await cli({ DATA_DIR: neverCreated }, ...command, '--help');
+    expect(help.code, command.join(' ')).toBe(0);
+    pages.push(help.stdout);
+  }
+  const engine = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(process.execPath, ['dist/engine.js', '--help'], { timeout: 30_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code) : 0, stdout, stderr }),
+    );
+  });
+  expect(engine.code).toBe(0);
+  pages.push(engine.stdout);
+  for (const page of pages) {
+    for (const line of page.split('\n')) expect(line.length, line).toBeLessThanOrEqual(80);
+  }
+  // Each command's summary (the indented line under it) starts in lower case, as the usage lines do.
+  const summaries = overall.stdout.split('\n').filter((line) => line.startsWith('      '));
+  expect(summaries.length).toBeGreaterThan(5);
+  for (const summary of summaries) expect(summary.trim()[0], summary).toMatch(/[a-z"'`]/);
+
+  const environment = { ...process.env };
+  delete environment.ENGINE_TOKEN;
+  const noToken = await new Promise<{ code: number; stderr: string }>((resolve) => {
+    execFile(process.execPath, ['dist/engine.js', '--simulate'], { env: environment, timeout: 30_000 }, (error, _stdout, stderr) =>
+      resolve({ code: error ? Number(error.code) : 0, stderr }),
+    );
+  });
+  expect(noToken.code).toBe(2);
+  expect(noToken.stderr.split('\n')[0]).toBe('No token: set ENGINE_TOKEN to an engine token.');
+  expect(noToken.stderr).toMatch(/\nStop it with Ctrl-C\.\n$/);
 });
 
 test('a bad option is a usage error before any database is opened; an invalid environment is one line, exit 1', async () => {

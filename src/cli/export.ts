@@ -12,6 +12,9 @@ import { CliError, type Command, stringOption, UsageError } from './commands.js'
 // answers, with the same filters. It authenticates with a reader JWT it signs for itself with a key made for
 // this run alone (no credential is created or kept).
 
+/** Off a terminal, how often a progress line is written. */
+const PLAIN_PROGRESS_EVERY_MS = 1000;
+
 const LISTS = { syncs: 'syncs', connected: 'connected' } as const;
 const ACCEPT = { ndjson: 'application/x-ndjson', csv: 'text/csv' } as const;
 const NEWLINE = 0x0a;
@@ -52,7 +55,7 @@ export const exportCommands: Command[] = [
   {
     name: ['export'],
     usage: '<syncs|connected> --tenant <slug> --format <csv|ndjson> [--filter <param=value>]...',
-    summary: "Write a tenant's sync history (or connections) to stdout as CSV or NDJSON, with the REST filters; progress on stderr",
+    summary: "write a tenant's sync history (or connections) to stdout as CSV or NDJSON, with the REST filters; progress on stderr",
     positionals: { min: 1, max: 1 },
     options: { tenant: { type: 'string' }, format: { type: 'string' }, filter: { type: 'string', multiple: true } },
     check(input) {
@@ -100,33 +103,41 @@ export const exportCommands: Command[] = [
 
         const response = await gateway.fetch(url(''), { headers: { ...headers, accept: ACCEPT[format] } });
         if (response.status !== 200) throw new CliError(await refusal(response));
-        const bar = new SingleBar({
-          stream: {
-            write: (text: string) => {
-              io.stderr(text);
-              return true;
-            },
-            isTTY: true,
-            columns: 80,
-            cursorTo: () => true,
-            clearLine: () => true,
-            moveCursor: () => true,
-          } as never,
-          format: '{bar} {percentage}% | {value}/{total} rows | {rate} rows/s | {duration_formatted}',
-          noTTYOutput: true,
-          notTTYSchedule: 1000,
-          etaBuffer: 50,
-        });
-        bar.start(total, 0, { rate: 0 });
+        // A bar redrawn in place on a terminal; elsewhere (a file, a pipe, CI) a plain line now and then, with no
+        // cursor codes in it.
+        const onTerminal = process.stderr.isTTY === true;
+        const bar = onTerminal
+          ? new SingleBar({
+              stream: {
+                write: (text: string) => {
+                  io.stderr(text);
+                  return true;
+                },
+                isTTY: true,
+                columns: 80,
+                cursorTo: () => true,
+                clearLine: () => true,
+                moveCursor: () => true,
+              } as never,
+              format: '{bar} {percentage}% | {value}/{total} rows | {rate} rows/s | {duration_formatted}',
+              etaBuffer: 50,
+            })
+          : null;
+        bar?.start(total, 0, { rate: 0 });
         const started = performance.now();
+        let reportedAt = started;
         let rows = format === 'csv' ? -1 : 0;
         for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
           for (const byte of chunk) if (byte === NEWLINE) rows += 1;
           io.stdout(Buffer.from(chunk).toString('utf8'));
-          bar.update(Math.max(rows, 0), { rate: Math.round(rows / ((performance.now() - started) / 1000)) });
+          bar?.update(Math.max(rows, 0), { rate: Math.round(rows / ((performance.now() - started) / 1000)) });
+          if (!bar && performance.now() - reportedAt >= PLAIN_PROGRESS_EVERY_MS) {
+            reportedAt = performance.now();
+            io.stderr(`${Math.max(rows, 0)} of ${total} rows\n`);
+          }
         }
-        bar.update(Math.max(rows, 0));
-        bar.stop();
+        bar?.update(Math.max(rows, 0));
+        bar?.stop();
         io.stderr(`exported ${Math.max(rows, 0)} rows\n`);
       } finally {
         await gateway.dispose();
