@@ -56,6 +56,9 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     expect(links).toEqual(
       expect.arrayContaining(['/graphql', '/api/v1/docs', '/api/v1/openapi.json', '/docs/errors', '/healthz', '/readyz']),
     );
+    // The console is a way in of its own, listed as one; the page says what the README says: three ways in.
+    await expect(page.locator('ul.links > li > a').first().getAttribute('href')).resolves.toBe('/console');
+    await expect(page.locator('main').textContent()).resolves.toContain('three ways in');
     await expect(page.locator('pre code').textContent()).resolves.toBe(
       `curl -H "Authorization: Token $TOKEN" ${origin}/api/v1/integrations/connected`,
     );

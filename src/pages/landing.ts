@@ -9,8 +9,10 @@ export function landingPage(origin: string): string {
     `<h1>Integrations &amp; Sync API</h1>
 <p>A multi-tenant API for an integrations product: a tenant browses the <strong>catalog</strong> (categories and the
 applications it can connect), sees its <strong>connected applications</strong> and reads the history of their
-<strong>synchronization runs</strong>. One service, two surfaces over the same resolvers: GraphQL and REST.</p>
+<strong>synchronization runs</strong>. One service, three ways in over the same resolvers and checks: REST, GraphQL, and
+live streams (GraphQL subscriptions, REST event streams and webhooks).</p>
 <ul class="links">
+<li><a href="/console">Console</a> — sign in as a member and manage connections, runs, webhooks and people in the browser</li>
 <li><a href="/graphql">GraphiQL</a> — explore the GraphQL schema and run queries (signed in to the <a href="/console">console</a>, your session is used; otherwise set the <code>Authorization</code> header in its Headers tab)</li>
 <li><a href="${DOCS_PATH}">API reference</a> — every REST endpoint, with “Try it out” (<a href="${OPENAPI_PATH}">OpenAPI document</a>)</li>
 <li><a href="${ERROR_DOCS_PATH}">Error codes</a> — what each <code>error.code</code> means</li>
