@@ -67,7 +67,9 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex, timeout
   const head = Object.entries(headers)
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
-  logger.info({ req_id: requestId, status, error: error.code }, 'client error');
+  // A browser's idle keep-alive or preconnect socket timing out is routine (408): not a line an operator reads.
+  const level = status === 408 ? 'debug' : 'info';
+  logger[level]({ req_id: requestId, status, error: error.code }, 'client error');
   // As Node's own handler: write, then close without waiting for a client that may never read.
   socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}\r\n${body}`);
   socket.destroy();

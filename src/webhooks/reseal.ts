@@ -55,6 +55,6 @@ export async function sealPlaintextSecrets(
     return;
   }
   const { resealed, unopened } = await resealSecrets(db, keys, { all: false });
-  if (resealed > 0) logger.info({ secrets: resealed, key: keys.currentKeyId }, 'sealed webhook secrets stored in plaintext');
+  if (resealed > 0) logger.info({ secrets: resealed, key: keys.currentKeyId }, 'sealed the webhook secrets that were stored unsealed');
   if (unopened.length > 0) logger.warn({ endpoints: unopened }, 'webhook secrets that cannot be opened with the configured keys');
 }
