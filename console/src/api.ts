@@ -88,15 +88,40 @@ export function closeSubscriptions(): void {
   wsClient = null;
 }
 
-/** The API's error message (the spec's error body on REST, the GraphQL errors' messages), for a person. */
+/**
+ * The API's error message (the spec's error body on REST, the GraphQL errors' messages), for a person: each problem
+ * of a refused input as a sentence naming the member (not the raw `invalid input: input.url: …`), and every message
+ * in the console's own case, a capital first and a full stop last.
+ */
 export function errorText(error: CombinedError | Error | string | null | undefined): string | null {
   if (!error) return null;
-  if (typeof error === 'string') return error;
+  if (typeof error === 'string') return asSentence(error);
   if (error instanceof CombinedError) {
-    if (error.graphQLErrors.length > 0) return error.graphQLErrors.map((e) => e.message).join('; ');
-    return error.networkError ? 'The server could not be reached.' : error.message;
+    if (error.graphQLErrors.length > 0) return error.graphQLErrors.map(graphqlErrorText).join(' ');
+    return error.networkError ? 'The server could not be reached.' : asSentence(error.message);
   }
-  return error.message;
+  return asSentence(error.message);
+}
+
+function graphqlErrorText(error: { message: string; extensions?: Record<string, unknown> }): string {
+  const details = error.extensions?.details;
+  if (!Array.isArray(details) || details.length === 0) return asSentence(error.message);
+  return details
+    .map((detail: { field?: unknown; parameter?: unknown; message?: unknown }) => {
+      const path = String(detail.field ?? detail.parameter ?? '');
+      const member = path.split('.').filter((part) => part !== 'input' && !/^\d+$/.test(part)).pop() ?? '';
+      const name = member.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_/g, ' ').toLowerCase();
+      return asSentence(name ? `the ${name} ${String(detail.message)}` : String(detail.message));
+    })
+    .join(' ');
+}
+
+/** `the password is too short` → `The password is too short.` */
+export function asSentence(text: string): string {
+  const trimmed = text.trim();
+  if (trimmed === '') return trimmed;
+  const capital = trimmed[0]!.toUpperCase() + trimmed.slice(1);
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`;
 }
 
 /** Whether the error says the request carried no valid credential (401, not a 403 for a missing permission). */
@@ -116,6 +141,6 @@ export async function postJson(path: string, body: unknown): Promise<unknown> {
   });
   const text = await response.text();
   const parsed = text ? (JSON.parse(text) as { msg?: string }) : {};
-  if (!response.ok) throw new Error(parsed.msg || `The server answered ${response.status}.`);
+  if (!response.ok) throw new Error(asSentence(parsed.msg || `The server answered ${response.status}`));
   return parsed;
 }
