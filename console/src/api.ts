@@ -109,8 +109,15 @@ function graphqlErrorText(error: { message: string; extensions?: Record<string, 
   return details
     .map((detail: { field?: unknown; parameter?: unknown; message?: unknown }) => {
       const path = String(detail.field ?? detail.parameter ?? '');
-      const member = path.split('.').filter((part) => part !== 'input' && !/^\d+$/.test(part)).pop() ?? '';
-      const name = member.replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_/g, ' ').toLowerCase();
+      const member =
+        path
+          .split('.')
+          .filter((part) => part !== 'input' && !/^\d+$/.test(part))
+          .pop() ?? '';
+      const name = member
+        .replace(/([a-z])([A-Z])/g, '$1 $2')
+        .replace(/_/g, ' ')
+        .toLowerCase();
       return asSentence(name ? `the ${name} ${String(detail.message)}` : String(detail.message));
     })
     .join(' ');
