@@ -45,7 +45,8 @@ test('help fits an 80-column terminal, its summaries in one case; the engine say
     for (const line of page.split('\n')) expect(line.length, line).toBeLessThanOrEqual(80);
   }
   // Each command's summary (the indented line under it) starts in lower case, as the usage lines do.
-  const summaries = overall.stdout.split('\n').filter((line) => line.startsWith('      '));
+  const lines = overall.stdout.split('\n');
+  const summaries = lines.filter((line, i) => line.startsWith('      ') && /^ {2}\S/.test(lines[i - 1] ?? ''));
   expect(summaries.length).toBeGreaterThan(5);
   for (const summary of summaries) expect(summary.trim()[0], summary).toMatch(/[a-z"'`]/);
 
