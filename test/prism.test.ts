@@ -4,7 +4,7 @@
 // about the response. The request side is checked both ways: each documented constraint, broken by one value,
 // is flagged by Prism as off the document, and refused by the server with the documented error.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -288,6 +288,21 @@ describe('Prism as a validating proxy over every operation', () => {
     ).flatMap((methods) => Object.values(methods).map((operation) => operation.operationId));
     expect(documented.filter((id) => !operations.has(id))).toEqual([]);
     expect(answered.filter((a) => a.responseViolations.length > 0)).toEqual([]);
+  });
+
+  it('docs/reference/rest.md lists every operation of the served document, and no other', async () => {
+    const document = JSON.parse(readFileSync(join(dir, 'openapi.json'), 'utf8')) as {
+      paths: Record<string, Record<string, { operationId: string }>>;
+    };
+    const served = Object.entries(document.paths)
+      .flatMap(([path, methods]) => Object.entries(methods).map(([method, op]) => `${method.toUpperCase()} ${path} ${op.operationId}`))
+      .sort();
+    const listed = [
+      ...readFileSync(join(ROOT, 'docs', 'reference', 'rest.md'), 'utf8').matchAll(/^\| ([A-Z]+) \| `([^`]+)` \| `(\w+)` \|/gm),
+    ]
+      .map((m) => `${m[1]} ${m[2]} ${m[3]}`)
+      .sort();
+    expect(listed).toEqual(served);
   });
 
   it('flags each documented body and parameter constraint, broken by one value, and the server refuses it with 400', async () => {

@@ -78,6 +78,11 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
   seen.push('updateConnection ' + (patched.data.description ?? ''));
   const connections = ok(await client.GET('/api/v1/integrations/connected', { params: { query: { limit: 100 } } }), 'listConnections');
   seen.push('listConnections ' + connections.data.map((c) => c.id).includes(connectionId));
+  // With select an item carries the selected members only: the type says each may be missing.
+  const selected = ok(await client.GET('/api/v1/integrations/connected', { params: { query: { select: 'status,name' } } }), 'listConnections');
+  const selectedName: string | undefined = selected.data[0]?.name;
+  const selectedId: string | undefined = selected.data[0]?.id;
+  seen.push('selected ' + (selectedName !== undefined) + ' ' + (selectedId === undefined));
 
   const queued = ok(await client.POST('/api/v1/integrations/syncs', { body: { connection_id: connectionId } }), 'triggerSync');
   const queuedStatus: 'pending' | 'in_progress' | 'success' | 'failed' = queued.data.status;
@@ -135,6 +140,12 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
     'getWebhookDelivery',
   );
   seen.push('getWebhookDelivery ' + delivery.data.event_type);
+  // The payload is the message sent, typed by its event type: the connection's settings read with no cast.
+  const payload = delivery.data.payload;
+  if (payload.type === 'connection.created') {
+    const interval: string | undefined = payload.data.settings.sync_interval;
+    seen.push('payload ' + payload.data.name + ' ' + interval);
+  }
   const redelivered = ok(
     await client.POST('/api/v1/integrations/webhooks/{id}/deliveries/{delivery_id}/redeliver', { params: { path: { id: endpointId, delivery_id: deliveryId } } }),
     'redeliverWebhook',
@@ -257,9 +268,11 @@ describe('a client generated from the served document', () => {
     const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, (input, init) =>
       t.gateway.fetch(input as Request, init),
     );
-    expect(seen).toHaveLength(operations.length);
+    expect(seen.filter((line) => !/^(payload|selected) /.test(line))).toHaveLength(operations.length);
     expect(seen).toEqual(
       expect.arrayContaining([
+        'selected true true',
+        'payload Typed client 1h',
         'createConnection pending',
         'triggerSync pending',
         'claimSync in_progress',
