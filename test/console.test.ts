@@ -654,6 +654,110 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expectCleanRun();
   }, 120_000);
 
+  it('keeps the sync history view in the URL: filters, sort and page survive a reload, Back and Forward page, a link opens it', async () => {
+    const page = await newPage('history url');
+    await signIn(page, ADMIN);
+    await page.getByRole('link', { name: 'Sync history' }).click();
+    const pager = page.getByRole('navigation', { name: 'Sync history pages' });
+    await pager.getByText(/^Page 1 of /).waitFor();
+
+    // The successful runs, oldest first, as the API pages them by cursor.
+    const orderBy = [{ field: 'startedAt', direction: 'ASC', nulls: 'LAST' }];
+    const successOldestFirst = async (after: string | null) =>
+      (
+        await graphql<HistoryPage>(
+          fixture.gateway,
+          `query ($filter: SyncFilter, $orderBy: [SyncOrder!], $limit: Int!, $after: String) {
+            syncs(filter: $filter, orderBy: $orderBy, limit: $limit, after: $after) {
+              totalCount pageInfo { hasNextPage endCursor } nodes { id }
+            }
+          }`,
+          {
+            token: fixture.tenants.demo.adminToken,
+            variables: { filter: { status: { eq: 'success' } }, orderBy, limit: SYNC_PAGE, after },
+            expectOk: true,
+          },
+        )
+      ).body.data!.syncs;
+    const first = await successOldestFirst(null);
+    expect(first.totalCount).toBeGreaterThan(SYNC_PAGE);
+    const second = await successOldestFirst(first.pageInfo.endCursor);
+
+    await page.getByLabel('Status').selectOption('success');
+    await pager.getByText(`Page 1 of ${Math.ceil(first.totalCount / SYNC_PAGE)} (${first.totalCount} in all)`).waitFor();
+    // Sorting by a column: Started, oldest first, said by aria-sort.
+    const startedHeader = page.getByRole('columnheader', { name: /^Started/ });
+    expect(await startedHeader.getAttribute('aria-sort')).toBe('descending');
+    await startedHeader.getByRole('button').click();
+    await expect.poll(() => startedHeader.getAttribute('aria-sort')).toBe('ascending');
+    await expect.poll(() => shownRunIds(page)).toEqual(first.nodes.map((node) => node.id));
+    await pager.getByRole('button', { name: 'Next' }).click();
+    await pager.getByText(/^Page 2 of /).waitFor();
+    await expect.poll(() => shownRunIds(page)).toEqual(second.nodes.map((node) => node.id));
+    const url = new URL(page.url());
+    expect(url.searchParams.get('status')).toBe('success');
+    expect(url.searchParams.get('sort')).toBe('started');
+    expect(url.searchParams.get('page')).toBe('2');
+    // The cursor of the same row (its signature binds it to the console's own arguments).
+    expect(url.searchParams.get('after')?.split('.')[0]).toBe(first.pageInfo.endCursor!.split('.')[0]);
+
+    // A reload keeps it all.
+    await page.reload();
+    await pager.getByText(/^Page 2 of /).waitFor();
+    await expect.poll(() => shownRunIds(page)).toEqual(second.nodes.map((node) => node.id));
+    expect(await page.getByLabel('Status').inputValue()).toBe('success');
+    expect(await page.getByRole('columnheader', { name: /^Started/ }).getAttribute('aria-sort')).toBe('ascending');
+
+    // Back goes to the page before, Forward to the page after, inside the list.
+    await page.goBack();
+    await pager.getByText(/^Page 1 of /).waitFor();
+    await expect.poll(() => shownRunIds(page)).toEqual(first.nodes.map((node) => node.id));
+    await page.goForward();
+    await pager.getByText(/^Page 2 of /).waitFor();
+    await expect.poll(() => shownRunIds(page)).toEqual(second.nodes.map((node) => node.id));
+    // Previous is a step of its own: Back from there returns to page 2.
+    await pager.getByRole('button', { name: 'Previous' }).click();
+    await pager.getByText(/^Page 1 of /).waitFor();
+    await page.goBack();
+    await pager.getByText(/^Page 2 of /).waitFor();
+
+    // A copied link opens the same view in another tab.
+    const shared = page.url();
+    const other = await newPage('history link');
+    await other.goto(shared);
+    const otherPager = other.getByRole('navigation', { name: 'Sync history pages' });
+    await otherPager.getByText(`Page 2 of ${Math.ceil(first.totalCount / SYNC_PAGE)} (${first.totalCount} in all)`).waitFor();
+    await expect.poll(() => shownRunIds(other)).toEqual(second.nodes.map((node) => node.id));
+    expect(await other.getByLabel('Status').inputValue()).toBe('success');
+    await other.close();
+
+    // The error column, and the error text filter in the URL: every run shown has the text in its error.
+    const word = 'provider';
+    await page.getByLabel('Status').selectOption('failed');
+    await page.getByLabel('Error text').fill(word);
+    await expect.poll(() => new URL(page.url()).searchParams.get('q')).toBe(word);
+    await pager.getByText(/^Page 1 of /).waitFor();
+    await expect
+      .poll(async () => {
+        const errors = await page.locator('tbody tr td.error-text').allTextContents();
+        return errors.length > 0 && errors.every((error) => error.toLowerCase().includes(word));
+      })
+      .toBe(true);
+    await checkAccessibility(page, 'sync history filtered by error text');
+    await page.reload();
+    expect(await page.getByLabel('Error text').inputValue()).toBe(word);
+
+    // Clear filters: any status and no text again, the sort kept.
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await expect.poll(() => page.getByLabel('Error text').inputValue()).toBe('');
+    expect(await page.getByLabel('Status').inputValue()).toBe('');
+    const cleared = new URL(page.url());
+    expect([...cleared.searchParams.keys()]).toEqual(['sort']);
+    await expect(page.getByRole('button', { name: 'Clear filters' }).count()).resolves.toBe(0);
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+
   it("shows times in the browser's time zone with UTC on hover, and reads filter dates and token expiry days there", async () => {
     // Chromium may name Kolkata by its older ICU name, Asia/Calcutta.
     for (const [timeZone, abbreviation, zoneName] of [

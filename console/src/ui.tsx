@@ -186,7 +186,7 @@ export interface PageInfo {
  * shift when new rows arrive at the top. `scope` is what shapes the list (its filters): a cursor is bound to
  * it, so a new scope starts again at the first page.
  */
-export function useCursorPages(scope: unknown) {
+export function useCursorPages(scope: unknown): CursorPages {
   const key = JSON.stringify(scope);
   const [walked, setWalked] = useState<{ key: string; cursors: readonly string[] }>({ key, cursors: [] });
   // Forgotten, not only hidden: going back to an earlier scope starts at its first page too.
@@ -197,6 +197,7 @@ export function useCursorPages(scope: unknown) {
     /** The `after` of the page shown: null for the first page. */
     after,
     page: cursors.length + 1,
+    hasPrevious: cursors.length > 0,
     // The same end cursor twice (Next pressed again before the next page loaded) is one step.
     next: (endCursor: string) => {
       if (endCursor !== after) setWalked({ key, cursors: [...cursors, endCursor] });
@@ -206,7 +207,17 @@ export function useCursorPages(scope: unknown) {
   };
 }
 
-export type CursorPages = ReturnType<typeof useCursorPages>;
+/** A list's pages as a pager moves through them. */
+export interface CursorPages {
+  /** The `after` of the page shown: null for the first page. */
+  after: string | null;
+  /** The page shown, from 1. */
+  page: number;
+  hasPrevious: boolean;
+  next: (endCursor: string) => void;
+  previous: () => void;
+  first: () => void;
+}
 
 /** First, Previous and Next over a list's cursor pages, and where the page shown is in the whole list. */
 export function Pager({
@@ -229,7 +240,7 @@ export function Pager({
       <button type="button" disabled={pages.page === 1} onClick={pages.first}>
         First
       </button>
-      <button type="button" disabled={pages.page === 1} onClick={pages.previous}>
+      <button type="button" disabled={!pages.hasPrevious} onClick={pages.previous}>
         Previous
       </button>
       <span aria-live="polite">

@@ -1,6 +1,6 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useQuery, useSubscription } from 'urql';
-import { Link, useSearch } from 'wouter';
+import { Link, useLocation, useSearch } from 'wouter';
 import { graphql } from '../generated';
 import type { ConsoleSyncRowFragment } from '../generated/graphql';
 import {
@@ -11,8 +11,8 @@ import {
   Loading,
   PageHeader,
   Pager,
+  type CursorPages,
   StatusBadge,
-  useCursorPages,
   useThrottled,
   SEARCH_DELAY_MS,
   useDebounced,
@@ -31,6 +31,7 @@ export const SyncRowFields = graphql(`
     startedAt
     finishedAt
     connectionId
+    errorMessage
     connection {
       id
       name
@@ -45,8 +46,15 @@ export const SyncRowFields = graphql(`
 `);
 
 const SyncsQuery = graphql(`
-  query ConsoleSyncs($connectionId: ID, $filter: SyncFilter, $search: String, $limit: Int!, $after: String) {
-    syncs(connectionId: $connectionId, filter: $filter, search: $search, limit: $limit, after: $after) {
+  query ConsoleSyncs(
+    $connectionId: ID
+    $filter: SyncFilter
+    $search: String
+    $orderBy: [SyncOrder!]
+    $limit: Int!
+    $after: String
+  ) {
+    syncs(connectionId: $connectionId, filter: $filter, search: $search, orderBy: $orderBy, limit: $limit, after: $after) {
       totalCount
       pageInfo {
         hasNextPage
@@ -68,68 +76,187 @@ function count(value: number | null | undefined): string {
   return value === null || value === undefined ? '—' : String(value);
 }
 
-/** Runs as a table: status, connection, started, duration, processed / inserted / updated / deleted. */
-export function SyncRows({ syncs }: { syncs: readonly SyncRow[] }) {
-  if (syncs.length === 0) return <p>No runs.</p>;
+/** The columns the history sorts by, as the URL names them, and the API's field for each. */
+const SORTABLE = { status: 'status', started: 'startedAt', error: 'errorMessage' } as const;
+type SortColumn = keyof typeof SORTABLE;
+interface Sort {
+  column: SortColumn;
+  descending: boolean;
+}
+/** Newest started first: the API's own order, so it is sent as no orderBy at all. */
+const DEFAULT_SORT: Sort = { column: 'started', descending: true };
+
+/** `sort=-started` (descending) or `sort=status` (ascending), as the URL writes it. */
+function parseSort(value: string | null): Sort {
+  const descending = value?.startsWith('-') ?? false;
+  const column = (descending ? value!.slice(1) : value) as SortColumn;
+  return value && Object.hasOwn(SORTABLE, column) ? { column, descending } : DEFAULT_SORT;
+}
+
+function sortParam(sort: Sort): string | null {
+  if (sort.column === DEFAULT_SORT.column && sort.descending === DEFAULT_SORT.descending) return null;
+  return `${sort.descending ? '-' : ''}${sort.column}`;
+}
+
+/** A column header that sorts the table by its column: ascending first, then descending. */
+function SortHeader({ column, label, sort, onSort }: { column: SortColumn; label: string; sort?: Sort; onSort?: (sort: Sort) => void }) {
+  if (!sort || !onSort) return <th scope="col">{label}</th>;
+  const current = sort.column === column;
   return (
-    <table>
-      <thead>
-        <tr>
-          <th scope="col">Status</th>
-          <th scope="col">Connection</th>
-          <th scope="col">Started</th>
-          <th scope="col">Duration</th>
-          <th scope="col" className="number">
-            Processed
-          </th>
-          <th scope="col" className="number">
-            Inserted
-          </th>
-          <th scope="col" className="number">
-            Updated
-          </th>
-          <th scope="col" className="number">
-            Deleted
-          </th>
-        </tr>
-      </thead>
-      <tbody>
-        {syncs.map((sync) => (
-          <tr key={sync.id}>
-            <td>
-              <Link href={`/syncs/${sync.id}`} aria-label={`Run ${sync.id}: ${sync.status.replace('_', ' ')}`}>
-                <StatusBadge status={sync.status} />
-              </Link>
-            </td>
-            <td>
-              {sync.connection ? (
-                <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link>
-              ) : (
-                <span className="note">deleted ({sync.connectionId})</span>
-              )}
-            </td>
-            <td>
-              <Time iso={sync.startedAt} />
-            </td>
-            <td>{formatDuration(durationOf(sync.startedAt, sync.finishedAt))}</td>
-            <td className="number">{count(sync.summary.processed)}</td>
-            <td className="number">{count(sync.summary.inserted)}</td>
-            <td className="number">{count(sync.summary.updated)}</td>
-            <td className="number">{count(sync.summary.deleted)}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <th scope="col" aria-sort={current ? (sort.descending ? 'descending' : 'ascending') : 'none'}>
+      <button
+        type="button"
+        className="sort"
+        onClick={() => onSort({ column, descending: current ? !sort.descending : column === 'started' })}
+      >
+        {label}
+        <span aria-hidden="true">{current ? (sort.descending ? ' ▼' : ' ▲') : ''}</span>
+      </button>
+    </th>
   );
 }
 
+/** Runs as a table: status, connection, started, duration, processed / inserted / updated / deleted, error. */
+export function SyncRows({ syncs, sort, onSort }: { syncs: readonly SyncRow[]; sort?: Sort; onSort?: (sort: Sort) => void }) {
+  if (syncs.length === 0) return <p>No runs.</p>;
+  return (
+    <div className="table-scroll">
+      <table>
+        <thead>
+          <tr>
+            <SortHeader column="status" label="Status" sort={sort} onSort={onSort} />
+            <th scope="col">Connection</th>
+            <SortHeader column="started" label="Started" sort={sort} onSort={onSort} />
+            <th scope="col">Duration</th>
+            <th scope="col" className="number">
+              Processed
+            </th>
+            <th scope="col" className="number">
+              Inserted
+            </th>
+            <th scope="col" className="number">
+              Updated
+            </th>
+            <th scope="col" className="number">
+              Deleted
+            </th>
+            <SortHeader column="error" label="Error" sort={sort} onSort={onSort} />
+          </tr>
+        </thead>
+        <tbody>
+          {syncs.map((sync) => (
+            <tr key={sync.id}>
+              <td>
+                <Link href={`/syncs/${sync.id}`} aria-label={`Run ${sync.id}: ${sync.status.replace('_', ' ')}`}>
+                  <StatusBadge status={sync.status} />
+                </Link>
+              </td>
+              <td>
+                {sync.connection ? (
+                  <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link>
+                ) : (
+                  <span className="note">deleted ({sync.connectionId})</span>
+                )}
+              </td>
+              <td>
+                <Time iso={sync.startedAt} />
+              </td>
+              <td>{formatDuration(durationOf(sync.startedAt, sync.finishedAt))}</td>
+              <td className="number">{count(sync.summary.processed)}</td>
+              <td className="number">{count(sync.summary.inserted)}</td>
+              <td className="number">{count(sync.summary.updated)}</td>
+              <td className="number">{count(sync.summary.deleted)}</td>
+              <td className="error-text" title={sync.errorMessage ?? undefined}>
+                {sync.errorMessage ?? ''}
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+/** The URL's query parameters that make up the history's view: its filters, sort and page. */
+const FILTER_PARAMS = ['status', 'connection', 'from', 'to', 'q'] as const;
+
+/**
+ * Where Previous goes from a page reached by Next in this tab: the `after` of the page before, by the page's
+ * own `after`. A page opened from a link knows only its own cursor, so its Previous is First's.
+ */
+const PREVIOUS_KEY = 'console.syncs.previous';
+
+function previousCursors(): Record<string, string> {
+  try {
+    return JSON.parse(sessionStorage.getItem(PREVIOUS_KEY) ?? '{}') as Record<string, string>;
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * The history's view kept in the URL (`/syncs?status=failed&from=2026-11-28&sort=-started&page=2&after=…`):
+ * a reload keeps it, a copied link opens it, and Back and Forward move through the pages walked.
+ */
+function useHistoryView() {
+  const search = useSearch();
+  const [location, navigate] = useLocation();
+  const params = new URLSearchParams(search);
+  const set = (changes: Record<string, string | null>, how: { push: boolean }) => {
+    const next = new URLSearchParams(search);
+    for (const [name, value] of Object.entries(changes)) {
+      if (value) next.set(name, value);
+      else next.delete(name);
+    }
+    const query = next.toString();
+    if (query === params.toString()) return;
+    navigate(query ? `${location}?${query}` : location, { replace: !how.push });
+  };
+  /** A new filter or sort: its first page, since a cursor belongs to the list it came from. */
+  const refine = (changes: Record<string, string | null>, how = { push: false }) => set({ ...changes, page: null, after: null }, how);
+  const after = params.get('after');
+  const page = after ? Math.max(2, Number.parseInt(params.get('page') ?? '', 10) || 2) : 1;
+  const previousAfter = after ? previousCursors()[after] : undefined;
+  const pages: CursorPages = {
+    after,
+    page,
+    hasPrevious: page > 1,
+    next: (endCursor) => {
+      if (endCursor === after) return;
+      sessionStorage.setItem(PREVIOUS_KEY, JSON.stringify({ ...previousCursors(), [endCursor]: after ?? '' }));
+      set({ page: String(page + 1), after: endCursor }, { push: true });
+    },
+    previous: () => {
+      if (page <= 2 || !previousAfter) set({ page: null, after: null }, { push: true });
+      else set({ page: String(page - 1), after: previousAfter }, { push: true });
+    },
+    first: () => set({ page: null, after: null }, { push: true }),
+  };
+  return { params, refine, pages, sort: parseSort(params.get('sort')) };
+}
+
 export function SyncHistory() {
-  const initialConnection = new URLSearchParams(useSearch()).get('connection') ?? '';
-  const [status, setStatus] = useState('');
-  const [connectionId, setConnectionId] = useState(initialConnection);
-  const [from, setFrom] = useState('');
-  const [to, setTo] = useState('');
-  const [search, setSearch] = useState('');
+  const { params, refine, pages, sort } = useHistoryView();
+  const status = params.get('status') ?? '';
+  const connectionId = params.get('connection') ?? '';
+  const from = params.get('from') ?? '';
+  const to = params.get('to') ?? '';
+  const searchParam = params.get('q') ?? '';
+  // The search box shows what is typed at once; the URL (and so the query) follows once typing pauses.
+  const [search, setSearch] = useState(searchParam);
+  const searched = useDebounced(search.trim(), SEARCH_DELAY_MS);
+  const [shownParam, setShownParam] = useState(searchParam);
+  if (searchParam !== shownParam) {
+    // The URL changed under the box (Back, Forward, Clear filters): show what it says.
+    setShownParam(searchParam);
+    setSearch(searchParam);
+  }
+  // Only a settled change of what was typed updates the URL, not a change of the URL itself.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: refine and searchParam are read as they are then
+  useEffect(() => {
+    if (searched !== searchParam.trim()) refine({ q: searched || null });
+  }, [searched]);
+
   const startedAt = {
     ...(from ? { gte: startOfLocalDay(from).toISOString() } : {}),
     ...(to ? { lt: endOfLocalDay(to).toISOString() } : {}),
@@ -138,19 +265,22 @@ export function SyncHistory() {
     ...(status ? { status: { eq: status as (typeof SYNC_STATUSES)[number] } } : {}),
     ...(from || to ? { startedAt } : {}),
   };
-  const searched = useDebounced(search.trim(), SEARCH_DELAY_MS);
+  const field = SORTABLE[sort.column];
+  const orderBy = sortParam(sort) === null ? null : [{ field, direction: sort.descending ? 'DESC' : 'ASC', nulls: 'LAST' } as const];
   const scope = {
     connectionId: connectionId || null,
     filter: Object.keys(filter).length > 0 ? filter : null,
-    search: searched || null,
+    search: searchParam.trim() || null,
+    // Absent, not null, in the API's own order: a cursor is bound to the arguments as they were sent.
+    ...(orderBy ? { orderBy } : {}),
   };
-  const pages = useCursorPages(scope);
   const [{ data, error, fetching }, refetch] = useQuery({
     query: SyncsQuery,
     variables: { ...scope, limit: PAGE, after: pages.after },
   });
   const refresh = useThrottled(() => refetch({ requestPolicy: 'network-only' }), 1000);
   useSubscription({ query: SyncChanges }, () => refresh());
+  const filtered = FILTER_PARAMS.some((name) => params.has(name));
 
   return (
     <>
@@ -158,7 +288,7 @@ export function SyncHistory() {
       <form className="filters" aria-label="Filter the sync history" onSubmit={(e) => e.preventDefault()}>
         <div>
           <label htmlFor="sync-status">Status</label>
-          <select id="sync-status" value={status} onChange={(e) => setStatus(e.target.value)}>
+          <select id="sync-status" value={status} onChange={(e) => refine({ status: e.target.value || null }, { push: true })}>
             <option value="">Any status</option>
             {SYNC_STATUSES.map((s) => (
               <option key={s} value={s}>
@@ -167,19 +297,31 @@ export function SyncHistory() {
             ))}
           </select>
         </div>
-        <ConnectionPicker id="sync-connection" label="Connection" value={connectionId} onChange={setConnectionId} />
+        <ConnectionPicker
+          id="sync-connection"
+          label="Connection"
+          value={connectionId}
+          onChange={(id) => refine({ connection: id || null }, { push: true })}
+        />
         <div>
           <label htmlFor="sync-from">Started from</label>
-          <input id="sync-from" type="date" value={from} onChange={(e) => setFrom(e.target.value)} />
+          <input id="sync-from" type="date" value={from} onChange={(e) => refine({ from: e.target.value || null })} />
         </div>
         <div>
           <label htmlFor="sync-to">Started until</label>
-          <input id="sync-to" type="date" value={to} onChange={(e) => setTo(e.target.value)} />
+          <input id="sync-to" type="date" value={to} onChange={(e) => refine({ to: e.target.value || null })} />
         </div>
         <div>
           <label htmlFor="sync-search">Error text</label>
           <input id="sync-search" type="search" value={search} onChange={(e) => setSearch(e.target.value)} />
         </div>
+        {filtered ? (
+          <div className="filters-clear">
+            <button type="button" onClick={() => refine(Object.fromEntries(FILTER_PARAMS.map((name) => [name, null])), { push: true })}>
+              Clear filters
+            </button>
+          </div>
+        ) : null}
       </form>
       <p className="note live" aria-live="off">
         Live: new runs and status changes appear as they happen. Dates and times are in your time zone ({TIME_ZONE}); hover a time for UTC.
@@ -188,7 +330,7 @@ export function SyncHistory() {
       {!data && fetching ? <Loading /> : null}
       {data ? (
         <>
-          <SyncRows syncs={data.syncs.nodes} />
+          <SyncRows syncs={data.syncs.nodes} sort={sort} onSort={(next) => refine({ sort: sortParam(next) }, { push: true })} />
           <Pager label="Sync history pages" pages={pages} pageInfo={data.syncs.pageInfo} limit={PAGE} total={data.syncs.totalCount} />
         </>
       ) : null}
