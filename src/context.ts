@@ -26,8 +26,10 @@ export interface Context {
   applicationCategory: ApplicationCategoryLookup;
   /** Active tokens a service user and a tenant may hold (TOKENS_PER_SERVICE_USER, TOKENS_PER_TENANT). */
   tokenCaps: TokenCaps;
-  /** The event hub, credential watch and stream caps the subscriptions use. */
+  /** The event hub, credential watch and the governor the subscriptions use. */
   live: Live;
+  /** The HTTP request (yoga's, or the one a WebSocket operation runs as): the owner of what it leases. */
+  request?: Request;
   /**
    * Set by a REST event stream, which runs a subscription: where to resume (its Last-Event-ID), and the id of
    * the event being delivered, written by the subscription before each item for the stream's `id:` line.

@@ -86,7 +86,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       gatewayOver(t.db, {
         config: { RATE_LIMIT_PER_MINUTE: 2 },
         rateLimit: { keyPrefix: `${prefix}:tight`, tenantMultiplier: 1000 },
-        live: { perCredential: 1, heartbeatMs: 100 },
+        live: { limits: { stream: { perCredential: 1 } }, heartbeatMs: 100 },
       }),
       { perCredential: 1 },
     );

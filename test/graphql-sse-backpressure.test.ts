@@ -5,7 +5,7 @@
 // reconnect, and its slot is given back.
 import { describe, expect, it } from 'vitest';
 import { appendEvents, syncEvent } from '../src/db/events.js';
-import { STREAM_QUEUE_BYTES } from '../src/rest/event-stream.js';
+import { BYTE_BOUNDS } from '../src/governor/governor.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { restOfStream, untilNoOpenStreams } from './fixtures/sse.js';
 import { createTestGateway } from './fixtures/gateway.js';
@@ -30,9 +30,9 @@ describe.each(databaseKinds)('a GraphQL subscription over SSE whose client stops
       // The opening ping, then nothing more is read while the changes come.
       await reader.read();
       const waitedForSlot = performance.now() + 10_000;
-      while (gateway.live.slots.stats().open === 0 && performance.now() < waitedForSlot)
+      while (gateway.live.governor.stats('stream').held === 0 && performance.now() < waitedForSlot)
         await new Promise((resolve) => setTimeout(resolve, 20));
-      expect(gateway.live.slots.stats().open).toBe(1);
+      expect(gateway.live.governor.stats('stream').held).toBe(1);
 
       const run = await db.prisma.sync.findFirstOrThrow({ where: { tenantId: tenants.demo.id } });
       // Status events: progress events of one run are coalesced on delivery.
@@ -45,7 +45,7 @@ describe.each(databaseKinds)('a GraphQL subscription over SSE whose client stops
         ),
       );
       await untilNoOpenStreams(gateway, 15_000);
-      expect(gateway.live.slots.stats().open).toBe(0);
+      expect(gateway.live.governor.stats('stream').held).toBe(0);
 
       const text = await restOfStream(reader);
       const results = text
@@ -57,7 +57,7 @@ describe.each(databaseKinds)('a GraphQL subscription over SSE whose client stops
       // and the stream's one or two results in hand.
       expect(changes.length).toBeGreaterThan(0);
       expect(changes.length).toBeLessThan(CHANGES);
-      expect(Buffer.byteLength(text)).toBeLessThan(2 * STREAM_QUEUE_BYTES + 16 * 1024);
+      expect(Buffer.byteLength(text)).toBeLessThan(2 * BYTE_BOUNDS.streamQueue + 16 * 1024);
       expect(results.at(-1)).toEqual({
         errors: [
           { message: expect.stringMatching(/^The stream fell behind: .*reconnect to resume$/), extensions: { code: 'UNAVAILABLE' } },

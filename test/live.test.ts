@@ -249,7 +249,7 @@ describe.each(databaseKinds)('live on %s', (kind) => {
 
   it('caps open streams per credential (429) and per process (503)', async () => {
     // In-process, a closed reader is noticed at the stream's next write: heartbeats every 50 ms.
-    const capped = gatewayOver(t.db, { live: { perCredential: 2, perProcess: 3, heartbeatMs: 50 } });
+    const capped = gatewayOver(t.db, { live: { limits: { stream: { perCredential: 2, perProcess: 3 } }, heartbeatMs: 50 } });
     try {
       const a = await restStream('/syncs', reader, {}, capped);
       const b = await restStream('/syncs', reader, {}, capped);

@@ -142,7 +142,7 @@ describe.each(databaseKinds)('a REST event stream whose client stops reading, on
       // One read, then none while the stream fills its queue and waits past its stall time.
       await reader.read();
       await untilNoOpenStreams(gateway, 10_000);
-      expect(gateway.live.slots.stats().open).toBe(0);
+      expect(gateway.live.governor.stats('stream').held).toBe(0);
       const text = await restOfStream(reader);
       const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((match) => Number(match[1]));
       expect(ids.length).toBeLessThan(300);

@@ -5,6 +5,7 @@ import { connectionExists, runOf } from '../db/stream-reads.js';
 import { SYNC_TRANSITIONS } from '../domain/sync-lifecycle.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
 import { ApiError } from '../errors.js';
+import { endingMessage } from '../governor/governor.js';
 import { changeStream, streamStart, type ChangeItem, type ChangeStreamOptions, type StreamStart } from '../live/change-stream.js';
 import { builder } from './builder.js';
 import { Connection, connectionById } from './connection.js';
@@ -22,8 +23,9 @@ builder.subscriptionType({
 });
 
 /**
- * The caller's changes that `matches` accepts, delivered as ChangeItems (an error item ends the stream): one
- * open-stream slot of the caller's, given back when it ends.
+ * The caller's changes that `matches` accepts, delivered as ChangeItems (an error item ends the stream): a
+ * stream lease of the request's owner (governor/governor.ts), given back however the stream ends: finished,
+ * its client gone or stalled, its credential revoked, taken for another tenant's fair share, or at shutdown.
  */
 async function subscribeChanges(
   context: Context,
@@ -32,9 +34,11 @@ async function subscribeChanges(
   stream: Pick<ChangeStreamOptions, 'matches' | 'connectionId' | 'initial' | 'isLast'>,
 ): Promise<AsyncIterable<ChangeItem>> {
   const viewer = requireViewer(context);
-  const release = context.live.slots.acquire(
-    viewer.tokenId ?? `${viewer.credential}:${viewer.tenantId}:${viewer.subject}`,
-    viewer.tenantId,
+  const { governor } = context.live;
+  const lease = governor.lease(
+    'stream',
+    { tenant: viewer.tenantId, credential: viewer.tokenId ?? `${viewer.credential}:${viewer.tenantId}:${viewer.subject}` },
+    governor.ownerOf(context.request),
   );
   try {
     const hub = await context.live.startedHub();
@@ -47,17 +51,21 @@ async function subscribeChanges(
       start,
       guard: (end) => {
         const unwatch = context.live.credentials.watch(authorization, permission, (reason) => end(new ApiError('UNAUTHORIZED', reason)));
-        const untrack = context.live.track(() => end(new ApiError('UNAVAILABLE', 'The server is shutting down; reconnect to resume')));
+        const untrack = context.live.track(() => end(new ApiError('UNAVAILABLE', endingMessage('shutdown'))));
+        // Ended by the governor (fairness, stall, shutdown) or by its client leaving: the stream stops at once.
+        lease.onEnd((reason) => {
+          if (reason !== 'done') end(new ApiError('UNAVAILABLE', endingMessage(reason, governor.stallMs)));
+        });
         return () => {
           unwatch();
           untrack();
         };
       },
-      onEnd: release,
+      onEnd: () => lease.end('done'),
     });
     return items;
   } catch (error) {
-    release();
+    lease.end('error');
     throw error;
   }
 }

@@ -14,7 +14,7 @@ import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { executeWithinDeadline, withinDeadline } from '../plugins/use-deadline.js';
 import { socketError } from '../plugins/use-request-error-codes.js';
-import { KeyedCounts } from '../live/stream-slots.js';
+import { KeyedCounts } from '../governor/governor.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
 // GraphQL: the admission spine's adapter for it (src/http/admission.ts). The upgrade is refused for a bad Host

@@ -73,6 +73,10 @@ export interface GatewayOptions {
         | 'STREAMS_PER_CREDENTIAL'
         | 'STREAMS_PER_TENANT'
         | 'STREAMS_PER_PROCESS'
+        | 'EXPORTS_PER_CREDENTIAL'
+        | 'EXPORTS_PER_TENANT'
+        | 'EXPORTS_PER_PROCESS'
+        | 'STALL_MS'
         | 'WEBHOOK_ALLOW_PRIVATE'
         | 'TOKEN_CACHE_TTL_MS'
       >
@@ -150,7 +154,7 @@ export const YOGA_ADMISSION: Record<AdmissionCheck, YogaImplementation> = {
   // A stream's bytes: REST event streams bound their own (rest/event-stream.ts); GraphQL's SSE is yoga's stream.
   'stream-caps': {
     plugins: ['stream-backpressure'],
-    implementedBy: 'StreamSlots (live/stream-slots.ts), acquired by a subscription as it opens (graphql/live.ts)',
+    implementedBy: 'the governor (governor/governor.ts): a subscription leases a stream slot as it opens (graphql/live.ts)',
   },
 };
 
@@ -249,10 +253,13 @@ export function createGateway({
   const sessions = signInSettingsOf(config);
   const credentials = { db, jwt, tenants, tokenCache: { cache: tokenCache, onStore: () => cacheRegistration.listen() }, sessions };
   const live = createLive(db, async (authorization) => (await authenticate(authorization, credentials)).viewer ?? null, logger, {
-    perCredential: config.STREAMS_PER_CREDENTIAL,
-    perTenant: config.STREAMS_PER_TENANT,
-    perProcess: config.STREAMS_PER_PROCESS,
     ...liveOptions,
+    stallMs: liveOptions?.stallMs ?? config.STALL_MS,
+    limits: {
+      stream: { perCredential: config.STREAMS_PER_CREDENTIAL, perTenant: config.STREAMS_PER_TENANT, perProcess: config.STREAMS_PER_PROCESS },
+      export: { perCredential: config.EXPORTS_PER_CREDENTIAL, perTenant: config.EXPORTS_PER_TENANT, perProcess: config.EXPORTS_PER_PROCESS },
+      ...liveOptions?.limits,
+    },
   });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
   const optional = <P>(name: OptionalPlugin, plugin: () => P): P | null => (withoutPlugins.includes(name) ? null : plugin());
@@ -336,7 +343,7 @@ query Connections {
             admission.clientAddress({ header: (name) => request.headers.get(name) }, socketAddress),
         }),
         auth: useAuth(),
-        'stream-backpressure': useStreamBackpressure({ stallMs: live.stallMs }),
+        'stream-backpressure': useStreamBackpressure({ governor: live.governor }),
       },
       {
         // The deadline wraps the executor this one picks.

@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { getOperationAST, type DocumentNode } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerGovernorMetrics } from './governor-metrics.js';
 import { registerReadReplicaMetrics } from './read-replica-metrics.js';
 import type { Database, PoolStats } from '../db/client.js';
 import type { Live } from '../live/live.js';
@@ -127,7 +128,7 @@ export class GatewayMetrics {
     { ok: Counter.Internal; error: Counter.Internal; duration: Histogram.Internal<string> }
   >();
 
-  constructor({ db, live }: { db: Database; live?: Pick<Live, 'slots' | 'hub'> | undefined }) {
+  constructor({ db, live }: { db: Database; live?: Pick<Live, 'governor' | 'hub'> | undefined }) {
     const poolGauge = (name: string, help: string, stats: () => PoolStats) =>
       new Gauge({
         name,
@@ -164,10 +165,11 @@ export class GatewayMetrics {
         labelNames: ['kind'] as const,
         registers: [this.registry],
         collect() {
-          this.set({ kind: 'streams' }, live.slots.stats().open);
+          this.set({ kind: 'streams' }, live.governor.stats('stream').held);
           this.set({ kind: 'followed_tenants' }, live.hub.stats().tenants);
         },
       });
+      registerGovernorMetrics(this.registry, live.governor);
     }
   }
 

@@ -1,6 +1,7 @@
 import type { ExecutionResult } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
+import { BYTE_BOUNDS, type LeaseOwner } from '../governor/governor.js';
 import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './envelope.js';
 
 // A REST event stream (Server-Sent Events): what a route's subscription yields, one `event:` message per
@@ -29,22 +30,14 @@ interface EventStreamOptions {
   /** The id of the event behind the result being written. */
   currentId: () => number;
   heartbeatMs: number;
-  /** A stream whose client takes nothing for this long while it has more to send has fallen behind: it is ended. */
-  stallMs?: number;
-  /** The request's signal: aborted when the client disconnects, which ends the stream at once. */
-  signal?: AbortSignal;
+  /**
+   * The request's owner in the governor: told when the stream waits for its client and when the client takes
+   * something; it ends the stream when the client leaves or stalls (and the subscription's lease with it).
+   */
+  owner: LeaseOwner;
   target: ResponseTarget;
   fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream };
 }
-
-/** Default of `stallMs`: a client that takes nothing of a full buffer for this long is not reading. */
-export const DEFAULT_STALL_MS = 10_000;
-
-/**
- * Bytes a stream queues for its client before it reads no further from its subscription, where the stream
- * implementation honours a queuing strategy (yoga's Node.js one queues 16 KB, in a Readable, whatever it is given).
- */
-export const STREAM_QUEUE_BYTES = 64 * 1024;
 
 /**
  * The response: the stream, or the error a refused subscription answers (as JSON, before any stream).
@@ -52,28 +45,26 @@ export const STREAM_QUEUE_BYTES = 64 * 1024;
  * The stream is pulled: a result is read from the subscription only when the stream asks for more, that is when
  * the bytes its client has not taken are under the queue's bound; so a client that reads slowly slows its
  * subscription (a replay reads the event log at its pace) instead of growing the process. A client that takes
- * nothing for `stallMs` while the stream has more to send has fallen behind: the stream is ended with a
- * retryable `event: error` (UNAVAILABLE) naming the Last-Event-ID to resume from, and its subscription and slot
- * are given up.
+ * nothing for the governor's stall time while the stream has more to send has fallen behind: the governor ends
+ * its owner, and the stream ends with a retryable `event: error` (UNAVAILABLE) naming the Last-Event-ID to
+ * resume from. A client that leaves ends the owner at once, and the subscription's lease with it.
  */
 export function eventStreamResponse(options: EventStreamOptions): Response | RestResponse {
-  const { result, target, fetchAPI } = options;
+  const { result, target, fetchAPI, owner } = options;
   if (!isAsyncIterable(result)) {
     const error = result.errors?.[0];
     return graphqlErrorResponse(error ?? { message: 'Internal error' }, target);
   }
   const iterator = result[Symbol.asyncIterator]();
   const encoder = new TextEncoder();
-  const stallMs = options.stallMs ?? DEFAULT_STALL_MS;
   let ticker: NodeJS.Timeout | undefined;
   let closed = false;
   /** The id of the last message sent, for the resume point of a stream that fell behind. */
   let lastSentId: number | undefined;
-  /** When the stream last wrote a message and waited for its client to ask for more; undefined while it is asking. */
-  let waitingSince: number | undefined;
   const finish = () => {
     closed = true;
     clearInterval(ticker);
+    owner.end('done');
     void iterator.return?.();
   };
   // The writer and the ending of the stream, made by `start` and used by `pull`.
@@ -92,28 +83,21 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
           finish();
           controller.close();
         };
-        // Without it a gone client is noticed at the next write, a heartbeat away.
-        options.signal?.addEventListener('abort', () => end());
+        // The owner ends when the client leaves (without it a gone client is noticed at the next write, a
+        // heartbeat away), and when the governor ends it: stalled, or at shutdown, with a retryable last message.
+        owner.onEnding((_reason, message) => {
+          const resume = lastSentId === undefined ? '' : ` (Last-Event-ID ${lastSentId})`;
+          end(errorMessage(new ApiError('UNAVAILABLE', `${message}${resume}`)));
+        });
+        owner.signal.addEventListener('abort', () => end());
         // The client's reconnection delay, then a comment so headers and first bytes go out at once.
         write('retry: 3000\n: stream open\n\n');
         let lastBeat = performance.now();
         ticker = setInterval(
           () => {
             const now = performance.now();
-            if (waitingSince !== undefined && now - waitingSince >= stallMs) {
-              const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
-              end(
-                errorMessage(
-                  new ApiError(
-                    'UNAVAILABLE',
-                    `The stream fell behind: its client took nothing for ${stallMs / 1000} s; reconnect${resume} to resume`,
-                  ),
-                ),
-              );
-              return;
-            }
             // An idle stream (its subscription has nothing to send) gets a comment now and then; a full one needs none.
-            if (waitingSince === undefined && now - lastBeat >= options.heartbeatMs) {
+            if (owner.waitingSince === undefined && now - lastBeat >= options.heartbeatMs) {
               lastBeat = now;
               write(': heartbeat\n\n');
             }
@@ -124,7 +108,7 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
         pulling.write = write;
       },
       async pull() {
-        waitingSince = undefined;
+        owner.taking();
         try {
           const next = await iterator.next();
           if (next.done || closed) return pulling.end();
@@ -134,17 +118,19 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
           const value = Object.values(item.data ?? {})[0];
           lastSentId = options.currentId();
           pulling.write(`id: ${lastSentId}\nevent: ${options.event}\ndata: ${JSON.stringify(value)}\n\n`);
-          waitingSince = performance.now();
+          // Until the stream asks for more, which it does at once while its queue has room.
+          owner.waiting();
         } catch {
           pulling.end(errorMessage({ message: 'Internal error' }));
         }
       },
       cancel() {
         // The client went away.
+        owner.end('client-gone');
         finish();
       },
     },
-    { highWaterMark: STREAM_QUEUE_BYTES, size: (chunk) => chunk.byteLength },
+    { highWaterMark: BYTE_BOUNDS.streamQueue, size: (chunk) => chunk.byteLength },
   );
   return new fetchAPI.Response(body, {
     status: 200,

@@ -308,8 +308,7 @@ export async function runStream<C extends RestContext>(
     event: stream.event,
     currentId: () => cursor.current,
     heartbeatMs: context.live.heartbeatMs,
-    stallMs: context.live.stallMs,
-    signal: request.signal,
+    owner: context.live.governor.ownerOf(request),
     target,
     fetchAPI: yoga.fetchAPI,
   });

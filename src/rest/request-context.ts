@@ -1,4 +1,5 @@
 import type { ApplicationCategoryLookup } from '../domain/connection-input.js';
+import type { Governor } from '../governor/governor.js';
 import type { GuardOptions } from '../domain/ssrf-guard.js';
 import type { ListExport } from '../query/list-export.js';
 import type { RowCapture } from '../query/row-capture.js';
@@ -14,8 +15,10 @@ export interface RestContext {
   webhooks: GuardOptions;
   /** The catalog, for a new connection's body check. */
   applicationCategory: ApplicationCategoryLookup;
-  /** How an event stream keeps the connection alive and when it gives up on a stalled client. */
-  live: { heartbeatMs: number; stallMs: number | undefined };
+  /** How an event stream keeps the connection alive, and the governor its stream and an export are leased from. */
+  live: { heartbeatMs: number; governor: Governor };
+  /** The HTTP request: the owner of what it leases. */
+  request?: Request;
   /** Set by an event stream: where to resume, and the id of the event being delivered. */
   streamCursor?: { after?: number; current: number };
   /** Set by an export: the batches it reads, and the list field's row reader (query/list-export.ts). */
