@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnection, deleteConnection, updateConnection } from '../src/db/connection-writes.js';
-import { deleteOldEvents, lastEventId, readEvents, type StoredEvent } from '../src/db/events.js';
+import { deleteOldEvents, lastEventId, readEventPage, type StoredEvent } from '../src/db/events.js';
 import { withinTransaction } from '../src/db/write-transactions.js';
 import { claimSync, expireLeases, finishSync, reportSyncProgress, scheduleDueSyncs, triggerSync } from '../src/db/sync-runs.js';
 import { runSchedulerTick } from '../src/scheduler.js';
@@ -22,6 +22,10 @@ describe.each(databaseKinds)('the event log on %s', (kind) => {
     globex = await createTenant(db, 'globex');
   });
   afterAll(() => db?.dispose());
+
+  /** Every event of `tenant` after `after`, in one page. */
+  const readEvents = async (sql: typeof db.raw, tenant: string, after: number) =>
+    (await readEventPage(sql, tenant, after, { rows: 10_000, bytes: 1e9 })).events;
 
   /** Runs `write` and returns the events of `tenant` it appended. */
   async function eventsOf(tenant: string, write: () => Promise<unknown>): Promise<StoredEvent[]> {

@@ -39,6 +39,8 @@ export interface StoredEvent extends Omit<NewEvent, 'webhookData' | 'connectionI
   tenantId: string;
   id: number;
   createdAt: Date;
+  /** The payload's size as JSON text, as read from the log: what holding the event costs a stream. */
+  bytes?: number;
 }
 
 /**
@@ -163,20 +165,50 @@ interface EventRow {
   subjectId: string;
   payload: Record<string, unknown>;
   createdAt: Date;
+  bytes: number;
+  rowsRead: string;
 }
 
-/** The tenant's events after `afterId`, oldest first. */
-export async function readEvents(sql: Pick<RawSql, 'query'>, tenantId: string, afterId: number, limit = 1000): Promise<StoredEvent[]> {
-  const rows = await sql.query<EventRow>(
-    `SELECT "e"."tenant_id" AS "tenantId", "e"."id"::text AS "id", "e"."type", "e"."subject_id" AS "subjectId",
-            "e"."payload", "e"."created_at" AS "createdAt"
-     FROM "public"."events" AS "e"
-     WHERE "e"."tenant_id" = $1 AND "e"."id" > $2::bigint
-     ORDER BY "e"."id"
-     LIMIT $3`,
-    [tenantId, String(afterId), limit],
+/** Events of one read of the log, and whether more may follow them. */
+export interface EventPage {
+  events: StoredEvent[];
+  more: boolean;
+}
+
+/**
+ * The tenant's events after `afterId`, oldest first: at most `rows`, and no more than `bytes` of payload (the
+ * first event always, whatever its size), so a page of the log costs a bounded amount of memory even when each
+ * event is large. The byte bound is applied by PostgreSQL to the rows of the page, not to the whole log.
+ */
+export async function readEventPage(
+  sql: Pick<RawSql, 'query'>,
+  tenantId: string,
+  afterId: number,
+  { rows, bytes }: { rows: number; bytes: number },
+): Promise<EventPage> {
+  const read = await sql.query<EventRow>(
+    `WITH "page" AS (
+       SELECT "e"."tenant_id", "e"."id", "e"."type", "e"."subject_id", "e"."payload", "e"."created_at",
+              octet_length("e"."payload"::text) AS "bytes"
+       FROM "public"."events" AS "e"
+       WHERE "e"."tenant_id" = $1 AND "e"."id" > $2::bigint
+       ORDER BY "e"."id"
+       LIMIT $3),
+     "sized" AS (
+       SELECT "page".*, sum("page"."bytes") OVER (ORDER BY "page"."id") AS "running",
+              row_number() OVER (ORDER BY "page"."id") AS "n", count(*) OVER () AS "rows_read" FROM "page")
+     SELECT "s"."tenant_id" AS "tenantId", "s"."id"::text AS "id", "s"."type", "s"."subject_id" AS "subjectId", "s"."payload",
+            "s"."created_at" AS "createdAt", "s"."bytes", "s"."rows_read"::text AS "rowsRead"
+     FROM "sized" AS "s"
+     WHERE "s"."running" <= $4 OR "s"."n" = 1
+     ORDER BY "s"."id"`,
+    [tenantId, String(afterId), rows, bytes],
   );
-  return rows.map((row) => ({ ...row, id: Number(row.id) }));
+  const rowsRead = read.length > 0 ? Number(read[0]!.rowsRead) : 0;
+  return {
+    events: read.map(({ rowsRead: _, ...row }) => ({ ...row, id: Number(row.id) })),
+    more: read.length < rowsRead || rowsRead === rows,
+  };
 }
 
 /** The tenant's last event id (0 before its first event). */

@@ -80,8 +80,8 @@ export interface Holder {
   credential?: string | undefined;
 }
 
-/** What the ending of a lease taken away (stall, fairness, shutdown) tells its transport: the retryable ending to send. */
-export type Ending = (reason: EndReason, message: string) => void;
+/** Called when the governor ends an owner (stall, shutdown): the transport sends its retryable ending (endingMessage). */
+export type Ending = (reason: EndReason) => void;
 
 /**
  * The transport's side of a request that holds leases: its client, and the bytes queued for that client. It ends
@@ -125,11 +125,11 @@ export class LeaseOwner {
     this.endings.push(ending);
   }
 
-  /** Ends the owner and every lease it holds (once). */
-  end(reason: EndReason, message?: string): void {
+  /** Ends the owner and every lease it holds (once); an end the client did not ask for is told to it first. */
+  end(reason: EndReason): void {
     if (this.endedBy) return;
     this.endedBy = reason;
-    if (reason !== 'done' && reason !== 'client-gone' && message) for (const ending of this.endings) ending(reason, message);
+    if (reason !== 'done' && reason !== 'client-gone') for (const ending of this.endings) ending(reason);
     for (const lease of [...this.leases]) lease.end(reason);
     this.controller.abort(reason);
   }
@@ -280,7 +280,7 @@ export class Governor {
   /** An owner for a transport's connection (a WebSocket); `client` aborts when its client leaves. */
   owner(label: string, client?: AbortSignal): LeaseOwner {
     const owner = new LeaseOwner(label, this.stallMs, client);
-    if (this.closed) queueMicrotask(() => owner.end('shutdown', endingMessage('shutdown')));
+    if (this.closed) queueMicrotask(() => owner.end('shutdown'));
     return owner;
   }
 
@@ -394,7 +394,7 @@ export class Governor {
     this.closed = true;
     for (const state of Object.values(this.resources)) {
       for (const lease of [...state.leases]) {
-        if (lease.owner) lease.owner.end('shutdown', endingMessage('shutdown'));
+        if (lease.owner) lease.owner.end('shutdown');
         else lease.end('shutdown');
       }
     }
@@ -416,10 +416,12 @@ export class Governor {
     const noun = resource === 'stream' ? 'open streams' : resource === 'export' ? 'exports under way' : `${resource} leases`;
     if (limits.perCredential !== undefined && holder.credential !== undefined) {
       const held = state.byCredential.count(holder.credential);
-      if (held >= limits.perCredential) return busy('RATE_LIMITED', `This credential has ${held} ${noun}, the most it may hold; end one first`);
+      if (held >= limits.perCredential)
+        return busy('RATE_LIMITED', `This credential has ${held} ${noun}, the most it may hold; end one first`);
     }
     const tenantHeld = state.byTenant.count(holder.tenant);
-    if (tenantHeld >= limits.perTenant) return busy('RATE_LIMITED', `This tenant has ${tenantHeld} ${noun}, the most it may hold; end one first`);
+    if (tenantHeld >= limits.perTenant)
+      return busy('RATE_LIMITED', `This tenant has ${tenantHeld} ${noun}, the most it may hold; end one first`);
     if (limits.whenFull === 'keep-room' && tenantHeld >= this.shareOf(resource, holder.tenant)) {
       return busy('RATE_LIMITED', `This tenant holds its fair share of ${noun}; retry shortly`);
     }
@@ -509,24 +511,27 @@ export class Governor {
         if (!owner) continue;
         if (owner.ended) lease.end('outlived');
         else if (owner.waitingSince !== undefined && now - owner.waitingSince >= owner.stallMs) {
-          owner.end('stalled', endingMessage('stalled', owner.stallMs));
+          owner.end('stalled');
         }
       }
     }
   }
 }
 
-/** What a client is told when the governor ends its lease: each reason retryable, as UNAVAILABLE. */
-export function endingMessage(reason: EndReason, stallMs = DEFAULT_STALL_MS): string {
+/**
+ * What a client is told when the governor ends its lease, each reason retryable (UNAVAILABLE); `resume` names
+ * where to resume from (` with Last-Event-ID 7`).
+ */
+export function endingMessage(reason: EndReason, stallMs = DEFAULT_STALL_MS, resume = ''): string {
   switch (reason) {
     case 'stalled':
-      return `The stream fell behind: its client took nothing for ${stallMs / 1000} s; reconnect to resume`;
+      return `The stream fell behind: its client took nothing for ${stallMs / 1000} s; reconnect${resume} to resume`;
     case 'taken-for-fairness':
-      return 'The server is full and this tenant holds more than its share of it; reconnect to resume';
+      return `The server is full and this tenant holds more than its share of it; reconnect${resume} to resume`;
     case 'shutdown':
-      return 'The server is shutting down; reconnect to resume';
+      return `The server is shutting down; reconnect${resume} to resume`;
     default:
-      return 'The stream ended; reconnect to resume';
+      return `The stream ended; reconnect${resume} to resume`;
   }
 }
 

@@ -14,7 +14,7 @@ import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { executeWithinDeadline, withinDeadline } from '../plugins/use-deadline.js';
 import { socketError } from '../plugins/use-request-error-codes.js';
-import { KeyedCounts } from '../governor/governor.js';
+import { BYTE_BOUNDS, endingMessage, KeyedCounts, type Governor, type LeaseOwner } from '../governor/governor.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
 // GraphQL: the admission spine's adapter for it (src/http/admission.ts). The upgrade is refused for a bad Host
@@ -32,6 +32,8 @@ export interface WebSocketGateway {
   admission: Admission;
   /** The credential of an upgrade: its Authorization header, or its session cookie (a cross-site one throws 403). */
   credentialOfUpgrade(req: IncomingMessage): string | null;
+  /** The governor a socket's subscriptions lease their slots from; the socket is their owner. */
+  live: { governor: Governor };
 }
 
 export interface WebSocketOptions {
@@ -46,11 +48,15 @@ export interface WebSocketOptions {
 
 export const DEFAULT_WEBSOCKET_LIMITS = { perCredential: 20, perAddress: 100, connectionInitWaitMs: 3000 } as const;
 
+/** Messages a socket may send before its connection is acknowledged (connection_init, and a few pings). */
+export const MAX_MESSAGES_BEFORE_ACK = 8;
+
 /**
- * The close codes of a refused connection (graphql-ws uses 44xx for its own: 4400, 4401, 4403, 4408…), and
- * WebSocket's own for a message that is not UTF-8 (as ws closes a text frame that is not).
+ * The close codes of a refused connection (graphql-ws uses 44xx for its own: 4400, 4401, 4403, 4408…),
+ * WebSocket's own for a message that is not UTF-8 (as ws closes a text frame that is not), and of a socket the
+ * governor ended (stalled, or at shutdown): 1013 Try Again Later, which graphql-ws clients retry.
  */
-export const WS_CLOSE = { unauthorized: 4401, forbidden: 4403, tooManySockets: 4429, notUtf8: 1007 } as const;
+export const WS_CLOSE = { unauthorized: 4401, forbidden: 4403, tooManySockets: 4429, notUtf8: 1007, tryAgainLater: 1013 } as const;
 
 type Enveloped = ReturnType<WebSocketGateway['getEnveloped']>;
 
@@ -58,7 +64,10 @@ type Enveloped = ReturnType<WebSocketGateway['getEnveloped']>;
 interface Extra {
   request: IncomingMessage;
   socket: WebSocket;
+  /** The socket in the governor: its subscriptions' leases end with it; it stalls when its client reads nothing. */
+  owner: LeaseOwner;
   viewer?: Viewer;
+  acknowledged?: boolean;
 }
 
 interface RootValue {
@@ -104,6 +113,13 @@ export function attachGraphqlWebSocket(
     connectionInitWaitTimeout: options.connectionInitWaitMs ?? DEFAULT_WEBSOCKET_LIMITS.connectionInitWaitMs,
     onConnect: async (ctx) => {
       const { request, socket } = ctx.extra;
+      // connection_init is a request of its own: counted against the client address's budget, before its
+      // credential is checked, so guessing tokens over a socket costs what it costs over HTTP.
+      const check = await admission.rateLimit(GRAPHQL_ENDPOINT, null, addressOf(request));
+      if (check?.refusal) {
+        socket.close(WS_CLOSE.tooManySockets, check.refusal.message.slice(0, 120));
+        return false;
+      }
       let viewer: Viewer | null;
       try {
         viewer = await admission.credential(authorizationOf(ctx.connectionParams, request, gateway));
@@ -124,6 +140,7 @@ export function attachGraphqlWebSocket(
       const release = byCredential.take(key);
       socket.once('close', release);
       ctx.extra.viewer = viewer;
+      ctx.extra.acknowledged = true;
       return true;
     },
     onSubscribe: async (ctx, _id, payload) => operationArgs(ctx, payload),
@@ -159,6 +176,8 @@ export function attachGraphqlWebSocket(
       method: 'POST',
       headers: authorization ? { authorization } : {},
     });
+    // What the operation leases belongs to the socket: it ends when the socket closes or stalls.
+    gateway.live.governor.adopt(httpRequest, ctx.extra.owner);
     const enveloped: Enveloped = gateway.getEnveloped({ req: request, request: httpRequest, params: payload });
     let document;
     try {
@@ -212,17 +231,39 @@ export function attachGraphqlWebSocket(
     socket.once('close', release);
     // A frame over maxPayload, or a broken frame: ws closes the socket itself (1009, 1002); nothing to print.
     socket.on('error', (error) => logger.debug({ err: error }, 'websocket closed on a protocol error'));
+    const owner = gateway.live.governor.owner('websocket');
+    socket.once('close', () => owner.end('client-gone'));
+    // Stalled (its client read nothing of a full queue for the stall time) or at shutdown: closed with a code
+    // clients retry; a socket whose client reads nothing may not take the close frame, so it is cut soon after.
+    owner.onEnding((reason) => {
+      socket.close(WS_CLOSE.tryAgainLater, endingMessage(reason, owner.stallMs).slice(0, 120));
+      setTimeout(() => socket.terminate(), 1000).unref();
+    });
+    const extra: Extra = { request, socket, owner };
+    let messagesBeforeAck = 0;
     const closed = protocol.opened(
       {
         protocol: socket.protocol,
+        // graphql-ws sends a subscription's next result once the last one is written: what waits is bounded by
+        // the socket's queue, and a queue its client does not take starts the owner's stall clock.
         send: (data) =>
           new Promise<void>((resolve, reject) => {
             if (socket.readyState !== socket.OPEN) return resolve();
-            socket.send(data, (error) => (error ? reject(error) : resolve()));
+            socket.send(data, (error) => {
+              if (socket.bufferedAmount <= BYTE_BOUNDS.streamQueue) owner.taking();
+              if (error) reject(error);
+              else resolve();
+            });
+            if (socket.bufferedAmount > BYTE_BOUNDS.streamQueue) owner.waiting();
           }),
         close: (code, reason) => socket.close(code, reason),
         onMessage: (handle) =>
           socket.on('message', (data, isBinary) => {
+            // Before its connection is acknowledged a socket may say little: connection_init and a few pings.
+            if (!extra.acknowledged && ++messagesBeforeAck > MAX_MESSAGES_BEFORE_ACK) {
+              socket.close(WS_CLOSE.tooManySockets, 'Too many messages before connection_init was acknowledged');
+              return;
+            }
             // ws checks a text frame's UTF-8 itself (1007); a binary one would be decoded with U+FFFD in place of
             // what is not UTF-8, and stored so.
             const text = isBinary ? decodeUtf8(data as Buffer) : String(data);
@@ -233,7 +274,7 @@ export function attachGraphqlWebSocket(
             });
           }),
       },
-      { request, socket },
+      extra,
     );
     socket.once('close', (code, reason) => void closed(code, String(reason)));
   });

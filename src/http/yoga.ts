@@ -256,8 +256,16 @@ export function createGateway({
     ...liveOptions,
     stallMs: liveOptions?.stallMs ?? config.STALL_MS,
     limits: {
-      stream: { perCredential: config.STREAMS_PER_CREDENTIAL, perTenant: config.STREAMS_PER_TENANT, perProcess: config.STREAMS_PER_PROCESS },
-      export: { perCredential: config.EXPORTS_PER_CREDENTIAL, perTenant: config.EXPORTS_PER_TENANT, perProcess: config.EXPORTS_PER_PROCESS },
+      stream: {
+        perCredential: config.STREAMS_PER_CREDENTIAL,
+        perTenant: config.STREAMS_PER_TENANT,
+        perProcess: config.STREAMS_PER_PROCESS,
+      },
+      export: {
+        perCredential: config.EXPORTS_PER_CREDENTIAL,
+        perTenant: config.EXPORTS_PER_TENANT,
+        perProcess: config.EXPORTS_PER_PROCESS,
+      },
       ...liveOptions?.limits,
     },
   });

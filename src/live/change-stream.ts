@@ -1,7 +1,8 @@
 import { Repeater } from 'graphql-yoga';
 import type { RawSql } from '../db/client.js';
-import { lastEventId, oldestEventId, readEvents, type StoredEvent } from '../db/events.js';
+import { lastEventId, oldestEventId, readEventPage, type StoredEvent } from '../db/events.js';
 import { ApiError } from '../errors.js';
+import { BYTE_BOUNDS } from '../governor/governor.js';
 import type { EventHub } from './event-hub.js';
 
 // One tenant's changes as an async iterator: what a GraphQL subscription and a REST event stream deliver.
@@ -39,18 +40,33 @@ export interface ChangeStreamOptions {
   guard?: (end: (error: ApiError) => void) => () => void;
   /** Called once when the stream ends, however it ends. */
   onEnd?: () => void;
-  /** Items a subscriber may leave unread before it is ended (it can resume with the last id it read). */
-  maxPending?: number;
+  /** Bytes of events a subscriber may leave unread before it is ended (it can resume with the last id it read). */
+  maxPendingBytes?: number;
 }
 
-/** Events read from the log at once when a stream replays it. */
-const REPLAY_PAGE = 200;
+/** Events read from the log at most at once when a stream replays it (and at most BYTE_BOUNDS.logPage of them). */
+const REPLAY_ROWS = 200;
+
+const sizes = new WeakMap<StoredEvent, number>();
+/** What holding an event costs: its payload's bytes as read from the log, or measured once for one made here. */
+function bytesOf(event: StoredEvent): number {
+  if (event.bytes !== undefined) return event.bytes;
+  let bytes = sizes.get(event);
+  if (bytes === undefined) {
+    bytes = JSON.stringify(event.payload).length;
+    sizes.set(event, bytes);
+  }
+  return bytes;
+}
 
 /** A stream of the tenant's changes; `return()` ends it and releases everything it held. */
 export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem> {
-  const { hub, sql, tenantId, matches, isLast, maxPending = 1000 } = options;
+  const { hub, sql, tenantId, matches, isLast, maxPendingBytes = BYTE_BOUNDS.streamPending } = options;
   return new Repeater<ChangeItem>(async (push, stop) => {
-    let pending = 0;
+    /** Bytes of the events delivered and not yet taken by the subscriber (one event alone may exceed the bound). */
+    let pendingBytes = 0;
+    /** Live events that arrived during the replay, and their bytes. */
+    let queuedBytes = 0;
     let ended = false;
     const end = (item?: ChangeItem) => {
       if (ended) return;
@@ -64,19 +80,20 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
       end({
         error: new ApiError(
           'UNAVAILABLE',
-          `The stream fell more than ${maxPending} events behind; reconnect with Last-Event-ID ${lastDelivered} to resume`,
+          `The stream fell more than ${maxPendingBytes} bytes of events behind; reconnect with Last-Event-ID ${lastDelivered} to resume`,
         ),
       });
     const deliver = (event: StoredEvent) => {
       if (ended) return;
-      if (pending >= maxPending) {
+      const bytes = bytesOf(event);
+      if (pendingBytes > 0 && pendingBytes + bytes > maxPendingBytes) {
         fellBehind();
         return;
       }
-      pending++;
+      pendingBytes += bytes;
       lastDelivered = event.id;
       lastTaken = push({ event }).then(
-        () => pending--,
+        () => (pendingBytes -= bytes),
         () => {},
       );
       if (isLast?.(event)) end();
@@ -113,24 +130,30 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
         tenantId,
         (event) => {
           if (!replaying) live(event);
-          // Live events wait while the log is replayed at the subscriber's pace: as many as it may fall behind.
-          else if (queued.length < maxPending) queued.push(event);
-          else fellBehind();
+          // Live events wait while the log is replayed at the subscriber's pace: as many bytes as it may fall behind.
+          else if (queuedBytes === 0 || queuedBytes + bytesOf(event) <= maxPendingBytes) {
+            queued.push(event);
+            queuedBytes += bytesOf(event);
+          } else fellBehind();
         },
         options.connectionId,
       );
       for (const event of initial) deliver(event);
       while (!ended) {
-        const events = await readEvents(sql, tenantId, takenUpTo, REPLAY_PAGE);
-        for (const event of events) {
+        // The log is read no faster than the subscriber takes it: a page is read once it has taken the last
+        // one, so a history of any length, in events of any size, costs one page of memory (BYTE_BOUNDS), and a
+        // subscriber that reads slowly is not ended for it.
+        if (pendingBytes > 0) await Promise.race([lastTaken, stop]);
+        if (ended) break;
+        const page = await readEventPage(sql, tenantId, takenUpTo, { rows: REPLAY_ROWS, bytes: maxPendingBytes });
+        for (const event of page.events) {
           takenUpTo = event.id;
           if (matches(event)) deliver(event);
         }
-        if (events.length < REPLAY_PAGE) break;
-        // The log is read no faster than the subscriber takes it: a history of any length costs a page or two
-        // of memory, and a subscriber that reads slowly is not ended for it.
-        if (pending >= REPLAY_PAGE) await Promise.race([lastTaken, stop]);
+        if (!page.more) break;
       }
+      // The live events that waited are delivered once the replay's last page is taken.
+      if (pendingBytes > 0) await Promise.race([lastTaken, stop]);
       replaying = false;
       for (const event of queued) live(event);
     } catch (error) {

@@ -1,5 +1,6 @@
 import type { Database } from '../db/client.js';
-import { connectionOfEvent, EVENTS_CHANNEL, lastEventId, readEvents, type StoredEvent } from '../db/events.js';
+import { BYTE_BOUNDS } from '../governor/governor.js';
+import { connectionOfEvent, EVENTS_CHANNEL, lastEventId, readEventPage, type StoredEvent } from '../db/events.js';
 import type { Logger } from '../logger.js';
 
 // The process-wide event hub: one LISTEN for the whole process (a dedicated PostgreSQL
@@ -169,12 +170,12 @@ export class EventHub {
         do {
           tenant.again = false;
           for (;;) {
-            const events = await readEvents(this.options.db.liveReads, tenantId, tenant.cursor, 500);
-            for (const event of events) {
+            const page = await readEventPage(this.options.db.liveReads, tenantId, tenant.cursor, { rows: 500, bytes: BYTE_BOUNDS.logPage });
+            for (const event of page.events) {
               tenant.cursor = event.id;
               this.deliver(tenant, event);
             }
-            if (events.length < 500) break;
+            if (!page.more) break;
           }
         } while (tenant.again && this.tenants.get(tenantId) === tenant);
       } catch (error) {

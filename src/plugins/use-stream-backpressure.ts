@@ -1,6 +1,6 @@
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
-import { BYTE_BOUNDS, type LeaseOwner, type Governor } from '../governor/governor.js';
+import { BYTE_BOUNDS, endingMessage, type LeaseOwner, type Governor } from '../governor/governor.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 
 /** The web streams of the server's fetch API (yoga's on Node.js), which a replaced answer must use. */
@@ -51,10 +51,10 @@ export function boundedEventStream(source: ReadableStream<Uint8Array>, streams: 
   return new streams.ReadableStream<Uint8Array>(
     {
       start(controller) {
-        owner.onEnding((_reason, message) => {
+        owner.onEnding((reason) => {
           if (ended) return;
           ended = true;
-          controller.enqueue(new TextEncoder().encode(lastEvent(message)));
+          controller.enqueue(new TextEncoder().encode(lastEvent(endingMessage(reason, owner.stallMs))));
           controller.close();
           void reader.cancel().catch(() => {});
         });

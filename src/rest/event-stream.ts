@@ -1,7 +1,7 @@
 import type { ExecutionResult } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
-import { BYTE_BOUNDS, type LeaseOwner } from '../governor/governor.js';
+import { BYTE_BOUNDS, endingMessage, type LeaseOwner } from '../governor/governor.js';
 import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './envelope.js';
 
 // A REST event stream (Server-Sent Events): what a route's subscription yields, one `event:` message per
@@ -85,9 +85,9 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
         };
         // The owner ends when the client leaves (without it a gone client is noticed at the next write, a
         // heartbeat away), and when the governor ends it: stalled, or at shutdown, with a retryable last message.
-        owner.onEnding((_reason, message) => {
-          const resume = lastSentId === undefined ? '' : ` (Last-Event-ID ${lastSentId})`;
-          end(errorMessage(new ApiError('UNAVAILABLE', `${message}${resume}`)));
+        owner.onEnding((reason) => {
+          const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
+          end(errorMessage(new ApiError('UNAVAILABLE', endingMessage(reason, owner.stallMs, resume))));
         });
         owner.signal.addEventListener('abort', () => end());
         // The client's reconnection delay, then a comment so headers and first bytes go out at once.
