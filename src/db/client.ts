@@ -27,10 +27,16 @@ export interface RawSql {
    * lines) without becoming strings or objects. On PostgreSQL it runs on the primary and is cancelled as any
    * statement when the request's time is up; on PGlite, in this process, the output is one chunk.
    */
-  copyRows(select: Sql, onChunk: (chunk: Buffer) => void): Promise<void>;
+  copyRows(select: Sql, onChunk: (chunk: Buffer) => void, room?: RoomForMore): Promise<void>;
   /** Runs `work` on one connection inside BEGIN/COMMIT, rolling back when it throws. */
   transaction<T>(work: (tx: TransactionSql) => Promise<T>): Promise<T>;
 }
+
+/**
+ * Asked after each chunk of a streamed read: null while the consumer has room for more, else a promise that
+ * settles when it has (the read waits until then).
+ */
+export type RoomForMore = () => Promise<void> | null;
 
 /** A statement runner inside an open transaction. */
 export interface TransactionSql extends Omit<RawSql, 'transaction' | 'copyRows'> {
@@ -96,6 +102,11 @@ interface DatabaseOptions {
   dataDir?: string | undefined;
   /** PostgreSQL pool size. */
   poolSize?: number;
+  /**
+   * PostgreSQL: connections of the exports' pool, one per export under way: the governor's `export` leases
+   * (EXPORTS_PER_PROCESS), so an export never waits for one (default: `poolSize`).
+   */
+  exportConnections?: number | undefined;
   /**
    * PostgreSQL: where read-only work may go (a read replica, or a balancer in front of several), with a pool of
    * `poolSize` of its own; see src/db/read-routing.ts.
@@ -179,7 +190,7 @@ function withQueryEvents({ kind, adapterFactory, raw, liveReads, close: closeDri
     raw: {
       ...raw,
       query: observed(raw.query.bind(raw)),
-      copyRows: (select, onChunk) => observe(select.text, select.values, () => raw.copyRows(select, onChunk)),
+      copyRows: (select, onChunk, room) => observe(select.text, select.values, () => raw.copyRows(select, onChunk, room)),
       // Statements inside a transaction (the write path) are observed as well.
       transaction: (work) =>
         raw.transaction((tx) =>
@@ -406,9 +417,10 @@ async function openPostgres(
     preparedStatements = true,
     readUrl,
     readMaxLagMs = DEFAULT_READ_MAX_LAG_MS,
+    exportConnections = poolSize,
   }: Pick<
     DatabaseOptions,
-    'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements' | 'readUrl' | 'readMaxLagMs'
+    'connectTimeoutMs' | 'queryTimeoutMs' | 'statementTimeoutMs' | 'preparedStatements' | 'readUrl' | 'readMaxLagMs' | 'exportConnections'
   >,
   /** What answers on the other end: PostgreSQL, or a server's PGlite through its local socket. */
   kind: DatabaseKind = 'postgres',
@@ -443,7 +455,7 @@ async function openPostgres(
   const livePool = poolOf(LIVE_POOL_SIZE);
   // COPY takes its connection whole, which pipeline mode cannot give: the exports' reads have a pool of their own,
   // opened on demand, so a long transfer does not hold one of the requests' connections either.
-  const copyPool = poolOf(poolSize, url, pg.Pool, false);
+  const copyPool = poolOf(exportConnections, url, pg.Pool, false);
   const cancellation = cancelStatementsOnAbort(pool);
   const copyCancellation = cancelStatementsOnAbort(copyPool);
   const replicaCancellation = readReplicas ? cancelStatementsOnAbort(readReplicas.pool) : undefined;
@@ -472,11 +484,14 @@ async function openPostgres(
     async query<Row>(sql: string, params: unknown[] = []) {
       return (await run(pool, sql, params, true)).rows as Row[];
     },
-    async copyRows(select, onChunk) {
+    async copyRows(select, onChunk, room) {
       // A checkout (copyPool.connect, which the cancellation watches), and pg's own Query, which hands each
       // CopyData message it parses to handleCopyData: the chunk is a view of what pg read from the socket. A
       // COPY cut short leaves the connection mid-protocol: it is destroyed rather than returned to the pool.
+      // While the consumer has no room for more, the connection's socket is not read: PostgreSQL's sends then
+      // wait, and what this process holds of the output is bounded by the consumer's queue and one socket read.
       const client = await copyPool.connect();
+      const socket = (client as unknown as { connection: { stream: { pause(): void; resume(): void } } }).connection.stream;
       let failed = false;
       try {
         await new Promise<void>((resolve, reject) => {
@@ -487,6 +502,12 @@ async function openPostgres(
               onChunk(chunk);
             } catch (error) {
               thrown = error;
+              return;
+            }
+            const waiting = room?.();
+            if (waiting) {
+              socket.pause();
+              void waiting.finally(() => socket.resume());
             }
           });
           query.on('error', reject);

@@ -103,18 +103,20 @@ export function syncOfEvent(event: Pick<StoredEvent, 'payload'>): Sync | null {
  */
 export async function appendEvents(tx: Tx, tenantId: string, events: readonly NewEvent[]): Promise<number[]> {
   if (events.length === 0) return [];
+  const payloads = events.map((e) => JSON.stringify(e.payload));
   const [row] = await tx.queryThenCommit<{ lastId: string }>(
     `WITH "seq" AS (
        INSERT INTO "public"."event_sequences" AS "q" ("tenant_id", "last_id") VALUES ($1, $2)
        ON CONFLICT ("tenant_id") DO UPDATE SET "last_id" = "q"."last_id" + $2
        RETURNING "q"."last_id"
      ), "new" AS (
-       SELECT "seq"."last_id" - $2 + "e"."n" AS "id", "e"."type", "e"."subject_id", "e"."payload", "e"."message", "e"."connection_id"
-       FROM "seq", unnest($3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[])
-         WITH ORDINALITY AS "e"("type", "subject_id", "payload", "message", "connection_id", "n")
+       SELECT "seq"."last_id" - $2 + "e"."n" AS "id", "e"."type", "e"."subject_id", "e"."payload", "e"."message", "e"."connection_id",
+              "e"."payload_bytes"
+       FROM "seq", unnest($3::text[], $4::text[], $5::jsonb[], $6::jsonb[], $7::text[], $11::int[])
+         WITH ORDINALITY AS "e"("type", "subject_id", "payload", "message", "connection_id", "payload_bytes", "n")
      ), "logged" AS (
-       INSERT INTO "public"."events" ("tenant_id", "id", "type", "subject_id", "payload")
-       SELECT $1, "new"."id", "new"."type", "new"."subject_id", "new"."payload" FROM "new"
+       INSERT INTO "public"."events" ("tenant_id", "id", "type", "subject_id", "payload", "payload_bytes")
+       SELECT $1, "new"."id", "new"."type", "new"."subject_id", "new"."payload", "new"."payload_bytes" FROM "new"
      ), "outbox" AS (
        INSERT INTO "public"."webhook_deliveries" ("id", "tenant_id", "endpoint_id", "event_id", "event_type", "payload")
        SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), $1, "w"."id", "new"."id", "new"."type",
@@ -145,12 +147,13 @@ export async function appendEvents(tx: Tx, tenantId: string, events: readonly Ne
       events.length,
       events.map((e) => e.type),
       events.map((e) => e.subjectId),
-      events.map((e) => JSON.stringify(e.payload)),
+      payloads,
       events.map((e) => (e.webhookData ? JSON.stringify(e.webhookData) : null)),
       events.map((e) => e.connectionId ?? null),
       EVENTS_CHANNEL,
       WEBHOOKS_CHANNEL,
       MAX_DELIVERIES_PER_EVENT,
+      payloads.map((text) => Buffer.byteLength(text)),
     ],
   );
   const last = Number(row!.lastId);
@@ -178,7 +181,8 @@ export interface EventPage {
 /**
  * The tenant's events after `afterId`, oldest first: at most `rows`, and no more than `bytes` of payload (the
  * first event always, whatever its size), so a page of the log costs a bounded amount of memory even when each
- * event is large. The byte bound is applied by PostgreSQL to the rows of the page, not to the whole log.
+ * event is large. The bound is applied by PostgreSQL, on each event's stored size (payload_bytes), to the rows of
+ * the page only.
  */
 export async function readEventPage(
   sql: Pick<RawSql, 'query'>,
@@ -188,8 +192,7 @@ export async function readEventPage(
 ): Promise<EventPage> {
   const read = await sql.query<EventRow>(
     `WITH "page" AS (
-       SELECT "e"."tenant_id", "e"."id", "e"."type", "e"."subject_id", "e"."payload", "e"."created_at",
-              octet_length("e"."payload"::text) AS "bytes"
+       SELECT "e"."tenant_id", "e"."id", "e"."type", "e"."subject_id", "e"."payload", "e"."created_at", "e"."payload_bytes" AS "bytes"
        FROM "public"."events" AS "e"
        WHERE "e"."tenant_id" = $1 AND "e"."id" > $2::bigint
        ORDER BY "e"."id"

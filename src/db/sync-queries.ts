@@ -4,7 +4,7 @@ import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, anyOf, arrayLiteral, compareSql, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 import type { OrderKey } from '../query/filter.js';
 import { binaryTimestampText, timestampTextSql, type TimestampText } from '../timestamps.js';
-import type { RawSql } from './client.js';
+import type { RawSql, RoomForMore } from './client.js';
 import { pageSql } from './list-reads.js';
 import type { BinaryValue, RowFields } from '../query/list-export.js';
 import { CopyBinaryTuples } from './copy-binary.js';
@@ -184,6 +184,7 @@ export async function readSyncExportRows(
   connectionId: string | null,
   properties: readonly SyncProperty[],
   onRow: (row: RowFields) => void,
+  room?: RoomForMore,
 ): Promise<{ rows: number; lastKeys: unknown[] | null }> {
   const columns = [...properties.map((property) => SYNC_ROW_COLUMNS[property].column), ...query.keys.map((key) => key.column.sql)];
   const statement = pageOf(query, raw(columns.join(', ')), connectionScope(connectionId));
@@ -191,7 +192,7 @@ export async function readSyncExportRows(
     row.keepFields(properties.length);
     onRow(row);
   });
-  await db.copyRows(statement, (chunk) => tuples.push(chunk));
+  await db.copyRows(statement, (chunk) => tuples.push(chunk), room);
   tuples.end();
   if (tuples.rows === 0) return { rows: 0, lastKeys: null };
   const kinds = query.keys.map((key) => key.column.kind);

@@ -16,7 +16,17 @@ import { ApiError } from '../errors.js';
 // - An owner that keeps a full queue for its stall time is ended, with the transport's retryable ending.
 
 /** Why a lease ended: counted in /metrics by resource. */
-export const END_REASONS = ['done', 'client-gone', 'stalled', 'error', 'revoked', 'taken-for-fairness', 'shutdown', 'outlived'] as const;
+export const END_REASONS = [
+  'done',
+  'client-gone',
+  'stalled',
+  'fell-behind',
+  'error',
+  'revoked',
+  'taken-for-fairness',
+  'shutdown',
+  'outlived',
+] as const;
 export type EndReason = (typeof END_REASONS)[number];
 
 /** How a resource is shared when it is full. */
@@ -61,8 +71,11 @@ export const RESOURCE_NAMES = Object.keys(RESOURCES) as ResourceName[];
 export const BYTE_BOUNDS = {
   /** What a stream's transport queues for its client before it reads no further from its subscription. */
   streamQueue: 64 * 1024,
-  /** Events a subscription holds that its transport has not taken; past it, the stream fell behind. */
-  streamPending: 256 * 1024,
+  /**
+   * Events a subscription holds that its transport has not taken; past it, the stream fell behind. Larger than
+   * a page of the log, which the event hub hands to every subscriber at once.
+   */
+  streamPending: 1024 * 1024,
   /** Events read from the log at once, by a replay or by the event hub. */
   logPage: 256 * 1024,
   /** An export's bytes written and not yet taken by its client: past it, its reads pause. */
@@ -78,6 +91,11 @@ const SWEEP_MS = 500;
 export interface Holder {
   tenant: string;
   credential?: string | undefined;
+}
+
+/** The holder of a credential's lease: its tenant, and its token (or for a JWT or session, its subject). */
+export function holderOf(viewer: { tenantId: string; tokenId?: string | undefined; credential?: string; subject?: string }): Holder {
+  return { tenant: viewer.tenantId, credential: viewer.tokenId ?? `${viewer.credential}:${viewer.tenantId}:${viewer.subject}` };
 }
 
 /** Called when the governor ends an owner (stall, shutdown): the transport sends its retryable ending (endingMessage). */
@@ -526,6 +544,8 @@ export function endingMessage(reason: EndReason, stallMs = DEFAULT_STALL_MS, res
   switch (reason) {
     case 'stalled':
       return `The stream fell behind: its client took nothing for ${stallMs / 1000} s; reconnect${resume} to resume`;
+    case 'fell-behind':
+      return `The stream fell more than ${BYTE_BOUNDS.streamPending / 1024} KiB of events behind its client; reconnect${resume} to resume`;
     case 'taken-for-fairness':
       return `The server is full and this tenant holds more than its share of it; reconnect${resume} to resume`;
     case 'shutdown':

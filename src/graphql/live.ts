@@ -5,7 +5,7 @@ import { connectionExists, runOf } from '../db/stream-reads.js';
 import { SYNC_TRANSITIONS } from '../domain/sync-lifecycle.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
 import { ApiError } from '../errors.js';
-import { endingMessage } from '../governor/governor.js';
+import { endingMessage, holderOf } from '../governor/governor.js';
 import { changeStream, streamStart, type ChangeItem, type ChangeStreamOptions, type StreamStart } from '../live/change-stream.js';
 import { builder } from './builder.js';
 import { Connection, connectionById } from './connection.js';
@@ -35,11 +35,7 @@ async function subscribeChanges(
 ): Promise<AsyncIterable<ChangeItem>> {
   const viewer = requireViewer(context);
   const { governor } = context.live;
-  const lease = governor.lease(
-    'stream',
-    { tenant: viewer.tenantId, credential: viewer.tokenId ?? `${viewer.credential}:${viewer.tenantId}:${viewer.subject}` },
-    governor.ownerOf(context.request),
-  );
+  const lease = governor.lease('stream', holderOf(viewer), governor.ownerOf(context.request));
   try {
     const hub = await context.live.startedHub();
     const authorization = context.authorization ?? '';
@@ -62,6 +58,7 @@ async function subscribeChanges(
         };
       },
       onEnd: () => lease.end('done'),
+      onFellBehind: () => lease.owner?.end('fell-behind'),
     });
     return items;
   } catch (error) {

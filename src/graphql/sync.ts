@@ -255,13 +255,14 @@ builder.queryFields((t) => ({
           context.listExport,
           {
             valueOf: (property) => syncExportValue(property as SyncProperty),
-            read: (properties, after, take, onRow) =>
+            read: (properties, after, take, onRow, room) =>
               readSyncExportRows(
                 raw,
                 { ...query, ...keysetOrder(query.keys, after), take },
                 connectionId,
                 properties as SyncProperty[],
                 onRow,
+                room,
               ),
           },
           window,

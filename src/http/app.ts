@@ -104,6 +104,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATA_DIR,
     poolSize: config.DATABASE_POOL_SIZE,
+    exportConnections: config.EXPORTS_PER_PROCESS,
     readUrl: config.DATABASE_READ_URL,
     readMaxLagMs: config.DATABASE_READ_MAX_LAG_MS,
     preparedStatements: config.DATABASE_PREPARED_STATEMENTS === 'on',

@@ -113,25 +113,23 @@ export function attachGraphqlWebSocket(
     connectionInitWaitTimeout: options.connectionInitWaitMs ?? DEFAULT_WEBSOCKET_LIMITS.connectionInitWaitMs,
     onConnect: async (ctx) => {
       const { request, socket } = ctx.extra;
-      // connection_init is a request of its own: counted against the client address's budget, before its
-      // credential is checked, so guessing tokens over a socket costs what it costs over HTTP.
-      const check = await admission.rateLimit(GRAPHQL_ENDPOINT, null, addressOf(request));
-      if (check?.refusal) {
-        socket.close(WS_CLOSE.tooManySockets, check.refusal.message.slice(0, 120));
+      // A connection_init that presents no credential, or one refused, counts against the client address's
+      // budget, as a request without a valid credential does: past it, the socket closes with 4429, so guessing
+      // tokens over sockets is as slow as over HTTP.
+      const refuse = async (code: number, reason: string) => {
+        const check = await admission.rateLimit(GRAPHQL_ENDPOINT, null, addressOf(request));
+        if (check?.refusal) socket.close(WS_CLOSE.tooManySockets, check.refusal.message.slice(0, 120));
+        else socket.close(code, reason.slice(0, 120));
         return false;
-      }
+      };
       let viewer: Viewer | null;
       try {
         viewer = await admission.credential(authorizationOf(ctx.connectionParams, request, gateway));
       } catch (error) {
         const forbidden = (error as ApiError).extensions?.http?.status === 403;
-        socket.close(forbidden ? WS_CLOSE.forbidden : WS_CLOSE.unauthorized, (error as ApiError).message.slice(0, 120));
-        return false;
+        return refuse(forbidden ? WS_CLOSE.forbidden : WS_CLOSE.unauthorized, (error as ApiError).message);
       }
-      if (!viewer) {
-        socket.close(WS_CLOSE.unauthorized, 'A credential is required: send Authorization in connection_init');
-        return false;
-      }
+      if (!viewer) return refuse(WS_CLOSE.unauthorized, 'A credential is required: send Authorization in connection_init');
       const key = credentialKey(viewer);
       if (byCredential.count(key) >= perCredential) {
         socket.close(WS_CLOSE.tooManySockets, `This credential has ${perCredential} open WebSockets, the most it may hold`);

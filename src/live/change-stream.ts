@@ -42,6 +42,11 @@ export interface ChangeStreamOptions {
   onEnd?: () => void;
   /** Bytes of events a subscriber may leave unread before it is ended (it can resume with the last id it read). */
   maxPendingBytes?: number;
+  /**
+   * Called when the subscriber fell behind, before the stream ends with its error item: the transport's owner
+   * ends, so that the client gets its transport's retryable ending rather than a final error.
+   */
+  onFellBehind?: () => void;
 }
 
 /** Events read from the log at most at once when a stream replays it (and at most BYTE_BOUNDS.logPage of them). */
@@ -76,13 +81,15 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
     };
     // The promise of the last item pushed: settled once the subscriber has taken it (or the stream ended).
     let lastTaken: Promise<unknown> = Promise.resolve();
-    const fellBehind = () =>
+    const fellBehind = () => {
+      options.onFellBehind?.();
       end({
         error: new ApiError(
           'UNAVAILABLE',
           `The stream fell more than ${maxPendingBytes} bytes of events behind; reconnect with Last-Event-ID ${lastDelivered} to resume`,
         ),
       });
+    };
     const deliver = (event: StoredEvent) => {
       if (ended) return;
       const bytes = bytesOf(event);

@@ -42,13 +42,14 @@ export interface ListRowReader {
    * Up to `take` rows after the row whose sort keys read `after` (null: from the first), in the list's order,
    * each handed to `onRow` as it arrives: the values of `properties`, in order, as PostgreSQL sends them
    * (valueOf). Resolves with how many there were and the last one's sort keys' values (where the next batch
-   * starts).
+   * starts). `room` says when the consumer has no room for more: the read then waits.
    */
   read(
     properties: readonly string[],
     after: readonly unknown[] | null,
     take: number,
     onRow: (row: RowFields) => void,
+    room?: () => Promise<void> | null,
   ): Promise<{ rows: number; lastKeys: unknown[] | null }>;
 }
 

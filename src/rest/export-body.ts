@@ -28,10 +28,13 @@ export interface ExportBodySource {
   readBatch(sink: PieceSink): Promise<boolean>;
   /** The export's end, reported once (later calls are ignored): all of it read, the client gone, or a failure. */
   finish(outcome: 'complete' | 'client closed' | 'failed', error?: unknown): void;
+  /** Told when the client has taken nothing of a full queue (its stall clock runs), and when it takes again. */
+  owner: { waiting(): void; taking(): void };
 }
 
 export class ExportBody extends Readable {
   private mode: 'waiting' | 'read' | 'written' = 'waiting';
+  private response: ServerResponse | undefined;
   private reading = false;
   /** Whether the stream asked for more (_read) since the last batch began. */
   private wanted = false;
@@ -49,6 +52,7 @@ export class ExportBody extends Readable {
   override pipe<T extends NodeJS.WritableStream>(destination: T, options?: { end?: boolean }): T {
     if (!(destination instanceof ServerResponse) || this.mode !== 'waiting') return super.pipe(destination, options);
     this.mode = 'written';
+    this.response = destination;
     void this.writeTo(destination, options?.end !== false);
     return destination;
   }
@@ -62,11 +66,17 @@ export class ExportBody extends Readable {
     const spare: Buffer[] = [];
     let unwritten = 0;
     let gone = false;
-    let wake: (() => void) | null = null;
+    /** Who waits for the client to take what is written: the next batch, or a batch's read paused mid-way. */
+    let wakes: (() => void)[] = [];
     const awake = () => {
-      const resume = wake;
-      wake = null;
-      resume?.();
+      const resume = wakes;
+      wakes = [];
+      if (resume.length > 0) this.source.owner.taking();
+      for (const wake of resume) wake();
+    };
+    const untilTaken = () => {
+      this.source.owner.waiting();
+      return new Promise<void>((resolve) => wakes.push(resolve));
     };
     response.once('close', () => {
       gone = !response.writableFinished;
@@ -83,13 +93,14 @@ export class ExportBody extends Readable {
           if (unwritten <= this.queuedBytes) awake();
         });
       },
+      room: () => (unwritten > this.queuedBytes && !gone ? untilTaken() : null),
     };
     try {
       for (const piece of this.source.first) sink.send(piece.buffer, piece.length);
       while (this.more) {
         if (gone || this.destroyed) return this.source.finish('client closed');
         if (unwritten > this.queuedBytes) {
-          await new Promise<void>((resolve) => (wake = resolve));
+          await untilTaken();
           continue;
         }
         this.more = await this.source.readBatch(sink);
@@ -100,6 +111,13 @@ export class ExportBody extends Readable {
       this.source.finish('failed', error);
       response.destroy();
     }
+  }
+
+  /** Cuts the transfer off (no last chunk), so its client can tell it from a whole one. */
+  cut(reason: string): void {
+    this.source.finish('failed', new Error(`export ended: ${reason}`));
+    if (this.response) this.response.destroy();
+    else this.destroy(new Error(`export ended: ${reason}`));
   }
 
   override _read(): void {

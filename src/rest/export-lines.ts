@@ -30,6 +30,8 @@ export interface PieceSink {
   buffer(): Buffer;
   /** Sends bytes `[0, length)` of `buffer` (one `buffer()` gave, or a larger one of the writer's own) on. */
   send(buffer: Buffer, length: number): void;
+  /** Null while the client has room for more, else a promise that settles when it has: the read waits for it. */
+  room?(): Promise<void> | null;
 }
 
 /**

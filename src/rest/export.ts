@@ -9,6 +9,8 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
+import { ApiError } from '../errors.js';
+import { BYTE_BOUNDS, holderOf, type Lease } from '../governor/governor.js';
 import { JSON_TEXT_OF, type ListExport } from '../query/list-export.js';
 import { ExportBody, type Piece } from './export-body.js';
 import { BatchBytes, csvCell, csvLayout, type FieldSource, ndjsonLayout, PIECE_BYTES, type PieceSink } from './export-lines.js';
@@ -50,8 +52,6 @@ export const EXPORT_BATCH_ROWS = 1000;
  * less time than at 5,000 (docs/explanation/history-at-scale.md).
  */
 export const EXPORT_READ_ROWS = 20000;
-/** Pieces (export-lines.ts PIECE_BYTES) that may wait to be written or taken when the next batch is read. */
-export const EXPORT_QUEUED_PIECES = 16;
 /** Each batch's time limit (as a request's). */
 export const EXPORT_BATCH_TIMEOUT_MS = 30_000;
 /** The whole transfer's time limit: at the export's rate, far beyond any tenant's history. */
@@ -106,6 +106,9 @@ interface Batch {
   rows: number;
   after: unknown;
 }
+
+/** Where a list's reader reads its first batch from (a batch's `after` is otherwise a row's sort keys' values). */
+const FROM_THE_START = Symbol('from the start');
 
 /** Leaf types whose serializer writes a property's text (as the reader reads it) unchanged. */
 const TEXT_SERIALIZED = new Set(['String', 'ID', 'Boolean', 'Int', 'DateTime']);
@@ -181,6 +184,18 @@ export async function runExport<C extends RestContext>(
   const sources = fieldSources(exported);
   const listExport: ListExport = { batchRows: EXPORT_BATCH_ROWS, properties: sources?.map((source) => source.property) ?? null };
   const context: C = { ...pipeline.context, listExport };
+  // An export holds a connection of the exports' pool and its client's queue for as long as it streams: it is a
+  // lease of the governor's, capped per credential, per tenant and per process, ended with its owner (the
+  // request: its client gone, or stalled) or when the governor takes it back (fairness, shutdown).
+  const { governor } = context.live;
+  const owner = governor.ownerOf(context.request);
+  let lease: Lease;
+  try {
+    lease = governor.lease('export', holderOf(context.viewer!), owner);
+  } catch (error) {
+    if (error instanceof ApiError) return graphqlErrorResponse(error, target);
+    throw error;
+  }
   const document = exportDocument(route);
   const operationName = getOperationAST(document)?.name?.value;
 
@@ -199,7 +214,8 @@ export async function runExport<C extends RestContext>(
   // Reads the batch after `after` (null: the first), sending its bytes to `sink` in pieces as they are written,
   // and resolves with its rows and where the next starts (null after the last).
   let readBatch: (after: unknown, sink: PieceSink) => Promise<Batch>;
-  // The first batch is read before answering, so that a refusal is an error response rather than a cut stream.
+  // The operation runs before answering, so that a refusal is an error response rather than a cut stream. A
+  // list's reader then reads every batch as the client takes it; a list without one answers its first page.
   const first: Piece[] = [];
   if (format === 'csv') {
     const header = Buffer.from(csvHeader(fields));
@@ -218,11 +234,12 @@ export async function runExport<C extends RestContext>(
         withinBatchTime(async () => {
           // Each row's line is written from the row's own bytes as they arrive, each full piece sent on.
           const bytes = new BatchBytes(sink);
-          const read = await reader.read(properties, after as unknown[] | null, EXPORT_READ_ROWS, (row) => layout(row, bytes));
+          const from = after === FROM_THE_START ? null : (after as unknown[]);
+          const read = await reader.read(properties, from, EXPORT_READ_ROWS, (row) => layout(row, bytes), sink.room);
           bytes.end();
           return { rows: read.rows, after: read.rows === EXPORT_READ_ROWS ? read.lastKeys : null };
         });
-      firstBatch = await readBatch(null, firstSink);
+      firstBatch = { rows: 0, after: FROM_THE_START };
     } else {
       const write = format === 'ndjson' ? ndjsonLines : csvRows(fields);
       const batchOf = (read: ExportPage, sink: PieceSink): Batch => {
@@ -236,6 +253,7 @@ export async function runExport<C extends RestContext>(
       firstBatch = batchOf(page, firstSink);
     }
   } catch (error) {
+    lease.end('error');
     if (error instanceof BatchError) return error.response;
     throw error;
   }
@@ -246,6 +264,8 @@ export async function runExport<C extends RestContext>(
   const finish = (outcome: 'complete' | 'client closed' | 'failed', error?: unknown) => {
     if (finished) return;
     finished = true;
+    lease.end(outcome === 'complete' ? 'done' : outcome === 'client closed' ? 'client-gone' : 'error');
+    owner.end('done');
     if (outcome === 'failed') {
       log.error({ err: error instanceof BatchError ? error.message : error, req_id: target.requestId }, 'export stopped');
     }
@@ -265,7 +285,7 @@ export async function runExport<C extends RestContext>(
   signal.addEventListener('abort', () => finish('client closed'), { once: true });
 
   // Pieces go to the client as they are written (export-body.ts). A batch is read when no more than
-  // EXPORT_QUEUED_PIECES of those before it wait: at most about a batch waits, whatever the size.
+  // BYTE_BOUNDS.exportQueue of those wait: a read pauses while more wait, whatever the size of the rows.
   const body = new ExportBody(
     {
       first,
@@ -278,9 +298,15 @@ export async function runExport<C extends RestContext>(
         return next !== null;
       },
       finish,
+      owner,
     },
-    EXPORT_QUEUED_PIECES * PIECE_BYTES,
+    BYTE_BOUNDS.exportQueue,
   );
+  // Taken back by the governor (its client stalled, another tenant's fair share, shutdown): the transfer is cut,
+  // which its client can tell from a whole one.
+  lease.onEnd((reason) => {
+    if (reason !== 'done' && reason !== 'client-gone' && reason !== 'error') body.cut(reason);
+  });
   return new fetchAPI.Response(body as unknown as ReadableStream, {
     status: 200,
     headers: {

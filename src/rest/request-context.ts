@@ -10,7 +10,7 @@ import type { RowCapture } from '../query/row-capture.js';
  */
 export interface RestContext {
   /** The caller; null without a valid credential, which every route refuses (401). */
-  viewer: { tenantId: string; permissions: ReadonlySet<string> } | null;
+  viewer: { tenantId: string; permissions: ReadonlySet<string>; tokenId?: string; credential?: string; subject?: string } | null;
   /** The SSRF guard's setting, for the webhook body checks. */
   webhooks: GuardOptions;
   /** The catalog, for a new connection's body check. */
