@@ -25,7 +25,7 @@ import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { JSON_TEXT_OF } from '../query/list-export.js';
+import { JSON_TEXT_OF, WHOLE_BATCH_ROWS } from '../query/list-export.js';
 import { exportedPage, listPage, listType, offsetWindow, pageArgs, type PageWindow, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
@@ -254,6 +254,7 @@ builder.queryFields((t) => ({
         return exportedPage<Prisma.SyncGetPayload<object>>(
           context.listExport,
           {
+            batchRows: context.db.kind === 'pglite' ? WHOLE_BATCH_ROWS : undefined,
             valueOf: (property) => syncExportValue(property as SyncProperty),
             read: (properties, after, take, onRow, room) =>
               readSyncExportRows(

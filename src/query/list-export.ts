@@ -34,8 +34,17 @@ export interface RowFields {
   readonly lengths: Int32Array;
 }
 
+/**
+ * Rows per batch of a reader whose database hands a COPY's output over whole (PGlite, in this process): a batch
+ * is then held whole before it is written, so it is kept small. PostgreSQL's output streams, paused while the
+ * client's queue is full, and takes the export's larger batches.
+ */
+export const WHOLE_BATCH_ROWS = 1000;
+
 /** A list's rows for an export: the field's own question, read from a keyset position on. */
 export interface ListRowReader {
+  /** Rows per batch when the reader's output arrives whole (WHOLE_BATCH_ROWS); undefined when it streams. */
+  batchRows?: number | undefined;
   /** How each property the export asked for (ListExport.properties) arrives. */
   valueOf(property: string): BinaryValue;
   /**

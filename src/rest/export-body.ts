@@ -105,6 +105,9 @@ export class ExportBody extends Readable {
         }
         this.more = await this.source.readBatch(sink);
       }
+      // The export holds its lease until its client has taken what was written: bytes left in this process's
+      // buffers are still the export's, and a client that stops reading now is ended by the stall rule.
+      while (unwritten > 0 && !gone && !this.destroyed) await untilTaken();
       this.source.finish(gone ? 'client closed' : 'complete');
       if (end) response.end();
     } catch (error) {

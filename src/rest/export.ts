@@ -230,14 +230,15 @@ export async function runExport<C extends RestContext>(
       const typed = sources.map((source) => ({ ...source, value: reader.valueOf(source.property) }));
       const properties = typed.map((source) => source.property);
       const layout = format === 'ndjson' ? ndjsonLayout(typed) : csvLayout(typed);
+      const batchRows = reader.batchRows ?? EXPORT_READ_ROWS;
       readBatch = (after, sink) =>
         withinBatchTime(async () => {
           // Each row's line is written from the row's own bytes as they arrive, each full piece sent on.
           const bytes = new BatchBytes(sink);
           const from = after === FROM_THE_START ? null : (after as unknown[]);
-          const read = await reader.read(properties, from, EXPORT_READ_ROWS, (row) => layout(row, bytes), sink.room);
+          const read = await reader.read(properties, from, batchRows, (row) => layout(row, bytes), sink.room);
           bytes.end();
-          return { rows: read.rows, after: read.rows === EXPORT_READ_ROWS ? read.lastKeys : null };
+          return { rows: read.rows, after: read.rows === batchRows ? read.lastKeys : null };
         });
       firstBatch = { rows: 0, after: FROM_THE_START };
     } else {
