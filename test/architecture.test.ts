@@ -87,6 +87,7 @@ const NEVER_IMPORTS: Record<string, readonly string[]> = {
   webhooks: ['graphql', 'rest', 'plugins'],
   pages: ['db', 'graphql', 'auth'],
   auth: ['graphql', 'rest', 'plugins'],
+  governor: ['graphql', 'rest', 'plugins', 'db', 'live', 'auth', 'domain', 'webhooks', 'query', 'http'],
 };
 
 describe('the layering of src/', () => {

@@ -37,8 +37,8 @@ const STALL_MS = 800;
 const RELEASE_MS = 1000;
 
 /** The tests of other files that check the delivery worker's and the password hashes' cells. */
-const webhookTest = { file: './webhooks.test.ts', test: 'hostile tenants' };
-const hashTest = { file: './sign-in-throttle.test.ts', test: 'concurrent wrong passwords' };
+const webhookTest = { file: './webhooks.test.ts', test: "a third tenant's delivery arrives in under 3 s" };
+const hashTest = { file: './sign-in-throttle.test.ts', test: '250 concurrent wrong passwords' };
 
 /** A cell checked in this file, or by a named test of another file (which must exist there). */
 type Cell = { bound: string; check: () => Promise<void> } | { bound: string; coveredBy: { file: string; test: string } };
