@@ -142,7 +142,8 @@ export class ExportBody extends Readable {
     try {
       if (this.mode === 'waiting') {
         this.mode = 'read';
-        this.wanted = false;
+        // The first pieces (a CSV header) may be none: the stream then still wants the first batch.
+        this.wanted = this.source.first.length === 0;
         for (const piece of this.source.first) sink.send(piece.buffer, piece.length);
       }
       while (this.more && this.wanted && !this.destroyed) {
