@@ -7,7 +7,7 @@ import { ApiError } from '../errors.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Role } from '../generated/prisma/enums.js';
 import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
-import { hashPassword, passwordMatches, passwordWeakness } from './passwords.js';
+import { AT_ONCE, hashPassword, passwordMatches, passwordWeakness, type HashTurn } from './passwords.js';
 
 // Members: the people of a tenant (its organization), who sign in with an email and a password. An admin invites
 // an email; the invitation's code, shown once as a URL, lets its holder choose the password. A new invitation of
@@ -138,23 +138,28 @@ export async function inviteMember(
 
 /**
  * Sets the password of an invitation's member: the code works once, within its 7 days. A weak password is a 400
- * that says why and leaves the code usable. Every earlier session of the member ends.
+ * that says why and leaves the code usable. Every earlier session of the member ends. The code is looked up
+ * before the password is hashed, so an unknown one costs no hash; the hash takes its `turn`.
  */
 export async function acceptInvitation(
   db: Database,
   code: string,
   password: unknown,
   now: Date = new Date(),
+  turn: HashTurn = AT_ONCE,
 ): Promise<{ email: string; role: MemberRole; tenant: string }> {
   const codeHash = codeHashOf(code);
   const invalid = () => new ApiError('NOT_FOUND', 'This invitation is unknown, already used or expired: ask an admin for a new one');
   if (!codeHash) throw invalid();
+  const usable = { codeHash, usedAt: null, expiresAt: { gt: now } };
+  if ((await db.prisma.memberInvitation.count({ where: usable })) !== 1) throw invalid();
   const weakness = await passwordWeakness(password);
   if (weakness) throw new ApiError('INVALID_QUERY', weakness);
-  const passwordHash = await hashPassword(password as string);
+  const passwordHash = await hashPassword(password as string, turn);
   return db.prisma.$transaction(async (tx) => {
-    // Found by its code, as a token by its prefix: the code names its tenant.
-    const used = await tx.memberInvitation.updateMany({ where: { codeHash, usedAt: null, expiresAt: { gt: now } }, data: { usedAt: now } });
+    // Found by its code, as a token by its prefix: the code names its tenant. Used once, even by two requests
+    // that both found it usable.
+    const used = await tx.memberInvitation.updateMany({ where: usable, data: { usedAt: now } });
     if (used.count !== 1) throw invalid();
     const invitation = await tx.memberInvitation.findUniqueOrThrow({ where: { codeHash }, select: { tenantId: true, memberId: true } });
     await tx.memberSession.deleteMany({ where: { tenantId: invitation.tenantId, memberId: invitation.memberId } });
@@ -169,12 +174,13 @@ export async function acceptInvitation(
 
 /**
  * The member an email and a password sign in, or null. An unknown email costs the same hash verification as a
- * wrong password, so the answer's time does not tell the two apart.
+ * wrong password, so the answer's time does not tell the two apart. The verification takes its `turn`.
  */
 export async function memberOfPassword(
   db: Database,
   email: unknown,
   password: unknown,
+  turn: HashTurn = AT_ONCE,
 ): Promise<{ id: string; tenantId: string; email: string; role: MemberRole; tenant: string; tenantName: string } | null> {
   const normalized = typeof email === 'string' ? email.trim().toLowerCase() : '';
   const [row] =
@@ -193,7 +199,7 @@ export async function memberOfPassword(
           [normalized],
         )
       : [];
-  const matches = await passwordMatches(row?.password_hash ?? null, typeof password === 'string' ? password : '');
+  const matches = await passwordMatches(row?.password_hash ?? null, typeof password === 'string' ? password : '', turn);
   if (!row || !matches || (row.role !== 'admin' && row.role !== 'reader')) return null;
   return { id: row.id, tenantId: row.tenant_id, email: row.email, role: row.role, tenant: row.slug, tenantName: row.name };
 }

@@ -1,6 +1,11 @@
 // Passwords are hashed with argon2id at OWASP's first recommended setting (19 MiB, 2 passes, 1 lane): memory-hard,
 // so a stolen table costs an attacker as much memory per guess. The PHC string keeps the parameters beside the
-// hash, so a later change of setting still verifies the passwords hashed before it.
+// hash, so a later change of setting still verifies the passwords hashed before it. Each hash and verification
+// takes its turn (HashTurn): in the gateway, a lease of the governor's `password-hash` resource for the client's
+// address, so a flood from one address neither runs more than the process's few at once nor delays another
+// address by more than a turn.
+
+import type { Governor } from '../governor/governor.js';
 
 const ARGON2ID = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 
@@ -15,18 +20,30 @@ function loadArgon2(): Promise<typeof import('@node-rs/argon2')> {
   return argon2;
 }
 
-export async function hashPassword(password: string): Promise<string> {
-  return (await loadArgon2()).hash(password, ARGON2ID);
+/** Runs one hash or verification when its turn comes. */
+export type HashTurn = <T>(work: () => Promise<T>) => Promise<T>;
+
+/** In a process that serves one person (the CLI): at once. */
+export const AT_ONCE: HashTurn = (work) => work();
+
+/** In the gateway: in turn with every other hash of the process, keyed by the client's address. */
+export function hashTurnOf(governor: Governor, address: string): HashTurn {
+  return (work) => governor.inTurn('password-hash', { tenant: address }, work);
+}
+
+export async function hashPassword(password: string, turn: HashTurn = AT_ONCE): Promise<string> {
+  const { hash } = await loadArgon2();
+  return turn(() => hash(password, ARGON2ID));
 }
 
 /**
  * Whether `password` matches `stored`. Without a stored hash (no such account, or no password set yet) a dummy
  * hash is verified all the same, so the answer takes as long as for a wrong password.
  */
-export async function passwordMatches(stored: string | null, password: string): Promise<boolean> {
+export async function passwordMatches(stored: string | null, password: string, turn: HashTurn = AT_ONCE): Promise<boolean> {
   const target = stored ?? (await dummyHash());
   const { verify } = await loadArgon2();
-  const matches = await verify(target, password.slice(0, MAX_PASSWORD_LENGTH)).catch(() => false);
+  const matches = await turn(() => verify(target, password.slice(0, MAX_PASSWORD_LENGTH)).catch(() => false));
   return stored !== null && matches;
 }
 

@@ -374,6 +374,7 @@ query Connections {
             redisUrl: config.REDIS_URL,
             keyPrefix: rateLimit?.keyPrefix,
             logger,
+            governor: live.governor,
           }),
           useResultBytes(),
           useSseShutdownCut({ streamsEnded: () => live.streamsEnded() }),

@@ -1,7 +1,8 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { LoginThrottle } from '../auth/login-throttle.js';
 import { acceptInvitation, memberOfPassword } from '../auth/members.js';
+import { hashTurnOf } from '../auth/passwords.js';
 import { sourceOfFetch } from '../auth/request-viewers.js';
 import {
   assertOwnOrigin,
@@ -13,12 +14,12 @@ import {
 } from '../auth/session-cookie.js';
 import { createSession, endSession, type SessionPolicy } from '../auth/sessions.js';
 import type { Database } from '../db/client.js';
+import type { Governor } from '../governor/governor.js';
 import { ApiError } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { AUTH_BASE, jsonResponse } from '../paths.js';
 import { socketAddressOf } from './use-rate-limit.js';
 import { earlyErrorResponse } from './error-response.js';
-import { budgetStore, type BudgetStore } from './budget-stores.js';
 
 // Members sign in and out, and accept invitations, at /api/v1/auth (docs/how-to/sign-in.md). These answer before
 // GraphQL: they set and clear the session cookie, which no GraphQL result can. Bodies are JSON only, so a
@@ -29,8 +30,6 @@ const LOGOUT_PATH = `${AUTH_BASE}/logout`;
 const INVITATION_PATTERN = new RegExp(`^${AUTH_BASE}/invitations/([^/]+)$`);
 /** An email and a password fit in far less; a larger body is refused before it is parsed. */
 const MAX_BODY_BYTES = 4096;
-/** Failed sign-ins are counted over this window; when over, further attempts wait out the rest of it. */
-const FAILURE_WINDOW_SECONDS = 15 * 60;
 const SIGNED_OUT = 'The email or the password is wrong';
 
 export interface SignInOptions {
@@ -40,56 +39,10 @@ export interface SignInOptions {
   failuresPerAddress: number;
   /** With a Redis URL every replica counts the same failures; without one each process counts alone. */
   redisUrl?: string | undefined;
-  keyPrefix?: string;
+  keyPrefix?: string | undefined;
   logger: Logger;
-}
-
-/**
- * Failed sign-ins per account (the email, known or not) and per client address. Over either budget, sign-in
- * answers 429 with Retry-After without checking the password, so guessing is slowed whether it aims at one
- * account from many addresses or at many accounts from one. A success clears the account's count.
- */
-class LoginThrottle {
-  private readonly store: Promise<BudgetStore>;
-  private readonly budgets: Promise<{ byAccount: RateLimiterAbstract; byAddress: RateLimiterAbstract }>;
-
-  constructor(options: SignInOptions) {
-    this.store = budgetStore(options.redisUrl, 500, options.logger);
-    const prefix = `${options.keyPrefix ?? 'igw:rl'}:login`;
-    this.budgets = this.store.then((store) => {
-      const budget = (scope: string, points: number) =>
-        store.budget({ points, duration: FAILURE_WINDOW_SECONDS, blockDuration: FAILURE_WINDOW_SECONDS, keyPrefix: `${prefix}:${scope}` });
-      return { byAccount: budget('account', options.failuresPerAccount), byAddress: budget('address', options.failuresPerAddress) };
-    });
-  }
-
-  /** Seconds to wait when either budget is spent; 0 when the attempt may go ahead. */
-  async wait(account: string, address: string): Promise<number> {
-    const { byAccount, byAddress } = await this.budgets;
-    const states = await Promise.all([byAccount.get(account), byAddress.get(address)]).catch(() => [null, null]);
-    const limits = [byAccount.points, byAddress.points];
-    const waits = states.map((state, i) => (state && state.consumedPoints >= limits[i]! ? Math.ceil(state.msBeforeNext / 1000) : 0));
-    return Math.max(0, ...waits);
-  }
-
-  async failed(account: string, address: string): Promise<void> {
-    const { byAccount, byAddress } = await this.budgets;
-    await Promise.all([consume(byAccount, account), consume(byAddress, address)]);
-  }
-
-  async succeeded(account: string): Promise<void> {
-    const { byAccount } = await this.budgets;
-    await byAccount.delete(account).catch(() => false);
-  }
-
-  async dispose(): Promise<void> {
-    await (await this.store).dispose();
-  }
-}
-
-/** Counting a failure over budget rejects (the next attempt waits); a store that fails loses the count. */
-async function consume(limiter: RateLimiterAbstract, key: string): Promise<void> {
-  await limiter.consume(key).catch(() => undefined);
+  /** Every password hash and verification is leased from it (`password-hash`), keyed by client address. */
+  governor: Governor;
 }
 
 export function useSignIn(options: SignInOptions): Plugin {
@@ -119,25 +72,18 @@ export function useSignIn(options: SignInOptions): Plugin {
       return jsonResponse(fetchAPI, { msg: 'Signed out' }, { headers: { ...noStore, 'Set-Cookie': cookie(null) } });
     }
     const body = await jsonBody(request);
+    const address = clientAddressOf(source, socketAddress, policy);
+    const turn = hashTurnOf(options.governor, address);
     if (invitation) {
-      const accepted = await acceptInvitation(db, decodeURIComponent(invitation[1]!), body.password);
+      // A code is base64url: nothing in it is percent-encoded, and a path that is no code is an unknown one.
+      const code = invitation[1]!;
+      const accepted = await throttle.invitation(address, () => acceptInvitation(db, code, body.password, new Date(), turn));
       return jsonResponse(fetchAPI, { msg: 'Password set: sign in with it', data: accepted }, { headers: noStore });
     }
     assertCredentialsShape(body);
     const account = body.email.trim().toLowerCase().slice(0, 254);
-    const address = clientAddressOf(source, socketAddress, policy);
-    const wait = await throttle.wait(account, address);
-    if (wait > 0) {
-      throw new ApiError('RATE_LIMITED', `Too many failed sign-ins for this account or from this address: retry in ${wait} s`, {
-        headers: { 'Retry-After': String(wait) },
-      });
-    }
-    const member = await memberOfPassword(db, body.email, body.password);
-    if (!member) {
-      await throttle.failed(account, address);
-      throw new ApiError('UNAUTHORIZED', SIGNED_OUT);
-    }
-    await throttle.succeeded(account);
+    const member = await throttle.signIn(account, address, () => memberOfPassword(db, body.email, body.password, turn));
+    if (!member) throw new ApiError('UNAUTHORIZED', SIGNED_OUT);
     const session = await createSession(db, member, policy);
     return jsonResponse(
       fetchAPI,

@@ -1,3 +1,4 @@
+import { INVITATION_ATTEMPTS_PER_ADDRESS } from '../auth/login-throttle.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { SESSION_COOKIE } from '../auth/session-cookie.js';
 import { AUTH_BASE } from '../paths.js';
@@ -56,7 +57,7 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
         operationId: 'acceptInvitation',
         tags: ['Sign-in'],
         summary: 'Choose a password with an invitation',
-        description: `Sets the password of the invited member. The code works once, for 7 days. A weak password is a 400 that says why: at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_LENGTH}), not on a list of commonly used passwords; the code stays usable. Every earlier session of the member ends.`,
+        description: `Sets the password of the invited member. The code works once, for 7 days. A weak password is a 400 that says why: at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_LENGTH}), not on a list of commonly used passwords; the code stays usable. Every earlier session of the member ends. Attempts are limited per client address (${INVITATION_ATTEMPTS_PER_ADDRESS} in 15 minutes, whatever credential the request carries): then 429 with Retry-After. The password is hashed in turn with every other of the server (503 with Retry-After when the wait is too long).`,
         security: [],
         parameters: [
           {
@@ -91,6 +92,8 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
           404: error('NotFound'),
           413: error('PayloadTooLarge'),
           415: error('UnsupportedMediaType'),
+          429: error('RateLimited'),
+          503: error('Unavailable'),
         },
       },
     },
@@ -100,7 +103,7 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
         tags: ['Sign-in'],
         summary: 'Sign a member in',
         description:
-          'Checks the email and password and sets the session cookie (HttpOnly, SameSite=Lax, Path=/, Secure over HTTPS). An unknown email and a wrong password answer the same 401. Failed attempts are limited per account and per client address (LOGIN_FAILURES_PER_ACCOUNT, LOGIN_FAILURES_PER_ADDRESS in 15 minutes): then 429 with Retry-After.',
+          "Checks the email and password and sets the session cookie (HttpOnly, SameSite=Lax, Path=/, Secure over HTTPS). An unknown email and a wrong password answer the same 401. Failed attempts of one account from one client address (LOGIN_FAILURES_PER_ACCOUNT) and from one client address (LOGIN_FAILURES_PER_ADDRESS), in 15 minutes, are answered 429 with Retry-After; past LOGIN_FAILURES_PER_ACCOUNT failures from all addresses, an account's passwords are checked one at a time, a few seconds apart (429 with Retry-After when its turn is further away). The password is checked in turn with every other of the server (503 with Retry-After when the wait is too long).",
         security: [],
         requestBody: jsonBody(
           {
@@ -128,6 +131,7 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
           413: error('PayloadTooLarge'),
           415: error('UnsupportedMediaType'),
           429: error('RateLimited'),
+          503: error('Unavailable'),
         },
       },
     },
