@@ -16,11 +16,11 @@ import { budgetStore, type BudgetStore } from '../plugins/budget-stores.js';
 // Invitation attempts are counted per client address, whatever credential the request carries.
 
 /** Failures (and invitation attempts) are counted over this window; past a hard budget, it is waited out. */
-export const WINDOW_SECONDS = 15 * 60;
+const WINDOW_SECONDS = 15 * 60;
 /** Invitation acceptances one client address may attempt in the window. */
 export const INVITATION_ATTEMPTS_PER_ADDRESS = 20;
 /** The longest delay between two checks of one account's password. */
-export const MAX_ACCOUNT_SPACING_SECONDS = 8;
+const MAX_ACCOUNT_SPACING_SECONDS = 8;
 /** How long an attempt waits for its account's turn before it is answered 429 with the time left. */
 const MAX_TURN_WAIT_MS = 8_000;
 /** Larger than any count of failures: the account's key counts and never refuses. */
