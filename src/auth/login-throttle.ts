@@ -155,7 +155,7 @@ async function reserve(budgets: Taken): Promise<{ taken: Taken; refusal: { index
 
 /**
  * One point of `key`: ok, or refused with the time to wait (`res`). A store that fails lets the attempt through
- * uncounted (res undefined), as the request budgets do: a Redis outage must not stop every sign-in.
+ * uncounted (res undefined): an outage must not stop every sign-in, and the governor still bounds the hashing.
  */
 async function tryConsume(
   budget: RateLimiterAbstract,
