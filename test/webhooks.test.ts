@@ -15,10 +15,13 @@ import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { isBlockedAddress, targetProblem, urlProblem } from '../src/domain/ssrf-guard.js';
 import { sendWebhook } from '../src/webhooks/send.js';
-import { deleteOldDeliveries } from '../src/db/webhooks.js';
+import { createWebhookEndpoint, deleteOldDeliveries, dueEndpoints, leaseEndpoints } from '../src/db/webhooks.js';
+import { withinTransaction } from '../src/db/write-transactions.js';
 import { DeliveryWorker, type DeliveryWorkerOptions } from '../src/webhooks/delivery-worker.js';
 import { createLogger } from '../src/logger.js';
 import { databaseKinds } from './fixtures/databases.js';
+import { createTenant } from './fixtures/write-side.js';
+import { Governor } from '../src/governor/governor.js';
 import { createTestGateway, gatewayOver, graphql, testSecretKeys, WEBHOOK_TEST_KEY, type TestGateway } from './fixtures/gateway.js';
 import { runCli } from '../src/cli.js';
 import { sealPlaintextSecrets } from '../src/webhooks/reseal.js';
@@ -240,6 +243,14 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     r.secret = created.body.data.secret;
     return created.body.data.id;
+  }
+
+  /** A new tenant, empty, and a token of an admin of it. */
+  async function newTenant(slug: string): Promise<{ tenantId: string; adminToken: string }> {
+    const tenantId = await createTenant(t.db, slug);
+    const user = await createServiceUser(t.db, { tenantId, name: 'admin-bot', role: 'admin' });
+    const expiresAt = new Date(Date.now() + 86_400_000);
+    return { tenantId, adminToken: (await createToken(t.db, { tenantId, serviceUserId: user.id, expiresAt })).token };
   }
 
   async function connection(settings: Record<string, unknown>, token = admin): Promise<string> {
@@ -869,42 +880,107 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     },
   );
 
-  it('a tarpit endpoint of one tenant (accepts, never answers) beside a healthy one of another: the healthy delivery arrives in under 3 s', async () => {
-    const held: Socket[] = [];
-    const tarpit = createNetServer((socket) => void held.push(socket));
-    await new Promise<void>((resolve) => tarpit.listen(0, '127.0.0.1', resolve));
-    const tarpitUrl = `http://127.0.0.1:${(tarpit.address() as AddressInfo).port}/hook`;
-    try {
-      // More hanging endpoints than the worker has slots, each with deliveries due.
-      const tarpits: string[] = [];
-      for (let i = 0; i < 10; i++) {
-        const created = await send(open, 'POST', '/webhooks', admin, { url: `${tarpitUrl}/${i}`, event_types: ['connection.created'] });
-        tarpits.push(created.body.data.id);
+  it('due endpoints are offered in turns by tenant, the tenants holding fewer slots first; of two workers one leases an endpoint', async () => {
+    const r = await receiver();
+    const demo = t.tenants.demo.id;
+    const other = t.tenants.other.id;
+    for (let i = 0; i < 5; i++) await endpointFor(r, { event_types: ['connection.created'] });
+    const served = await endpointFor(r, { event_types: ['connection.created'] }, t.tenants.other.adminToken);
+    // The other tenant's endpoint has been served before (its lease ended a minute ago); none of the demo tenant's has.
+    await t.db.raw.query(`UPDATE webhook_endpoints SET lease_until = now() - interval '1 minute' WHERE id = $1`, [served]);
+    await connection({ webhook_enabled: true });
+    await connection({ webhook_enabled: true }, t.tenants.other.adminToken);
+    const tenantsOf = async (limit: number, skip: string[] = [], held = new Map<string, number>()) =>
+      (await dueEndpoints(t.db.raw, limit, skip, held)).map((endpoint) => endpoint.tenantId);
+    expect(await tenantsOf(2)).toEqual([demo, other]);
+    expect(await tenantsOf(10)).toEqual([demo, other, demo, demo, demo, demo]);
+    expect(await tenantsOf(2, [], new Map([[demo, 2]]))).toEqual([other, demo]);
+    expect(await tenantsOf(10, [demo])).toEqual([other]);
+
+    const ids = (await dueEndpoints(t.db.raw, 10, [], new Map())).map((endpoint) => endpoint.id);
+    const [first, second] = await Promise.all([leaseEndpoints(t.db.raw, 'worker_a', ids), leaseEndpoints(t.db.raw, 'worker_b', ids)]);
+    expect([...first!, ...second!].map((endpoint) => endpoint.id).sort()).toEqual([...ids].sort());
+    expect(await leaseEndpoints(t.db.raw, 'worker_c', ids)).toEqual([]);
+    expect(await dueEndpoints(t.db.raw, 10, [], new Map())).toEqual([]);
+  });
+
+  describe.each([2, 5])('%i hostile tenants', (hostileTenants) => {
+    it("with 100 endpoints each that accept and never answer, a third tenant's delivery arrives in under 3 s", async () => {
+      // One listener for every hostile endpoint: it accepts, reads the request line (which names the tenant) and
+      // never answers. Each open socket is an attempt under way, so a slot held.
+      const hanging = new Map<string, Set<Socket>>();
+      let mostHanging = 0;
+      const tarpit = createNetServer((socket) => {
+        socket.once('data', (chunk: Buffer) => {
+          const tenant = /^POST \/hook\/(\d+)\//.exec(chunk.toString('latin1'))?.[1] ?? 'unknown';
+          const sockets = hanging.get(tenant) ?? new Set<Socket>();
+          hanging.set(tenant, sockets.add(socket));
+          mostHanging = Math.max(
+            mostHanging,
+            [...hanging.values()].reduce((sum, sockets) => sum + sockets.size, 0),
+          );
+          socket.once('close', () => sockets.delete(socket));
+        });
+      });
+      await new Promise<void>((resolve) => tarpit.listen(0, '127.0.0.1', resolve));
+      const tarpitUrl = `http://127.0.0.1:${(tarpit.address() as AddressInfo).port}/hook`;
+      const governor = new Governor();
+      try {
+        // The third tenant's endpoint was served before the hostile tenants came: its lease has an end time, where
+        // theirs have none (an order that once put it behind every never-served endpoint).
+        const healthy = await receiver();
+        await endpointFor(healthy, { event_types: ['connection.created'] }, t.tenants.other.adminToken);
+        // The production attempt time limit (10 s): no hanging attempt ends during the test.
+        await worker({ governor, retrySchedule: [60] });
+        await connection({ webhook_enabled: true }, t.tenants.other.adminToken);
+        await healthy.waitFor((all) => all.length === 1);
+
+        // The hostile endpoints are made through the data layer: the API's way to them is tested above.
+        const settings = { secretKeys: testSecretKeys(t.db), endpointsPerTenant: 100 };
+        const admins: string[] = [];
+        for (let i = 0; i < hostileTenants; i++) {
+          const { tenantId, adminToken } = await newTenant(`hostile-${hostileTenants}-${i}`);
+          await t.db.raw.transaction(async (tx) => {
+            for (let n = 0; n < 100; n++) {
+              const url = `${tarpitUrl}/${i}/${n}`;
+              await createWebhookEndpoint(withinTransaction(tx), tenantId, { url, eventTypes: ['connection.created'] }, settings);
+            }
+          });
+          admins.push(adminToken);
+        }
+        // The hostile tenants' events come one after another: each event is due at its tenant's 100 endpoints.
+        for (const token of admins) await connection({ webhook_enabled: true }, token);
+        await until(
+          async () => admins.map((_, i) => hanging.get(String(i))?.size ?? 0),
+          (slots) => slots.every((n) => n > 0),
+        );
+
+        const started = performance.now();
+        await connection({ webhook_enabled: true }, t.tenants.other.adminToken);
+        const [, delivered] = await healthy.waitFor((all) => all.length === 2, 15_000);
+        const elapsed = Math.round(performance.now() - started);
+        const hostileSlots = admins.map((_, i) => hanging.get(String(i))?.size ?? 0);
+        const { ended } = governor.stats('webhook-delivery');
+        console.info(
+          `${kind}: beside ${hostileTenants} hostile tenants (100 hanging endpoints each, holding ${hostileSlots.join('+')} slots), ` +
+            `the third tenant's delivery arrived ${elapsed} ms after its event; slots taken for fairness: ${ended['taken-for-fairness']}`,
+        );
+        expect(delivered!.verified).toBe(true);
+        expect(elapsed).toBeLessThan(3000);
+        // Every attempt under way held a slot of the governor, and no more than the process has.
+        expect(mostHanging).toBeLessThanOrEqual(governor.limits('webhook-delivery').perProcess);
+        // An attempt cut to give its slot away is not an attempt of the endpoint: nothing recorded for it.
+        const cut = await t.db.raw.query(`SELECT 1 FROM webhook_attempts WHERE error = 'cancelled'`);
+        expect(cut).toEqual([]);
+      } finally {
+        for (const sockets of hanging.values()) for (const socket of sockets) socket.destroy();
+        tarpit.close();
+        await Promise.all(workers.splice(0).map((w) => w.stop()));
+        // Every slot's lease ended with its slot.
+        expect(governor.stats('webhook-delivery').held).toBe(0);
+        governor.close();
       }
-      const healthy = await receiver();
-      await endpointFor(healthy, { event_types: ['connection.created'] }, t.tenants.other.adminToken);
-      // The production attempt time limit (10 s).
-      await worker({ retrySchedule: [60] });
-      for (let i = 0; i < 3; i++) await connection({ webhook_enabled: true });
-      await until(
-        async () => held.length,
-        (n) => n >= 4,
-      );
-      const started = Date.now();
-      await connection({ webhook_enabled: true }, t.tenants.other.adminToken);
-      const [delivered] = await healthy.waitFor((all) => all.length === 1, 10_000);
-      const elapsed = Date.now() - started;
-      console.info(
-        `${kind}: the healthy endpoint's delivery arrived ${elapsed} ms after its event, beside ${tarpits.length} tarpit endpoints`,
-      );
-      expect(delivered!.verified).toBe(true);
-      expect(elapsed).toBeLessThan(3000);
-      // The tarpit tenant held at most its share of the slots.
-      expect(held.length).toBeLessThanOrEqual(4);
-    } finally {
-      for (const socket of held) socket.destroy();
-      tarpit.close();
-    }
+    });
   });
 
   it('an endpoint that times out is backed off on its own, its deliveries kept pending; an answer ends the back-off', async () => {
@@ -914,7 +990,8 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
       if (!hang) OK(request, body, response);
     };
     const slowId = await endpointFor(slow, { event_types: ['connection.created'] });
-    await worker({ timeoutMs: 500, retrySchedule: [0.1, 0.1, 0.1, 0.1] });
+    const governor = new Governor();
+    await worker({ governor, timeoutMs: 500, retrySchedule: [0.1, 0.1, 0.1, 0.1] });
     await connection({ webhook_enabled: true });
     await connection({ webhook_enabled: true });
     const state = async () =>
@@ -927,6 +1004,13 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
         )
       )[0]!;
     const backedOff = await until(state, (s) => s.timeouts >= 1 && s.backoff);
+    // Its slot's lease ended as stalled, and no other slot is held.
+    expect(
+      await until(
+        async () => governor.stats('webhook-delivery'),
+        (stats) => stats.ended.stalled === 1,
+      ),
+    ).toMatchObject({ held: 0 });
     // One attempt, then the back-off: the second delivery is not tried meanwhile (both still pending).
     expect(backedOff.pending).toBe(2);
     const hits = slow.hits;
@@ -949,13 +1033,14 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     const endpointId = await endpointFor(r, { event_types: ['connection.created'] });
     const passes: number[] = [];
     const stop = t.db.onQuery((event) => {
-      if (event.query.includes('SET "lease_owner" = $1')) passes.push(performance.now());
+      if (event.query.includes('row_number() OVER (PARTITION BY "e"."tenant_id"')) passes.push(performance.now());
     });
     const idle = () => new Promise((resolve) => setTimeout(resolve, 1500));
     try {
       await worker({ pollMs: 50 });
       await idle();
       // Every 50 ms would be some 30 passes; the interval doubling from 50 ms, about 6. The next is a second away.
+      expect(passes.length).toBeGreaterThanOrEqual(2);
       expect(passes.length).toBeLessThanOrEqual(10);
       const created = performance.now();
       await connection({ webhook_enabled: true });

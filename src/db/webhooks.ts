@@ -12,10 +12,10 @@ import { inTransaction, type TransactionRunner, type Tx } from './write-transact
 // in the event's own transaction. Every statement that serves a request is scoped by tenant; the worker's
 // claim spans tenants, as the scheduler does, and everything after it names the tenant.
 //
-// One process at a time sends to an endpoint: the worker leases the endpoint (lease_owner, lease_until) with
-// FOR UPDATE SKIP LOCKED, renews the lease before each attempt, and sends the endpoint's due deliveries in
-// event order. A process that dies mid-attempt loses its lease within LEASE_SECONDS; the attempt it did not
-// record is made again by the next holder (delivery is at least once).
+// One process at a time sends to an endpoint: the worker leases the endpoint (lease_owner, lease_until) by an
+// update that takes it only while no live lease holds it, renews the lease before each attempt, and sends the
+// endpoint's due deliveries in event order. A process that dies mid-attempt loses its lease within
+// LEASE_SECONDS; the attempt it did not record is made again by the next holder (delivery is at least once).
 
 /** `whsec_` and 24 random bytes in base64: the form Standard Webhooks libraries take. */
 function newWebhookSecret(): string {
@@ -228,33 +228,58 @@ export interface LeasedEndpoint {
 
 const LEASED_ENDPOINT = `"w"."id", "w"."tenant_id" AS "tenantId", "w"."url", "w"."secret" AS "sealedSecret"`;
 
+/** An endpoint with a delivery due that no process holds: a candidate for leaseEndpoints. */
+export interface DueEndpoint {
+  id: string;
+  tenantId: string;
+}
+
 /**
- * Leases up to `limit` enabled endpoints that have a delivery due, no live lease and no back-off, for `owner`,
- * none of `skipTenants`' (tenants that already hold their share of the worker). The endpoint served least
- * recently comes first: a released lease keeps its end time (lease_until) as that mark, so each endpoint with
- * work gets its turn before any gets a second one.
+ * Up to `limit` enabled endpoints that have a delivery due, no live lease and no back-off, none of
+ * `skipTenants`' (tenants that hold their share of the worker), taken in turns by tenant: every tenant's first,
+ * then every tenant's second, and so on, so one tenant's many endpoints cannot come before another tenant's one.
+ * Within a tenant the endpoint served least recently comes first (a released lease keeps its end time,
+ * lease_until, as that mark); within a turn, the tenants holding fewer of this worker's slots (`held`) first,
+ * then the tenant served least recently.
+ * Nothing is locked: leaseEndpoints takes the ones the worker picks, unless another process took them meanwhile.
  */
-export async function leaseDueEndpoints(
+export async function dueEndpoints(
   sql: Pick<RawSql, 'query'>,
-  owner: string,
   limit: number,
-  skipTenants: readonly string[] = [],
-): Promise<LeasedEndpoint[]> {
-  return sql.query<LeasedEndpoint>(
-    `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_owner" = $1, "lease_until" = now() + make_interval(secs => $2)
-     WHERE "w"."id" IN (
-       SELECT "e"."id" FROM "public"."webhook_endpoints" AS "e"
+  skipTenants: readonly string[],
+  held: ReadonlyMap<string, number>,
+): Promise<DueEndpoint[]> {
+  return sql.query<DueEndpoint>(
+    `SELECT "c"."id", "c"."tenantId" FROM (
+       SELECT "e"."id", "e"."tenant_id" AS "tenantId", "e"."lease_until",
+         row_number() OVER (PARTITION BY "e"."tenant_id" ORDER BY "e"."lease_until" NULLS FIRST, "e"."id") AS "turn",
+         max("e"."lease_until") OVER (PARTITION BY "e"."tenant_id") AS "tenant_served"
+       FROM "public"."webhook_endpoints" AS "e"
        WHERE "e"."enabled" AND ("e"."lease_owner" IS NULL OR "e"."lease_until" < now())
          AND ("e"."backoff_until" IS NULL OR "e"."backoff_until" <= now())
-         AND "e"."tenant_id" <> ALL ($4::text[])
+         AND "e"."tenant_id" <> ALL ($2::text[])
          AND EXISTS (
            SELECT 1 FROM "public"."webhook_deliveries" AS "d"
            WHERE "d"."endpoint_id" = "e"."id" AND "d"."status" = 'pending' AND "d"."next_attempt_at" <= now())
-       ORDER BY "e"."lease_until" NULLS FIRST, "e"."id"
-       LIMIT $3
-       FOR UPDATE SKIP LOCKED)
+     ) AS "c"
+     LEFT JOIN unnest($3::text[], $4::int[]) AS "h"("tenant_id", "slots") ON "h"."tenant_id" = "c"."tenantId"
+     ORDER BY "c"."turn", coalesce("h"."slots", 0), "c"."tenant_served" NULLS FIRST, "c"."lease_until" NULLS FIRST, "c"."id"
+     LIMIT $1`,
+    [limit, skipTenants, [...held.keys()], [...held.values()]],
+  );
+}
+
+/**
+ * Leases the endpoints `ids` for `owner`, those still free: the condition is checked again on each row as it is
+ * updated, so of two processes that picked the same endpoint only one gets it.
+ */
+export async function leaseEndpoints(sql: Pick<RawSql, 'query'>, owner: string, ids: readonly string[]): Promise<LeasedEndpoint[]> {
+  return sql.query<LeasedEndpoint>(
+    `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_owner" = $1, "lease_until" = now() + make_interval(secs => $2)
+     WHERE "w"."id" = ANY ($3::text[]) AND "w"."enabled" AND ("w"."lease_owner" IS NULL OR "w"."lease_until" < now())
+       AND ("w"."backoff_until" IS NULL OR "w"."backoff_until" <= now())
      RETURNING ${LEASED_ENDPOINT}`,
-    [owner, LEASE_SECONDS, limit, skipTenants],
+    [owner, LEASE_SECONDS, ids],
   );
 }
 
@@ -293,7 +318,7 @@ export async function backOffEndpoint(sql: Pick<RawSql, 'query'>, endpoint: Leas
   );
 }
 
-/** Gives the lease up; its end becomes now, the mark of when the endpoint was last served (leaseDueEndpoints). */
+/** Gives the lease up; its end becomes now, the mark of when the endpoint was last served (dueEndpoints). */
 export async function releaseEndpointLease(sql: Pick<RawSql, 'query'>, endpoint: LeasedEndpoint, owner: string): Promise<void> {
   await sql.query(
     `UPDATE "public"."webhook_endpoints" AS "w" SET "lease_owner" = NULL, "lease_until" = now()

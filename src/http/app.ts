@@ -4,6 +4,7 @@ import { openDatabase, type Database } from '../db/client.js';
 import { migrate } from '../db/migrate.js';
 import { preloadedPGlite } from '../db/pglite-preload.js';
 import { seedOf, type Config } from '../env.js';
+import type { Governor } from '../governor/governor.js';
 import type { Logger } from '../logger.js';
 import { DEFAULT_REQUEST_LIMITS } from '../plugins/use-limits.js';
 import { startScheduler, type Scheduler } from '../scheduler.js';
@@ -29,12 +30,13 @@ interface App {
   webhooks?: DeliveryWorker | undefined;
 }
 
-/** The webhook delivery worker the configuration asks for, not yet started. */
-function deliveryWorkerOf(db: Database, config: Config, logger: Logger, secretKeys: WebhookSecretKeys): DeliveryWorker {
+/** The webhook delivery worker the configuration asks for, not yet started; its slots leased from `governor`. */
+function deliveryWorkerOf(db: Database, config: Config, logger: Logger, secretKeys: WebhookSecretKeys, governor: Governor): DeliveryWorker {
   return new DeliveryWorker({
     db,
     logger,
     secretKeys,
+    governor,
     allowPrivate: config.WEBHOOK_ALLOW_PRIVATE === '1',
     retrySchedule: config.WEBHOOK_RETRY_SCHEDULE,
     disableAfter: config.WEBHOOK_DISABLE_AFTER,
@@ -153,7 +155,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
             syncRetentionDays: config.SYNC_RETENTION_DAYS,
           })
         : undefined;
-    const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger, secretKeys) : undefined;
+    const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger, secretKeys, gateway.live.governor) : undefined;
     await webhooks?.start();
     return { db, gateway, demoToken, demoTokenAdvice: advice, scheduler, webhooks };
   } catch (error) {

@@ -34,6 +34,8 @@ interface AttemptOutcome {
 export interface SendOptions extends GuardOptions {
   timeoutMs?: number;
   userAgent?: string;
+  /** Cancels the attempt (the worker gives its slot to another tenant): it ends at once, failed, and not timed out. */
+  signal?: AbortSignal | undefined;
 }
 
 /** The headers of one signed attempt (the signature covers id, timestamp and body). */
@@ -90,7 +92,8 @@ export async function sendWebhook(message: WebhookMessage, options: SendOptions)
     return failed((error as Error).message);
   }
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  const signal = AbortSignal.timeout(options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
+  const timeout = AbortSignal.timeout(options.timeoutMs ?? ATTEMPT_TIMEOUT_MS);
+  const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
   const body = Buffer.from(message.body);
   return new Promise<AttemptOutcome>((resolve) => {
     const req = request(url, {
@@ -116,7 +119,8 @@ export async function sendWebhook(message: WebhookMessage, options: SendOptions)
       });
     });
     req.on('error', (error: NodeJS.ErrnoException) => {
-      if (signal.aborted) resolve(failed(`no answer within ${(options.timeoutMs ?? ATTEMPT_TIMEOUT_MS) / 1000} s`, null, '', true));
+      if (timeout.aborted) resolve(failed(`no answer within ${(options.timeoutMs ?? ATTEMPT_TIMEOUT_MS) / 1000} s`, null, '', true));
+      else if (options.signal?.aborted) resolve(failed('cancelled'));
       else resolve(failed(error.code ? `${error.code}: ${error.message}` : error.message));
     });
     req.end(body);
