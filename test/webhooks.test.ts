@@ -938,8 +938,8 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
         // theirs have none (an order that once put it behind every never-served endpoint).
         const healthy = await receiver();
         await endpointFor(healthy, { event_types: ['connection.created'] }, t.tenants.other.adminToken);
-        // The production attempt time limit (10 s): no hanging attempt ends during the test.
-        await worker({ governor, retrySchedule: [60] });
+        // The production attempt time limit (10 s), so no hanging attempt ends during the test, and poll interval.
+        await worker({ governor, retrySchedule: [60], pollMs: 1000 });
         await connection({ webhook_enabled: true }, t.tenants.other.adminToken);
         await healthy.waitFor((all) => all.length === 1);
 
