@@ -359,7 +359,10 @@ describe.each(databaseKinds)('resource × abuse table on %s', (kind) => {
     },
     'password-hash': {
       'sign-in and invitations': {
-        'client-gone': { bound: 'a request that leaves while it waits gives its turn up', coveredBy: hashTest },
+        'client-gone': {
+          bound: 'a request that leaves while it waits keeps its place until its turn: at most 4 per address wait, each at most 5 s',
+          coveredBy: hashTest,
+        },
         'never-reads': { bound: 'not applicable: a hash holds no client queue; it is bounded in time (argon2id)', coveredBy: hashTest },
         stalls: { bound: 'not applicable: a hash holds no client queue', coveredBy: hashTest },
         'many-from-one-tenant': { bound: '250 concurrent wrong passwords for one account check at most about 10', coveredBy: hashTest },
