@@ -39,6 +39,7 @@ const RELEASE_MS = 1000;
 /** The tests of other files that check the delivery worker's and the password hashes' cells. */
 const webhookTest = { file: './webhooks.test.ts', test: "a third tenant's delivery arrives in under 3 s" };
 const hashTest = { file: './sign-in-throttle.test.ts', test: '250 concurrent wrong passwords' };
+const queueTest = { file: './governor.test.ts', test: 'a waiter whose client leaves gives its place up' };
 
 /** A cell checked in this file, or by a named test of another file (which must exist there). */
 type Cell = { bound: string; check: () => Promise<void> } | { bound: string; coveredBy: { file: string; test: string } };
@@ -359,10 +360,7 @@ describe.each(databaseKinds)('resource × abuse table on %s', (kind) => {
     },
     'password-hash': {
       'sign-in and invitations': {
-        'client-gone': {
-          bound: 'a request that leaves while it waits keeps its place until its turn: at most 4 per address wait, each at most 5 s',
-          coveredBy: hashTest,
-        },
+        'client-gone': { bound: 'a request that leaves while it waits gives its place up', coveredBy: queueTest },
         'never-reads': { bound: 'not applicable: a hash holds no client queue; it is bounded in time (argon2id)', coveredBy: hashTest },
         stalls: { bound: 'not applicable: a hash holds no client queue', coveredBy: hashTest },
         'many-from-one-tenant': { bound: '250 concurrent wrong passwords for one account check at most about 10', coveredBy: hashTest },

@@ -27,8 +27,8 @@ export type HashTurn = <T>(work: () => Promise<T>) => Promise<T>;
 export const AT_ONCE: HashTurn = (work) => work();
 
 /** In the gateway: in turn with every other hash of the process, keyed by the client's address. */
-export function hashTurnOf(governor: Governor, address: string): HashTurn {
-  return (work) => governor.inTurn('password-hash', { tenant: address }, work);
+export function hashTurnOf(governor: Governor, address: string, client?: AbortSignal): HashTurn {
+  return (work) => governor.inTurn('password-hash', { tenant: address }, work, client);
 }
 
 export async function hashPassword(password: string, turn: HashTurn = AT_ONCE): Promise<string> {

@@ -338,9 +338,10 @@ export class Governor {
   /**
    * A lease of a queued resource (`whenFull: 'queue'`): at once when one is free, else when this key's turn comes
    * (keys are served one after another, so one key's many requests do not delay another's one). Refused at once
-   * when the key's or the whole queue is full, and after `queueWaitMs` of waiting.
+   * when the key's or the whole queue is full, and after `queueWaitMs` of waiting. A request whose `client`
+   * leaves while it waits gives its place up (once granted, the lease is held until the work ends).
    */
-  async leaseInTurn(resource: ResourceName, holder: Holder, owner: LeaseOwner | null = null): Promise<Lease> {
+  async leaseInTurn(resource: ResourceName, holder: Holder, owner: LeaseOwner | null = null, client?: AbortSignal): Promise<Lease> {
     const state = this.resources[resource];
     const { limits } = state;
     if (state.leases.size < limits.perProcess && state.byTenant.count(holder.tenant) < limits.perTenant && state.waiting === 0) {
@@ -373,15 +374,20 @@ export class Governor {
       }
       queue.push(waiter);
       state.waiting++;
-      owner?.signal.addEventListener('abort', () => {
+      const leave = () => {
         if (this.unqueue(state, waiter)) reject(busy('UNAVAILABLE', 'The request ended while it waited'));
-      });
+      };
+      owner?.signal.addEventListener('abort', leave);
+      client?.addEventListener('abort', leave, { once: true });
     });
   }
 
-  /** Runs `work` holding a lease of a queued resource, and gives it back however `work` ends. */
-  async inTurn<T>(resource: ResourceName, holder: Holder, work: () => Promise<T>): Promise<T> {
-    const lease = await this.leaseInTurn(resource, holder);
+  /**
+   * Runs `work` holding a lease of a queued resource, and gives it back however `work` ends; a `client` that
+   * leaves while it waits gives its place up.
+   */
+  async inTurn<T>(resource: ResourceName, holder: Holder, work: () => Promise<T>, client?: AbortSignal): Promise<T> {
+    const lease = await this.leaseInTurn(resource, holder, null, client);
     try {
       return await work();
     } finally {

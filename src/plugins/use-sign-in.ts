@@ -73,7 +73,8 @@ export function useSignIn(options: SignInOptions): Plugin {
     }
     const body = await jsonBody(request);
     const address = clientAddressOf(source, socketAddress, policy);
-    const turn = hashTurnOf(options.governor, address);
+    // A client that leaves while its hash waits gives its place up.
+    const turn = hashTurnOf(options.governor, address, request.signal);
     if (invitation) {
       // A code is base64url: nothing in it is percent-encoded, and a path that is no code is an unknown one.
       const code = invitation[1]!;
