@@ -115,8 +115,19 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
     );
     await t.db.raw.query(
       `INSERT INTO webhook_deliveries (id, tenant_id, endpoint_id, event_id, event_type, payload, status, attempts, next_attempt_at)
-       VALUES ($1, $2, $3, 1, 'sync.failed', '{}', 'failed', 1, NULL)`,
-      [delivery, tenantId, endpoint],
+       VALUES ($1, $2, $3, 1, 'webhook.endpoint_disabled', $4::jsonb, 'failed', 1, NULL)`,
+      [
+        delivery,
+        tenantId,
+        endpoint,
+        // A message as the document describes it: the payload of a delivery is one of the webhook messages.
+        JSON.stringify({
+          type: 'webhook.endpoint_disabled',
+          timestamp: '2026-11-29T00:00:00.000+00:00',
+          event_id: 1,
+          data: { id: endpoint, url: 'https://93.184.216.34/hook', reason: 'a test delivery' },
+        }),
+      ],
     );
     await t.db.raw.query(
       `INSERT INTO webhook_attempts (tenant_id, delivery_id, attempt, started_at, status_code, latency_ms) VALUES ($1, $2, 1, now(), 500, 12)`,
