@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract, RateLimiterRes } from 'rate-limiter-flexible';
 import { ApiError } from '../errors.js';
-import { budgetStore, type BudgetStore } from '../plugins/budget-stores.js';
+import { budgetStore, type BudgetStore } from './budget-stores.js';
 
 // How guessing passwords is slowed (docs/how-to/sign-in.md, "Guessing is throttled"). An attempt reserves its
 // points before its password is hashed, so concurrent attempts cannot all pass a check made before any of them

@@ -6,6 +6,7 @@ import { isConstraintViolation } from '../db/constraint-violations.js';
 import { ApiError } from '../errors.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Role } from '../generated/prisma/enums.js';
+import { EMAIL_PATTERN, MAX_EMAIL_LENGTH } from '../domain/member-input.js';
 import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
 import { AT_ONCE, hashPassword, passwordMatches, passwordWeakness, type HashTurn } from './passwords.js';
 
@@ -20,10 +21,6 @@ export const MEMBER_ROLES: readonly MemberRole[] = ['admin', 'reader'];
 export const INVITATION_LIFETIME_MS = 7 * 86_400_000;
 const CODE_BYTES = 32;
 const CODE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-/** RFC 5321's limit on a forward path. */
-export const MAX_EMAIL_LENGTH = 254;
-/** One `@`, something on each side, no white space or control characters: mail itself decides the rest. */
-export const EMAIL_PATTERN = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u;
 
 export interface MemberInfo {
   id: string;

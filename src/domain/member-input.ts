@@ -1,6 +1,10 @@
 import { z } from 'zod';
-import { EMAIL_PATTERN, MAX_EMAIL_LENGTH } from '../auth/members.js';
 import type { FieldProblem } from './problems.js';
+
+/** RFC 5321's limit on a forward path. */
+export const MAX_EMAIL_LENGTH = 254;
+/** One `@`, something on each side, no white space or control characters: mail itself decides the rest. */
+export const EMAIL_PATTERN = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u;
 
 // The REST bodies of the member routes, in one schema each: the 400's problems and the OpenAPI document both
 // come from them. The domain rules beyond shape (an email of another organization, the last admin) are

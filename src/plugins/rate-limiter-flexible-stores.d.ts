@@ -1,5 +1,5 @@
 // rate-limiter-flexible's index requires every one of its two dozen stores (Mongo, MySQL, Etcd, …) and their
-// helpers; budget-stores.ts imports the two it uses by their paths instead, typed as the index types them.
+// helpers; auth/budget-stores.ts imports the two it uses by their paths instead, typed as the index types them.
 
 declare module 'rate-limiter-flexible/lib/RateLimiterMemory.js' {
   export { RateLimiterMemory as default } from 'rate-limiter-flexible';

@@ -6,7 +6,7 @@ import type { RequestViewers } from '../auth/request-viewers.js';
 import type { Viewer } from '../auth/viewer.js';
 import { ApiError } from '../errors.js';
 import { ASSETS_PATH, DOCS_PATH, OPENAPI_PATH } from '../paths.js';
-import { budgetStore, type BudgetStore } from './budget-stores.js';
+import { budgetStore, type BudgetStore } from '../auth/budget-stores.js';
 import { earlyErrorResponse } from './error-response.js';
 
 interface RateLimitOptions {
