@@ -119,15 +119,28 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const page = await open('/graphql');
     await page.locator('.graphiql-container').first().waitFor({ timeout: 30_000 });
     await page.getByText('Headers', { exact: true }).click();
-    // Replace the editors' starting text, not append to it.
-    await page.locator('.graphiql-editor-tool .monaco-editor').last().click();
-    await page.keyboard.press('Control+A');
-    await page.keyboard.press('Delete');
-    await page.keyboard.insertText(JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.adminToken}` }));
-    await page.locator('.graphiql-query-editor .monaco-editor').first().click();
-    await page.keyboard.press('Control+A');
-    await page.keyboard.press('Delete');
-    await page.keyboard.insertText('subscription Watch { syncChanged { id status } }');
+    // Replace the editors' starting text, not append to it: typed until the editor holds exactly the headers.
+    const headersText = JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.adminToken}` });
+    const headersEditor = page.locator('.graphiql-editor-tool .monaco-editor').last();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await headersEditor.click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Delete');
+      await page.keyboard.insertText(headersText);
+      const shown = (await headersEditor.locator('.view-lines').innerText()).replaceAll('\u00a0', ' ').trim();
+      if (shown === headersText) break;
+      await page.waitForTimeout(500);
+    }
+    // A fresh tab's editor may take the keys before it is ready: the text is typed until the editor shows it.
+    const queryEditor = page.locator('.graphiql-query-editor .monaco-editor').first();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await queryEditor.click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Delete');
+      await page.keyboard.insertText('subscription Watch { syncChanged { id status } }');
+      if (await queryEditor.getByText('syncChanged').count()) break;
+      await page.waitForTimeout(500);
+    }
     // yoga's GraphiQL subscribes over SSE (a GET or POST to /graphql whose answer is text/event-stream).
     const subscribed = page.waitForResponse(
       (response) =>
