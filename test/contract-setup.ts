@@ -16,5 +16,5 @@ afterEach(() => {
     appendFileSync(process.env.CONTRACT_LOG, `webhook: ${found.join('\n')}\n\n`);
     return;
   }
-  throw new Error(`webhook messages do not match the OpenAPI document's webhooks (src/webhooks/messages.ts):\n${found.join('\n')}`);
+  throw new Error(`webhook messages do not match the OpenAPI document's webhooks (src/domain/webhook-messages.ts):\n${found.join('\n')}`);
 });

@@ -29,7 +29,7 @@ import { markReadOnly } from '../db/read-routing.js';
 // validated (plugins/use-validated-documents.ts) is answered on node:http, or from `gateway.fetch`, without
 // yoga's request pipeline: its fetch-API request and response objects, envelop's per-request hooks and yoga's
 // request parsing and content negotiation cost ~0.3 ms of CPU a request, as much as a small query itself
-// (bench/analysis.md). As on the direct REST path (src/http/direct-rest.ts), every check is the admission spine's
+// (docs/explanation/performance.md). As on the direct REST path (src/http/direct-rest.ts), every check is the admission spine's
 // (./admission.ts), called in the order of ADMISSION_CHECKS: the same functions yoga's plugins call (the time
 // limit, the credential and its requirement, the rate limit, the variables' and the cost limits, error masking,
 // the log line, metrics and the security headers); the answer is yoga's (processRegularResult when it holds

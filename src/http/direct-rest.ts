@@ -29,7 +29,7 @@ import {
 
 // The REST requests served directly: a documented path is answered on node:http (or from `gateway.fetch`) without
 // yoga's request pipeline, its fetch-API request and response objects and envelop's per-request hooks, which cost
-// more CPU than a read itself (bench/analysis.md). The route still runs its fixed, pre-validated GraphQL document
+// more CPU than a read itself (docs/explanation/performance.md). The route still runs its fixed, pre-validated GraphQL document
 // against the same schema, through rest/handler.ts like every route (its body read and checked there, its
 // Idempotency-Key kept by use-rest's withIdempotency). Every check is the admission spine's (./admission.ts), called
 // in the order of ADMISSION_CHECKS: the same functions yoga's plugins call, so none is written here. A request this

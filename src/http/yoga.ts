@@ -91,7 +91,7 @@ export interface GatewayOptions {
   /** Stream caps, credential checks and heartbeats of the live surfaces (defaults in src/live/live.ts). */
   live?: LiveOptions;
   /**
-   * Plugins left out of the pipeline, for the benchmark's per-plugin cost table (bench/plugin-costs.ts) only:
+   * Plugins left out of the pipeline, for tests that run the pipeline without one (test/admission-table.test.ts, test/metrics.test.ts) only:
    * each is a safeguard a server must keep. The REST facade and authentication cannot be left out.
    */
   withoutPlugins?: readonly OptionalPlugin[];
