@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BrowserContext, Page } from 'playwright-core';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { CHROMIUM, keepOffline, launchChromium, openRecorded, type OfflineRecord } from './fixtures/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliOn } from './fixtures/cli.js';
@@ -43,6 +43,25 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
   });
 
   const open = (path: string): Promise<Page> => openRecorded(context, origin, path, record);
+
+  /**
+   * Replaces what a GraphiQL (Monaco) editor holds with `text`, typed until the editor shows exactly that: on a
+   * loaded machine a fresh editor may take the keys before it is ready, leaving its starting text beside the new
+   * one (two operations, which GraphiQL asks to choose between instead of sending either).
+   */
+  async function replaceEditorText(page: Page, editor: Locator, text: string): Promise<void> {
+    let shown = '';
+    for (let attempt = 0; attempt < 10; attempt++) {
+      await editor.click();
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Delete');
+      await page.keyboard.insertText(text);
+      shown = (await editor.locator('.view-lines').innerText()).replaceAll('\u00a0', ' ').trim();
+      if (shown === text) return;
+      await page.waitForTimeout(500);
+    }
+    expect(shown, 'the editor holds exactly the typed text').toBe(text);
+  }
 
   function expectCleanRun(): void {
     expect(record.offsite, 'requests that left 127.0.0.1').toEqual([]);
@@ -94,9 +113,11 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const page = await open('/graphql');
     await page.locator('.graphiql-container').first().waitFor({ timeout: 30_000 });
     await page.getByText('Headers', { exact: true }).click();
-    const headersEditor = page.locator('.graphiql-editor-tool .monaco-editor').last();
-    await headersEditor.click();
-    await page.keyboard.insertText(JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.readerToken}` }));
+    await replaceEditorText(
+      page,
+      page.locator('.graphiql-editor-tool .monaco-editor').last(),
+      JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.readerToken}` }),
+    );
     const answered = page.waitForResponse(
       (response) =>
         new URL(response.url()).pathname === '/graphql' &&
@@ -119,28 +140,16 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const page = await open('/graphql');
     await page.locator('.graphiql-container').first().waitFor({ timeout: 30_000 });
     await page.getByText('Headers', { exact: true }).click();
-    // Replace the editors' starting text, not append to it: typed until the editor holds exactly the headers.
-    const headersText = JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.adminToken}` });
-    const headersEditor = page.locator('.graphiql-editor-tool .monaco-editor').last();
-    for (let attempt = 0; attempt < 3; attempt++) {
-      await headersEditor.click();
-      await page.keyboard.press('Control+A');
-      await page.keyboard.press('Delete');
-      await page.keyboard.insertText(headersText);
-      const shown = (await headersEditor.locator('.view-lines').innerText()).replaceAll('\u00a0', ' ').trim();
-      if (shown === headersText) break;
-      await page.waitForTimeout(500);
-    }
-    // A fresh tab's editor may take the keys before it is ready: the text is typed until the editor shows it.
-    const queryEditor = page.locator('.graphiql-query-editor .monaco-editor').first();
-    for (let attempt = 0; attempt < 3; attempt++) {
-      await queryEditor.click();
-      await page.keyboard.press('Control+A');
-      await page.keyboard.press('Delete');
-      await page.keyboard.insertText('subscription Watch { syncChanged { id status } }');
-      if (await queryEditor.getByText('syncChanged').count()) break;
-      await page.waitForTimeout(500);
-    }
+    await replaceEditorText(
+      page,
+      page.locator('.graphiql-editor-tool .monaco-editor').last(),
+      JSON.stringify({ Authorization: `Token ${fixture.tenants.demo.adminToken}` }),
+    );
+    await replaceEditorText(
+      page,
+      page.locator('.graphiql-query-editor .monaco-editor').first(),
+      'subscription Watch { syncChanged { id status } }',
+    );
     // yoga's GraphiQL subscribes over SSE (a GET or POST to /graphql whose answer is text/event-stream).
     const subscribed = page.waitForResponse(
       (response) =>
@@ -206,10 +215,11 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     await page.locator('.result-window', { hasText: 'viewerRole' }).waitFor({ timeout: 10_000 });
 
     // A subscription on the same session: a run queued elsewhere shows up in the result pane.
-    await page.locator('.graphiql-query-editor .monaco-editor').first().click();
-    await page.keyboard.press('Control+A');
-    await page.keyboard.press('Delete');
-    await page.keyboard.insertText('subscription Watch { syncChanged { id status } }');
+    await replaceEditorText(
+      page,
+      page.locator('.graphiql-query-editor .monaco-editor').first(),
+      'subscription Watch { syncChanged { id status } }',
+    );
     const subscribed = page.waitForResponse(
       (response) =>
         decodeURIComponent(response.url()).includes('syncChanged') || response.request().postData()?.includes('syncChanged') === true,
