@@ -14,6 +14,11 @@ export interface Context {
   viewer: Viewer | null;
   requestId: string;
   /**
+   * The client's address as the rate limiter keys it (admission's clientAddress: the socket's, or behind
+   * TRUST_PROXY the hop the proxy appended), for the activity log; absent where no socket is known.
+   */
+  clientAddress?: string;
+  /**
    * The request's `Idempotency-Key` header, for the mutations a POST runs (createConnection, triggerSync,
    * claimSync). `outcome` is set by the mutation: whether it did the work or found an earlier request's.
    */

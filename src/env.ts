@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_ACTIVITY_RETENTION_DAYS } from './db/activity.js';
 import { DEFAULT_READ_MAX_LAG_MS } from './db/read-routing.js';
 import { DEFAULT_TOKENS_PER_SERVICE_USER, DEFAULT_TOKENS_PER_TENANT } from './domain/token-caps.js';
 import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT, MAX_DELIVERIES_PER_EVENT } from './domain/webhook-caps.js';
@@ -84,6 +85,8 @@ const envSchema = z
     SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
     SCHEDULER_STEP_BUDGET_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_STEP_BUDGET_MS),
     EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
+    // Activity log entries older than this many days are deleted by the scheduler (src/db/activity.ts).
+    ACTIVITY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(DEFAULT_ACTIVITY_RETENTION_DAYS),
     // Finished runs older than this many days are deleted (src/db/retention.ts); unset keeps every run.
     SYNC_RETENTION_DAYS: optionalString.pipe(
       z.coerce.number<string | undefined>().int('must be a whole number of days').min(1).max(36_500).optional(),

@@ -1,4 +1,5 @@
 import { DEFAULT_SESSION_POLICY, deleteEndedSessions, type SessionPolicy } from './auth/sessions.js';
+import { deleteOldActivity } from './db/activity.js';
 import type { Database, RawSql } from './db/client.js';
 import { deleteOldEvents } from './db/events.js';
 import { deleteExpiredIdempotencyKeys } from './db/idempotency.js';
@@ -36,6 +37,8 @@ export interface TickResult {
   expiredKeys: number;
   deletedEvents: number;
   deletedDeliveries: number;
+  /** Activity log entries deleted past ACTIVITY_RETENTION_DAYS. */
+  deletedActivity: number;
   /** Members' sessions past their idle timeout or lifetime (refused anyway; deleted to keep the table small). */
   endedSessions: number;
   /** Finished runs deleted past SYNC_RETENTION_DAYS. */
@@ -55,6 +58,8 @@ export interface TickOptions extends Pick<ScheduleOptions, 'intervalSeconds'> {
   sessionPolicy?: SessionPolicy | undefined;
   /** Finished runs older than this are deleted (SYNC_RETENTION_DAYS); kept when left out. */
   syncRetentionDays?: number | undefined;
+  /** Activity log entries older than this are deleted (ACTIVITY_RETENTION_DAYS); kept when left out. */
+  activityRetentionDays?: number | undefined;
 }
 
 /** A tenant step's statements: joined to the step's own transaction, which carries its time budget. */
@@ -128,6 +133,11 @@ export const MAINTENANCE_STEPS: readonly MaintenanceStep[] = [
     run: async (sql, { eventRetentionHours }) =>
       eventRetentionHours === undefined ? {} : { deletedDeliveries: await deleteOldDeliveries(sql, eventRetentionHours) },
   },
+  {
+    name: 'delete old activity',
+    run: async (sql, { activityRetentionDays }) =>
+      activityRetentionDays === undefined ? {} : { deletedActivity: await deleteOldActivity(sql, activityRetentionDays) },
+  },
 ];
 
 interface SchedulerOptions extends TickOptions {
@@ -170,6 +180,7 @@ export async function runSchedulerTick(
     expiredKeys: 0,
     deletedEvents: 0,
     deletedDeliveries: 0,
+    deletedActivity: 0,
     endedSessions: 0,
     removedRuns: 0,
     failedSteps: 0,

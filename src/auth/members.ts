@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Database } from '../db/client.js';
 import type { Config } from '../env.js';
 import { INVITATION_PAGE_PATH } from '../paths.js';
+import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
 import { isConstraintViolation } from '../db/constraint-violations.js';
 import { ApiError } from '../errors.js';
 import type { Prisma } from '../generated/prisma/client.js';
@@ -87,7 +88,7 @@ function asMember<T extends { role: Role }>(row: T): T & { role: MemberRole } {
  */
 export async function inviteMember(
   db: Database,
-  input: { tenantId: string; email: string; role: string; createdBy: string },
+  input: { tenantId: string; email: string; role: string; createdBy: string; activity?: ActivityOrigin },
   now: Date = new Date(),
 ): Promise<{ member: MemberInfo; code: string; expiresAt: Date }> {
   const email = normalizeEmail(input.email);
@@ -120,6 +121,11 @@ export async function inviteMember(
       }
       await tx.memberInvitation.create({
         data: { id: newId('inv'), tenantId: input.tenantId, memberId: member.id, codeHash: codeHashOf(code)!, expiresAt, createdAt: now },
+      });
+      await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+        action: 'member.invited',
+        targetId: member.id,
+        targetName: email,
       });
       return asMember(member);
     });
@@ -202,12 +208,20 @@ export async function memberOfPassword(
 }
 
 /** Changes a member's role; a change ends the member's sessions (and so its open streams). */
-export async function changeMemberRole(db: Database, input: { tenantId: string; memberId: string; role: string }): Promise<MemberInfo> {
+export async function changeMemberRole(
+  db: Database,
+  input: { tenantId: string; memberId: string; role: string; activity?: ActivityOrigin },
+): Promise<MemberInfo> {
   const role = parseMemberRole(input.role);
   return withMember(db, input, async (tx, member) => {
     if (member.role === role) return member;
     if (role !== 'admin') await refuseLastAdmin(tx, member, 'demoted');
     await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: member.id } });
+    await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+      action: 'member.role_changed',
+      targetId: member.id,
+      targetName: member.email,
+    });
     return asMember(
       await tx.member.update({ where: { tenantId_id: { tenantId: input.tenantId, id: member.id } }, data: { role }, select: memberSelect }),
     );
@@ -215,9 +229,18 @@ export async function changeMemberRole(db: Database, input: { tenantId: string; 
 }
 
 /** Removes a member with its sessions and invitations. */
-export async function removeMember(db: Database, input: { tenantId: string; memberId: string }): Promise<{ id: string }> {
+export async function removeMember(
+  db: Database,
+  input: { tenantId: string; memberId: string; activity?: ActivityOrigin },
+): Promise<{ id: string }> {
   return withMember(db, input, async (tx, member) => {
     await refuseLastAdmin(tx, member, 'removed');
+    // Before the delete: a member removing itself is still there to be named as the actor.
+    await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+      action: 'member.removed',
+      targetId: member.id,
+      targetName: member.email,
+    });
     await tx.member.delete({ where: { tenantId_id: { tenantId: input.tenantId, id: member.id } } });
     return { id: member.id };
   });

@@ -1,6 +1,7 @@
 import { credentialsChanged } from './credential-cache.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
+import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
 import { isConstraintViolation } from '../db/constraint-violations.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import { Role } from '../generated/prisma/enums.js';
@@ -67,14 +68,22 @@ function notFound(): ApiError {
 
 export async function createServiceUser(
   db: Database,
-  input: { tenantId: string; name: string; role: Role; createdBy?: string },
+  input: { tenantId: string; name: string; role: Role; createdBy?: string; activity?: ActivityOrigin },
 ): Promise<ServiceUserInfo> {
   const name = normalizeServiceUserName(input.name);
   const role = parseRole(input.role);
   try {
-    return await db.prisma.serviceUser.create({
-      data: { id: newId('usr'), tenantId: input.tenantId, name, role, createdBy: input.createdBy ?? null },
-      select: serviceUserSelect,
+    return await db.prisma.$transaction(async (tx) => {
+      const user = await tx.serviceUser.create({
+        data: { id: newId('usr'), tenantId: input.tenantId, name, role, createdBy: input.createdBy ?? null },
+        select: serviceUserSelect,
+      });
+      await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+        action: 'service_user.created',
+        targetId: user.id,
+        targetName: name,
+      });
+      return user;
     });
   } catch (error) {
     // The unique index decides, not a prior lookup: two concurrent creates cannot both succeed.
@@ -89,12 +98,19 @@ export async function createServiceUser(
 /** The new role applies to the user's existing tokens at their next request, on every process (credentialsChanged). */
 export async function changeServiceUserRole(
   db: Database,
-  input: { tenantId: string; serviceUserId: string; role: Role },
+  input: { tenantId: string; serviceUserId: string; role: Role; activity?: ActivityOrigin },
 ): Promise<ServiceUserInfo> {
   const role = parseRole(input.role);
-  const changed = await withAdminKept(db, input, role === 'admin' ? null : 'demote', (tx, where) =>
-    tx.serviceUser.update({ where, data: { role }, select: serviceUserSelect }),
-  );
+  const changed = await withAdminKept(db, input, role === 'admin' ? null : 'demote', async (tx, where, user) => {
+    if (user.role !== role) {
+      await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+        action: 'service_user.role_changed',
+        targetId: input.serviceUserId,
+        targetName: user.name,
+      });
+    }
+    return tx.serviceUser.update({ where, data: { role }, select: serviceUserSelect });
+  });
   await credentialsChanged(db, { serviceUserIds: [input.serviceUserId] });
   return changed;
 }
@@ -106,12 +122,18 @@ export async function changeServiceUserRole(
  */
 export async function deleteServiceUser(
   db: Database,
-  input: { tenantId: string; serviceUserId: string },
+  input: { tenantId: string; serviceUserId: string; activity?: ActivityOrigin },
 ): Promise<{ id: string; deletedTokens: number }> {
-  const deleted = await withAdminKept(db, input, 'delete', async (tx, where) => {
+  const deleted = await withAdminKept(db, input, 'delete', async (tx, where, user) => {
+    // Before its tokens go: a service user deleting itself with its own token is still there to be named.
+    await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+      action: 'service_user.deleted',
+      targetId: input.serviceUserId,
+      targetName: user.name,
+    });
     const tokens = await tx.token.deleteMany({ where: { tenantId: input.tenantId, serviceUserId: input.serviceUserId } });
-    const user = await tx.serviceUser.delete({ where, select: { id: true } });
-    return { id: user.id, deletedTokens: tokens.count };
+    const gone = await tx.serviceUser.delete({ where, select: { id: true } });
+    return { id: gone.id, deletedTokens: tokens.count };
   });
   await credentialsChanged(db, { serviceUserIds: [input.serviceUserId] });
   return deleted;
@@ -129,7 +151,7 @@ async function withAdminKept<T>(
   db: Database,
   input: { tenantId: string; serviceUserId: string },
   removal: 'demote' | 'delete' | null,
-  change: (tx: Transaction, where: { tenantId_id: { tenantId: string; id: string } }) => Promise<T>,
+  change: (tx: Transaction, where: { tenantId_id: { tenantId: string; id: string } }, user: { name: string; role: Role }) => Promise<T>,
 ): Promise<T> {
   if (input.serviceUserId.length > MAX_ID_LENGTH) throw notFound();
   const where = { tenantId_id: { tenantId: input.tenantId, id: input.serviceUserId } };
@@ -146,7 +168,7 @@ async function withAdminKept<T>(
         );
       }
     }
-    return change(tx, where);
+    return change(tx, where, user);
   });
 }
 

@@ -1,6 +1,7 @@
 import { type CredentialCache, credentialsChanged } from './credential-cache.js';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Viewer } from './viewer.js';
+import { type ActivityOrigin, recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
 import { ID_ALPHABET, MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
@@ -95,7 +96,7 @@ const UNIQUE_VIOLATION = '23505';
  */
 export async function createToken(
   db: Database,
-  input: { tenantId: string; serviceUserId: string; expiresAt: Date; createdBy?: string },
+  input: { tenantId: string; serviceUserId: string; expiresAt: Date; createdBy?: string; activity?: ActivityOrigin },
   now: Date = new Date(),
   caps: TokenCaps = DEFAULT_TOKEN_CAPS,
 ): Promise<CreatedToken> {
@@ -134,6 +135,11 @@ export async function createToken(
            RETURNING "id", "prefix", "expires_at" AS "expiresAt"`,
           [newId('tok'), input.tenantId, input.serviceUserId, prefix, secretHash, input.expiresAt.toISOString(), input.createdBy ?? null],
         );
+        await recordActivity(tx, input.tenantId, input.activity, {
+          action: 'token.created',
+          targetId: created!.id,
+          targetName: `${TOKEN_MARKER}${prefix}`,
+        });
         return created!;
       });
       return { id: row.id, token: `${TOKEN_MARKER}${prefix}_${secret}`, prefix: row.prefix, expiresAt: new Date(row.expiresAt) };
@@ -241,19 +247,37 @@ type RevokeResult = 'revoked' | 'already_revoked' | 'not_found';
 
 /**
  * Revokes a token (idempotent: revoking twice keeps the first revocation time). With `tenantId` the token
- * must belong to that tenant; without it (operator CLI) any token can be revoked.
+ * must belong to that tenant; without it (operator CLI) any token can be revoked. Only a revocation that
+ * happens is recorded in the activity log, in its transaction.
  */
-export async function revokeToken(db: Database, tokenId: string, tenantId?: string, now: Date = new Date()): Promise<RevokeResult> {
+export async function revokeToken(
+  db: Database,
+  tokenId: string,
+  tenantId?: string,
+  now: Date = new Date(),
+  activity?: ActivityOrigin,
+): Promise<RevokeResult> {
   if (tokenId.length === 0 || tokenId.length > MAX_ID_LENGTH) return 'not_found';
-  const scope = tenantId === undefined ? { id: tokenId } : { id: tokenId, tenantId };
-  const { count } = await db.prisma.token.updateMany({
-    where: { ...scope, revokedAt: null },
-    data: { revokedAt: now },
+  const revoked = await db.raw.transaction(async (tx) => {
+    const [row] = await tx.query<{ tenantId: string; prefix: string }>(
+      `UPDATE "public"."tokens" AS "t" SET "revoked_at" = $3::timestamptz
+       WHERE "t"."id" = $1 AND ($2::text IS NULL OR "t"."tenant_id" = $2::text) AND "t"."revoked_at" IS NULL
+       RETURNING "t"."tenant_id" AS "tenantId", "t"."prefix"`,
+      [tokenId, tenantId ?? null, now.toISOString()],
+    );
+    if (row)
+      await recordActivity(tx, row.tenantId, activity, {
+        action: 'token.revoked',
+        targetId: tokenId,
+        targetName: `${TOKEN_MARKER}${row.prefix}`,
+      });
+    return row !== undefined;
   });
-  if (count > 0) {
+  if (revoked) {
     await credentialsChanged(db, { tokenIds: [tokenId] });
     return 'revoked';
   }
+  const scope = tenantId === undefined ? { id: tokenId } : { id: tokenId, tenantId };
   const existing = await db.prisma.token.findFirst({ where: scope, select: { id: true } });
   return existing ? 'already_revoked' : 'not_found';
 }

@@ -1,3 +1,4 @@
+import { CLI_ORIGIN } from '../db/activity.js';
 import { invitationUrl, inviteMember, MEMBER_ROLES, publicOriginOf } from '../auth/members.js';
 import { ApiError } from '../errors.js';
 import { CliError, stringOption, UsageError, type Command } from './commands.js';
@@ -23,6 +24,7 @@ export const memberCommands: Command[] = [
           email: stringOption(input, 'email', true),
           role: stringOption(input, 'role', true),
           createdBy: 'cli',
+          activity: CLI_ORIGIN,
         });
         out(invitationUrl(publicOriginOf(config), code));
         err(`invited ${member.email} (${member.role}) to ${tenant.slug}; the URL works once, until ${expiresAt.toISOString()}`);

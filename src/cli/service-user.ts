@@ -1,3 +1,4 @@
+import { CLI_ORIGIN } from '../db/activity.js';
 import { createServiceUser, deleteServiceUser, findServiceUserByName, listServiceUsers } from '../auth/service-users.js';
 import { isRole } from '../auth/permissions.js';
 import { Role } from '../generated/prisma/enums.js';
@@ -23,7 +24,7 @@ export const serviceUserCommands: Command[] = [
       const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
       const name = stringOption(input, 'name', true);
       const role = roleOption(stringOption(input, 'role', true));
-      const user = await createServiceUser(db, { tenantId: tenant.id, name, role, createdBy: 'cli' });
+      const user = await createServiceUser(db, { tenantId: tenant.id, name, role, createdBy: 'cli', activity: CLI_ORIGIN });
       out(user.id);
     },
   },
@@ -67,7 +68,7 @@ export const serviceUserCommands: Command[] = [
       const name = stringOption(input, 'name', true);
       const user = await findServiceUserByName(db, tenant.id, name);
       if (!user) throw new CliError(`service user "${name}" does not exist in tenant "${tenant.slug}"`);
-      const { deletedTokens } = await deleteServiceUser(db, { tenantId: tenant.id, serviceUserId: user.id });
+      const { deletedTokens } = await deleteServiceUser(db, { tenantId: tenant.id, serviceUserId: user.id, activity: CLI_ORIGIN });
       err(`deleted service user ${user.id} (${name}) and ${deletedTokens} token(s)`);
     },
   },

@@ -1,3 +1,4 @@
+import { CLI_ORIGIN } from '../db/activity.js';
 import { findServiceUserByName } from '../auth/service-users.js';
 import { createToken, listTokens, MAX_TOKEN_LIFETIME_DAYS, revokeToken, validateTokenExpiry } from '../auth/tokens.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
@@ -96,7 +97,7 @@ export const tokenCommands: Command[] = [
       try {
         created = await createToken(
           db,
-          { tenantId: tenant.id, serviceUserId: user.id, expiresAt, createdBy: 'cli' },
+          { tenantId: tenant.id, serviceUserId: user.id, expiresAt, createdBy: 'cli', activity: CLI_ORIGIN },
           new Date(),
           tokenCapsOf(config),
         );
@@ -118,7 +119,7 @@ export const tokenCommands: Command[] = [
     positionals: { min: 1, max: 1 },
     async run({ db, err }, input) {
       const id = input.positionals[0]!;
-      const result = await revokeToken(db, id);
+      const result = await revokeToken(db, id, undefined, new Date(), CLI_ORIGIN);
       if (result === 'not_found') throw new CliError(`token "${id}" does not exist`);
       err(result === 'revoked' ? `revoked ${id}` : `${id} was already revoked`);
     },

@@ -14,6 +14,7 @@ import { newId } from '../prefixed-ids.js';
 import { kindOfCategory } from '../domain/category-kinds.js';
 import type { RawSql } from './client.js';
 import { appendEvents, connectionEvent, syncEvent } from './events.js';
+import { type ActivityOrigin, recordActivity } from './activity.js';
 import { CONNECTION_ROW, failedSummarySql, inTransaction, SYNC_ROW, type TransactionRunner, type Tx } from './write-transactions.js';
 
 // Writes of connections: create, change (JSON Merge Patch) and delete, one transaction each, scoped by tenant in
@@ -84,6 +85,7 @@ export async function createConnection(
   tenantId: string,
   input: CreateConnectionInput,
   createdBy: string | null = null,
+  activity?: ActivityOrigin,
 ): Promise<Connection> {
   return inTransaction(sql, async (tx) => {
     const [application] = await findApplication(tx, input.applicationId);
@@ -116,6 +118,7 @@ export async function createConnection(
       ],
     );
     await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.created')]);
+    await recordActivity(tx, tenantId, activity, { action: 'connection.created', targetId: connection!.id, targetName: connection!.name });
     return connection!;
   });
 }
@@ -134,7 +137,13 @@ function patched(current: unknown, patch: Record<string, unknown> | null | undef
  * member by member, `null` removes one, then validated whole against the application's kind). Input
  * problems are INVALID_QUERY, a refused status change CONFLICT; either way nothing changes.
  */
-export async function updateConnection(sql: TransactionRunner, tenantId: string, id: string, patch: ConnectionPatch): Promise<Connection> {
+export async function updateConnection(
+  sql: TransactionRunner,
+  tenantId: string,
+  id: string,
+  patch: ConnectionPatch,
+  activity?: ActivityOrigin,
+): Promise<Connection> {
   return inTransaction(sql, async (tx) => {
     const [current] = await tx.query<LockedConnection>(
       `SELECT ${CONNECTION_ROW}, "a"."category_id" AS "categoryId"
@@ -174,6 +183,7 @@ export async function updateConnection(sql: TransactionRunner, tenantId: string,
       ],
     );
     await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.updated')]);
+    await recordActivity(tx, tenantId, activity, { action: 'connection.updated', targetId: id, targetName: connection!.name });
     return connection!;
   });
 }
@@ -189,7 +199,12 @@ interface DeletedConnection {
  * the same transaction, fails its pending and in-progress runs with "connection deleted"; a later report on
  * one of them is a CONFLICT. NOT_FOUND when there is no such live connection.
  */
-export async function deleteConnection(sql: TransactionRunner, tenantId: string, id: string): Promise<DeletedConnection> {
+export async function deleteConnection(
+  sql: TransactionRunner,
+  tenantId: string,
+  id: string,
+  activity?: ActivityOrigin,
+): Promise<DeletedConnection> {
   return inTransaction(sql, async (tx) => {
     const [connection] = await tx.query<Connection>(
       `UPDATE "public"."connections" AS "c" SET "deleted_at" = now(), "updated_at" = now()
@@ -207,6 +222,7 @@ export async function deleteConnection(sql: TransactionRunner, tenantId: string,
       [tenantId, id, SYNC_FAILURES.connectionDeleted, ACTIVE_SYNC_STATUSES],
     );
     await appendEvents(tx, tenantId, [connectionEvent(connection, 'connection.deleted'), ...failedRuns.map((run) => syncEvent(run))]);
+    await recordActivity(tx, tenantId, activity, { action: 'connection.deleted', targetId: id, targetName: connection.name });
     return { connection, failedRuns };
   });
 }

@@ -5,6 +5,7 @@ import type { EndpointInput, EndpointPatch } from '../domain/webhook-input.js';
 import { endpointDisabledData } from '../domain/webhook-messages.js';
 import type { RawSql } from './client.js';
 import { appendEvents, type BatchOptions, deleteInBatches, WEBHOOKS_CHANNEL } from './events.js';
+import { type ActivityOrigin, recordActivity } from './activity.js';
 import { inTransaction, type TransactionRunner, type Tx } from './write-transactions.js';
 
 // The webhooks' data layer: endpoints (written by admins through the API), and the outbox
@@ -70,6 +71,7 @@ export async function createWebhookEndpoint(
   input: EndpointInput,
   settings: EndpointWriteSettings,
   createdBy: string | null = null,
+  activity?: ActivityOrigin,
 ): Promise<EndpointWithSecret> {
   const secret = newWebhookSecret();
   const id = newId('whk');
@@ -92,6 +94,7 @@ export async function createWebhookEndpoint(
        RETURNING ${ENDPOINT_ROW}`,
       [id, tenantId, input.url, input.description ?? '', sealed, input.eventTypes ?? [], input.enabled ?? true, createdBy],
     );
+    await recordActivity(tx, tenantId, activity, { action: 'webhook_endpoint.created', targetId: id, targetName: input.url });
     return { ...row!, secret };
   });
 }
@@ -115,6 +118,7 @@ export async function updateWebhookEndpoint(
   tenantId: string,
   id: string,
   patch: EndpointPatch,
+  activity?: ActivityOrigin,
 ): Promise<WebhookEndpointRow | null> {
   return inTransaction(runner, async (tx) => {
     const [row] = await tx.query<WebhookEndpointRow>(
@@ -131,18 +135,26 @@ export async function updateWebhookEndpoint(
       [tenantId, id, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null, patch.enabled ?? null],
     );
     if (row && patch.enabled === false) await failPendingDeliveries(tx, tenantId, id);
+    if (row) await recordActivity(tx, tenantId, activity, { action: 'webhook_endpoint.updated', targetId: id, targetName: row.url });
     return row ?? null;
   });
 }
 
 /** Deletes an endpoint with its delivery log; null when the tenant has none with that id. */
-export async function deleteWebhookEndpoint(runner: TransactionRunner, tenantId: string, id: string): Promise<{ id: string } | null> {
+export async function deleteWebhookEndpoint(
+  runner: TransactionRunner,
+  tenantId: string,
+  id: string,
+  activity?: ActivityOrigin,
+): Promise<{ id: string } | null> {
   return inTransaction(runner, async (tx) => {
-    const [row] = await tx.query<{ id: string }>(
-      `DELETE FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 RETURNING "w"."id"`,
+    const [row] = await tx.query<{ id: string; url: string }>(
+      `DELETE FROM "public"."webhook_endpoints" AS "w" WHERE "w"."tenant_id" = $1 AND "w"."id" = $2 RETURNING "w"."id", "w"."url"`,
       [tenantId, id],
     );
-    return row ?? null;
+    if (!row) return null;
+    await recordActivity(tx, tenantId, activity, { action: 'webhook_endpoint.deleted', targetId: id, targetName: row.url });
+    return { id: row.id };
   });
 }
 
@@ -152,6 +164,7 @@ export async function rotateWebhookSecret(
   tenantId: string,
   id: string,
   secretKeys: SecretSealer,
+  activity?: ActivityOrigin,
 ): Promise<EndpointWithSecret | null> {
   const secret = newWebhookSecret();
   return inTransaction(runner, async (tx) => {
@@ -168,7 +181,9 @@ export async function rotateWebhookSecret(
        RETURNING ${ENDPOINT_ROW}`,
       [tenantId, id, sealed],
     );
-    return row ? { ...row, secret } : null;
+    if (!row) return null;
+    await recordActivity(tx, tenantId, activity, { action: 'webhook_endpoint.secret_rotated', targetId: id, targetName: row.url });
+    return { ...row, secret };
   });
 }
 

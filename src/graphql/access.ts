@@ -5,7 +5,7 @@ import { ApiError } from '../errors.js';
 import { Role as RoleValues } from '../generated/prisma/enums.js';
 import { builder } from './builder.js';
 import { assertIdLength } from './ids.js';
-import { requireViewer } from './viewer.js';
+import { activityOriginOf, requireViewer } from './viewer.js';
 
 // The portal's "Service Users" section as GraphQL: admin-only (access:manage), always within the caller's
 // tenant. Token values appear exactly once, in createToken's payload; nothing else can read them.
@@ -90,6 +90,7 @@ builder.mutationFields((t) => ({
         name: args.name,
         role: args.role,
         createdBy: actorOf(requireViewer(context)),
+        activity: activityOriginOf(context),
       });
       return context.db.prisma.serviceUser.findUniqueOrThrow({ ...query, where: serviceUserById(tenantId, user.id) });
     },
@@ -102,7 +103,7 @@ builder.mutationFields((t) => ({
     resolve: async (query, _root, args, context) => {
       const { tenantId } = requireViewer(context);
       const id = assertIdLength(args.id, 'service user');
-      await changeServiceUserRole(context.db, { tenantId, serviceUserId: id, role: args.role });
+      await changeServiceUserRole(context.db, { tenantId, serviceUserId: id, role: args.role, activity: activityOriginOf(context) });
       return context.db.prisma.serviceUser.findUniqueOrThrow({ ...query, where: serviceUserById(tenantId, id) });
     },
   }),
@@ -115,6 +116,7 @@ builder.mutationFields((t) => ({
       deleteServiceUser(context.db, {
         tenantId: requireViewer(context).tenantId,
         serviceUserId: assertIdLength(args.id, 'service user'),
+        activity: activityOriginOf(context),
       }),
   }),
   createToken: t.field({
@@ -136,7 +138,13 @@ builder.mutationFields((t) => ({
       if (!user) throw new ApiError('NOT_FOUND', `service user ${serviceUserId} not found`);
       return createToken(
         context.db,
-        { tenantId, serviceUserId, expiresAt: args.expiresAt, createdBy: actorOf(requireViewer(context)) },
+        {
+          tenantId,
+          serviceUserId,
+          expiresAt: args.expiresAt,
+          createdBy: actorOf(requireViewer(context)),
+          activity: activityOriginOf(context),
+        },
         new Date(),
         context.tokenCaps,
       );
@@ -150,7 +158,7 @@ builder.mutationFields((t) => ({
     resolve: async (query, _root, args, context) => {
       const { tenantId } = requireViewer(context);
       const id = assertIdLength(args.id, 'token');
-      if ((await revokeToken(context.db, id, tenantId)) === 'not_found') {
+      if ((await revokeToken(context.db, id, tenantId, new Date(), activityOriginOf(context))) === 'not_found') {
         throw new ApiError('NOT_FOUND', `token ${id} not found`);
       }
       return context.db.prisma.token.findFirstOrThrow({ ...query, where: { id, tenantId } });

@@ -24,7 +24,7 @@ import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from 
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
-import { requireViewer } from './viewer.js';
+import { activityOriginOf, requireViewer } from './viewer.js';
 
 export const CONNECTION_PAGE = pageBounds(100, 100);
 
@@ -240,7 +240,12 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, context) => {
       // One transaction: the connection goes, and its pending and in-progress runs fail with "connection deleted".
-      const { connection } = await deleteConnection(context.db.raw, requireViewer(context).tenantId, assertIdLength(args.id, 'connection'));
+      const { connection } = await deleteConnection(
+        context.db.raw,
+        requireViewer(context).tenantId,
+        assertIdLength(args.id, 'connection'),
+        activityOriginOf(context),
+      );
       return { id: connection.id };
     },
   }),

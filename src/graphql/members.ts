@@ -10,7 +10,7 @@ import { resourceFilter, resourceOrder } from './filters.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { assertIdLength } from './ids.js';
-import { requireViewer } from './viewer.js';
+import { activityOriginOf, requireViewer } from './viewer.js';
 
 // The organization's members (people who sign in), admin only (access:manage), always within the caller's
 // tenant. The API the console builds on; it stays as it is:
@@ -169,6 +169,7 @@ builder.mutationFields((t) => ({
         email: args.email,
         role: args.role,
         createdBy: actorOf(viewer),
+        activity: activityOriginOf(context),
       });
       return { memberId: member.id, tenantId: viewer.tenantId, code, expiresAt };
     },
@@ -181,7 +182,7 @@ builder.mutationFields((t) => ({
     resolve: async (query, _root, args, context) => {
       const { tenantId } = requireViewer(context);
       const id = assertIdLength(args.id, 'member');
-      await changeMemberRole(context.db, { tenantId, memberId: id, role: args.role });
+      await changeMemberRole(context.db, { tenantId, memberId: id, role: args.role, activity: activityOriginOf(context) });
       return context.db.prisma.member.findUniqueOrThrow({ ...query, where: { tenantId_id: { tenantId, id } } });
     },
   }),
@@ -191,6 +192,10 @@ builder.mutationFields((t) => ({
     authScopes: { permission: 'access:manage' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, context) =>
-      removeMember(context.db, { tenantId: requireViewer(context).tenantId, memberId: assertIdLength(args.id, 'member') }),
+      removeMember(context.db, {
+        tenantId: requireViewer(context).tenantId,
+        memberId: assertIdLength(args.id, 'member'),
+        activity: activityOriginOf(context),
+      }),
   }),
 }));

@@ -11,6 +11,7 @@ import './live.js';
 import './webhooks.js';
 import './sync-stats.js';
 import './members.js';
+import './activity.js';
 
 /** The whole GraphQL schema; domain modules register their types on import. */
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -1,3 +1,5 @@
+import { activityActorOf } from '../auth/audit.js';
+import type { ActivityOrigin } from '../db/activity.js';
 import type { Viewer } from '../auth/viewer.js';
 import type { Context } from '../context.js';
 import { credentialRequiredError } from '../errors.js';
@@ -6,4 +8,9 @@ import { credentialRequiredError } from '../errors.js';
 export function requireViewer(context: Context): Viewer {
   if (!context.viewer) throw credentialRequiredError();
   return context.viewer;
+}
+
+/** Who makes a change and from where, for the activity log: the caller, the client address, the request id. */
+export function activityOriginOf(context: Context): ActivityOrigin {
+  return { actor: activityActorOf(requireViewer(context)), address: context.clientAddress ?? null, requestId: context.requestId };
 }

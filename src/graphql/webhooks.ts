@@ -22,7 +22,7 @@ import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
-import { requireViewer } from './viewer.js';
+import { activityOriginOf, requireViewer } from './viewer.js';
 import { bodyOf, once } from './writes.js';
 
 // Webhooks on GraphQL, admin only (webhooks:manage): the tenant's endpoints, their delivery
@@ -341,7 +341,7 @@ builder.mutationFields((t) => ({
         context,
         'createWebhookEndpoint',
         args.input,
-        (sql) => createWebhookEndpoint(sql, tenantId, input, context.webhooks, actorOf(requireViewer(context))),
+        (sql) => createWebhookEndpoint(sql, tenantId, input, context.webhooks, actorOf(requireViewer(context)), activityOriginOf(context)),
         (created) => ({ type: 'webhook_endpoint', id: created.id }),
         // A replay shows the endpoint without its secret: the secret is in the first answer only, and the
         // endpoint's secret now may be a later rotation's (lost the first answer? rotate the secret).
@@ -358,7 +358,11 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, context) => {
       const patch = problemsOrValue(await parseWebhookEndpointPatch(bodyOf(args.input, 'input'), guardOf(context)));
       const id = assertIdLength(args.id, 'webhook endpoint');
-      return found(await updateWebhookEndpoint(context.db.raw, requireViewer(context).tenantId, id, patch), 'webhook endpoint', id);
+      return found(
+        await updateWebhookEndpoint(context.db.raw, requireViewer(context).tenantId, id, patch, activityOriginOf(context)),
+        'webhook endpoint',
+        id,
+      );
     },
   }),
   deleteWebhookEndpoint: t.field({
@@ -368,7 +372,11 @@ builder.mutationFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, args, context) => {
       const id = assertIdLength(args.id, 'webhook endpoint');
-      return found(await deleteWebhookEndpoint(context.db.raw, requireViewer(context).tenantId, id), 'webhook endpoint', id);
+      return found(
+        await deleteWebhookEndpoint(context.db.raw, requireViewer(context).tenantId, id, activityOriginOf(context)),
+        'webhook endpoint',
+        id,
+      );
     },
   }),
   rotateWebhookSecret: t.field({
@@ -384,7 +392,7 @@ builder.mutationFields((t) => ({
         context,
         'rotateWebhookSecret',
         args,
-        (sql) => rotateWebhookSecret(sql, tenantId, id, context.webhooks.secretKeys),
+        (sql) => rotateWebhookSecret(sql, tenantId, id, context.webhooks.secretKeys, activityOriginOf(context)),
         (result) => (result ? { type: 'webhook_endpoint', id: result.id } : null),
         // Without the secret, as a replayed creation (see createWebhookEndpoint).
         async (resource) => (resource ? endpointOf(context, resource.id) : null),

@@ -13,7 +13,7 @@ import { builder } from './builder.js';
 import { Connection, connectionById, ConnectionStatus, ConnectionVia } from './connection.js';
 import { assertIdLength } from './ids.js';
 import { Sync, SyncStatus } from './sync.js';
-import { requireViewer } from './viewer.js';
+import { activityOriginOf, requireViewer } from './viewer.js';
 
 // The write side on GraphQL: connect, change and delete connections; trigger, claim, report and finish runs.
 // Each mutation turns its arguments into the body the REST route takes (snake_case members) and parses it
@@ -183,7 +183,12 @@ builder.mutationFields((t) => ({
         context,
         'createConnection',
         args.input,
-        async (sql) => (await withGraphQLNames('input', () => createConnection(sql, tenantId, input, actorOf(requireViewer(context))))).id,
+        async (sql) =>
+          (
+            await withGraphQLNames('input', () =>
+              createConnection(sql, tenantId, input, actorOf(requireViewer(context)), activityOriginOf(context)),
+            )
+          ).id,
         (created) => ({ type: 'connection', id: created }),
         async (resource) => resource?.id ?? '',
       );
@@ -198,7 +203,9 @@ builder.mutationFields((t) => ({
     resolve: async (_root, args, context, info) => {
       const { patch } = parsed(parseConnectionPatch(bodyOf(args.input, 'input')), 'input');
       const id = assertIdLength(args.id, 'connection');
-      await withGraphQLNames('input', () => updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch));
+      await withGraphQLNames('input', () =>
+        updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch, activityOriginOf(context)),
+      );
       return connectionForSelection(context, info, id);
     },
   }),

@@ -153,6 +153,7 @@ export async function startApp(config: Config, logger: Logger): Promise<App> {
             eventRetentionHours: config.EVENT_RETENTION_HOURS,
             sessionPolicy: signInSettingsOf(config),
             syncRetentionDays: config.SYNC_RETENTION_DAYS,
+            activityRetentionDays: config.ACTIVITY_RETENTION_DAYS,
           })
         : undefined;
     const webhooks = config.WEBHOOKS === 'on' ? deliveryWorkerOf(db, config, logger, secretKeys, gateway.live.governor) : undefined;

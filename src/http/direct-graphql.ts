@@ -146,7 +146,8 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       const requestId = newRequestId();
       let budget: BudgetState | undefined;
       if (!outgoing) {
-        const check = await admission.rateLimit(taken.url.pathname, viewer, admission.clientAddress(incoming, incoming.remoteAddress));
+        const clientAddress = admission.clientAddress(incoming, incoming.remoteAddress);
+        const check = await admission.rateLimit(taken.url.pathname, viewer, clientAddress);
         budget = check?.state;
         if (check?.refusal) {
           outgoing = await early(taken, check.refusal);
@@ -155,6 +156,7 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
             ...options.contextBase,
             viewer,
             requestId,
+            clientAddress,
             idempotency: idempotencyOf(incoming.header('idempotency-key')),
             authorization,
           };

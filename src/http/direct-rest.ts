@@ -146,11 +146,8 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
           return viewer;
         })();
         lookup.catch(() => undefined);
-        const check = await admission.rateLimit(
-          taken.pathname,
-          await lookup.catch(() => null),
-          admission.clientAddress(incoming, incoming.remoteAddress),
-        );
+        const clientAddress = admission.clientAddress(incoming, incoming.remoteAddress);
+        const check = await admission.rateLimit(taken.pathname, await lookup.catch(() => null), clientAddress);
         budget = check?.state;
         if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
         const runner: OperationRunner<Context> = {
@@ -160,6 +157,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
                 ...options.contextBase,
                 viewer: await lookup,
                 requestId,
+                clientAddress,
                 idempotency: idempotencyOf(incoming.header('idempotency-key')),
                 authorization,
               };

@@ -24,7 +24,7 @@ import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from '../plugin
 import { GatewayMetrics, useMetrics } from '../plugins/use-metrics.js';
 import { usePages } from '../plugins/use-pages.js';
 import { renderGraphiQLPage } from '../pages/graphiql.js';
-import { RateLimits, useRateLimit } from '../plugins/use-rate-limit.js';
+import { RateLimits, socketAddressOf, useRateLimit } from '../plugins/use-rate-limit.js';
 import { useRequestErrorCodes } from '../plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from '../plugins/use-request-id.js';
 import { useRequestLog } from '../plugins/use-request-log.js';
@@ -385,17 +385,22 @@ query Connections {
         ],
       },
     ),
-    context: async ({ request }) => ({
-      db,
-      requestId: requestIdOf(request),
-      viewer: await viewers.of(request),
-      idempotency: idempotencyOf(request.headers.get('idempotency-key')),
-      authorization: viewers.credential(request),
-      webhooks,
-      applicationCategory,
-      tokenCaps,
-      live,
-    }),
+    context: async (serverContext) => {
+      const { request } = serverContext;
+      return {
+        db,
+        requestId: requestIdOf(request),
+        // The address the rate limit counted this request under.
+        clientAddress: admission.clientAddress({ header: (name) => request.headers.get(name) }, socketAddressOf(serverContext)),
+        viewer: await viewers.of(request),
+        idempotency: idempotencyOf(request.headers.get('idempotency-key')),
+        authorization: viewers.credential(request),
+        webhooks,
+        applicationCategory,
+        tokenCaps,
+        live,
+      };
+    },
   });
   // What both direct paths share with the pipeline; neither runs when a plugin is left out (the benchmark's table).
   const directPath = {

@@ -117,6 +117,7 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
       { name: 'Connections', description: "The calling tenant's connected applications." },
       { name: 'Syncs', description: 'Records of synchronization runs.' },
       { name: 'Members', description: "The organization's members (people who sign in): invite, change role, remove. Admin only." },
+      { name: 'Activity', description: 'Who did what, when and from where: the activity log of the organization. Admin only.' },
       {
         name: 'Sign-in',
         description:

@@ -11,6 +11,7 @@ import {
   ChangeMemberRoleDocument,
   InviteMemberDocument,
   ListMembersDocument,
+  ListActivityDocument,
   RemoveMemberDocument,
   ClaimSyncDocument,
   CreateConnectionDocument,
@@ -116,7 +117,7 @@ export interface RouteSpec {
   document: DocumentNode;
   summary: string;
   description: string;
-  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks' | 'Members';
+  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks' | 'Members' | 'Activity';
   response: ResponseSpec;
   /** Name of the data item's schema in the OpenAPI components. */
   itemSchema: string;
@@ -710,5 +711,26 @@ export const routes: readonly RouteSpec[] = [
     response: { kind: 'item', msg: 'member removed', notFound: 'member not found' },
     pathExamples: { id: DEMO.members.changed.id },
     errors: [400, 403, 404, 409],
+  },
+  {
+    operationId: 'listActivity',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/activity`,
+    document: ListActivityDocument,
+    tag: 'Activity',
+    summary: 'List the activity log',
+    description:
+      "Who changed the organization's members, service users, tokens, connections and webhook endpoints, newest first: the action, the actor (kind, id, name as it was), the target, the time, the client address and the request id. Filter by action (action=eq.token.created), actor (actor_name, actor_kind), target (target_type, target_id) and time (created_at=gte.…). Needs the admin role.",
+    itemSchema: 'ActivityListEntry',
+    response: {
+      kind: 'list',
+      list: {
+        pagination: 'generic',
+        params: {},
+        searchFields: ['action', 'actor_name', 'target_name'],
+        noun: { one: 'entry', many: 'entries' },
+      },
+    },
+    errors: [400, 403],
   },
 ];

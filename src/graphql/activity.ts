@@ -1,0 +1,108 @@
+import { ACTIVITY_TARGET_TYPES, ACTOR_KINDS } from '../db/activity.js';
+import type { ActivityEntry as ActivityRow } from '../generated/prisma/client.js';
+import type { Columns, PrismaColumn } from '../query/columns.js';
+import { type OrderInput, orderKeys } from '../query/filter.js';
+import { pageBounds } from '../query/page-bounds.js';
+import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
+import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
+import { resourceFilter, resourceOrder } from './filters.js';
+import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { requireViewer } from './viewer.js';
+
+// The activity log (src/db/activity.ts) as GraphQL: admin only (access:manage), always within the caller's
+// tenant, newest first. REST's GET /activity runs `activity` (schema/operations/ListActivity.graphql).
+
+const ActorKind = builder.enumType('ActorKind', {
+  values: ACTOR_KINDS,
+  description: "member: a signed-in person. token: a service user's token. jwt: a JWT's subject. cli: an operator at the command line.",
+});
+
+const ActivityTargetType = builder.enumType('ActivityTargetType', {
+  values: ACTIVITY_TARGET_TYPES,
+  description: 'What an activity entry changed.',
+});
+
+const ActivityEntry = builder.objectRef<ActivityRow>('ActivityEntry').implement({
+  description: 'One change of the organization: who made it, when, from where, and to what.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    action: t.exposeString('action', {
+      description:
+        'What was done: member.invited, member.role_changed, member.removed, service_user.created, service_user.role_changed, service_user.deleted, token.created, token.revoked, connection.created, connection.updated, connection.deleted, webhook_endpoint.created, webhook_endpoint.updated, webhook_endpoint.deleted, webhook_endpoint.secret_rotated.',
+    }),
+    actorKind: t.field({ type: ActorKind, resolve: (entry) => entry.actorKind as (typeof ACTOR_KINDS)[number] }),
+    actorId: t.exposeString('actorId', {
+      nullable: true,
+      description: "The member's id, the token's id or the JWT's subject; null for the CLI.",
+    }),
+    actorName: t.exposeString('actorName', {
+      nullable: true,
+      description: "The member's email or the token's service user name as it was then; the subject for a JWT.",
+    }),
+    targetType: t.field({ type: ActivityTargetType, resolve: (entry) => entry.targetType as (typeof ACTIVITY_TARGET_TYPES)[number] }),
+    targetId: t.exposeString('targetId'),
+    targetName: t.exposeString('targetName', {
+      nullable: true,
+      description: "The target's email, name, token prefix or URL as it was then.",
+    }),
+    address: t.exposeString('address', {
+      nullable: true,
+      description: 'The client address the request came from, as the rate limiter counts it; null for the CLI.',
+    }),
+    requestId: t.exposeString('requestId', { nullable: true, description: "The request's X-Request-Id; null for the CLI." }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+  }),
+});
+
+const ACTIVITY_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  action: { field: 'action', kind: 'string', nullable: false },
+  actorKind: { field: 'actorKind', kind: 'enum', nullable: false },
+  actorId: { field: 'actorId', kind: 'string', nullable: true },
+  actorName: { field: 'actorName', kind: 'string', nullable: true },
+  targetType: { field: 'targetType', kind: 'enum', nullable: false },
+  targetId: { field: 'targetId', kind: 'string', nullable: false },
+  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
+};
+
+const ACTIVITY_PAGE = pageBounds(50, 100);
+const ActivityFilter = resourceFilter('ActivityFilter', ACTIVITY_COLUMNS, { actorKind: ActorKind, targetType: ActivityTargetType });
+const ActivityOrder = resourceOrder('ActivityOrder', ACTIVITY_COLUMNS);
+const ActivityList = listType('ActivityList', ActivityEntry, 'A page of the activity log, newest first unless orderBy says otherwise.');
+
+builder.queryFields((t) => ({
+  activity: t.field({
+    type: ActivityList,
+    complexity: pageComplexity(ACTIVITY_PAGE),
+    description:
+      "The organization's activity log: who changed members, service users, tokens, connections and webhook endpoints, when and from where. Filter by action, actor, target type and time (createdAt: {gte, lt}).",
+    authScopes: { permission: 'access:manage' },
+    args: {
+      filter: t.arg({ type: ActivityFilter }),
+      search: t.arg.string({ description: "Case-insensitive text in the action, the actor's name or the target's name." }),
+      orderBy: t.arg({ type: [ActivityOrder] }),
+      ...pageArgs(t.arg, ACTIVITY_PAGE, { limitDescription: `Default ${ACTIVITY_PAGE.defaultLimit}, at most ${ACTIVITY_PAGE.maxLimit}.` }),
+    },
+    resolve: async (_root, args, context) => {
+      // Newest first; the id breaks ties between entries of one instant.
+      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, ACTIVITY_COLUMNS, [
+        { field: 'createdAt', direction: 'DESC' },
+      ]);
+      const window = await pageWindow(args, ACTIVITY_PAGE, context, { list: 'activity', args, keyCount: keys.length });
+      const where = {
+        tenantId: requireViewer(context).tenantId,
+        AND: [filterWhere(args.filter, ACTIVITY_COLUMNS), searchWhere(args.search, ['action', 'actorName', 'targetName'])],
+      };
+      const start = window.after ? afterWhere(keys, window.after) : {};
+      const orderBy = orderByKeys(keys);
+      const prisma = context.db.prisma;
+      return listPage(
+        (take) => prisma.activityEntry.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
+        () => prisma.activityEntry.count({ where }),
+        window,
+        (row) => fieldKeyValues(keys, row),
+      );
+    },
+  }),
+}));
