@@ -117,8 +117,9 @@ export async function createConnection(
         createdBy,
       ],
     );
-    await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.created')]);
+    // Before the events: their statement commits the transaction (appendEvents).
     await recordActivity(tx, tenantId, activity, { action: 'connection.created', targetId: connection!.id, targetName: connection!.name });
+    await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.created')]);
     return connection!;
   });
 }
@@ -182,8 +183,8 @@ export async function updateConnection(
         JSON.stringify(settings),
       ],
     );
-    await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.updated')]);
     await recordActivity(tx, tenantId, activity, { action: 'connection.updated', targetId: id, targetName: connection!.name });
+    await appendEvents(tx, tenantId, [connectionEvent(connection!, 'connection.updated')]);
     return connection!;
   });
 }
@@ -221,8 +222,8 @@ export async function deleteConnection(
        RETURNING ${SYNC_ROW}`,
       [tenantId, id, SYNC_FAILURES.connectionDeleted, ACTIVE_SYNC_STATUSES],
     );
-    await appendEvents(tx, tenantId, [connectionEvent(connection, 'connection.deleted'), ...failedRuns.map((run) => syncEvent(run))]);
     await recordActivity(tx, tenantId, activity, { action: 'connection.deleted', targetId: id, targetName: connection.name });
+    await appendEvents(tx, tenantId, [connectionEvent(connection, 'connection.deleted'), ...failedRuns.map((run) => syncEvent(run))]);
     return { connection, failedRuns };
   });
 }
