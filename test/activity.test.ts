@@ -239,7 +239,9 @@ describe.each(databaseKinds)('activity log on %s', (kind) => {
     const walked: Entry[] = [];
     let after: string | null = null;
     for (;;) {
-      const page = (await ok(admin(), LIST, { limit: 2, after })).body.data.activity;
+      const page: { nodes: Entry[]; pageInfo: { hasNextPage: boolean; endCursor: string | null } } = (
+        await ok(admin(), LIST, { limit: 2, after })
+      ).body.data.activity;
       walked.push(...page.nodes);
       if (!page.pageInfo.hasNextPage) break;
       after = page.pageInfo.endCursor;

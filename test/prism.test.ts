@@ -250,6 +250,7 @@ describe('Prism as a validating proxy over every operation', () => {
     await ok('signOut', '/api/v1/auth/logout', { method: 'POST', token: null, headers: { cookie, 'x-requested-with': 'prism' } });
     const second = await ok('inviteMember', `${BASE}/members`, { method: 'POST', body: { email: 'prism-2@example.com', role: 'reader' } });
     await ok('listMembers', `${BASE}/members`);
+    await ok('listActivity', `${BASE}/activity`);
     await ok('changeMemberRole', `${BASE}/members/${second.data.member.id}`, {
       method: 'PATCH',
       body: { role: 'admin' },

@@ -175,6 +175,8 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
   seen.push('changeMemberRole ' + promoted.data.role);
   const removed = ok(await client.DELETE('/api/v1/integrations/members/{id}', { params: { path: { id: secondId } } }), 'removeMember');
   seen.push('removeMember ' + removed.data.id);
+  const activity = ok(await client.GET('/api/v1/integrations/activity', { params: { query: { limit: 5 } } }), 'listActivity');
+  seen.push('listActivity ' + activity.data.some((entry) => entry.action === 'member.removed' && entry.target_id === secondId));
 
   const deletedEndpoint = ok(await client.DELETE('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } } }), 'deleteWebhookEndpoint');
   seen.push('deleteWebhookEndpoint ' + deletedEndpoint.data.id);
@@ -280,6 +282,7 @@ describe('a client generated from the served document', () => {
         'streamSync true',
         'rotateWebhookSecret true',
         'listWebhookDeliveries true',
+        'listActivity true',
       ]),
     );
   });

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { codeHashOf } from '../auth/members.js';
+import { CLI_ORIGIN, recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
 import { appendEvents, syncEvent } from '../db/events.js';
 import { runOf } from '../db/stream-reads.js';
@@ -88,4 +89,13 @@ export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string,
       [tenantId, webhooks.delivery, now],
     );
   });
+  // The activity log tells what was made for the demo, as an operator at the command line makes it.
+  for (const change of [
+    { action: 'member.invited', targetId: members.changed.id, targetName: members.changed.email },
+    { action: 'connection.created', targetId: connections.delete, targetName: 'Example connection (the API reference deletes it)' },
+    { action: 'webhook_endpoint.created', targetId: webhooks.endpoint, targetName: webhooks.url },
+    { action: 'webhook_endpoint.created', targetId: webhooks.deleted, targetName: webhooks.url },
+  ] as const) {
+    await recordActivity(db.raw, tenantId, CLI_ORIGIN, change);
+  }
 }
