@@ -1,14 +1,14 @@
 // The PostGraphile peer (bench/postgraphile/server.mjs) beside the gateway, on the same database: the same
 // questions in each one's schema, the answers reduced to their rows and compared before anything is measured.
-// The peer's dependencies are a set of their own (bench/postgraphile/package-lock.json), installed on first use
-// with the project's Node, so that the project's install stays as it is.
+// The peer's dependencies are a set of their own (bench/postgraphile/package-lock.json, see
+// scripts/own-dependencies.ts), so that the project's install stays as it is.
 
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { SignJWT } from 'jose';
+import { installOwnDependencies } from '../scripts/own-dependencies.js';
 import { withDatabase } from './databases.js';
 import { fetchOnce, measureLoad, median, type Target } from './load.js';
 import { freePort, ROOT, startNode, waitFor200 } from './processes.js';
@@ -34,12 +34,7 @@ CREATE POLICY bench_peer_tenant ON syncs FOR SELECT TO bench_peer
 
 /** Starts the peer on `url`, scoped to `tenantId` by a token of its own; the headers that carry the token. */
 export async function startPeer(url: string, tenantId: string): Promise<{ target: Target; headers: Record<string, string> }> {
-  if (!existsSync(join(PEER_DIR, 'node_modules', 'postgraphile'))) {
-    // npm under the project's Node: the peer's packages declare Node 22 and newer.
-    const npm = process.env.npm_execpath;
-    const [command, args] = npm ? [process.execPath, [npm]] : ['npm', []];
-    execFileSync(command, [...args, 'ci', '--prefix', PEER_DIR, '--no-audit', '--no-fund'], { stdio: 'inherit' });
-  }
+  installOwnDependencies(PEER_DIR);
   await withDatabase(url, (client) => client.query(SCOPE_SQL));
   const secret = randomBytes(32).toString('hex');
   const jwt = await new SignJWT({ tenant_id: tenantId })

@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { installOwnDependencies } from '../scripts/own-dependencies.js';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken } from '../src/auth/tokens.js';
 import { createLogger } from '../src/logger.js';
@@ -42,6 +43,9 @@ interface Answer {
   responseViolations: Violation[];
 }
 
+/** Prism's dependency set, apart from the project's (see test/prism/package.json). */
+const PRISM_DIR = join(ROOT, 'test', 'prism');
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer();
@@ -73,11 +77,12 @@ describe('Prism as a validating proxy over every operation', () => {
     const document = await (await fetch(`${upstream}/api/v1/openapi.json`)).text();
     writeFileSync(join(dir, 'openapi.json'), document);
     const port = await freePort();
+    installOwnDependencies(PRISM_DIR);
     // Prism's own entry point on this Node (its bin's `env node` may find an older one on PATH).
     prism = spawn(
       process.execPath,
       [
-        join(ROOT, 'node_modules', '@stoplight', 'prism-cli', 'dist', 'index.js'),
+        join(PRISM_DIR, 'node_modules', '@stoplight', 'prism-cli', 'dist', 'index.js'),
         'proxy',
         join(dir, 'openapi.json'),
         upstream,
@@ -117,7 +122,7 @@ describe('Prism as a validating proxy over every operation', () => {
       pollMs: 100,
     });
     await worker.start();
-  }, 120_000);
+  }, 300_000);
 
   afterAll(async () => {
     prism?.kill('SIGTERM');
