@@ -838,7 +838,7 @@ describe.each(databaseKinds)('auth matrix on %s', (kind) => {
     );
     headers.set('jwt-century', `Bearer ${await signJwt({ tenant_id: demo.id, role: 'admin' }, { expiresAt: now + 100 * 365 * 86_400 })}`);
     const memberSession = async (tenantId: string, email: string, role: 'admin' | 'reader') => {
-      const { member } = await inviteMember(t.db, { tenantId, email, role, createdBy: 'cli' });
+      const { member } = await inviteMember(t.db.raw, { tenantId, email, role, createdBy: 'cli' });
       return `Session ${(await createSession(t.db, member, DEFAULT_SESSION_POLICY)).value}`;
     };
     headers.set('member-admin', await memberSession(demo.id, 'matrix-admin@example.com', 'admin'));

@@ -104,7 +104,7 @@ describe.each(databaseKinds)('hardening on %s', (kind) => {
   }
 
   async function member(email: string, role: 'admin' | 'reader' = 'admin'): Promise<void> {
-    const { code } = await inviteMember(t.db, { tenantId: t.tenants.demo.id, email, role, createdBy: 'cli' });
+    const { code } = await inviteMember(t.db.raw, { tenantId: t.tenants.demo.id, email, role, createdBy: 'cli' });
     await acceptInvitation(t.db, code, STRONG);
   }
 
@@ -249,7 +249,7 @@ describe.each(databaseKinds)('hardening on %s', (kind) => {
       );
       expectErrorBody(login, 400, 'INVALID_QUERY');
       expect(login.body.msg).toBe('Invalid body: the body is not valid UTF-8');
-      const { code } = await inviteMember(t.db, {
+      const { code } = await inviteMember(t.db.raw, {
         tenantId: t.tenants.demo.id,
         email: `utf8-invited-${kind}@example.com`,
         role: 'reader',

@@ -301,6 +301,37 @@ describe.each(databaseKinds)('Idempotency-Key on %s', (kind) => {
     expect((await post('/syncs/claim', engine, { connection_id: first.body.data.id }, emptyKey)).status).toBe(204);
   });
 
+  it('invites a member once per key: the repeat answers it without its code, another body is 422', async () => {
+    const key = `invite-${kind}-${Date.now()}`;
+    const email = `idempotent-${kind}-${Date.now()}@example.com`;
+    const first = await post('/members', admin, { email, role: 'reader' }, key);
+    expect(first.status, JSON.stringify(first.body)).toBe(200);
+    const replayed = await post('/members', admin, { role: 'reader', email }, key);
+    expect([replayed.status, replayed.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
+    expect(replayed.body).toEqual({ ...first.body, data: { ...first.body.data, code: null, path: null } });
+    // The repeat invited nobody again: the first code is the member's one invitation, and it still works.
+    expect(await t.db.prisma.memberInvitation.count({ where: { member: { email } } })).toBe(1);
+
+    const before = await fingerprint();
+    const invitations = () => t.db.prisma.memberInvitation.findMany({ where: { member: { email } }, orderBy: { id: 'asc' } });
+    const beforeInvitations = await invitations();
+    const reused = await post('/members', admin, { email, role: 'admin' }, key);
+    expect([reused.status, reused.body.error.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    const elsewhere = await post('/connected', admin, { application_id: applicationId, name: `Invite key ${Date.now()}` }, key);
+    expect([elsewhere.status, elsewhere.body.error.code]).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    expect(await fingerprint()).toEqual(before);
+    expect(await invitations()).toEqual(beforeInvitations);
+
+    const accepted = await t.gateway.fetch(`${ORIGIN}/api/v1/auth/invitations/${first.body.data.code}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ password: 'correct horse battery staple' }),
+    });
+    expect(accepted.status).toBe(200);
+    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email } });
+    expect([member.role, member.passwordHash === null]).toEqual(['reader', false]);
+  });
+
   it('lets concurrent requests with one key do the work once', async () => {
     const key = `concurrent-${kind}-${Date.now()}`;
     const body = { application_id: applicationId, name: `Concurrent ${kind} ${Date.now()}` };

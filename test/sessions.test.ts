@@ -50,7 +50,7 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
   });
 
   async function invite(email: string, role: 'admin' | 'reader', tenantId = t.tenants.demo.id): Promise<string> {
-    const { code } = await inviteMember(t.db, { tenantId, email, role, createdBy: 'cli' });
+    const { code } = await inviteMember(t.db.raw, { tenantId, email, role, createdBy: 'cli' });
     secrets.push(code);
     return code;
   }

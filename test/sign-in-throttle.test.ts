@@ -72,7 +72,7 @@ describe.each(databaseKinds)('sign-in throttle and password hashing on %s', (kin
 
   /** A member who has chosen STRONG as password. */
   async function member(email: string): Promise<string> {
-    const { code } = await inviteMember(t.db, { tenantId: t.tenants.demo.id, email, role: 'reader', createdBy: 'cli' });
+    const { code } = await inviteMember(t.db.raw, { tenantId: t.tenants.demo.id, email, role: 'reader', createdBy: 'cli' });
     await acceptInvitation(t.db, code, STRONG);
     return email;
   }
@@ -260,7 +260,7 @@ describe.each(databaseKinds)('sign-in throttle and password hashing on %s', (kin
 
   it('accepts an invitation once when its code is sent many times at once', async () => {
     const served = await serve();
-    const { code } = await inviteMember(t.db, {
+    const { code } = await inviteMember(t.db.raw, {
       tenantId: t.tenants.demo.id,
       email: `twice-${kind}@example.com`,
       role: 'reader',

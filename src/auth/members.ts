@@ -3,7 +3,7 @@ import type { Database } from '../db/client.js';
 import type { Config } from '../env.js';
 import { INVITATION_PAGE_PATH } from '../paths.js';
 import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
-import { isConstraintViolation } from '../db/constraint-violations.js';
+import { inTransaction, type TransactionRunner } from '../db/write-transactions.js';
 import { ApiError } from '../errors.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Role } from '../generated/prisma/enums.js';
@@ -76,6 +76,12 @@ function notFound(): ApiError {
 }
 
 const memberSelect = { id: true, tenantId: true, email: true, role: true, createdAt: true, lastSeenAt: true } as const;
+/** `memberSelect` as the columns of a statement (table alias "m"). */
+const MEMBER_ROW = `"m"."id", "m"."tenant_id" AS "tenantId", "m"."email", "m"."role"::text AS "role", "m"."created_at" AS "createdAt",
+  "m"."last_seen_at" AS "lastSeenAt"`;
+/** SQLSTATEs of the statements of `inviteMember`. */
+const UNIQUE_VIOLATION = '23505';
+const FOREIGN_KEY_VIOLATION = '23503';
 
 function asMember<T extends { role: Role }>(row: T): T & { role: MemberRole } {
   return row as T & { role: MemberRole };
@@ -87,7 +93,7 @@ function asMember<T extends { role: Role }>(row: T): T & { role: MemberRole } {
  * which is never stored and never shown again. An email that belongs to another tenant is refused.
  */
 export async function inviteMember(
-  db: Database,
+  sql: TransactionRunner,
   input: { tenantId: string; email: string; role: string; createdBy: string; activity?: ActivityOrigin },
   now: Date = new Date(),
 ): Promise<{ member: MemberInfo; code: string; expiresAt: Date }> {
@@ -96,45 +102,59 @@ export async function inviteMember(
   const code = randomBytes(CODE_BYTES).toString('base64url');
   const expiresAt = new Date(now.getTime() + INVITATION_LIFETIME_MS);
   try {
-    const member = await db.prisma.$transaction(async (tx) => {
-      await lockTenant(tx, input.tenantId);
+    // Raw statements in a transaction runner, so that an Idempotency-Key's reservation can join it.
+    const member = await inTransaction(sql, async (tx) => {
+      await tx.query('SELECT 1 FROM "public"."tenants" WHERE "id" = $1 FOR NO KEY UPDATE', [input.tenantId]);
       // Within the tenant only: an email of another tenant meets the unique index on insert.
-      const existing = await tx.member.findFirst({
-        where: { tenantId: input.tenantId, email },
-        select: { ...memberSelect, passwordHash: true },
-      });
-      let member;
+      const [existing] = await tx.query<MemberInfo & { passwordHash: string | null }>(
+        `SELECT ${MEMBER_ROW}, "m"."password_hash" AS "passwordHash" FROM "public"."members" AS "m"
+         WHERE "m"."tenant_id" = $1 AND "m"."email" = $2`,
+        [input.tenantId, email],
+      );
+      let member: MemberInfo;
       if (existing) {
-        if (role !== 'admin') await refuseLastAdmin(tx, existing, 'demoted');
-        await tx.memberInvitation.deleteMany({ where: { tenantId: input.tenantId, memberId: existing.id } });
-        await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: existing.id } });
-        member = await tx.member.update({
-          where: { tenantId_id: { tenantId: input.tenantId, id: existing.id } },
-          data: { role, passwordHash: null },
-          select: memberSelect,
-        });
+        if (role !== 'admin') {
+          await refuseLastAdmin(existing, 'demoted', async () => {
+            const [row] = await tx.query<{ admins: number }>(
+              `SELECT count(*)::int AS "admins" FROM "public"."members"
+               WHERE "tenant_id" = $1 AND "role" = 'admin' AND "password_hash" IS NOT NULL`,
+              [input.tenantId],
+            );
+            return row!.admins;
+          });
+        }
+        await tx.query('DELETE FROM "public"."member_invitations" WHERE "tenant_id" = $1 AND "member_id" = $2', [
+          input.tenantId,
+          existing.id,
+        ]);
+        await tx.query('DELETE FROM "public"."member_sessions" WHERE "tenant_id" = $1 AND "member_id" = $2', [input.tenantId, existing.id]);
+        [member] = (await tx.query<MemberInfo>(
+          `UPDATE "public"."members" AS "m" SET "role" = $3::"public"."role", "password_hash" = NULL, "updated_at" = now()
+           WHERE "m"."tenant_id" = $1 AND "m"."id" = $2 RETURNING ${MEMBER_ROW}`,
+          [input.tenantId, existing.id, role],
+        )) as [MemberInfo];
       } else {
-        member = await tx.member.create({
-          data: { id: newId('mbr'), tenantId: input.tenantId, email, role, createdBy: input.createdBy },
-          select: memberSelect,
-        });
+        [member] = (await tx.query<MemberInfo>(
+          `INSERT INTO "public"."members" AS "m" ("id", "tenant_id", "email", "role", "created_by")
+           VALUES ($1, $2, $3, $4::"public"."role", $5) RETURNING ${MEMBER_ROW}`,
+          [newId('mbr'), input.tenantId, email, role, input.createdBy],
+        )) as [MemberInfo];
       }
-      await tx.memberInvitation.create({
-        data: { id: newId('inv'), tenantId: input.tenantId, memberId: member.id, codeHash: codeHashOf(code)!, expiresAt, createdAt: now },
-      });
-      await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
-        action: 'member.invited',
-        targetId: member.id,
-        targetName: email,
-      });
-      return asMember(member);
+      await tx.query(
+        `INSERT INTO "public"."member_invitations" ("id", "tenant_id", "member_id", "code_hash", "expires_at", "created_at")
+         VALUES ($1, $2, $3, $4, $5, $6)`,
+        [newId('inv'), input.tenantId, member.id, codeHashOf(code)!, expiresAt, now],
+      );
+      await recordActivity(tx, input.tenantId, input.activity, { action: 'member.invited', targetId: member.id, targetName: email });
+      return member;
     });
     return { member, code, expiresAt };
   } catch (error) {
+    const violated = (error as { code?: string } | null)?.code;
     // Emails are unique across tenants (signing in names no tenant).
-    if (isConstraintViolation(error, 'unique'))
+    if (violated === UNIQUE_VIOLATION)
       throw new ApiError('CONFLICT', 'this email address belongs to a member of another organization and cannot be invited');
-    if (isConstraintViolation(error, 'foreignKey')) throw new ApiError('NOT_FOUND', 'no such tenant');
+    if (violated === FOREIGN_KEY_VIOLATION) throw new ApiError('NOT_FOUND', 'no such tenant');
     throw error;
   }
 }
@@ -215,7 +235,7 @@ export async function changeMemberRole(
   const role = parseMemberRole(input.role);
   return withMember(db, input, async (tx, member) => {
     if (member.role === role) return member;
-    if (role !== 'admin') await refuseLastAdmin(tx, member, 'demoted');
+    if (role !== 'admin') await refuseLastAdmin(member, 'demoted', adminsOf(tx, input.tenantId));
     await tx.memberSession.deleteMany({ where: { tenantId: input.tenantId, memberId: member.id } });
     await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
       action: 'member.role_changed',
@@ -234,7 +254,7 @@ export async function removeMember(
   input: { tenantId: string; memberId: string; activity?: ActivityOrigin },
 ): Promise<{ id: string }> {
   return withMember(db, input, async (tx, member) => {
-    await refuseLastAdmin(tx, member, 'removed');
+    await refuseLastAdmin(member, 'removed', adminsOf(tx, input.tenantId));
     // Before the delete: a member removing itself is still there to be named as the actor.
     await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
       action: 'member.removed',
@@ -251,6 +271,11 @@ type Transaction = Prisma.TransactionClient;
 /** The tenant's row lock makes counting the admins and changing one a single step (as for service users). */
 async function lockTenant(tx: Transaction, tenantId: string): Promise<void> {
   await tx.$queryRaw`SELECT 1 FROM tenants WHERE id = ${tenantId} FOR NO KEY UPDATE`;
+}
+
+/** Counts the tenant's admins who can sign in (for `refuseLastAdmin`). */
+function adminsOf(tx: Transaction, tenantId: string): () => Promise<number> {
+  return () => tx.member.count({ where: { tenantId, role: 'admin', passwordHash: { not: null } } });
 }
 
 async function withMember<T>(
@@ -270,15 +295,14 @@ async function withMember<T>(
   });
 }
 
-/** 409 when `member` is the tenant's last admin who can sign in (an admin with a password). */
+/** 409 when `member` is the tenant's last admin who can sign in (an admin with a password); `admins` counts those. */
 async function refuseLastAdmin(
-  tx: Transaction,
-  member: { id: string; tenantId: string; email: string; role: Role; passwordHash: string | null },
+  member: { email: string; role: Role; passwordHash: string | null },
   what: 'demoted' | 'removed',
+  admins: () => Promise<number>,
 ): Promise<void> {
   if (member.role !== 'admin' || member.passwordHash === null) return;
-  const admins = await tx.member.count({ where: { tenantId: member.tenantId, role: 'admin', passwordHash: { not: null } } });
-  if (admins <= 1) {
+  if ((await admins()) <= 1) {
     throw new ApiError(
       'CONFLICT',
       `${member.email} is the last admin member of this organization and cannot be ${what}; make another member admin first`,

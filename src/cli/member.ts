@@ -19,7 +19,7 @@ export const memberCommands: Command[] = [
     async run({ db, config, out, err }, input) {
       const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
       try {
-        const { member, code, expiresAt } = await inviteMember(db, {
+        const { member, code, expiresAt } = await inviteMember(db.raw, {
           tenantId: tenant.id,
           email: stringOption(input, 'email', true),
           role: stringOption(input, 'role', true),

@@ -11,6 +11,7 @@ import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { assertIdLength } from './ids.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
+import { once } from './writes.js';
 
 // The organization's members (people who sign in), admin only (access:manage), always within the caller's
 // tenant. The API the console builds on; it stays as it is:
@@ -71,26 +72,37 @@ const MemberFilter = resourceFilter('MemberFilter', MEMBER_COLUMNS, { role: Memb
 const MemberOrder = resourceOrder('MemberOrder', MEMBER_COLUMNS);
 const MemberList = listType('MemberList', Member, 'A page of members, by email unless orderBy says otherwise.');
 
-const MemberInvitation = builder
-  .objectRef<{ memberId: string; tenantId: string; code: string; expiresAt: Date }>('MemberInvitation')
-  .implement({
-    fields: (t) => ({
-      member: t.prismaField({
-        type: Member,
-        resolve: (query, invitation, _args, context) =>
-          context.db.prisma.member.findUniqueOrThrow({
-            ...query,
-            where: { tenantId_id: { tenantId: invitation.tenantId, id: invitation.memberId } },
-          }),
-      }),
-      code: t.exposeString('code', { description: 'The invitation code: single use, shown only now.' }),
-      path: t.string({
-        description: 'The console page that accepts it (prefix it with the server origin).',
-        resolve: (invitation) => `${INVITATION_PAGE_PATH}/${invitation.code}`,
-      }),
-      expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+/** An invitation as the API shows it; `code` only in the first answer (an Idempotency-Key replay has it null). */
+interface Invitation {
+  memberId: string;
+  tenantId: string;
+  code: string | null;
+  expiresAt: Date;
+}
+
+const MemberInvitation = builder.objectRef<Invitation>('MemberInvitation').implement({
+  fields: (t) => ({
+    member: t.prismaField({
+      type: Member,
+      resolve: (query, invitation, _args, context) =>
+        context.db.prisma.member.findUniqueOrThrow({
+          ...query,
+          where: { tenantId_id: { tenantId: invitation.tenantId, id: invitation.memberId } },
+        }),
     }),
-  });
+    code: t.exposeString('code', {
+      nullable: true,
+      description: 'The invitation code: single use, shown only now (null in the replay of a request with an Idempotency-Key).',
+    }),
+    path: t.string({
+      nullable: true,
+      description:
+        'The console page that accepts it (prefix it with the server origin); null in the replay of a request with an Idempotency-Key.',
+      resolve: (invitation) => (invitation.code === null ? null : `${INVITATION_PAGE_PATH}/${invitation.code}`),
+    }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+  }),
+});
 
 const RemovedMember = builder.objectRef<{ id: string }>('RemovedMember').implement({
   fields: (t) => ({ id: t.exposeID('id') }),
@@ -162,16 +174,36 @@ builder.mutationFields((t) => ({
     description: 'Invites an email (or invites it again: its password is reset and its sessions end). The code is valid 7 days, once.',
     authScopes: { permission: 'access:manage' },
     args: { email: t.arg.string({ required: true }), role: t.arg({ type: MemberRole, required: true }) },
-    resolve: async (_root, args, context) => {
+    resolve: async (_root, args, context): Promise<Invitation> => {
       const viewer = requireViewer(context);
-      const { member, code, expiresAt } = await inviteMember(context.db, {
-        tenantId: viewer.tenantId,
-        email: args.email,
-        role: args.role,
-        createdBy: actorOf(viewer),
-        activity: activityOriginOf(context),
-      });
-      return { memberId: member.id, tenantId: viewer.tenantId, code, expiresAt };
+      return once<Invitation>(
+        context,
+        'inviteMember',
+        args,
+        async (sql) => {
+          const input = {
+            tenantId: viewer.tenantId,
+            email: args.email,
+            role: args.role,
+            createdBy: actorOf(viewer),
+            activity: activityOriginOf(context),
+          };
+          const { member, code, expiresAt } = await inviteMember(sql, input);
+          return { memberId: member.id, tenantId: viewer.tenantId, code, expiresAt };
+        },
+        (invitation) => ({ type: 'member', id: invitation.memberId }),
+        // A replay shows the invitation without its code: only the code's hash is kept (lost the first answer?
+        // invite again, with a new key).
+        async (resource) => {
+          const memberId = resource?.id ?? '';
+          const { expiresAt } = await context.db.prisma.memberInvitation.findFirstOrThrow({
+            where: { tenantId: viewer.tenantId, memberId },
+            orderBy: { createdAt: 'desc' },
+            select: { expiresAt: true },
+          });
+          return { memberId, tenantId: viewer.tenantId, code: null, expiresAt };
+        },
+      );
     },
   }),
   changeMemberRole: t.prismaField({
