@@ -2,13 +2,18 @@
 // database:
 // - two servers, each running its delivery worker: every message is attempted exactly once, in event order;
 // - the server restarts between attempts: the delivery queued before the restart is still made after it.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './fixtures/databases.js';
 import { WEBHOOK_TEST_KEY, type TestTenants } from './fixtures/gateway.js';
-import { startServer, type RunningServer } from './fixtures/server-process.js';
+import { ROOT, startServer, type RunningServer } from './fixtures/server-process.js';
 import { OK, startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
 
 const BASE = '/api/v1/integrations';
+/** pino's level number of a warning. */
+const WARN = 40;
 
 describe.skipIf(!process.env.TEST_DATABASE_URL)('webhooks across server processes on one PostgreSQL database', () => {
   let db: TestDatabase;
@@ -133,5 +138,25 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('webhooks across server processe
       (answer) => answer.body.data?.status === 'succeeded',
     );
     expect(log.body.data.attempt_log.map((a: { status_code: number }) => a.status_code)).toEqual([503, 200]);
+  });
+
+  it('without WEBHOOK_SECRET_KEY, warns at start in the words docs/how-to/run-on-postgresql.md quotes', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gw-no-webhook-key-'));
+    try {
+      const { WEBHOOK_SECRET_KEY: _key, ...withoutKey } = env();
+      const server = await startServer({ ...withoutKey, DATA_DIR: dataDir });
+      servers.push(server);
+      const howTo = readFileSync(join(ROOT, 'docs', 'how-to', 'run-on-postgresql.md'), 'utf8');
+      const quoted = /\(`(WEBHOOK_SECRET_KEY[^`…]*)…`\)/.exec(howTo)?.[1];
+      expect(quoted, 'the how-to quotes the start warning').toBeDefined();
+      const warnings = server.logs.filter((line) => line.level === WARN).map((line) => line.msg ?? '');
+      expect(warnings).toContainEqual(expect.stringMatching(new RegExp(`^${quoted}`)));
+      // Every setting a start warning names, the how-to explains.
+      for (const setting of new Set(warnings.join(' ').match(/\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b/g))) expect(howTo).toContain(setting);
+      await server.kill();
+      servers.length = 0;
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -791,8 +791,14 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     );
     r.secret = legacy;
     const oldKeys = testSecretKeys(t.db);
-    const log = { info: () => {}, warn: () => {} };
+    const logged: unknown[][] = [];
+    const log = {
+      info: (fields: unknown, message?: string) => void logged.push(['info', fields, message]),
+      warn: (fields: unknown, message?: string) => void logged.push(['warn', fields, message]),
+    };
     await sealPlaintextSecrets(t.db, oldKeys, log);
+    // The start log says what was done, in words an operator reads at once.
+    expect(logged).toEqual([['info', { secrets: 1, key: oldKeys.currentKeyId }, 'sealed the webhook secrets that were stored unsealed']]);
     const sealedRow = async () =>
       (await t.db.raw.query<{ secret: string }>(`SELECT secret FROM webhook_endpoints WHERE id = 'whk_legacy'`))[0]!.secret;
     expect(await sealedRow()).toMatch(new RegExp(`^v1\\.${oldKeys.currentKeyId}\\.`));
