@@ -18,6 +18,7 @@ import { SyncHistory } from './pages/SyncHistory';
 import { SyncDetail } from './pages/SyncDetail';
 import { Webhooks } from './pages/Webhooks';
 import { WebhookEndpointDetail } from './pages/WebhookEndpointDetail';
+import { Activity } from './pages/Activity';
 
 const OrganizationQuery = graphql(`
   query ConsoleOrganization {
@@ -111,6 +112,9 @@ function SignedIn({ onCredentialChange }: { onCredentialChange: () => void }) {
               <Webhooks />
             </Route>
             <Route path="/webhooks/:id">{(params) => <WebhookEndpointDetail id={params.id} />}</Route>
+            <Route path="/activity">
+              <Activity />
+            </Route>
             <Route>
               <h1>Not found</h1>
               <p>
@@ -145,7 +149,7 @@ function Sidebar({ session }: { session: Session }) {
         {session.organizationName}
       </Link>
       <ul>
-        {NAVIGATION.map(([href, label]) => (
+        {[...NAVIGATION, ...(session.role === 'admin' ? ([['/activity', 'Activity']] as const) : [])].map(([href, label]) => (
           <li key={href}>
             <Link href={href} aria-current={current(href) ? 'page' : undefined}>
               {label}
