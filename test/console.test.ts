@@ -1055,6 +1055,42 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     }
   }, 120_000);
 
+  it('shows an admin the activity log: who did what, from where, in local time, filters in the URL; a reader has none', async () => {
+    await graphql(fixture.gateway, 'mutation { createServiceUser(name: "activity-shown", role: reader) { id } }', {
+      token: fixture.tenants.demo.adminToken,
+      expectOk: true,
+    });
+    const page = await newPage('activity');
+    await signIn(page, ADMIN);
+    await page.getByRole('link', { name: 'Activity', exact: true }).click();
+    await page.getByRole('heading', { name: 'Activity' }).waitFor();
+    const row = page.locator('tbody tr', { hasText: 'activity-shown' });
+    await row.waitFor();
+    const text = await row.textContent();
+    expect(text).toContain('admin-bot');
+    expect(text).toContain('created a service user');
+    expect(await row.locator('time').getAttribute('title')).toMatch(/UTC/);
+    await visited(page, 'activity');
+
+    await page.getByLabel('What').selectOption('service_user');
+    await page.waitForURL(/[?&]type=service_user/);
+    await page.reload();
+    await page.getByRole('heading', { name: 'Activity' }).waitFor();
+    await expect(page.getByLabel('What').inputValue()).resolves.toBe('service_user');
+    await page.locator('tbody tr', { hasText: 'activity-shown' }).waitFor();
+    for (const shown of await page.locator('tbody tr td:nth-child(3)').allTextContents()) expect(shown).toMatch(/service user/);
+    await page.getByRole('button', { name: 'Clear filters' }).click();
+    await page.waitForURL((url) => !url.search.includes('type='));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+
+    await signIn(page, READER);
+    await expect(page.getByRole('link', { name: 'Activity', exact: true }).count()).resolves.toBe(0);
+    await page.goto(`${origin}/console/activity`);
+    await page.getByText('Only admins can read the activity log.').waitFor();
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.close();
+  }, 90_000);
+
   it('shows a reader no write controls, and the server refuses the writes anyway', async () => {
     const page = await newPage('reader');
     await signIn(page, READER);
