@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_ACTIVITY_RETENTION_DAYS } from './db/activity.js';
+import { Role } from './generated/prisma/enums.js';
+import { JWKS_ALGORITHM_CHOICES, JWT_DEFAULTS } from './domain/jwt-settings.js';
 import { DEFAULT_READ_MAX_LAG_MS } from './db/read-routing.js';
 import { DEFAULT_TOKENS_PER_SERVICE_USER, DEFAULT_TOKENS_PER_TENANT } from './domain/token-caps.js';
 import { DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT, MAX_DELIVERIES_PER_EVENT } from './domain/webhook-caps.js';
@@ -20,6 +22,27 @@ const optionalString = z
   .trim()
   .transform((value) => (value === '' ? undefined : value))
   .optional();
+
+/** A JSON object of text → text, given as one variable (claim values may hold commas and `=`: LDAP names do). */
+function jsonMapOf<Target extends z.ZodType<string>>(target: Target) {
+  return optionalString.pipe(
+    z
+      .string()
+      .transform((text, ctx) => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          ctx.addIssue({ code: 'custom', message: 'must be a JSON object, e.g. {"claim value": "…"}' });
+          return z.NEVER;
+        }
+      })
+      .pipe(z.record(z.string().min(1), target).refine((map) => Object.keys(map).length > 0, 'must map at least one value'))
+      .optional(),
+  );
+}
+
+/** A claim's name, or a JSON Pointer (RFC 6901, starting with `/`) to a member of an object claim. */
+const claimName = z.string().trim().min(1).max(200);
 
 const SECRET_KEY_FORMAT = 'must be 32 bytes, as base64 (openssl rand -base64 32) or 64 hex digits';
 
@@ -60,6 +83,21 @@ const envSchema = z
       .default(86_400),
     JWT_ISSUER: optionalString,
     JWT_AUDIENCE: optionalString,
+    // Which claims name the tenant and the role, and (optionally) which of their values map to which tenant
+    // id and role: auth/jwt.ts.
+    JWT_TENANT_CLAIM: claimName.default(JWT_DEFAULTS.tenantClaim),
+    JWT_TENANT_MAP: jsonMapOf(z.string().trim().min(1).max(100)),
+    JWT_ROLE_CLAIM: claimName.default(JWT_DEFAULTS.roleClaim),
+    JWT_ROLE_MAP: jsonMapOf(z.enum(Role)),
+    JWT_JWKS_ALGORITHMS: z
+      .string()
+      .trim()
+      .default(JWT_DEFAULTS.jwksAlgorithms.join(','))
+      .transform((list) => list.split(',').map((alg) => alg.trim()))
+      .pipe(z.array(z.enum(JWKS_ALGORITHM_CHOICES)).min(1)),
+    JWT_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(JWT_DEFAULTS.clockSkewSeconds),
+    JWT_JWKS_COOLDOWN_SECONDS: z.coerce.number().int().min(1).max(3600).default(JWT_DEFAULTS.jwksCooldownSeconds),
+    JWT_JWKS_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(JWT_DEFAULTS.jwksMaxAgeSeconds),
     REDIS_URL: optionalString.pipe(
       z
         .string()

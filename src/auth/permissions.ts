@@ -36,6 +36,14 @@ export function permissionsOf(role: Role): ReadonlySet<Permission> {
   return ROLE_PERMISSIONS[role];
 }
 
+/**
+ * Of several roles, the one holding every permission the others hold (admin over reader and engine), or null
+ * when none does (reader and engine each hold one the other lacks) or there are none.
+ */
+export function widestRole(roles: readonly Role[]): Role | null {
+  return roles.find((role) => roles.every((other) => [...ROLE_PERMISSIONS[other]].every((p) => ROLE_PERMISSIONS[role].has(p)))) ?? null;
+}
+
 /** Whether every role holds a permission (so no credential is ever refused it). */
 export function heldByEveryRole(permission: Permission): boolean {
   return rolesWith(permission).length === Object.keys(ROLE_PERMISSIONS).length;

@@ -65,6 +65,14 @@ export interface GatewayOptions {
       Pick<
         Config,
         | 'JWT_MAX_LIFETIME_SECONDS'
+        | 'JWT_TENANT_CLAIM'
+        | 'JWT_TENANT_MAP'
+        | 'JWT_ROLE_CLAIM'
+        | 'JWT_ROLE_MAP'
+        | 'JWT_JWKS_ALGORITHMS'
+        | 'JWT_CLOCK_SKEW_SECONDS'
+        | 'JWT_JWKS_COOLDOWN_SECONDS'
+        | 'JWT_JWKS_MAX_AGE_SECONDS'
         | 'RATE_LIMIT_PER_MINUTE'
         | SignInConfig
         | 'REDIS_URL'
