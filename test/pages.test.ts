@@ -56,6 +56,7 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
       await page.keyboard.press('Control+A');
       await page.keyboard.press('Delete');
       await page.keyboard.insertText(text);
+      // biome-ignore lint/performance/useDomNodeTextContent: Playwright's innerText, the text as the editor shows it
       shown = (await editor.locator('.view-lines').innerText()).replaceAll('\u00a0', ' ').trim();
       if (shown === text) return;
       await page.waitForTimeout(500);
