@@ -1,6 +1,6 @@
 // The member API on both databases and both surfaces' credentials: the CLI invitation, GraphQL list / invite /
 // change role / remove (admin only, the last-admin rule, never the engine role, another tenant's members out of
-// sight), and the audit columns: who created a service user, a token, a webhook endpoint and a connection.
+// sight, its emails invited on their own), and the audit columns: who created a service user, a token, a webhook endpoint and a connection.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { acceptInvitation } from '../src/auth/members.js';
 import { createSession, DEFAULT_SESSION_POLICY } from '../src/auth/sessions.js';
@@ -25,7 +25,9 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     expect(run.stdout).toMatch(/^http:\/\/127\.0\.0\.1:4000\/console\/invite\/[A-Za-z0-9_-]{43}\n$/);
     const code = run.stdout.trim().split('/').at(-1)!;
     expect(await acceptInvitation(t.db, code, STRONG)).toEqual({ email: 'cli@example.com', role: 'admin', tenant: 'demo' });
-    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'cli@example.com' } });
+    const member = await t.db.prisma.member.findUniqueOrThrow({
+      where: { tenantId_email: { tenantId: t.tenants.demo.id, email: 'cli@example.com' } },
+    });
     expect(member.createdBy).toBe('cli');
 
     const engine = await runCliOn(t.db, 'member', 'invite', '--tenant', 'demo', '--email', 'x@example.com', '--role', 'engine');
@@ -62,7 +64,9 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     );
 
     // The only admin member who can sign in is neither demoted nor removed.
-    const cli = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'cli@example.com' } });
+    const cli = await t.db.prisma.member.findUniqueOrThrow({
+      where: { tenantId_email: { tenantId: t.tenants.demo.id, email: 'cli@example.com' } },
+    });
     const demote = await graphql(t.gateway, 'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { id } }', {
       ...admin(),
       variables: { id: cli.id },
@@ -102,7 +106,9 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     expect(reader.status).toBe(403);
     expect(reader.body.errors?.[0]?.extensions?.code).toBe('UNAUTHORIZED');
 
-    const dana = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'dana@example.com' } });
+    const dana = await t.db.prisma.member.findUniqueOrThrow({
+      where: { tenantId_email: { tenantId: t.tenants.demo.id, email: 'dana@example.com' } },
+    });
     const session = `Session ${(await createSession(t.db, dana, DEFAULT_SESSION_POLICY)).value}`;
     const me = await graphql(t.gateway, '{ currentMember { email role } members { email } }', { authorization: session, expectOk: true });
     expect(me.body.data!.currentMember).toEqual({ email: 'dana@example.com', role: 'admin' });
@@ -210,11 +216,13 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     expect((await removed.json()).data).toEqual({ id });
   });
 
-  it("keeps tenants apart: another tenant's members are invisible, and its emails cannot be invited", async () => {
+  it("keeps tenants apart: another tenant's members are invisible, and its emails are invited as any other", async () => {
     const other = { token: t.tenants.other.adminToken };
     const listed = await graphql(t.gateway, '{ members { email } }', { ...other, expectOk: true });
     expect(listed.body.data!.members).toEqual([]);
-    const dana = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'dana@example.com' } });
+    const dana = await t.db.prisma.member.findUniqueOrThrow({
+      where: { tenantId_email: { tenantId: t.tenants.demo.id, email: 'dana@example.com' } },
+    });
     for (const mutation of [
       'mutation($id: ID!) { removeMember(id: $id) { id } }',
       'mutation($id: ID!) { changeMemberRole(id: $id, role: reader) { id } }',
@@ -222,8 +230,20 @@ describe.each(databaseKinds)('members on %s', (kind) => {
       const refused = await graphql(t.gateway, mutation, { ...other, variables: { id: dana.id } });
       expect(refused.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
     }
-    const taken = await graphql(t.gateway, 'mutation { inviteMember(email: "dana@example.com", role: admin) { code } }', other);
-    expect(taken.body.errors?.[0]?.extensions?.code).toBe('CONFLICT');
-    expect((await t.db.prisma.member.findUniqueOrThrow({ where: { id: dana.id } })).tenantId).toBe(t.tenants.demo.id);
+    // A membership of its own: dana's in demo is neither named nor changed.
+    const invited = await graphql(
+      t.gateway,
+      'mutation { inviteMember(email: "dana@example.com", role: admin) { code member { id role } } }',
+      {
+        ...other,
+        expectOk: true,
+      },
+    );
+    expect(invited.body.data!.inviteMember.member).toMatchObject({ role: 'admin' });
+    expect(invited.body.data!.inviteMember.member.id).not.toBe(dana.id);
+    expect(await t.db.prisma.member.findUniqueOrThrow({ where: { id: dana.id } })).toMatchObject({
+      tenantId: t.tenants.demo.id,
+      role: dana.role,
+    });
   });
 });

@@ -341,7 +341,9 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
   it('ends the sessions and the open streams of a member whose role changes or who is removed', async () => {
     const code = await invite('carol@example.com', 'admin');
     expect((await accept(code)).status).toBe(200);
-    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'carol@example.com' } });
+    const member = await t.db.prisma.member.findUniqueOrThrow({
+      where: { tenantId_email: { tenantId: t.tenants.demo.id, email: 'carol@example.com' } },
+    });
 
     const cookie = await signIn('carol@example.com');
     const stream = readSse(
@@ -374,7 +376,9 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
   });
 
   it('ends a session after its idle timeout and after its absolute lifetime', async () => {
-    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email: 'alice@example.com' } });
+    const member = await t.db.prisma.member.findUniqueOrThrow({
+      where: { tenantId_email: { tenantId: t.tenants.demo.id, email: 'alice@example.com' } },
+    });
     const policy = { idleMs: 60_000, lifetimeMs: 3_600_000 };
     const start = new Date();
     const idle = await createSession(t.db, member, policy, start);

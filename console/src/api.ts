@@ -139,6 +139,17 @@ export function isUnauthenticated(error: CombinedError | undefined): boolean {
 }
 
 /** POST a JSON body to a REST route of this server; resolves to the parsed answer, throws its message. */
+/** An error answer of the REST API: its message, and the code and details of its error body. */
+export class ApiAnswerError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+    readonly details: readonly { parameter: string; message: string }[],
+  ) {
+    super(message);
+  }
+}
+
 export async function postJson(path: string, body: unknown): Promise<unknown> {
   const response = await fetch(path, {
     method: 'POST',
@@ -147,7 +158,12 @@ export async function postJson(path: string, body: unknown): Promise<unknown> {
     body: JSON.stringify(body),
   });
   const text = await response.text();
-  const parsed = text ? (JSON.parse(text) as { msg?: string }) : {};
-  if (!response.ok) throw new Error(asSentence(parsed.msg || `The server answered ${response.status}`));
+  const parsed = text
+    ? (JSON.parse(text) as { msg?: string; error?: { code?: string; details?: { parameter: string; message: string }[] } })
+    : {};
+  if (!response.ok) {
+    const message = asSentence(parsed.msg || `The server answered ${response.status}`);
+    throw new ApiAnswerError(message, parsed.error?.code, parsed.error?.details ?? []);
+  }
   return parsed;
 }

@@ -9,13 +9,15 @@ import type { Prisma } from '../generated/prisma/client.js';
 import type { Role } from '../generated/prisma/enums.js';
 import { EMAIL_PATTERN, MAX_EMAIL_LENGTH } from '../domain/member-input.js';
 import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
-import { AT_ONCE, hashPassword, passwordMatches, passwordWeakness, type HashTurn } from './passwords.js';
+import { AT_ONCE, hashPassword, passwordMatchesOf, passwordWeakness, type HashTurn } from './passwords.js';
 
 // Members: the people of a tenant (its organization), who sign in with an email and a password. An admin invites
 // an email; the invitation's code, shown once as a URL, lets its holder choose the password. A new invitation of
 // the same email resets the password (the way back in while there is no mail). Only the SHA-256 of a code is
 // stored. The last-admin rule of service users holds here too: the last admin who can sign in is neither removed
-// nor demoted.
+// nor demoted. A membership belongs to its organization alone: the same email may be a member of several, each
+// invited, given a role and a password on its own, and nothing an organization does tells it about the others
+// (docs/explanation/memberships.md).
 
 export type MemberRole = Exclude<Role, 'engine'>;
 export const MEMBER_ROLES: readonly MemberRole[] = ['admin', 'reader'];
@@ -79,8 +81,7 @@ const memberSelect = { id: true, tenantId: true, email: true, role: true, create
 /** `memberSelect` as the columns of a statement (table alias "m"). */
 const MEMBER_ROW = `"m"."id", "m"."tenant_id" AS "tenantId", "m"."email", "m"."role"::text AS "role", "m"."created_at" AS "createdAt",
   "m"."last_seen_at" AS "lastSeenAt"`;
-/** SQLSTATEs of the statements of `inviteMember`. */
-const UNIQUE_VIOLATION = '23505';
+/** The SQLSTATE of an unknown tenant in `inviteMember`. */
 const FOREIGN_KEY_VIOLATION = '23503';
 
 function asMember<T extends { role: Role }>(row: T): T & { role: MemberRole } {
@@ -90,7 +91,7 @@ function asMember<T extends { role: Role }>(row: T): T & { role: MemberRole } {
 /**
  * Invites an email into a tenant with a role: a new member, or a member of this tenant invited again (the role
  * set anew, the password cleared, every session ended, earlier codes void). Returns the member and the code,
- * which is never stored and never shown again. An email that belongs to another tenant is refused.
+ * which is never stored and never shown again. Whether the email is a member of another tenant changes nothing.
  */
 export async function inviteMember(
   sql: TransactionRunner,
@@ -105,7 +106,6 @@ export async function inviteMember(
     // Raw statements in a transaction runner, so that an Idempotency-Key's reservation can join it.
     const member = await inTransaction(sql, async (tx) => {
       await tx.query('SELECT 1 FROM "public"."tenants" WHERE "id" = $1 FOR NO KEY UPDATE', [input.tenantId]);
-      // Within the tenant only: an email of another tenant meets the unique index on insert.
       const [existing] = await tx.query<MemberInfo & { passwordHash: string | null }>(
         `SELECT ${MEMBER_ROW}, "m"."password_hash" AS "passwordHash" FROM "public"."members" AS "m"
          WHERE "m"."tenant_id" = $1 AND "m"."email" = $2`,
@@ -151,9 +151,6 @@ export async function inviteMember(
     return { member, code, expiresAt };
   } catch (error) {
     const violated = (error as { code?: string } | null)?.code;
-    // Emails are unique across tenants (signing in names no tenant).
-    if (violated === UNIQUE_VIOLATION)
-      throw new ApiError('CONFLICT', 'this email address belongs to a member of another organization and cannot be invited');
     if (violated === FOREIGN_KEY_VIOLATION) throw new ApiError('NOT_FOUND', 'no such tenant');
     throw error;
   }
@@ -175,10 +172,13 @@ export async function acceptInvitation(
   const invalid = () => new ApiError('NOT_FOUND', 'This invitation is unknown, already used or expired: ask an admin for a new one');
   if (!codeHash) throw invalid();
   const usable = { codeHash, usedAt: null, expiresAt: { gt: now } };
-  if ((await db.prisma.memberInvitation.count({ where: usable })) !== 1) throw invalid();
+  const found = await db.prisma.memberInvitation.findFirst({ where: usable, select: { member: { select: { email: true } } } });
+  if (!found) throw invalid();
   const weakness = await passwordWeakness(password);
   if (weakness) throw new ApiError('INVALID_QUERY', weakness);
-  const passwordHash = await hashPassword(password as string, turn);
+  // The salt of the email's other memberships, so that one hash checks a password against all of them.
+  const saltSource = (await membershipsOf(db, found.member.email)).find((row) => row.password_hash !== null)?.password_hash;
+  const passwordHash = await hashPassword(password as string, turn, saltSource);
   return db.prisma.$transaction(async (tx) => {
     // Found by its code, as a token by its prefix: the code names its tenant. Used once, even by two requests
     // that both found it usable.
@@ -195,36 +195,60 @@ export async function acceptInvitation(
   });
 }
 
+/** A membership a password signed in to. */
+export interface SignedInMember {
+  id: string;
+  tenantId: string;
+  email: string;
+  role: MemberRole;
+  tenant: string;
+  tenantName: string;
+}
+
 /**
- * The member an email and a password sign in, or null. An unknown email costs the same hash verification as a
- * wrong password, so the answer's time does not tell the two apart. The verification takes its `turn`.
+ * What an email and a password sign in to: the membership, or, when the password is that of several memberships
+ * of the email and no `organization` (a tenant's slug) names one, the organizations to choose from. Null for an
+ * unknown email, a wrong password, or an organization the email is no member of: the same answer, after the same
+ * one hash (passwordMatchesOf), so neither its content nor its time tells them apart. The hash takes its `turn`.
  */
-export async function memberOfPassword(
+export async function signInOfPassword(
   db: Database,
-  email: unknown,
-  password: unknown,
+  credentials: { email: unknown; password: unknown; organization?: string | undefined },
   turn: HashTurn = AT_ONCE,
-): Promise<{ id: string; tenantId: string; email: string; role: MemberRole; tenant: string; tenantName: string } | null> {
-  const normalized = typeof email === 'string' ? email.trim().toLowerCase() : '';
-  const [row] =
-    normalized.length > 0 && normalized.length <= MAX_EMAIL_LENGTH
-      ? await db.raw.query<{
-          id: string;
-          tenant_id: string;
-          email: string;
-          role: string;
-          password_hash: string | null;
-          slug: string;
-          name: string;
-        }>(
-          `SELECT m.id, m.tenant_id, m.email, m.role, m.password_hash, t.slug, t.name
-             FROM members m JOIN tenants t ON t.id = m.tenant_id WHERE m.email = $1`,
-          [normalized],
-        )
-      : [];
-  const matches = await passwordMatches(row?.password_hash ?? null, typeof password === 'string' ? password : '', turn);
-  if (!row || !matches || (row.role !== 'admin' && row.role !== 'reader')) return null;
-  return { id: row.id, tenantId: row.tenant_id, email: row.email, role: row.role, tenant: row.slug, tenantName: row.name };
+): Promise<{ member: SignedInMember } | { organizations: string[] } | null> {
+  const email = typeof credentials.email === 'string' ? credentials.email.trim().toLowerCase() : '';
+  const rows = email.length > 0 && email.length <= MAX_EMAIL_LENGTH ? await membershipsOf(db, email, credentials.organization) : [];
+  const password = typeof credentials.password === 'string' ? credentials.password : '';
+  const matches = await passwordMatchesOf(
+    rows.map((row) => row.password_hash),
+    password,
+    turn,
+  );
+  const matched = rows.filter((row, i) => matches[i] && (row.role === 'admin' || row.role === 'reader'));
+  if (matched.length === 0) return null;
+  if (matched.length > 1) return { organizations: matched.map((row) => row.slug).sort() };
+  const row = matched[0]!;
+  return {
+    member: { id: row.id, tenantId: row.tenant_id, email: row.email, role: row.role as MemberRole, tenant: row.slug, tenantName: row.name },
+  };
+}
+
+/**
+ * The memberships of a lower-cased email, of one organization when its slug is given, oldest first: the oldest
+ * password hash gives the salt of the email's next ones (acceptInvitation) and the one a sign-in hashes with.
+ */
+async function membershipsOf(
+  db: Database,
+  email: string,
+  organization?: string,
+): Promise<{ id: string; tenant_id: string; email: string; role: string; password_hash: string | null; slug: string; name: string }[]> {
+  return db.raw.query(
+    `SELECT m.id, m.tenant_id, m.email, m.role, m.password_hash, t.slug, t.name
+       FROM members m JOIN tenants t ON t.id = m.tenant_id
+      WHERE m.email = $1 AND ($2::text IS NULL OR t.slug = $2::text)
+      ORDER BY m.created_at, m.id`,
+    [email, organization ?? null],
+  );
 }
 
 /** Changes a member's role; a change ends the member's sessions (and so its open streams). */

@@ -5,6 +5,7 @@
 // address, so a flood from one address neither runs more than the process's few at once nor delays another
 // address by more than a turn.
 
+import { timingSafeEqual } from 'node:crypto';
 import type { Governor } from '../governor/governor.js';
 
 const ARGON2ID = { memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
@@ -31,9 +32,74 @@ export function hashTurnOf(governor: Governor, address: string, client?: AbortSi
   return (work) => governor.inTurn('password-hash', { tenant: address }, work, client);
 }
 
-export async function hashPassword(password: string, turn: HashTurn = AT_ONCE): Promise<string> {
+/**
+ * The PHC string of `password`. With `saltSource`, the hash of one of the email's other memberships, it takes that
+ * hash's salt when that hash has today's parameters: the memberships of one email then share a salt, so one hash
+ * of a password checks it against all of them (passwordMatchesOf).
+ */
+export async function hashPassword(password: string, turn: HashTurn = AT_ONCE, saltSource?: string | null): Promise<string> {
   const { hash } = await loadArgon2();
-  return turn(() => hash(password, ARGON2ID));
+  const source = saltSource ? phcParts(saltSource) : null;
+  const salt = source?.prefix.startsWith(CURRENT_PARAMETERS) ? new Uint8Array(source.salt) : undefined;
+  return turn(() => hash(password, salt ? { ...ARGON2ID, salt } : ARGON2ID));
+}
+
+/** What every hash made with today's parameters starts with. */
+const CURRENT_PARAMETERS = `$argon2id$v=19$m=${ARGON2ID.memoryCost},t=${ARGON2ID.timeCost},p=${ARGON2ID.parallelism}$`;
+
+/** A PHC string's parts: all before the hash (algorithm, parameters, salt), the salt's bytes and the hash's. */
+function phcParts(phc: string): { prefix: string; salt: Buffer; hash: Buffer } | null {
+  const hashStart = phc.lastIndexOf('$');
+  const saltStart = phc.lastIndexOf('$', hashStart - 1);
+  if (saltStart <= 0) return null;
+  const salt = Buffer.from(phc.slice(saltStart + 1, hashStart), 'base64');
+  const hash = Buffer.from(phc.slice(hashStart + 1), 'base64');
+  return salt.length > 0 && hash.length > 0 ? { prefix: phc.slice(0, hashStart), salt, hash } : null;
+}
+
+/**
+ * Which of `stored` (the hashes of one email's memberships, null where no password is set) `password` matches,
+ * after one hash only: `password` is hashed with the parameters and salt of the first stored hash, then compared
+ * with every stored hash made with the same ones. A stored hash with another salt is not checked (naming its
+ * organization leaves it alone in `stored`). Without a usable stored hash a dummy hash is verified, so the answer
+ * takes as long as for a wrong password.
+ */
+export async function passwordMatchesOf(
+  stored: readonly (string | null)[],
+  password: string,
+  turn: HashTurn = AT_ONCE,
+): Promise<boolean[]> {
+  const { hashRaw, parseOptions } = await loadArgon2();
+  const parts = stored.map((phc) => (phc === null ? null : phcParts(phc)));
+  const first = parts.findIndex((p) => p !== null);
+  const options = first < 0 ? null : optionsOf(parseOptions, stored[first]!);
+  const reference = options ? parts[first]! : null;
+  if (!options || !reference) {
+    await passwordMatches(null, password, turn);
+    return stored.map(() => false);
+  }
+  const { algorithm, version, memoryCost, timeCost, parallelism, outputLen } = options;
+  const raw = await turn(() =>
+    hashRaw(password.slice(0, MAX_PASSWORD_LENGTH), {
+      algorithm,
+      version,
+      memoryCost,
+      timeCost,
+      parallelism,
+      outputLen,
+      salt: new Uint8Array(reference.salt),
+    }),
+  );
+  return parts.map((p) => p !== null && p.prefix === reference.prefix && p.hash.length === raw.length && timingSafeEqual(p.hash, raw));
+}
+
+/** The parameters of a PHC string, or null for a string that is no argon2 hash. */
+function optionsOf(parse: typeof import('@node-rs/argon2').parseOptions, phc: string) {
+  try {
+    return parse(phc);
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { LoginThrottle } from '../auth/login-throttle.js';
-import { acceptInvitation, memberOfPassword } from '../auth/members.js';
+import { acceptInvitation, signInOfPassword } from '../auth/members.js';
 import { hashTurnOf } from '../auth/passwords.js';
 import { sourceOfFetch } from '../auth/request-viewers.js';
 import {
@@ -83,8 +83,13 @@ export function useSignIn(options: SignInOptions): Plugin {
     }
     assertCredentialsShape(body);
     const account = body.email.trim().toLowerCase().slice(0, 254);
-    const member = await throttle.signIn(account, address, () => memberOfPassword(db, body.email, body.password, turn));
-    if (!member) throw new ApiError('UNAUTHORIZED', SIGNED_OUT);
+    const signedIn = await throttle.signIn(account, address, () =>
+      signInOfPassword(db, { email: body.email, password: body.password, organization: body.organization?.trim() }, turn),
+    );
+    if (!signedIn) throw new ApiError('UNAUTHORIZED', SIGNED_OUT);
+    // Told only to someone who knows the password of each organization listed.
+    if ('organizations' in signedIn) throw organizationToChoose(signedIn.organizations);
+    const { member } = signedIn;
     const session = await createSession(db, member, policy);
     return jsonResponse(
       fetchAPI,
@@ -113,17 +118,32 @@ export function useSignIn(options: SignInOptions): Plugin {
 }
 
 /**
- * A sign-in body without a non-empty email and password string is a malformed request (400), refused before the
- * throttle: it is no guess at a password and counts toward no lockout.
+ * A sign-in body without a non-empty email and password string, or with an `organization` that is not one, is a
+ * malformed request (400), refused before the throttle: it is no guess at a password and counts toward no lockout.
  */
-function assertCredentialsShape(body: Record<string, unknown>): asserts body is { email: string; password: string } {
-  const details = (['email', 'password'] as const)
+function assertCredentialsShape(
+  body: Record<string, unknown>,
+): asserts body is { email: string; password: string; organization?: string | undefined } {
+  const details = (['email', 'password', 'organization'] as const)
     .filter((member) => {
       const value = body[member];
-      return typeof value !== 'string' || (member === 'email' ? value.trim() : value) === '';
+      if (member === 'organization' && value === undefined) return false;
+      return typeof value !== 'string' || (member === 'password' ? value : value.trim()) === '';
     })
     .map((member) => ({ parameter: member, message: `${member} must be a non-empty string` }));
   if (details.length > 0) throw new ApiError('INVALID_QUERY', details.map((d) => d.message).join('; '), { details });
+}
+
+/**
+ * The 409 of a password that signs in to several organizations, sent without `organization`: each one in
+ * error.details (`{parameter: "organization", message: <slug>}`), to send again with one of them.
+ */
+function organizationToChoose(organizations: readonly string[]): ApiError {
+  return new ApiError(
+    'CONFLICT',
+    `This email and password sign in to ${organizations.length} organizations: send organization, one of ${organizations.join(', ')}`,
+    { details: organizations.map((slug) => ({ parameter: 'organization', message: slug })) },
+  );
 }
 
 /** The request's JSON object body, or a 400/413/415 saying what is wrong with it. */

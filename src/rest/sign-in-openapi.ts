@@ -1,6 +1,7 @@
 import { INVITATION_ATTEMPTS_PER_ADDRESS } from '../auth/login-throttle.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { SESSION_COOKIE } from '../auth/session-cookie.js';
+import { EXAMPLE_ORIGIN } from '../errors.js';
 import { AUTH_BASE } from '../paths.js';
 import { demoExamples } from '../seed/demo-examples.js';
 
@@ -103,7 +104,7 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
         tags: ['Sign-in'],
         summary: 'Sign a member in',
         description:
-          "Checks the email and password and sets the session cookie (HttpOnly, SameSite=Lax, Path=/, Secure over HTTPS). An unknown email and a wrong password answer the same 401. Failed attempts of one account from one client address (LOGIN_FAILURES_PER_ACCOUNT) and from one client address (LOGIN_FAILURES_PER_ADDRESS), in 15 minutes, are answered 429 with Retry-After; past LOGIN_FAILURES_PER_ACCOUNT failures from all addresses, an account's passwords are checked one at a time, a few seconds apart (429 with Retry-After when its turn is further away). The password is checked in turn with every other of the server (503 with Retry-After when the wait is too long).",
+          "Checks the email and password and sets the session cookie (HttpOnly, SameSite=Lax, Path=/, Secure over HTTPS). An email may be a member of several organizations, each membership with its own password: `organization` (a slug) names the one to sign in to; without it, the membership whose password this is. When the password is that of several memberships, the answer is 409 CONFLICT listing them in error.details, and nothing is signed in. An unknown email, a wrong password and an organization the email is no member of answer the same 401. Failed attempts of one account from one client address (LOGIN_FAILURES_PER_ACCOUNT) and from one client address (LOGIN_FAILURES_PER_ADDRESS), in 15 minutes, are answered 429 with Retry-After; past LOGIN_FAILURES_PER_ACCOUNT failures from all addresses, an account's passwords are checked one at a time, a few seconds apart (429 with Retry-After when its turn is further away). The password is checked in turn with every other of the server (503 with Retry-After when the wait is too long).",
         security: [],
         requestBody: jsonBody(
           {
@@ -112,6 +113,12 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
             properties: {
               email: { type: 'string', pattern: '\\S', description: 'Not blank.' },
               password: { type: 'string', minLength: 1 },
+              organization: {
+                type: 'string',
+                pattern: '\\S',
+                description:
+                  "The slug of the organization to sign in to; needed only when the password is that of several of the email's memberships.",
+              },
             },
             description: 'A body without both strings is 400 and counts toward no lockout.',
           },
@@ -128,6 +135,56 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
           400: error('InvalidQuery'),
           401: error('Unauthorized'),
           403: error('Forbidden'),
+          409: {
+            description:
+              'CONFLICT: the password is that of several memberships of the email and no organization was sent. Nothing is signed in; send the request again with organization, one of those error.details lists. Answered only after the password is checked, and listing only the organizations whose password it is.',
+            headers: { 'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' } },
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['msg', 'error'],
+                  additionalProperties: false,
+                  properties: {
+                    msg: { type: 'string' },
+                    error: {
+                      type: 'object',
+                      required: ['code', 'docs', 'req_id', 'details'],
+                      additionalProperties: false,
+                      properties: {
+                        code: { type: 'string', enum: ['CONFLICT'] },
+                        docs: { type: 'string', format: 'uri' },
+                        req_id: { type: 'string', pattern: '^req_\\d+$' },
+                        details: {
+                          type: 'array',
+                          minItems: 2,
+                          description: 'One item an organization to choose from, by slug.',
+                          items: {
+                            type: 'object',
+                            required: ['parameter', 'message'],
+                            additionalProperties: false,
+                            properties: { parameter: { type: 'string', enum: ['organization'] }, message: { type: 'string' } },
+                          },
+                        },
+                      },
+                    },
+                  },
+                },
+                example: {
+                  msg: 'This email and password sign in to 2 organizations: send organization, one of acme, demo',
+                  error: {
+                    code: 'CONFLICT',
+                    docs: `${EXAMPLE_ORIGIN}/docs/errors/CONFLICT`,
+                    req_id: 'req_1764236400000001',
+                    details: [
+                      { parameter: 'organization', message: 'acme' },
+                      { parameter: 'organization', message: 'demo' },
+                    ],
+                  },
+                },
+              },
+            },
+          },
           413: error('PayloadTooLarge'),
           415: error('UnsupportedMediaType'),
           429: error('RateLimited'),

@@ -1,11 +1,13 @@
 import { useEffect, useState, type FormEvent } from 'react';
-import { postJson, setSessionMark, storeToken } from '../api';
+import { ApiAnswerError, postJson, setSessionMark, storeToken } from '../api';
 import { ErrorMessage } from '../ui';
 
 /** Sign in with an email and password (a member's session cookie), or with an API token kept in this tab only. */
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  /** The organizations the password signs in to, when it is that of several: one is chosen, then sent. */
+  const [organizations, setOrganizations] = useState<readonly string[]>([]);
   useEffect(() => {
     document.title = 'Sign in · Console';
   }, []);
@@ -13,15 +15,26 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   async function signInWithPassword(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
     const form = new FormData(event.currentTarget);
+    const organization = form.get('organization');
     setBusy(true);
     setError(null);
     try {
-      await postJson('/api/v1/auth/login', { email: form.get('email'), password: form.get('password') });
+      await postJson('/api/v1/auth/login', {
+        email: form.get('email'),
+        password: form.get('password'),
+        ...(organization ? { organization } : {}),
+      });
       storeToken(null);
       setSessionMark(true);
       onSignedIn();
     } catch (e) {
-      setError((e as Error).message);
+      const choices = e instanceof ApiAnswerError && e.code === 'CONFLICT' ? e.details.filter((d) => d.parameter === 'organization') : [];
+      if (choices.length > 0) {
+        setOrganizations(choices.map((d) => d.message));
+        setError('This email and password sign in to several organizations: choose one.');
+      } else {
+        setError((e as Error).message);
+      }
     } finally {
       setBusy(false);
     }
@@ -41,9 +54,21 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
         <h1>Sign in</h1>
         <form onSubmit={signInWithPassword}>
           <label htmlFor="email">Email</label>
-          <input id="email" name="email" type="email" autoComplete="username" required />
+          <input id="email" name="email" type="email" autoComplete="username" required onChange={() => setOrganizations([])} />
           <label htmlFor="password">Password</label>
           <input id="password" name="password" type="password" autoComplete="current-password" required />
+          {organizations.length > 0 && (
+            <>
+              <label htmlFor="organization">Organization</label>
+              <select id="organization" name="organization" required>
+                {organizations.map((slug) => (
+                  <option key={slug} value={slug}>
+                    {slug}
+                  </option>
+                ))}
+              </select>
+            </>
+          )}
           <ErrorMessage error={error} />
           <button type="submit" className="primary" disabled={busy}>
             Sign in
