@@ -31,7 +31,7 @@ export const ERROR_CODES = {
     statuses: [409],
     title: 'Conflict',
     description:
-      'The request conflicts with the current state of the resource, for example demoting or deleting the last admin of a tenant (make another service user admin first), an illegal status transition of a connection or a sync run, a report on a run whose lease was lost, or a second active run for a connection. The message names the current state and what it allows; change that state first, then repeat the request.',
+      'The request conflicts with the current state of the resource, for example demoting or deleting the last admin of a tenant (make another service user admin first), an illegal status transition of a connection or a sync run, a report on a run whose lease was lost, a second active run for a connection, or a sign-in whose password is that of the email in several organizations (error.details lists them: send one as `organization`). The message names the current state and what it allows; change that state first, then repeat the request.',
   },
   METHOD_NOT_ALLOWED: {
     status: 405,

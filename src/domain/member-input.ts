@@ -7,8 +7,7 @@ export const MAX_EMAIL_LENGTH = 254;
 export const EMAIL_PATTERN = /^[^\s@\p{Cc}\p{Cf}]+@[^\s@\p{Cc}\p{Cf}]+$/u;
 
 // The REST bodies of the member routes, in one schema each: the 400's problems and the OpenAPI document both
-// come from them. The domain rules beyond shape (an email of another organization, the last admin) are
-// src/auth/members.ts's.
+// come from them. The domain rules beyond shape (the last admin) are src/auth/members.ts's.
 
 const role = z.enum(['admin', 'reader']);
 

@@ -665,7 +665,7 @@ export const routes: readonly RouteSpec[] = [
     tag: 'Members',
     summary: 'Invite a member',
     description:
-      'Invites an email with a role (admin or reader). The answer carries the invitation code and its console path (/console/invite/<code>), shown this once: a replay of the request with its Idempotency-Key answers both null, since no stored answer keeps a code. The code works once, for 7 days. Inviting a member again resets its password and ends its sessions. An email of another organization is 409. Needs the admin role.',
+      'Invites an email with a role (admin or reader). The answer carries the invitation code and its console path (/console/invite/<code>), shown this once: a replay of the request with its Idempotency-Key answers both null, since no stored answer keeps a code. The code works once, for 7 days. Inviting a member again resets its password and ends its sessions. The answer is the same whether or not the email is a member of another organization, which keeps its own membership. Needs the admin role.',
     itemSchema: 'MemberInvitation',
     response: { kind: 'item', msg: 'member invited', notFound: 'member not found', shownOnce: ['code', 'path'] },
     errors: [400, 403, 409, 413, 415, 422],

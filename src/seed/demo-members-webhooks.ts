@@ -20,8 +20,7 @@ const EXAMPLE_CONNECTION_APPLICATION = { slug: 'xero', kind: 'accounting' } as c
 /**
  * The demo's items the API reference's examples name (seed/demo-examples.ts): a member and a connection made for
  * the examples, two endpoints on a receiver on this machine (the second made for the delete example), and in the first one's log
- * the delivery of a finished run's message, answered 200. Only for the demo tenant of a new database (members'
- * emails are unique across tenants).
+ * the delivery of a finished run's message, answered 200. Only for the demo tenant of a new database.
  */
 export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string, now = new Date()): Promise<void> {
   const { members, webhooks, syncs, connections } = demoExamples();
