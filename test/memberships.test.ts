@@ -3,12 +3,18 @@
 // accepted, and the person signs in to each; a password of several memberships without `organization` is a 409
 // that lists only those, after the password is checked, with one hash per attempt; one organization's sign-in is
 // unchanged.
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signInOfPassword } from '../src/auth/members.js';
+import { hashPassword } from '../src/auth/passwords.js';
+import { MIGRATIONS_DIR, migrate, readMigrations } from '../src/db/migrate.js';
 import { createHttpServer } from '../src/http/http-server.js';
 import type { Gateway } from '../src/http/yoga.js';
-import { databaseKinds } from './fixtures/databases.js';
+import { createTestDatabase, databaseKinds } from './fixtures/databases.js';
 import { capturingLogger, createTestGateway, gatewayOver, type LogLine, type TestGateway } from './fixtures/gateway.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -215,6 +221,44 @@ describe.each(databaseKinds)('memberships per organization on %s', (kind) => {
       const refused = await signIn({ email: 'single@example.com', password: PASSWORD, organization });
       expect(refused.status).toBe(400);
       expect(refused.body.error.details).toEqual([{ parameter: 'organization', message: 'organization must be a non-empty string' }]);
+    }
+  });
+});
+
+describe.each(databaseKinds)('the membership migration on %s', (kind) => {
+  it('keeps the members there, and then lets another organization have the same email', async () => {
+    const membershipMigration = readMigrations().find((m) => m.name.endsWith('_membership_per_organization'))!.name;
+    const before = mkdtempSync(join(tmpdir(), 'migrations-'));
+    for (const migration of readMigrations()) {
+      if (migration.name >= membershipMigration) break;
+      cpSync(join(MIGRATIONS_DIR, migration.name), join(before, migration.name), { recursive: true });
+    }
+    const db = await createTestDatabase(kind, { migrationsDir: before });
+    try {
+      for (const [id, slug] of [
+        ['ten_a', 'org-a'],
+        ['ten_b', 'org-b'],
+      ]) {
+        await db.raw.query('INSERT INTO tenants (id, slug, name) VALUES ($1, $2, $2)', [id, slug]);
+      }
+      const hash = await hashPassword(PASSWORD);
+      await db.raw.query(
+        `INSERT INTO members (id, tenant_id, email, role, password_hash) VALUES ('mbr_a', 'ten_a', 'kept@example.com', 'admin', $1)`,
+        [hash],
+      );
+      expect(await migrate(db)).toEqual(readMigrations().flatMap((m) => (m.name >= membershipMigration ? [m.name] : [])));
+      expect(await db.raw.query('SELECT id, tenant_id, email, role, password_hash FROM members')).toEqual([
+        { id: 'mbr_a', tenant_id: 'ten_a', email: 'kept@example.com', role: 'admin', password_hash: hash },
+      ]);
+      const signedIn = await signInOfPassword(db, { email: 'kept@example.com', password: PASSWORD });
+      expect(signedIn).toMatchObject({ member: { id: 'mbr_a', tenant: 'org-a' } });
+      await db.raw.query(`INSERT INTO members (id, tenant_id, email, role) VALUES ('mbr_b', 'ten_b', 'kept@example.com', 'reader')`);
+      await expect(
+        db.raw.query(`INSERT INTO members (id, tenant_id, email, role) VALUES ('mbr_c', 'ten_b', 'kept@example.com', 'reader')`),
+      ).rejects.toThrow(/unique/);
+    } finally {
+      await db.dispose();
+      rmSync(before, { recursive: true, force: true });
     }
   });
 });
