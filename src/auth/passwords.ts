@@ -75,7 +75,7 @@ export async function passwordMatchesOf(
   const options = first < 0 ? null : optionsOf(parseOptions, stored[first]!);
   const reference = options ? parts[first]! : null;
   if (!options || !reference) {
-    await passwordMatches(null, password, turn);
+    await verifyDummy(password, turn);
     return stored.map(() => false);
   }
   const { algorithm, version, memoryCost, timeCost, parallelism, outputLen } = options;
@@ -102,15 +102,11 @@ function optionsOf(parse: typeof import('@node-rs/argon2').parseOptions, phc: st
   }
 }
 
-/**
- * Whether `password` matches `stored`. Without a stored hash (no such account, or no password set yet) a dummy
- * hash is verified all the same, so the answer takes as long as for a wrong password.
- */
-export async function passwordMatches(stored: string | null, password: string, turn: HashTurn = AT_ONCE): Promise<boolean> {
-  const target = stored ?? (await dummyHash());
+/** Verifies `password` against a dummy hash: for an email with no password, the work of a wrong password. */
+async function verifyDummy(password: string, turn: HashTurn): Promise<void> {
+  const target = await dummyHash();
   const { verify } = await loadArgon2();
-  const matches = await turn(() => verify(target, password.slice(0, MAX_PASSWORD_LENGTH)).catch(() => false));
-  return stored !== null && matches;
+  await turn(() => verify(target, password.slice(0, MAX_PASSWORD_LENGTH)).catch(() => false));
 }
 
 let dummy: Promise<string> | undefined;
