@@ -226,7 +226,7 @@ describe.each(databaseKinds)('memberships per organization on %s', (kind) => {
 });
 
 describe.each(databaseKinds)('the membership migration on %s', (kind) => {
-  it('keeps the members there, and then lets another organization have the same email', async () => {
+  it('keeps the members there, and then lets another organization have the same email', { timeout: 240_000 }, async () => {
     const membershipMigration = readMigrations().find((m) => m.name.endsWith('_membership_per_organization'))!.name;
     const before = mkdtempSync(join(tmpdir(), 'migrations-'));
     for (const migration of readMigrations()) {
