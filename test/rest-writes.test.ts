@@ -328,7 +328,7 @@ describe.each(databaseKinds)('Idempotency-Key on %s', (kind) => {
       body: JSON.stringify({ password: 'correct horse battery staple' }),
     });
     expect(accepted.status).toBe(200);
-    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { email } });
+    const member = await t.db.prisma.member.findUniqueOrThrow({ where: { tenantId_email: { tenantId: t.tenants.demo.id, email } } });
     expect([member.role, member.passwordHash === null]).toEqual(['reader', false]);
   });
 
