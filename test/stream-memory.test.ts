@@ -2,41 +2,18 @@
 // history (many small events, or fewer of 1 MB each), and REST event streams that replay it from the start and
 // never read. Each stream holds at most a bounded queue of bytes and a page of the log bounded in bytes, so the
 // server's RSS stays bounded, /healthz keeps answering. In process: a stream that stays full is ended with a retryable error naming its Last-Event-ID.
-import { readFileSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createServiceUser } from '../src/auth/service-users.js';
-import { createToken } from '../src/auth/tokens.js';
-import { openDatabase, type Database, type DatabaseKind } from '../src/db/client.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvents, syncEvent } from '../src/db/events.js';
-import { createTestDatabase, databaseKinds, migratedPgliteDataDir } from './fixtures/databases.js';
+import { databaseKinds } from './fixtures/databases.js';
 import { restOfStream, untilNoOpenStreams } from './fixtures/sse.js';
-import { createTestGateway, seedTestTenants } from './fixtures/gateway.js';
+import { createTestGateway } from './fixtures/gateway.js';
+import { rssBytes, serverDatabase, serviceToken } from './fixtures/server-database.js';
 import { startServer, type RunningServer } from './fixtures/server-process.js';
 
 /** About 2.3 KB each: 30,000 of them are ~70 MB of history, ~700 MB for ten streams held whole. */
 const EVENTS = 30_000;
 const STREAMS = 10;
-
-function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
-}
-
-/** Opens the database the server will use (PGlite: a data directory of its own; PostgreSQL: a copy of the seeded one). */
-async function prepare(
-  kind: DatabaseKind,
-): Promise<{ db: Database; env: Record<string, string>; tenantId: string; cleanup: () => Promise<void> }> {
-  if (kind === 'pglite') {
-    const dir = migratedPgliteDataDir('igw-stream-memory-');
-    const db = await openDatabase({ dataDir: dir });
-    const tenants = await seedTestTenants(db);
-    return { db, env: { DATA_DIR: dir }, tenantId: tenants.demo.id, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
-  }
-  const seeded = inject('seededDatabases').postgres!;
-  const db = await createTestDatabase('postgres', { template: seeded.template });
-  return { db, env: { DATABASE_URL: db.url! }, tenantId: seeded.tenants.demo.id, cleanup: () => db.dispose() };
-}
 
 /**
  * Histories the unread streams replay: many small events (the page bound by count would hold), and fewer events
@@ -59,11 +36,11 @@ describe.each(HISTORIES.flatMap((history) => databaseKinds.map((kind) => ({ ...h
     const sockets: Socket[] = [];
 
     beforeAll(async () => {
-      const prepared = await prepare(kind);
+      const prepared = await serverDatabase(kind, 'igw-stream-memory-');
       cleanup = prepared.cleanup;
-      const { db, tenantId } = prepared;
-      const user = await createServiceUser(db, { tenantId, name: 'stream-memory', role: 'reader' });
-      token = (await createToken(db, { tenantId, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })).token;
+      const { db } = prepared;
+      const tenantId = prepared.tenants.demo.id;
+      token = await serviceToken(db, tenantId, 'stream-memory');
       const run = await db.prisma.sync.findFirstOrThrow({ where: { tenantId } });
       const padded = syncEvent({ ...run, errorMessage: 'x'.repeat(bytes) }, true);
       const perTransaction = Math.max(1, Math.min(1000, Math.floor(20_000_000 / bytes)));
@@ -76,8 +53,7 @@ describe.each(HISTORIES.flatMap((history) => databaseKinds.map((kind) => ({ ...h
           ),
         );
       }
-      // PGlite's directory is the server's alone from now on; the PostgreSQL copy is dropped at the end.
-      if (kind === 'pglite') await db.close();
+      await prepared.handOver();
       server = await startServer({ ...prepared.env, SEED: 'none', SCHEDULER: 'off', WEBHOOKS: 'off' });
     }, 300_000);
     afterAll(async () => {
