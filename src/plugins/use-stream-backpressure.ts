@@ -1,13 +1,8 @@
 import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
-import { BYTE_BOUNDS, endingMessage, type LeaseOwner, type Governor } from '../governor/governor.js';
+import { endingMessage, type LeaseOwner, type Governor } from '../governor/governor.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
-
-/** The web streams of the server's fetch API (yoga's on Node.js), which a replaced answer must use. */
-interface StreamsApi {
-  ReadableStream: typeof ReadableStream;
-  Response: typeof Response;
-}
+import { EventStreamBody } from '../rest/event-stream-body.js';
 
 /**
  * A GraphQL subscription over SSE (`Accept: text/event-stream` on /graphql) held to the bounds of a REST event
@@ -24,8 +19,8 @@ export function useStreamBackpressure({ governor }: { governor: Governor }): Plu
       if (response.body === null || !(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return;
       // REST event streams bound themselves; only GraphQL's answer is yoga's own stream.
       if (new URL(request.url).pathname !== GRAPHQL_ENDPOINT) return;
-      const body = boundedEventStream(response.body, fetchAPI, governor.ownerOf(request));
-      setResponse(new fetchAPI.Response(body, { status: response.status, statusText: response.statusText, headers: response.headers }));
+      const body = boundedEventStream(response.body, governor.ownerOf(request));
+      setResponse(new fetchAPI.Response(body as unknown as BodyInit, { status: response.status, statusText: response.statusText, headers: response.headers }));
     },
   };
 }
@@ -37,65 +32,57 @@ function lastEvent(message: string): string {
 }
 
 /**
- * `source` behind a queue of at most BYTE_BOUNDS.streamQueue: it is read only when the queue has room. `owner`
- * is told when the queue is full (its stall clock runs) and when the client takes; when the governor ends it, the
- * last event is queued, the stream ends and `source` is cancelled.
+ * `source` behind a body that queues nothing of its own (rest/event-stream-body.ts): it is read only when the
+ * client's socket has taken what was sent. `owner` is told when a chunk waits for its client (its stall clock
+ * runs) and when the client takes; when the governor ends it, the last event is sent, the stream ends and
+ * `source` is cancelled.
  */
-export function boundedEventStream(source: ReadableStream<Uint8Array>, streams: StreamsApi, owner: LeaseOwner): ReadableStream<Uint8Array> {
+export function boundedEventStream(source: ReadableStream<Uint8Array>, owner: LeaseOwner): EventStreamBody {
   const reader = source.getReader();
   let ended = false;
+  const body = new EventStreamBody();
   const stop = () => {
     ended = true;
     owner.end('done');
+    body.finish();
   };
-  return new streams.ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        owner.onEnding((reason) => {
-          if (ended) return;
-          ended = true;
-          controller.enqueue(new TextEncoder().encode(lastEvent(endingMessage(reason, owner.stallMs))));
-          controller.close();
-          void reader.cancel().catch(() => {});
-        });
-        owner.signal.addEventListener('abort', () => {
-          if (ended) return;
-          ended = true;
-          void reader.cancel().catch(() => {});
-        });
-      },
-      async pull(controller) {
-        owner.taking();
-        let read: ReadableStreamReadResult<Uint8Array>;
-        try {
-          read = await reader.read();
-        } catch {
-          // A source that fails (a subscription cut at shutdown: plugins/use-sse-shutdown-cut.ts) ends the stream
-          // without `complete`, which graphql-sse clients retry; an error here would be nobody's to handle.
-          if (ended) return;
-          stop();
-          controller.close();
-          return;
-        }
-        const { done, value } = read;
-        if (ended) return;
-        if (done) {
-          stop();
-          controller.close();
-          return;
-        }
-        controller.enqueue(value);
-        // Until the stream asks for more, which it does at once while its queue has room. (Not desiredSize:
-        // the Node.js stream of yoga's fetch API reports its bound there whatever it holds.)
-        owner.waiting();
-      },
-      cancel(reason) {
-        // The client went away: its owner ends, and every lease of it.
-        ended = true;
-        owner.end('client-gone');
-        return reader.cancel(reason);
-      },
+  owner.onEnding((reason) => {
+    if (ended) return;
+    ended = true;
+    body.send(lastEvent(endingMessage(reason, owner.stallMs)));
+    body.finish();
+    void reader.cancel().catch(() => {});
+  });
+  owner.signal.addEventListener('abort', () => {
+    if (ended) return;
+    ended = true;
+    body.finish();
+    void reader.cancel().catch(() => {});
+  });
+  return body.from({
+    async next() {
+      owner.taking();
+      let read: ReadableStreamReadResult<Uint8Array>;
+      try {
+        read = await reader.read();
+      } catch {
+        // A source that fails (a subscription cut at shutdown: plugins/use-sse-shutdown-cut.ts) ends the stream
+        // without `complete`, which graphql-sse clients retry; an error here would be nobody's to handle.
+        if (!ended) stop();
+        return;
+      }
+      const { done, value } = read;
+      if (ended) return;
+      if (done) return stop();
+      body.sendBytes(value);
+      // Until the client has taken it (at once when the socket has room).
+      owner.waiting();
     },
-    { highWaterMark: BYTE_BOUNDS.streamQueue, size: (chunk) => chunk.byteLength },
-  );
+    cancel() {
+      // The client went away: its owner ends, and every lease of it.
+      ended = true;
+      owner.end('client-gone');
+      void reader.cancel().catch(() => {});
+    },
+  });
 }

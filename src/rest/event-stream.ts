@@ -1,8 +1,9 @@
 import type { ExecutionResult } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
-import { BYTE_BOUNDS, endingMessage, type LeaseOwner } from '../governor/governor.js';
+import { endingMessage, type LeaseOwner } from '../governor/governor.js';
 import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './envelope.js';
+import { EventStreamBody } from './event-stream-body.js';
 
 // A REST event stream (Server-Sent Events): what a route's subscription yields, one `event:` message per
 // result, with the event log's id as the message id (so EventSource's Last-Event-ID resumes after it). An
@@ -36,7 +37,7 @@ interface EventStreamOptions {
    */
   owner: LeaseOwner;
   target: ResponseTarget;
-  fetchAPI: { Response: typeof Response; ReadableStream: typeof ReadableStream };
+  fetchAPI: { Response: typeof Response };
 }
 
 /**
@@ -56,83 +57,71 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
     return graphqlErrorResponse(error ?? { message: 'Internal error' }, target);
   }
   const iterator = result[Symbol.asyncIterator]();
-  const encoder = new TextEncoder();
   let ticker: NodeJS.Timeout | undefined;
   let closed = false;
   /** The id of the last message sent, for the resume point of a stream that fell behind. */
   let lastSentId: number | undefined;
+  const body = new EventStreamBody();
   const finish = () => {
     closed = true;
     clearInterval(ticker);
     owner.end('done');
     void iterator.return?.();
   };
-  // The writer and the ending of the stream, made by `start` and used by `pull`.
-  const pulling: { end(last?: string): void; write(text: string): void } = { end: () => {}, write: () => {} };
+  const end = (last?: string) => {
+    if (closed) return;
+    if (last) body.send(last);
+    finish();
+    body.finish();
+  };
   const errorMessage = (error: { message: string; extensions?: Record<string, unknown> }) =>
     `event: error\ndata: ${JSON.stringify(graphqlErrorResponse(error, target).body)}\n\n`;
-  const body = new fetchAPI.ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        const write = (text: string) => {
-          if (!closed) controller.enqueue(encoder.encode(text));
-        };
-        const end = (last?: string) => {
-          if (closed) return;
-          if (last) write(last);
-          finish();
-          controller.close();
-        };
-        // The owner ends when the client leaves (without it a gone client is noticed at the next write, a
-        // heartbeat away), and when the governor ends it: stalled, or at shutdown, with a retryable last message.
-        owner.onEnding((reason) => {
-          const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
-          end(errorMessage(new ApiError('UNAVAILABLE', endingMessage(reason, owner.stallMs, resume))));
-        });
-        owner.signal.addEventListener('abort', () => end());
-        // The client's reconnection delay, then a comment so headers and first bytes go out at once.
-        write('retry: 3000\n: stream open\n\n');
-        let lastBeat = performance.now();
-        ticker = setInterval(
-          () => {
-            const now = performance.now();
-            // An idle stream (its subscription has nothing to send) gets a comment now and then; a full one needs none.
-            if (owner.waitingSince === undefined && now - lastBeat >= options.heartbeatMs) {
-              lastBeat = now;
-              write(': heartbeat\n\n');
-            }
-          },
-          Math.min(options.heartbeatMs, 1000),
-        );
-        pulling.end = end;
-        pulling.write = write;
-      },
-      async pull() {
-        owner.taking();
-        try {
-          const next = await iterator.next();
-          if (next.done || closed) return pulling.end();
-          const item = next.value;
-          const error = item.errors?.[0];
-          if (error) return pulling.end(errorMessage(error));
-          const value = Object.values(item.data ?? {})[0];
-          lastSentId = options.currentId();
-          pulling.write(`id: ${lastSentId}\nevent: ${options.event}\ndata: ${JSON.stringify(value)}\n\n`);
-          // Until the stream asks for more, which it does at once while its queue has room.
-          owner.waiting();
-        } catch {
-          pulling.end(errorMessage({ message: 'Internal error' }));
-        }
-      },
-      cancel() {
-        // The client went away.
-        owner.end('client-gone');
-        finish();
-      },
+  // The owner ends when the client leaves (without it a gone client is noticed at the next write, a heartbeat
+  // away), and when the governor ends it: stalled, or at shutdown, with a retryable last message.
+  owner.onEnding((reason) => {
+    const resume = lastSentId === undefined ? '' : ` with Last-Event-ID ${lastSentId}`;
+    end(errorMessage(new ApiError('UNAVAILABLE', endingMessage(reason, owner.stallMs, resume))));
+  });
+  owner.signal.addEventListener('abort', () => end());
+  // The client's reconnection delay, then a comment so headers and first bytes go out at once.
+  body.send('retry: 3000\n: stream open\n\n');
+  let lastBeat = performance.now();
+  ticker = setInterval(
+    () => {
+      const now = performance.now();
+      // An idle stream (its subscription has nothing to send) gets a comment now and then; a full one needs none.
+      if (owner.waitingSince === undefined && now - lastBeat >= options.heartbeatMs) {
+        lastBeat = now;
+        body.send(': heartbeat\n\n');
+      }
     },
-    { highWaterMark: BYTE_BOUNDS.streamQueue, size: (chunk) => chunk.byteLength },
+    Math.min(options.heartbeatMs, 1000),
   );
-  return new fetchAPI.Response(body, {
+  body.from({
+    async next() {
+      owner.taking();
+      try {
+        const next = await iterator.next();
+        if (next.done || closed) return end();
+        const item = next.value;
+        const error = item.errors?.[0];
+        if (error) return end(errorMessage(error));
+        const value = Object.values(item.data ?? {})[0];
+        lastSentId = options.currentId();
+        body.send(`id: ${lastSentId}\nevent: ${options.event}\ndata: ${JSON.stringify(value)}\n\n`);
+        // Until the client has taken it (at once when the socket has room).
+        owner.waiting();
+      } catch {
+        end(errorMessage({ message: 'Internal error' }));
+      }
+    },
+    cancel() {
+      // The client went away.
+      owner.end('client-gone');
+      finish();
+    },
+  });
+  return new fetchAPI.Response(body as unknown as BodyInit, {
     status: 200,
     headers: {
       'content-type': 'text/event-stream; charset=utf-8',
