@@ -54,7 +54,8 @@ describe.each(databaseKinds)('30 exports from one tenant that never read, on %s'
     }
     // Each credential may hold two exports: enough credentials that only the tenant's cap refuses.
     unreadTokens = [];
-    for (let i = 0; i < EXPORTS / RESOURCES.export.perCredential; i++) unreadTokens.push(await serviceToken(db, tenants.demo.id, `export-memory-${i}`));
+    for (let i = 0; i < EXPORTS / RESOURCES.export.perCredential; i++)
+      unreadTokens.push(await serviceToken(db, tenants.demo.id, `export-memory-${i}`));
     reader = await serviceToken(db, tenants.other.id, 'export-memory-reader');
     readRuns = await db.prisma.sync.count({ where: { tenantId: tenants.other.id } });
     await prepared.handOver();
@@ -116,7 +117,9 @@ describe.each(databaseKinds)('30 exports from one tenant that never read, on %s'
       // Meanwhile the other tenant exports its whole history and reads, each read within 2 s.
       const reads: number[] = [];
       const exported = (async () => {
-        const response = await fetch(`${server.url}${LIST}`, { headers: { authorization: `Token ${reader}`, accept: 'application/x-ndjson' } });
+        const response = await fetch(`${server.url}${LIST}`, {
+          headers: { authorization: `Token ${reader}`, accept: 'application/x-ndjson' },
+        });
         expect(response.status).toBe(200);
         const text = await response.text();
         return text.split('\n').filter((line) => line !== '').length;
@@ -137,7 +140,9 @@ describe.each(databaseKinds)('30 exports from one tenant that never read, on %s'
         expect(head.headers).toMatch(/\r\nretry-after: \d+/);
       }
       expect(Math.max(...reads)).toBeLessThan(BOUNDS[kind].readMs);
-      expect(peak - before, `RSS grew from ${Math.round(before / 2 ** 20)} MB to ${Math.round(peak / 2 ** 20)} MB`).toBeLessThan(BOUNDS[kind].growth);
+      expect(peak - before, `RSS grew from ${Math.round(before / 2 ** 20)} MB to ${Math.round(peak / 2 ** 20)} MB`).toBeLessThan(
+        BOUNDS[kind].growth,
+      );
     } finally {
       clearInterval(sample);
     }

@@ -114,7 +114,8 @@ describe.each(databaseKinds)('200 graphql-ws subscriptions whose clients stop re
     await new Promise((resolve) => setTimeout(resolve, 500));
     const before = rssBytes(server.nodePid);
     const stalledBefore = await metric(server, 'governor_lease_ends_total', { resource: 'stream', reason: 'stalled' });
-    const stalled = async () => (await metric(server, 'governor_lease_ends_total', { resource: 'stream', reason: 'stalled' })) - stalledBefore;
+    const stalled = async () =>
+      (await metric(server, 'governor_lease_ends_total', { resource: 'stream', reason: 'stalled' })) - stalledBefore;
     const held = () => metric(server, 'governor_leases', { resource: 'stream', state: 'held' });
 
     for (let i = 0; i < SUBSCRIPTIONS; i++) {
@@ -163,12 +164,17 @@ describe.each(databaseKinds)('200 graphql-ws subscriptions whose clients stop re
     );
     expect(await held()).toBe(0);
     expect(await stalled()).toBe(SUBSCRIPTIONS);
-    expect(peak - before, `RSS grew from ${Math.round(before / 2 ** 20)} MB to ${Math.round(peak / 2 ** 20)} MB`).toBeLessThan(150 * 2 ** 20);
+    expect(peak - before, `RSS grew from ${Math.round(before / 2 ** 20)} MB to ${Math.round(peak / 2 ** 20)} MB`).toBeLessThan(
+      150 * 2 ** 20,
+    );
 
     // The server closed each socket with 1013 (Try Again Later), behind the ~3.7 MB its client never read, then
     // cut it a second later: a client that reads again finds it closed (1006 when the close frame did not get through).
     for (const { socket } of subscribers) socket.resume();
     const codes = await Promise.all(subscribers.map(({ closed }) => closed));
-    expect(codes.every((code) => code === 1013 || code === 1006), `close codes ${[...new Set(codes)].join(', ')}`).toBe(true);
+    expect(
+      codes.every((code) => code === 1013 || code === 1006),
+      `close codes ${[...new Set(codes)].join(', ')}`,
+    ).toBe(true);
   }, 240_000);
 });

@@ -69,7 +69,10 @@ export const RESOURCE_NAMES = Object.keys(RESOURCES) as ResourceName[];
  * still goes through, alone).
  */
 export const BYTE_BOUNDS = {
-  /** What a stream's transport queues for its client before it reads no further from its subscription. */
+  /**
+   * What a graphql-ws socket buffers for its client before its next message waits. (An SSE body queues nothing of
+   * its own, rest/event-stream-body.ts: what waits for its client is the socket's buffer, whose bound is the same.)
+   */
   streamQueue: 64 * 1024,
   /**
    * Events a subscription holds that its transport has not taken; past it, the stream fell behind. Larger than

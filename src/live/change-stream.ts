@@ -152,7 +152,10 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
         // subscriber that reads slowly is not ended for it.
         if (pendingBytes > 0) await Promise.race([lastTaken, stop]);
         if (ended) break;
-        const page = await readEventPage(sql, tenantId, takenUpTo, { rows: REPLAY_ROWS, bytes: Math.min(maxPendingBytes, BYTE_BOUNDS.logPage) });
+        const page = await readEventPage(sql, tenantId, takenUpTo, {
+          rows: REPLAY_ROWS,
+          bytes: Math.min(maxPendingBytes, BYTE_BOUNDS.logPage),
+        });
         for (const event of page.events) {
           takenUpTo = event.id;
           if (matches(event)) deliver(event);

@@ -6,9 +6,9 @@ import { EventStreamBody } from '../rest/event-stream-body.js';
 
 /**
  * A GraphQL subscription over SSE (`Accept: text/event-stream` on /graphql) held to the bounds of a REST event
- * stream (src/rest/event-stream.ts): its answer queues at most BYTE_BOUNDS.streamQueue for its client, and yoga's
- * stream reads from the subscription only when that queue has room, so a client that reads slowly slows its
- * subscription instead of growing the process. The request's owner in the governor ends the stream: when its
+ * stream (src/rest/event-stream.ts): its answer queues nothing beyond its socket's buffer
+ * (rest/event-stream-body.ts), and yoga's stream is read only when the socket has taken the last chunk, so a
+ * client that reads slowly slows its subscription instead of growing the process. The request's owner in the governor ends the stream: when its
  * client leaves (the subscription's lease is given back at once), or when it takes nothing of a full queue for
  * the stall time, with `event: next` carrying a 503 UNAVAILABLE error and no `event: complete` (graphql-sse
  * clients retry a stream that ends without it). The single-connection mode of graphql-sse is not served.
@@ -20,7 +20,13 @@ export function useStreamBackpressure({ governor }: { governor: Governor }): Plu
       // REST event streams bound themselves; only GraphQL's answer is yoga's own stream.
       if (new URL(request.url).pathname !== GRAPHQL_ENDPOINT) return;
       const body = boundedEventStream(response.body, governor.ownerOf(request));
-      setResponse(new fetchAPI.Response(body as unknown as BodyInit, { status: response.status, statusText: response.statusText, headers: response.headers }));
+      setResponse(
+        new fetchAPI.Response(body as unknown as BodyInit, {
+          status: response.status,
+          statusText: response.statusText,
+          headers: response.headers,
+        }),
+      );
     },
   };
 }

@@ -43,8 +43,8 @@ interface EventStreamOptions {
 /**
  * The response: the stream, or the error a refused subscription answers (as JSON, before any stream).
  *
- * The stream is pulled: a result is read from the subscription only when the stream asks for more, that is when
- * the bytes its client has not taken are under the queue's bound; so a client that reads slowly slows its
+ * The stream is pulled: a result is read from the subscription only when the body asks for more, that is when
+ * the socket has taken the last message (rest/event-stream-body.ts); so a client that reads slowly slows its
  * subscription (a replay reads the event log at its pace) instead of growing the process. A client that takes
  * nothing for the governor's stall time while the stream has more to send has fallen behind: the governor ends
  * its owner, and the stream ends with a retryable `event: error` (UNAVAILABLE) naming the Last-Event-ID to
