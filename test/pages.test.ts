@@ -44,6 +44,21 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
 
   const open = (path: string): Promise<Page> => openRecorded(context, origin, path, record);
 
+  /** Queues a run (through REST, as the demo admin) of the first demo connection without one pending; its id. */
+  async function queueARun(): Promise<string> {
+    const headers = { authorization: `Token ${fixture.tenants.demo.adminToken}`, 'content-type': 'application/json' };
+    const connections = await fixture.gateway.fetch(`${origin}/api/v1/integrations/connected?limit=20&select=id`, { headers });
+    for (const { id } of ((await connections.json()) as { data: { id: string }[] }).data) {
+      const queued = await fixture.gateway.fetch(`${origin}/api/v1/integrations/syncs`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ connection_id: id }),
+      });
+      if (queued.status === 201) return ((await queued.json()) as { data: { id: string } }).data.id;
+    }
+    throw new Error('no demo connection could queue a run');
+  }
+
   /**
    * Replaces what a GraphiQL (Monaco) editor holds with `text`, typed until the editor shows exactly that: on a
    * loaded machine a fresh editor may take the keys before it is ready, leaving its starting text beside the new
@@ -160,22 +175,8 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     const response = await subscribed;
     expect(response.headers()['content-type']).toMatch(/^text\/event-stream/);
     // A change made elsewhere (here: a trigger through REST) shows up in the result pane.
-    const headers = { authorization: `Token ${fixture.tenants.demo.adminToken}`, 'content-type': 'application/json' };
-    const connections = await fixture.gateway.fetch(`${origin}/api/v1/integrations/connected?limit=20&select=id`, { headers });
-    let queuedId: string | undefined;
-    for (const { id } of ((await connections.json()) as { data: { id: string }[] }).data) {
-      const queued = await fixture.gateway.fetch(`${origin}/api/v1/integrations/syncs`, {
-        method: 'POST',
-        headers,
-        body: JSON.stringify({ connection_id: id }),
-      });
-      if (queued.status === 201) {
-        queuedId = ((await queued.json()) as { data: { id: string } }).data.id;
-        break;
-      }
-    }
-    expect(queuedId).toBeDefined();
-    await page.locator('.result-window', { hasText: queuedId! }).waitFor({ timeout: 10_000 });
+    const queuedId = await queueARun();
+    await page.locator('.result-window', { hasText: queuedId }).waitFor({ timeout: 10_000 });
     await page.close();
     expectCleanRun();
   }, 90_000);
@@ -230,22 +231,8 @@ describe.skipIf(!haveChromium)('pages in a headless Chromium, offline', () => {
     expect(stream.status()).toBe(200);
     expect(stream.headers()['content-type']).toMatch(/^text\/event-stream/);
     expect(stream.request().headers().authorization).toBeUndefined();
-    const token = { authorization: `Token ${fixture.tenants.demo.adminToken}`, 'content-type': 'application/json' };
-    const connections = await fixture.gateway.fetch(`${origin}/api/v1/integrations/connected?limit=20&select=id`, { headers: token });
-    let queuedId: string | undefined;
-    for (const { id } of ((await connections.json()) as { data: { id: string }[] }).data) {
-      const queued = await fixture.gateway.fetch(`${origin}/api/v1/integrations/syncs`, {
-        method: 'POST',
-        headers: token,
-        body: JSON.stringify({ connection_id: id }),
-      });
-      if (queued.status === 201) {
-        queuedId = ((await queued.json()) as { data: { id: string } }).data.id;
-        break;
-      }
-    }
-    expect(queuedId).toBeDefined();
-    await page.locator('.result-window', { hasText: queuedId! }).waitFor({ timeout: 10_000 });
+    const queuedId = await queueARun();
+    await page.locator('.result-window', { hasText: queuedId }).waitFor({ timeout: 10_000 });
 
     // GraphiQL's state (tabs, query, headers) lives in this tab's sessionStorage, and nothing in localStorage,
     // in this test or the earlier ones that pasted a token.

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } from '../auth/credential-cache.js';
 import { authenticate } from '../auth/credentials.js';
-import { createJwtVerifier } from '../auth/jwt.js';
+import { createJwtVerifier, type JwtConfig } from '../auth/jwt.js';
 import { createKnownTenants } from '../auth/known-tenants.js';
 import { RequestViewers } from '../auth/request-viewers.js';
 import { idempotencyOf, type Context } from '../context.js';
@@ -60,19 +60,10 @@ type SignInConfig =
 
 export interface GatewayOptions {
   db: Database;
-  config: Pick<Config, 'JWT_SECRET' | 'JWT_PUBLIC_KEY' | 'JWT_JWKS_URL' | 'JWT_ISSUER' | 'JWT_AUDIENCE'> &
+  config: JwtConfig &
     Partial<
       Pick<
         Config,
-        | 'JWT_MAX_LIFETIME_SECONDS'
-        | 'JWT_TENANT_CLAIM'
-        | 'JWT_TENANT_MAP'
-        | 'JWT_ROLE_CLAIM'
-        | 'JWT_ROLE_MAP'
-        | 'JWT_JWKS_ALGORITHMS'
-        | 'JWT_CLOCK_SKEW_SECONDS'
-        | 'JWT_JWKS_COOLDOWN_SECONDS'
-        | 'JWT_JWKS_MAX_AGE_SECONDS'
         | 'RATE_LIMIT_PER_MINUTE'
         | SignInConfig
         | 'REDIS_URL'
