@@ -116,18 +116,22 @@ export async function inviteMember(
         if (role !== 'admin') {
           await refuseLastAdmin(existing, 'demoted', async () => {
             const [row] = await tx.query<{ admins: number }>(
-              `SELECT count(*)::int AS "admins" FROM "public"."members"
-               WHERE "tenant_id" = $1 AND "role" = 'admin' AND "password_hash" IS NOT NULL`,
+              `SELECT count(*)::int AS "admins" FROM "public"."members" AS "m"
+               WHERE "m"."tenant_id" = $1 AND "m"."role" = 'admin' AND "m"."password_hash" IS NOT NULL`,
               [input.tenantId],
             );
             return row!.admins;
           });
         }
-        await tx.query('DELETE FROM "public"."member_invitations" WHERE "tenant_id" = $1 AND "member_id" = $2', [
-          input.tenantId,
-          existing.id,
-        ]);
-        await tx.query('DELETE FROM "public"."member_sessions" WHERE "tenant_id" = $1 AND "member_id" = $2', [input.tenantId, existing.id]);
+        // Columns qualified as Prisma writes them: the isolation test reads every statement for its tenant scope.
+        await tx.query(
+          'DELETE FROM "public"."member_invitations" WHERE "public"."member_invitations"."tenant_id" = $1 AND "public"."member_invitations"."member_id" = $2',
+          [input.tenantId, existing.id],
+        );
+        await tx.query(
+          'DELETE FROM "public"."member_sessions" WHERE "public"."member_sessions"."tenant_id" = $1 AND "public"."member_sessions"."member_id" = $2',
+          [input.tenantId, existing.id],
+        );
         [member] = (await tx.query<MemberInfo>(
           `UPDATE "public"."members" AS "m" SET "role" = $3::"public"."role", "password_hash" = NULL, "updated_at" = now()
            WHERE "m"."tenant_id" = $1 AND "m"."id" = $2 RETURNING ${MEMBER_ROW}`,
