@@ -368,6 +368,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     });
     expect(organization).toBe('other');
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await page.close();
     // The 409 that asked to choose is the only error the browser reported.
     const expected = problems.filter((p) =>
@@ -1122,12 +1123,14 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await page.waitForURL((url) => !url.search.includes('type='));
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
 
     await signIn(page, READER);
     await expect(page.getByRole('link', { name: 'Activity', exact: true }).count()).resolves.toBe(0);
     await page.goto(`${origin}/console/activity`);
     await page.getByText('Only admins can read the activity log.').waitFor();
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await page.close();
   }, 90_000);
 
@@ -1168,6 +1171,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await signInWithToken(page, fixture.tenants.demo.readerToken);
     await expect(page.getByText('Role: reader').count()).resolves.toBe(1);
     await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await page.reload();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     await page.close();

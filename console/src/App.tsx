@@ -50,9 +50,12 @@ function SignedIn({ onCredentialChange }: { onCredentialChange: () => void }) {
   // Signing in or out starts over with a new client (main.tsx), which remounts this component.
   const signedIn = onCredentialChange;
   const signOut = useCallback(async () => {
-    if (!storedToken()) await postJson('/api/v1/auth/logout', {}).catch(() => undefined);
+    // Forgotten here first, so that a tab closed before the server answers does not keep a mark of a session
+    // that the logout (already sent) ends.
+    const hadToken = storedToken() !== null;
     storeToken(null);
     setSessionMark(false);
+    if (!hadToken) await postJson('/api/v1/auth/logout', {}).catch(() => undefined);
     navigate('/');
     onCredentialChange();
   }, [navigate, onCredentialChange]);
