@@ -16,7 +16,7 @@ import { parseExpiry } from '../src/cli/token.js';
 import { runCliOn } from './fixtures/cli.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway, testSecretKeys } from './fixtures/gateway.js';
-import { startReceiver } from './fixtures/webhook-receiver.js';
+import { OK, startReceiver } from './fixtures/webhook-receiver.js';
 
 // The console end to end: the real gateway (on PGlite, and on PostgreSQL when TEST_DATABASE_URL is set) serving
 // the console built from console/ by Vite, driven in Debian's headless Chromium like a person would: sign in,
@@ -1061,21 +1061,54 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
       await page.getByRole('link', { name: receiver.url }).click();
       await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
-      await page
-        .getByRole('button', { name: /^Attempts of / })
-        .first()
-        .click();
-      await page
-        .getByRole('table', { name: /^Attempts of / })
-        .getByRole('cell', { name: '200' })
-        .waitFor();
-      await page
-        .getByRole('button', { name: /^Redeliver / })
-        .first()
-        .click();
-      await receiver.waitFor((received) => received.length >= 2);
-      await page.getByRole('cell', { name: '2', exact: true }).first().waitFor();
       await visited(page, 'webhook-endpoint');
+
+      // The log is one compact row per delivery; its link opens the delivery: the payload as sent, pretty,
+      // and each attempt's answer, timing and response body. The detail is a link of its own.
+      const deliveryLink = page.getByRole('link', { name: /^Delivery \S+: connection\.updated, succeeded$/ });
+      await deliveryLink.waitFor();
+      await expect(page.getByRole('row').first().getByRole('button').count()).resolves.toBe(0);
+      await deliveryLink.click();
+      await page.getByRole('heading', { name: /^Delivery /, level: 1 }).waitFor();
+      const deliveryUrl = page.url();
+      expect(new URL(deliveryUrl).pathname).toMatch(/^\/console\/webhooks\/[^/]+\/deliveries\/[^/]+$/);
+      const sent = receiver.received[0]!;
+      const payload = await page.getByRole('region', { name: 'Payload' }).textContent();
+      expect(JSON.parse(payload!)).toEqual(JSON.parse(sent.body));
+      expect(payload).toBe(JSON.stringify(JSON.parse(sent.body), null, 2));
+      await page.getByRole('heading', { name: 'Attempt 1: HTTP 200' }).waitFor();
+      await expect(page.getByRole('region', { name: /^Attempt 1: .* Response body/ }).textContent()).resolves.toBe('ok');
+      await visited(page, 'webhook-delivery');
+
+      // Redeliver: a second attempt, shown as it lands, newest first.
+      await page.getByRole('button', { name: 'Redeliver' }).click();
+      await receiver.waitFor((received) => received.length >= 2);
+      await page.getByRole('heading', { name: 'Attempt 2: HTTP 200' }).waitFor();
+      await expect(page.locator('.attempts h3').allTextContents()).resolves.toEqual(['Attempt 2: HTTP 200', 'Attempt 1: HTTP 200']);
+
+      // A failed delivery's answer: the receiver says 500 with a body, and the detail shows both.
+      receiver.answer = (_request, _body, response) => {
+        response.writeHead(500, { 'content-type': 'application/json' }).end('{"error":"the dashboard is down"}');
+      };
+      await page.getByRole('button', { name: 'Redeliver' }).click();
+      await page.getByRole('heading', { name: 'Attempt 3: HTTP 500' }).waitFor({ timeout: 20_000 });
+      await expect(page.getByRole('region', { name: /^Attempt 3: .* Response body/ }).textContent()).resolves.toBe(
+        '{"error":"the dashboard is down"}',
+      );
+      receiver.answer = OK;
+
+      // Deep links: the delivery opens from its URL, and the log's status filter is in the log's URL.
+      await page.goto(deliveryUrl);
+      await page.getByRole('heading', { name: 'Attempt 3: HTTP 500' }).waitFor();
+      await page.getByRole('link', { name: receiver.url }).click();
+      await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
+      await page.getByLabel('Status').selectOption('succeeded');
+      await expect.poll(() => new URL(page.url()).searchParams.get('status')).toBe('succeeded');
+      await page.reload();
+      await expect(page.getByLabel('Status').inputValue()).resolves.toBe('succeeded');
+      await page.goBack();
+      await expect.poll(() => new URL(page.url()).searchParams.get('status')).toBe(null);
+      await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
 
       await page.getByRole('button', { name: 'Rotate secret' }).click();
       await page.getByRole('dialog').getByRole('button', { name: 'Rotate' }).click();
@@ -1134,6 +1167,174 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.close();
   }, 90_000);
 
+  /**
+   * Whether the page fits its window: the page itself does not scroll sideways, and no control, link or heading
+   * reaches past either edge. A control inside a table's own scroll box (.table-scroll) is reached by scrolling that box.
+   */
+  async function expectFits(page: Page, name: string): Promise<void> {
+    const overflows = await page.evaluate(() => {
+      const found: string[] = [];
+      const root = document.scrollingElement!;
+      if (root.scrollWidth > root.clientWidth) found.push(`the page is ${root.scrollWidth} px wide in ${root.clientWidth}`);
+      const main = document.getElementById('main');
+      if (main && main.scrollWidth > main.clientWidth) found.push(`#main is ${main.scrollWidth} px wide in ${main.clientWidth}`);
+      for (const element of document.querySelectorAll<HTMLElement>('a, button, input, select, textarea, h1, h2, pre')) {
+        if (element.closest('.table-scroll, .visually-hidden')) continue;
+        const box = element.getBoundingClientRect();
+        if (box.width === 0 && box.height === 0) continue;
+        if (box.left < -0.5 || box.right > root.clientWidth + 0.5) {
+          found.push(`<${element.tagName.toLowerCase()}> "${element.textContent?.slice(0, 40)}" spans ${box.left}–${box.right}`);
+        }
+      }
+      return found;
+    });
+    expect(overflows, `${name}: what does not fit`).toEqual([]);
+  }
+
+  /** Opens `path` and waits until its heading is there and nothing is loading any more. */
+  async function openSettled(page: Page, path: string): Promise<void> {
+    await page.goto(`${origin}/console${path}`);
+    await page.locator('h1').first().waitFor();
+    await expect.poll(() => page.getByText('Loading…').count()).toBe(0);
+  }
+
+  it('fits every page at 390, 768 and 1280 px, with the sidebar behind a Menu button on narrow screens', async () => {
+    const token = fixture.tenants.demo.adminToken;
+    const receiver = await startReceiver();
+    const worker = new DeliveryWorker({
+      db: fixture.db,
+      logger: createLogger('silent'),
+      secretKeys: testSecretKeys(fixture.db),
+      allowPrivate: true,
+      retrySchedule: [0.3],
+      disableAfter: 10,
+      pollMs: 100,
+    });
+    await worker.start();
+    try {
+      const found = await graphql<{
+        connections: { nodes: { id: string }[] };
+        syncs: { nodes: { id: string }[] };
+        serviceUsers: { id: string }[];
+      }>(fixture.gateway, '{ connections(limit: 1) { nodes { id } } syncs(limit: 1) { nodes { id } } serviceUsers { id } }', {
+        token,
+        expectOk: true,
+      });
+      const { connections, syncs, serviceUsers } = found.body.data!;
+      const endpoint = await graphql<{ createWebhookEndpoint: { id: string } }>(
+        fixture.gateway,
+        'mutation($url: String!) { createWebhookEndpoint(input: { url: $url, description: "Every event, for the widths test", eventTypes: ["connection.updated"] }) { id } }',
+        { token, variables: { url: receiver.url }, expectOk: true },
+      );
+      const endpointId = endpoint.body.data!.createWebhookEndpoint.id;
+      await graphql(
+        fixture.gateway,
+        'mutation($id: ID!) { updateConnection(id: $id, input: { description: "Seen at every width" }) { id } }',
+        {
+          token,
+          variables: { id: connections.nodes[0]!.id },
+          expectOk: true,
+        },
+      );
+      await receiver.waitFor((received) => received.length >= 1);
+      const deliveries = await graphql<{ webhookDeliveries: { nodes: { id: string }[] } }>(
+        fixture.gateway,
+        'query($id: ID!) { webhookDeliveries(endpointId: $id) { nodes { id } } }',
+        { token, variables: { id: endpointId }, expectOk: true },
+      );
+      const deliveryId = deliveries.body.data!.webhookDeliveries.nodes[0]!.id;
+      const invited = await runCliOn(
+        fixture.db,
+        'member',
+        'invite',
+        '--tenant',
+        'demo',
+        '--email',
+        'wim.widths@example.com',
+        '--role',
+        'reader',
+      );
+      expect(invited.code, invited.stderr).toBe(0);
+      const invitation = new URL(invited.stdout.trim()).pathname.replace(/^\/console/, '');
+
+      const signedOutPages = ['/', invitation];
+      const signedInPages = [
+        '/',
+        '/users/members',
+        '/users/service-users',
+        `/users/service-users/${serviceUsers[0]!.id}`,
+        '/connections',
+        '/connections/new',
+        `/connections/${connections.nodes[0]!.id}`,
+        '/syncs',
+        `/syncs/${syncs.nodes[0]!.id}`,
+        '/webhooks',
+        `/webhooks/${endpointId}`,
+        `/webhooks/${endpointId}/deliveries/${deliveryId}`,
+        '/no-such-page',
+      ];
+      const page = await newPage('widths');
+      await openSignedOut(page);
+      for (const width of [390, 768, 1280]) {
+        await page.setViewportSize({ width, height: 800 });
+        for (const path of signedOutPages) {
+          await openSettled(page, path);
+          await expectFits(page, `${path} at ${width} px`);
+          await checkAccessibility(page, `${path} at ${width} px`);
+        }
+      }
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await signIn(page, ADMIN);
+      for (const width of [390, 768, 1280]) {
+        await page.setViewportSize({ width, height: 800 });
+        for (const path of signedInPages) {
+          await openSettled(page, path);
+          await expectFits(page, `${path} at ${width} px`);
+          await checkAccessibility(page, `${path} at ${width} px`);
+        }
+      }
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await openSettled(page, '/syncs');
+      await screenshot(page, 'sync-history-1280');
+
+      // Wide: the links are there, no Menu button.
+      const navigation = page.getByRole('navigation', { name: 'Console' });
+      await expect(navigation.getByRole('button', { name: 'Menu' }).isVisible()).resolves.toBe(false);
+      await expect(navigation.getByRole('link', { name: 'Connections' }).isVisible()).resolves.toBe(true);
+
+      // Narrow: the links fold behind the Menu button, which says whether they are shown.
+      await page.setViewportSize({ width: 390, height: 800 });
+      await screenshot(page, 'sync-history-390');
+      const menu = navigation.getByRole('button', { name: 'Menu' });
+      await expect(menu.getAttribute('aria-expanded')).resolves.toBe('false');
+      await expect(navigation.getByRole('link', { name: 'Connections' }).isVisible()).resolves.toBe(false);
+      await menu.click();
+      await expect(menu.getAttribute('aria-expanded')).resolves.toBe('true');
+      await expect(navigation.getByRole('link', { name: 'Connections' }).isVisible()).resolves.toBe(true);
+      // Opening moves the focus to the first link; Escape closes and gives the focus back to the button.
+      await expect(page.evaluate(() => document.activeElement?.classList.contains('organization'))).resolves.toBe(true);
+      await checkAccessibility(page, 'the open menu at 390 px');
+      await expectFits(page, 'the open menu at 390 px');
+      await screenshot(page, 'menu-390');
+      await page.keyboard.press('Escape');
+      await expect(menu.getAttribute('aria-expanded')).resolves.toBe('false');
+      await expect(navigation.getByRole('link', { name: 'Connections' }).isVisible()).resolves.toBe(false);
+      await expect(page.evaluate(() => document.activeElement?.textContent)).resolves.toBe('Menu');
+      // Following a link closes the menu.
+      await page.keyboard.press('Enter');
+      await navigation.getByRole('link', { name: 'Connections' }).click();
+      await page.getByRole('heading', { name: 'Connections', level: 1 }).waitFor();
+      await expect(menu.getAttribute('aria-expanded')).resolves.toBe('false');
+      await expect(navigation.getByRole('link', { name: 'Webhooks' }).isVisible()).resolves.toBe(false);
+      await page.setViewportSize({ width: 1200, height: 800 });
+      await page.close();
+      expectCleanRun();
+    } finally {
+      await worker.stop();
+      await receiver.close();
+    }
+  }, 300_000);
+
   it('shows a reader no write controls, and the server refuses the writes anyway', async () => {
     const page = await newPage('reader');
     await signIn(page, READER);
@@ -1151,7 +1352,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByText('Only an admin manages members, service users and their tokens.').waitFor();
     await expect(page.getByRole('button', { name: 'Create service user' }).count()).resolves.toBe(0);
     await page.goto(`${origin}/console/webhooks`);
-    await page.getByText('Only an admin manages webhook endpoints.').waitFor();
+    await page.getByText(/Only an admin adds and manages endpoints/).waitFor();
     const refused = await graphql(fixture.gateway, 'mutation { createServiceUser(name: "x", role: admin) { id } }', {
       token: fixture.tenants.demo.readerToken,
     });

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useState } from 'react';
+import { type KeyboardEvent, useCallback, useEffect, useId, useMemo, useRef, useState } from 'react';
 import { useQuery } from 'urql';
 import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
 import { hasCredential, isUnauthenticated, postJson, setSessionMark, storedToken, storeToken } from './api';
@@ -19,6 +19,7 @@ import { SyncDetail } from './pages/SyncDetail';
 import { Webhooks } from './pages/Webhooks';
 import { WebhookEndpointDetail } from './pages/WebhookEndpointDetail';
 import { Activity } from './pages/Activity';
+import { WebhookDelivery } from './pages/WebhookDelivery';
 
 const OrganizationQuery = graphql(`
   query ConsoleOrganization {
@@ -118,6 +119,9 @@ function SignedIn({ onCredentialChange }: { onCredentialChange: () => void }) {
             <Route path="/activity">
               <Activity />
             </Route>
+            <Route path="/webhooks/:endpointId/deliveries/:id">
+              {(params) => <WebhookDelivery endpointId={params.endpointId} id={params.id} />}
+            </Route>
             <Route>
               <h1>Not found</h1>
               <p>
@@ -138,33 +142,71 @@ const NAVIGATION = [
   ['/webhooks', 'Webhooks'],
 ] as const;
 
+/**
+ * The organization, the pages and the signed-in person. On a narrow screen the links fold behind a Menu button:
+ * opening it moves the focus to the first link, Escape closes it and gives the focus back to the button, and
+ * following a link closes it.
+ */
 function Sidebar({ session }: { session: Session }) {
   const [location] = useLocation();
+  const [open, setOpen] = useState(false);
+  const menuButton = useRef<HTMLButtonElement>(null);
+  const links = useRef<HTMLDivElement>(null);
+  const navId = useId();
   const current = (href: string) => (href === '/' ? location === '/' : location === href || location.startsWith(`${href}/`));
+  // A new page closes the menu: the person chose where to go.
+  const [shownLocation, setShownLocation] = useState(location);
+  if (shownLocation !== location) {
+    setShownLocation(location);
+    setOpen(false);
+  }
+  useEffect(() => {
+    if (open) links.current?.querySelector<HTMLElement>('a, button')?.focus();
+  }, [open]);
+  const closeOnEscape = (event: KeyboardEvent<HTMLElement>) => {
+    if (event.key !== 'Escape' || !open) return;
+    setOpen(false);
+    menuButton.current?.focus();
+  };
   return (
-    <nav className="sidebar" aria-label="Console">
-      <Link
-        href="/users"
-        className="organization"
-        aria-current={location.startsWith('/users') ? 'page' : undefined}
-        title="User management"
-      >
-        {session.organizationName}
-      </Link>
-      <ul>
-        {[...NAVIGATION, ...(session.role === 'admin' ? ([['/activity', 'Activity']] as const) : [])].map(([href, label]) => (
-          <li key={href}>
-            <Link href={href} aria-current={current(href) ? 'page' : undefined}>
-              {label}
-            </Link>
-          </li>
-        ))}
-      </ul>
-      <div className="who">
-        <span>Role: {session.role}</span>
-        <button type="button" onClick={() => void session.signOut()}>
-          Sign out
+    <nav className="sidebar" aria-label="Console" onKeyDown={closeOnEscape}>
+      <div className="sidebar-bar">
+        <span className="product">Console</span>
+        <button
+          ref={menuButton}
+          type="button"
+          className="menu-button"
+          aria-expanded={open}
+          aria-controls={navId}
+          onClick={() => setOpen(!open)}
+        >
+          Menu
         </button>
+      </div>
+      <div id={navId} ref={links} className="sidebar-links" data-open={open}>
+        <Link
+          href="/users"
+          className="organization"
+          aria-current={location.startsWith('/users') ? 'page' : undefined}
+          title="User management"
+        >
+          {session.organizationName}
+        </Link>
+        <ul>
+          {[...NAVIGATION, ...(session.role === 'admin' ? ([['/activity', 'Activity']] as const) : [])].map(([href, label]) => (
+            <li key={href}>
+              <Link href={href} aria-current={current(href) ? 'page' : undefined}>
+                {label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+        <div className="who">
+          <span>Role: {session.role}</span>
+          <button type="button" onClick={() => void session.signOut()}>
+            Sign out
+          </button>
+        </div>
       </div>
     </nav>
   );

@@ -32,12 +32,15 @@ export function Loading() {
 /** A button that asks before it acts, in a modal dialog (keyboard: Tab between the buttons, Escape cancels). */
 export function ConfirmButton({
   label,
+  accessibleLabel,
   question,
   confirmLabel,
   onConfirm,
   className = 'danger',
 }: {
   label: string;
+  /** The button's name when its visible label needs the row it stands in (`Remove` → `Remove ana@example.com`). */
+  accessibleLabel?: string;
   question: string;
   confirmLabel: string;
   onConfirm: () => unknown;
@@ -48,7 +51,7 @@ export function ConfirmButton({
   const [busy, setBusy] = useState(false);
   return (
     <>
-      <button type="button" className={className} onClick={() => dialog.current?.showModal()}>
+      <button type="button" className={className} aria-label={accessibleLabel} onClick={() => dialog.current?.showModal()}>
         {label}
       </button>
       <dialog ref={dialog} aria-labelledby={titleId}>
@@ -126,6 +129,19 @@ export function Time({ iso }: { iso: string | null | undefined }) {
     <time dateTime={iso} title={formatUtc(iso)}>
       {formatTime(iso)}
     </time>
+  );
+}
+
+/**
+ * Text as it was sent (JSON, an HTTP answer), kept as written in a box that scrolls on its own: a named region
+ * that takes the focus, so that a keyboard scrolls it too.
+ */
+export function CodeBlock({ labelledBy, children }: { labelledBy: string; children: string }) {
+  return (
+    // biome-ignore lint/a11y/noNoninteractiveTabindex: a box that scrolls must take the focus for a keyboard to scroll it (WCAG 2.1.1, axe's scrollable-region-focusable)
+    <section className="code-block" tabIndex={0} aria-labelledby={labelledBy}>
+      <pre>{children}</pre>
+    </section>
   );
 }
 

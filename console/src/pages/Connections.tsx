@@ -136,44 +136,50 @@ export function Connections() {
           <p>No connections match.</p>
         ) : (
           <>
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Application</th>
-                  <th scope="col">Category</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Last run</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.connections.nodes.map((connection) => {
-                  const last = connection.syncs[0];
-                  return (
-                    <tr key={connection.id}>
-                      <td>
-                        <Link href={`/connections/${connection.id}`}>{connection.name}</Link>
-                      </td>
-                      <td>{connection.applicationName}</td>
-                      <td>{connection.categoryName}</td>
-                      <td>
-                        <StatusBadge status={connection.status} />
-                      </td>
-                      <td>
-                        {last ? (
-                          <Link href={`/syncs/${last.id}`}>
-                            <StatusBadge status={last.status} /> <Time iso={last.startedAt} />
-                            {last.finishedAt ? `, ${formatDuration(durationOf(last.startedAt, last.finishedAt))}` : ''}
-                          </Link>
-                        ) : (
-                          'never'
-                        )}
-                      </td>
-                    </tr>
-                  );
-                })}
-              </tbody>
-            </table>
+            <div className="table-scroll">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col" className="secondary">
+                      Application
+                    </th>
+                    <th scope="col" className="secondary">
+                      Category
+                    </th>
+                    <th scope="col">Status</th>
+                    <th scope="col">Last run</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {data.connections.nodes.map((connection) => {
+                    const last = connection.syncs[0];
+                    return (
+                      <tr key={connection.id}>
+                        <td>
+                          <Link href={`/connections/${connection.id}`}>{connection.name}</Link>
+                        </td>
+                        <td className="secondary">{connection.applicationName}</td>
+                        <td className="secondary">{connection.categoryName}</td>
+                        <td>
+                          <StatusBadge status={connection.status} />
+                        </td>
+                        <td>
+                          {last ? (
+                            <Link href={`/syncs/${last.id}`}>
+                              <StatusBadge status={last.status} /> <Time iso={last.startedAt} />
+                              {last.finishedAt ? `, ${formatDuration(durationOf(last.startedAt, last.finishedAt))}` : ''}
+                            </Link>
+                          ) : (
+                            'never'
+                          )}
+                        </td>
+                      </tr>
+                    );
+                  })}
+                </tbody>
+              </table>
+            </div>
             <Pager
               label="Connection pages"
               pages={pages}

@@ -124,71 +124,78 @@ function MemberList() {
       <ErrorMessage error={error ?? changed.error ?? removed.error} />
       {!data && fetching ? <Loading /> : null}
       {data ? (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Email</th>
-              <th scope="col">Role</th>
-              <th scope="col">State</th>
-              <th scope="col">Last seen</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.members.map((member) => {
-              const you = member.id === data.currentMember?.id;
-              return (
-                <tr key={member.id}>
-                  <td>
-                    {member.email}
-                    {you ? ' (you)' : ''}
-                  </td>
-                  <td>
-                    <form
-                      className="inline"
-                      onSubmit={async (event) => {
-                        event.preventDefault();
-                        await changeRole({ id: member.id, role: new FormData(event.currentTarget).get('role') as MemberRole });
-                        reload();
-                      }}
-                    >
-                      <label className="visually-hidden" htmlFor={`role-${member.id}`}>
-                        Role of {member.email}
-                      </label>
-                      <select id={`role-${member.id}`} name="role" defaultValue={member.role} key={member.role}>
-                        {MEMBER_ROLES.map((role) => (
-                          <option key={role} value={role}>
-                            {role}
-                          </option>
-                        ))}
-                      </select>
-                      <button type="submit" disabled={changed.fetching} aria-label={`Change role of ${member.email}`}>
-                        Change role
-                      </button>
-                    </form>
-                  </td>
-                  <td>{member.pending ? 'invited' : 'active'}</td>
-                  <td>
-                    <Time iso={member.lastSeenAt} />
-                  </td>
-                  <td>
-                    <ConfirmButton
-                      label={`Remove ${member.email}`}
-                      question={`Remove ${member.email} from the organization? Their sessions end at once.`}
-                      confirmLabel="Remove"
-                      onConfirm={async () => {
-                        await remove({ id: member.id });
-                        reload();
-                      }}
-                    />
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Email</th>
+                <th scope="col">Role</th>
+                <th scope="col" className="secondary">
+                  State
+                </th>
+                <th scope="col" className="secondary">
+                  Last seen
+                </th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.members.map((member) => {
+                const you = member.id === data.currentMember?.id;
+                return (
+                  <tr key={member.id}>
+                    <td>
+                      {member.email}
+                      {you ? ' (you)' : ''}
+                    </td>
+                    <td>
+                      <form
+                        className="inline"
+                        onSubmit={async (event) => {
+                          event.preventDefault();
+                          await changeRole({ id: member.id, role: new FormData(event.currentTarget).get('role') as MemberRole });
+                          reload();
+                        }}
+                      >
+                        <label className="visually-hidden" htmlFor={`role-${member.id}`}>
+                          Role of {member.email}
+                        </label>
+                        <select id={`role-${member.id}`} name="role" defaultValue={member.role} key={member.role}>
+                          {MEMBER_ROLES.map((role) => (
+                            <option key={role} value={role}>
+                              {role}
+                            </option>
+                          ))}
+                        </select>
+                        <button type="submit" disabled={changed.fetching} aria-label={`Change role of ${member.email}`}>
+                          Change role
+                        </button>
+                      </form>
+                    </td>
+                    <td className="secondary">{member.pending ? 'invited' : 'active'}</td>
+                    <td className="secondary">
+                      <Time iso={member.lastSeenAt} />
+                    </td>
+                    <td>
+                      <ConfirmButton
+                        label="Remove"
+                        accessibleLabel={`Remove ${member.email}`}
+                        question={`Remove ${member.email} from the organization? Their sessions end at once.`}
+                        confirmLabel="Remove"
+                        onConfirm={async () => {
+                          await remove({ id: member.id });
+                          reload();
+                        }}
+                      />
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       ) : null}
     </section>
   );

@@ -61,36 +61,40 @@ export function Overview() {
             {data.failing.nodes.length === 0 ? (
               <p>None: every connection's last run succeeded or is under way.</p>
             ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Connection</th>
-                    <th scope="col">Application</th>
-                    <th scope="col">Last run</th>
-                    <th scope="col">Error</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.failing.nodes.map((c) => (
-                    <tr key={c.id}>
-                      <td>
-                        <Link href={`/connections/${c.id}`}>{c.name}</Link>
-                      </td>
-                      <td>{c.applicationName}</td>
-                      <td>
-                        {c.syncs[0] ? (
-                          <Link href={`/syncs/${c.syncs[0].id}`}>
-                            <Time iso={c.syncs[0].startedAt} />
-                          </Link>
-                        ) : (
-                          '—'
-                        )}
-                      </td>
-                      <td>{c.syncs[0]?.errorMessage ?? '—'}</td>
+              <div className="table-scroll">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Connection</th>
+                      <th scope="col" className="secondary">
+                        Application
+                      </th>
+                      <th scope="col">Last run</th>
+                      <th scope="col">Error</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {data.failing.nodes.map((c) => (
+                      <tr key={c.id}>
+                        <td>
+                          <Link href={`/connections/${c.id}`}>{c.name}</Link>
+                        </td>
+                        <td className="secondary">{c.applicationName}</td>
+                        <td>
+                          {c.syncs[0] ? (
+                            <Link href={`/syncs/${c.syncs[0].id}`}>
+                              <Time iso={c.syncs[0].startedAt} />
+                            </Link>
+                          ) : (
+                            '—'
+                          )}
+                        </td>
+                        <td>{c.syncs[0]?.errorMessage ?? '—'}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
             )}
             {data.failing.totalCount > data.failing.nodes.length ? (
               <p>
@@ -103,38 +107,40 @@ export function Overview() {
             {data.syncStats.durations.length === 0 ? (
               <p>No finished runs in this period.</p>
             ) : (
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Connection</th>
-                    <th scope="col" className="number">
-                      Finished runs
-                    </th>
-                    <th scope="col" className="number">
-                      p50
-                    </th>
-                    <th scope="col" className="number">
-                      p95
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.syncStats.durations.map((d) => (
-                    <tr key={d.connectionId}>
-                      <td>
-                        {d.connectionName ? (
-                          <Link href={`/connections/${d.connectionId}`}>{d.connectionName}</Link>
-                        ) : (
-                          `deleted (${d.connectionId})`
-                        )}
-                      </td>
-                      <td className="number">{d.runs}</td>
-                      <td className="number">{formatDuration(d.p50Ms)}</td>
-                      <td className="number">{formatDuration(d.p95Ms)}</td>
+              <div className="table-scroll">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Connection</th>
+                      <th scope="col" className="number secondary">
+                        Finished runs
+                      </th>
+                      <th scope="col" className="number">
+                        p50
+                      </th>
+                      <th scope="col" className="number">
+                        p95
+                      </th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {data.syncStats.durations.map((d) => (
+                      <tr key={d.connectionId}>
+                        <td>
+                          {d.connectionName ? (
+                            <Link href={`/connections/${d.connectionId}`}>{d.connectionName}</Link>
+                          ) : (
+                            `deleted (${d.connectionId})`
+                          )}
+                        </td>
+                        <td className="number secondary">{d.runs}</td>
+                        <td className="number">{formatDuration(d.p50Ms)}</td>
+                        <td className="number">{formatDuration(d.p95Ms)}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
             )}
           </section>
         </>
@@ -203,30 +209,32 @@ function RunsChart({
         </ul>
         <details>
           <summary>Runs per day as a table</summary>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Day (UTC)</th>
-                {SYNC_STATUSES.map((s) => (
-                  <th key={s} scope="col" className="number">
-                    {s.replace('_', ' ')}
-                  </th>
-                ))}
-              </tr>
-            </thead>
-            <tbody>
-              {dayList.map((day) => (
-                <tr key={day}>
-                  <th scope="row">{day}</th>
+          <div className="table-scroll">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Day (UTC)</th>
                   {SYNC_STATUSES.map((s) => (
-                    <td key={s} className="number">
-                      {counts.get(day)![s]}
-                    </td>
+                    <th key={s} scope="col" className="number">
+                      {s.replace('_', ' ')}
+                    </th>
                   ))}
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {dayList.map((day) => (
+                  <tr key={day}>
+                    <th scope="row">{day}</th>
+                    {SYNC_STATUSES.map((s) => (
+                      <td key={s} className="number">
+                        {counts.get(day)![s]}
+                      </td>
+                    ))}
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         </details>
       </figcaption>
     </figure>

@@ -189,63 +189,70 @@ function Detail({ id }: { id: string }) {
       {user.tokens.length === 0 ? (
         <p>No tokens yet.</p>
       ) : (
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Prefix</th>
-              <th scope="col">Created</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last used</th>
-              <th scope="col">State</th>
-              <th scope="col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {user.tokens.map((token) => {
-              const expired = new Date(token.expiresAt).getTime() <= today;
-              return (
-                <tr key={token.id}>
-                  <td className="mono">{token.prefix}</td>
-                  <td>
-                    <Time iso={token.createdAt} />
-                  </td>
-                  <td>
-                    <Time iso={token.expiresAt} />
-                  </td>
-                  <td>
-                    <Time iso={token.lastUsedAt} />
-                  </td>
-                  <td>
-                    {token.revokedAt ? (
-                      <>
-                        revoked <Time iso={token.revokedAt} />
-                      </>
-                    ) : expired ? (
-                      'expired'
-                    ) : (
-                      'active'
-                    )}
-                  </td>
-                  <td>
-                    {!token.revokedAt && !expired ? (
-                      <ConfirmButton
-                        label={`Revoke token ${token.prefix}`}
-                        question={`Revoke the token ${token.prefix}? Requests with it fail from now on, and its open streams close.`}
-                        confirmLabel="Revoke"
-                        onConfirm={async () => {
-                          await revokeToken({ id: token.id });
-                          reload();
-                        }}
-                      />
-                    ) : null}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        <div className="table-scroll">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Prefix</th>
+                <th scope="col" className="secondary">
+                  Created
+                </th>
+                <th scope="col">Expires</th>
+                <th scope="col" className="secondary">
+                  Last used
+                </th>
+                <th scope="col">State</th>
+                <th scope="col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {user.tokens.map((token) => {
+                const expired = new Date(token.expiresAt).getTime() <= today;
+                return (
+                  <tr key={token.id}>
+                    <td className="mono">{token.prefix}</td>
+                    <td className="secondary">
+                      <Time iso={token.createdAt} />
+                    </td>
+                    <td>
+                      <Time iso={token.expiresAt} />
+                    </td>
+                    <td className="secondary">
+                      <Time iso={token.lastUsedAt} />
+                    </td>
+                    <td>
+                      {token.revokedAt ? (
+                        <>
+                          revoked <Time iso={token.revokedAt} />
+                        </>
+                      ) : expired ? (
+                        'expired'
+                      ) : (
+                        'active'
+                      )}
+                    </td>
+                    <td>
+                      {!token.revokedAt && !expired ? (
+                        <ConfirmButton
+                          label="Revoke"
+                          accessibleLabel={`Revoke token ${token.prefix}`}
+                          question={`Revoke the token ${token.prefix}? Requests with it fail from now on, and its open streams close.`}
+                          confirmLabel="Revoke"
+                          onConfirm={async () => {
+                            await revokeToken({ id: token.id });
+                            reload();
+                          }}
+                        />
+                      ) : null}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );

@@ -70,26 +70,28 @@ function ServiceUserList() {
         data.serviceUsers.length === 0 ? (
           <p>No service users yet.</p>
         ) : (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Role</th>
-                <th scope="col">Active tokens</th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.serviceUsers.map((user) => (
-                <tr key={user.id}>
-                  <td>
-                    <Link href={`/users/service-users/${user.id}`}>{user.name}</Link>
-                  </td>
-                  <td>{user.role}</td>
-                  <td>{activeTokens(user.tokens)}</td>
+          <div className="table-scroll">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Role</th>
+                  <th scope="col">Active tokens</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {data.serviceUsers.map((user) => (
+                  <tr key={user.id}>
+                    <td>
+                      <Link href={`/users/service-users/${user.id}`}>{user.name}</Link>
+                    </td>
+                    <td>{user.role}</td>
+                    <td>{activeTokens(user.tokens)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         )
       ) : null}
     </section>

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'react';
 import { useQuery, useSubscription } from 'urql';
-import { Link, useLocation, useSearch } from 'wouter';
+import { Link } from 'wouter';
 import { graphql } from '../generated';
 import type { ConsoleSyncRowFragment } from '../generated/graphql';
 import {
@@ -11,7 +11,6 @@ import {
   Loading,
   PageHeader,
   Pager,
-  type CursorPages,
   StatusBadge,
   useThrottled,
   SEARCH_DELAY_MS,
@@ -21,6 +20,7 @@ import {
   TIME_ZONE,
 } from '../ui';
 import { ConnectionPicker } from '../connection-picker';
+import { useUrlView } from '../url-view';
 import { SyncChanges } from './Connections';
 
 /** What a row of the runs table shows. */
@@ -127,17 +127,19 @@ export function SyncRows({ syncs, sort, onSort }: { syncs: readonly SyncRow[]; s
             <SortHeader column="status" label="Status" sort={sort} onSort={onSort} />
             <th scope="col">Connection</th>
             <SortHeader column="started" label="Started" sort={sort} onSort={onSort} />
-            <th scope="col">Duration</th>
-            <th scope="col" className="number">
+            <th scope="col" className="secondary">
+              Duration
+            </th>
+            <th scope="col" className="number secondary">
               Processed
             </th>
-            <th scope="col" className="number">
+            <th scope="col" className="number secondary">
               Inserted
             </th>
-            <th scope="col" className="number">
+            <th scope="col" className="number secondary">
               Updated
             </th>
-            <th scope="col" className="number">
+            <th scope="col" className="number secondary">
               Deleted
             </th>
             <SortHeader column="error" label="Error" sort={sort} onSort={onSort} />
@@ -161,11 +163,11 @@ export function SyncRows({ syncs, sort, onSort }: { syncs: readonly SyncRow[]; s
               <td>
                 <Time iso={sync.startedAt} />
               </td>
-              <td>{formatDuration(durationOf(sync.startedAt, sync.finishedAt))}</td>
-              <td className="number">{count(sync.summary.processed)}</td>
-              <td className="number">{count(sync.summary.inserted)}</td>
-              <td className="number">{count(sync.summary.updated)}</td>
-              <td className="number">{count(sync.summary.deleted)}</td>
+              <td className="secondary">{formatDuration(durationOf(sync.startedAt, sync.finishedAt))}</td>
+              <td className="number secondary">{count(sync.summary.processed)}</td>
+              <td className="number secondary">{count(sync.summary.inserted)}</td>
+              <td className="number secondary">{count(sync.summary.updated)}</td>
+              <td className="number secondary">{count(sync.summary.deleted)}</td>
               <td className="error-text" title={sync.errorMessage ?? undefined}>
                 {sync.errorMessage ?? ''}
               </td>
@@ -181,58 +183,12 @@ export function SyncRows({ syncs, sort, onSort }: { syncs: readonly SyncRow[]; s
 const FILTER_PARAMS = ['status', 'connection', 'from', 'to', 'q'] as const;
 
 /**
- * Where Previous goes from a page reached by Next in this tab: the `after` of the page before, by the page's
- * own `after`. A page opened from a link knows only its own cursor, so its Previous is First's.
- */
-const PREVIOUS_KEY = 'console.syncs.previous';
-
-function previousCursors(): Record<string, string> {
-  try {
-    return JSON.parse(sessionStorage.getItem(PREVIOUS_KEY) ?? '{}') as Record<string, string>;
-  } catch {
-    return {};
-  }
-}
-
-/**
  * The history's view kept in the URL (`/syncs?status=failed&from=2026-11-28&sort=-started&page=2&after=…`):
  * a reload keeps it, a copied link opens it, and Back and Forward move through the pages walked.
  */
 function useHistoryView() {
-  const search = useSearch();
-  const [location, navigate] = useLocation();
-  const params = new URLSearchParams(search);
-  const set = (changes: Record<string, string | null>, how: { push: boolean }) => {
-    const next = new URLSearchParams(search);
-    for (const [name, value] of Object.entries(changes)) {
-      if (value) next.set(name, value);
-      else next.delete(name);
-    }
-    const query = next.toString();
-    if (query === params.toString()) return;
-    navigate(query ? `${location}?${query}` : location, { replace: !how.push });
-  };
-  /** A new filter or sort: its first page, since a cursor belongs to the list it came from. */
-  const refine = (changes: Record<string, string | null>, how = { push: false }) => set({ ...changes, page: null, after: null }, how);
-  const after = params.get('after');
-  const page = after ? Math.max(2, Number.parseInt(params.get('page') ?? '', 10) || 2) : 1;
-  const previousAfter = after ? previousCursors()[after] : undefined;
-  const pages: CursorPages = {
-    after,
-    page,
-    hasPrevious: page > 1,
-    next: (endCursor) => {
-      if (endCursor === after) return;
-      sessionStorage.setItem(PREVIOUS_KEY, JSON.stringify({ ...previousCursors(), [endCursor]: after ?? '' }));
-      set({ page: String(page + 1), after: endCursor }, { push: true });
-    },
-    previous: () => {
-      if (page <= 2 || !previousAfter) set({ page: null, after: null }, { push: true });
-      else set({ page: String(page - 1), after: previousAfter }, { push: true });
-    },
-    first: () => set({ page: null, after: null }, { push: true }),
-  };
-  return { params, refine, pages, sort: parseSort(params.get('sort')) };
+  const view = useUrlView('console.syncs.previous');
+  return { ...view, sort: parseSort(view.params.get('sort')) };
 }
 
 export function SyncHistory() {

@@ -1,12 +1,13 @@
-import { Fragment, useEffect, useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { Link, useLocation } from 'wouter';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { ConfirmButton, ErrorMessage, Loading, PageHeader, Pager, SecretOnce, StatusBadge, Time, useCursorPages } from '../ui';
+import { ConfirmButton, ErrorMessage, Loading, PageHeader, Pager, SecretOnce, StatusBadge, Time } from '../ui';
+import { useUrlView } from '../url-view';
 
 const EndpointQuery = graphql(`
-  query ConsoleWebhookEndpoint($id: ID!, $limit: Int!, $after: String) {
+  query ConsoleWebhookEndpoint($id: ID!, $filter: WebhookDeliveryFilter, $limit: Int!, $after: String) {
     webhookEndpoint(id: $id) {
       id
       url
@@ -17,7 +18,7 @@ const EndpointQuery = graphql(`
       disabledReason
       createdAt
     }
-    webhookDeliveries(endpointId: $id, limit: $limit, after: $after) {
+    webhookDeliveries(endpointId: $id, filter: $filter, limit: $limit, after: $after) {
       totalCount
       pageInfo {
         hasNextPage
@@ -31,14 +32,6 @@ const EndpointQuery = graphql(`
         lastStatusCode
         nextAttemptAt
         createdAt
-        attemptLog {
-          attempt
-          startedAt
-          statusCode
-          latencyMs
-          error
-          responseBody
-        }
       }
     }
   }
@@ -70,43 +63,42 @@ const DeleteEndpoint = graphql(`
   }
 `);
 
-const Redeliver = graphql(`
-  mutation ConsoleRedeliverWebhook($endpointId: ID!, $id: ID!) {
-    redeliverWebhook(endpointId: $endpointId, id: $id) {
-      id
-      status
-      attempts
-    }
-  }
-`);
-
 const PAGE = 20;
 
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+
+/** `pending` deliveries are read again this often until they settle (a retry due, a redelivery asked for). */
+export const PENDING_REFRESH_MS = 2000;
+
+/** An endpoint, its settings, and its delivery log: one compact row per delivery, each opening its detail. */
 export function WebhookEndpointDetail({ id }: { id: string }) {
   const canWrite = useCanWrite();
-  const pages = useCursorPages(id);
+  const { params, refine, pages } = useUrlView('console.deliveries.previous');
+  const status = params.get('status') ?? '';
   const [{ data, error, fetching }, refetch] = useQuery({
     query: EndpointQuery,
-    variables: { id, limit: PAGE, after: pages.after },
+    variables: {
+      id,
+      filter: status ? { status: { eq: status as (typeof DELIVERY_STATUSES)[number] } } : null,
+      limit: PAGE,
+      after: pages.after,
+    },
     pause: !canWrite,
   });
   const [rotated, rotate] = useMutation(RotateSecret);
   const [updated, update] = useMutation(UpdateEndpoint);
   const [deleted, remove] = useMutation(DeleteEndpoint);
-  const [redelivered, redeliver] = useMutation(Redeliver);
   const [secret, setSecret] = useState<string | null>(null);
-  const [open, setOpen] = useState<string | null>(null);
   const [, navigate] = useLocation();
   const reload = () => refetch({ requestPolicy: 'network-only' });
-  // Deliveries still pending (a retry due, a redelivery asked for) are read again every 2 s until they settle.
   const pending = data?.webhookDeliveries.nodes.some((delivery) => delivery.status === 'pending') ?? false;
   useEffect(() => {
     if (!pending) return;
-    const timer = setInterval(() => refetch({ requestPolicy: 'network-only' }), 2000);
+    const timer = setInterval(() => refetch({ requestPolicy: 'network-only' }), PENDING_REFRESH_MS);
     return () => clearInterval(timer);
   }, [pending, refetch]);
 
-  if (!canWrite) return <p>Only an admin manages webhook endpoints.</p>;
+  if (!canWrite) return <AdminOnly />;
   if (!data) return fetching ? <Loading /> : <ErrorMessage error={error} />;
   const endpoint = data.webhookEndpoint;
   if (!endpoint) {
@@ -149,10 +141,10 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
           }}
         />
       </PageHeader>
-      <p>
+      <p className="breadcrumbs">
         <Link href="/webhooks">Webhooks</Link> / {endpoint.url}
       </p>
-      <ErrorMessage error={rotated.error ?? updated.error ?? deleted.error ?? redelivered.error} />
+      <ErrorMessage error={rotated.error ?? updated.error ?? deleted.error} />
       {secret ? <SecretOnce label="New signing secret" value={secret} note="Copy it now: it is shown only this once." /> : null}
       <dl className="facts">
         <dt>State</dt>
@@ -161,40 +153,59 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
         <dd>{endpoint.description || '—'}</dd>
         <dt>Event types</dt>
         <dd>{endpoint.eventTypes.length === 0 ? 'every type' : endpoint.eventTypes.join(', ')}</dd>
-        <dt>Failures in a row</dt>
-        <dd>{endpoint.consecutiveFailures}</dd>
+        <dt>Failed deliveries in a row</dt>
+        <dd>
+          {endpoint.consecutiveFailures} <span className="note">(a delivery fails once its last retry has failed)</span>
+        </dd>
         <dt>Created</dt>
         <dd>
           <Time iso={endpoint.createdAt} />
         </dd>
       </dl>
       <h2>Delivery log</h2>
+      <form className="filters" aria-label="Filter the delivery log" onSubmit={(e) => e.preventDefault()}>
+        <div>
+          <label htmlFor="delivery-status">Status</label>
+          <select id="delivery-status" value={status} onChange={(e) => refine({ status: e.target.value || null }, { push: true })}>
+            <option value="">Any status</option>
+            {DELIVERY_STATUSES.map((s) => (
+              <option key={s} value={s}>
+                {s}
+              </option>
+            ))}
+          </select>
+        </div>
+      </form>
       {data.webhookDeliveries.nodes.length === 0 ? (
-        <p>No deliveries yet.</p>
+        <p>{status ? 'No deliveries with this status.' : 'No deliveries yet.'}</p>
       ) : (
         <>
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Event type</th>
-                <th scope="col">Status</th>
-                <th scope="col" className="number">
-                  Attempts
-                </th>
-                <th scope="col">Last answer</th>
-                <th scope="col">Created</th>
-                <th scope="col">Next attempt</th>
-                <th scope="col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.webhookDeliveries.nodes.map((delivery) => (
-                <Fragment key={delivery.id}>
-                  <tr>
+          <div className="table-scroll">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Event type</th>
+                  <th scope="col">Status</th>
+                  <th scope="col" className="number">
+                    Attempts
+                  </th>
+                  <th scope="col">Last answer</th>
+                  <th scope="col">Created</th>
+                  <th scope="col" className="secondary">
+                    Next attempt
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {data.webhookDeliveries.nodes.map((delivery) => (
+                  <tr key={delivery.id}>
                     <td>
-                      <code>{delivery.eventType}</code>
+                      <Link
+                        href={`/webhooks/${id}/deliveries/${delivery.id}`}
+                        aria-label={`Delivery ${delivery.id}: ${delivery.eventType}, ${delivery.status}`}
+                      >
+                        <code>{delivery.eventType}</code>
+                      </Link>
                     </td>
                     <td>
                       <StatusBadge status={delivery.status} />
@@ -204,63 +215,14 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
                     <td>
                       <Time iso={delivery.createdAt} />
                     </td>
-                    <td>
+                    <td className="secondary">
                       <Time iso={delivery.nextAttemptAt} />
                     </td>
-                    <td className="actions">
-                      <button
-                        type="button"
-                        aria-expanded={open === delivery.id}
-                        onClick={() => setOpen(open === delivery.id ? null : delivery.id)}
-                      >
-                        Attempts of {delivery.id}
-                      </button>
-                      <button
-                        type="button"
-                        disabled={!endpoint.enabled || redelivered.fetching}
-                        onClick={() => void redeliver({ endpointId: id, id: delivery.id }).then(reload)}
-                      >
-                        Redeliver {delivery.id}
-                      </button>
-                    </td>
                   </tr>
-                  {open === delivery.id ? (
-                    <tr>
-                      <td colSpan={7}>
-                        <table>
-                          <caption>Attempts of {delivery.id}</caption>
-                          <thead>
-                            <tr>
-                              <th scope="col">Attempt</th>
-                              <th scope="col">Started</th>
-                              <th scope="col">HTTP status</th>
-                              <th scope="col">Latency</th>
-                              <th scope="col">Error</th>
-                              <th scope="col">Answer</th>
-                            </tr>
-                          </thead>
-                          <tbody>
-                            {delivery.attemptLog.map((a) => (
-                              <tr key={a.attempt}>
-                                <td>{a.attempt}</td>
-                                <td>
-                                  <Time iso={a.startedAt} />
-                                </td>
-                                <td>{a.statusCode ?? '—'}</td>
-                                <td>{a.latencyMs} ms</td>
-                                <td>{a.error ?? '—'}</td>
-                                <td className="mono">{a.responseBody || '—'}</td>
-                              </tr>
-                            ))}
-                          </tbody>
-                        </table>
-                      </td>
-                    </tr>
-                  ) : null}
-                </Fragment>
-              ))}
-            </tbody>
-          </table>
+                ))}
+              </tbody>
+            </table>
+          </div>
           <Pager
             label="Delivery log pages"
             pages={pages}
@@ -270,6 +232,24 @@ export function WebhookEndpointDetail({ id }: { id: string }) {
           />
         </>
       )}
+    </>
+  );
+}
+
+/** What a reader sees of webhooks: what they are and who manages them, rather than a dead end. */
+export function AdminOnly() {
+  return (
+    <>
+      <PageHeader title="Webhooks" />
+      <p>
+        Webhooks POST each event (a connection created or changed, a run started, finished or failed) to an endpoint of your organization,
+        signed so that the endpoint can check it came from here. Only an admin adds and manages endpoints and reads their delivery logs: ask
+        one of your organization's admins.
+      </p>
+      <p>
+        Meanwhile, the <Link href="/syncs">sync history</Link> and the <Link href="/connections">connections</Link> show what the webhooks
+        would tell.
+      </p>
     </>
   );
 }

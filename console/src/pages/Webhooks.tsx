@@ -5,6 +5,7 @@ import { EVENT_TYPES } from '../../../src/domain/event-types';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
 import { ErrorMessage, Loading, PageHeader, SecretOnce } from '../ui';
+import { AdminOnly } from './WebhookEndpointDetail';
 
 const EndpointsQuery = graphql(`
   query ConsoleWebhookEndpoints {
@@ -54,15 +55,7 @@ export function EventTypeFields({ selected }: { selected?: readonly string[] }) 
 
 export function Webhooks() {
   const canWrite = useCanWrite();
-  if (!canWrite) {
-    return (
-      <>
-        <PageHeader title="Webhooks" />
-        <p>Only an admin manages webhook endpoints.</p>
-      </>
-    );
-  }
-  return <WebhookEndpoints />;
+  return canWrite ? <WebhookEndpoints /> : <AdminOnly />;
 }
 
 function WebhookEndpoints() {
@@ -131,32 +124,38 @@ function WebhookEndpoints() {
         data.webhookEndpoints.nodes.length === 0 ? (
           <p>No endpoints yet.</p>
         ) : (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">URL</th>
-                <th scope="col">Description</th>
-                <th scope="col">State</th>
-                <th scope="col">Event types</th>
-                <th scope="col" className="number">
-                  Failures in a row
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {data.webhookEndpoints.nodes.map((endpoint) => (
-                <tr key={endpoint.id}>
-                  <td>
-                    <Link href={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
-                  </td>
-                  <td>{endpoint.description || '—'}</td>
-                  <td>{endpoint.enabled ? 'enabled' : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`}</td>
-                  <td>{endpoint.eventTypes.length === 0 ? 'every type' : endpoint.eventTypes.join(', ')}</td>
-                  <td className="number">{endpoint.consecutiveFailures}</td>
+          <div className="table-scroll">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">URL</th>
+                  <th scope="col" className="secondary">
+                    Description
+                  </th>
+                  <th scope="col">State</th>
+                  <th scope="col" className="secondary">
+                    Event types
+                  </th>
+                  <th scope="col" className="number">
+                    Failures in a row
+                  </th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {data.webhookEndpoints.nodes.map((endpoint) => (
+                  <tr key={endpoint.id}>
+                    <td>
+                      <Link href={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
+                    </td>
+                    <td className="secondary">{endpoint.description || '—'}</td>
+                    <td>{endpoint.enabled ? 'enabled' : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`}</td>
+                    <td className="secondary">{endpoint.eventTypes.length === 0 ? 'every type' : endpoint.eventTypes.join(', ')}</td>
+                    <td className="number">{endpoint.consecutiveFailures}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         )
       ) : null}
     </>
