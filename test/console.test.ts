@@ -591,6 +591,17 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
         })
       ).body.data,
     ).toEqual({ connection: null });
+    // Its runs stay, under the name the connection had, on the run's page and in the history.
+    await page.goto(`${origin}/console/syncs/${run.id}`);
+    await page.getByRole('heading', { name: `Run ${run.id}` }).waitFor();
+    await expect(page.locator('dd', { hasText: 'Stripe (console)' }).textContent()).resolves.toBe('Stripe (console) (deleted)');
+    await page.goto(`${origin}/console/syncs?connection=${connectionId}`);
+    await page.locator('tbody tr').first().waitFor();
+    await expect(page.locator('tbody tr td:nth-child(2)').allTextContents()).resolves.toEqual(
+      Array.from({ length: await page.locator('tbody tr').count() }, () => 'Stripe (console) (deleted)'),
+    );
+    await expect(page.locator('main').textContent()).resolves.not.toContain(`deleted (${connectionId})`);
+    await checkAccessibility(page, 'history of a deleted connection');
     await page.close();
     expectCleanRun();
   }, 150_000);

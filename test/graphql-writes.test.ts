@@ -216,4 +216,29 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     const late = await refused(PROGRESS, { id: queued.id, summary: { processed: 1 } }, engine);
     expect(late).toMatchObject({ status: 409, code: 'CONFLICT' });
   });
+
+  it("a run keeps its connection's name once the connection is deleted (GraphQL only; REST keeps the spec's fields)", async () => {
+    const name = `Renamed away ${kind} ${Date.now()}`;
+    const { createConnection: created } = await ok(CREATE, { input: { applicationId, name: `Before ${name}` } }, admin);
+    const { triggerSync: queued } = await ok(TRIGGER, { c: created.id }, admin);
+    await ok(UPDATE, { id: created.id, input: { name } }, admin);
+    const RUN = 'query($id: ID!) { sync(id: $id) { connectionId connectionName connection { id name } } }';
+    expect((await ok(RUN, { id: queued.id }, reader)).sync).toEqual({
+      connectionId: created.id,
+      connectionName: name,
+      connection: { id: created.id, name },
+    });
+    await ok('mutation($id: ID!) { deleteConnection(id: $id) { id } }', { id: created.id }, admin);
+    expect((await ok(RUN, { id: queued.id }, reader)).sync).toEqual({ connectionId: created.id, connectionName: name, connection: null });
+    // In a list too, with a live connection's run beside it: one statement names them all.
+    const listed = await ok<{ syncs: { nodes: { id: string; connectionName: string; connection: { name: string } | null }[] } }>(
+      'query($c: ID) { syncs(connectionId: $c, limit: 5) { nodes { id connectionName connection { name } } } }',
+      { c: created.id },
+      reader,
+    );
+    expect(listed.syncs.nodes.map((node) => [node.id, node.connectionName, node.connection])).toEqual([[queued.id, name, null]]);
+    const record = await rest(t.gateway, `${BASE}/syncs/${queued.id}`, { token: reader, expectStatus: 200 });
+    const item = Array.isArray(record.body.data) ? record.body.data[0] : record.body.data;
+    expect(item).not.toHaveProperty('connection_name');
+  });
 });

@@ -167,7 +167,23 @@ builder.prismaObjectFields('Sync', (t) => ({
     sort: (connection) => connection.id,
     resolve: (sync) => sync.connectionId,
   }),
+  // GraphQL only (the REST record keeps exactly the spec's fields): what a run's connection was called, which a
+  // deleted connection's runs still show.
+  connectionName: t.loadable({
+    type: 'String',
+    description: "The synchronized connection's name, also once it was deleted (then the name it had).",
+    authScopes: { permission: 'connections:read' },
+    load: async (ids: string[], context) => {
+      const rows = await readConnections(context.db.raw, requireViewer(context).tenantId, ids, NAME_ONLY, { deleted: true });
+      const names = new Map(rows.map((row) => [row.id, row.name]));
+      return ids.map((id) => names.get(id) ?? new Error(`connection ${id} not found`));
+    },
+    resolve: (sync) => sync.connectionId,
+  }),
 }));
+
+/** What Sync.connectionName reads of a connection. */
+const NAME_ONLY: ReadonlySet<ConnectionProperty> = new Set(['id', 'name']);
 
 const ConnectionFilter = resourceFilter('ConnectionFilter', CONNECTION_COLUMNS, { via: ConnectionVia, status: ConnectionStatus });
 

@@ -40,6 +40,7 @@ const SYNC_READS: FieldReads = {
     checksumJson: ['checksum'],
     // Declared in connection.ts; loaded by its id, for the whole page in one statement.
     connection: ['connectionId'],
+    connectionName: ['connectionId'],
   },
   isProperty: isSyncProperty,
 };

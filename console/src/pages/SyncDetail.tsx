@@ -1,6 +1,7 @@
 import { useQuery, useSubscription } from 'urql';
 import { Link } from 'wouter';
 import { graphql } from '../generated';
+import { RunConnection } from './SyncHistory';
 import { durationOf, ErrorMessage, formatDuration, Loading, PageHeader, StatusBadge, Time } from '../ui';
 
 export const SyncDetailFields = graphql(`
@@ -15,6 +16,7 @@ export const SyncDetailFields = graphql(`
     workerId
     retryOfId
     connectionId
+    connectionName
     connection {
       id
       name
@@ -93,11 +95,7 @@ export function SyncDetail({ id }: { id: string }) {
         </dd>
         <dt>Connection</dt>
         <dd>
-          {sync.connection ? (
-            <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link>
-          ) : (
-            `deleted (${sync.connectionId})`
-          )}
+          <RunConnection sync={sync} />
         </dd>
         <dt>Attempt</dt>
         <dd>

@@ -31,6 +31,7 @@ export const SyncRowFields = graphql(`
     startedAt
     finishedAt
     connectionId
+    connectionName
     errorMessage
     connection {
       id
@@ -116,6 +117,20 @@ function SortHeader({ column, label, sort, onSort }: { column: SortColumn; label
   );
 }
 
+/** A run's connection: a link to it, or the name it had once it was deleted (its page is gone, its runs stay). */
+export function RunConnection({
+  sync,
+}: {
+  sync: { connectionId: string; connectionName?: string | null; connection?: { id: string; name: string } | null };
+}) {
+  if (sync.connection) return <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link>;
+  return (
+    <span title={sync.connectionId}>
+      {sync.connectionName ?? sync.connectionId} <span className="note">(deleted)</span>
+    </span>
+  );
+}
+
 /** Runs as a table: status, connection, started, duration, processed / inserted / updated / deleted, error. */
 export function SyncRows({ syncs, sort, onSort }: { syncs: readonly SyncRow[]; sort?: Sort; onSort?: (sort: Sort) => void }) {
   if (syncs.length === 0) return <p>No runs.</p>;
@@ -154,11 +169,7 @@ export function SyncRows({ syncs, sort, onSort }: { syncs: readonly SyncRow[]; s
                 </Link>
               </td>
               <td>
-                {sync.connection ? (
-                  <Link href={`/connections/${sync.connection.id}`}>{sync.connection.name}</Link>
-                ) : (
-                  <span className="note">deleted ({sync.connectionId})</span>
-                )}
+                <RunConnection sync={sync} />
               </td>
               <td>
                 <Time iso={sync.startedAt} />
