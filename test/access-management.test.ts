@@ -122,6 +122,66 @@ describe.each(databaseKinds)('access management on %s', (kind) => {
     expect(await t.db.prisma.serviceUser.count({ where: { tenantId, name: name.trim() } })).toBe(0);
   });
 
+  it('names a token: createToken takes a name, the service user lists it, the activity log records it; a bad name is a 400', async () => {
+    const CREATE = `mutation($serviceUserId: ID!, $expiresAt: DateTime!, $name: String) {
+      createToken(serviceUserId: $serviceUserId, expiresAt: $expiresAt, name: $name) { id name prefix }
+    }`;
+    const expiresAt = new Date(Date.now() + 7 * 86_400_000).toISOString();
+    const serviceUserId = (await createServiceUser(t.db, { tenantId, name: `named-tokens-${kind}`, role: 'reader' })).id;
+    const created = await graphql<{ createToken: { id: string; name: string | null; prefix: string } }>(t.gateway, CREATE, {
+      token: adminToken,
+      variables: { serviceUserId, expiresAt, name: '  Warehouse loader 数据 ' },
+      expectOk: true,
+    });
+    const token = created.body.data!.createToken;
+    expect(token.name).toBe('Warehouse loader 数据');
+    // No name, or a blank one, is an unnamed token.
+    for (const name of [undefined, '   ']) {
+      const unnamed = await graphql<{ createToken: { name: string | null } }>(t.gateway, CREATE, {
+        token: adminToken,
+        variables: { serviceUserId, expiresAt, ...(name === undefined ? {} : { name }) },
+        expectOk: true,
+      });
+      expect(unnamed.body.data!.createToken.name).toBeNull();
+    }
+
+    const listed = await graphql<{ serviceUsers: { id: string; tokens: { id: string; name: string | null }[] }[] }>(
+      t.gateway,
+      '{ serviceUsers { id tokens { id name } } }',
+      { token: adminToken, expectOk: true },
+    );
+    const tokens = listed.body.data!.serviceUsers.find((u) => u.id === serviceUserId)!.tokens;
+    expect(tokens.map((x) => x.name).sort()).toEqual(['Warehouse loader 数据', null, null].sort());
+
+    const revoked = await graphql(t.gateway, 'mutation($id: ID!) { revokeToken(id: $id) { id name } }', {
+      token: adminToken,
+      variables: { id: token.id },
+      expectOk: true,
+    });
+    expect(revoked.body.data).toEqual({ revokeToken: { id: token.id, name: 'Warehouse loader 数据' } });
+    const log = await graphql<{ activity: { nodes: { action: string; targetName: string }[] } }>(
+      t.gateway,
+      'query($id: String!) { activity(filter: { targetId: { eq: $id } }) { nodes { action targetName } } }',
+      { token: adminToken, variables: { id: token.id }, expectOk: true },
+    );
+    const recorded = `Warehouse loader 数据 (igw_pat_${token.prefix})`;
+    expect(log.body.data!.activity.nodes).toEqual([
+      { action: 'token.revoked', targetName: recorded },
+      { action: 'token.created', targetName: recorded },
+    ]);
+
+    // Too long or unprintable: the spec's error body, 400 INVALID_QUERY, and no token.
+    const before = await t.db.prisma.token.count({ where: { tenantId, serviceUserId } });
+    for (const name of ['n'.repeat(101), 'zero\u200bwidth', 'line\nbreak']) {
+      const refused = await graphql(t.gateway, CREATE, { token: adminToken, variables: { serviceUserId, expiresAt, name } });
+      expect(refused.status, name).toBe(400);
+      expect(refused.body.data).toBeNull();
+      expect(refused.body.errors?.map((e) => e.extensions?.code)).toEqual(['INVALID_QUERY']);
+      expect(refused.body.errors?.[0]?.message).toMatch(/^a token name must be/);
+    }
+    expect(await t.db.prisma.token.count({ where: { tenantId, serviceUserId } })).toBe(before);
+  });
+
   it('accepts printable names in any script', async () => {
     const name = `Équipe données ${kind} 🚀 数据`;
     const created = await graphql(t.gateway, 'mutation($name: String!) { createServiceUser(name: $name, role: reader) { name } }', {

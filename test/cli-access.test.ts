@@ -102,6 +102,64 @@ describe.each(databaseKinds)('access CLI on %s', (kind) => {
     expect(jsonToken.expires_at).toBe(new Date(new Date(year, month - 1, date + 1).getTime() - 1).toISOString());
   });
 
+  it('names a token with --name: in its JSON, the list and the activity log; a name too long or unprintable is refused', async () => {
+    const created = await run(
+      'token',
+      'create',
+      '--tenant',
+      'acme',
+      '--service-user',
+      'ci-bot',
+      '--expires',
+      isoDate(20),
+      '--name',
+      '  Nightly export  ',
+      '--json',
+    );
+    expect(created).toMatchObject({ code: 0, stderr: '' });
+    const named = JSON.parse(created.stdout) as { id: string; name: string };
+    expect(Object.keys(named).sort()).toEqual(['expires_at', 'id', 'name', 'token']);
+    expect(named.name).toBe('Nightly export');
+
+    const table = await run('token', 'list', '--tenant', 'acme');
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+PREFIX\s/);
+    expect(table.stdout.split('\n').find((line) => line.startsWith(named.id))).toContain('Nightly export');
+    const lines = await run('token', 'list', '--tenant', 'acme', '--json');
+    const entries = lines.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { id: string; name: string | null });
+    expect(entries.find((e) => e.id === named.id)?.name).toBe('Nightly export');
+    expect(entries.find((e) => e.id === jsonToken.id)?.name).toBeNull();
+
+    const entry = await target.withDb((db) =>
+      db.prisma.activityEntry.findFirstOrThrow({
+        where: { action: 'token.created', targetId: named.id },
+        select: { targetName: true, actorKind: true },
+      }),
+    );
+    expect(entry.actorKind).toBe('cli');
+    expect(entry.targetName).toMatch(/^Nightly export \(igw_pat_[0-9a-z]{12}\)$/);
+
+    for (const name of ['x'.repeat(101), 'tab\there']) {
+      const refused = await run(
+        'token',
+        'create',
+        '--tenant',
+        'acme',
+        '--service-user',
+        'ci-bot',
+        '--expires',
+        isoDate(20),
+        '--name',
+        name,
+      );
+      expect(refused.code, name).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toMatch(/^error: --name: a token name must be/);
+    }
+  });
+
   it('refuses an expiry in the past and an unknown service user', async () => {
     for (const expires of [isoDate(-1), isoDate(400)]) {
       const refused = await run('token', 'create', '--tenant', 'acme', '--service-user', 'ci-bot', '--expires', expires);

@@ -403,10 +403,13 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('heading', { name: 'reporting-bot' }).waitFor();
 
     const expires = new Date(Date.now() + 30 * 86_400_000).toISOString().slice(0, 10);
+    // A named token: the name says what it is for, in the list and in the activity log.
+    await page.getByLabel('Token name').fill('Quarterly reports');
     await page.getByLabel('Expires').fill(expires);
     await page.getByRole('button', { name: 'Create token' }).click();
     const value = await page.getByRole('textbox', { name: 'Token', exact: true }).inputValue();
     expect(value).toMatch(/^igw_pat_/);
+    await page.getByText(/^Quarterly reports: Expires /).waitFor();
     await visited(page, 'token-created');
     await page.getByRole('button', { name: 'Copy' }).click();
     expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(value);
@@ -422,9 +425,17 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('heading', { name: 'reporting-bot' }).waitFor();
     expect(await page.content()).not.toContain(value);
     await page.getByRole('cell', { name: 'active' }).waitFor();
+    await page.getByRole('cell', { name: 'Quarterly reports', exact: true }).waitFor();
+    const prefix = value.split('_')[2]!;
+    const logged = await graphql<{ activity: { nodes: { actorName: string; targetName: string }[] } }>(
+      fixture.gateway,
+      '{ activity(filter: { action: { eq: "token.created" } }, limit: 1) { nodes { actorName targetName } } }',
+      { token: fixture.tenants.demo.adminToken, expectOk: true },
+    );
+    expect(logged.body.data!.activity.nodes).toEqual([{ actorName: ADMIN.email, targetName: `Quarterly reports (igw_pat_${prefix})` }]);
 
     // Revoking asks first, and works from the keyboard: Escape cancels, Enter on the dialog's button confirms.
-    const revoke = page.getByRole('button', { name: /^Revoke token / });
+    const revoke = page.getByRole('button', { name: `Revoke token Quarterly reports (${prefix})` });
     await revoke.focus();
     await page.keyboard.press('Enter');
     await page.getByRole('dialog').waitFor();

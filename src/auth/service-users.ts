@@ -7,6 +7,7 @@ import type { Prisma } from '../generated/prisma/client.js';
 import { Role } from '../generated/prisma/enums.js';
 import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
 import { isRole } from './permissions.js';
+import { printableName } from './printable-names.js';
 import type { TokenInfo } from './tokens.js';
 
 const MAX_SERVICE_USER_NAME_LENGTH = 100;
@@ -43,24 +44,8 @@ function parseRole(value: unknown): Role {
 
 /** Names are shown in listings and used by the CLI to pick a service user, so they must be printable. */
 function normalizeServiceUserName(name: string): string {
-  const trimmed = typeof name === 'string' ? name.trim() : '';
-  if (trimmed.length < 1 || trimmed.length > MAX_SERVICE_USER_NAME_LENGTH) {
-    throw new ApiError('INVALID_QUERY', `a service user name must be 1 to ${MAX_SERVICE_USER_NAME_LENGTH} characters long`);
-  }
-  if (UNPRINTABLE.test(trimmed)) {
-    throw new ApiError(
-      'INVALID_QUERY',
-      'a service user name must be printable: no control (C0, C1), format (zero-width, bidi override) or line/paragraph separator characters',
-    );
-  }
-  return trimmed;
+  return printableName(name, 'a service user name', MAX_SERVICE_USER_NAME_LENGTH);
 }
-
-/**
- * Controls (C0 and C1, among them U+009B, which terminals read as an escape sequence), format characters (invisible
- * or reordering: U+200B, U+202E, U+FEFF) and line/paragraph separators: a name that holds one prints as something else.
- */
-const UNPRINTABLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
 function notFound(): ApiError {
   return new ApiError('NOT_FOUND', 'no such service user');
@@ -191,6 +176,7 @@ export function listServiceUsers(db: Database, tenantId: string): Promise<Servic
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         select: {
           id: true,
+          name: true,
           prefix: true,
           expiresAt: true,
           createdAt: true,

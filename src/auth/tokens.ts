@@ -6,6 +6,7 @@ import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
 import { ID_ALPHABET, MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
 import { isRole, permissionsOf } from './permissions.js';
+import { printableName } from './printable-names.js';
 import { DEFAULT_TOKEN_CAPS, type TokenCaps } from '../domain/token-caps.js';
 
 /**
@@ -30,16 +31,32 @@ export const LAST_USED_THROTTLE_MS = 60_000;
 
 const DAY_MS = 86_400_000;
 
+/** A token's name says what it is for ("CI deploys"); the migration bounds it the same way. */
+export const MAX_TOKEN_NAME_LENGTH = 100;
+
+/** A token's optional name: absent or blank is no name; otherwise printable, 1 to MAX_TOKEN_NAME_LENGTH characters. */
+export function normalizeTokenName(name: string | null | undefined): string | null {
+  if (name === null || name === undefined || (typeof name === 'string' && name.trim() === '')) return null;
+  return printableName(name, 'a token name', MAX_TOKEN_NAME_LENGTH);
+}
+
+/** How the activity log names a token: its name (when it has one) and the public part of its value. */
+function tokenTargetName(prefix: string, name: string | null): string {
+  return name === null ? `${TOKEN_MARKER}${prefix}` : `${name} (${TOKEN_MARKER}${prefix})`;
+}
+
 interface CreatedToken {
   id: string;
   /** The full token value. Returned once, never stored. */
   token: string;
   prefix: string;
+  name: string | null;
   expiresAt: Date;
 }
 
 export interface TokenInfo {
   id: string;
+  name: string | null;
   prefix: string;
   serviceUserId: string;
   serviceUserName: string;
@@ -96,11 +113,19 @@ const UNIQUE_VIOLATION = '23505';
  */
 export async function createToken(
   db: Database,
-  input: { tenantId: string; serviceUserId: string; expiresAt: Date; createdBy?: string; activity?: ActivityOrigin },
+  input: {
+    tenantId: string;
+    serviceUserId: string;
+    expiresAt: Date;
+    name?: string | null | undefined;
+    createdBy?: string;
+    activity?: ActivityOrigin;
+  },
   now: Date = new Date(),
   caps: TokenCaps = DEFAULT_TOKEN_CAPS,
 ): Promise<CreatedToken> {
   validateTokenExpiry(input.expiresAt, now);
+  const name = normalizeTokenName(input.name);
   const secretBytes = randomBytes(SECRET_BYTES);
   const secretHash = hashSecret(secretBytes);
   const secret = secretBytes.toString('base64url');
@@ -130,19 +155,28 @@ export async function createToken(
         }
         // The composite foreign key (tenant_id, service_user_id) guarantees the service user is in the tenant.
         const [created] = await tx.query<{ id: string; prefix: string; expiresAt: Date }>(
-          `INSERT INTO "public"."tokens" ("id", "tenant_id", "service_user_id", "prefix", "secret_hash", "expires_at", "created_by")
-           VALUES ($1, $2, $3, $4, $5, $6::timestamptz, $7)
+          `INSERT INTO "public"."tokens" ("id", "tenant_id", "service_user_id", "name", "prefix", "secret_hash", "expires_at", "created_by")
+           VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, $8)
            RETURNING "id", "prefix", "expires_at" AS "expiresAt"`,
-          [newId('tok'), input.tenantId, input.serviceUserId, prefix, secretHash, input.expiresAt.toISOString(), input.createdBy ?? null],
+          [
+            newId('tok'),
+            input.tenantId,
+            input.serviceUserId,
+            name,
+            prefix,
+            secretHash,
+            input.expiresAt.toISOString(),
+            input.createdBy ?? null,
+          ],
         );
         await recordActivity(tx, input.tenantId, input.activity, {
           action: 'token.created',
           targetId: created!.id,
-          targetName: `${TOKEN_MARKER}${prefix}`,
+          targetName: tokenTargetName(prefix, name),
         });
         return created!;
       });
-      return { id: row.id, token: `${TOKEN_MARKER}${prefix}_${secret}`, prefix: row.prefix, expiresAt: new Date(row.expiresAt) };
+      return { id: row.id, token: `${TOKEN_MARKER}${prefix}_${secret}`, prefix: row.prefix, name, expiresAt: new Date(row.expiresAt) };
     } catch (error) {
       const code = (error as { code?: unknown } | null)?.code;
       if (code === FOREIGN_KEY_VIOLATION) throw new ApiError('NOT_FOUND', 'no such service user');
@@ -259,17 +293,17 @@ export async function revokeToken(
 ): Promise<RevokeResult> {
   if (tokenId.length === 0 || tokenId.length > MAX_ID_LENGTH) return 'not_found';
   const revoked = await db.raw.transaction(async (tx) => {
-    const [row] = await tx.query<{ tenantId: string; prefix: string }>(
+    const [row] = await tx.query<{ tenantId: string; prefix: string; name: string | null }>(
       `UPDATE "public"."tokens" AS "t" SET "revoked_at" = $3::timestamptz
        WHERE "t"."id" = $1 AND ($2::text IS NULL OR "t"."tenant_id" = $2::text) AND "t"."revoked_at" IS NULL
-       RETURNING "t"."tenant_id" AS "tenantId", "t"."prefix"`,
+       RETURNING "t"."tenant_id" AS "tenantId", "t"."prefix", "t"."name"`,
       [tokenId, tenantId ?? null, now.toISOString()],
     );
     if (row)
       await recordActivity(tx, row.tenantId, activity, {
         action: 'token.revoked',
         targetId: tokenId,
-        targetName: `${TOKEN_MARKER}${row.prefix}`,
+        targetName: tokenTargetName(row.prefix, row.name),
       });
     return row !== undefined;
   });
@@ -290,6 +324,7 @@ export async function listTokens(db: Database, tenantId: string, options: { serv
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
     select: {
       id: true,
+      name: true,
       prefix: true,
       serviceUserId: true,
       expiresAt: true,

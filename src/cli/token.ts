@@ -1,6 +1,6 @@
 import { CLI_ORIGIN } from '../db/activity.js';
 import { findServiceUserByName } from '../auth/service-users.js';
-import { createToken, listTokens, MAX_TOKEN_LIFETIME_DAYS, revokeToken, validateTokenExpiry } from '../auth/tokens.js';
+import { createToken, listTokens, MAX_TOKEN_LIFETIME_DAYS, normalizeTokenName, revokeToken, validateTokenExpiry } from '../auth/tokens.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
 import { ApiError } from '../errors.js';
 import { CliError, stringOption, table, UsageError, type Command } from './commands.js';
@@ -73,31 +73,39 @@ function status(token: { expiresAt: Date; revokedAt: Date | null }, now: number)
 export const tokenCommands: Command[] = [
   {
     name: ['token', 'create'],
-    usage: '--tenant <slug> --service-user <name> --expires <YYYY-MM-DD | ISO datetime> [--json]',
+    usage: '--tenant <slug> --service-user <name> --expires <YYYY-MM-DD | ISO datetime> [--name <text>] [--json]',
     summary: `create a personal access token (expiry at most ${MAX_TOKEN_LIFETIME_DAYS} days ahead; a date means the end of that day in this machine's time zone, TZ); prints the value alone on stdout, once`,
     options: {
       tenant: { type: 'string' },
       'service-user': { type: 'string' },
       expires: { type: 'string' },
+      name: { type: 'string' },
       json: { type: 'boolean' },
     },
     async run({ db, config, out }, input) {
       const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
-      const name = stringOption(input, 'service-user', true);
+      const userName = stringOption(input, 'service-user', true);
       const expiresAt = parseExpiry(stringOption(input, 'expires', true).trim());
+      let tokenName: string | null;
       try {
         validateTokenExpiry(expiresAt);
       } catch (error) {
         if (error instanceof ApiError) throw new CliError(`--expires: ${error.message}`);
         throw error;
       }
-      const user = await findServiceUserByName(db, tenant.id, name);
-      if (!user) throw new CliError(`service user "${name}" does not exist in tenant "${tenant.slug}"`);
+      try {
+        tokenName = normalizeTokenName(stringOption(input, 'name', false));
+      } catch (error) {
+        if (error instanceof ApiError) throw new CliError(`--name: ${error.message}`);
+        throw error;
+      }
+      const user = await findServiceUserByName(db, tenant.id, userName);
+      if (!user) throw new CliError(`service user "${userName}" does not exist in tenant "${tenant.slug}"`);
       let created;
       try {
         created = await createToken(
           db,
-          { tenantId: tenant.id, serviceUserId: user.id, expiresAt, createdBy: 'cli', activity: CLI_ORIGIN },
+          { tenantId: tenant.id, serviceUserId: user.id, expiresAt, name: tokenName, createdBy: 'cli', activity: CLI_ORIGIN },
           new Date(),
           tokenCapsOf(config),
         );
@@ -107,7 +115,13 @@ export const tokenCommands: Command[] = [
       }
       out(
         input.values.json
-          ? JSON.stringify({ id: created.id, token: created.token, expires_at: created.expiresAt.toISOString() })
+          ? // The contract's three keys; the name only when one was given (--name is an addition to the contract).
+            JSON.stringify({
+              id: created.id,
+              token: created.token,
+              ...(created.name === null ? {} : { name: created.name }),
+              expires_at: created.expiresAt.toISOString(),
+            })
           : created.token,
       );
     },
@@ -139,6 +153,7 @@ export const tokenCommands: Command[] = [
           out(
             JSON.stringify({
               id: t.id,
+              name: t.name,
               prefix: t.prefix,
               service_user: t.serviceUserName,
               service_user_id: t.serviceUserId,
@@ -154,13 +169,14 @@ export const tokenCommands: Command[] = [
       }
       const rows = tokens.map((t) => [
         t.id,
+        t.name ?? '-',
         t.prefix,
         t.serviceUserName,
         status(t, now),
         t.expiresAt.toISOString(),
         t.lastUsedAt?.toISOString() ?? '-',
       ]);
-      for (const line of table(['ID', 'PREFIX', 'SERVICE USER', 'STATUS', 'EXPIRES', 'LAST USED'], rows)) out(line);
+      for (const line of table(['ID', 'NAME', 'PREFIX', 'SERVICE USER', 'STATUS', 'EXPIRES', 'LAST USED'], rows)) out(line);
     },
   },
 ];

@@ -1,6 +1,6 @@
 import { actorOf } from '../auth/audit.js';
 import { changeServiceUserRole, createServiceUser, deleteServiceUser } from '../auth/service-users.js';
-import { createToken, revokeToken } from '../auth/tokens.js';
+import { createToken, MAX_TOKEN_NAME_LENGTH, revokeToken } from '../auth/tokens.js';
 import { ApiError } from '../errors.js';
 import { Role as RoleValues } from '../generated/prisma/enums.js';
 import { builder } from './builder.js';
@@ -9,6 +9,8 @@ import { activityOriginOf, requireViewer } from './viewer.js';
 
 // The portal's "Service Users" section as GraphQL: admin-only (access:manage), always within the caller's
 // tenant. Token values appear exactly once, in createToken's payload; nothing else can read them.
+
+const TOKEN_NAME = `What the token is for, as its creator named it (printable, at most ${MAX_TOKEN_NAME_LENGTH} characters)`;
 
 const CREATED_BY = 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli; null when made before this was recorded.';
 
@@ -23,6 +25,7 @@ builder.prismaObject('Token', {
   select: { id: true },
   fields: (t) => ({
     id: t.exposeID('id'),
+    name: t.exposeString('name', { nullable: true, description: `${TOKEN_NAME}; null when unnamed.` }),
     prefix: t.exposeString('prefix', { description: 'Public part of the value (igw_pat_<prefix>_…), for recognition.' }),
     expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
@@ -47,14 +50,17 @@ builder.prismaObject('ServiceUser', {
   }),
 });
 
-const CreatedToken = builder.objectRef<{ id: string; token: string; prefix: string; expiresAt: Date }>('CreatedToken').implement({
-  fields: (t) => ({
-    id: t.exposeID('id'),
-    token: t.exposeString('token', { description: 'The token value. Store it now: it is never shown again.' }),
-    prefix: t.exposeString('prefix'),
-    expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
-  }),
-});
+const CreatedToken = builder
+  .objectRef<{ id: string; token: string; prefix: string; name: string | null; expiresAt: Date }>('CreatedToken')
+  .implement({
+    fields: (t) => ({
+      id: t.exposeID('id'),
+      name: t.exposeString('name', { nullable: true, description: `${TOKEN_NAME}; null when unnamed.` }),
+      token: t.exposeString('token', { description: 'The token value. Store it now: it is never shown again.' }),
+      prefix: t.exposeString('prefix'),
+      expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
+    }),
+  });
 
 const DeletedServiceUser = builder.objectRef<{ id: string; deletedTokens: number }>('DeletedServiceUser').implement({
   fields: (t) => ({ id: t.exposeID('id'), deletedTokens: t.exposeInt('deletedTokens') }),
@@ -127,6 +133,7 @@ builder.mutationFields((t) => ({
     args: {
       serviceUserId: t.arg.id({ required: true }),
       expiresAt: t.arg({ type: 'DateTime', required: true }),
+      name: t.arg.string({ description: `${TOKEN_NAME}. Absent or blank: no name.` }),
     },
     resolve: async (_root, args, context) => {
       const { tenantId } = requireViewer(context);
@@ -142,6 +149,7 @@ builder.mutationFields((t) => ({
           tenantId,
           serviceUserId,
           expiresAt: args.expiresAt,
+          name: args.name,
           createdBy: actorOf(requireViewer(context)),
           activity: activityOriginOf(context),
         },

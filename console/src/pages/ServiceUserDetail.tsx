@@ -15,6 +15,7 @@ const ServiceUserQuery = graphql(`
       createdAt
       tokens {
         id
+        name
         prefix
         createdAt
         expiresAt
@@ -26,10 +27,11 @@ const ServiceUserQuery = graphql(`
 `);
 
 const CreateToken = graphql(`
-  mutation ConsoleCreateToken($serviceUserId: ID!, $expiresAt: DateTime!) {
-    createToken(serviceUserId: $serviceUserId, expiresAt: $expiresAt) {
+  mutation ConsoleCreateToken($serviceUserId: ID!, $expiresAt: DateTime!, $name: String) {
+    createToken(serviceUserId: $serviceUserId, expiresAt: $expiresAt, name: $name) {
       id
       token
+      name
       prefix
       expiresAt
     }
@@ -65,6 +67,8 @@ const DeleteServiceUser = graphql(`
 
 /** The server accepts an expiry at most this many days ahead. */
 const MAX_TOKEN_LIFETIME_DAYS = 366;
+/** The longest token name the server accepts (src/auth/tokens.ts). */
+const MAX_TOKEN_NAME_LENGTH = 100;
 
 /** The day `days` after today, in the browser's time zone, as a date field's value. */
 function dayFromToday(days: number): string {
@@ -83,7 +87,7 @@ export function ServiceUserDetail({ id }: { id: string }) {
 
 function Detail({ id }: { id: string }) {
   const [{ data, error, fetching }, refetch] = useQuery({ query: ServiceUserQuery, requestPolicy: 'cache-and-network' });
-  const [created, setCreated] = useState<{ token: string; expiresAt: string } | null>(null);
+  const [created, setCreated] = useState<{ token: string; name?: string | null; expiresAt: string } | null>(null);
   const [createState, createToken] = useMutation(CreateToken);
   const [revokeState, revokeToken] = useMutation(RevokeToken);
   const [roleState, changeRole] = useMutation(ChangeRole);
@@ -103,10 +107,12 @@ function Detail({ id }: { id: string }) {
 
   async function submitToken(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    const day = String(new FormData(event.currentTarget).get('expires'));
+    const form = new FormData(event.currentTarget);
+    const day = String(form.get('expires'));
+    const name = String(form.get('token-name') ?? '').trim();
     // The end of the chosen day where the person is: a token "expiring on the 6th" still works all of the 6th.
     const expiresAt = new Date(endOfLocalDay(day).getTime() - 1).toISOString();
-    const result = await createToken({ serviceUserId: id, expiresAt });
+    const result = await createToken({ serviceUserId: id, expiresAt, name: name === '' ? null : name });
     if (result.data) {
       setCreated(result.data.createToken);
       reload();
@@ -159,6 +165,17 @@ function Detail({ id }: { id: string }) {
       <h3>Tokens</h3>
       <form className="card" onSubmit={submitToken} aria-labelledby="create-token">
         <h4 id="create-token">Create token</h4>
+        <label htmlFor="token-name">Token name</label>
+        <input
+          id="token-name"
+          name="token-name"
+          maxLength={MAX_TOKEN_NAME_LENGTH}
+          placeholder="What it is for, e.g. CI deploys"
+          aria-describedby="token-name-note"
+        />
+        <p className="note" id="token-name-note">
+          Optional. Shown in the token list and the activity log, never the token itself.
+        </p>
         <label htmlFor="expires">Expires</label>
         <input
           id="expires"
@@ -182,7 +199,7 @@ function Detail({ id }: { id: string }) {
         <SecretOnce
           label="Token"
           value={created.token}
-          note={`Expires ${formatTime(created.expiresAt)}. Copy it now: it is shown only this once, and not after a reload. Send it as Authorization: Token <token>.`}
+          note={`${created.name ? `${created.name}: ` : ''}Expires ${formatTime(created.expiresAt)}. Copy it now: it is shown only this once, and not after a reload. Send it as Authorization: Token <token>.`}
         />
       ) : null}
       <ErrorMessage error={revokeState.error} />
@@ -193,6 +210,7 @@ function Detail({ id }: { id: string }) {
           <table>
             <thead>
               <tr>
+                <th scope="col">Name</th>
                 <th scope="col">Prefix</th>
                 <th scope="col" className="secondary">
                   Created
@@ -210,8 +228,10 @@ function Detail({ id }: { id: string }) {
             <tbody>
               {user.tokens.map((token) => {
                 const expired = new Date(token.expiresAt).getTime() <= today;
+                const tokenLabel = token.name ? `${token.name} (${token.prefix})` : token.prefix;
                 return (
                   <tr key={token.id}>
+                    <td>{token.name ?? <span className="note">unnamed</span>}</td>
                     <td className="mono">{token.prefix}</td>
                     <td className="secondary">
                       <Time iso={token.createdAt} />
@@ -237,8 +257,8 @@ function Detail({ id }: { id: string }) {
                       {!token.revokedAt && !expired ? (
                         <ConfirmButton
                           label="Revoke"
-                          accessibleLabel={`Revoke token ${token.prefix}`}
-                          question={`Revoke the token ${token.prefix}? Requests with it fail from now on, and its open streams close.`}
+                          accessibleLabel={`Revoke token ${tokenLabel}`}
+                          question={`Revoke the token ${tokenLabel}? Requests with it fail from now on, and its open streams close.`}
                           confirmLabel="Revoke"
                           onConfirm={async () => {
                             await revokeToken({ id: token.id });
