@@ -20,6 +20,9 @@ export const ERROR_DOCS_PATH = '/docs/errors';
 /** Where the pages' own static files (`static/`) are served. */
 export const ASSETS_PATH = '/assets';
 
+/** The catalog applications' logos (`static/logos/<slug>.svg`), which their `logo_url` names: served here, never fetched from elsewhere. */
+export const LOGOS_PATH = '/logos';
+
 /** The console, a single-page app (console/ in the repository); its hashed files are below `${CONSOLE_PATH}/assets/`. */
 export const CONSOLE_PATH = '/console';
 

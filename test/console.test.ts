@@ -259,6 +259,27 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       .evaluateAll((links) => links.map((link) => /^Run (\S+):/.exec(link.getAttribute('aria-label') ?? '')?.[1] ?? ''));
   }
 
+  /**
+   * The application logos in `scope`, waited for until each has loaded: served by this server under /logos/ (an
+   * outside request would be aborted and fail expectCleanRun), decorative beside the name they sit next to (alt="").
+   */
+  async function expectLogosShown(scope: ReturnType<Page['locator']>): Promise<number> {
+    const logos = scope.locator('img.app-logo');
+    await logos.first().waitFor();
+    await expect.poll(() => logos.evaluateAll((images) => images.every((image) => (image as HTMLImageElement).complete))).toBe(true);
+    const shown = await logos.evaluateAll((images) =>
+      images.map((image) => ({
+        path: new URL((image as HTMLImageElement).src).pathname,
+        alt: image.getAttribute('alt'),
+        loaded: (image as HTMLImageElement).naturalWidth > 0,
+        named: (image.parentElement?.textContent ?? '').trim().length > 0,
+      })),
+    );
+    for (const logo of shown)
+      expect(logo).toEqual({ path: expect.stringMatching(/^\/logos\/[a-z0-9-]+\.svg$/), alt: '', loaded: true, named: true });
+    return shown.length;
+  }
+
   function expectCleanRun(): void {
     expect(offsite, 'requests that left 127.0.0.1').toEqual([]);
     expect(problems, 'console errors (CSP violations among them)').toEqual([]);
@@ -514,6 +535,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('link', { name: 'Connections', exact: true }).click();
     await page.getByRole('heading', { name: 'Connections' }).waitFor();
     await page.locator('tbody tr').first().waitFor();
+    // Each connection's application logo, beside the application's name.
+    expect(await expectLogosShown(page.locator('tbody'))).toBe(await page.locator('tbody tr').count());
     await visited(page, 'connections');
 
     // Search and filters narrow the list.
@@ -526,6 +549,9 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
     await page.getByRole('link', { name: 'Connect an application' }).click();
     await page.getByRole('heading', { name: 'Connect an application' }).waitFor();
+    // The catalog shows every application with its logo.
+    await page.getByRole('radio').first().waitFor();
+    expect(await expectLogosShown(page.locator('fieldset.catalog'))).toBe(await page.getByRole('radio').count());
     await page.getByRole('searchbox', { name: 'Search the catalog' }).fill('stripe');
     await page.getByRole('radio', { name: /Stripe/ }).check();
     // A payments application takes gateway_id and currency, and no messaging member.
@@ -550,6 +576,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       { token: fixture.tenants.demo.adminToken, expectOk: true },
     );
     expect(stored.body.data!.connection).toEqual({ metadata: { currency: 'EUR' }, settings: { retryAttempts: 2 } });
+    expect(await expectLogosShown(page.locator('dl'))).toBe(1);
+    await expect(page.locator('dl img.app-logo').getAttribute('src')).resolves.toBe('/logos/stripe.svg');
     await visited(page, 'connection');
 
     // Run now: a pending run appears on the page, then an engine (here the test, through the public REST API)

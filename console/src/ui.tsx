@@ -106,6 +106,19 @@ export function SecretOnce({ label, value, note }: { label: string; value: strin
   );
 }
 
+/**
+ * An application's logo, beside its name (so `alt=""`: the name says it already). Only a path on this server is
+ * loaded (the catalog's are /logos/<slug>.svg): the console's CSP allows images from nowhere else, and it makes
+ * no request that leaves the server. Any other logo_url keeps the place empty.
+ */
+export function AppLogo({ url, size = 24 }: { url: string | null | undefined; size?: number }) {
+  const onThisServer = url?.startsWith('/') === true && !url.startsWith('//');
+  if (!onThisServer) {
+    return <span className="app-logo" style={{ width: size, height: size }} aria-hidden="true" />;
+  }
+  return <img className="app-logo" src={url!} alt="" width={size} height={size} decoding="async" />;
+}
+
 export function StatusBadge({ status }: { status: string }) {
   return <span className={`badge badge-${status}`}>{status.replace('_', ' ')}</span>;
 }

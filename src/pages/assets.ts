@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { ASSETS_PATH } from '../paths.js';
+import { ASSETS_PATH, LOGOS_PATH } from '../paths.js';
 
 // Static files of the pages (`static/` in the repository: the stylesheet, and the scripts that start GraphiQL
 // and the API reference, kept out of the HTML so the pages' CSP can forbid inline scripts) and GraphiQL's
@@ -59,6 +59,22 @@ async function graphiqlFile(name: keyof typeof GRAPHIQL_FILES): Promise<ArrayBuf
   // The favicon comes as a data: URL.
   const dataUrl = /^data:[^;,]+;base64,(.*)$/s.exec(text);
   return Uint8Array.from(dataUrl ? Buffer.from(dataUrl[1]!, 'base64') : Buffer.from(text, 'utf8')).buffer;
+}
+
+/** A logo's file name: a catalog slug and `.svg`, nothing that could leave `static/logos/`. */
+const LOGO_FILE = /^[a-z0-9][a-z0-9-]{0,99}\.svg$/;
+
+/**
+ * The logo at `pathname` (under LOGOS_PATH), or null when there is none. SVG as an image: a browser runs no
+ * script of an SVG shown by `<img>`, and opened on its own it gets the data responses' CSP (`default-src 'none'`).
+ */
+export async function logoResponse(pathname: string, fetchAPI: { Response: typeof Response }): Promise<Response | null> {
+  const name = pathname.slice(LOGOS_PATH.length + 1);
+  if (!LOGO_FILE.test(name)) return null;
+  const file = new URL(`logos/${name}`, STATIC_DIR);
+  if (!cache.has(`logos/${name}`) && !existsSync(file)) return null;
+  const content = await cached(`logos/${name}`, async () => Uint8Array.from(await readFile(file)).buffer);
+  return new fetchAPI.Response(content, { headers: { 'content-type': 'image/svg+xml', 'cache-control': 'public, max-age=86400' } });
 }
 
 /** Where browsers look for a site's icon unasked: the same icon as GraphiQL's. */

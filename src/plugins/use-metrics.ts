@@ -10,6 +10,7 @@ import { ApiError } from '../errors.js';
 import {
   API_PREFIX,
   ASSETS_PATH,
+  LOGOS_PATH,
   DOCS_PATH,
   ERROR_DOCS_PATH,
   GRAPHQL_ENDPOINT,
@@ -48,6 +49,7 @@ export function routeOf(pathname: string): string {
   }
   if (path.startsWith(`${ERROR_DOCS_PATH}/`)) return `${ERROR_DOCS_PATH}/{code}`;
   if (path.startsWith(`${ASSETS_PATH}/`)) return `${ASSETS_PATH}/{file}`;
+  if (path.startsWith(`${LOGOS_PATH}/`)) return `${LOGOS_PATH}/{file}`;
   return 'unmatched';
 }
 

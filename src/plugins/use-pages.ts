@@ -1,11 +1,11 @@
 import type { Plugin } from 'graphql-yoga';
-import { assetResponse, FAVICON_PATH } from '../pages/assets.js';
+import { assetResponse, FAVICON_PATH, logoResponse } from '../pages/assets.js';
 import { consoleResponse, isConsolePath } from '../pages/console.js';
 import { landingPage } from '../pages/landing.js';
 import { htmlResponse } from '../pages/layout.js';
-import { ASSETS_PATH } from '../paths.js';
+import { ASSETS_PATH, LOGOS_PATH } from '../paths.js';
 
-/** The landing page at `/`, the pages' static files under `/assets/` (GraphiQL's bundle among them), `/favicon.ico` and the console. */
+/** The landing page at `/`, the pages' static files under `/assets/` (GraphiQL's bundle among them), `/favicon.ico`, the catalog's logos under `/logos/` and the console. */
 export function usePages(): Plugin {
   return {
     async onRequest({ request, url, endResponse, fetchAPI }) {
@@ -22,6 +22,10 @@ export function usePages(): Plugin {
       if (url.pathname.startsWith(`${ASSETS_PATH}/`) || url.pathname === FAVICON_PATH) {
         const asset = await assetResponse(url.pathname, fetchAPI);
         if (asset) endResponse(head(asset));
+      }
+      if (url.pathname.startsWith(`${LOGOS_PATH}/`)) {
+        const logo = await logoResponse(url.pathname, fetchAPI);
+        if (logo) endResponse(head(logo));
       }
     },
   };

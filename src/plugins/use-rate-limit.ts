@@ -5,7 +5,7 @@ import RateLimiterRes from 'rate-limiter-flexible/lib/RateLimiterRes.js';
 import type { RequestViewers } from '../auth/request-viewers.js';
 import type { Viewer } from '../auth/viewer.js';
 import { ApiError } from '../errors.js';
-import { ASSETS_PATH, DOCS_PATH, OPENAPI_PATH } from '../paths.js';
+import { ASSETS_PATH, DOCS_PATH, LOGOS_PATH, OPENAPI_PATH } from '../paths.js';
 import { budgetStore, type BudgetStore } from '../auth/budget-stores.js';
 import { earlyErrorResponse } from './error-response.js';
 
@@ -165,11 +165,12 @@ export function socketAddressOf(serverContext: unknown): string | undefined {
   return (serverContext as { req?: { socket?: { remoteAddress?: string } } } | undefined)?.req?.socket?.remoteAddress;
 }
 
-/** The docs pages are what a client reads to learn the limits; they, the landing page and their files cost nothing to serve. */
+/** The docs pages are what a client reads to learn the limits; they, the landing page, their files and the logos cost nothing to serve. */
 function isExempt(pathname: string): boolean {
   return (
     pathname === '/' ||
     pathname.startsWith(`${ASSETS_PATH}/`) ||
+    pathname.startsWith(`${LOGOS_PATH}/`) ||
     pathname === OPENAPI_PATH ||
     pathname === DOCS_PATH ||
     pathname.startsWith(`${DOCS_PATH}/`)

@@ -4,7 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { graphqlMembers, kindOf, MemberFields, memberPatchOf, memberProblems, withoutNulls } from '../connection-members';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { ErrorMessage, Loading, PageHeader, ProblemList } from '../ui';
+import { AppLogo, ErrorMessage, Loading, PageHeader, ProblemList } from '../ui';
 
 const CatalogQuery = graphql(`
   query ConsoleCatalog($search: String) {
@@ -13,6 +13,7 @@ const CatalogQuery = graphql(`
         id
         name
         description
+        logoUrl
         category {
           id
           name
@@ -95,6 +96,7 @@ export function ConnectApplication() {
                 checked={a.id === applicationId}
                 onChange={() => setApplicationId(a.id)}
               />
+              <AppLogo url={a.logoUrl} size={32} />
               <span>
                 <strong>{a.name}</strong> <span className="note">{a.category.name}</span>
                 <br />
@@ -106,7 +108,9 @@ export function ConnectApplication() {
       ) : null}
       {application ? (
         <form className="card" onSubmit={submit} aria-label={`Connect ${application.name}`} key={application.id}>
-          <h2>Connect {application.name}</h2>
+          <h2>
+            <AppLogo url={application.logoUrl} /> Connect {application.name}
+          </h2>
           <label htmlFor="connection-name">Name</label>
           <input id="connection-name" name="name" placeholder={application.name} maxLength={200} />
           <label htmlFor="connection-description">Description</label>

@@ -4,7 +4,7 @@ import { Link, useLocation } from 'wouter';
 import { graphqlMembers, kindOf, MemberFields, memberPatchOf, memberProblems, membersFromGraphQL } from '../connection-members';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
-import { ConfirmButton, ErrorMessage, Loading, PageHeader, ProblemList, StatusBadge, Time, useThrottled } from '../ui';
+import { AppLogo, ConfirmButton, ErrorMessage, Loading, PageHeader, ProblemList, StatusBadge, Time, useThrottled } from '../ui';
 import { SyncRows } from './SyncHistory';
 
 const ConnectionQuery = graphql(`
@@ -18,6 +18,7 @@ const ConnectionQuery = graphql(`
       createdAt
       updatedAt
       applicationName
+      logoUrl
       categoryName
       category {
         id
@@ -187,7 +188,10 @@ export function ConnectionDetail({ id }: { id: string }) {
           <StatusBadge status={connection.status} />
         </dd>
         <dt>Application</dt>
-        <dd>{connection.applicationName}</dd>
+        <dd>
+          <AppLogo url={connection.logoUrl} />
+          {connection.applicationName}
+        </dd>
         <dt>Category</dt>
         <dd>{connection.categoryName}</dd>
         <dt>Via</dt>

@@ -4,6 +4,7 @@ import { Link } from 'wouter';
 import { graphql } from '../generated';
 import { useCanWrite } from '../session';
 import {
+  AppLogo,
   durationOf,
   ErrorMessage,
   formatDuration,
@@ -31,6 +32,7 @@ const ConnectionsQuery = graphql(`
         name
         status
         applicationName
+        logoUrl
         categoryName
         syncs(limit: 1) {
           id
@@ -159,7 +161,10 @@ export function Connections() {
                         <td>
                           <Link href={`/connections/${connection.id}`}>{connection.name}</Link>
                         </td>
-                        <td className="secondary">{connection.applicationName}</td>
+                        <td className="secondary">
+                          <AppLogo url={connection.logoUrl} />
+                          {connection.applicationName}
+                        </td>
                         <td className="secondary">{connection.categoryName}</td>
                         <td>
                           <StatusBadge status={connection.status} />
