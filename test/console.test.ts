@@ -17,6 +17,7 @@ import { runCliOn } from './fixtures/cli.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway, testSecretKeys } from './fixtures/gateway.js';
 import { OK, startReceiver } from './fixtures/webhook-receiver.js';
+import { rest } from './fixtures/rest.js';
 
 // The console end to end: the real gateway (on PGlite, and on PostgreSQL when TEST_DATABASE_URL is set) serving
 // the console built from console/ by Vite, driven in Debian's headless Chromium like a person would: sign in,
@@ -849,6 +850,91 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expectCleanRun();
   }, 120_000);
 
+  it('exports the filtered sync history as CSV and NDJSON, signed in with a password and with a token', async () => {
+    const page = await newPage('export');
+    /** The export requests the page sent: their query string, and whether they carried a token. */
+    const exports: { query: URLSearchParams; authorization: string | undefined; url: string }[] = [];
+    page.on('request', (request) => {
+      const url = new URL(request.url());
+      if (url.pathname !== '/api/v1/integrations/syncs') return;
+      exports.push({ query: url.searchParams, authorization: request.headers().authorization, url: request.url() });
+    });
+    /** Clicks a download button and reads the file the browser saved. */
+    const download = async (format: 'CSV' | 'NDJSON'): Promise<string> => {
+      const [saved] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: `Download ${format}` }).click()]);
+      expect(saved.suggestedFilename()).toMatch(new RegExp(`^sync-history-\\d{4}-\\d{2}-\\d{2}\\.${format.toLowerCase()}$`));
+      return readFileSync((await saved.path())!, 'utf8');
+    };
+    /** The REST list's JSON answer for the same filters and order: what the files must hold, row for row. */
+    const answered = async (query: string): Promise<Record<string, unknown>[]> => {
+      const answer = await rest(fixture.gateway, `/api/v1/integrations/syncs?${query}&limit=100`, {
+        token: fixture.tenants.demo.adminToken,
+        expectStatus: 200,
+      });
+      const rows = answer.body.data as Record<string, unknown>[];
+      expect(rows.length, 'the filtered view fits one REST page').toBeGreaterThan(0);
+      expect(rows.length).toBeLessThan(100);
+      return rows;
+    };
+
+    // Signed in with a password (the session cookie): failed runs of a date range whose error mentions the
+    // provider, sorted by error text; both files hold exactly the runs the API answers for those filters.
+    await signIn(page, ADMIN);
+    await page.goto(`${origin}/console/syncs?status=failed&from=2026-06-01&to=2026-10-31&q=provider&sort=error`);
+    await page.locator('tbody tr').first().waitFor();
+    await checkAccessibility(page, 'sync history with its export');
+    const [startedFrom, startedBefore] = await page.evaluate(() => [
+      new Date(2026, 5, 1).toISOString(),
+      new Date(2026, 10, 1).toISOString(),
+    ]);
+    const viewQuery = `status=eq.failed&started_at=gte.${startedFrom}&started_at=lt.${startedBefore}&search=provider&order=error_message.asc.nullslast`;
+    const expected = await answered(viewQuery);
+    const total = Number(/Export these (\d+) runs?/.exec((await page.locator('.export').textContent()) ?? '')?.[1]);
+    expect(total).toBe(expected.length);
+
+    const ndjson = await download('NDJSON');
+    expect(ndjson.endsWith('\n')).toBe(true);
+    expect(
+      ndjson
+        .trimEnd()
+        .split('\n')
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+    ).toEqual(expected);
+    const csv = csvRecords(await download('CSV'));
+    expect(csv[0]).toEqual(Object.keys(expected[0]!));
+    expect(csv.slice(1).map((cells) => Object.fromEntries(csv[0]!.map((name, index) => [name, cells[index]])))).toEqual(
+      expected.map((row) => Object.fromEntries(Object.entries(row).map(([name, value]) => [name, csvText(value)]))),
+    );
+    expect(exports).toHaveLength(2);
+    for (const sent of exports) {
+      expect(Object.fromEntries(sent.query)).toEqual(Object.fromEntries(new URLSearchParams(viewQuery)));
+      expect(sent.query.getAll('started_at')).toEqual([`gte.${startedFrom}`, `lt.${startedBefore}`]);
+      expect(sent.authorization).toBeUndefined();
+    }
+
+    // Signed in with a token (kept in the tab's sessionStorage): the export sends it in Authorization, never in
+    // the URL. One connection's runs, by status.
+    exports.length = 0;
+    const connectionId = (expected[0] as { connection_id: string }).connection_id;
+    await signInWithToken(page, fixture.tenants.demo.adminToken);
+    await page.goto(`${origin}/console/syncs?connection=${connectionId}&sort=-status`);
+    await page.locator('tbody tr').first().waitFor();
+    const byConnection = await answered(`connection_id=${connectionId}&order=status.desc.nullslast`);
+    const lines = (await download('NDJSON')).trimEnd().split('\n');
+    expect(lines.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual(byConnection);
+    const csvRows = csvRecords(await download('CSV'));
+    expect(csvRows.slice(1).map((cells) => cells[csvRows[0]!.indexOf('id')])).toEqual(byConnection.map((row) => row.id));
+    expect(exports).toHaveLength(2);
+    for (const sent of exports) {
+      expect(sent.authorization).toBe(`Token ${fixture.tenants.demo.adminToken}`);
+      expect(sent.url).not.toContain(fixture.tenants.demo.adminToken);
+      expect(Object.fromEntries(sent.query)).toEqual({ connection_id: connectionId, order: 'status.desc.nullslast' });
+    }
+
+    await page.close();
+    expectCleanRun();
+  }, 120_000);
+
   it("shows times in the browser's time zone with UTC on hover, and reads filter dates and token expiry days there", async () => {
     // Chromium may name Kolkata by its older ICU name, Asia/Calcutta.
     for (const [timeZone, abbreviation, zoneName] of [
@@ -1429,3 +1515,38 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expectCleanRun();
   }, 90_000);
 });
+
+/** The records of a CSV file (RFC 4180: quoted cells may hold commas, quotes doubled and line breaks), header first. */
+function csvRecords(text: string): string[][] {
+  const records: string[][] = [];
+  let cells: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index]!;
+    if (quoted) {
+      if (char === '"' && text[index + 1] === '"') {
+        cell += '"';
+        index++;
+      } else if (char === '"') quoted = false;
+      else cell += char;
+    } else if (char === '"') quoted = true;
+    else if (char === ',') {
+      cells.push(cell);
+      cell = '';
+    } else if (char === '\r' && text[index + 1] === '\n') {
+      cells.push(cell);
+      records.push(cells);
+      cells = [];
+      cell = '';
+      index++;
+    } else cell += char;
+  }
+  return records;
+}
+
+/** A JSON value as a CSV cell reads once unquoted: text as it is, null as nothing, the rest as JSON. */
+function csvText(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}

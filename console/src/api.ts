@@ -138,7 +138,6 @@ export function isUnauthenticated(error: CombinedError | undefined): boolean {
   return error.graphQLErrors.some((e) => (e.extensions?.http as { status?: number } | undefined)?.status === 401);
 }
 
-/** POST a JSON body to a REST route of this server; resolves to the parsed answer, throws its message. */
 /** An error answer of the REST API: its message, and the code and details of its error body. */
 export class ApiAnswerError extends Error {
   constructor(
@@ -150,6 +149,18 @@ export class ApiAnswerError extends Error {
   }
 }
 
+interface ApiAnswer {
+  msg?: string;
+  error?: { code?: string; details?: { parameter: string; message: string }[] };
+}
+
+/** The REST answer's error body as an ApiAnswerError (the spec's body, or only the status when there is none). */
+function answerError(status: number, answer: ApiAnswer): ApiAnswerError {
+  const message = asSentence(answer.msg || `The server answered ${status}`);
+  return new ApiAnswerError(message, answer.error?.code, answer.error?.details ?? []);
+}
+
+/** POST a JSON body to a REST route of this server; resolves to the parsed answer, throws its message. */
 export async function postJson(path: string, body: unknown): Promise<unknown> {
   const response = await fetch(path, {
     method: 'POST',
@@ -158,12 +169,45 @@ export async function postJson(path: string, body: unknown): Promise<unknown> {
     body: JSON.stringify(body),
   });
   const text = await response.text();
-  const parsed = text
-    ? (JSON.parse(text) as { msg?: string; error?: { code?: string; details?: { parameter: string; message: string }[] } })
-    : {};
-  if (!response.ok) {
-    const message = asSentence(parsed.msg || `The server answered ${response.status}`);
-    throw new ApiAnswerError(message, parsed.error?.code, parsed.error?.details ?? []);
-  }
+  const parsed = text ? (JSON.parse(text) as ApiAnswer) : {};
+  if (!response.ok) throw answerError(response.status, parsed);
   return parsed;
+}
+
+/** The formats a REST list exports in (docs/reference/full-history.md), by the media type asked for in Accept. */
+export const EXPORT_FORMATS = {
+  csv: { label: 'CSV', accept: 'text/csv' },
+  ndjson: { label: 'NDJSON', accept: 'application/x-ndjson' },
+} as const;
+export type ExportFormat = keyof typeof EXPORT_FORMATS;
+
+/**
+ * Saves a REST list's export (every row its query matches) as the file `name`.<format>. It is fetched with this
+ * tab's credential, the session cookie or the token in Authorization (which no link could carry, and which never
+ * goes into a URL), then handed to the browser as a download. An error answer, or a transfer cut short, throws.
+ */
+export async function downloadExport(path: string, query: URLSearchParams, format: ExportFormat, name: string): Promise<void> {
+  const response = await fetch(`${path}?${query.toString()}`, {
+    credentials: 'same-origin',
+    headers: { ...requestHeaders(), accept: EXPORT_FORMATS[format].accept },
+  });
+  if (!response.ok) {
+    const text = await response.text();
+    let answer: ApiAnswer = {};
+    try {
+      answer = JSON.parse(text) as ApiAnswer;
+    } catch {
+      // Not the spec's error body (a proxy's page): the status says enough.
+    }
+    throw answerError(response.status, answer);
+  }
+  const file = URL.createObjectURL(await response.blob());
+  const link = document.createElement('a');
+  link.href = file;
+  link.download = `${name}.${format}`;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // The download has read the file by the time a minute has passed; until then the address must stay valid.
+  setTimeout(() => URL.revokeObjectURL(file), 60_000);
 }

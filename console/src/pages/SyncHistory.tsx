@@ -18,7 +18,9 @@ import {
   endOfLocalDay,
   startOfLocalDay,
   TIME_ZONE,
+  localDate,
 } from '../ui';
+import { downloadExport, EXPORT_FORMATS, type ExportFormat } from '../api';
 import { ConnectionPicker } from '../connection-picker';
 import { useUrlView } from '../url-view';
 import { SyncChanges } from './Connections';
@@ -79,6 +81,8 @@ function count(value: number | null | undefined): string {
 
 /** The columns the history sorts by, as the URL names them, and the API's field for each. */
 const SORTABLE = { status: 'status', started: 'startedAt', error: 'errorMessage' } as const;
+/** The same fields as the REST sync record names them. */
+const REST_FIELDS = { status: 'status', started: 'started_at', error: 'error_message' } as const;
 type SortColumn = keyof typeof SORTABLE;
 interface Sort {
   column: SortColumn;
@@ -202,6 +206,68 @@ function useHistoryView() {
   return { ...view, sort: parseSort(view.params.get('sort')) };
 }
 
+/** The history's view as the filters of the API: its GraphQL query's arguments, and the REST list's query string. */
+interface HistoryScope {
+  status: string;
+  connectionId: string;
+  /** The first instant of the `from` day and the first after the `to` day, in the browser's time zone. */
+  startedFrom: string | null;
+  startedBefore: string | null;
+  search: string;
+  sort: Sort;
+}
+
+/**
+ * The REST sync list's query string (`status=eq.failed&started_at=gte.…&search=…&order=…`) that selects exactly
+ * the runs the view shows, in its order: what the export sends.
+ */
+function restQuery(scope: HistoryScope): URLSearchParams {
+  const query = new URLSearchParams();
+  if (scope.status) query.set('status', `eq.${scope.status}`);
+  if (scope.connectionId) query.set('connection_id', scope.connectionId);
+  if (scope.startedFrom) query.append('started_at', `gte.${scope.startedFrom}`);
+  if (scope.startedBefore) query.append('started_at', `lt.${scope.startedBefore}`);
+  if (scope.search) query.set('search', scope.search);
+  if (sortParam(scope.sort) !== null) {
+    query.set('order', `${REST_FIELDS[scope.sort.column]}.${scope.sort.descending ? 'desc' : 'asc'}.nullslast`);
+  }
+  return query;
+}
+
+/** Downloads the runs of the view as CSV or NDJSON, through the REST list's export, with the view's filters and order. */
+function ExportRuns({ scope, total }: { scope: HistoryScope; total: number | undefined }) {
+  const [exporting, setExporting] = useState<ExportFormat | null>(null);
+  const [error, setError] = useState<Error | null>(null);
+  const save = async (format: ExportFormat) => {
+    setExporting(format);
+    setError(null);
+    try {
+      await downloadExport(SYNC_LIST_PATH, restQuery(scope), format, `sync-history-${localDate(Date.now())}`);
+    } catch (failure) {
+      setError(failure instanceof Error ? failure : new Error(String(failure)));
+    } finally {
+      setExporting(null);
+    }
+  };
+  return (
+    <div className="export">
+      <span id="export-label">
+        Export {total === undefined ? 'these runs' : `these ${total} ${total === 1 ? 'run' : 'runs'}`}, with the filters and order shown:
+      </span>
+      {(Object.keys(EXPORT_FORMATS) as ExportFormat[]).map((format) => (
+        <button key={format} type="button" aria-describedby="export-label" disabled={exporting !== null} onClick={() => void save(format)}>
+          {`Download ${EXPORT_FORMATS[format].label}`}
+        </button>
+      ))}
+      <span role="status">{exporting ? `Preparing the ${EXPORT_FORMATS[exporting].label} file…` : ''}</span>
+      <ErrorMessage error={error} />
+    </div>
+  );
+}
+
+/** The REST list the export reads. */
+const SYNC_LIST_PATH = '/api/v1/integrations/syncs';
+
 export function SyncHistory() {
   const { params, refine, pages, sort } = useHistoryView();
   const status = params.get('status') ?? '';
@@ -224,9 +290,17 @@ export function SyncHistory() {
     if (searched !== searchParam.trim()) refine({ q: searched || null });
   }, [searched]);
 
+  const view: HistoryScope = {
+    status,
+    connectionId,
+    startedFrom: from ? startOfLocalDay(from).toISOString() : null,
+    startedBefore: to ? endOfLocalDay(to).toISOString() : null,
+    search: searchParam.trim(),
+    sort,
+  };
   const startedAt = {
-    ...(from ? { gte: startOfLocalDay(from).toISOString() } : {}),
-    ...(to ? { lt: endOfLocalDay(to).toISOString() } : {}),
+    ...(view.startedFrom ? { gte: view.startedFrom } : {}),
+    ...(view.startedBefore ? { lt: view.startedBefore } : {}),
   };
   const filter = {
     ...(status ? { status: { eq: status as (typeof SYNC_STATUSES)[number] } } : {}),
@@ -237,7 +311,7 @@ export function SyncHistory() {
   const scope = {
     connectionId: connectionId || null,
     filter: Object.keys(filter).length > 0 ? filter : null,
-    search: searchParam.trim() || null,
+    search: view.search || null,
     // Absent, not null, in the API's own order: a cursor is bound to the arguments as they were sent.
     ...(orderBy ? { orderBy } : {}),
   };
@@ -297,6 +371,7 @@ export function SyncHistory() {
       {!data && fetching ? <Loading /> : null}
       {data ? (
         <>
+          <ExportRuns scope={view} total={data.syncs.totalCount} />
           <SyncRows syncs={data.syncs.nodes} sort={sort} onSort={(next) => refine({ sort: sortParam(next) }, { push: true })} />
           <Pager label="Sync history pages" pages={pages} pageInfo={data.syncs.pageInfo} limit={PAGE} total={data.syncs.totalCount} />
         </>
