@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration } from '../console/src/format.js';
+import { countTicks, formatDuration } from '../console/src/format.js';
 
 // The console's durations, for the values where rounding each unit on its own went wrong ("1 min 60 s").
 
@@ -28,5 +28,18 @@ describe("the console's durations", () => {
     ];
     for (const [ms, shown] of cases) expect(formatDuration(ms), `${ms} ms`).toBe(shown);
     expect(formatDuration(null)).toBe('—');
+  });
+});
+
+describe("the overview chart's count axis", () => {
+  it('goes from 0 to a round top at or above the largest count, in steps of 1, 2 or 5 times a power of ten', () => {
+    expect(countTicks(0)).toEqual([0, 1]);
+    expect(countTicks(1)).toEqual([0, 1]);
+    expect(countTicks(3)).toEqual([0, 1, 2, 3]);
+    expect(countTicks(7)).toEqual([0, 2, 4, 6, 8]);
+    expect(countTicks(18)).toEqual([0, 5, 10, 15, 20]);
+    expect(countTicks(20)).toEqual([0, 5, 10, 15, 20]);
+    expect(countTicks(137)).toEqual([0, 50, 100, 150]);
+    expect(countTicks(4_000)).toEqual([0, 1_000, 2_000, 3_000, 4_000]);
   });
 });

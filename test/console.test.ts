@@ -850,6 +850,66 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expectCleanRun();
   }, 120_000);
 
+  it('draws the overview chart with a count axis and a date axis, readable without hover at any width, with a text alternative', async () => {
+    const page = await newPage('overview chart');
+    await signIn(page, READER);
+    const stats = await graphql<{ syncStats: { days: number; perDay: { day: string; count: number }[] } }>(
+      fixture.gateway,
+      '{ syncStats(days: 30) { days perDay { day count } } }',
+      { token: fixture.tenants.demo.readerToken, expectOk: true },
+    );
+    const perDay = new Map<string, number>();
+    for (const row of stats.body.data!.syncStats.perDay) perDay.set(row.day, (perDay.get(row.day) ?? 0) + row.count);
+    const total = [...perDay.values()].reduce((sum, count) => sum + count, 0);
+    const busiest = Math.max(0, ...perDay.values());
+    for (const width of [1280, 390]) {
+      await page.setViewportSize({ width, height: 900 });
+      await page.locator('.chart-y span').first().waitFor();
+      // The count axis: 0 up to a round number at or above the busiest day, in equal steps.
+      const counts = (await page.locator('.chart-y span').allTextContents()).map(Number);
+      expect(counts[0]).toBe(0);
+      expect(counts.at(-1)!).toBeGreaterThanOrEqual(busiest);
+      const step = counts[1]! - counts[0]!;
+      expect(counts.every((count, index) => count === index * step)).toBe(true);
+      // The date axis: every fifth day (every tenth on a phone), named as a person reads it.
+      const dates = await page.locator('.chart-x span:visible').allTextContents();
+      expect(dates).toHaveLength(Math.ceil(stats.body.data!.syncStats.days / (width < 640 ? 10 : 5)));
+      for (const date of dates) expect(date).toMatch(/^[A-Z][a-z]{2} \d{1,2}$/);
+      // Shown, at a readable size, none over another, all within the page.
+      for (const selector of ['.chart-y span', '.chart-x span:visible']) {
+        const boxes = await page.locator(selector).evaluateAll((labels) =>
+          labels.map((label) => {
+            const box = label.getBoundingClientRect();
+            return {
+              left: box.left,
+              right: box.right,
+              top: box.top,
+              bottom: box.bottom,
+              size: Number.parseFloat(getComputedStyle(label).fontSize),
+            };
+          }),
+        );
+        for (const [index, box] of boxes.entries()) {
+          expect(box.size, `${selector} at ${width} px`).toBeGreaterThanOrEqual(12);
+          expect(box.left).toBeGreaterThanOrEqual(0);
+          expect(box.right).toBeLessThanOrEqual(width);
+          const next = boxes[index + 1];
+          if (next && selector === '.chart-x span:visible') expect(box.right, `dates apart at ${width} px`).toBeLessThan(next.left);
+          if (next && selector === '.chart-y span') expect(next.bottom, `counts apart at ${width} px`).toBeLessThan(box.top);
+        }
+      }
+    }
+    // The text alternative says what the chart shows; the table below has every number.
+    const summary = await page.getByRole('img', { name: /runs from/ }).getAttribute('aria-label');
+    expect(summary).toMatch(new RegExp(`^${total} runs from [A-Z][a-z]{2} \\d{1,2} to [A-Z][a-z]{2} \\d{1,2} \\(UTC days\\)`));
+    if (total > 0) expect(summary).toContain(`at most ${busiest} on`);
+    await expect(page.locator('.chart-summary').textContent()).resolves.toBe(summary);
+    await checkAccessibility(page, 'overview chart');
+    await page.setViewportSize({ width: 1200, height: 800 });
+    await page.close();
+    expectCleanRun();
+  }, 60_000);
+
   it('exports the filtered sync history as CSV and NDJSON, signed in with a password and with a token', async () => {
     const page = await newPage('export');
     /** The export requests the page sent: their query string, and whether they carried a token. */

@@ -225,6 +225,28 @@ describe.each(databaseKinds)('seed data on %s', (kind) => {
     }
   });
 
+  test("the first start's demo history ends at that start: the overview's last days have runs", async () => {
+    const fresh = await createTestDatabase(kind);
+    try {
+      const startedAt = Date.now();
+      const tenantId = await ensureDemo(fresh);
+      const [window] = await fresh.raw.query<{ newest: string; latestFinish: string | null; lastTenDays: number }>(
+        `SELECT max("started_at")::text AS "newest", max("finished_at")::text AS "latestFinish",
+                count(*) FILTER (WHERE "started_at" >= now() - interval '10 days')::int AS "lastTenDays"
+           FROM "syncs" WHERE "tenant_id" = $1`,
+        [tenantId],
+      );
+      // Nothing after the start, and the newest run a few days before it at most (runs are days apart).
+      expect(new Date(window!.newest).getTime()).toBeLessThanOrEqual(Date.now());
+      expect(new Date(window!.newest).getTime()).toBeGreaterThan(startedAt - 3 * 86_400_000);
+      expect(new Date(window!.latestFinish!).getTime()).toBeLessThanOrEqual(Date.now());
+      // The last third of the overview's 30 days is not empty.
+      expect(window!.lastTenDays).toBeGreaterThanOrEqual(10);
+    } finally {
+      await fresh.dispose();
+    }
+  });
+
   test('seedLoad inserts exactly the requested counts, and again on a second run', async () => {
     const tenantId = await createTenant(db, 'bench');
     const result = await seedLoad(db, 'bench', { connections: 20, syncs: 5000, now: NOW });

@@ -59,5 +59,14 @@ export function durationOf(startedAt: string, finishedAt: string | null | undefi
   return finishedAt ? new Date(finishedAt).getTime() - new Date(startedAt).getTime() : null;
 }
 
+/** The count axis: 0 to a round top at or above `max`, in 1, 2 or 5 times a power of ten, about four steps. */
+export function countTicks(max: number): number[] {
+  const rough = Math.max(1, max) / 4;
+  const power = 10 ** Math.floor(Math.log10(rough));
+  const step = Math.max(1, [1, 2, 5, 10].map((factor) => factor * power).find((candidate) => candidate >= rough)!);
+  const top = Math.max(step, Math.ceil(max / step) * step);
+  return Array.from({ length: top / step + 1 }, (_, index) => index * step);
+}
+
 /** A day in milliseconds. */
 export const DAY_MS = 24 * 60 * 60 * 1000;

@@ -1,6 +1,7 @@
 import { useQuery, useSubscription } from 'urql';
 import { Link } from 'wouter';
 import { graphql } from '../generated';
+import { countTicks } from '../format';
 import { ErrorMessage, formatDuration, Loading, Time, PageHeader, useThrottled, DAY_MS } from '../ui';
 import { SyncChanges } from './Connections';
 import { SYNC_STATUSES } from './SyncHistory';
@@ -149,7 +150,20 @@ export function Overview() {
   );
 }
 
-/** Stacked bars, one per UTC day; the same numbers as a table below it for screen readers and exact reading. */
+/** A day (YYYY-MM-DD, a UTC day) as the axis and the summary write it: "Nov 3". */
+const dayLabel = new Intl.DateTimeFormat(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
+function formatDay(day: string): string {
+  return dayLabel.format(new Date(`${day}T00:00:00Z`));
+}
+
+/** Days between two date labels of the x axis (twice as many on a narrow screen, which hides the `minor` ones). */
+const DAY_LABEL_EVERY = 5;
+
+/**
+ * Stacked bars, one per UTC day, with a count axis (round numbers and grid lines) and a date axis, readable
+ * without hovering; the labels are HTML, so they keep their size however wide the chart is drawn. The summary
+ * is its text alternative, and the same numbers are a table below it.
+ */
 function RunsChart({
   since,
   days,
@@ -167,38 +181,63 @@ function RunsChart({
     if (entry) entry[row.status] += row.count;
   }
   const totals = dayList.map((d) => SYNC_STATUSES.reduce((sum, s) => sum + counts.get(d)![s], 0));
-  const max = Math.max(1, ...totals);
-  const width = 720;
-  const height = 200;
-  const barWidth = width / days;
+  const max = Math.max(0, ...totals);
+  const ticks = countTicks(max);
+  const top = ticks[ticks.length - 1]!;
   const all = totals.reduce((a, b) => a + b, 0);
+  const busiest = dayList[totals.indexOf(max)]!;
+  // Plot units: each day 10 wide, the height 100; stretched to the box, so the bars fill its width.
+  const summary =
+    `${all} runs from ${formatDay(dayList[0]!)} to ${formatDay(dayList[days - 1]!)} (UTC days)` +
+    (all > 0 ? `, at most ${max} on ${formatDay(busiest)}.` : '.');
   return (
     <figure className="chart">
-      <svg viewBox={`0 0 ${width} ${height + 20}`} role="img" aria-label={`${all} runs in ${days} days, at most ${max} in one day`}>
-        {dayList.map((day, i) => {
-          let y = height;
-          return (
-            <g key={day}>
-              {SYNC_STATUSES.map((status) => {
-                const value = counts.get(day)![status];
-                if (value === 0) return null;
-                const h = (value / max) * height;
-                y -= h;
-                return (
-                  <rect key={status} className={`bar-${status}`} x={i * barWidth + 1} y={y} width={barWidth - 2} height={h}>
-                    <title>{`${day}: ${value} ${status.replace('_', ' ')}`}</title>
-                  </rect>
-                );
-              })}
-              {i % 5 === 0 ? (
-                <text x={i * barWidth} y={height + 15} className="axis">
-                  {day.slice(5)}
-                </text>
-              ) : null}
-            </g>
-          );
-        })}
-      </svg>
+      <div className="chart-area">
+        <div className="chart-y" aria-hidden="true">
+          {ticks.map((tick) => (
+            <span key={tick} style={{ bottom: `${(tick / top) * 100}%` }}>
+              {tick}
+            </span>
+          ))}
+        </div>
+        <svg viewBox={`0 0 ${days * 10} 100`} preserveAspectRatio="none" role="img" aria-label={summary}>
+          {ticks.map((tick) => (
+            <line key={tick} className="grid" x1={0} x2={days * 10} y1={100 - (tick / top) * 100} y2={100 - (tick / top) * 100} />
+          ))}
+          {dayList.map((day, i) => {
+            let y = 100;
+            return (
+              <g key={day}>
+                {SYNC_STATUSES.map((status) => {
+                  const value = counts.get(day)![status];
+                  if (value === 0) return null;
+                  const h = (value / top) * 100;
+                  y -= h;
+                  return (
+                    <rect key={status} className={`bar-${status}`} x={i * 10 + 1} y={y} width={8} height={h}>
+                      <title>{`${day}: ${value} ${status.replace('_', ' ')}`}</title>
+                    </rect>
+                  );
+                })}
+              </g>
+            );
+          })}
+        </svg>
+        <div className="chart-x" aria-hidden="true">
+          {dayList.map((day, i) =>
+            i % DAY_LABEL_EVERY === 0 ? (
+              <span
+                key={day}
+                className={i % (2 * DAY_LABEL_EVERY) === 0 ? undefined : 'minor'}
+                style={{ left: `${((i + 0.5) / days) * 100}%` }}
+              >
+                {formatDay(day)}
+              </span>
+            ) : null,
+          )}
+        </div>
+      </div>
+      <p className="note chart-summary">{summary}</p>
       <figcaption>
         <ul className="legend">
           {SYNC_STATUSES.map((s) => (
