@@ -1325,6 +1325,83 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     }
   }, 120_000);
 
+  it("shows in the endpoint list each endpoint's latest delivery with its failed attempts, and the failed deliveries in a row", async () => {
+    const receiver = await startReceiver();
+    receiver.answer = (_request, _body, response) => response.writeHead(500).end('down');
+    // Each delivery is tried 3 times (one try, two retries), then fails.
+    const worker = new DeliveryWorker({
+      db: fixture.db,
+      logger: createLogger('silent'),
+      secretKeys: testSecretKeys(fixture.db),
+      allowPrivate: true,
+      retrySchedule: [0.2, 0.2],
+      disableAfter: 10,
+      pollMs: 100,
+    });
+    const admin = { token: fixture.tenants.demo.adminToken, expectOk: true } as const;
+    let endpointId = '';
+    await worker.start();
+    try {
+      const created = await graphql<{ createWebhookEndpoint: { id: string } }>(
+        fixture.gateway,
+        'mutation($url: String!) { createWebhookEndpoint(input: { url: $url, eventTypes: ["connection.updated"] }) { id } }',
+        { ...admin, variables: { url: receiver.url } },
+      );
+      endpointId = created.body.data!.createWebhookEndpoint.id;
+      const connections = await graphql<{ connections: { nodes: { id: string }[] } }>(
+        fixture.gateway,
+        '{ connections(limit: 1) { nodes { id } } }',
+        admin,
+      );
+      const connectionId = connections.body.data!.connections.nodes[0]!.id;
+      for (const description of ['Failing receiver, first', 'Failing receiver, second']) {
+        await graphql(fixture.gateway, 'mutation($id: ID!, $d: String!) { updateConnection(id: $id, input: { description: $d }) { id } }', {
+          ...admin,
+          variables: { id: connectionId, d: description },
+        });
+      }
+      await expect
+        .poll(
+          async () => {
+            const read = await graphql<{ webhookEndpoint: { consecutiveFailures: number } }>(
+              fixture.gateway,
+              'query($id: ID!) { webhookEndpoint(id: $id) { consecutiveFailures } }',
+              { ...admin, variables: { id: endpointId } },
+            );
+            return read.body.data!.webhookEndpoint.consecutiveFailures;
+          },
+          { timeout: 20_000 },
+        )
+        .toBe(2);
+      expect(receiver.hits).toBe(6);
+
+      const page = await newPage('webhook failures');
+      await signIn(page, ADMIN);
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      await page.getByRole('heading', { name: 'Webhooks' }).waitFor();
+      const headers = await page.getByRole('columnheader').allTextContents();
+      expect(headers.slice(-2)).toEqual(['Latest delivery', 'Failed deliveries in a row']);
+      const row = page.getByRole('row').filter({ has: page.getByRole('link', { name: receiver.url }) });
+      const cells = await row.getByRole('cell').allTextContents();
+      expect(cells.slice(-2)).toEqual(['failed after 3 attempts', '2']);
+      await visited(page, 'webhooks-failing');
+      // The endpoint's log agrees: two deliveries, each with 3 failed attempts.
+      await row.getByRole('link', { name: receiver.url }).click();
+      await page.getByRole('heading', { name: 'Delivery log' }).waitFor();
+      await expect(page.getByRole('link', { name: /^Delivery \S+: connection\.updated, failed$/ }).count()).resolves.toBe(2);
+      await page.close();
+      expectCleanRun();
+    } finally {
+      await worker.stop();
+      await receiver.close();
+      if (endpointId)
+        await graphql(fixture.gateway, 'mutation($id: ID!) { deleteWebhookEndpoint(id: $id) { id } }', {
+          ...admin,
+          variables: { id: endpointId },
+        });
+    }
+  }, 120_000);
+
   it('shows an admin the activity log: who did what, from where, in local time, filters in the URL; a reader has none', async () => {
     await graphql(fixture.gateway, 'mutation { createServiceUser(name: "activity-shown", role: reader) { id } }', {
       token: fixture.tenants.demo.adminToken,

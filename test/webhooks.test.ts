@@ -615,6 +615,45 @@ describe.each(databaseKinds)('webhooks on %s', (kind) => {
     expect(broken.received.at(-1)!.verified).toBe(true);
   });
 
+  it("an endpoint's latest delivery shows the failed attempts being retried, which the count of failed deliveries does not", async () => {
+    const broken = await receiver();
+    broken.answer = (_request, _body, response) => response.writeHead(500).end('boom');
+    const endpointId = await endpointFor(broken, { event_types: ['connection.created'] });
+    const ENDPOINTS = '{ webhookEndpoints { nodes { id consecutiveFailures latestDelivery { id eventType status attempts } } } }';
+    type Endpoints = {
+      webhookEndpoints: {
+        nodes: {
+          id: string;
+          consecutiveFailures: number;
+          latestDelivery: { id: string; eventType: string; status: string; attempts: number } | null;
+        }[];
+      };
+    };
+    const read = async () => {
+      const response = await graphql<Endpoints>(t.gateway, ENDPOINTS, { token: admin, expectOk: true });
+      return response.body.data!.webhookEndpoints.nodes.find((node) => node.id === endpointId)!;
+    };
+    expect(await read()).toEqual({ id: endpointId, consecutiveFailures: 0, latestDelivery: null });
+
+    // Two deliveries, each failed for good after its 3 attempts (one try and two retries).
+    const first = await worker({ retrySchedule: [0.1, 0.1] });
+    await connection({ webhook_enabled: true });
+    await connection({ webhook_enabled: true });
+    const failed = await until(read, (endpoint) => endpoint.consecutiveFailures === 2);
+    expect(broken.hits).toBe(6);
+    const log = (await send(t.gateway, 'GET', `/webhooks/${endpointId}/deliveries?order=created_at.desc`, admin)).body.data;
+    expect(failed.latestDelivery).toEqual({ id: log[0].id, eventType: 'connection.created', status: 'failed', attempts: 3 });
+    await first.stop();
+
+    // A third, still retrying after 2 failed attempts: its attempts show, the count of failed deliveries stays.
+    await worker({ retrySchedule: [0.1, 3600] });
+    await connection({ webhook_enabled: true });
+    const retrying = await until(read, (endpoint) => endpoint.latestDelivery?.attempts === 2);
+    expect(retrying.latestDelivery).toMatchObject({ status: 'pending', attempts: 2 });
+    expect(retrying.latestDelivery!.id).not.toBe(failed.latestDelivery!.id);
+    expect(retrying.consecutiveFailures).toBe(2);
+  });
+
   it('an attempt ends after the time limit, a redirect is not followed, and the guard is applied again at delivery', async () => {
     const slow = await receiver();
     slow.answer = () => {

@@ -3,9 +3,11 @@ import type { Context } from '../context.js';
 import {
   createWebhookEndpoint,
   deleteWebhookEndpoint,
+  latestDeliveries,
   redeliverWebhook,
   rotateWebhookSecret,
   updateWebhookEndpoint,
+  type WebhookDeliveryRow,
   type WebhookEndpointRow,
 } from '../db/webhooks.js';
 import { parseCreateWebhookEndpoint, parseWebhookEndpointPatch } from '../domain/webhook-input.js';
@@ -32,19 +34,7 @@ import { bodyOf, once } from './writes.js';
 /** An endpoint as the API shows it; `secret` only right after create or rotate. */
 type EndpointView = WebhookEndpointRow & { secret?: string | undefined };
 
-interface DeliveryView {
-  id: string;
-  endpointId: string;
-  eventId: bigint;
-  eventType: string;
-  payload: unknown;
-  status: string;
-  attempts: number;
-  nextAttemptAt: Date | null;
-  lastStatusCode: number | null;
-  createdAt: Date;
-  updatedAt: Date;
-}
+type DeliveryView = WebhookDeliveryRow;
 
 interface AttemptView {
   attempt: number;
@@ -129,7 +119,19 @@ export const WebhookEndpoint = builder.objectRef<EndpointView>('WebhookEndpoint'
       nullable: true,
       description: 'Set when the service disabled it after consecutive failed deliveries.',
     }),
-    consecutiveFailures: t.exposeInt('consecutiveFailures', { description: 'Failed deliveries since the last one that succeeded.' }),
+    consecutiveFailures: t.exposeInt('consecutiveFailures', {
+      description:
+        'Deliveries in a row that failed for good (every retry spent), since the last one that succeeded. A delivery still being retried is not counted (its failed attempts are in the delivery log).',
+    }),
+    latestDelivery: t.loadable({
+      type: WebhookDelivery,
+      nullable: true,
+      description:
+        "The delivery of the newest event sent to the endpoint, with its status and attempts so far (a failing endpoint's retries show here before they are spent); null before any. A page of endpoints loads them in one statement.",
+      load: (ids: string[], context) => latestDeliveries(context.db.raw, requireViewer(context).tenantId, ids),
+      sort: (delivery) => delivery.endpointId,
+      resolve: (endpoint) => endpoint.id,
+    }),
     secret: t.string({
       nullable: true,
       description: 'The signing secret (whsec_…). Only in the answer of createWebhookEndpoint and rotateWebhookSecret: store it then.',

@@ -19,6 +19,11 @@ const EndpointsQuery = graphql(`
         eventTypes
         consecutiveFailures
         disabledReason
+        latestDelivery {
+          id
+          status
+          attempts
+        }
       }
     }
   }
@@ -51,6 +56,15 @@ export function EventTypeFields({ selected }: { selected?: readonly string[] }) 
       </div>
     </fieldset>
   );
+}
+
+/** The latest delivery's state in words: a failing endpoint shows its failed attempts while they are retried. */
+export function latestDeliveryText(delivery: { status: string; attempts: number } | null | undefined): string {
+  if (!delivery) return 'none yet';
+  const attempts = `${delivery.attempts} ${delivery.attempts === 1 ? 'attempt' : 'attempts'}`;
+  if (delivery.status === 'succeeded') return delivery.attempts > 1 ? `succeeded after ${attempts}` : 'succeeded';
+  if (delivery.status === 'failed') return delivery.attempts === 0 ? 'failed, not sent (endpoint disabled)' : `failed after ${attempts}`;
+  return delivery.attempts === 0 ? 'pending' : `retrying: ${delivery.attempts} failed ${delivery.attempts === 1 ? 'attempt' : 'attempts'}`;
 }
 
 export function Webhooks() {
@@ -124,38 +138,47 @@ function WebhookEndpoints() {
         data.webhookEndpoints.nodes.length === 0 ? (
           <p>No endpoints yet.</p>
         ) : (
-          <div className="table-scroll">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">URL</th>
-                  <th scope="col" className="secondary">
-                    Description
-                  </th>
-                  <th scope="col">State</th>
-                  <th scope="col" className="secondary">
-                    Event types
-                  </th>
-                  <th scope="col" className="number">
-                    Failures in a row
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.webhookEndpoints.nodes.map((endpoint) => (
-                  <tr key={endpoint.id}>
-                    <td>
-                      <Link href={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
-                    </td>
-                    <td className="secondary">{endpoint.description || '—'}</td>
-                    <td>{endpoint.enabled ? 'enabled' : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`}</td>
-                    <td className="secondary">{endpoint.eventTypes.length === 0 ? 'every type' : endpoint.eventTypes.join(', ')}</td>
-                    <td className="number">{endpoint.consecutiveFailures}</td>
+          <>
+            <div className="table-scroll">
+              <table>
+                <thead>
+                  <tr>
+                    <th scope="col">URL</th>
+                    <th scope="col" className="secondary">
+                      Description
+                    </th>
+                    <th scope="col">State</th>
+                    <th scope="col" className="secondary">
+                      Event types
+                    </th>
+                    <th scope="col">Latest delivery</th>
+                    <th scope="col" className="number">
+                      Failed deliveries in a row
+                    </th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+                </thead>
+                <tbody>
+                  {data.webhookEndpoints.nodes.map((endpoint) => (
+                    <tr key={endpoint.id}>
+                      <td>
+                        <Link href={`/webhooks/${endpoint.id}`}>{endpoint.url}</Link>
+                      </td>
+                      <td className="secondary">{endpoint.description || '—'}</td>
+                      <td>{endpoint.enabled ? 'enabled' : `disabled${endpoint.disabledReason ? `: ${endpoint.disabledReason}` : ''}`}</td>
+                      <td className="secondary">{endpoint.eventTypes.length === 0 ? 'every type' : endpoint.eventTypes.join(', ')}</td>
+                      <td>{latestDeliveryText(endpoint.latestDelivery)}</td>
+                      <td className="number">{endpoint.consecutiveFailures}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+            <p className="note">
+              A delivery is retried on a schedule; it fails once its last retry has failed. <em>Latest delivery</em> shows the newest
+              event's delivery with its attempts so far, retries included; <em>Failed deliveries in a row</em> counts the deliveries that
+              failed, since the last one that succeeded.
+            </p>
+          </>
         )
       ) : null}
     </>
