@@ -580,11 +580,15 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expect(await expectLogosShown(page.locator('dl'))).toBe(1);
     await expect(page.locator('dl img.app-logo').getAttribute('src')).resolves.toBe('/logos/stripe.svg');
     await visited(page, 'connection');
+    // Never ran: the scheduler queues its first run at its next tick.
+    const nextRun = page.locator('dt:text-is("Next scheduled run") + dd');
+    await expect(nextRun.textContent()).resolves.toBe('due now');
 
     // Run now: a pending run appears on the page, then an engine (here the test, through the public REST API)
     // claims it, reports progress and finishes it; the page follows without a reload.
     await page.getByRole('button', { name: 'Run now' }).click();
     await page.getByRole('link', { name: /: pending$/ }).waitFor();
+    await expect.poll(() => nextRun.textContent()).toBe('after the run under way');
     const engine = (path: string, method: string, body: unknown) =>
       fetch(`${origin}/api/v1/integrations${path}`, {
         method,
@@ -598,8 +602,21 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('link', { name: /: in progress$/ }).click();
     await page.getByRole('heading', { name: `Run ${run.id}` }).waitFor();
     await visited(page, 'run-in-progress');
-    expect((await engine(`/syncs/${run.id}`, 'PATCH', { summary: { processed: 40 } })).status).toBe(200);
+    // Progress reports move its bar live: an indeterminate one without an estimate, then processed of estimated.
+    const progress = page.getByRole('progressbar', { name: `Progress of run ${run.id}` });
+    await progress.waitFor();
+    expect(await progress.getAttribute('value')).toBeNull();
+    expect((await engine(`/syncs/${run.id}`, 'PATCH', { summary: { processed: 40, estimated_items: 120 } })).status).toBe(200);
     await page.locator('dd', { hasText: /^40$/ }).first().waitFor();
+    await expect.poll(() => progress.getAttribute('value')).toBe('40');
+    expect(await progress.getAttribute('max')).toBe('120');
+    await expect(page.locator('dd .progress').textContent()).resolves.toContain('40 of 120 (33%)');
+    await checkAccessibility(page, 'run with its progress');
+    // The history shows the bar too, beside the run's status.
+    await page.goto(`${origin}/console/syncs?status=in_progress&connection=${connectionId}`);
+    await expect(page.getByRole('progressbar', { name: `Progress of run ${run.id}` }).getAttribute('value')).resolves.toBe('40');
+    await page.goBack();
+    await page.getByRole('heading', { name: `Run ${run.id}` }).waitFor();
     const finished = await engine(`/syncs/${run.id}`, 'PATCH', {
       status: 'success',
       summary: { processed: 120, inserted: 100, updated: 15, deleted: 5 },
@@ -614,12 +631,22 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
     // Edit settings, pause, resume and delete behind a confirmation.
     await page.goto(`${origin}/console/connections/${connectionId}`);
+    // Finished: the next run is its sync_interval (15 minutes by default) after this one started.
+    const scheduled = await graphql<{ connection: { nextScheduledRunAt: string; syncs: { startedAt: string }[] } }>(
+      fixture.gateway,
+      `{ connection(id: "${connectionId}") { nextScheduledRunAt syncs(limit: 1) { startedAt } } }`,
+      { token: fixture.tenants.demo.adminToken, expectOk: true },
+    );
+    const { nextScheduledRunAt, syncs: newest } = scheduled.body.data!.connection;
+    expect(Date.parse(nextScheduledRunAt)).toBe(Date.parse(newest[0]!.startedAt) + 15 * 60_000);
+    await expect(nextRun.locator('time').getAttribute('datetime')).resolves.toBe(nextScheduledRunAt);
     await page.getByRole('button', { name: 'Edit settings' }).click();
     await page.getByLabel(/Sync interval/).selectOption('6h');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText('6h', { exact: true }).waitFor();
     await page.getByRole('button', { name: 'Pause' }).click();
     await page.getByRole('button', { name: 'Resume' }).waitFor();
+    await expect.poll(() => nextRun.textContent()).toBe('none while paused');
     await page.getByRole('button', { name: 'Delete connection' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('heading', { name: 'Connections' }).waitFor();

@@ -217,6 +217,38 @@ describe.each(databaseKinds)('GraphQL writes on %s', (kind) => {
     expect(late).toMatchObject({ status: 409, code: 'CONFLICT' });
   });
 
+  it("says when the scheduler queues a connection's next run, and none while a run is under way or it is paused", async () => {
+    const NEXT = 'query($id: ID!) { connection(id: $id) { status nextScheduledRunAt syncs(limit: 1) { startedAt } } }';
+    const next = async (id: string) => (await ok(NEXT, { id }, reader)).connection;
+    const { createConnection: created } = await ok(
+      CREATE,
+      { input: { applicationId, name: `Scheduled ${kind} ${Date.now()}`, settings: { syncInterval: '6h' } } },
+      admin,
+    );
+    // Never ran: due now, at the scheduler's next tick.
+    const before = Date.now();
+    const fresh = await next(created.id);
+    expect(Math.abs(Date.parse(fresh.nextScheduledRunAt) - before)).toBeLessThan(60_000);
+    // A run queued, then under way: none, the next counts from its start.
+    const { triggerSync: queued } = await ok(TRIGGER, { c: created.id }, admin);
+    expect((await next(created.id)).nextScheduledRunAt).toBeNull();
+    await ok(CLAIM, { c: created.id }, engine);
+    expect((await next(created.id)).nextScheduledRunAt).toBeNull();
+    await ok(FINISH, { id: queued.id, input: { status: 'success', summary: { processed: 1 } } }, engine);
+    // Finished: six hours after it started.
+    const finished = await next(created.id);
+    expect(Date.parse(finished.nextScheduledRunAt)).toBe(Date.parse(finished.syncs[0].startedAt) + 6 * 3_600_000);
+    // Without a sync interval, and while paused: none.
+    await ok(UPDATE, { id: created.id, input: { settings: { syncInterval: null } } }, admin);
+    expect((await next(created.id)).nextScheduledRunAt).toBeNull();
+    await ok(UPDATE, { id: created.id, input: { settings: { syncInterval: '15m' }, status: 'paused' } }, admin);
+    expect(await next(created.id)).toMatchObject({ status: 'paused', nextScheduledRunAt: null });
+    await ok(UPDATE, { id: created.id, input: { status: 'active' } }, admin);
+    // Resumed with a shorter interval: 15 minutes after the last start, still ahead.
+    const resumed = await next(created.id);
+    expect(Date.parse(resumed.nextScheduledRunAt)).toBe(Date.parse(resumed.syncs[0].startedAt) + 15 * 60_000);
+  });
+
   it("a run keeps its connection's name once the connection is deleted (GraphQL only; REST keeps the spec's fields)", async () => {
     const name = `Renamed away ${kind} ${Date.now()}`;
     const { createConnection: created } = await ok(CREATE, { input: { applicationId, name: `Before ${name}` } }, admin);

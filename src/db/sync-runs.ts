@@ -16,6 +16,7 @@ import { ApiError } from '../errors.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { ConnectionStatus } from '../generated/prisma/enums.js';
 import { newId } from '../prefixed-ids.js';
+import type { RawSql } from './client.js';
 import { appendEvents, connectionEvent, syncEvent } from './events.js';
 import { CONNECTION_ROW, failedSummarySql, inTransaction, SYNC_ROW, type TransactionRunner, type Tx } from './write-transactions.js';
 
@@ -417,6 +418,34 @@ export async function expireLeases(
     await appendEvents(tx, tenantId, events);
     return result;
   });
+}
+
+/**
+ * When the scheduler queues each of these connections' next run, by scheduleDueSyncs's rule: its sync_interval
+ * after its newest run started, or now when that has passed or it never ran (the run then comes at the next
+ * tick). None for a connection the scheduler does not run (deleted, paused, in error, without a sync_interval)
+ * or whose run is pending or in progress: the next one counts from that run's start.
+ */
+export async function nextScheduledRuns(
+  db: Pick<RawSql, 'query'>,
+  tenantId: string,
+  ids: readonly string[],
+  intervals: Readonly<Record<SyncInterval, number>> = SYNC_INTERVAL_SECONDS,
+): Promise<Map<string, Date>> {
+  const rows = await db.query<{ id: string; dueMs: number }>(
+    `SELECT "c"."id", extract(epoch FROM greatest(now(), "n"."started_at" + make_interval(secs => "i"."seconds"))) * 1000 AS "dueMs"
+     FROM "public"."connections" AS "c"
+     JOIN unnest($3::text[], $4::int[]) AS "i"("sync_interval", "seconds") ON "i"."sync_interval" = "c"."settings" ->> 'sync_interval'
+     LEFT JOIN LATERAL (SELECT "s"."started_at" FROM "public"."syncs" AS "s"
+                        WHERE "s"."tenant_id" = "c"."tenant_id" AND "s"."connection_id" = "c"."id"
+                        ORDER BY "s"."started_at" DESC LIMIT 1) AS "n" ON true
+     WHERE "c"."tenant_id" = $1 AND "c"."id" = ANY($2::text[]) AND "c"."deleted_at" IS NULL
+       AND "c"."status" = ANY($5::text[]::connection_status[])
+       AND NOT EXISTS (SELECT 1 FROM "public"."syncs" AS "a"
+                       WHERE "a"."tenant_id" = "c"."tenant_id" AND "a"."connection_id" = "c"."id" AND "a"."status" = ANY($6::text[]::sync_status[]))`,
+    [tenantId, ids, Object.keys(intervals), Object.values(intervals), SCHEDULED_CONNECTION_STATUSES, ACTIVE_SYNC_STATUSES],
+  );
+  return new Map(rows.map((row) => [row.id, new Date(Number(row.dueMs))]));
 }
 
 export interface ScheduleOptions {

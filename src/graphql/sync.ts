@@ -20,6 +20,7 @@ import type { Prisma } from '../generated/prisma/client.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { filterColumns, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
+import { nextScheduledRuns } from '../db/sync-runs.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
@@ -227,6 +228,18 @@ builder.prismaObjectFields('Connection', (t) => ({
     byPath: true,
     load: (ids: string[], context, args) =>
       countConnectionSyncs(context.db.raw, ids, syncListQuery(args, context, new Set(), { take: 0, skip: 0, after: null })),
+    resolve: (connection) => connection.id,
+  }),
+  nextScheduledRunAt: t.loadable({
+    type: 'DateTime',
+    nullable: true,
+    description:
+      'When the scheduler queues the next run: sync_interval after the newest run started, or now when that has passed (at its next tick). Null when it schedules none: paused, in error, no sync_interval, or a run pending or in progress.',
+    authScopes: { permission: 'syncs:read' },
+    load: async (ids: string[], context) => {
+      const due = await nextScheduledRuns(context.db.raw, requireViewer(context).tenantId, ids);
+      return ids.map((id) => due.get(id) ?? null);
+    },
     resolve: (connection) => connection.id,
   }),
 }));

@@ -6,6 +6,7 @@ import { graphql } from '../generated';
 import { useCanWrite } from '../session';
 import { AppLogo, ConfirmButton, ErrorMessage, Loading, PageHeader, ProblemList, StatusBadge, Time, useThrottled } from '../ui';
 import { SyncRows } from './SyncHistory';
+import { NextRun } from './Connections';
 
 const ConnectionQuery = graphql(`
   query ConsoleConnection($id: ID!) {
@@ -45,6 +46,7 @@ const ConnectionQuery = graphql(`
         threadEnabled
       }
       syncCount
+      nextScheduledRunAt
       syncs(limit: 10) {
         ...ConsoleSyncRow
       }
@@ -203,6 +205,10 @@ export function ConnectionDetail({ id }: { id: string }) {
         <dt>Updated</dt>
         <dd>
           <Time iso={connection.updatedAt} />
+        </dd>
+        <dt>Next scheduled run</dt>
+        <dd>
+          <NextRun connection={connection} />
         </dd>
         {connection.description ? (
           <>

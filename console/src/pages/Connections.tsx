@@ -34,6 +34,10 @@ const ConnectionsQuery = graphql(`
         applicationName
         logoUrl
         categoryName
+        nextScheduledRunAt
+        settings {
+          syncInterval
+        }
         syncs(limit: 1) {
           id
           status
@@ -50,6 +54,33 @@ const ConnectionsQuery = graphql(`
     }
   }
 `);
+
+/**
+ * A connection's next scheduled run (the API's nextScheduledRunAt, by the scheduler's own rule), or why there is
+ * none: not scheduled while paused or in error, without a sync interval, or counted from the run under way.
+ */
+export function NextRun({
+  connection,
+}: {
+  connection: {
+    status: string;
+    nextScheduledRunAt?: string | null;
+    settings: { syncInterval?: string | null };
+    syncs: readonly { status: string }[];
+  };
+}) {
+  const next = connection.nextScheduledRunAt;
+  if (next) {
+    return new Date(next).getTime() <= Date.now() + 1000 ? <>due now</> : <Time iso={next} />;
+  }
+  if (connection.status === 'paused' || connection.status === 'error') return <span className="note">none while {connection.status}</span>;
+  if (!connection.settings.syncInterval) return <span className="note">none: no sync interval</span>;
+  const last = connection.syncs[0];
+  if (last && (last.status === 'pending' || last.status === 'in_progress')) {
+    return <span className="note">after the run under way</span>;
+  }
+  return <span className="note">—</span>;
+}
 
 const ConnectionChanges = graphql(`
   subscription ConsoleConnectionChanges {
@@ -151,6 +182,9 @@ export function Connections() {
                     </th>
                     <th scope="col">Status</th>
                     <th scope="col">Last run</th>
+                    <th scope="col" className="secondary">
+                      Next run
+                    </th>
                   </tr>
                 </thead>
                 <tbody>
@@ -178,6 +212,9 @@ export function Connections() {
                           ) : (
                             'never'
                           )}
+                        </td>
+                        <td className="secondary">
+                          <NextRun connection={connection} />
                         </td>
                       </tr>
                     );

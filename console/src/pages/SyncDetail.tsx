@@ -1,7 +1,7 @@
 import { useQuery, useSubscription } from 'urql';
 import { Link } from 'wouter';
 import { graphql } from '../generated';
-import { RunConnection } from './SyncHistory';
+import { RunConnection, RunProgress } from './SyncHistory';
 import { durationOf, ErrorMessage, formatDuration, Loading, PageHeader, StatusBadge, Time } from '../ui';
 
 export const SyncDetailFields = graphql(`
@@ -93,6 +93,14 @@ export function SyncDetail({ id }: { id: string }) {
           <StatusBadge status={sync.status} />
           {!finished ? <span className="note"> (live)</span> : null}
         </dd>
+        {sync.status === 'in_progress' ? (
+          <>
+            <dt>Progress</dt>
+            <dd>
+              <RunProgress sync={sync} />
+            </dd>
+          </>
+        ) : null}
         <dt>Connection</dt>
         <dd>
           <RunConnection sync={sync} />

@@ -41,6 +41,7 @@ export const SyncRowFields = graphql(`
     }
     summary {
       processed
+      estimatedItems
       inserted
       updated
       deleted
@@ -135,6 +136,34 @@ export function RunConnection({
   );
 }
 
+/**
+ * How far a run in progress is, from its engine's progress reports: a bar of processed out of estimated items,
+ * or, with no estimate, an indeterminate bar and the count processed. Nothing for a run not in progress.
+ */
+export function RunProgress({
+  sync,
+}: {
+  sync: { id: string; status: string; summary: { processed?: number | null; estimatedItems?: number | null } };
+}) {
+  if (sync.status !== 'in_progress') return null;
+  const processed = sync.summary.processed ?? 0;
+  const estimated = sync.summary.estimatedItems;
+  const label = `Progress of run ${sync.id}`;
+  if (!estimated || estimated <= 0) {
+    return (
+      <span className="progress">
+        <progress aria-label={label} /> {processed} processed
+      </span>
+    );
+  }
+  const done = Math.min(processed, estimated);
+  return (
+    <span className="progress">
+      <progress aria-label={label} max={estimated} value={done} /> {processed} of {estimated} ({Math.floor((done / estimated) * 100)}%)
+    </span>
+  );
+}
+
 /** Runs as a table: status, connection, started, duration, processed / inserted / updated / deleted, error. */
 export function SyncRows({ syncs, sort, onSort }: { syncs: readonly SyncRow[]; sort?: Sort; onSort?: (sort: Sort) => void }) {
   if (syncs.length === 0) return <p>No runs.</p>;
@@ -171,6 +200,7 @@ export function SyncRows({ syncs, sort, onSort }: { syncs: readonly SyncRow[]; s
                 <Link href={`/syncs/${sync.id}`} aria-label={`Run ${sync.id}: ${sync.status.replace('_', ' ')}`}>
                   <StatusBadge status={sync.status} />
                 </Link>
+                <RunProgress sync={sync} />
               </td>
               <td>
                 <RunConnection sync={sync} />
