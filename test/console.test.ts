@@ -669,6 +669,10 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     );
     await expect(page.locator('main').textContent()).resolves.not.toContain(`deleted (${connectionId})`);
     await checkAccessibility(page, 'history of a deleted connection');
+    // The overview's durations name it too.
+    await page.goto(`${origin}/console`);
+    await page.getByRole('heading', { name: 'Duration per connection, last 30 days' }).waitFor();
+    await page.locator('section[aria-labelledby="durations"] td', { hasText: 'Stripe (console) (deleted)' }).waitFor();
     await page.close();
     expectCleanRun();
   }, 150_000);

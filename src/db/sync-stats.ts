@@ -15,6 +15,8 @@ export interface ConnectionDurations {
   connectionId: string;
   /** Null once the connection was deleted. */
   connectionName: string | null;
+  /** The name a deleted connection had; null while it exists. */
+  deletedConnectionName: string | null;
   /** Finished runs in the window. */
   runs: number;
   p50Ms: number;
@@ -45,18 +47,22 @@ export async function readDurationsPerConnection(
   const rows = await raw.query<{
     connectionId: string;
     connectionName: string | null;
+    deletedConnectionName: string | null;
     runs: number;
     p50Ms: number | string;
     p95Ms: number | string;
   }>(
-    `SELECT "d"."connection_id" AS "connectionId", "c"."name" AS "connectionName", "d"."runs", "d"."p50Ms", "d"."p95Ms"
+    `SELECT "d"."connection_id" AS "connectionId",
+            CASE WHEN "c"."deleted_at" IS NULL THEN "c"."name" END AS "connectionName",
+            CASE WHEN "c"."deleted_at" IS NOT NULL THEN "c"."name" END AS "deletedConnectionName",
+            "d"."runs", "d"."p50Ms", "d"."p95Ms"
        FROM (SELECT "connection_id", count(*)::int AS "runs",
                     round(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM "finished_at" - "started_at")) * 1000)::int AS "p50Ms",
                     round(percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM "finished_at" - "started_at")) * 1000)::int AS "p95Ms"
                FROM "syncs"
               WHERE "tenant_id" = $1 AND "started_at" >= $2 AND "finished_at" IS NOT NULL
               GROUP BY "connection_id") AS "d"
-       LEFT JOIN "connections" AS "c" ON "c"."tenant_id" = $1 AND "c"."id" = "d"."connection_id" AND "c"."deleted_at" IS NULL
+       LEFT JOIN "connections" AS "c" ON "c"."tenant_id" = $1 AND "c"."id" = "d"."connection_id"
       ORDER BY "d"."p95Ms" DESC, "d"."connection_id"
       LIMIT ${DURATION_CONNECTIONS_LIMIT}`,
     [tenantId, since.toISOString()],

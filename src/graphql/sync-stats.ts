@@ -27,6 +27,10 @@ const ConnectionDurationsRef = builder.objectRef<ConnectionDurations>('Connectio
   fields: (t) => ({
     connectionId: t.exposeString('connectionId'),
     connectionName: t.exposeString('connectionName', { nullable: true, description: 'Null once the connection was deleted.' }),
+    deletedConnectionName: t.exposeString('deletedConnectionName', {
+      nullable: true,
+      description: 'The name the connection had once it was deleted; null while it exists.',
+    }),
     runs: t.exposeInt('runs', { description: 'Finished runs in the window.' }),
     p50Ms: t.exposeInt('p50Ms', { description: 'Median duration (finishedAt - startedAt), in milliseconds.' }),
     p95Ms: t.exposeInt('p95Ms', { description: '95th percentile duration, in milliseconds.' }),

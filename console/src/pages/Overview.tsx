@@ -4,7 +4,7 @@ import { graphql } from '../generated';
 import { countTicks } from '../format';
 import { ErrorMessage, formatDuration, Loading, Time, PageHeader, useThrottled, DAY_MS } from '../ui';
 import { SyncChanges } from './Connections';
-import { SYNC_STATUSES } from './SyncHistory';
+import { RunConnection, SYNC_STATUSES } from './SyncHistory';
 
 const OverviewQuery = graphql(`
   query ConsoleOverview {
@@ -19,6 +19,7 @@ const OverviewQuery = graphql(`
       durations {
         connectionId
         connectionName
+        deletedConnectionName
         runs
         p50Ms
         p95Ms
@@ -128,11 +129,13 @@ export function Overview() {
                     {data.syncStats.durations.map((d) => (
                       <tr key={d.connectionId}>
                         <td>
-                          {d.connectionName ? (
-                            <Link href={`/connections/${d.connectionId}`}>{d.connectionName}</Link>
-                          ) : (
-                            `deleted (${d.connectionId})`
-                          )}
+                          <RunConnection
+                            sync={{
+                              connectionId: d.connectionId,
+                              connectionName: d.deletedConnectionName,
+                              connection: d.connectionName ? { id: d.connectionId, name: d.connectionName } : null,
+                            }}
+                          />
                         </td>
                         <td className="number secondary">{d.runs}</td>
                         <td className="number">{formatDuration(d.p50Ms)}</td>
