@@ -65,9 +65,11 @@ export function jsonResponse(
 export const AUTH_BASE = '/api/v1/auth';
 /** The console page where an invitation's holder chooses a password: `<origin>/console/invite/<code>`. */
 export const INVITATION_PAGE_PATH = '/console/invite';
+/** The console page where a password reset's holder chooses a new password: `<origin>/console/reset/<code>`. */
+export const PASSWORD_RESET_PAGE_PATH = '/console/reset';
 
-/** Invitation codes travel in paths (the API's and the console's): a log line shows `{code}` in their place. */
-const SECRET_PATH = new RegExp(`^(${AUTH_BASE}/invitations|${INVITATION_PAGE_PATH})/[^/]+`);
+/** Invitation and reset codes travel in paths (the API's and the console's): a log line shows `{code}` in their place. */
+const SECRET_PATH = new RegExp(`^(${AUTH_BASE}/invitations|${INVITATION_PAGE_PATH}|${PASSWORD_RESET_PAGE_PATH})/[^/]+`);
 
 /** A path as a log line may show it: without the secrets some paths carry. */
 export function loggablePath(pathname: string): string {

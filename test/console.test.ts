@@ -316,37 +316,52 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     expect((await fetch(`${origin}/console/assets/missing-file.js`)).status).toBe(404);
   });
 
-  it('lets a person invited with the CLI choose a password on the invitation page, then sign in', async () => {
+  it('lets a person invited with the CLI see the organization and email, choose a password, and land signed in', async () => {
     const page = await newPage('invitation');
     await page.goto(`${origin}/console`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    // The product is named, and a forgotten password has a way forward.
+    await page.getByText('Integrations & Sync API console').waitFor();
+    await page.getByText(/Forgot your password\? Ask an admin of your organization for a password reset link/).waitFor();
     await visited(page, 'sign-in');
+    const organization = await graphql<{ organization: { name: string } }>(fixture.gateway, '{ organization { name } }', {
+      token: fixture.tenants.demo.adminToken,
+      expectOk: true,
+    });
+    const organizationName = organization.body.data!.organization.name;
     for (const [role, person] of [
       ['admin', ADMIN],
       ['reader', READER],
     ] as const) {
       await page.goto(`${origin}${invitations[role]}`);
       await page.getByRole('heading', { name: 'Choose a password' }).waitFor();
+      // Which organization and which email the invitation is for.
+      await expect(page.locator('form p').first().textContent()).resolves.toBe(
+        `You are invited to ${organizationName} as ${person.email} (${role}).`,
+      );
       // A weak password is refused with the server's reason.
       await page.getByLabel('Password', { exact: true }).fill('password1234');
       await page.getByLabel('Repeat the password').fill('password1234');
       if (role === 'admin') await visited(page, 'invitation');
-      await page.getByRole('button', { name: 'Set password' }).click();
+      await page.getByRole('button', { name: 'Set password and sign in' }).click();
       await expect(page.getByRole('alert').textContent()).resolves.toContain('commonly used');
       await page.getByLabel('Password', { exact: true }).fill(person.password);
       await page.getByLabel('Repeat the password').fill(person.password);
-      await page.getByRole('button', { name: 'Set password' }).click();
-      await page.getByText('Your password is set.').waitFor();
+      await page.getByRole('button', { name: 'Set password and sign in' }).click();
+      // Signed in at once, on the overview, with the invitation's role.
+      await page.getByRole('heading', { name: 'Overview' }).waitFor();
+      await page.waitForURL(`${origin}/console/`);
+      await expect(page.getByText(`Role: ${role}`).count()).resolves.toBe(1);
     }
-    // The code worked once.
+    // The code worked once: its page says so, and leads to signing in.
     await page.goto(`${origin}${invitations.admin}`);
-    await page.getByLabel('Password', { exact: true }).fill('another long passphrase 9');
-    await page.getByLabel('Repeat the password').fill('another long passphrase 9');
-    await page.getByRole('button', { name: 'Set password' }).click();
-    await page.getByRole('alert').waitFor();
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/unknown, already used or expired: ask an admin/);
+    await expect(page.getByLabel('Password', { exact: true }).count()).resolves.toBe(0);
+    await page.getByRole('link', { name: 'Go to sign in' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
 
     // A wrong password is refused; the right one opens the console.
-    await page.goto(`${origin}/console`);
+    await openSignedOut(page);
     await page.getByLabel('Email').fill(ADMIN.email);
     await page.getByLabel('Password').fill('not the password at all');
     await page.getByRole('button', { name: 'Sign in', exact: true }).click();
@@ -354,7 +369,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await signIn(page, ADMIN);
     await expect(page.getByText('Role: admin').count()).resolves.toBe(1);
     await page.close();
-    // The wrong password's 401 and the used code's refusal are the only errors the browser reported.
+    // The weak passwords' 400s, the wrong password's 401 and the used code's 404 are the only errors the browser reported.
     const expected = problems.filter((p) => /^invitation: Failed to load resource: the server responded with a status of 4\d\d/.test(p));
     problems.splice(0, problems.length, ...problems.filter((p) => !expected.includes(p)));
     expectCleanRun();
@@ -526,6 +541,88 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
     await expect.poll(() => page.getByRole('cell', { name: 'lea.new@example.com', exact: true }).count()).toBe(0);
     await page.close();
+    expectCleanRun();
+  }, 120_000);
+
+  it('finds user management from the sidebar, resends an invitation, and resets a forgotten password', async () => {
+    const page = await newPage('people');
+    await signIn(page, ADMIN);
+    // Found without being told: a Users link in the sidebar (the organization's name still opens it too).
+    await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Users', exact: true }).click();
+    await page.getByRole('heading', { name: 'User management' }).waitFor();
+    await page.getByRole('cell', { name: `${ADMIN.email} (you)` }).waitFor();
+
+    // Resend: a new URL shown once; the old one stops working.
+    await page.getByRole('button', { name: 'Invite member' }).click();
+    await page.getByLabel('Email').fill('pia.pending@example.com');
+    await page.getByRole('button', { name: 'Invite', exact: true }).click();
+    const first = await page.getByRole('textbox', { name: 'Invitation URL for pia.pending@example.com' }).inputValue();
+    await page.getByRole('button', { name: 'Resend invitation to pia.pending@example.com' }).click();
+    await expect.poll(() => page.getByRole('textbox', { name: 'Invitation URL for pia.pending@example.com' }).inputValue()).not.toBe(first);
+    const second = await page.getByRole('textbox', { name: 'Invitation URL for pia.pending@example.com' }).inputValue();
+    expect(second).toMatch(new RegExp(`^${origin}/console/invite/[^/]+$`));
+    const read = (url: string) => fetch(`${origin}/api/v1/auth/invitations/${url.split('/').pop()}`);
+    expect((await read(first)).status).toBe(404);
+    expect((await read(second)).status).toBe(200);
+    // A member with a password has no invitation to resend, but a password to reset.
+    await expect(page.getByRole('button', { name: `Resend invitation to ${READER.email}` }).count()).resolves.toBe(0);
+
+    // The reader forgot the password: the admin creates a reset link, shown once.
+    const readerLogin = await fetch(`${origin}/api/v1/auth/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-requested-with': 'test' },
+      body: JSON.stringify(READER),
+    });
+    const readerCookie = /igw_session=[^;]+/.exec(readerLogin.headers.get('set-cookie') ?? '')![0];
+    await page.getByRole('button', { name: `Reset password of ${READER.email}` }).click();
+    const resetUrl = await page.getByRole('textbox', { name: `Password reset URL for ${READER.email}` }).inputValue();
+    expect(resetUrl).toMatch(new RegExp(`^${origin}/console/reset/[^/]+$`));
+    await checkAccessibility(page, 'members with a reset link');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+
+    // The person opens it, sees what it is for, chooses a password (the same rules), and lands signed in.
+    await page.goto(resetUrl);
+    await page.getByRole('heading', { name: 'Choose a new password' }).waitFor();
+    const organization = await graphql<{ organization: { name: string } }>(fixture.gateway, '{ organization { name } }', {
+      token: fixture.tenants.demo.adminToken,
+      expectOk: true,
+    });
+    await expect(page.locator('form p').first().textContent()).resolves.toBe(
+      `A new password for ${organization.body.data!.organization.name}, as ${READER.email}.`,
+    );
+    await visited(page, 'password-reset');
+    await page.getByLabel('Password', { exact: true }).fill('qwerty123456');
+    await page.getByLabel('Repeat the password').fill('qwerty123456');
+    await page.getByRole('button', { name: 'Set password and sign in' }).click();
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/commonly used/);
+    await page.getByLabel('Password', { exact: true }).fill(READER.password);
+    await page.getByLabel('Repeat the password').fill(READER.password);
+    await page.getByRole('button', { name: 'Set password and sign in' }).click();
+    await page.getByRole('heading', { name: 'Overview' }).waitFor();
+    await expect(page.getByText('Role: reader').count()).resolves.toBe(1);
+    // The reader's other session ended; the link worked once.
+    expect((await fetch(`${origin}/api/v1/integrations/connected`, { headers: { cookie: readerCookie } })).status).toBe(401);
+    expect((await read(resetUrl)).status).toBe(404);
+
+    // Recorded in the activity log.
+    const activity = await graphql<{ activity: { nodes: { action: string; targetName: string }[] } }>(
+      fixture.gateway,
+      '{ activity(filter: { targetType: { eq: member } }, limit: 10) { nodes { action targetName } } }',
+      { token: fixture.tenants.demo.adminToken, expectOk: true },
+    );
+    expect(activity.body.data!.activity.nodes).toEqual(
+      expect.arrayContaining([
+        { action: 'member.password_reset_created', targetName: READER.email },
+        { action: 'member.invitation_resent', targetName: 'pia.pending@example.com' },
+      ]),
+    );
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    await page.close();
+    // The common password's 400 is the only error the browser reported.
+    const expected = problems.filter((p) => /^people: Failed to load resource: the server responded with a status of 400/.test(p));
+    problems.splice(0, problems.length, ...problems.filter((p) => !expected.includes(p)));
     expectCleanRun();
   }, 120_000);
 

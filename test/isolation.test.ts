@@ -297,7 +297,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       await captured('deleteWebhookEndpoint', gql('mutation($e: ID!) { deleteWebhookEndpoint(id: $e) { id } }', ids));
     });
 
-    it('scopes every member read and write: list, invite, invite again, change role, remove', async () => {
+    it('scopes every member read and write: list, invite, invite again, resend, reset, change role, remove', async () => {
       await t.db.prisma.member.create({
         data: { id: newId('mbr'), tenantId: t.tenants.other.id, email: 'iso-other@example.com', role: 'admin' },
       });
@@ -310,6 +310,10 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const listed = await graphql(t.gateway, '{ members { email } }', { authorization: demoAdmin });
       expect(listed.body.data!.members.map((m: { email: string }) => m.email)).not.toContain('iso-other@example.com');
       await captured('inviteMember (again: resets the password, ends the sessions)', invite);
+      await captured('resendInvitation', gql('mutation($id: ID!) { resendInvitation(id: $id) { code member { id } } }', { id }));
+      await t.db.prisma.member.update({ where: { id }, data: { passwordHash: 'a password hash' } });
+      await captured('createPasswordReset', gql('mutation($id: ID!) { createPasswordReset(id: $id) { code member { id } } }', { id }));
+      await t.db.prisma.member.update({ where: { id }, data: { passwordHash: null } });
       await captured('changeMemberRole', gql('mutation($id: ID!) { changeMemberRole(id: $id, role: admin) { id role } }', { id }));
       await captured('removeMember', gql('mutation($id: ID!) { removeMember(id: $id) { id } }', { id }));
     });
@@ -544,6 +548,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           'changeServiceUserRole',
           'claimSync',
           'createConnection',
+          'createPasswordReset',
           'createServiceUser',
           'createToken',
           'createWebhookEndpoint',
@@ -553,6 +558,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           'inviteMember',
           'redeliverWebhook',
           'removeMember',
+          'resendInvitation',
           'rotateWebhookSecret',
           'updateWebhookEndpoint',
           'finishSync',

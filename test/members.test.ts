@@ -1,8 +1,8 @@
-// The member API on both databases and both surfaces' credentials: the CLI invitation, GraphQL list / invite /
-// change role / remove (admin only, the last-admin rule, never the engine role, another tenant's members out of
+// The member API on both databases and both surfaces' credentials: the CLI invitation and password reset, GraphQL
+// list / invite / resend an invitation / create a password reset / change role / remove (admin only, the last-admin rule, never the engine role, another tenant's members out of
 // sight, its emails invited on their own), and the audit columns: who created a service user, a token, a webhook endpoint and a connection.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { acceptInvitation } from '../src/auth/members.js';
+import { acceptInvitation, signInOfPassword } from '../src/auth/members.js';
 import { createSession, DEFAULT_SESSION_POLICY } from '../src/auth/sessions.js';
 import { runCliOn } from './fixtures/cli.js';
 import { databaseKinds } from './fixtures/databases.js';
@@ -24,7 +24,7 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/^http:\/\/127\.0\.0\.1:4000\/console\/invite\/[A-Za-z0-9_-]{43}\n$/);
     const code = run.stdout.trim().split('/').at(-1)!;
-    expect(await acceptInvitation(t.db, code, STRONG)).toEqual({ email: 'cli@example.com', role: 'admin', tenant: 'demo' });
+    expect(await acceptInvitation(t.db, code, STRONG)).toMatchObject({ email: 'cli@example.com', role: 'admin', tenant: 'demo' });
     const member = await t.db.prisma.member.findUniqueOrThrow({
       where: { tenantId_email: { tenantId: t.tenants.demo.id, email: 'cli@example.com' } },
     });
@@ -35,6 +35,88 @@ describe.each(databaseKinds)('members on %s', (kind) => {
     expect(engine.stderr).toMatch(/--role must be one of admin, reader/);
     const unknownTenant = await runCliOn(t.db, 'member', 'invite', '--tenant', 'nope', '--email', 'x@example.com', '--role', 'reader');
     expect(unknownTenant.code).toBe(1);
+
+    // A forgotten password: a reset URL for the member, which sets a new password; the old one works until then.
+    const reset = await runCliOn(t.db, 'member', 'reset-password', '--tenant', 'demo', '--email', 'CLI@example.com');
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.stdout).toMatch(/^http:\/\/127\.0\.0\.1:4000\/console\/reset\/[A-Za-z0-9_-]{43}\n$/);
+    expect(await signInOfPassword(t.db, { email: 'cli@example.com', password: STRONG })).not.toBeNull();
+    const resetCode = reset.stdout.trim().split('/').at(-1)!;
+    await acceptInvitation(t.db, resetCode, 'a brand new passphrase');
+    expect(await signInOfPassword(t.db, { email: 'cli@example.com', password: STRONG })).toBeNull();
+    expect(await signInOfPassword(t.db, { email: 'cli@example.com', password: 'a brand new passphrase' })).not.toBeNull();
+    const activity = await t.db.prisma.activityEntry.findFirstOrThrow({
+      where: { tenantId: t.tenants.demo.id, action: 'member.password_reset_created' },
+    });
+    expect(activity).toMatchObject({ actorKind: 'cli', targetName: 'cli@example.com' });
+    const stranger = await runCliOn(t.db, 'member', 'reset-password', '--tenant', 'demo', '--email', 'nobody@example.com');
+    expect(stranger.code).toBe(1);
+    expect(stranger.stderr).toMatch(/nobody@example.com is no member of demo/);
+    // A pending member has no password to reset: its link is a new invitation.
+    await runCliOn(t.db, 'member', 'invite', '--tenant', 'demo', '--email', 'pending@example.com', '--role', 'reader');
+    const pending = await runCliOn(t.db, 'member', 'reset-password', '--tenant', 'demo', '--email', 'pending@example.com');
+    expect(pending.code, pending.stderr).toBe(0);
+    expect(pending.stdout).toMatch(/\/console\/invite\/[A-Za-z0-9_-]{43}\n$/);
+  });
+
+  it('resends a pending invitation and creates password resets over GraphQL: a new code, the old one void, recorded', async () => {
+    const invited = await graphql(t.gateway, 'mutation { inviteMember(email: "rita@example.com", role: reader) { code member { id } } }', {
+      ...admin(),
+      expectOk: true,
+    });
+    const { code: firstCode, member } = invited.body.data!.inviteMember;
+    const resend = 'mutation($id: ID!) { resendInvitation(id: $id) { code path expiresAt member { id email pending } } }';
+    const resent = await graphql(t.gateway, resend, { ...admin(), variables: { id: member.id }, expectOk: true });
+    const invitation = resent.body.data!.resendInvitation;
+    expect(invitation.path).toBe(`/console/invite/${invitation.code}`);
+    expect(invitation.member).toEqual({ id: member.id, email: 'rita@example.com', pending: true });
+    expect(invitation.code).not.toBe(firstCode);
+    await expect(acceptInvitation(t.db, firstCode, STRONG)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+
+    // A pending member's reset is a new invitation; no resend once the password is chosen.
+    const createReset = 'mutation($id: ID!) { createPasswordReset(id: $id) { code path expiresAt member { id pending } } }';
+    const early = await graphql(t.gateway, createReset, { ...admin(), variables: { id: member.id }, expectOk: true });
+    const renewed = early.body.data!.createPasswordReset;
+    expect(renewed.path).toBe(`/console/invite/${renewed.code}`);
+    await expect(acceptInvitation(t.db, invitation.code, STRONG)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await acceptInvitation(t.db, renewed.code, STRONG);
+    const late = await graphql(t.gateway, resend, { ...admin(), variables: { id: member.id } });
+    expect(late.body.errors?.[0]).toMatchObject({ extensions: { code: 'CONFLICT' }, message: expect.stringMatching(/password reset/) });
+
+    const session = await createSession(t.db, { tenantId: t.tenants.demo.id, id: member.id }, DEFAULT_SESSION_POLICY);
+    const created = await graphql(t.gateway, createReset, { ...admin(), variables: { id: member.id }, expectOk: true });
+    const reset = created.body.data!.createPasswordReset;
+    expect(reset.path).toBe(`/console/reset/${reset.code}`);
+    expect(reset.member).toEqual({ id: member.id, pending: false });
+    // The password and the session hold until the new password is chosen; then only the new one signs in.
+    expect(await signInOfPassword(t.db, { email: 'rita@example.com', password: STRONG })).not.toBeNull();
+    expect(await t.db.prisma.memberSession.count({ where: { memberId: member.id } })).toBe(1);
+    expect(await acceptInvitation(t.db, reset.code, 'rita resets her passphrase')).toMatchObject({ id: member.id, tenant: 'demo' });
+    expect(await t.db.prisma.memberSession.count({ where: { memberId: member.id } })).toBe(0);
+    expect(session.value).toMatch(/^igw_ses_/);
+    expect(await signInOfPassword(t.db, { email: 'rita@example.com', password: STRONG })).toBeNull();
+    await expect(acceptInvitation(t.db, reset.code, 'and once more a passphrase')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+
+    // Admin only, within the tenant.
+    const byReader = await graphql(t.gateway, createReset, { token: t.tenants.demo.readerToken, variables: { id: member.id } });
+    expect(byReader.status).toBe(403);
+    const byOther = await graphql(t.gateway, createReset, { token: t.tenants.other.adminToken, variables: { id: member.id } });
+    expect(byOther.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    const unknown = await graphql(t.gateway, resend, { ...admin(), variables: { id: 'mbr_unknown' } });
+    expect(unknown.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+
+    const recorded = await t.db.prisma.activityEntry.findMany({
+      where: { tenantId: t.tenants.demo.id, targetId: member.id },
+      orderBy: { createdAt: 'asc' },
+      select: { action: true, actorKind: true, targetName: true },
+    });
+    expect(recorded.map((entry) => entry.action).sort()).toEqual([
+      'member.invitation_resent',
+      'member.invited',
+      'member.password_reset_created',
+      'member.password_reset_created',
+    ]);
+    expect(recorded.every((entry) => entry.actorKind === 'token' && entry.targetName === 'rita@example.com')).toBe(true);
   });
 
   it('manages members over GraphQL: invite, list, change role, remove, with the last-admin rule', async () => {
@@ -211,6 +293,38 @@ describe.each(databaseKinds)('members on %s', (kind) => {
       headers: { authorization: `Token ${t.tenants.other.adminToken}` },
     });
     expect(other.status).toBe(404);
+    // A new invitation code for the pending member, then (once a password is chosen) a reset code; no body either.
+    const resent = await t.gateway.fetch(`${base}/${id}/invitation`, { method: 'POST', headers: { authorization: headers.authorization } });
+    const resentBody = await resent.json();
+    expect(resent.status, JSON.stringify(resentBody)).toBe(200);
+    expect(resentBody).toMatchObject({
+      msg: 'invitation issued',
+      data: { path: `/console/invite/${resentBody.data.code}`, member: { id, pending: true } },
+    });
+    const withBody = await t.gateway.fetch(`${base}/${id}/invitation`, { method: 'POST', headers, body: JSON.stringify({ email: 'x' }) });
+    expect(withBody.status).toBe(400);
+    await acceptInvitation(t.db, resentBody.data.code, STRONG);
+    const again = await t.gateway.fetch(`${base}/${id}/invitation`, { method: 'POST', headers: { authorization: headers.authorization } });
+    expect(again.status).toBe(409);
+    expect((await again.json()).error.code).toBe('CONFLICT');
+    const reset = await t.gateway.fetch(`${base}/${id}/password-reset`, { method: 'POST', headers, body: '{}' });
+    const resetBody = await reset.json();
+    expect(reset.status, JSON.stringify(resetBody)).toBe(200);
+    expect(resetBody).toMatchObject({
+      msg: 'password reset created',
+      data: { path: `/console/reset/${resetBody.data.code}`, member: { id, pending: false } },
+    });
+    const byReader = await t.gateway.fetch(`${base}/${id}/password-reset`, {
+      method: 'POST',
+      headers: { authorization: `Token ${t.tenants.demo.readerToken}` },
+    });
+    expect(byReader.status).toBe(403);
+    const missing = await t.gateway.fetch(`${base}/mbr_missing/invitation`, {
+      method: 'POST',
+      headers: { authorization: headers.authorization },
+    });
+    expect(missing.status).toBe(404);
+
     const removed = await t.gateway.fetch(`${base}/${id}`, { method: 'DELETE', headers });
     expect(removed.status).toBe(200);
     expect((await removed.json()).data).toEqual({ id });

@@ -80,7 +80,12 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
     const documented = Object.entries(document.paths as Json).flatMap(([path, operations]) =>
       Object.keys(operations as Json).map((method) => `${method.toUpperCase()} ${path}`),
     );
-    const signIn = ['POST /api/v1/auth/login', 'POST /api/v1/auth/logout', 'POST /api/v1/auth/invitations/{code}'];
+    const signIn = [
+      'POST /api/v1/auth/login',
+      'POST /api/v1/auth/logout',
+      'GET /api/v1/auth/invitations/{code}',
+      'POST /api/v1/auth/invitations/{code}',
+    ];
     // Each route; each streamed route's stream at its own path; the sync list also at the spec's `/syncs/`.
     const expected = [
       ...routes.map((r) => `${r.method} ${r.path}`),

@@ -240,11 +240,14 @@ describe('Prism as a validating proxy over every operation', () => {
     await ok('redeliverWebhook', `${BASE}/webhooks/${endpointId}/deliveries/${deliveryId}/redeliver`, { method: 'POST' });
 
     const invited = await ok('inviteMember', `${BASE}/members`, { method: 'POST', body: { email: 'prism@example.com', role: 'admin' } });
-    await ok('acceptInvitation', `/api/v1/auth/invitations/${invited.data.code}`, {
+    const resent = await ok('resendInvitation', `${BASE}/members/${invited.data.member.id}/invitation`, { method: 'POST' });
+    await ok('readInvitation', `/api/v1/auth/invitations/${resent.data.code}`, { token: null });
+    await ok('acceptInvitation', `/api/v1/auth/invitations/${resent.data.code}`, {
       method: 'POST',
       body: { password: 'a long prism password' },
       token: null,
     });
+    await ok('createPasswordReset', `${BASE}/members/${invited.data.member.id}/password-reset`, { method: 'POST' });
     const signedIn = await call('signIn', '/api/v1/auth/login', {
       method: 'POST',
       body: { email: 'prism@example.com', password: 'a long prism password' },

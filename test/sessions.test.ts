@@ -1,5 +1,5 @@
-// Members sign in, end to end over HTTP on both databases: an invitation from the CLI's own function, accepting
-// it (weak passwords refused, a code used once), signing in, the session cookie as a credential on REST, GraphQL
+// Members sign in, end to end over HTTP on both databases: an invitation from the CLI's own function, reading what
+// it is for, accepting it (weak passwords refused, a code used once, signed in at once), a password reset, signing in, the session cookie as a credential on REST, GraphQL
 // over HTTP, SSE and graphql-ws, cross-site requests refused, signing out, throttled guessing, and a role change
 // or removal ending the member's sessions and open streams. No password, code or session value is logged.
 import type { Server } from 'node:http';
@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createClient } from 'graphql-ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { changeMemberRole, inviteMember, removeMember } from '../src/auth/members.js';
+import { changeMemberRole, inviteMember, issueMemberCode, removeMember } from '../src/auth/members.js';
 import { createSession, deleteEndedSessions, verifySession } from '../src/auth/sessions.js';
 import { createHttpServer } from '../src/http/http-server.js';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
@@ -87,7 +87,13 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
 
     const accepted = await accept(code);
     expect(accepted.status).toBe(200);
-    expect((await accepted.json()).data).toEqual({ email: 'alice@example.com', role: 'admin', tenant: 'demo' });
+    expect((await accepted.json()).data).toEqual({
+      email: 'alice@example.com',
+      role: 'admin',
+      tenant: 'demo',
+      tenant_name: expect.any(String),
+    });
+    secrets.push(/igw_session=([^;]+)/.exec(accepted.headers.get('set-cookie') ?? '')![1]!);
     const twice = await accept(code, 'another long passphrase');
     expect(twice.status).toBe(404);
     expect((await twice.json()).error.code).toBe('NOT_FOUND');
@@ -114,6 +120,86 @@ describe.each(databaseKinds)('members sign in on %s', (kind) => {
     );
     for (const secret of secrets) expect(dump).not.toContain(secret);
     expect(dump).toContain('$argon2id$');
+  });
+
+  /** The organization and member a session cookie signs in as, read back through the API. */
+  async function whoIs(cookie: string): Promise<{ slug: string; email: string } | number> {
+    const response = await fetch(`${origin}/graphql`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', 'x-requested-with': 'test' },
+      body: JSON.stringify({ query: '{ organization { slug } currentMember { email } }' }),
+    });
+    if (response.status !== 200) return response.status;
+    const { data } = await response.json();
+    return { slug: data.organization.slug, email: data.currentMember.email };
+  }
+
+  const cookieOf = (response: Response) => `igw_session=${/igw_session=([^;]+)/.exec(response.headers.get('set-cookie') ?? '')![1]!}`;
+
+  it('reads what a code is for, and signs its holder in to its organization on accepting it', async () => {
+    const code = await invite('Nora@Example.com', 'reader', t.tenants.other.id);
+    const read = await fetch(`${origin}/api/v1/auth/invitations/${code}`);
+    expect(read.status).toBe(200);
+    expect(read.headers.get('cache-control')).toBe('no-store');
+    const { data } = await read.json();
+    const organization = await t.db.prisma.tenant.findUniqueOrThrow({ where: { id: t.tenants.other.id } });
+    expect(data).toEqual({
+      email: 'nora@example.com',
+      role: 'reader',
+      purpose: 'invitation',
+      tenant: 'other',
+      tenant_name: organization.name,
+      expires_at: expect.stringMatching(/Z$/),
+    });
+    expect(new Date(data.expires_at).getTime() - Date.now()).toBeGreaterThan(6.9 * 86_400_000);
+
+    const accepted = await accept(code);
+    expect(accepted.status).toBe(200);
+    expect(accepted.headers.get('set-cookie')).toMatch(/^igw_session=igw_ses_[A-Za-z0-9_-]{43};.*HttpOnly/);
+    const cookie = cookieOf(accepted);
+    secrets.push(cookie.slice('igw_session='.length));
+    expect(await whoIs(cookie)).toEqual({ slug: 'other', email: 'nora@example.com' });
+
+    // A used, an unknown and a malformed code: the same 404 in the spec's error body.
+    for (const unusable of [code, 'A'.repeat(43), 'not-a-code']) {
+      const refused = await fetch(`${origin}/api/v1/auth/invitations/${unusable}`);
+      expect(refused.status).toBe(404);
+      const body = await refused.json();
+      expect(body).toEqual({
+        msg: expect.stringMatching(/unknown, already used or expired: ask an admin/),
+        error: { code: 'NOT_FOUND', docs: expect.stringMatching(/\/docs\/errors\/NOT_FOUND$/), req_id: expect.stringMatching(/^req_\d+$/) },
+      });
+    }
+    const put = await fetch(`${origin}/api/v1/auth/invitations/${code}`, { method: 'PUT' });
+    expect(put.status).toBe(405);
+    expect(put.headers.get('allow')).toBe('GET, HEAD, POST');
+  });
+
+  it('resets a forgotten password with an admin-issued code: signed in, the other sessions ended', async () => {
+    const code = await invite('Reto@Example.com', 'reader');
+    expect((await accept(code)).status).toBe(200);
+    const before = await signIn('reto@example.com');
+    const member = await t.db.prisma.member.findUniqueOrThrow({
+      where: { tenantId_email: { tenantId: t.tenants.demo.id, email: 'reto@example.com' } },
+    });
+    const reset = await issueMemberCode(t.db.raw, { tenantId: t.tenants.demo.id, memberId: member.id, purpose: 'password_reset' });
+    secrets.push(reset.code);
+    const read = await fetch(`${origin}/api/v1/auth/invitations/${reset.code}`);
+    expect((await read.json()).data).toMatchObject({ email: 'reto@example.com', purpose: 'password_reset', tenant: 'demo' });
+    // The old password works until a new one is chosen, which follows the same rules.
+    expect(await whoIs(await signIn('reto@example.com'))).toMatchObject({ email: 'reto@example.com' });
+    expect((await accept(reset.code, 'qwerty123456')).status).toBe(400);
+    const renewed = 'a renewed passphrase for reto';
+    secrets.push(renewed);
+    const accepted = await accept(reset.code, renewed);
+    expect(accepted.status).toBe(200);
+    const cookie = cookieOf(accepted);
+    secrets.push(cookie.slice('igw_session='.length));
+    expect(await whoIs(cookie)).toEqual({ slug: 'demo', email: 'reto@example.com' });
+    expect(await whoIs(before)).toBe(401);
+    expect((await post('/api/v1/auth/login', { email: 'reto@example.com', password: STRONG })).status).toBe(401);
+    expect((await post('/api/v1/auth/login', { email: 'reto@example.com', password: renewed })).status).toBe(200);
+    expect((await accept(reset.code, 'yet another passphrase here')).status).toBe(404);
   });
 
   it('sets Secure behind a trusted proxy that says HTTPS, and only then', async () => {

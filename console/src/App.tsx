@@ -36,7 +36,8 @@ const OrganizationQuery = graphql(`
 export function App({ generation, onCredentialChange }: { generation: number; onCredentialChange: () => void }) {
   return (
     <Switch>
-      <Route path="/invite/:code">{(params) => <Invitation code={params.code} />}</Route>
+      <Route path="/invite/:code">{(params) => <Invitation code={params.code} onSignedIn={onCredentialChange} />}</Route>
+      <Route path="/reset/:code">{(params) => <Invitation code={params.code} onSignedIn={onCredentialChange} />}</Route>
       <Route>
         <SignedIn key={generation} onCredentialChange={onCredentialChange} />
       </Route>
@@ -140,6 +141,8 @@ const NAVIGATION = [
   ['/connections', 'Connections'],
   ['/syncs', 'Sync history'],
   ['/webhooks', 'Webhooks'],
+  // Also opened from the organization's name, as the spec has it; this is the one a person finds unaided.
+  ['/users', 'Users'],
 ] as const;
 
 /**

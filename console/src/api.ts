@@ -161,12 +161,24 @@ function answerError(status: number, answer: ApiAnswer): ApiAnswerError {
 }
 
 /** POST a JSON body to a REST route of this server; resolves to the parsed answer, throws its message. */
-export async function postJson(path: string, body: unknown): Promise<unknown> {
+export function postJson(path: string, body: unknown): Promise<unknown> {
+  return requestJson(path, { method: 'POST', body: JSON.stringify(body) });
+}
+
+/** GET a REST route of this server; resolves to the parsed answer, throws its message. */
+export function getJson(path: string): Promise<unknown> {
+  return requestJson(path, { method: 'GET' });
+}
+
+async function requestJson(path: string, init: { method: 'GET' | 'POST'; body?: string }): Promise<unknown> {
   const response = await fetch(path, {
-    method: 'POST',
+    ...init,
     credentials: 'same-origin',
-    headers: { 'content-type': 'application/json', accept: 'application/json', 'X-Requested-With': 'console' },
-    body: JSON.stringify(body),
+    headers: {
+      ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      accept: 'application/json',
+      'X-Requested-With': 'console',
+    },
   });
   const text = await response.text();
   const parsed = text ? (JSON.parse(text) as ApiAnswer) : {};

@@ -1,9 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Database } from '../db/client.js';
 import type { Config } from '../env.js';
-import { INVITATION_PAGE_PATH } from '../paths.js';
+import { INVITATION_PAGE_PATH, PASSWORD_RESET_PAGE_PATH } from '../paths.js';
 import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
-import { inTransaction, type TransactionRunner } from '../db/write-transactions.js';
+import { inTransaction, type TransactionRunner, type Tx } from '../db/write-transactions.js';
 import { ApiError } from '../errors.js';
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Role } from '../generated/prisma/enums.js';
@@ -12,8 +12,10 @@ import { MAX_ID_LENGTH, newId } from '../prefixed-ids.js';
 import { AT_ONCE, hashPassword, passwordMatchesOf, passwordWeakness, type HashTurn } from './passwords.js';
 
 // Members: the people of a tenant (its organization), who sign in with an email and a password. An admin invites
-// an email; the invitation's code, shown once as a URL, lets its holder choose the password. A new invitation of
-// the same email resets the password (the way back in while there is no mail). Only the SHA-256 of a code is
+// an email; the invitation's code, shown once as a URL, lets its holder choose the password. An admin may issue a
+// pending member a fresh invitation code, and a member with a password a reset code: the same kind of code, on the
+// same path, which sets a new password and signs in (the way back in while there is no mail; inviting the email
+// again also works, and clears the password at once). Only the SHA-256 of a code is
 // stored. The last-admin rule of service users holds here too: the last admin who can sign in is neither removed
 // nor demoted. A membership belongs to its organization alone: the same email may be a member of several, each
 // invited, given a role and a password on its own, and nothing an organization does tells it about the others
@@ -45,9 +47,20 @@ export function publicOriginOf(config: Pick<Config, 'PUBLIC_ORIGIN' | 'HOST' | '
   return `http://${host}:${config.PORT}`;
 }
 
+/**
+ * What a code is for: `invitation` while the member has no password (a first or a new invitation), `password_reset`
+ * for a member who has one. The same code either way; the console words its page by it.
+ */
+export type CodePurpose = 'invitation' | 'password_reset';
+
+/** The console path a code opens: `/console/invite/<code>` or `/console/reset/<code>`. */
+export function codePath(purpose: CodePurpose, code: string): string {
+  return `${purpose === 'invitation' ? INVITATION_PAGE_PATH : PASSWORD_RESET_PAGE_PATH}/${code}`;
+}
+
 /** The console page an invitation's code opens. */
-export function invitationUrl(origin: string, code: string): string {
-  return `${origin}${INVITATION_PAGE_PATH}/${code}`;
+export function invitationUrl(origin: string, code: string, purpose: CodePurpose = 'invitation'): string {
+  return `${origin}${codePath(purpose, code)}`;
 }
 
 /** The lower-cased email, or a 400 saying what is wrong with it. */
@@ -100,11 +113,9 @@ export async function inviteMember(
 ): Promise<{ member: MemberInfo; code: string; expiresAt: Date }> {
   const email = normalizeEmail(input.email);
   const role = parseMemberRole(input.role);
-  const code = randomBytes(CODE_BYTES).toString('base64url');
-  const expiresAt = new Date(now.getTime() + INVITATION_LIFETIME_MS);
   try {
     // Raw statements in a transaction runner, so that an Idempotency-Key's reservation can join it.
-    const member = await inTransaction(sql, async (tx) => {
+    return await inTransaction(sql, async (tx) => {
       await tx.query('SELECT 1 FROM "public"."tenants" WHERE "id" = $1 FOR NO KEY UPDATE', [input.tenantId]);
       const [existing] = await tx.query<MemberInfo & { passwordHash: string | null }>(
         `SELECT ${MEMBER_ROW}, "m"."password_hash" AS "passwordHash" FROM "public"."members" AS "m"
@@ -125,10 +136,6 @@ export async function inviteMember(
         }
         // Columns qualified as Prisma writes them: the isolation test reads every statement for its tenant scope.
         await tx.query(
-          'DELETE FROM "public"."member_invitations" WHERE "public"."member_invitations"."tenant_id" = $1 AND "public"."member_invitations"."member_id" = $2',
-          [input.tenantId, existing.id],
-        );
-        await tx.query(
           'DELETE FROM "public"."member_sessions" WHERE "public"."member_sessions"."tenant_id" = $1 AND "public"."member_sessions"."member_id" = $2',
           [input.tenantId, existing.id],
         );
@@ -144,15 +151,10 @@ export async function inviteMember(
           [newId('mbr'), input.tenantId, email, role, input.createdBy],
         )) as [MemberInfo];
       }
-      await tx.query(
-        `INSERT INTO "public"."member_invitations" ("id", "tenant_id", "member_id", "code_hash", "expires_at", "created_at")
-         VALUES ($1, $2, $3, $4, $5, $6)`,
-        [newId('inv'), input.tenantId, member.id, codeHashOf(code)!, expiresAt, now],
-      );
+      const issued = await issueCode(tx, input.tenantId, member.id, now);
       await recordActivity(tx, input.tenantId, input.activity, { action: 'member.invited', targetId: member.id, targetName: email });
-      return member;
+      return { member, ...issued };
     });
-    return { member, code, expiresAt };
   } catch (error) {
     const violated = (error as { code?: string } | null)?.code;
     if (violated === FOREIGN_KEY_VIOLATION) throw new ApiError('NOT_FOUND', 'no such tenant');
@@ -160,10 +162,108 @@ export async function inviteMember(
   }
 }
 
+/** A member's one usable code: earlier ones are deleted (they stop working), a new one valid 7 days is stored hashed. */
+async function issueCode(tx: Tx, tenantId: string, memberId: string, now: Date): Promise<{ code: string; expiresAt: Date }> {
+  const code = randomBytes(CODE_BYTES).toString('base64url');
+  const expiresAt = new Date(now.getTime() + INVITATION_LIFETIME_MS);
+  // Columns qualified as Prisma writes them: the isolation test reads every statement for its tenant scope.
+  await tx.query(
+    'DELETE FROM "public"."member_invitations" WHERE "public"."member_invitations"."tenant_id" = $1 AND "public"."member_invitations"."member_id" = $2',
+    [tenantId, memberId],
+  );
+  await tx.query(
+    `INSERT INTO "public"."member_invitations" ("id", "tenant_id", "member_id", "code_hash", "expires_at", "created_at")
+     VALUES ($1, $2, $3, $4, $5, $6)`,
+    [newId('inv'), tenantId, memberId, codeHashOf(code)!, expiresAt, now],
+  );
+  return { code, expiresAt };
+}
+
 /**
- * Sets the password of an invitation's member: the code works once, within its 7 days. A weak password is a 400
- * that says why and leaves the code usable. Every earlier session of the member ends. The code is looked up
- * before the password is hashed, so an unknown one costs no hash; the hash takes its `turn`.
+ * Gives a member a new code, every earlier one void: `invitation` resends a pending member's invitation (a 409 for
+ * a member with a password, who needs a reset); `password_reset` lets a member with a password choose a new one
+ * (the password works until then), and for a pending member is a new invitation. What the code is for follows
+ * from the member (`purpose` of the answer). Recorded in the activity log as what was asked.
+ */
+export async function issueMemberCode(
+  sql: TransactionRunner,
+  input: { tenantId: string; memberId: string; purpose: CodePurpose; activity?: ActivityOrigin },
+  now: Date = new Date(),
+): Promise<{ member: MemberInfo; purpose: CodePurpose; code: string; expiresAt: Date }> {
+  if (input.memberId.length > MAX_ID_LENGTH) throw notFound();
+  return inTransaction(sql, async (tx) => {
+    await tx.query('SELECT 1 FROM "public"."tenants" WHERE "id" = $1 FOR NO KEY UPDATE', [input.tenantId]);
+    const [member] = await tx.query<MemberInfo & { pending: boolean }>(
+      `SELECT ${MEMBER_ROW}, "m"."password_hash" IS NULL AS "pending" FROM "public"."members" AS "m"
+       WHERE "m"."tenant_id" = $1 AND "m"."id" = $2`,
+      [input.tenantId, input.memberId],
+    );
+    if (!member) throw notFound();
+    if (input.purpose === 'invitation' && !member.pending) {
+      throw new ApiError('CONFLICT', `${member.email} has accepted the invitation already: create a password reset link instead`);
+    }
+    const issued = await issueCode(tx, input.tenantId, member.id, now);
+    await recordActivity(tx, input.tenantId, input.activity, {
+      action: input.purpose === 'invitation' ? 'member.invitation_resent' : 'member.password_reset_created',
+      targetId: member.id,
+      targetName: member.email,
+    });
+    const { pending, ...info } = member;
+    return { member: asMember(info), purpose: pending ? 'invitation' : 'password_reset', ...issued };
+  });
+}
+
+/** What a usable code is for, shown on its page before a password is chosen. */
+export interface CodeHolder {
+  email: string;
+  role: MemberRole;
+  purpose: CodePurpose;
+  organization: { slug: string; name: string };
+  expiresAt: Date;
+}
+
+/** 404 for a code that is no code, unknown, used or expired: the same answer for each. */
+function unusableCode(): ApiError {
+  return new ApiError('NOT_FOUND', 'This link is unknown, already used or expired: ask an admin of the organization for a new one');
+}
+
+/**
+ * The member and organization of a usable code (unused, not expired), or a 404. Found by its hash, as a token by
+ * its prefix: the code names its tenant.
+ */
+export async function codeHolderOf(db: Database, code: string, now: Date = new Date()): Promise<CodeHolder> {
+  const codeHash = codeHashOf(code);
+  if (!codeHash) throw unusableCode();
+  const [row] = await db.raw.query<{
+    email: string;
+    role: string;
+    pending: boolean;
+    slug: string;
+    name: string;
+    expires_at: Date | string;
+  }>(
+    `SELECT m.email, m.role, m.password_hash IS NULL AS pending, t.slug, t.name, i.expires_at
+       FROM member_invitations i
+       JOIN members m ON m.tenant_id = i.tenant_id AND m.id = i.member_id
+       JOIN tenants t ON t.id = i.tenant_id
+      WHERE i.code_hash = $1 AND i.used_at IS NULL AND i.expires_at > $2`,
+    [codeHash, now],
+  );
+  if (!row) throw unusableCode();
+  return {
+    email: row.email,
+    role: asMember({ role: row.role as Role }).role,
+    purpose: row.pending ? 'invitation' : 'password_reset',
+    organization: { slug: row.slug, name: row.name },
+    expiresAt: new Date(row.expires_at),
+  };
+}
+
+/**
+ * Sets the password of a code's member (an invitation or a password reset): the code works once, within its 7
+ * days. A weak password is a 400 that says why and leaves the code usable. Every earlier session of the member
+ * ends. The code is looked up before the password is hashed, so an unknown one costs no hash; the hash takes its
+ * `turn`. Returns the membership, to sign in to.
  */
 export async function acceptInvitation(
   db: Database,
@@ -171,31 +271,36 @@ export async function acceptInvitation(
   password: unknown,
   now: Date = new Date(),
   turn: HashTurn = AT_ONCE,
-): Promise<{ email: string; role: MemberRole; tenant: string }> {
+): Promise<SignedInMember> {
   const codeHash = codeHashOf(code);
-  const invalid = () => new ApiError('NOT_FOUND', 'This invitation is unknown, already used or expired: ask an admin for a new one');
-  if (!codeHash) throw invalid();
+  if (!codeHash) throw unusableCode();
   const usable = { codeHash, usedAt: null, expiresAt: { gt: now } };
   const found = await db.prisma.memberInvitation.findFirst({ where: usable, select: { member: { select: { email: true } } } });
-  if (!found) throw invalid();
+  if (!found) throw unusableCode();
   const weakness = await passwordWeakness(password);
   if (weakness) throw new ApiError('INVALID_QUERY', weakness);
   // The salt of the email's other memberships, so that one hash checks a password against all of them.
   const saltSource = (await membershipsOf(db, found.member.email)).find((row) => row.password_hash !== null)?.password_hash;
   const passwordHash = await hashPassword(password as string, turn, saltSource);
   return db.prisma.$transaction(async (tx) => {
-    // Found by its code, as a token by its prefix: the code names its tenant. Used once, even by two requests
-    // that both found it usable.
+    // Used once, even by two requests that both found it usable.
     const used = await tx.memberInvitation.updateMany({ where: usable, data: { usedAt: now } });
-    if (used.count !== 1) throw invalid();
+    if (used.count !== 1) throw unusableCode();
     const invitation = await tx.memberInvitation.findUniqueOrThrow({ where: { codeHash }, select: { tenantId: true, memberId: true } });
     await tx.memberSession.deleteMany({ where: { tenantId: invitation.tenantId, memberId: invitation.memberId } });
     const member = await tx.member.update({
       where: { tenantId_id: { tenantId: invitation.tenantId, id: invitation.memberId } },
       data: { passwordHash },
-      select: { email: true, role: true, tenant: { select: { slug: true } } },
+      select: { id: true, tenantId: true, email: true, role: true, tenant: { select: { slug: true, name: true } } },
     });
-    return { email: member.email, role: asMember(member).role, tenant: member.tenant.slug };
+    return {
+      id: member.id,
+      tenantId: member.tenantId,
+      email: member.email,
+      role: asMember(member).role,
+      tenant: member.tenant.slug,
+      tenantName: member.tenant.name,
+    };
   });
 }
 

@@ -11,6 +11,8 @@ import { type BatchOptions, deleteInBatches } from './events.js';
 /** What can be recorded, as `<target type>.<verb>`. */
 export const ACTIVITY_ACTIONS = [
   'member.invited',
+  'member.invitation_resent',
+  'member.password_reset_created',
   'member.role_changed',
   'member.removed',
   'service_user.created',

@@ -1,6 +1,6 @@
 import { actorOf } from '../auth/audit.js';
-import { changeMemberRole, inviteMember, removeMember } from '../auth/members.js';
-import { INVITATION_PAGE_PATH } from '../paths.js';
+import { changeMemberRole, codePath, type CodePurpose, inviteMember, issueMemberCode, removeMember } from '../auth/members.js';
+import type { Context } from '../context.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
 import { type OrderInput, orderKeys } from '../query/filter.js';
 import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
@@ -23,11 +23,14 @@ import { once } from './writes.js';
 //   Query.currentMember: Member                            the signed-in member; null for a token or a JWT
 //   Mutation.inviteMember(email: String!, role: MemberRole!): MemberInvitation!   admin
 //     MemberInvitation { member: Member!, code: String! (shown once), path: String! (/console/invite/<code>), expiresAt }
+//   Mutation.resendInvitation(id: ID!): MemberInvitation!     admin; a pending member's new code, earlier ones void
+//   Mutation.createPasswordReset(id: ID!): MemberInvitation!  admin; a code (/console/reset/<code>) for a member with a
+//     password to choose a new one: signed in, its other sessions end (a pending member's is a new invitation)
 //   Mutation.changeMemberRole(id: ID!, role: MemberRole!): Member!                admin; ends the member's sessions
 //   Mutation.removeMember(id: ID!): RemovedMember! { id }                         admin; ends the member's sessions
 //
-// Inviting an email again resets its password (the recovery path). The last admin member who can sign in is
-// neither demoted nor removed (409 CONFLICT).
+// Inviting an email again clears its password at once; a password reset keeps it until the code is used. The last
+// admin member who can sign in is neither demoted nor removed (409 CONFLICT).
 
 const MemberRole = builder.enumType('MemberRole', {
   values: ['admin', 'reader'] as const,
@@ -76,6 +79,7 @@ const MemberList = listType('MemberList', Member, 'A page of members, by email u
 interface Invitation {
   memberId: string;
   tenantId: string;
+  purpose: CodePurpose;
   code: string | null;
   expiresAt: Date;
 }
@@ -92,13 +96,13 @@ const MemberInvitation = builder.objectRef<Invitation>('MemberInvitation').imple
     }),
     code: t.exposeString('code', {
       nullable: true,
-      description: 'The invitation code: single use, shown only now (null in the replay of a request with an Idempotency-Key).',
+      description: 'The invitation or reset code: single use, shown only now (null in the replay of a request with an Idempotency-Key).',
     }),
     path: t.string({
       nullable: true,
       description:
-        'The console page that accepts it (prefix it with the server origin); null in the replay of a request with an Idempotency-Key.',
-      resolve: (invitation) => (invitation.code === null ? null : `${INVITATION_PAGE_PATH}/${invitation.code}`),
+        'The console page that accepts it, /console/invite/<code> or /console/reset/<code> (prefix it with the server origin); null in the replay of a request with an Idempotency-Key.',
+      resolve: (invitation) => (invitation.code === null ? null : codePath(invitation.purpose, invitation.code)),
     }),
     expiresAt: t.expose('expiresAt', { type: 'DateTime' }),
   }),
@@ -189,22 +193,28 @@ builder.mutationFields((t) => ({
             activity: activityOriginOf(context),
           };
           const { member, code, expiresAt } = await inviteMember(sql, input);
-          return { memberId: member.id, tenantId: viewer.tenantId, code, expiresAt };
+          return { memberId: member.id, tenantId: viewer.tenantId, purpose: 'invitation', code, expiresAt };
         },
         (invitation) => ({ type: 'member', id: invitation.memberId }),
-        // A replay shows the invitation without its code: only the code's hash is kept (lost the first answer?
-        // invite again, with a new key).
-        async (resource) => {
-          const memberId = resource?.id ?? '';
-          const { expiresAt } = await context.db.prisma.memberInvitation.findFirstOrThrow({
-            where: { tenantId: viewer.tenantId, memberId },
-            orderBy: { createdAt: 'desc' },
-            select: { expiresAt: true },
-          });
-          return { memberId, tenantId: viewer.tenantId, code: null, expiresAt };
-        },
+        (resource) => replayedCode(context, 'invitation', resource?.id ?? ''),
       );
     },
+  }),
+  resendInvitation: t.field({
+    type: MemberInvitation,
+    description:
+      'Gives a pending member a new invitation code (valid 7 days, once); the earlier one stops working. CONFLICT for a member who has a password (create a password reset instead).',
+    authScopes: { permission: 'access:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) => issueCodeOnce(context, 'resendInvitation', 'invitation', args),
+  }),
+  createPasswordReset: t.field({
+    type: MemberInvitation,
+    description:
+      "Gives a member with a password a reset code (valid 7 days, once; its page is /console/reset/<code>): its holder chooses a new password and is signed in, and the member's other sessions end. The old password works until then. Earlier codes stop working. For a pending member it is a new invitation (/console/invite/<code>).",
+    authScopes: { permission: 'access:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) => issueCodeOnce(context, 'createPasswordReset', 'password_reset', args),
   }),
   changeMemberRole: t.prismaField({
     type: Member,
@@ -231,3 +241,34 @@ builder.mutationFields((t) => ({
       }),
   }),
 }));
+
+/** A new code of a member (resendInvitation, createPasswordReset), at most once per Idempotency-Key. */
+function issueCodeOnce(context: Context, operation: string, purpose: CodePurpose, args: { id: string }): Promise<Invitation> {
+  const { tenantId } = requireViewer(context);
+  const memberId = assertIdLength(args.id, 'member');
+  return once<Invitation>(
+    context,
+    operation,
+    args,
+    async (sql) => {
+      const issued = await issueMemberCode(sql, { tenantId, memberId, purpose, activity: activityOriginOf(context) });
+      return { memberId, tenantId, purpose: issued.purpose, code: issued.code, expiresAt: issued.expiresAt };
+    },
+    (issued) => ({ type: 'member', id: issued.memberId }),
+    (resource) => replayedCode(context, purpose, resource?.id ?? memberId),
+  );
+}
+
+/**
+ * A replay shows the code's answer without the code: only its hash is kept (lost the first answer? ask again,
+ * with a new key).
+ */
+async function replayedCode(context: Context, purpose: CodePurpose, memberId: string): Promise<Invitation> {
+  const { tenantId } = requireViewer(context);
+  const { expiresAt } = await context.db.prisma.memberInvitation.findFirstOrThrow({
+    where: { tenantId, memberId },
+    orderBy: { createdAt: 'desc' },
+    select: { expiresAt: true },
+  });
+  return { memberId, tenantId, purpose, code: null, expiresAt };
+}

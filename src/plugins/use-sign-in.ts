@@ -1,7 +1,7 @@
 import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { LoginThrottle } from '../auth/login-throttle.js';
-import { acceptInvitation, signInOfPassword } from '../auth/members.js';
+import { acceptInvitation, codeHolderOf, signInOfPassword, type SignedInMember } from '../auth/members.js';
 import { hashTurnOf } from '../auth/passwords.js';
 import { sourceOfFetch } from '../auth/request-viewers.js';
 import {
@@ -21,9 +21,10 @@ import { AUTH_BASE, jsonResponse } from '../paths.js';
 import { socketAddressOf } from './use-rate-limit.js';
 import { earlyErrorResponse } from './error-response.js';
 
-// Members sign in and out, and accept invitations, at /api/v1/auth (docs/how-to/sign-in.md). These answer before
-// GraphQL: they set and clear the session cookie, which no GraphQL result can. Bodies are JSON only, so a
-// cross-site form cannot post them, and a request from a page of another origin is refused.
+// Members sign in and out, and accept invitations and password resets, at /api/v1/auth (docs/how-to/sign-in.md).
+// These answer before GraphQL: they set and clear the session cookie, which no GraphQL result can. Bodies are JSON
+// only, so a cross-site form cannot post them, and a request from a page of another origin is refused. A code's
+// page reads what the code is for with a GET, counted with the POSTs: each is a guess at a code.
 
 const LOGIN_PATH = `${AUTH_BASE}/login`;
 const LOGOUT_PATH = `${AUTH_BASE}/logout`;
@@ -58,13 +59,38 @@ export function useSignIn(options: SignInOptions): Plugin {
     const source = sourceOfFetch(request);
     const invitation = INVITATION_PATTERN.exec(pathname);
     if (pathname !== LOGIN_PATH && pathname !== LOGOUT_PATH && !invitation) throw new ApiError('NOT_FOUND', `no such path: ${pathname}`);
-    if (request.method !== 'POST')
-      throw new ApiError('METHOD_NOT_ALLOWED', `${pathname} accepts POST only`, { headers: { Allow: 'POST' } });
+    const noStore = { 'Cache-Control': 'no-store' };
+    // A code is base64url: nothing in it is percent-encoded, and a path that is no code is an unknown one.
+    const code = invitation?.[1];
+    if (code !== undefined && (request.method === 'GET' || request.method === 'HEAD')) {
+      const holder = await throttle.invitation(clientAddressOf(source, socketAddress, policy), () => codeHolderOf(db, code));
+      const data = {
+        email: holder.email,
+        role: holder.role,
+        purpose: holder.purpose,
+        tenant: holder.organization.slug,
+        tenant_name: holder.organization.name,
+        expires_at: holder.expiresAt.toISOString(),
+      };
+      return jsonResponse(fetchAPI, { msg: 'OK', data }, { headers: noStore, withoutBody: request.method === 'HEAD' });
+    }
+    if (request.method !== 'POST') {
+      const allowed = code !== undefined ? 'GET, HEAD, POST' : 'POST';
+      throw new ApiError('METHOD_NOT_ALLOWED', `${pathname} accepts ${allowed} only`, { headers: { Allow: allowed } });
+    }
     // A page of another origin may not sign anyone in or out, nor choose a password.
     assertOwnOrigin(source, policy);
-    const noStore = { 'Cache-Control': 'no-store' };
     const cookie = (value: string | null) =>
       sessionSetCookie(value, { secure: isSecureRequest(source, policy), maxAgeSeconds: Math.floor(policy.lifetimeMs / 1000) });
+    /** The answer that signs `member` in: a new session in its cookie. */
+    const signedInAnswer = async (msg: string, member: SignedInMember) => {
+      const session = await createSession(db, member, policy);
+      return jsonResponse(
+        fetchAPI,
+        { msg, data: { email: member.email, role: member.role, tenant: member.tenant, tenant_name: member.tenantName } },
+        { headers: { ...noStore, 'Set-Cookie': cookie(session.value) } },
+      );
+    };
 
     if (pathname === LOGOUT_PATH) {
       const session = sessionCookieOf(request.headers.get('cookie'));
@@ -75,11 +101,9 @@ export function useSignIn(options: SignInOptions): Plugin {
     const address = clientAddressOf(source, socketAddress, policy);
     // A client that leaves while its hash waits gives its place up.
     const turn = hashTurnOf(options.governor, address, request.signal);
-    if (invitation) {
-      // A code is base64url: nothing in it is percent-encoded, and a path that is no code is an unknown one.
-      const code = invitation[1]!;
+    if (code !== undefined) {
       const accepted = await throttle.invitation(address, () => acceptInvitation(db, code, body.password, new Date(), turn));
-      return jsonResponse(fetchAPI, { msg: 'Password set: sign in with it', data: accepted }, { headers: noStore });
+      return signedInAnswer('Password set: signed in', accepted);
     }
     assertCredentialsShape(body);
     const account = body.email.trim().toLowerCase().slice(0, 254);
@@ -89,13 +113,7 @@ export function useSignIn(options: SignInOptions): Plugin {
     if (!signedIn) throw new ApiError('UNAUTHORIZED', SIGNED_OUT);
     // Told only to someone who knows the password of each organization listed.
     if ('organizations' in signedIn) throw organizationToChoose(signedIn.organizations);
-    const { member } = signedIn;
-    const session = await createSession(db, member, policy);
-    return jsonResponse(
-      fetchAPI,
-      { msg: 'Signed in', data: { email: member.email, role: member.role, tenant: member.tenant, tenant_name: member.tenantName } },
-      { headers: { ...noStore, 'Set-Cookie': cookie(session.value) } },
-    );
+    return signedInAnswer('Signed in', signedIn.member);
   }
 
   return {

@@ -9,7 +9,9 @@ import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } 
 import { MEMBER_BODY_SCHEMAS, memberBodyProblems } from '../domain/member-input.js';
 import {
   ChangeMemberRoleDocument,
+  CreatePasswordResetDocument,
   InviteMemberDocument,
+  ResendInvitationDocument,
   ListMembersDocument,
   ListActivityDocument,
   RemoveMemberDocument,
@@ -665,7 +667,7 @@ export const routes: readonly RouteSpec[] = [
     tag: 'Members',
     summary: 'Invite a member',
     description:
-      'Invites an email with a role (admin or reader). The answer carries the invitation code and its console path (/console/invite/<code>), shown this once: a replay of the request with its Idempotency-Key answers both null, since no stored answer keeps a code. The code works once, for 7 days. Inviting a member again resets its password and ends its sessions. The answer is the same whether or not the email is a member of another organization, which keeps its own membership. Needs the admin role.',
+      'Invites an email with a role (admin or reader). The answer carries the invitation code and its console path (/console/invite/<code>), shown this once: a replay of the request with its Idempotency-Key answers both null, since no stored answer keeps a code. The code works once, for 7 days; its holder chooses a password and is signed in. Inviting a member again resets its password and ends its sessions (to keep the password until a new one is chosen, create a password reset). The answer is the same whether or not the email is a member of another organization, which keeps its own membership. Needs the admin role.',
     itemSchema: 'MemberInvitation',
     response: { kind: 'item', msg: 'member invited', notFound: 'member not found', shownOnce: ['code', 'path'] },
     errors: [400, 403, 409, 413, 415, 422],
@@ -676,6 +678,36 @@ export const routes: readonly RouteSpec[] = [
       schema: withoutSchemaKeyword(MEMBER_BODY_SCHEMAS.invite),
       example: { email: 'ada@example.com', role: 'reader' },
     },
+  },
+  {
+    operationId: 'resendInvitation',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/members/{id}/invitation`,
+    document: ResendInvitationDocument,
+    tag: 'Members',
+    summary: "Resend a pending member's invitation",
+    description:
+      'Gives a member who has not chosen a password yet a new invitation code, with its console path (/console/invite/<code>), shown this once (null in an Idempotency-Key replay); the earlier code stops working. The code works once, for 7 days. 409 for a member who has a password: create a password reset instead. No body. Needs the admin role.',
+    itemSchema: 'MemberInvitation',
+    response: { kind: 'item', msg: 'invitation issued', notFound: 'member not found', shownOnce: ['code', 'path'] },
+    pathExamples: { id: DEMO.members.changed.id },
+    errors: [400, 403, 404, 409, 415, 422],
+    body: NO_BODY,
+  },
+  {
+    operationId: 'createPasswordReset',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/members/{id}/password-reset`,
+    document: CreatePasswordResetDocument,
+    tag: 'Members',
+    summary: 'Create a password reset link for a member',
+    description:
+      "For a member who forgot the password: a reset code, with its console path (/console/reset/<code>), shown this once (null in an Idempotency-Key replay); no email is sent, hand the link over. Its holder chooses a new password (POST /api/v1/auth/invitations/{code}) and is signed in; the member's other sessions end. The old password works until then. The code works once, for 7 days; earlier codes stop working. For a member still pending, the code is a new invitation (/console/invite/<code>). No body. Needs the admin role.",
+    itemSchema: 'MemberInvitation',
+    response: { kind: 'item', msg: 'password reset created', notFound: 'member not found', shownOnce: ['code', 'path'] },
+    pathExamples: { id: DEMO.members.changed.id },
+    errors: [400, 403, 404, 409, 415, 422],
+    body: NO_BODY,
   },
   {
     operationId: 'changeMemberRole',

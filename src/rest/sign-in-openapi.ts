@@ -33,7 +33,24 @@ export function signInSchemas(): Record<string, Record<string, unknown>> {
         email: { type: 'string', description: 'Lower-cased.' },
         role: { type: 'string', enum: ['admin', 'reader'] },
         tenant: { type: 'string', description: "The organization's slug." },
-        tenant_name: { type: 'string', description: "The organization's name (sign-in only)." },
+        tenant_name: { type: 'string', description: "The organization's name." },
+      },
+    },
+    CodeHolder: {
+      type: 'object',
+      required: ['email', 'role', 'purpose', 'tenant', 'tenant_name', 'expires_at'],
+      additionalProperties: false,
+      properties: {
+        email: { type: 'string', description: 'The member the code is for, lower-cased.' },
+        role: { type: 'string', enum: ['admin', 'reader'] },
+        purpose: {
+          type: 'string',
+          enum: ['invitation', 'password_reset'],
+          description: 'invitation: the member has no password yet; password_reset: the member has one, which the code replaces.',
+        },
+        tenant: { type: 'string', description: "The organization's slug." },
+        tenant_name: { type: 'string', description: "The organization's name." },
+        expires_at: { type: 'string', format: 'date-time', description: 'Until when the code works.' },
       },
     },
   };
@@ -51,26 +68,50 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
     required: true,
     content: { 'application/json': { schema, example } },
   });
+  const codeParameter = {
+    name: 'code',
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+    description:
+      'The code of the invitation URL (`/console/invite/<code>`) or of the password reset URL (`/console/reset/<code>`). It is a secret shown once, to the admin who invites or resets: in the answer of POST /api/v1/integrations/members (`code`; "Try it out" of inviteMember above makes one for the example member), of POST /api/v1/integrations/members/{id}/invitation or /password-reset, or printed by `npm run cli -- member invite` or `member reset-password`. Paste it here; the example is no code.',
+    example: 'paste-the-code-inviteMember-answered',
+  };
+  const attempts = `Attempts are limited per client address (${INVITATION_ATTEMPTS_PER_ADDRESS} in 15 minutes, reads and password choices together, whatever credential the request carries): then 429 with Retry-After.`;
   return {
-    // In the order a new member takes them: choose a password with the invitation, sign in, sign out.
+    // In the order a new member takes them: read the invitation, choose a password with it (signed in), sign in, sign out.
     [`${AUTH_BASE}/invitations/{code}`]: {
+      get: {
+        operationId: 'readInvitation',
+        tags: ['Sign-in'],
+        summary: 'Read what an invitation or a reset code is for',
+        description: `The organization and the email a usable code (unused, not expired) is for, and whether it is an invitation or a password reset: what the console's page shows before a password is chosen. An unknown, used or expired code is a 404. ${attempts}`,
+        security: [],
+        parameters: [codeParameter],
+        responses: {
+          200: {
+            description: 'The code is usable.',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['msg', 'data'],
+                  properties: { msg: { type: 'string' }, data: { $ref: `${SCHEMA_REF}CodeHolder` } },
+                },
+              },
+            },
+          },
+          404: error('NotFound'),
+          429: error('RateLimited'),
+        },
+      },
       post: {
         operationId: 'acceptInvitation',
         tags: ['Sign-in'],
-        summary: 'Choose a password with an invitation',
-        description: `Sets the password of the invited member. The code works once, for 7 days. A weak password is a 400 that says why: at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_LENGTH}), not on a list of commonly used passwords; the code stays usable. Every earlier session of the member ends. Attempts are limited per client address (${INVITATION_ATTEMPTS_PER_ADDRESS} in 15 minutes, whatever credential the request carries): then 429 with Retry-After. The password is hashed in turn with every other of the server (503 with Retry-After when the wait is too long).`,
+        summary: 'Choose a password with an invitation or a reset code, and sign in',
+        description: `Sets the password of the code's member (an invitation, or a password reset an admin created) and signs the member in to the code's organization: the session cookie is set as by ${AUTH_BASE}/login. The code works once, for 7 days. A weak password is a 400 that says why: at least ${MIN_PASSWORD_LENGTH} characters (at most ${MAX_PASSWORD_LENGTH}), not on a list of commonly used passwords; the code stays usable. Every earlier session of the member ends. ${attempts} The password is hashed in turn with every other of the server (503 with Retry-After when the wait is too long).`,
         security: [],
-        parameters: [
-          {
-            name: 'code',
-            in: 'path',
-            required: true,
-            schema: { type: 'string' },
-            description:
-              'The code of the invitation URL (`/console/invite/<code>`). It is a secret shown once, to the admin who invites: in the answer of POST /api/v1/integrations/members (`code`; "Try it out" of inviteMember above makes one for the example member), or printed by `npm run cli -- member invite`. Paste it here; the example is no code.',
-            example: 'paste-the-code-inviteMember-answered',
-          },
-        ],
+        parameters: [codeParameter],
         requestBody: jsonBody(
           {
             type: 'object',
@@ -87,7 +128,13 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
           { password: DEMO.members.password },
         ),
         responses: {
-          200: { description: 'The password is set: sign in with it.', content: { 'application/json': { schema: signedIn } } },
+          200: {
+            description: 'The password is set, and the member signed in.',
+            headers: {
+              'Set-Cookie': { description: `${SESSION_COOKIE}=<session>; HttpOnly; SameSite=Lax; Path=/`, schema: { type: 'string' } },
+            },
+            content: { 'application/json': { schema: signedIn } },
+          },
           400: error('InvalidQuery'),
           403: error('Forbidden'),
           404: error('NotFound'),

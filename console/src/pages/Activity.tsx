@@ -59,6 +59,8 @@ const TARGET_TYPES: readonly [ActivityTargetType, string][] = [
 /** Each action as a person reads it. */
 const ACTIONS: Record<string, string> = {
   'member.invited': 'invited a member',
+  'member.invitation_resent': "resent a member's invitation",
+  'member.password_reset_created': 'created a password reset link',
   'member.role_changed': "changed a member's role",
   'member.removed': 'removed a member',
   'service_user.created': 'created a service user',

@@ -33,6 +33,32 @@ const InviteMember = graphql(`
   }
 `);
 
+const ResendInvitation = graphql(`
+  mutation ConsoleResendInvitation($id: ID!) {
+    resendInvitation(id: $id) {
+      path
+      expiresAt
+      member {
+        id
+        email
+      }
+    }
+  }
+`);
+
+const CreatePasswordReset = graphql(`
+  mutation ConsoleCreatePasswordReset($id: ID!) {
+    createPasswordReset(id: $id) {
+      path
+      expiresAt
+      member {
+        id
+        email
+      }
+    }
+  }
+`);
+
 const ChangeMemberRole = graphql(`
   mutation ConsoleChangeMemberRole($id: ID!, $role: MemberRole!) {
     changeMemberRole(id: $id, role: $role) {
@@ -53,6 +79,32 @@ const RemoveMember = graphql(`
 const MEMBER_ROLES = ['admin', 'reader'] as const;
 type MemberRole = (typeof MEMBER_ROLES)[number];
 
+/** A code's answer (an invitation, a resent one, a password reset): its URL is shown once. */
+interface IssuedCode {
+  path: string | null;
+  expiresAt: string;
+  member: { email: string };
+}
+
+/** What the page shows once after a code is issued. */
+interface ShownCode {
+  label: string;
+  url: string;
+  note: string;
+}
+
+function shownCode(kind: 'invitation' | 'password_reset', answer: IssuedCode): ShownCode {
+  const { email } = answer.member;
+  const what = kind === 'invitation' ? 'Invitation URL' : 'Password reset URL';
+  return {
+    label: `${what} for ${email}`,
+    url: `${location.origin}${answer.path ?? ''}`,
+    note: `Send it to ${email}: it works once, until ${formatTime(answer.expiresAt)}, and is shown only now.${
+      kind === 'password_reset' ? ' Their password works until they choose a new one; then their other sessions end.' : ''
+    }`,
+  };
+}
+
 export function Members() {
   return (
     <UserManagement>
@@ -66,8 +118,10 @@ function MemberList() {
   const [invited, invite] = useMutation(InviteMember);
   const [changed, changeRole] = useMutation(ChangeMemberRole);
   const [removed, remove] = useMutation(RemoveMember);
+  const [resent, resend] = useMutation(ResendInvitation);
+  const [reset, createReset] = useMutation(CreatePasswordReset);
   const [inviting, setInviting] = useState(false);
-  const [invitation, setInvitation] = useState<{ email: string; url: string; expiresAt: string } | null>(null);
+  const [issued, setIssued] = useState<ShownCode | null>(null);
   const reload = () => refetch({ requestPolicy: 'network-only' });
 
   async function submitInvitation(event: FormEvent<HTMLFormElement>) {
@@ -76,10 +130,20 @@ function MemberList() {
     const result = await invite({ email: String(form.get('email')).trim(), role: form.get('role') as MemberRole });
     const answer = result.data?.inviteMember;
     if (answer) {
-      setInvitation({ email: answer.member.email, url: `${location.origin}${answer.path}`, expiresAt: answer.expiresAt });
+      setIssued(shownCode('invitation', answer));
       setInviting(false);
       reload();
     }
+  }
+
+  async function resendInvitation(id: string) {
+    const answer = (await resend({ id })).data?.resendInvitation;
+    if (answer) setIssued(shownCode('invitation', answer));
+  }
+
+  async function createPasswordReset(id: string) {
+    const answer = (await createReset({ id })).data?.createPasswordReset;
+    if (answer) setIssued(shownCode('password_reset', answer));
   }
 
   return (
@@ -102,7 +166,10 @@ function MemberList() {
             <option value="admin">admin: everything within the organization</option>
             <option value="reader">reader: read-only</option>
           </select>
-          <p className="note">Inviting an email again resets its password and ends its sessions.</p>
+          <p className="note">
+            Inviting an email again clears its password and ends its sessions. For a forgotten password, use Reset password in the list: the
+            password works until a new one is chosen.
+          </p>
           <ErrorMessage error={invited.error} />
           <div className="actions">
             <button type="button" onClick={() => setInviting(false)}>
@@ -114,14 +181,8 @@ function MemberList() {
           </div>
         </form>
       ) : null}
-      {invitation ? (
-        <SecretOnce
-          label={`Invitation URL for ${invitation.email}`}
-          value={invitation.url}
-          note={`Send it to ${invitation.email}: it works once, until ${formatTime(invitation.expiresAt)}, and is shown only now.`}
-        />
-      ) : null}
-      <ErrorMessage error={error ?? changed.error ?? removed.error} />
+      {issued ? <SecretOnce label={issued.label} value={issued.url} note={issued.note} /> : null}
+      <ErrorMessage error={error ?? changed.error ?? removed.error ?? resent.error ?? reset.error} />
       {!data && fetching ? <Loading /> : null}
       {data ? (
         <div className="table-scroll">
@@ -178,7 +239,26 @@ function MemberList() {
                     <td className="secondary">
                       <Time iso={member.lastSeenAt} />
                     </td>
-                    <td>
+                    <td className="row-actions">
+                      {member.pending ? (
+                        <button
+                          type="button"
+                          disabled={resent.fetching}
+                          aria-label={`Resend invitation to ${member.email}`}
+                          onClick={() => void resendInvitation(member.id)}
+                        >
+                          Resend invitation
+                        </button>
+                      ) : (
+                        <button
+                          type="button"
+                          disabled={reset.fetching}
+                          aria-label={`Reset password of ${member.email}`}
+                          onClick={() => void createPasswordReset(member.id)}
+                        >
+                          Reset password
+                        </button>
+                      )}
                       <ConfirmButton
                         label="Remove"
                         accessibleLabel={`Remove ${member.email}`}

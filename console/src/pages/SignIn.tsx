@@ -9,7 +9,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   /** The organizations the password signs in to, when it is that of several: one is chosen, then sent. */
   const [organizations, setOrganizations] = useState<readonly string[]>([]);
   useEffect(() => {
-    document.title = 'Sign in · Console';
+    document.title = 'Sign in · Integrations & Sync API console';
   }, []);
 
   async function signInWithPassword(event: FormEvent<HTMLFormElement>) {
@@ -51,6 +51,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   return (
     <main className="center">
       <div className="card narrow">
+        <p className="product-name">Integrations &amp; Sync API console</p>
         <h1>Sign in</h1>
         <form onSubmit={signInWithPassword}>
           <label htmlFor="email">Email</label>
@@ -74,6 +75,10 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
             Sign in
           </button>
         </form>
+        <p className="note">
+          Forgot your password? Ask an admin of your organization for a password reset link (no email is sent): open it, choose a new
+          password, and you are signed in.
+        </p>
         <details>
           <summary>Sign in with an API token</summary>
           <form onSubmit={signInWithToken}>
