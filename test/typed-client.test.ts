@@ -155,10 +155,15 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
   const email = 'typed-' + Date.now() + '@example.com';
   const invited = ok(await client.POST('/api/v1/integrations/members', { body: { email, role: 'admin' } }), 'inviteMember');
   // Null only in the replay of a request with an Idempotency-Key, which this one is not.
-  const code = invited.data.code;
-  if (code === null) throw new Error('inviteMember answered no code');
+  if (invited.data.code === null) throw new Error('inviteMember answered no code');
   const memberId: string = invited.data.member.id;
   seen.push('inviteMember ' + invited.data.member.role);
+  const resent = ok(await client.POST('/api/v1/integrations/members/{id}/invitation', { params: { path: { id: memberId } } }), 'resendInvitation');
+  const code = resent.data.code;
+  if (code === null) throw new Error('resendInvitation answered no code');
+  seen.push('resendInvitation ' + (code !== invited.data.code));
+  const holder = ok(await client.GET('/api/v1/auth/invitations/{code}', { params: { path: { code } } }), 'readInvitation');
+  seen.push('readInvitation ' + holder.data.purpose + ' ' + (holder.data.email === email));
   const password = 'a long typed-client password';
   const accepted = answered(await client.POST('/api/v1/auth/invitations/{code}', { params: { path: { code } }, body: { password } }), 'acceptInvitation');
   seen.push('acceptInvitation ' + accepted);
@@ -168,6 +173,8 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
   seen.push('signIn ' + signedIn.data.role);
   const signedOut = answered(await client.POST('/api/v1/auth/logout', { headers: { 'X-Requested-With': 'typed-client', cookie } }), 'signOut');
   seen.push('signOut ' + signedOut);
+  const reset = ok(await client.POST('/api/v1/integrations/members/{id}/password-reset', { params: { path: { id: memberId } } }), 'createPasswordReset');
+  seen.push('createPasswordReset ' + reset.data.path?.startsWith('/console/reset/'));
   // A second member to change and remove: the first stays the organization's admin who can sign in.
   const second = ok(await client.POST('/api/v1/integrations/members', { body: { email: 'second-' + email, role: 'reader' } }), 'inviteMember');
   const secondId: string = second.data.member.id;
@@ -285,6 +292,9 @@ describe('a client generated from the served document', () => {
         'rotateWebhookSecret true',
         'listWebhookDeliveries true',
         'listActivity true',
+        'resendInvitation true',
+        'readInvitation invitation true',
+        'createPasswordReset true',
       ]),
     );
   });
