@@ -702,7 +702,17 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const tokenType = schema.getType('Token');
       expect(isObjectType(tokenType)).toBe(true);
       const tokenFields = isObjectType(tokenType) ? Object.keys(tokenType.getFields()).sort() : [];
-      expect(tokenFields).toEqual(['createdAt', 'createdBy', 'expiresAt', 'id', 'lastUsedAt', 'prefix', 'revokedAt', 'serviceUser']);
+      expect(tokenFields).toEqual([
+        'createdAt',
+        'createdBy',
+        'expiresAt',
+        'id',
+        'lastUsedAt',
+        'name',
+        'prefix',
+        'revokedAt',
+        'serviceUser',
+      ]);
       const listing = await graphql(
         logged,
         '{ serviceUsers { id name tokens { id prefix expiresAt createdAt lastUsedAt revokedAt serviceUser { id name } } } }',
