@@ -1716,7 +1716,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
       await expect(page.evaluate(() => document.activeElement?.classList.contains('organization'))).resolves.toBe(true);
       await checkAccessibility(page, 'the open menu at 390 px');
       await expectFits(page, 'the open menu at 390 px');
-      await screenshot(page, 'menu-390');
+      await screenshot(page, 'menu-390', { keepFocus: true });
       await page.keyboard.press('Escape');
       await expect(menu.getAttribute('aria-expanded')).resolves.toBe('false');
       await expect(navigation.getByRole('link', { name: 'Connections' }).isVisible()).resolves.toBe(false);
