@@ -232,7 +232,7 @@ describe.each(databaseKinds)('personal access tokens and service users on %s', (
     const entry = tokens.find((t) => t.id === id);
     expect(entry).toMatchObject({ serviceUserId: readerId, serviceUserName: 'dashboard', revokedAt: null });
     expect(Object.keys(entry!).sort()).toEqual(
-      ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'prefix', 'revokedAt', 'serviceUserId', 'serviceUserName'].sort(),
+      ['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'prefix', 'revokedAt', 'serviceUserId', 'serviceUserName'].sort(),
     );
     expect(JSON.stringify(tokens)).not.toContain(token.slice(-43));
     expect(await listTokens(db, otherTenantId)).toEqual([]);

@@ -123,6 +123,7 @@ describe.each(databaseKinds)('memberships per organization on %s', (kind) => {
       email: 'squatted@example.com',
       role: 'admin',
       tenant: 'demo',
+      tenant_name: 'demo',
     });
     const second = await invite('other', 'squatted@example.com', 'reader');
     expect(second.status).toBe(200);
@@ -131,6 +132,7 @@ describe.each(databaseKinds)('memberships per organization on %s', (kind) => {
       email: 'squatted@example.com',
       role: 'reader',
       tenant: 'other',
+      tenant_name: 'other',
     });
 
     // Without organization, the password picks the membership it is the password of.
