@@ -24,8 +24,10 @@ const HISTORIES = [
   { name: 'ten streams, 30,000 events of 2 KB', events: EVENTS, bytes: 2000, streams: STREAMS, maxGrowth: 320 * 2 ** 20 },
   // Each stream holds one copy of one 1 MB event (the message in its socket's buffer: the body makes the next only
   // when the socket has taken it, and the replay reads the next page only then), and what the collector has not
-  // yet freed of the texts it was made from (measured 29–88 MB). Unbounded, 16 GB.
-  { name: 'sixteen streams, 40 events of 1 MB', events: 40, bytes: 1_000_000, streams: 16, maxGrowth: 100 * 2 ** 20 },
+  // yet freed of the texts it was made from. Measured 29–88 MB on 2026-11-28, but 103–208 MB on 2026-11-29 (the
+  // same build too): the 100 MB is not reliably met, and the bound guards against a queue without a bound
+  // (16 GB here), not for that figure.
+  { name: 'sixteen streams, 40 events of 1 MB', events: 40, bytes: 1_000_000, streams: 16, maxGrowth: 300 * 2 ** 20 },
 ] as const;
 
 describe.each(HISTORIES.flatMap((history) => databaseKinds.map((kind) => ({ ...history, kind }))))(
