@@ -237,7 +237,10 @@ export async function startHaCluster(options: HaClusterOptions = {}): Promise<Ha
         SOCKET_DIR: socketDir,
         BIN_DIR,
         // Small: a stalled standby holds back only the few commits that wait on it, and their WAL is what it lags by.
-        MAX_LAG_ON_SYNCNODE: String(MAX_LAG_ON_SYNCNODE_BYTES),
+        // Off (-1) with one standby: Patroni then measures its lag against the primary's current WAL, so a burst
+        // of writes would drop the only standby from sync, and with it the only node a failover may promote,
+        // while there is no other standby to take its place.
+        MAX_LAG_ON_SYNCNODE: String(count > 2 ? MAX_LAG_ON_SYNCNODE_BYTES : -1),
         // Armed where the machine has a watchdog device Patroni may open; without one the supervisor's fence
         // stands in for it (see `fence`).
         WATCHDOG_MODE: 'automatic',
