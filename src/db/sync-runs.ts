@@ -432,20 +432,31 @@ export async function nextScheduledRuns(
   ids: readonly string[],
   intervals: Readonly<Record<SyncInterval, number>> = SYNC_INTERVAL_SECONDS,
 ): Promise<Map<string, Date>> {
+  // greatest() passes over a NULL: a connection that never ran is due now.
   const rows = await db.query<{ id: string; dueMs: number }>(
-    `SELECT "c"."id", extract(epoch FROM greatest(now(), "n"."started_at" + make_interval(secs => "i"."seconds"))) * 1000 AS "dueMs"
-     FROM "public"."connections" AS "c"
-     JOIN unnest($3::text[], $4::int[]) AS "i"("sync_interval", "seconds") ON "i"."sync_interval" = "c"."settings" ->> 'sync_interval'
-     LEFT JOIN LATERAL (SELECT "s"."started_at" FROM "public"."syncs" AS "s"
-                        WHERE "s"."tenant_id" = "c"."tenant_id" AND "s"."connection_id" = "c"."id"
-                        ORDER BY "s"."started_at" DESC LIMIT 1) AS "n" ON true
-     WHERE "c"."tenant_id" = $1 AND "c"."id" = ANY($2::text[]) AND "c"."deleted_at" IS NULL
-       AND "c"."status" = ANY($5::text[]::connection_status[])
-       AND NOT EXISTS (SELECT 1 FROM "public"."syncs" AS "a"
-                       WHERE "a"."tenant_id" = "c"."tenant_id" AND "a"."connection_id" = "c"."id" AND "a"."status" = ANY($6::text[]::sync_status[]))`,
-    [tenantId, ids, Object.keys(intervals), Object.values(intervals), SCHEDULED_CONNECTION_STATUSES, ACTIVE_SYNC_STATUSES],
+    `SELECT "c"."id", extract(epoch FROM greatest(now(),
+       (SELECT "s"."started_at" FROM "public"."syncs" AS "s"
+         WHERE "s"."tenant_id" = "c"."tenant_id" AND "s"."connection_id" = "c"."id"
+         ORDER BY "s"."started_at" DESC LIMIT 1) + make_interval(secs => "i"."seconds"))) * 1000 AS "dueMs"
+     FROM ${SCHEDULED_CONNECTIONS} AND "c"."id" = ANY($6::text[])`,
+    [...scheduledConnectionParams(tenantId, intervals), ids],
   );
   return new Map(rows.map((row) => [row.id, new Date(Number(row.dueMs))]));
+}
+
+/**
+ * The connections the scheduler runs, as "c", each with its interval as "i"."seconds": not deleted, pending or
+ * active, with a `sync_interval`, and no run pending or in progress. One rule for scheduleDueSyncs and
+ * nextScheduledRuns; its parameters $1 to $5 are scheduledConnectionParams.
+ */
+const SCHEDULED_CONNECTIONS = `"public"."connections" AS "c"
+       JOIN unnest($2::text[], $3::int[]) AS "i"("sync_interval", "seconds") ON "i"."sync_interval" = "c"."settings" ->> 'sync_interval'
+       WHERE "c"."tenant_id" = $1 AND "c"."deleted_at" IS NULL AND "c"."status" = ANY($4::text[]::connection_status[])
+         AND NOT EXISTS (SELECT 1 FROM "public"."syncs" AS "a"
+                         WHERE "a"."tenant_id" = "c"."tenant_id" AND "a"."connection_id" = "c"."id" AND "a"."status" = ANY($5::text[]::sync_status[]))`;
+
+function scheduledConnectionParams(tenantId: string, intervals: Readonly<Record<SyncInterval, number>>): unknown[] {
+  return [tenantId, Object.keys(intervals), Object.values(intervals), SCHEDULED_CONNECTION_STATUSES, ACTIVE_SYNC_STATUSES];
 }
 
 export interface ScheduleOptions {
@@ -468,25 +479,14 @@ export async function scheduleDueSyncs(sql: TransactionRunner, tenantId: string,
     ]);
     if (!lock?.acquired) return [];
     const due = await tx.query<{ id: string }>(
-      `SELECT "c"."id" FROM "public"."connections" AS "c"
-       JOIN unnest($2::text[], $3::int[]) AS "i"("sync_interval", "seconds") ON "i"."sync_interval" = "c"."settings" ->> 'sync_interval'
-       WHERE "c"."tenant_id" = $1 AND "c"."deleted_at" IS NULL AND "c"."status" = ANY($4::text[]::connection_status[])
-         AND NOT EXISTS (SELECT 1 FROM "public"."syncs" AS "a"
-                         WHERE "a"."tenant_id" = "c"."tenant_id" AND "a"."connection_id" = "c"."id" AND "a"."status" = ANY($5::text[]::sync_status[]))
+      `SELECT "c"."id" FROM ${SCHEDULED_CONNECTIONS}
          AND NOT EXISTS (SELECT 1 FROM "public"."syncs" AS "r"
                          WHERE "r"."tenant_id" = "c"."tenant_id" AND "r"."connection_id" = "c"."id"
                            AND "r"."started_at" > now() - make_interval(secs => "i"."seconds"))
        ORDER BY "c"."id"
        LIMIT $6
        FOR SHARE OF "c" SKIP LOCKED`,
-      [
-        tenantId,
-        Object.keys(intervals),
-        Object.values(intervals),
-        SCHEDULED_CONNECTION_STATUSES,
-        ACTIVE_SYNC_STATUSES,
-        options.limit ?? 1000,
-      ],
+      [...scheduledConnectionParams(tenantId, intervals), options.limit ?? 1000],
     );
     if (due.length === 0) return [];
     const queued = await tx.query<Sync>(
