@@ -1,7 +1,5 @@
 // Where the gateway answers: every fixed path (GraphQL, the REST facade and its documents, the pages, health and
-// metrics), and the one way a plugin builds a JSON answer by hand. Route paths themselves are in rest/routes.ts.
-
-import { jsonBytes } from './json-bytes.js';
+// metrics). Route paths themselves are in rest/routes.ts.
 
 /** GraphQL over HTTP, GraphiQL in a browser, subscriptions over SSE and the graphql-ws WebSocket. */
 export const GRAPHQL_ENDPOINT = '/graphql';
@@ -36,29 +34,6 @@ export const METRICS_PATH = '/metrics';
 /** A path without its trailing slash (`/graphql/` is `/graphql`); `/` stays `/`. */
 export function withoutTrailingSlash(pathname: string): string {
   return pathname.length > 1 && pathname.endsWith('/') ? pathname.slice(0, -1) : pathname;
-}
-
-/** `application/json; charset=utf-8`: what JSON answers are sent as unless they say otherwise. */
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
-
-/**
- * A JSON answer a plugin builds itself, outside yoga's result processing: `body` serialized (as UTF-8 bytes,
- * src/json-bytes.ts), or no body when `withoutBody` (a HEAD request). `headers` come after the content type, so they may replace it.
- */
-export function jsonResponse(
-  fetchAPI: { Response: typeof Response },
-  body: unknown,
-  {
-    status = 200,
-    headers,
-    contentType = JSON_CONTENT_TYPE,
-    withoutBody = false,
-  }: { status?: number; headers?: Record<string, string> | undefined; contentType?: string; withoutBody?: boolean } = {},
-): Response {
-  return new fetchAPI.Response(withoutBody ? null : jsonBytes(body), {
-    status,
-    headers: { 'content-type': contentType, ...headers },
-  });
 }
 
 /** Members sign in, out, and accept invitations below this path (plugins/use-sign-in.ts). */

@@ -5,7 +5,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { SERVER_STATEMENT_TIMEOUT_MS, startApp } from '../src/http/app.js';
+import { SERVER_STATEMENT_TIMEOUT_MS, startApp } from '../src/http/start-app.js';
 import { openDatabase } from '../src/db/client.js';
 import { parseConfig } from '../src/env.js';
 import { createLogger } from '../src/logger.js';

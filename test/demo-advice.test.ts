@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { demoTokenAdvice, startApp } from '../src/http/app.js';
+import { demoTokenAdvice, startApp } from '../src/http/start-app.js';
 import { createServiceUser } from '../src/auth/service-users.js';
 import { createToken, revokeToken } from '../src/auth/tokens.js';
 import type { Database } from '../src/db/client.js';
@@ -9,7 +9,7 @@ import { createLogger } from '../src/logger.js';
 import { ensureDemo } from '../src/seed/demo.js';
 import { createTestDatabase, databaseKinds, migratedPgliteDataDir, type TestDatabase } from './fixtures/databases.js';
 
-// What a server start says about the demo tenant's admin token (src/http/app.ts demoTokenAdvice, src/seed/demo.ts
+// What a server start says about the demo tenant's admin token (src/http/start-app.ts demoTokenAdvice, src/seed/demo.ts
 // ensureDemo), and that a restart reads it without Prisma: the start then loads no Prisma query compiler before it
 // listens.
 

@@ -191,7 +191,7 @@ export function listServiceUsers(db: Database, tenantId: string): Promise<Servic
 /**
  * The admins of the tenant with this slug by name, each with whether it holds a usable token (neither revoked
  * nor expired at `now`); null when there is no such tenant. One statement in SQL, not Prisma: a server's restart
- * reads it (src/http/app.ts, the demo tenant's advice) and then loads no Prisma query compiler before it listens (its
+ * reads it (src/http/start-app.ts, the demo tenant's advice) and then loads no Prisma query compiler before it listens (its
  * Wasm and the first compiled queries are a large share of a PGlite restart's CPU).
  */
 export async function adminsWithUsableToken(

@@ -4,17 +4,16 @@ import { processRegularResult } from 'graphql-yoga';
 import type { Viewer } from '../auth/viewer.js';
 import { idempotencyOf, type Context } from '../context.js';
 import { withStatementSignal } from '../db/cancellation.js';
+import { executeDirectly, type DirectPathOptions } from './direct-execution.js';
 import {
   CLIENT_CLOSED_REQUEST,
-  executeDirectly,
   incomingOfFetch,
   incomingOfNode,
   responseOf,
   sendOnNode,
-  type DirectPathOptions,
   type Incoming,
   type Outgoing,
-} from './direct-rest.js';
+} from './incoming-outgoing.js';
 import { newRequestId, type ApiError } from '../errors.js';
 import { jsonBytes } from '../json-bytes.js';
 import { introspects } from '../graphql/compiled-execution.js';

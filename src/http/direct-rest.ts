@@ -1,18 +1,23 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { normalizedExecutor } from '@graphql-tools/executor';
-import type { ExecutionArgs, ExecutionResult, GraphQLError, GraphQLSchema } from 'graphql';
 import type { Viewer } from '../auth/viewer.js';
 import { idempotencyOf, type Context } from '../context.js';
-import type { CompiledExecution } from '../graphql/compiled-execution.js';
 import { withStatementSignal } from '../db/cancellation.js';
 import { newRequestId } from '../errors.js';
 import { jsonBytes } from '../json-bytes.js';
-import type { Logger } from '../logger.js';
-import { lowerCased, type Admission } from './admission.js';
+import { lowerCased } from './admission.js';
+import { executeDirectly, type DirectPathOptions } from './direct-execution.js';
+import {
+  CLIENT_CLOSED_REQUEST,
+  incomingOfFetch,
+  incomingOfNode,
+  responseOf,
+  sendOnNode,
+  type Incoming,
+  type Outgoing,
+} from './incoming-outgoing.js';
 import { INTEGRATIONS_BASE, withoutTrailingSlash } from '../paths.js';
-import { executeWithinDeadline, type Deadline } from '../plugins/use-deadline.js';
-import type { OperationSurface } from '../plugins/use-metrics.js';
 import type { BudgetState } from '../plugins/use-rate-limit.js';
+import { JSON_CONTENT_TYPE } from '../plugins/json-response.js';
 import { withIdempotency } from '../plugins/use-rest.js';
 import type { CompiledRoute } from '../rest/compile-routes.js';
 import { errorResponse, graphqlErrorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
@@ -37,46 +42,6 @@ import {
 // oversized URL or declared body, a GET with a body, a path no route of its method has) goes through yoga's
 // pipeline as before; test/direct-rest.test.ts checks that both answer alike.
 
-/** What the direct paths read of a request, from node:http or from a fetch Request. */
-export interface Incoming {
-  method: string;
-  /** The request's URL as yoga would build it (its origin names this server in the error bodies' docs links). */
-  url: string;
-  header(name: string): string | null;
-  /** The request body, when it has one. */
-  body(): AsyncIterable<Uint8Array> | null;
-  /** The client's address, for the rate limit of a request without a valid credential. */
-  remoteAddress: string;
-  /** Whether the client left before its request was whole (a body cut off): there is no one to answer. */
-  gone(): boolean;
-}
-
-/**
- * The status a request's log line and metrics get when its client left before the request was whole (nginx's
- * "client closed request"): nothing is sent, and it is no fault of the server (no 5xx, no error line).
- */
-export const CLIENT_CLOSED_REQUEST = 499;
-
-/** The answer, ready to send. */
-export interface Outgoing {
-  status: number;
-  headers: Record<string, string>;
-  body: Uint8Array<ArrayBuffer> | null;
-}
-
-/** What both direct paths (REST here, GraphQL in direct-graphql.ts) share with yoga's pipeline. */
-export interface DirectPathOptions {
-  schema: GraphQLSchema;
-  logger: Logger;
-  /** The admission spine's functions (./admission.ts): every check these paths make is one of them. */
-  admission: Admission;
-  maxBodyBytes: number;
-  /** The compiled queries (the REST documents are compiled at their first run). */
-  compiledExecution: CompiledExecution;
-  /** The context's fields that do not depend on the request. */
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'applicationCategory' | 'tokenCaps' | 'live'>;
-}
-
 export interface DirectRestOptions extends DirectPathOptions {
   compiled: readonly CompiledRoute[];
   maxUrlLength: number;
@@ -87,8 +52,6 @@ export interface DirectRest {
   node(req: IncomingMessage, res: ServerResponse): boolean;
   fetch(request: Request, remoteAddress?: string): Promise<Response> | null;
 }
-
-const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 export function createDirectRest(options: DirectRestOptions): DirectRest {
   const { compiled, logger, admission } = options;
@@ -213,100 +176,4 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
       return answer(incoming, taken).then(responseOf);
     },
   };
-}
-
-/** A node:http request as the direct paths read it. */
-export function incomingOfNode(req: IncomingMessage): Incoming {
-  return {
-    method: req.method ?? 'GET',
-    url: `${(req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http'}://${hostOf(req)}${req.url ?? '/'}`,
-    header: (name) => headerValue(req.headers[name]),
-    body: () => req,
-    remoteAddress: req.socket.remoteAddress ?? 'unknown',
-    gone: () => req.destroyed && !req.complete,
-  };
-}
-
-/** A fetch Request as the direct paths read it. */
-export function incomingOfFetch(request: Request, remoteAddress: string): Incoming {
-  return {
-    method: request.method,
-    url: request.url,
-    header: (name) => request.headers.get(name),
-    body: () => request.body as AsyncIterable<Uint8Array> | null,
-    remoteAddress,
-    gone: () => request.signal.aborted,
-  };
-}
-
-/**
- * Writes an answer on node:http once it is ready; an answer that failed (a bug) is a bare 500, logged. One that
- * failed because the client left (its body cut off: node:http's "aborted") has no one to answer and is no fault.
- */
-export function sendOnNode(res: ServerResponse, answer: Promise<Outgoing>, logger: Logger, failure: string): void {
-  answer.then(
-    ({ status, headers, body }) => {
-      res.writeHead(status, headers);
-      res.end(body);
-    },
-    (error: unknown) => {
-      if (res.destroyed || !res.socket || res.socket.destroyed) {
-        res.destroy();
-        return;
-      }
-      logger.error({ err: error }, failure);
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    },
-  );
-}
-
-/**
- * Runs an operation as the pipeline would around its executor: compiled when it is (the server's own REST
- * documents at their first run), within the deadline, counted in the metrics under `surface`, its errors masked.
- * `refusal`: a limit refused it already; that is its result.
- */
-export async function executeDirectly(
-  options: DirectPathOptions,
-  deadline: Deadline,
-  args: Omit<ExecutionArgs, 'schema'>,
-  surface: OperationSurface,
-  refusal: GraphQLError | null = null,
-): Promise<ExecutionResult> {
-  const { admission } = options;
-  const done = admission.operationStarted(args.document, args.operationName, surface);
-  let result: ExecutionResult;
-  if (refusal) {
-    result = { errors: [refusal] };
-  } else {
-    const compiled = options.compiledExecution.executorFor(args.document, args.operationName, surface === 'rest');
-    const executor = (compiled ?? normalizedExecutor) as typeof normalizedExecutor;
-    result = (await executeWithinDeadline(
-      deadline,
-      executor,
-      { schema: options.schema, ...args },
-      { usesSignal: compiled === null },
-    )) as ExecutionResult;
-  }
-  const masked = result.errors ? { ...result, errors: result.errors.map(admission.mask) } : result;
-  done(masked);
-  return masked;
-}
-
-/** An answer as a fetch Response. */
-export function responseOf({ status, headers, body }: Outgoing): Response {
-  return new Response(body, { status, headers });
-}
-
-/** The host part of the URL as @whatwg-node/server builds it for yoga: the Host header, else the local address and port. */
-function hostOf(req: IncomingMessage): string {
-  const host = req.headers.host;
-  if (host) return host;
-  const local = req.socket.localAddress;
-  return local && !local.includes('::') && !local.includes('ffff') ? `${local}:${req.socket.localPort ?? 80}` : 'localhost';
-}
-
-function headerValue(value: string | string[] | undefined): string | null {
-  if (value === undefined) return null;
-  return Array.isArray(value) ? value.join(', ') : value;
 }

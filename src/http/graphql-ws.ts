@@ -9,7 +9,7 @@ import { withStatementSignal } from '../db/cancellation.js';
 import { newRequestId, type ApiError } from '../errors.js';
 import { decodeUtf8 } from '../json-body.js';
 import { hostRefusal, statusOf, type Admission } from './admission.js';
-import { incomingOfNode } from './direct-rest.js';
+import { incomingOfNode } from './incoming-outgoing.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { executeWithinDeadline, withinDeadline } from '../plugins/use-deadline.js';

@@ -1,4 +1,4 @@
-import { databaseEnvironment, startApp } from './app.js';
+import { databaseEnvironment, startApp } from './start-app.js';
 import { loadConfigOrExit } from '../env.js';
 import { createHttpServer } from './http-server.js';
 import { attachGraphqlWebSocket } from './graphql-ws.js';

@@ -1,5 +1,6 @@
 import { ERROR_CODES, type ApiError } from '../errors.js';
-import { GRAPHQL_ENDPOINT, jsonResponse } from '../paths.js';
+import { GRAPHQL_ENDPOINT } from '../paths.js';
+import { jsonResponse } from './json-response.js';
 import { errorResponse } from '../rest/envelope.js';
 import { requestIdOf } from './use-request-id.js';
 

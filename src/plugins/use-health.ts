@@ -6,7 +6,8 @@
 // plugin answers exactly `/healthz` and `/readyz`, to GET and HEAD only.
 import type { Plugin } from 'graphql-yoga';
 import type { Database } from '../db/client.js';
-import { HEALTH_PATH, jsonResponse, READY_PATH } from '../paths.js';
+import { HEALTH_PATH, READY_PATH } from '../paths.js';
+import { jsonResponse } from './json-response.js';
 
 /** `/healthz` and `/readyz` answer `application/json` without a charset, as they always have. */
 const HEALTH_CONTENT_TYPE = 'application/json';

@@ -17,7 +17,8 @@ import type { Database } from '../db/client.js';
 import type { Governor } from '../governor/governor.js';
 import { ApiError } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
-import { AUTH_BASE, jsonResponse } from '../paths.js';
+import { AUTH_BASE } from '../paths.js';
+import { jsonResponse } from './json-response.js';
 import { socketAddressOf } from './use-rate-limit.js';
 import { earlyErrorResponse } from './error-response.js';
 
