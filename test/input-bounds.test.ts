@@ -3,7 +3,7 @@
 // place, one timestamp parser for both surfaces, a missing credential answered 401 before anything of the
 // request is read, and no path that ends in /health answered by yoga's built-in check.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEXT_LIMITS } from '../src/input-limits.js';
+import { TEXT_LIMITS } from '../src/query/filter.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
 import { BASE, rest } from './fixtures/rest.js';

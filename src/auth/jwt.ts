@@ -1,9 +1,9 @@
 import { createPublicKey } from 'node:crypto';
+import { isUnstorableText } from '../json-body.js';
 import { createRemoteJWKSet, errors as joseErrors, importSPKI, jwtVerify, type CryptoKey, type JWTVerifyGetKey } from 'jose';
 import type { Viewer } from './viewer.js';
 import type { Config } from '../env.js';
 import { ApiError } from '../errors.js';
-import { isUnstorableText } from '../storable-text.js';
 import { JWT_DEFAULTS } from '../domain/jwt-settings.js';
 import type { Role } from '../generated/prisma/enums.js';
 import { isRole, permissionsOf, widestRole } from './permissions.js';

@@ -16,8 +16,7 @@ import {
 } from 'graphql';
 import { createGraphQLError, type GraphQLParams, type Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
-import { decodeUtf8, nestsDeeper } from '../json-body.js';
-import { isUnstorableText } from '../storable-text.js';
+import { decodeUtf8, nestsDeeper, isUnstorableText } from '../json-body.js';
 import { earlyErrorResponse } from './error-response.js';
 
 export interface RequestLimits {

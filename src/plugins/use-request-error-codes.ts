@@ -1,7 +1,6 @@
 import { GraphQLError, Kind } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
-import { clip } from '../clip.js';
-import { ApiError, isErrorCode, type ErrorCode } from '../errors.js';
+import { ApiError, isErrorCode, type ErrorCode, clip } from '../errors.js';
 import { earlyErrorResponse, replaceResponse } from './error-response.js';
 
 /** Codes yoga gives the request errors it raises itself (bad JSON, no query, wrong method, parse, validation). */

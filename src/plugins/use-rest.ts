@@ -1,6 +1,6 @@
 import { validate, type GraphQLSchema } from 'graphql';
+import { clip } from '../errors.js';
 import type { Plugin } from 'graphql-yoga';
-import { clip } from '../clip.js';
 import type { Context } from '../context.js';
 import type { Logger } from '../logger.js';
 import { storeIdempotentResponse } from '../db/idempotency.js';

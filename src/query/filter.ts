@@ -1,11 +1,21 @@
 import { ApiError } from '../errors.js';
-import { TEXT_LIMITS } from '../input-limits.js';
 import type { Columns, PrismaColumn, SqlColumn } from './columns.js';
 
 // The list query language, apart from any surface or driver: a filter (`{field: {op: value}, and, or, not}`),
 // an order and a keyword search, walked and decided here once, and written by a renderer in the target's
 // terms (query/prisma.ts: Prisma `where`/`orderBy`; query/sql.ts: SQL with bind parameters). The GraphQL
 // inputs (graphql/filters.ts) and the REST grammar (rest/query-params.ts) both end here.
+
+/**
+ * Caps on text a caller sends, the same on both surfaces: REST's query-string parser (rest/query-params.ts)
+ * and GraphQL's filter and search arguments, both walked here.
+ */
+export const TEXT_LIMITS = {
+  /** One compared value: an `eq`/`like`/`ilike`/… operand or one `in` member (REST: a parameter's whole value). */
+  maxValueLength: 4096,
+  /** A `search` keyword, in characters (code points). */
+  maxSearchLength: 200,
+} as const;
 
 /**
  * The filter operators, plus `contains`: a case-insensitive substring match that keyword searches build

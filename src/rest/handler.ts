@@ -1,10 +1,9 @@
 import { getOperationAST, GraphQLError, Kind, type DocumentNode, type ExecutionResult } from 'graphql';
 import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
-import { clip } from '../clip.js';
 import { parseJsonBody } from '../json-body.js';
 import type { Logger } from '../logger.js';
 import { invalidInput } from '../domain/problems.js';
-import { credentialRequiredError, isErrorCode } from '../errors.js';
+import { credentialRequiredError, isErrorCode, clip } from '../errors.js';
 import type { CompiledRoute } from './compile-routes.js';
 import {
   errorResponse,

@@ -1,5 +1,5 @@
 import { MAX_ID_LENGTH } from '../prefixed-ids.js';
-import { TEXT_LIMITS } from '../input-limits.js';
+import { TEXT_LIMITS } from '../query/filter.js';
 import type { JsonSchema, RestField } from './compile-routes.js';
 import { FILTER_OPERATORS, type FieldSpec, OPERATORS_BY_TYPE, QUERY_LIMITS } from './query-params.js';
 

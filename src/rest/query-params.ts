@@ -2,8 +2,8 @@
 // search, order and pagination. PostgREST is the model wherever the spec is
 // silent. Pure: no I/O and no GraphQL, so it is tested as a plain function.
 
-import { clip } from '../clip.js';
-import { TEXT_LIMITS } from '../input-limits.js';
+import { TEXT_LIMITS } from '../query/filter.js';
+import { clip } from '../errors.js';
 
 export type FieldType = 'string' | 'int' | 'boolean' | 'timestamp' | 'enum' | 'string_array' | 'json';
 
