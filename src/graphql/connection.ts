@@ -11,7 +11,12 @@ import {
 } from '../db/connection-queries.js';
 import { ConnectionStatus as ConnectionStatusValues, ConnectionVia as ConnectionViaValues } from '../generated/prisma/enums.js';
 import { Application, applicationFieldReads, Features } from './application.js';
-import { deleteConnection } from '../db/connection-writes.js';
+import { createConnection, deleteConnection, updateConnection } from '../db/connection-writes.js';
+import { actorOf } from '../auth/audit.js';
+import { createConnectionProblems, parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
+import { invalidGraphQLInput, withGraphQLNames } from '../domain/problems.js';
+import { once } from './idempotency.js';
+import { bodyOf, parsed } from './mutation-args.js';
 import { searchTextSql } from '../db/list-reads.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
@@ -243,11 +248,89 @@ builder.queryFields((t) => ({
   }),
 }));
 
+const CreateConnectionInput = builder.inputType('CreateConnectionInput', {
+  description: 'A catalog application to connect. Members left out default from the application (settings: per kind).',
+  fields: (t) => ({
+    applicationId: t.id({ required: true }),
+    name: t.string(),
+    description: t.string(),
+    via: t.field({ type: ConnectionVia }),
+    metadata: t.field({
+      type: 'JSONObject',
+      description: 'Members the application kind takes (e.g. propertyId, region), camelCase as the output fields.',
+    }),
+    settings: t.field({
+      type: 'JSONObject',
+      description: 'Members the application kind takes: syncInterval (15m, 1h, 6h, 24h), retryAttempts (0–10), webhookEnabled…',
+    }),
+  }),
+});
+
+const UpdateConnectionInput = builder.inputType('UpdateConnectionInput', {
+  description:
+    'A JSON Merge Patch (RFC 7396): members left out stay; null removes a metadata/settings member, empties description, or removes all of metadata/settings.',
+  fields: (t) => ({
+    name: t.string(),
+    description: t.string(),
+    status: t.field({ type: ConnectionStatus, description: 'active ↔ paused; error → active | paused. Other changes are CONFLICT.' }),
+    metadata: t.field({ type: 'JSONObject' }),
+    settings: t.field({ type: 'JSONObject' }),
+  }),
+});
+
+/** The connection a write returned, read back with what the operation selects of it (a later deletion included). */
+async function connectionForSelection(context: Context, info: GraphQLResolveInfo, id: string) {
+  const connection = await connectionById(context, id, info, { deleted: true });
+  if (!connection) throw new Error(`connection ${id} was written but is not found`);
+  return connection;
+}
+
 const DeletedConnection = builder.objectRef<{ id: string }>('DeletedConnection').implement({
   fields: (t) => ({ id: t.exposeID('id') }),
 });
 
 builder.mutationFields((t) => ({
+  createConnection: t.field({
+    type: Connection,
+    description: 'Connects a catalog application: pending until its first successful run. 400 lists every problem of the input.',
+    authScopes: { permission: 'connections:write' },
+    args: { input: t.arg({ type: CreateConnectionInput, required: true }) },
+    resolve: async (_root, args, context, info) => {
+      const body = bodyOf(args.input, 'input');
+      const problems = await createConnectionProblems(body, context.applicationCategory);
+      if (problems.length > 0) throw invalidGraphQLInput(problems, 'input');
+      const { input } = parsed(parseCreateConnection(body), 'input');
+      const tenantId = requireViewer(context).tenantId;
+      const id = await once(
+        context,
+        'createConnection',
+        args.input,
+        async (sql) =>
+          (
+            await withGraphQLNames('input', () =>
+              createConnection(sql, tenantId, input, actorOf(requireViewer(context)), activityOriginOf(context)),
+            )
+          ).id,
+        (created) => ({ type: 'connection', id: created }),
+        async (resource) => resource?.id ?? '',
+      );
+      return connectionForSelection(context, info, id);
+    },
+  }),
+  updateConnection: t.field({
+    type: Connection,
+    description: 'Changes a connection (merge patch); a status change the state machine refuses is CONFLICT, and nothing changes.',
+    authScopes: { permission: 'connections:write' },
+    args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdateConnectionInput, required: true }) },
+    resolve: async (_root, args, context, info) => {
+      const { patch } = parsed(parseConnectionPatch(bodyOf(args.input, 'input')), 'input');
+      const id = assertIdLength(args.id, 'connection');
+      await withGraphQLNames('input', () =>
+        updateConnection(context.db.raw, requireViewer(context).tenantId, id, patch, activityOriginOf(context)),
+      );
+      return connectionForSelection(context, info, id);
+    },
+  }),
   deleteConnection: t.field({
     type: DeletedConnection,
     description:

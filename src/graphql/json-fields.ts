@@ -3,8 +3,12 @@
 
 export type JsonObject = Record<string, unknown>;
 
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 export function asJsonObject(value: unknown): JsonObject {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as JsonObject) : {};
+  return isJsonObject(value) ? value : {};
 }
 
 export function jsonString(object: JsonObject, key: string): string | null {

@@ -11,7 +11,7 @@ import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { assertIdLength } from './ids.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
-import { once } from './writes.js';
+import { once } from './idempotency.js';
 
 // The organization's members (people who sign in), admin only (access:manage), always within the caller's
 // tenant. The API the console builds on; it stays as it is:

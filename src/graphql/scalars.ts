@@ -1,6 +1,7 @@
-import { GraphQLError, Kind } from 'graphql';
+import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
 import { formatTimestamp, isTimestampText, parseTimestamp } from '../timestamps.js';
 import { builder } from './builder.js';
+import { isJsonObject } from './json-fields.js';
 
 function parseDateTimeInput(value: unknown): Date {
   const date = typeof value === 'string' ? parseTimestamp(value) : null;
@@ -19,4 +20,17 @@ builder.scalarType('DateTime', {
     value instanceof Date ? formatTimestamp(value) : isTimestampText(value) ? value : formatTimestamp(new Date(String(value))),
   parseValue: parseDateTimeInput,
   parseLiteral: (ast) => parseDateTimeInput(ast.kind === Kind.STRING ? ast.value : undefined),
+});
+
+builder.scalarType('JSONObject', {
+  description: 'A JSON object; its members are checked by the field that takes it (e.g. settings by application kind).',
+  serialize: (value) => value,
+  parseValue: (value) => {
+    if (!isJsonObject(value)) throw new GraphQLError('JSONObject must be a JSON object', { extensions: { code: 'INVALID_QUERY' } });
+    return value;
+  },
+  parseLiteral: (ast, variables) => {
+    if (ast.kind !== Kind.OBJECT) throw new GraphQLError('JSONObject must be a JSON object', { extensions: { code: 'INVALID_QUERY' } });
+    return valueFromASTUntyped(ast, variables) as Record<string, unknown>;
+  },
 });

@@ -6,7 +6,7 @@ import './application.js';
 import './connection.js';
 import './sync.js';
 import './access.js';
-import './writes.js';
+import './sync-runs.js';
 import './live.js';
 import './webhooks.js';
 import './sync-stats.js';

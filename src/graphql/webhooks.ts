@@ -25,7 +25,8 @@ import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
-import { bodyOf, once } from './writes.js';
+import { once } from './idempotency.js';
+import { bodyOf } from './mutation-args.js';
 
 // Webhooks on GraphQL, admin only (webhooks:manage): the tenant's endpoints, their delivery
 // log, and the writes (create, change, delete, rotate the secret, redeliver). The secret is in the answer of
