@@ -8,6 +8,13 @@ import type { Sql } from '../query/sql.js';
 // it (text: its UTF-8 bytes). Used by the export (rest/export.ts), which writes its records from those bytes.
 
 /**
+ * Rows per batch of a reader whose database hands a COPY's output over whole (PGlite, in this process): a batch
+ * is then held whole before it is written, so it is kept small. PostgreSQL's output streams, paused while the
+ * client's queue is full, and takes the export's larger batches.
+ */
+export const WHOLE_BATCH_ROWS = 1000;
+
+/**
  * A select statement as a COPY of its rows in binary form, to the client (`STDOUT`) or, on PGlite, to a blob
  * the result carries (`'/dev/blob'`). COPY takes no parameters, so each value is written
  * into the text as a literal of unknown type holding the very text pg would send as the parameter (prepareValue),

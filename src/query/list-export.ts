@@ -1,6 +1,7 @@
 // What a REST export (rest/export.ts) and a list field (graphql/) agree on, through the request's context: the
-// export asks for batches, and a list field that can read its rows for it hands over its reader. Here because
-// both sides use it and neither may import the other.
+// export asks for batches, and a list field that can read its rows for it hands over its reader, whose rows
+// arrive as PostgreSQL's binary COPY output (BinaryValue, RowFields; read in db/copy-binary.ts). Here, not in
+// db/, because the export writes its records from those bytes and rest/ never imports db/.
 
 /**
  * What a REST export asks of a list field (context.listExport): batches of `batchRows` rows, and, from a field
@@ -34,16 +35,9 @@ export interface RowFields {
   readonly lengths: Int32Array;
 }
 
-/**
- * Rows per batch of a reader whose database hands a COPY's output over whole (PGlite, in this process): a batch
- * is then held whole before it is written, so it is kept small. PostgreSQL's output streams, paused while the
- * client's queue is full, and takes the export's larger batches.
- */
-export const WHOLE_BATCH_ROWS = 1000;
-
 /** A list's rows for an export: the field's own question, read from a keyset position on. */
 export interface ListRowReader {
-  /** Rows per batch when the reader's output arrives whole (WHOLE_BATCH_ROWS); undefined when it streams. */
+  /** Rows per batch when the reader's output arrives whole (db/copy-binary.ts WHOLE_BATCH_ROWS); undefined when it streams. */
   batchRows?: number | undefined;
   /** How each property the export asked for (ListExport.properties) arrives. */
   valueOf(property: string): BinaryValue;
