@@ -185,14 +185,6 @@ describe('metrics access and request logs', () => {
     expect((await scrape(gateway, { authorization: `Bearer ${metricsToken}` })).status).toBe(200);
   });
 
-  it('leaves the metrics plugin out only when asked (withoutPlugins, for the per-plugin benchmark)', async () => {
-    expect((await scrape(gatewayWith(t))).status).toBe(200);
-    const without = gatewayWith(t, { withoutPlugins: ['metrics'] });
-    const scraped = await scrape(without);
-    expect(scraped.status).toBe(404);
-    expect(JSON.parse(scraped.text).error.code).toBe('NOT_FOUND');
-  });
-
   it('logs each request with its route pattern and never a credential, even at trace level', async () => {
     const lines: string[] = [];
     const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });

@@ -75,7 +75,7 @@ export interface AdmissionParts {
   /** The credential checks (src/auth/credentials.ts, through viewerOf). */
   credentials: Parameters<typeof viewerOf>[1];
   rateLimits: RateLimits | null;
-  metrics: GatewayMetrics | null;
+  metrics: GatewayMetrics;
   limits: RequestLimits;
   /** Yoga's masking function (use-error-masking's createMaskError). */
   maskError: (error: unknown, message: string) => Error;
@@ -138,8 +138,6 @@ export interface Admission {
   done(outcome: Outcome): void;
 }
 
-const NO_OPERATION_METRICS = () => undefined;
-
 export function createAdmission(parts: AdmissionParts): Admission {
   const { logger, credentials, rateLimits, metrics, limits, maskError, cors } = parts;
   const proxyPolicy = { trustProxy: credentials.sessions?.trustProxy ?? false };
@@ -159,8 +157,7 @@ export function createAdmission(parts: AdmissionParts): Admission {
     lateRefusal: (deadline) => (isPastDeadline(deadline) ? timeoutError() : null),
     // yoga types the masking function's result as Error; it returns GraphQL errors.
     mask: (error) => maskError(error, MASKED_MESSAGE) as GraphQLError,
-    operationStarted: (document, operationName, surface) =>
-      metrics ? metrics.operationStarted(document, operationName, surface) : NO_OPERATION_METRICS,
+    operationStarted: (document, operationName, surface) => metrics.operationStarted(document, operationName, surface),
     headers: (contentType, budget) =>
       budget ? { ...securityHeadersOf(contentType), ...lowerCased(budgetHeaders(budget)) } : securityHeadersOf(contentType),
     clientAddress: (source, socketAddress) => clientAddressOf(source, socketAddress ?? 'unknown', proxyPolicy),
@@ -177,7 +174,7 @@ export function createAdmission(parts: AdmissionParts): Admission {
       const route = routeOf(pathname);
       if (logger.isLevelEnabled('info'))
         logRequest(logger, { requestId, method, pathname, route, status, startedAt, tenantId: viewer?.tenantId ?? undefined });
-      metrics?.requestDone(method, route, status, startedAt);
+      metrics.requestDone(method, route, status, startedAt);
     },
   };
 }

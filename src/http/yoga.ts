@@ -91,19 +91,13 @@ export interface GatewayOptions {
   /** Stream caps, credential checks and heartbeats of the live surfaces (defaults in src/live/live.ts). */
   live?: LiveOptions;
   /**
-   * Plugins left out of the pipeline, for tests that run the pipeline without one (test/admission-table.test.ts, test/metrics.test.ts) only:
-   * each is a safeguard a server must keep. The REST facade and authentication cannot be left out.
-   */
-  withoutPlugins?: readonly OptionalPlugin[];
-  /**
    * Whether REST requests are served directly (src/http/direct-rest.ts; default true). Off, every request goes through
-   * yoga's pipeline: test/direct-rest.test.ts compares the two. Leaving out a plugin turns it off too.
+   * yoga's pipeline: test/direct-rest.test.ts compares the two.
    */
   directRest?: boolean;
   /**
    * Whether GraphQL queries of documents yoga has validated are served directly (src/http/direct-graphql.ts; default
-   * true). Off, they go through yoga's pipeline: test/direct-graphql.test.ts compares the two. Leaving out a plugin
-   * turns it off too.
+   * true). Off, they go through yoga's pipeline: test/direct-graphql.test.ts compares the two.
    */
   directGraphQL?: boolean;
 }
@@ -176,7 +170,7 @@ interface PlacedPlugins {
  * with `placed.before` the check they precede, then `placed.last`. Order matters twice in yoga: the first plugin to
  * answer in onRequest ends the request, and onResponse hooks run in the list's order.
  */
-export function pipelineOf(built: Record<AdmissionPlugin, YogaPlugin | null>, placed: PlacedPlugins): YogaPlugin[] {
+export function pipelineOf(built: Record<AdmissionPlugin, YogaPlugin>, placed: PlacedPlugins): YogaPlugin[] {
   const plugins = [...placed.first];
   const added = new Set<AdmissionPlugin>();
   for (const check of ADMISSION_CHECKS) {
@@ -184,28 +178,11 @@ export function pipelineOf(built: Record<AdmissionPlugin, YogaPlugin | null>, pl
     for (const name of YOGA_ADMISSION[check].plugins ?? []) {
       if (added.has(name)) continue;
       added.add(name);
-      const plugin = built[name];
-      if (plugin) plugins.push(plugin);
+      plugins.push(built[name]);
     }
   }
   return [...plugins, ...placed.last];
 }
-
-/** The plugins `withoutPlugins` may name. */
-export const OPTIONAL_PLUGINS = [
-  'deadline',
-  'request-id',
-  'request-log',
-  'security-headers',
-  'metrics',
-  'health',
-  'error-docs',
-  'pages',
-  'limits',
-  'rate-limit',
-  'request-error-codes',
-] as const;
-export type OptionalPlugin = (typeof OPTIONAL_PLUGINS)[number];
 
 type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
 
@@ -241,7 +218,6 @@ export function createGateway({
   limits: limitOverrides,
   rateLimit,
   live: liveOptions,
-  withoutPlugins = [],
   directRest = true,
   directGraphQL = true,
 }: GatewayOptions): Gateway {
@@ -270,7 +246,6 @@ export function createGateway({
     },
   });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
-  const optional = <P>(name: OptionalPlugin, plugin: () => P): P | null => (withoutPlugins.includes(name) ? null : plugin());
   // The rate limiter, the context and the request log all need the viewer: one lookup per request, within its time.
   const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
@@ -278,15 +253,13 @@ export function createGateway({
   const tokenCaps = tokenCapsOf(config);
   const applicationCategory = applicationCategoryOf(db.raw);
   const compiledRoutes = compileRoutes(schema, routes);
-  const metrics = withoutPlugins.includes('metrics') ? null : new GatewayMetrics({ db, live });
-  const rateLimits = withoutPlugins.includes('rate-limit')
-    ? null
-    : RateLimits.create({
-        perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
-        redisUrl: config.REDIS_URL,
-        logger,
-        ...rateLimit,
-      });
+  const metrics = new GatewayMetrics({ db, live });
+  const rateLimits = RateLimits.create({
+    perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
+    redisUrl: config.REDIS_URL,
+    logger,
+    ...rateLimit,
+  });
   const maskError = createMaskError(logger);
   const cors = corsOrigins.length > 0;
   const admission = createAdmission({ logger, credentials, rateLimits, metrics, limits, maskError, cors });
@@ -337,13 +310,13 @@ query Connections {
     maskedErrors: { maskError },
     plugins: pipelineOf(
       {
-        deadline: optional('deadline', () => useDeadline({ timeoutMs: limits.timeoutMs })),
-        'request-error-codes': optional('request-error-codes', () => useRequestErrorCodes()),
-        'request-id': optional('request-id', () => useRequestId()),
-        'request-log': optional('request-log', () => useRequestLog({ logger, viewers })),
-        metrics: metrics && useMetrics({ metrics, token: config.METRICS_TOKEN }),
-        'security-headers': optional('security-headers', () => useSecurityHeaders({ cors })),
-        limits: optional('limits', () => useLimits(limits, REST_DOCUMENTS)),
+        deadline: useDeadline({ timeoutMs: limits.timeoutMs }),
+        'request-error-codes': useRequestErrorCodes(),
+        'request-id': useRequestId(),
+        'request-log': useRequestLog({ logger, viewers }),
+        metrics: useMetrics({ metrics, token: config.METRICS_TOKEN }),
+        'security-headers': useSecurityHeaders({ cors }),
+        limits: useLimits(limits, REST_DOCUMENTS),
         'rate-limit': useRateLimit({
           limits: rateLimits,
           viewers,
@@ -358,11 +331,7 @@ query Connections {
         first: [useCompiledExecution({ compiled: compiledExecution, trusted: REST_DOCUMENTS })],
         // Probes, error docs and pages answer before the limits and the rate limit (and so does /metrics).
         before: {
-          size: [
-            optional('health', () => useHealth({ db, draining: () => draining })),
-            optional('error-docs', () => useErrorDocs()),
-            optional('pages', () => usePages()),
-          ].filter((plugin) => plugin !== null),
+          size: [useHealth({ db, draining: () => draining }), useErrorDocs(), usePages()],
         },
         // The routes and the result's encoding, once every check has passed.
         last: [
@@ -402,7 +371,7 @@ query Connections {
       };
     },
   });
-  // What both direct paths share with the pipeline; neither runs when a plugin is left out (the benchmark's table).
+  // What both direct paths share with the pipeline.
   const directPath = {
     schema,
     logger,
@@ -411,19 +380,15 @@ query Connections {
     compiledExecution,
     contextBase: { db, webhooks, applicationCategory, tokenCaps, live },
   };
-  const direct =
-    directRest && withoutPlugins.length === 0
-      ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength })
-      : null;
-  const graphqlDirect =
-    directGraphQL && withoutPlugins.length === 0
-      ? createDirectGraphQL({
-          ...directPath,
-          validated: validatedDocuments,
-          yoga: (request, serverContext) =>
-            (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
-        })
-      : null;
+  const direct = directRest ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength }) : null;
+  const graphqlDirect = directGraphQL
+    ? createDirectGraphQL({
+        ...directPath,
+        validated: validatedDocuments,
+        yoga: (request, serverContext) =>
+          (yoga.fetch as (request: Request, context: Record<string, unknown>) => Promise<Response>)(request, serverContext),
+      })
+    : null;
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     // The first check of the spine, before any URL is built from the Host header.
     if (refuseBadHost(req, res, admission)) return;
