@@ -13,9 +13,8 @@ export default defineConfig({
     // Every response and webhook message a test receives is checked against the OpenAPI document.
     setupFiles: ['test/contract-setup.ts'],
     pool: 'forks',
-    // Three files at a time on the two vCPUs: with two the machine sat ~13% idle (files waiting on PostgreSQL,
-    // child processes and Chromium) and the suite took 221 s; three 200 s (95% busy); four 199 s (98%),
-    // measured back to back on 2026-11-26.
+    // Three files at a time on the two vCPUs: files spend much of their time waiting on PostgreSQL, child
+    // processes and Chromium, so two left the cores partly idle, and four finished no sooner than three.
     maxWorkers: 3,
     // One module graph per worker, not per file: importing the app (Pothos schema, Prisma client, PGlite's
     // Wasm) for each of ~50 files cost about a third of the suite's CPU. Files share no state through

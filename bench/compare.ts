@@ -268,10 +268,14 @@ function table(rows: Row[], servers: Server[]): string {
 }
 
 /**
- * The sections of the report kept by hand (a run's reading against the targets, the context, how to run it),
+ * The sections of the report kept by hand (a run's reading against the targets, the context, the CPU split and the
+ * history's measurements, which other benchmarks write, how to run it),
  * taken over from the file as it is: `before` go ahead of the method, the others after it.
  */
-const HAND_WRITTEN = { before: ['Against the targets', 'Context: the other baselines'], after: ['Running it'] };
+const HAND_WRITTEN = {
+  before: ['Against the targets', 'Context: the other baselines', 'CPU per request, part by part', 'The sync history at scale'],
+  after: ['Running it'],
+};
 
 /** The named `## ` sections of a report, each with its heading, as they stand in `text`. */
 function sectionsOf(text: string, names: readonly string[]): string[] {
