@@ -120,6 +120,12 @@ const envSchema = z
     ),
     METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
     SCHEDULER: z.enum(['on', 'off']).default('on'),
+    /**
+     * A REST list page its row writer leaves to execution (src/rest/row-writer.ts): `execute` answers it by
+     * execution, counted and logged; `refuse` answers 500 instead, for a test suite, where every fallback is a
+     * bug unless the test asks for one.
+     */
+    ROW_WRITER_FALLBACK: z.enum(['execute', 'refuse']).default('execute'),
     SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
     SCHEDULER_STEP_BUDGET_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_STEP_BUDGET_MS),
     EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),

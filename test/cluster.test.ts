@@ -175,7 +175,13 @@ describe.skipIf(!enabled)('two replicas behind HAProxy, one PostgreSQL, one Redi
       .token;
     cluster = await startCluster({
       databaseUrl: db.url!,
-      env: { RATE_LIMIT_PER_MINUTE: '100000', SCHEDULER_TICK_MS: '500', LOG_LEVEL: 'warn', WEBHOOK_POLL_MS: '1000' },
+      env: {
+        RATE_LIMIT_PER_MINUTE: '100000',
+        SCHEDULER_TICK_MS: '500',
+        LOG_LEVEL: 'warn',
+        WEBHOOK_POLL_MS: '1000',
+        ROW_WRITER_FALLBACK: 'refuse',
+      },
     });
     const apps = await call(cluster.url, 'GET', '/available?slug=eq.stripe&select=id', admin);
     applicationId = apps.body.data[0].id;

@@ -12,7 +12,14 @@ describe('GraphQL over HTTP (graphql-http audit suite)', () => {
     db = await createTestDatabase('pglite');
     gateway = createGateway({
       db,
-      config: { JWT_SECRET: undefined, JWT_PUBLIC_KEY: undefined, JWT_JWKS_URL: undefined, JWT_ISSUER: undefined, JWT_AUDIENCE: undefined },
+      config: {
+        JWT_SECRET: undefined,
+        JWT_PUBLIC_KEY: undefined,
+        JWT_JWKS_URL: undefined,
+        JWT_ISSUER: undefined,
+        JWT_AUDIENCE: undefined,
+        ROW_WRITER_FALLBACK: 'refuse',
+      },
       logger: createLogger('silent'),
     });
   });

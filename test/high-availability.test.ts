@@ -37,7 +37,7 @@ describe.skipIf(missing.length > 0)('high availability (Patroni, etcd, HAProxy)'
   let auth: Record<string, string>;
 
   beforeAll(async () => {
-    cluster = await startHaCluster({ gateways: 2, env: DRILL_GATEWAY_ENV });
+    cluster = await startHaCluster({ gateways: 2, env: { ...DRILL_GATEWAY_ENV, ROW_WRITER_FALLBACK: 'refuse' } });
     tenant = await provisionTenant(cluster.writeUrl);
     auth = { authorization: `Token ${tenant.token}` };
   }, 180_000);

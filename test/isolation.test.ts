@@ -608,6 +608,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           JWT_JWKS_URL: undefined,
           JWT_ISSUER: undefined,
           JWT_AUDIENCE: undefined,
+          ROW_WRITER_FALLBACK: 'refuse',
         },
         logger: pino({ level: 'trace' }, stream),
       });

@@ -226,6 +226,7 @@ const GATEWAY_CONFIG = {
   JWT_ISSUER: undefined,
   JWT_AUDIENCE: undefined,
   RATE_LIMIT_PER_MINUTE: 0,
+  ROW_WRITER_FALLBACK: 'refuse' as const,
 };
 
 const CONNECTIONS_QUERY = '{ connections(limit: 5) { totalCount nodes { id name syncs(limit: 2) { id status } } } }';

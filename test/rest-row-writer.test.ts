@@ -2,8 +2,10 @@
 // must be what executing the route's own document gives. For every list route the writer serves, the REST
 // answer's items are compared with the items of the same document and variables executed over /graphql, with
 // all fields, with a few (the others' @include false), filtered and ordered; and the REST answer must not have
-// fallen back to execution, which would show as its statements run twice.
+// fallen back to execution, which would show as its statements run twice (and, under the suite's
+// ROW_WRITER_FALLBACK=refuse, as a 500).
 import { print } from 'graphql';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../src/graphql/schema.js';
 import { compileRoutes, type CompiledRoute } from '../src/rest/compile-routes.js';
@@ -12,9 +14,9 @@ import { listVariables } from '../src/rest/list-variables.js';
 import { parseListQuery, withFilterFormParams } from '../src/rest/query-params.js';
 import { routes } from '../src/rest/routes.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { createTestGateway, graphql, SEED_NOW, type TestGateway } from './fixtures/gateway.js';
+import { createTestGateway, gatewayOver, graphql, SEED_NOW, type TestGateway } from './fixtures/gateway.js';
 import { seedDemoMembersAndWebhooks } from '../src/seed/demo-members-webhooks.js';
-import { rest, restOk } from './fixtures/rest.js';
+import { ORIGIN, rest, restOk } from './fixtures/rest.js';
 
 type Json = Record<string, unknown>;
 
@@ -75,19 +77,25 @@ describe.each(databaseKinds)('REST list items written from rows match execution 
     throw new Error(`no item of ${parent} has items at ${route.spec.path}`);
   }
 
-  it('hands a page it cannot write back to execution, which answers it as before', async () => {
+  it('hands a page it cannot write back to execution, counted and logged once per route; refused under test', async () => {
     // A null inside a list of non-null strings: the database allows it, the schema does not.
     const [victim] = await t.db.raw.query<{ id: string }>(
       'SELECT id FROM connections WHERE tenant_id = $1 AND deleted_at IS NULL ORDER BY name, id LIMIT 1',
       [t.tenants.demo.id],
     );
     await t.db.raw.query("UPDATE connections SET keywords = ARRAY['kept', NULL] WHERE id = $1", [victim!.id]);
+    // This test asks for the fallback: a gateway that answers it by execution, as a server does by default.
+    const lines: Json[] = [];
+    const executing = gatewayOver(t.db, {
+      config: { ROW_WRITER_FALLBACK: 'execute' },
+      logger: pino({ level: 'warn' }, { write: (line: string) => void lines.push(JSON.parse(line) as Json) }),
+    });
     try {
       const route = written.find((candidate) => candidate.spec.operationId === 'listConnections')!;
       const url = `${route.spec.path}?limit=5`;
-      await rest(t.gateway, url, { token });
+      await rest(executing, url, { token });
       statements = 0;
-      const viaRest = await rest<{ error?: { code: string } }>(t.gateway, url, { token });
+      const viaRest = await rest<{ error?: { code: string } }>(executing, url, { token });
       const restStatements = statements;
       const document = print(route.spec.document);
       const variables = { limit: 5 };
@@ -99,7 +107,17 @@ describe.each(databaseKinds)('REST list items written from rows match execution 
       expect(restStatements).toBe(2 * statements);
       expect(viaRest.status).not.toBe(200);
       expect(viaRest.body.error?.code).toBe(executed.body.errors![0]!.extensions?.code);
+      // Counted each time, by route and reason; logged the first time only.
+      const metrics = await (await executing.fetch(`${ORIGIN}/metrics`)).text();
+      expect(metrics).toContain(`rest_row_writer_fallbacks_total{route="${route.spec.path}",reason="null-in-non-null"} 2`);
+      const logged = lines.filter((line) => line.route === route.spec.path && line.reason === 'null-in-non-null');
+      expect(logged).toHaveLength(1);
+      // The suite's gateways (ROW_WRITER_FALLBACK=refuse) answer it 500: a fallback no test asks for fails the test.
+      const refused = await rest<{ error?: { code: string } }>(t.gateway, url, { token });
+      expect(refused.status).toBe(500);
+      expect(refused.body.error?.code).toBe('INTERNAL');
     } finally {
+      await executing.dispose();
       await t.db.raw.query("UPDATE connections SET keywords = ARRAY['restored'] WHERE id = $1", [victim!.id]);
     }
   });

@@ -1,5 +1,5 @@
 // The row writer on a schema of its own: what it writes is what graphql-js executes for the same document and
-// rows, and every value it cannot write as execution would makes it hand the page back (null), which the REST
+// rows, and every value it cannot write as execution would makes it hand the page back, saying why, which the REST
 // lists then execute (test/rest-row-writer.test.ts covers the real routes; their data never falls back).
 import {
   execute,
@@ -16,7 +16,7 @@ import {
   type OperationDefinitionNode,
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { compileRowWriter } from '../src/rest/row-writer.js';
+import { compileRowWriter, type FallbackReason, LeftToExecution } from '../src/rest/row-writer.js';
 
 type Row = Record<string, unknown>;
 
@@ -104,16 +104,16 @@ describe('the row writer', () => {
 
   it('hands the page back for what only execution answers right', async () => {
     const { writer, executed } = both(QUERY);
-    const broken: [string, Row][] = [
-      ['null in a non-null field', { ...ROWS[0], id: null }],
-      ['a value the enum does not have', { ...ROWS[0], status: 'deleted' }],
-      ['an Int that is no integer', { ...ROWS[0], count: 1.5 }],
-      ['a list that is no array', { ...ROWS[0], tags: 'x' }],
-      ['null inside a list of non-null', { ...ROWS[0], tags: ['x', null] }],
-      ['a nested object that is missing', { ...ROWS[0], settings: null }],
+    const broken: [string, Row, FallbackReason][] = [
+      ['null in a non-null field', { ...ROWS[0], id: null }, 'null-in-non-null'],
+      ['a value the enum does not have', { ...ROWS[0], status: 'deleted' }, 'serializer-refused'],
+      ['an Int that is no integer', { ...ROWS[0], count: 1.5 }, 'serializer-refused'],
+      ['a list that is no array', { ...ROWS[0], tags: 'x' }, 'not-a-list'],
+      ['null inside a list of non-null', { ...ROWS[0], tags: ['x', null] }, 'null-in-non-null'],
+      ['a nested object that is missing', { ...ROWS[0], settings: null }, 'null-in-non-null'],
     ];
-    for (const [what, row] of broken) {
-      expect(writer!([ROWS[1]!, row], {}), what).toBeNull();
+    for (const [what, row, reason] of broken) {
+      expect(writer!([ROWS[1]!, row], {}), what).toEqual(new LeftToExecution(reason));
       // Execution answers such a row with an error, which is why the writer must not answer it.
       expect((await executed([row])).errors, what).toBeDefined();
     }
@@ -124,13 +124,13 @@ describe('the row writer', () => {
         throw new Error('boom');
       },
     };
-    expect(writer!([throwing], {})).toBeNull();
+    expect(writer!([throwing], {})).toEqual(new LeftToExecution('resolver-threw'));
   });
 
   it('hands the page back when a resolver answers a promise', () => {
     const { writer } = both('query { items { id later } }');
     expect(writer).not.toBeNull();
-    expect(writer!(ROWS, {})).toBeNull();
+    expect(writer!(ROWS, {})).toEqual(new LeftToExecution('promise'));
   });
 
   it('is not made for fields that need more than the row', () => {

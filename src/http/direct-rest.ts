@@ -20,6 +20,7 @@ import type { BudgetState } from '../plugins/use-rate-limit.js';
 import { JSON_CONTENT_TYPE } from '../plugins/json-response.js';
 import { withIdempotency } from '../plugins/use-rest.js';
 import type { CompiledRoute } from '../rest/compile-routes.js';
+import type { RowWriterFallbacks } from '../rest/row-writer.js';
 import { errorResponse, graphqlErrorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
 import { exportFormatOf } from '../rest/export.js';
@@ -44,6 +45,8 @@ import {
 
 export interface DirectRestOptions extends DirectPathOptions {
   compiled: readonly CompiledRoute[];
+  /** Where a list page its row writer left to execution is counted (rest/row-writer.ts createRowWriterFallbacks). */
+  rowWriterFallbacks: RowWriterFallbacks;
   maxUrlLength: number;
 }
 
@@ -133,7 +136,12 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
             executeDirectly(options, deadline, args, 'rest', admission.operationRefusal({ schema: options.schema, ...args }, true)),
         };
         const input: RouteInput = { header: incoming.header, body: incoming.body };
-        const { response, context } = await runRoute({ ...taken, input, target, log: logger }, runner, options.maxBodyBytes);
+        const { response, context } = await runRoute(
+          { ...taken, input, target, log: logger },
+          runner,
+          options.maxBodyBytes,
+          options.rowWriterFallbacks,
+        );
         return context ? await withIdempotency(taken.route, context, response, target) : response;
       });
     } catch (error) {

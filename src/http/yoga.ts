@@ -41,6 +41,7 @@ import { incomingOfNode } from './incoming-outgoing.js';
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from '../plugins/use-validated-documents.js';
 import { routes } from '../rest/routes.js';
+import { createRowWriterFallbacks } from '../rest/row-writer.js';
 import { ADMISSION_CHECKS, createAdmission, type Admission, type AdmissionCheck } from './admission.js';
 import { refuseBadHost } from './host.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
@@ -79,6 +80,7 @@ export interface GatewayOptions {
         | 'STALL_MS'
         | 'WEBHOOK_ALLOW_PRIVATE'
         | 'TOKEN_CACHE_TTL_MS'
+        | 'ROW_WRITER_FALLBACK'
       >
     > &
     WebhookConfig &
@@ -254,6 +256,11 @@ export function createGateway({
   const applicationCategory = applicationCategoryOf(db.raw);
   const compiledRoutes = compileRoutes(schema, routes);
   const metrics = new GatewayMetrics({ db, live });
+  const rowWriterFallbacks = createRowWriterFallbacks({
+    log: logger,
+    count: (route, reason) => metrics.rowWriterFellBack(route, reason),
+    refuse: config.ROW_WRITER_FALLBACK === 'refuse',
+  });
   const rateLimits = RateLimits.create({
     perMinute: config.RATE_LIMIT_PER_MINUTE ?? DEFAULT_RATE_LIMIT_PER_MINUTE,
     redisUrl: config.REDIS_URL,
@@ -349,7 +356,7 @@ query Connections {
           useSseShutdownCut({ streamsEnded: () => live.streamsEnded() }),
           useValidatedDocuments(validatedDocuments),
           useReadRouting(),
-          useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes }),
+          useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes, rowWriterFallbacks }),
           { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
         ],
       },
@@ -380,7 +387,9 @@ query Connections {
     compiledExecution,
     contextBase: { db, webhooks, applicationCategory, tokenCaps, live },
   };
-  const direct = directRest ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength }) : null;
+  const direct = directRest
+    ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength, rowWriterFallbacks })
+    : null;
   const graphqlDirect = directGraphQL
     ? createDirectGraphQL({
         ...directPath,

@@ -112,6 +112,12 @@ export class GatewayMetrics {
     labelNames: ['operation_name', 'operation_type', 'surface', 'outcome'] as const,
     registers: [this.registry],
   });
+  private readonly rowWriterFallbacks = new Counter({
+    name: 'rest_row_writer_fallbacks_total',
+    help: 'REST list pages whose items the row writer left to execution, by route pattern and reason',
+    labelNames: ['route', 'reason'] as const,
+    registers: [this.registry],
+  });
   private readonly operationDuration = new Histogram({
     name: 'graphql_operation_duration_seconds',
     help: 'GraphQL execution time by operation name and type',
@@ -190,6 +196,11 @@ export class GatewayMetrics {
     }
     series.count.inc();
     if (startedAt !== undefined) series.duration.observe((performance.now() - startedAt) / 1000);
+  }
+
+  /** A REST list page left to execution by its row writer (src/rest/row-writer.ts), on its route pattern. */
+  rowWriterFellBack(route: string, reason: string): void {
+    this.rowWriterFallbacks.inc({ route, reason });
   }
 
   /** An operation starts; the returned function records its outcome once it has a result. */

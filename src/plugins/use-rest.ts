@@ -10,6 +10,7 @@ import type { CompiledRoute } from '../rest/compile-routes.js';
 import { apiDocsResponse } from '../rest/docs-page.js';
 import { errorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
+import type { RowWriterFallbacks } from '../rest/row-writer.js';
 import { envelopedRunner, fetchRouteInput, matchRoute, runRoute, runStream, unexpectedErrorResponse, type Yoga } from '../rest/handler.js';
 import { EXPORT_BATCH_TIMEOUT_MS, exportFormatOf, runExport } from '../rest/export.js';
 import { withinStepDeadline } from './batch-deadline.js';
@@ -29,12 +30,15 @@ export function useRest({
   compiled,
   logger,
   maxBodyBytes = DEFAULT_REQUEST_LIMITS.maxBodyBytes,
+  rowWriterFallbacks,
 }: {
   schema: GraphQLSchema;
   /** The routes, compiled against `schema` (compileRoutes). */
   compiled: readonly CompiledRoute[];
   logger: Logger;
   maxBodyBytes?: number;
+  /** Where a list page its row writer left to execution is counted (rest/row-writer.ts createRowWriterFallbacks). */
+  rowWriterFallbacks: RowWriterFallbacks;
 }): Plugin<Record<string, unknown>, Context> {
   for (const { spec: route } of compiled) {
     const errors = route.stream ? validate(schema, route.stream.document) : [];
@@ -117,7 +121,7 @@ export function useRest({
           else send(exported as RestResponse);
           return;
         }
-        const { response, context } = await runRoute(routeRequest, runner, maxBodyBytes);
+        const { response, context } = await runRoute(routeRequest, runner, maxBodyBytes, rowWriterFallbacks);
         send(context ? await withIdempotency(matched.route, context, response, target) : response);
       } catch (error) {
         send(unexpectedErrorResponse(logger, error, target));

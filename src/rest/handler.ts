@@ -18,6 +18,7 @@ import { listVariables } from './list-variables.js';
 import { parseListQuery, type ListQuery, type QueryProblem, withFilterFormParams } from './query-params.js';
 import type { RestContext } from './request-context.js';
 import type { RowCapture } from '../query/row-capture.js';
+import { LeftToExecution, type RowWriterFallbacks } from './row-writer.js';
 import { STREAM_PATH_SUFFIX, type BodySpec } from './routes.js';
 
 // Running a REST request: the route it matches, then its GraphQL operation through yoga's enveloped pipeline
@@ -162,12 +163,14 @@ export interface RouteRequest {
  * Runs a matched route: the query string (lists) or nothing, the path parameters and the JSON body become the
  * operation's variables, checked by the grammar, the body's schema and the schema's scalars; the result goes
  * into the spec's envelope. `context` is the request's, once yoga built it (null when the request was refused
- * before), for what the caller does with the answer (idempotency).
+ * before), for what the caller does with the answer (idempotency). `fallbacks` hears of a list page its row
+ * writer left to execution.
  */
 export async function runRoute<C extends RestContext>(
   { route, pathValues, url, input, target, log }: RouteRequest,
   runner: OperationRunner<C>,
   maxBodyBytes: number,
+  fallbacks: RowWriterFallbacks,
 ): Promise<{ response: RestResponse; context: C | null }> {
   const operationName = route.operation.name?.value;
   const pipeline = await authenticated(runner, log, target);
@@ -210,8 +213,8 @@ export async function runRoute<C extends RestContext>(
   // (see variableProblems), answered before any resolver ran.
   const args = { document: route.spec.document, operationName, variableValues: variables, contextValue };
   // A list whose items are written from its rows executes without them, and with them only when the writer
-  // must leave a row to execution (./row-writer.ts).
-  const result = (route.rowWriter && (await withRowsWritten(route, runner, args))) || (await runner.execute(args));
+  // must leave a row to execution (./row-writer.ts), which `fallbacks` counts.
+  const result = (route.rowWriter && (await withRowsWritten(route, runner, args, fallbacks))) || (await runner.execute(args));
   if (isAsyncIterable(result)) throw new Error(`REST operation ${operationName} returned a stream`);
   const problems = variableProblems(result as ExecutionResult);
   if (problems) return refuse(invalidQueryResponse(problems, target));
@@ -220,22 +223,31 @@ export async function runRoute<C extends RestContext>(
 
 /**
  * The route's operation executed with its list's rows handed over (query/row-capture.ts), and its items written
- * from them by the route's row writer; null when a row must be left to execution. An answer with errors is
- * answered as it is: the root field refused (a credential without the permission, an argument), and no item was
- * read.
+ * from them by the route's row writer; null when a row must be left to execution, told to `fallbacks` first. An
+ * answer with errors is answered as it is: the root field refused (a credential without the permission, an
+ * argument), and no item was read.
  */
 async function withRowsWritten<C extends RestContext>(
   route: CompiledRoute,
   runner: OperationRunner<C>,
   args: OperationArgs<C>,
+  fallbacks: RowWriterFallbacks,
 ): Promise<ExecutionResult | null> {
   const capture: RowCapture = {};
   const result = (await runner.execute({ ...args, contextValue: { ...args.contextValue, rowCapture: capture } })) as ExecutionResult;
   if (result.errors?.length || isAsyncIterable(result)) return result;
   const page = (result.data as Record<string, { nodes?: unknown }> | null | undefined)?.[route.rootKey];
-  if (!capture.rows || !page) return null;
+  // No page (a nullable root field that answered null): no items to write, and execution would answer the same.
+  if (!page) return result;
+  if (!capture.rows) {
+    fallbacks.fellBack(route.spec.path, 'rows-not-handed-over');
+    return null;
+  }
   const items = route.rowWriter!(await capture.rows(), args.variableValues);
-  if (items === null) return null;
+  if (items instanceof LeftToExecution) {
+    fallbacks.fellBack(route.spec.path, items.reason);
+    return null;
+  }
   page.nodes = items;
   return result;
 }

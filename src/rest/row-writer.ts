@@ -12,6 +12,7 @@ import {
   type OperationDefinitionNode,
   type SelectionSetNode,
 } from 'graphql';
+import type { Logger } from '../logger.js';
 
 // A REST list's items written straight from the rows its root field read, instead of executing every field of
 // every row (docs/explanation/performance.md: on `/connected`, 100 rows of 16 fields, execution and the
@@ -26,13 +27,73 @@ import {
 // execution would (a resolver that throws or answers a promise, null in a non-null position, a value a
 // serializer refuses, a list that is no array) makes the whole page fall back to execution, which answers it
 // with the errors execution gives. test/rest-row-writer.test.ts holds every route's items to execution's.
+//
+// A fallback is never silent: it says why (FallbackReason), and the gateway counts it in
+// `rest_row_writer_fallbacks_total{route, reason}` and logs the first of each route (createRowWriterFallbacks). Under
+// `ROW_WRITER_FALLBACK=refuse`, which the test suite runs with, it is an error instead: a route whose data the
+// writer cannot write is a bug the suite must see, not a slower page.
 
-/** Writes a page's items from its rows; null when one of them must be left to execution. */
-export type RowWriter = (rows: readonly unknown[], variables: Readonly<Record<string, unknown>>) => Record<string, unknown>[] | null;
+/** Why a page was left to execution: the `reason` label of `rest_row_writer_fallbacks_total`. */
+export type FallbackReason =
+  /** The list's `nodes` field handed no rows over (its resolver reads them otherwise). */
+  | 'rows-not-handed-over'
+  /** null (or no value) in a non-null position. */
+  | 'null-in-non-null'
+  /** A list field whose value is no array. */
+  | 'not-a-list'
+  /** A leaf value its scalar or enum refuses. */
+  | 'serializer-refused'
+  /** A resolver answered a promise, which execution waits for. */
+  | 'promise'
+  /** A resolver threw. */
+  | 'resolver-threw';
 
-/** Thrown by a writer for a value that must be left to execution; caught once per page. */
-class LeftToExecution {}
-const LEFT_TO_EXECUTION = new LeftToExecution();
+/** A page a writer leaves to execution, and why; thrown for a value and caught once per page. */
+export class LeftToExecution {
+  constructor(readonly reason: FallbackReason) {}
+}
+const NULL_IN_NON_NULL = new LeftToExecution('null-in-non-null');
+const NOT_A_LIST = new LeftToExecution('not-a-list');
+const SERIALIZER_REFUSED = new LeftToExecution('serializer-refused');
+const PROMISE = new LeftToExecution('promise');
+const RESOLVER_THREW = new LeftToExecution('resolver-threw');
+
+/** Writes a page's items from its rows, or says why they must be left to execution. */
+export type RowWriter = (
+  rows: readonly unknown[],
+  variables: Readonly<Record<string, unknown>>,
+) => Record<string, unknown>[] | LeftToExecution;
+
+/** What becomes of a page left to execution: `fellBack` counts and logs it, or throws (ROW_WRITER_FALLBACK=refuse). */
+export interface RowWriterFallbacks {
+  fellBack(route: string, reason: FallbackReason): void;
+}
+
+/**
+ * Fallbacks counted by `count` (the metric) and logged at `warn` the first time each route falls back; with
+ * `refuse`, each is an error as well, which the request answers as an unexpected one (500 INTERNAL).
+ */
+export function createRowWriterFallbacks({
+  log,
+  count,
+  refuse = false,
+}: {
+  log: Pick<Logger, 'warn'>;
+  count: (route: string, reason: FallbackReason) => void;
+  refuse?: boolean;
+}): RowWriterFallbacks {
+  const logged = new Set<string>();
+  return {
+    fellBack(route, reason) {
+      count(route, reason);
+      if (!logged.has(route)) {
+        logged.add(route);
+        log.warn({ route, reason }, 'REST list items left to execution: the row writer could not write them (logged once per route)');
+      }
+      if (refuse) throw new Error(`the row writer of ${route} fell back (${reason}) under ROW_WRITER_FALLBACK=refuse`);
+    },
+  };
+}
 
 /** `included`: each @include condition's value for this page. */
 type Included = Readonly<Record<string, boolean>>;
@@ -69,9 +130,9 @@ export function compileRowWriter(
     const items: Record<string, unknown>[] = new Array(rows.length);
     try {
       for (let i = 0; i < rows.length; i++) items[i] = item(rows[i], included) as Record<string, unknown>;
-    } catch {
-      // LEFT_TO_EXECUTION, or whatever a resolver threw: execution answers it as it answers it.
-      return null;
+    } catch (error) {
+      // A value left to execution, or whatever a resolver threw: execution answers it as it answers it.
+      return error instanceof LeftToExecution ? error : RESOLVER_THREW;
     }
     return items;
   };
@@ -87,7 +148,7 @@ function valueWriter(type: GraphQLOutputType, selection: SelectionSetNode | unde
     write =
       element &&
       ((value, included) => {
-        if (!Array.isArray(value)) throw LEFT_TO_EXECUTION;
+        if (!Array.isArray(value)) throw NOT_A_LIST;
         const out: unknown[] = new Array(value.length);
         for (let i = 0; i < value.length; i++) out[i] = element(value[i], included);
         return out;
@@ -97,8 +158,13 @@ function valueWriter(type: GraphQLOutputType, selection: SelectionSetNode | unde
   } else if (inner instanceof GraphQLScalarType || inner instanceof GraphQLEnumType) {
     // As graphql-jit's leaf serializer: the type's serialize, and undefined or NaN is an error.
     write = (value) => {
-      const serialized = inner.serialize(value);
-      if (serialized === undefined || Number.isNaN(serialized)) throw LEFT_TO_EXECUTION;
+      let serialized: unknown;
+      try {
+        serialized = inner.serialize(value);
+      } catch {
+        throw SERIALIZER_REFUSED;
+      }
+      if (serialized === undefined || Number.isNaN(serialized)) throw SERIALIZER_REFUSED;
       return serialized;
     };
   } else {
@@ -108,7 +174,7 @@ function valueWriter(type: GraphQLOutputType, selection: SelectionSetNode | unde
   const present = write;
   return (value, included) => {
     if (value !== null && value !== undefined) return present(value, included);
-    if (nonNull) throw LEFT_TO_EXECUTION;
+    if (nonNull) throw NULL_IN_NON_NULL;
     return null;
   };
 }
@@ -176,8 +242,7 @@ function memberOf(type: GraphQLObjectType, node: FieldNode, conditions: Set<stri
     ? (parent: unknown) => {
         const resolved = resolve(parent);
         // A promise is execution's to wait for.
-        if (resolved !== null && typeof resolved === 'object' && typeof (resolved as { then?: unknown }).then === 'function')
-          throw LEFT_TO_EXECUTION;
+        if (resolved !== null && typeof resolved === 'object' && typeof (resolved as { then?: unknown }).then === 'function') throw PROMISE;
         return resolved;
       }
     : (parent: unknown) => (parent as Record<string, unknown>)[name];
