@@ -6,6 +6,7 @@ import { exportCommands } from './cli/export.js';
 import { CliError, UsageError, type Command, type CommandInput } from './cli/commands.js';
 import { seedCommands } from './cli/seed.js';
 import { memberCommands } from './cli/member.js';
+import { oauthCommands } from './cli/oauth.js';
 import { serviceUserCommands } from './cli/service-user.js';
 import { tenantCommands } from './cli/tenant.js';
 import { tokenCommands } from './cli/token.js';
@@ -23,6 +24,7 @@ const COMMANDS: Command[] = [
   ...serviceUserCommands,
   ...memberCommands,
   ...tokenCommands,
+  ...oauthCommands,
   ...webhookCommands,
   ...exportCommands,
 ];

@@ -145,6 +145,14 @@ const envSchema = z
     WEBSOCKETS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
     WEBSOCKETS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(100),
     TOKEN_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
+    // The authorization server (docs/reference/oauth.md): the audience its access tokens are bound to, and how
+    // long one lives (short: a client asks for another with its credentials).
+    OAUTH_AUDIENCE: z
+      .string()
+      .regex(/^[a-z][a-z0-9+.-]*:\S+$/i, 'must be an absolute URI')
+      .max(200)
+      .default('urn:integrations-gateway:api'),
+    OAUTH_ACCESS_TOKEN_SECONDS: z.coerce.number().int().min(30).max(86_400).default(600),
     SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
     WEBHOOKS: z.enum(['on', 'off']).default('on'),
     // Unset: 1 for the demo listening on loopback, else 0 (see webhookAllowPrivateDefault).

@@ -4,6 +4,7 @@ import type { Database, RawSql } from './db/client.js';
 import { deleteOldEvents } from './db/events.js';
 import { deleteExpiredIdempotencyKeys } from './db/idempotency.js';
 import { removeExpiredRuns } from './db/retention.js';
+import { deleteExpiredOAuthRecords } from './oauth/store.js';
 import { deleteOldDeliveries, enabledEndpointCount } from './db/webhooks.js';
 import { expireLeases, scheduleDueSyncs, type ScheduleOptions } from './db/sync-runs.js';
 import { withinTransaction, type TransactionRunner } from './db/write-transactions.js';
@@ -35,6 +36,7 @@ export interface TickResult {
   expired: number;
   retried: number;
   expiredKeys: number;
+  expiredOAuthRecords: number;
   deletedEvents: number;
   deletedDeliveries: number;
   /** Activity log entries deleted past ACTIVITY_RETENTION_DAYS. */
@@ -119,6 +121,7 @@ export const TENANT_STEPS: readonly TenantStep[] = [
 
 export const MAINTENANCE_STEPS: readonly MaintenanceStep[] = [
   { name: 'expire idempotency keys', run: async (sql) => ({ expiredKeys: await deleteExpiredIdempotencyKeys(sql) }) },
+  { name: 'delete expired OAuth records', run: async (sql) => ({ expiredOAuthRecords: await deleteExpiredOAuthRecords(sql) }) },
   {
     name: 'delete ended sessions',
     run: async (sql, { sessionPolicy }) => ({ endedSessions: await deleteEndedSessions(sql, sessionPolicy ?? DEFAULT_SESSION_POLICY) }),
@@ -178,6 +181,7 @@ export async function runSchedulerTick(
     expired: 0,
     retried: 0,
     expiredKeys: 0,
+    expiredOAuthRecords: 0,
     deletedEvents: 0,
     deletedDeliveries: 0,
     deletedActivity: 0,

@@ -86,7 +86,8 @@ const NEVER_IMPORTS: Record<string, readonly string[]> = {
   seed: ['graphql', 'rest', 'plugins', 'live'],
   webhooks: ['graphql', 'rest', 'plugins'],
   pages: ['db', 'graphql', 'auth'],
-  auth: ['graphql', 'rest', 'plugins'],
+  auth: ['graphql', 'rest', 'plugins', 'oauth'],
+  oauth: ['graphql', 'rest', 'plugins', 'http', 'live', 'governor', 'webhooks', 'seed'],
   governor: ['graphql', 'rest', 'plugins', 'db', 'live', 'auth', 'domain', 'webhooks', 'query', 'http'],
 };
 

@@ -4,6 +4,7 @@ import { looksLikeJwt, type JwtVerifier } from './jwt.js';
 import { createKnownTenants, type KnownTenants } from './known-tenants.js';
 import { DEFAULT_SESSION_POLICY, looksLikeSession, type SessionPolicy, verifySession } from './sessions.js';
 import { parsePersonalAccessToken, type TokenCacheUse, verifyPersonalAccessToken } from './tokens.js';
+import { looksLikeOAuthAccessToken, verifyOAuthAccessToken } from './oauth-clients.js';
 import type { CookiePolicy } from './session-cookie.js';
 
 /** `doubled-scheme`: the scheme written twice (`Token Token …`), as pasting a whole header into a token field does. */
@@ -19,8 +20,9 @@ const AUTHORIZATION_PATTERN = /^([A-Za-z]+) +([\x21-\x7e]+)$/;
 const DOUBLED_SCHEME_PATTERN = /^(?:token|bearer) +(?:token|bearer) +\S/i;
 
 /**
- * Resolves an Authorization header to a viewer, or says why not. Three forms exist:
- * `Token <personal access token>`, `Bearer <JWT>` and `Session <session>` (scheme case-insensitive; the last is
+ * Resolves an Authorization header to a viewer, or says why not. Four forms exist:
+ * `Token <personal access token>`, `Bearer <JWT>`, `Bearer <OAuth access token>` (this server's authorization
+ * server issued it) and `Session <session>` (scheme case-insensitive; the last is
  * what the session cookie becomes, src/auth/session-cookie.ts). A personal access token sent
  * as `Bearer` is accepted too, because many HTTP clients only offer a "bearer token" field; the token format
  * is unambiguous, so this cannot confuse the two kinds.
@@ -30,7 +32,15 @@ const DOUBLED_SCHEME_PATTERN = /^(?:token|bearer) +(?:token|bearer) +\S/i;
  */
 export async function authenticate(
   authorization: string | null | undefined,
-  deps: { db: Database; jwt: JwtVerifier; tenants?: KnownTenants; tokenCache?: TokenCacheUse; sessions?: SessionPolicy & CookiePolicy },
+  deps: {
+    db: Database;
+    jwt: JwtVerifier;
+    tenants?: KnownTenants;
+    tokenCache?: TokenCacheUse;
+    sessions?: SessionPolicy & CookiePolicy;
+    /** The audience of this API's OAuth access tokens (OAUTH_AUDIENCE); without it they are refused. */
+    oauthAudience?: string;
+  },
 ): Promise<AuthResult> {
   if (authorization === undefined || authorization === null || authorization === '') {
     return { viewer: null, reason: 'missing' };
@@ -53,6 +63,12 @@ export async function authenticate(
   if (scheme === 'session') {
     if (!looksLikeSession(credential)) return { viewer: null, reason: 'malformed' };
     const viewer = await verifySession(deps.db, credential, deps.sessions ?? DEFAULT_SESSION_POLICY);
+    return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
+  }
+  if (scheme === 'bearer' && looksLikeOAuthAccessToken(credential)) {
+    // An access token of this server's authorization server (src/oauth/): opaque, looked up on every request.
+    if (!deps.oauthAudience) return { viewer: null, reason: 'invalid' };
+    const viewer = await verifyOAuthAccessToken(deps.db, credential, deps.oauthAudience);
     return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
   }
   if (scheme === 'bearer') {

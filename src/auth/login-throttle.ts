@@ -45,6 +45,8 @@ interface Budgets {
   /** One point per account, held for the spacing between two checks of its password. */
   accountTurn: RateLimiterAbstract;
   invitationsByAddress: RateLimiterAbstract;
+  /** Failed client authentications at the authorization server's endpoints, per client address. */
+  clientFailuresByAddress: RateLimiterAbstract;
 }
 
 export class LoginThrottle {
@@ -63,6 +65,7 @@ export class LoginThrottle {
         byAccount: budget('account', UNBOUNDED, 0),
         accountTurn: budget('account-turn', 1, 0, 1),
         invitationsByAddress: budget('invitation', options.invitationsPerAddress ?? INVITATION_ATTEMPTS_PER_ADDRESS),
+        clientFailuresByAddress: budget('oauth-client-address', options.failuresPerAddress),
       };
     });
   }
@@ -118,6 +121,23 @@ export class LoginThrottle {
     const taken = await tryConsume(invitationsByAddress, address);
     if (!taken.ok && taken.res) throw tooMany('Too many invitation attempts from this address: retry in', taken.res);
     return accept();
+  }
+
+  /**
+   * Runs a client's authentication at the token endpoints (`attempt` resolves to whether it failed) when this
+   * address has failures left, else 429. As for passwords, the point is reserved first, so concurrent guesses
+   * cannot all pass a check made before any of them failed; a success gives it back.
+   */
+  async clientAuthentication(address: string, attempt: () => Promise<boolean>): Promise<void> {
+    const { clientFailuresByAddress } = await this.budgets;
+    const taken = await tryConsume(clientFailuresByAddress, address);
+    if (!taken.ok && taken.res) throw tooMany('Too many failed client authentications from this address: retry in', taken.res);
+    let failed = true;
+    try {
+      failed = await attempt();
+    } finally {
+      if (!failed && taken.ok) await giveBack([[clientFailuresByAddress, address]]);
+    }
   }
 
   async dispose(): Promise<void> {

@@ -8,7 +8,7 @@ export interface Viewer {
   permissions: ReadonlySet<Permission>;
   /** Service user id (token), JWT `sub` or member id (session). */
   subject: string;
-  credential: 'token' | 'jwt' | 'session';
-  /** Token id, for throttled last_used_at updates and logs; never the secret. */
+  credential: 'token' | 'jwt' | 'session' | 'oauth';
+  /** Token id, or an OAuth access token's client id (`oac_…`): per-credential budgets and caps count it. */
   tokenId?: string;
 }

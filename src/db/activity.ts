@@ -20,6 +20,8 @@ export const ACTIVITY_ACTIONS = [
   'service_user.deleted',
   'token.created',
   'token.revoked',
+  'oauth_client.created',
+  'oauth_client.deleted',
   'connection.created',
   'connection.updated',
   'connection.deleted',
@@ -30,7 +32,7 @@ export const ACTIVITY_ACTIONS = [
 ] as const;
 export type ActivityAction = (typeof ACTIVITY_ACTIONS)[number];
 
-export const ACTIVITY_TARGET_TYPES = ['member', 'service_user', 'token', 'connection', 'webhook_endpoint'] as const;
+export const ACTIVITY_TARGET_TYPES = ['member', 'service_user', 'token', 'oauth_client', 'connection', 'webhook_endpoint'] as const;
 export type ActivityTargetType = (typeof ACTIVITY_TARGET_TYPES)[number];
 
 /** member: a signed-in person (session); token: a service user's token; jwt: a JWT's subject; cli: an operator. */

@@ -6,6 +6,7 @@ import './application.js';
 import './connection.js';
 import './sync.js';
 import './access.js';
+import './oauth-clients.js';
 import './sync-runs.js';
 import './live.js';
 import './webhooks.js';

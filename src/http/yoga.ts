@@ -47,6 +47,8 @@ import { refuseBadHost } from './host.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
 import { webhookSettingsOf, type WebhookConfig } from '../webhooks/settings.js';
 import { useReadRouting, withRequestReadScope } from '../plugins/use-read-routing.js';
+import { AuthorizationServer, DEFAULT_ACCESS_TOKEN_SECONDS, DEFAULT_OAUTH_AUDIENCE } from '../oauth/provider.js';
+import { createOAuthEndpoints, type OAuthEndpoints } from './oauth-endpoints.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
@@ -81,6 +83,8 @@ export interface GatewayOptions {
         | 'WEBHOOK_ALLOW_PRIVATE'
         | 'TOKEN_CACHE_TTL_MS'
         | 'ROW_WRITER_FALLBACK'
+        | 'OAUTH_AUDIENCE'
+        | 'OAUTH_ACCESS_TOKEN_SECONDS'
       >
     > &
     WebhookConfig &
@@ -208,6 +212,8 @@ export interface Gateway {
   admission: Admission;
   /** From now on `/readyz` answers 503 `draining` (at shutdown), while every other request is still served. */
   startDraining(): void;
+  /** The authorization server's endpoints (served by the node:http listener only, not by `fetch`). */
+  oauth: OAuthEndpoints;
   /** The credential a WebSocket upgrade presents (Authorization, or the session cookie: a cross-site one throws). */
   credentialOfUpgrade(req: IncomingMessage): string | null;
 }
@@ -229,7 +235,15 @@ export function createGateway({
   const tokenCache = new CredentialCache(config.TOKEN_CACHE_TTL_MS ?? DEFAULT_TOKEN_CACHE_TTL_MS);
   const cacheRegistration = registerCredentialCache(db, tokenCache);
   const sessions = signInSettingsOf(config);
-  const credentials = { db, jwt, tenants, tokenCache: { cache: tokenCache, onStore: () => cacheRegistration.listen() }, sessions };
+  const oauthAudience = config.OAUTH_AUDIENCE ?? DEFAULT_OAUTH_AUDIENCE;
+  const credentials = {
+    db,
+    jwt,
+    tenants,
+    tokenCache: { cache: tokenCache, onStore: () => cacheRegistration.listen() },
+    sessions,
+    oauthAudience,
+  };
   const live = createLive(db, async (authorization) => (await authenticate(authorization, credentials)).viewer ?? null, logger, {
     ...liveOptions,
     stallMs: liveOptions?.stallMs ?? config.STALL_MS,
@@ -270,6 +284,23 @@ export function createGateway({
   const maskError = createMaskError(logger);
   const cors = corsOrigins.length > 0;
   const admission = createAdmission({ logger, credentials, rateLimits, metrics, limits, maskError, cors });
+  const oauth = createOAuthEndpoints({
+    server: new AuthorizationServer(
+      db,
+      {
+        issuer: config.PUBLIC_ORIGIN,
+        audience: oauthAudience,
+        accessTokenSeconds: config.OAUTH_ACCESS_TOKEN_SECONDS ?? DEFAULT_ACCESS_TOKEN_SECONDS,
+        trustProxy: sessions.trustProxy,
+      },
+      logger,
+    ),
+    admission,
+    logger,
+    failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS ?? DEFAULT_LOGIN_FAILURES.perAddress,
+    redisUrl: config.REDIS_URL,
+    keyPrefix: rateLimit?.keyPrefix,
+  });
   const compiledExecution = compiledExecutionOf(schema);
   const validatedDocuments = new ValidatedDocuments();
   let draining = false;
@@ -357,7 +388,7 @@ query Connections {
           useValidatedDocuments(validatedDocuments),
           useReadRouting(),
           useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes, rowWriterFallbacks }),
-          { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop()]).then(() => undefined) },
+          { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop(), oauth.dispose()]).then(() => undefined) },
         ],
       },
     ),
@@ -401,6 +432,8 @@ query Connections {
   const listener = (req: IncomingMessage, res: ServerResponse) => {
     // The first check of the spine, before any URL is built from the Host header.
     if (refuseBadHost(req, res, admission)) return;
+    // The authorization server's endpoints (oidc-provider answers them on node:http).
+    if (oauth.node(req, res)) return;
     withRequestReadScope(db, req, res, () => {
       if (!direct?.node(req, res) && !graphqlDirect?.node(req, res)) void yoga(req, res);
     });
@@ -416,6 +449,7 @@ query Connections {
     getEnveloped: yoga.getEnveloped,
     directRest: direct,
     directGraphQL: graphqlDirect,
+    oauth,
     dispose: async () => {
       await yoga.dispose();
     },

@@ -1,0 +1,95 @@
+import { actorOf } from '../auth/audit.js';
+import { createOAuthClient, deleteOAuthClient, OAUTH_SCOPES } from '../auth/oauth-clients.js';
+import { builder } from './builder.js';
+import { assertIdLength } from './ids.js';
+import { activityOriginOf, requireViewer } from './viewer.js';
+
+// OAuth clients of service users, for the gateway's authorization server (docs/reference/oauth.md): admin-only
+// (access:manage), always within the caller's tenant. A client secret appears exactly once, in
+// createOAuthClient's payload.
+
+const SCOPE = `Space-separated scopes (${OAUTH_SCOPES.join(', ')}) the client may ask for, within its service user's role.`;
+
+builder.prismaObject('OAuthClient', {
+  description:
+    "An OAuth 2.0 client of a service user: it gets short-lived access tokens (client credentials grant at /oauth/token) that act with the service user's tenant and at most its role.",
+  select: { id: true },
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'The client_id.' }),
+    name: t.exposeString('name', { nullable: true }),
+    authMethod: t.exposeString('authMethod', { description: 'client_secret_basic (client_secret_post also accepted) or private_key_jwt.' }),
+    scope: t.exposeString('scope', { description: SCOPE }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    createdBy: t.exposeString('createdBy', { nullable: true }),
+    serviceUser: t.relation('serviceUser'),
+  }),
+});
+
+const CreatedOAuthClient = builder
+  .objectRef<{ id: string; clientSecret: string | null; scope: string; authMethod: string }>('CreatedOAuthClient')
+  .implement({
+    fields: (t) => ({
+      clientId: t.exposeID('id'),
+      clientSecret: t.exposeString('clientSecret', {
+        nullable: true,
+        description: 'The client secret: store it now, it is never shown again. Null for a private_key_jwt client.',
+      }),
+      scope: t.exposeString('scope'),
+      authMethod: t.exposeString('authMethod'),
+    }),
+  });
+
+const DeletedOAuthClient = builder.objectRef<{ id: string }>('DeletedOAuthClient').implement({
+  fields: (t) => ({ id: t.exposeID('id') }),
+});
+
+builder.queryFields((t) => ({
+  oauthClients: t.prismaField({
+    type: ['OAuthClient'],
+    description: "The caller tenant's OAuth clients, newest first.",
+    authScopes: { permission: 'access:manage' },
+    resolve: (query, _root, _args, context) =>
+      context.db.prisma.oAuthClient.findMany({
+        ...query,
+        where: { tenantId: requireViewer(context).tenantId },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      }),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createOAuthClient: t.field({
+    type: CreatedOAuthClient,
+    description:
+      'Creates an OAuth client for a service user of the tenant. Without jwks it authenticates with a client secret (in the answer, once); with jwks (public keys), by private_key_jwt.',
+    authScopes: { permission: 'access:manage' },
+    args: {
+      serviceUserId: t.arg.id({ required: true }),
+      name: t.arg.string(),
+      scope: t.arg.string({ description: `${SCOPE} Absent: every scope the role holds.` }),
+      jwks: t.arg({ type: 'JSONObject', description: 'A JWK Set of public keys: the client authenticates by private_key_jwt.' }),
+    },
+    resolve: (_root, args, context) =>
+      createOAuthClient(context.db, {
+        tenantId: requireViewer(context).tenantId,
+        serviceUserId: assertIdLength(args.serviceUserId, 'service user'),
+        name: args.name,
+        scope: args.scope,
+        jwks: args.jwks ?? undefined,
+        createdBy: actorOf(requireViewer(context)),
+        activity: activityOriginOf(context),
+      }),
+  }),
+  deleteOAuthClient: t.field({
+    type: DeletedOAuthClient,
+    description: 'Deletes an OAuth client: its access tokens stop working at once.',
+    authScopes: { permission: 'access:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) =>
+      deleteOAuthClient(context.db, {
+        tenantId: requireViewer(context).tenantId,
+        clientId: assertIdLength(args.id, 'OAuth client'),
+        activity: activityOriginOf(context),
+      }),
+  }),
+}));

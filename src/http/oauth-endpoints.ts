@@ -1,0 +1,110 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { LoginThrottle } from '../auth/login-throttle.js';
+import { ApiError, errorBody, newRequestId } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { type AuthorizationServer, OAUTH_ROUTES } from '../oauth/provider.js';
+import type { Admission } from './admission.js';
+import { bareAnswerHeaders, localOrigin } from './host.js';
+
+// The authorization server's endpoints on node:http: oidc-provider (a Koa application) answers them itself, so
+// this adapter calls the admission spine's functions around it, as the direct paths do: the deadline, security
+// headers, the size of the body, a throttle of failed client authentications per address, the log line and
+// metrics. Its answers are the protocol's own (RFC 6749 §5.2 error bodies), except the spine's refusals.
+
+const DISCOVERY = '/.well-known/openid-configuration';
+/** RFC 8414's metadata path for an issuer without a path: the same document as OpenID Connect discovery. */
+const AUTHORIZATION_SERVER_METADATA = '/.well-known/oauth-authorization-server';
+/** oidc-provider refuses larger bodies; this refuses them first, with the API's 413. */
+export const MAX_OAUTH_BODY_BYTES = 56 * 1024;
+/** The endpoints where a client authenticates: their failures are throttled per address. */
+const CLIENT_AUTHENTICATED = new Set<string>([OAUTH_ROUTES.token, OAUTH_ROUTES.introspection, OAUTH_ROUTES.revocation]);
+
+export interface OAuthEndpoints {
+  /** Answers the request when it is for the authorization server; false when it is not. */
+  node(req: IncomingMessage, res: ServerResponse): boolean;
+  dispose(): Promise<void>;
+}
+
+/** Whether a path is the authorization server's. */
+export function isOAuthPath(pathname: string): boolean {
+  return pathname.startsWith('/oauth/') || pathname === DISCOVERY || pathname === AUTHORIZATION_SERVER_METADATA;
+}
+
+export function createOAuthEndpoints(options: {
+  server: AuthorizationServer;
+  admission: Admission;
+  logger: Logger;
+  failuresPerAddress: number;
+  redisUrl?: string | undefined;
+  keyPrefix?: string | undefined;
+}): OAuthEndpoints {
+  const { server, admission, logger } = options;
+  const throttle = new LoginThrottle({
+    failuresPerAccount: options.failuresPerAddress,
+    failuresPerAddress: options.failuresPerAddress,
+    redisUrl: options.redisUrl,
+    keyPrefix: options.keyPrefix,
+    logger,
+  });
+
+  async function serve(req: IncomingMessage, res: ServerResponse, pathname: string, requestId: string): Promise<void> {
+    const deadline = admission.deadline();
+    const timer = setTimeout(() => {
+      if (!res.headersSent) refuse(res, req, requestId, admission.lateRefusal(deadline) ?? new ApiError('UNAVAILABLE', 'timed out'));
+    }, admission.limits.timeoutMs);
+    try {
+      for (const [name, value] of Object.entries(admission.headers('application/json', undefined))) res.setHeader(name, value);
+      res.setHeader('X-Request-Id', requestId);
+      const length = Number(req.headers['content-length'] ?? 0);
+      if (length > MAX_OAUTH_BODY_BYTES) {
+        throw new ApiError('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${MAX_OAUTH_BODY_BYTES} bytes`);
+      }
+      if (pathname === AUTHORIZATION_SERVER_METADATA) req.url = DISCOVERY;
+      const provider = await server.provider(localOrigin(req.socket));
+      const handle = provider.callback() as (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+      if (req.method === 'POST' && CLIENT_AUTHENTICATED.has(pathname)) {
+        const address = admission.clientAddress({ header: (name) => headerOf(req, name) }, req.socket.remoteAddress);
+        await throttle.clientAuthentication(address, async () => {
+          await handle(req, res);
+          return res.statusCode === 401;
+        });
+      } else {
+        await handle(req, res);
+      }
+    } catch (error) {
+      if (!res.headersSent) refuse(res, req, requestId, error instanceof ApiError ? error : new ApiError('INTERNAL', 'Unexpected error.'));
+      if (!(error instanceof ApiError)) logger.error({ err: error, req_id: requestId }, 'authorization server request failed');
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return {
+    node(req, res) {
+      const pathname = (req.url ?? '/').split('?', 1)[0]!;
+      if (!isOAuthPath(pathname)) return false;
+      const startedAt = performance.now();
+      const requestId = newRequestId();
+      res.once('finish', () =>
+        admission.done({ requestId, method: req.method ?? 'GET', pathname, status: res.statusCode, startedAt, viewer: undefined }),
+      );
+      void serve(req, res, pathname, requestId);
+      return true;
+    },
+    dispose: () => throttle.dispose(),
+  };
+}
+
+function headerOf(req: IncomingMessage, name: string): string | null {
+  const value = req.headers[name.toLowerCase()];
+  return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
+}
+
+/** The API's error body for a refusal of the spine (size, throttle, deadline); the connection closes after it. */
+function refuse(res: ServerResponse, req: IncomingMessage, requestId: string, error: ApiError): void {
+  const status = (error.extensions.http as { status?: number } | undefined)?.status ?? 500;
+  const body = JSON.stringify(errorBody(error.code, error.message, requestId, localOrigin(req.socket)));
+  const extra = (error.extensions.http as { headers?: Record<string, string> } | undefined)?.headers ?? {};
+  res.writeHead(status, { ...bareAnswerHeaders(body, requestId), ...extra, Connection: 'close' });
+  res.end(body);
+}

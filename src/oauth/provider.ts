@@ -1,0 +1,145 @@
+import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import { clientSecretMatches, OAUTH_SCOPES } from '../auth/oauth-clients.js';
+import type { Database } from '../db/client.js';
+import type { Logger } from '../logger.js';
+import { SIGNING_ALGORITHM, signingKeys, type SigningJwk } from './signing-keys.js';
+import { storeOf } from './store.js';
+
+// The gateway as an OAuth 2.0 authorization server: oidc-provider (a certified implementation) configured for
+// this API. Clients are the service users' OAuth clients (src/auth/oauth-clients.ts); the resource is this API,
+// one audience; access tokens are opaque and kept in the database (store.ts), so introspection and revocation
+// answer for every replica and a deleted client's tokens stop at once.
+
+/** Where the endpoints are, below the issuer (which is the server's origin). */
+export const OAUTH_ROUTES = {
+  authorization: '/oauth/authorize',
+  token: '/oauth/token',
+  jwks: '/oauth/jwks',
+  introspection: '/oauth/introspect',
+  revocation: '/oauth/revoke',
+  userinfo: '/oauth/userinfo',
+  end_session: '/oauth/session/end',
+} as const;
+
+/** The default audience of this API's access tokens (OAUTH_AUDIENCE). */
+export const DEFAULT_OAUTH_AUDIENCE = 'urn:integrations-gateway:api';
+
+/** Lifetime of a client-credentials access token, in seconds (OAUTH_ACCESS_TOKEN_SECONDS). */
+export const DEFAULT_ACCESS_TOKEN_SECONDS = 600;
+
+export interface ProviderSettings {
+  issuer: string;
+  audience: string;
+  accessTokenSeconds: number;
+  /** Whether X-Forwarded-* are believed (TRUST_PROXY). */
+  trustProxy: boolean;
+}
+
+/** Builds the provider over `keys` (the current signing key first). */
+export function buildProvider(db: Database, settings: ProviderSettings, keys: SigningJwk[], logger: Logger): Provider {
+  const { audience } = settings;
+  const configuration: Configuration = {
+    adapter: storeOf(db),
+    jwks: { keys: keys as never },
+    routes: OAUTH_ROUTES,
+    scopes: [...OAUTH_SCOPES],
+    // Only OpenID Connect's minimum; no person signs in here (yet): there is no account to find.
+    claims: { openid: ['sub'] },
+    findAccount: async () => undefined,
+    clientDefaults: {
+      grant_types: ['client_credentials'],
+      response_types: [],
+      token_endpoint_auth_method: 'client_secret_basic',
+      id_token_signed_response_alg: SIGNING_ALGORITHM,
+    },
+    clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
+    enabledJWA: { clientAuthSigningAlgValues: ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] },
+    pkce: { required: () => true },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: {
+        enabled: true,
+        // A client learns about its own tokens only.
+        allowedPolicy: async (_ctx, client, token) => token.clientId === client.clientId,
+      },
+      revocation: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: async () => audience,
+        useGrantedResource: async () => true,
+        getResourceServerInfo: async (ctx, resource, client) => {
+          if (resource !== audience) throw new errors.InvalidTarget();
+          // RFC 6749 §3.3: a client-credentials request without scope gets every scope its client may ask for.
+          const params = ctx.oidc.params as { grant_type?: string; scope?: string } | undefined;
+          if (ctx.oidc.route === 'token' && params?.grant_type === 'client_credentials' && !params.scope) params.scope = client.scope;
+          return { scope: OAUTH_SCOPES.join(' '), audience, accessTokenFormat: 'opaque', accessTokenTTL: settings.accessTokenSeconds };
+        },
+      },
+    },
+    ttl: {
+      ClientCredentials: settings.accessTokenSeconds,
+      AccessToken: settings.accessTokenSeconds,
+    },
+    // Errors are answered by the protocol's JSON bodies (RFC 6749 §5.2); an HTML error page is never rendered.
+    renderError: async (ctx, out) => {
+      ctx.type = 'json';
+      ctx.body = out;
+    },
+  };
+  const provider = new Provider(settings.issuer, configuration);
+  provider.proxy = settings.trustProxy;
+  // Only a secret's SHA-256 is stored: the stored value the provider holds as `client_secret` is that hash.
+  const clientClass = provider.Client as unknown as { prototype: { compareClientSecret(actual: string): Promise<boolean> } };
+  clientClass.prototype.compareClientSecret = async function compare(this: { clientSecret?: string }, actual: string) {
+    return typeof this.clientSecret === 'string' && clientSecretMatches(actual, this.clientSecret);
+  };
+  provider.on('server_error', (_ctx: KoaContextWithOIDC, error: Error) => logger.error({ err: error }, 'authorization server error'));
+  return provider;
+}
+
+/** The provider of a gateway, built on first use over the database's keys and rebuilt when they rotate. */
+export class AuthorizationServer {
+  private current: Promise<{ provider: Provider; keyIds: string }> | undefined;
+  private checkedAt = 0;
+
+  constructor(
+    private readonly db: Database,
+    private readonly settings: Omit<ProviderSettings, 'issuer'> & { issuer: string | undefined },
+    private readonly logger: Logger,
+    /** How often the key ids are compared with the database's, in ms. */
+    private readonly keyCheckMs = 30_000,
+  ) {}
+
+  get audience(): string {
+    return this.settings.audience;
+  }
+
+  /** The provider for a request reaching this server at `origin` (the issuer, unless PUBLIC_ORIGIN fixes it). */
+  async provider(origin: string): Promise<Provider> {
+    const now = Date.now();
+    if (this.current && now - this.checkedAt > this.keyCheckMs) {
+      this.checkedAt = now;
+      const held = await this.current.catch(() => undefined);
+      const keys = await signingKeys(this.db);
+      if (!held || held.keyIds !== keys.map((key) => key.kid).join(' ')) this.current = this.build(origin, keys);
+    }
+    if (!this.current) {
+      this.checkedAt = now;
+      this.current = signingKeys(this.db).then((keys) => this.build(origin, keys));
+    }
+    const built = this.current;
+    built.catch(() => {
+      if (this.current === built) this.current = undefined;
+    });
+    return (await built).provider;
+  }
+
+  private async build(origin: string, keys: SigningJwk[]): Promise<{ provider: Provider; keyIds: string }> {
+    const issuer = this.settings.issuer ?? origin;
+    return {
+      provider: buildProvider(this.db, { ...this.settings, issuer }, keys, this.logger),
+      keyIds: keys.map((key) => key.kid).join(' '),
+    };
+  }
+}
