@@ -24,6 +24,20 @@ export const LOGOS_PATH = '/logos';
 /** The console, a single-page app (console/ in the repository); its hashed files are below `${CONSOLE_PATH}/assets/`. */
 export const CONSOLE_PATH = '/console';
 
+/** The authorization server's endpoints (src/oauth/), below the issuer, which is the server's origin. */
+export const OAUTH_ROUTES = {
+  authorization: '/oauth/authorize',
+  token: '/oauth/token',
+  jwks: '/oauth/jwks',
+  introspection: '/oauth/introspect',
+  revocation: '/oauth/revoke',
+  userinfo: '/oauth/userinfo',
+  end_session: '/oauth/session/end',
+} as const;
+/** OpenID Connect discovery, and RFC 8414's metadata path for an issuer without a path (the same document). */
+export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
+export const OAUTH_METADATA_PATH = '/.well-known/oauth-authorization-server';
+
 /** The process answers (liveness). */
 export const HEALTH_PATH = '/healthz';
 /** The process and its database answer, and it is not shutting down (readiness). */

@@ -47,6 +47,10 @@ interface Attempt {
 }
 
 const QUERY = 'query { connections(limit: 1) { totalCount } }';
+/** Client authentication at the token endpoint for a client that does not exist. */
+const UNKNOWN_CLIENT = `Basic ${Buffer.from('oac_unknown:igw_cs_wrong').toString('base64')}`;
+/** An OAuth access token's shape, naming no token. */
+const UNKNOWN_ACCESS_TOKEN = `Bearer ${'A'.repeat(43)}`;
 const SUBSCRIPTION = 'subscription { syncChanged { id status } }';
 const BIG = 'x'.repeat(1024 * 1024 + 10);
 /** Variables nested 100,000 deep, as JSON text (JSON.stringify itself would overflow the test's stack). */
@@ -84,7 +88,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
     origin.main = await serve(gatewayOver(t.db, { logger: capturingLogger(lines), rateLimit: { keyPrefix: `${prefix}:main` } }));
     origin.tight = await serve(
       gatewayOver(t.db, {
-        config: { RATE_LIMIT_PER_MINUTE: 2 },
+        config: { RATE_LIMIT_PER_MINUTE: 2, LOGIN_FAILURES_PER_ADDRESS: 2 },
         rateLimit: { keyPrefix: `${prefix}:tight`, tenantMultiplier: 1000 },
         live: { limits: { stream: { perCredential: 1 } }, heartbeatMs: 100 },
       }),
@@ -224,6 +228,15 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         return http(base, 'POST', '/graphql', attempt, { ...json, accept: 'text/event-stream' }, graphqlBody(SUBSCRIPTION));
       case 'graphql-ws':
         return websocket(base, attempt, attempt.query ?? QUERY);
+      case 'oauth':
+        return http(
+          base,
+          'POST',
+          '/oauth/token',
+          attempt,
+          { 'content-type': 'application/x-www-form-urlencoded' },
+          attempt.body ?? 'grant_type=client_credentials',
+        );
     }
   }
 
@@ -284,6 +297,10 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
 
   const TABLE: Record<AdmissionCheck, Record<Surface, Cell>> = {
     host: {
+      oauth: {
+        run: () => send('oauth', origin.main, { host: 'x/y', authorization: UNKNOWN_CLIENT }),
+        expect: refused(400, 'INVALID_QUERY'),
+      },
       rest: {
         run: () => send('rest', origin.main, { host: 'x/api/v1/integrations/connected?#', token: reader() }),
         expect: refused(400, 'INVALID_QUERY'),
@@ -306,6 +323,11 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       },
     },
     size: {
+      oauth: {
+        run: () =>
+          send('oauth', origin.main, { authorization: UNKNOWN_CLIENT, body: `grant_type=client_credentials&x=${'a'.repeat(60_000)}` }),
+        expect: refused(413, 'PAYLOAD_TOO_LARGE'),
+      },
       rest: { run: () => send('rest', origin.main, { token: reader(), body: BIG }), expect: refused(413, 'PAYLOAD_TOO_LARGE') },
       'rest-stream': {
         run: () => send('rest-stream', origin.main, { token: reader(), path: `/syncs?connection_id=${'x'.repeat(9000)}` }),
@@ -322,6 +344,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-ws': { run: () => websocket(origin.main, { token: reader() }, QUERY, BIG), expect: closed(1009) },
     },
     credential: {
+      oauth: { run: () => send('oauth', origin.main, { authorization: UNKNOWN_CLIENT }), expect: refused(401, 'invalid_client') },
       rest: {
         run: () => send('rest', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }),
         expect: refused(401, 'UNAUTHORIZED'),
@@ -331,7 +354,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         expect: refused(401, 'UNAUTHORIZED'),
       },
       'graphql-http': {
-        run: () => send('graphql-http', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }),
+        run: () => send('graphql-http', origin.main, { authorization: UNKNOWN_ACCESS_TOKEN }),
         expect: refused(401, 'UNAUTHORIZED'),
       },
       'graphql-sse': {
@@ -344,6 +367,11 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       },
     },
     'rate-limit': {
+      // Failed client authentications per address (LOGIN_FAILURES_PER_ADDRESS is 2 on the tight server).
+      oauth: {
+        run: repeated(3, () => send('oauth', origin.tight, { authorization: UNKNOWN_CLIENT })),
+        expect: refused(429, 'RATE_LIMITED'),
+      },
       rest: { run: repeated(3, (token) => send('rest', origin.tight, { token })), expect: refused(429, 'RATE_LIMITED') },
       'rest-stream': {
         run: repeated(3, (token) => send('rest-stream', origin.tight, { token, path: '/syncs?connection_id=con_none' })),
@@ -357,6 +385,10 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-ws': { run: repeated(3, (token) => send('graphql-ws', origin.tight, { token })), expect: refused(200, 'RATE_LIMITED') },
     },
     'document-limits': {
+      oauth: {
+        notApplicable:
+          'no GraphQL document: a form of parameters, bounded by the body size, of which oidc-provider takes only those it knows',
+      },
       rest: {
         run: () => send('rest', origin.main, { token: reader(), path: '/connected?limit=100000' }),
         expect: refused(400, 'INVALID_QUERY'),
@@ -376,6 +408,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       },
     },
     'credential-requirement': {
+      oauth: { run: () => send('oauth', origin.main, {}), expect: refused(400, 'invalid_request') },
       rest: { run: () => send('rest', origin.main, { token: null }), expect: refused(401, 'UNAUTHORIZED') },
       'rest-stream': { run: () => send('rest-stream', origin.main, { token: null }), expect: refused(401, 'UNAUTHORIZED') },
       'graphql-http': { run: () => send('graphql-http', origin.main, { token: null }), expect: refused(401, 'UNAUTHORIZED') },
@@ -383,6 +416,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-ws': { run: () => send('graphql-ws', origin.main, { token: null }), expect: closed(4401) },
     },
     'stream-caps': {
+      oauth: { notApplicable: 'a JSON answer holds no stream; the throttle and the deadline bound it' },
       rest: { notApplicable: 'a JSON answer holds no stream; the rate limit and the deadline bound it' },
       'graphql-http': { notApplicable: 'a JSON answer holds no stream; the rate limit and the deadline bound it' },
       'rest-stream': { run: whileOpen('rest-stream', (token) => ({ token })), expect: refused(429, 'RATE_LIMITED') },
@@ -390,6 +424,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-ws': { run: whileOpen('graphql-ws', (token) => ({ token, query: SUBSCRIPTION })), expect: closed(4429) },
     },
     deadline: {
+      oauth: { run: () => send('oauth', origin.slow, { authorization: UNKNOWN_CLIENT }), expect: refused(503, 'UNAVAILABLE') },
       rest: { run: () => send('rest', origin.slow, { token: reader() }), expect: refused(503, 'UNAVAILABLE') },
       'rest-stream': { run: () => send('rest-stream', origin.slow, { token: reader() }), expect: refused(503, 'UNAVAILABLE') },
       'graphql-http': { run: () => send('graphql-http', origin.slow, { token: reader() }), expect: refused(503, 'UNAVAILABLE') },
@@ -397,6 +432,19 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-ws': { run: () => send('graphql-ws', origin.slow, { token: reader() }), expect: refused(200, 'UNAVAILABLE') },
     },
     'error-masking': {
+      oauth: {
+        // A body the provider cannot parse: refused with the protocol's error, no stack.
+        run: () =>
+          send('oauth', origin.main, {
+            authorization: UNKNOWN_CLIENT,
+            headers: { 'content-type': 'application/json' },
+            body: '{"grant_type":',
+          }),
+        expect: (outcome) => {
+          expect({ status: outcome.status, code: outcome.code }).toEqual({ status: 400, code: 'invalid_request' });
+          expect(outcome.text).not.toMatch(/\n\s+at /);
+        },
+      },
       rest: {
         run: () => send('rest', origin.main, { token: reader(), path: `/connected?or=${'(or'.repeat(1500)}${')'.repeat(1500)}` }),
         expect: clean(400),
@@ -413,6 +461,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       },
     },
     'request-log': {
+      oauth: { run: withLogLine(() => send('oauth', origin.main, { authorization: UNKNOWN_CLIENT })), expect: loggedAs(401, 'POST') },
       rest: { run: withLogLine(() => send('rest', origin.main, { token: null })), expect: loggedAs(401) },
       'rest-stream': { run: withLogLine(() => send('rest-stream', origin.main, { token: null })), expect: loggedAs(401) },
       'graphql-http': { run: withLogLine(() => send('graphql-http', origin.main, { token: null })), expect: loggedAs(401) },
@@ -423,6 +472,12 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       },
     },
     metrics: {
+      oauth: {
+        run: counted('http_requests_total{method="POST",route="/oauth/token",status="401"}', () =>
+          send('oauth', origin.main, { authorization: UNKNOWN_CLIENT }),
+        ),
+        expect: () => {},
+      },
       rest: {
         run: counted('http_requests_total{method="GET",route="/api/v1/integrations/connected",status="401"}', () =>
           send('rest', origin.main, { token: null }),
@@ -455,6 +510,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       },
     },
     'security-headers': {
+      oauth: { run: () => send('oauth', origin.main, { authorization: UNKNOWN_CLIENT }), expect: securityHeaders },
       rest: { run: () => send('rest', origin.main, { token: null }), expect: securityHeaders },
       'rest-stream': { run: () => send('rest-stream', origin.main, { token: null }), expect: securityHeaders },
       'graphql-http': { run: () => send('graphql-http', origin.main, { token: null }), expect: securityHeaders },
@@ -503,7 +559,8 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
 function jsonCode(text: string): string | undefined {
   try {
     const body = JSON.parse(text);
-    return body.error?.code ?? body.errors?.[0]?.extensions?.code;
+    // The API's error body, GraphQL's errors, or the OAuth protocol's `{error}` (RFC 6749 §5.2).
+    return typeof body.error === 'string' ? body.error : (body.error?.code ?? body.errors?.[0]?.extensions?.code);
   } catch {
     return undefined;
   }

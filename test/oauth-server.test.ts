@@ -91,6 +91,10 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
       code_challenge_methods_supported: ['S256'],
     });
     expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['client_credentials']));
+    expect(metadata.grant_types_supported).not.toContain('implicit');
+    expect(metadata.response_types_supported).toEqual(['code']);
+    expect(metadata).not.toHaveProperty('pushed_authorization_request_endpoint');
+    expect(metadata).not.toHaveProperty('dpop_signing_alg_values_supported');
     expect(metadata.scopes_supported).toEqual(expect.arrayContaining(['read', 'write', 'engine']));
     const jwks = (await (await fetch(`${origin}/oauth/jwks`)).json()) as { keys: JWK[] };
     expect(jwks.keys.length).toBeGreaterThanOrEqual(1);

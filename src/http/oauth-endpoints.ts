@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoginThrottle } from '../auth/login-throttle.js';
 import { ApiError, errorBody, newRequestId } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { type AuthorizationServer, OAUTH_ROUTES } from '../oauth/provider.js';
+import type { AuthorizationServer } from '../oauth/provider.js';
+import { OAUTH_METADATA_PATH, OAUTH_ROUTES, OPENID_CONFIGURATION_PATH } from '../paths.js';
 import type { Admission } from './admission.js';
 import { bareAnswerHeaders, localOrigin } from './host.js';
 
@@ -11,9 +12,6 @@ import { bareAnswerHeaders, localOrigin } from './host.js';
 // headers, the size of the body, a throttle of failed client authentications per address, the log line and
 // metrics. Its answers are the protocol's own (RFC 6749 §5.2 error bodies), except the spine's refusals.
 
-const DISCOVERY = '/.well-known/openid-configuration';
-/** RFC 8414's metadata path for an issuer without a path: the same document as OpenID Connect discovery. */
-const AUTHORIZATION_SERVER_METADATA = '/.well-known/oauth-authorization-server';
 /** oidc-provider refuses larger bodies; this refuses them first, with the API's 413. */
 export const MAX_OAUTH_BODY_BYTES = 56 * 1024;
 /** The endpoints where a client authenticates: their failures are throttled per address. */
@@ -27,7 +25,7 @@ export interface OAuthEndpoints {
 
 /** Whether a path is the authorization server's. */
 export function isOAuthPath(pathname: string): boolean {
-  return pathname.startsWith('/oauth/') || pathname === DISCOVERY || pathname === AUTHORIZATION_SERVER_METADATA;
+  return pathname.startsWith('/oauth/') || pathname === OPENID_CONFIGURATION_PATH || pathname === OAUTH_METADATA_PATH;
 }
 
 export function createOAuthEndpoints(options: {
@@ -59,7 +57,7 @@ export function createOAuthEndpoints(options: {
       if (length > MAX_OAUTH_BODY_BYTES) {
         throw new ApiError('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${MAX_OAUTH_BODY_BYTES} bytes`);
       }
-      if (pathname === AUTHORIZATION_SERVER_METADATA) req.url = DISCOVERY;
+      if (pathname === OAUTH_METADATA_PATH) req.url = OPENID_CONFIGURATION_PATH;
       const provider = await server.provider(localOrigin(req.socket));
       const handle = provider.callback() as (req: IncomingMessage, res: ServerResponse) => Promise<void>;
       if (req.method === 'POST' && CLIENT_AUTHENTICATED.has(pathname)) {

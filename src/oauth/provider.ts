@@ -2,6 +2,7 @@ import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'o
 import { clientSecretMatches, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../logger.js';
+import { OAUTH_ROUTES } from '../paths.js';
 import { SIGNING_ALGORITHM, signingKeys, type SigningJwk } from './signing-keys.js';
 import { storeOf } from './store.js';
 
@@ -9,17 +10,6 @@ import { storeOf } from './store.js';
 // this API. Clients are the service users' OAuth clients (src/auth/oauth-clients.ts); the resource is this API,
 // one audience; access tokens are opaque and kept in the database (store.ts), so introspection and revocation
 // answer for every replica and a deleted client's tokens stop at once.
-
-/** Where the endpoints are, below the issuer (which is the server's origin). */
-export const OAUTH_ROUTES = {
-  authorization: '/oauth/authorize',
-  token: '/oauth/token',
-  jwks: '/oauth/jwks',
-  introspection: '/oauth/introspect',
-  revocation: '/oauth/revoke',
-  userinfo: '/oauth/userinfo',
-  end_session: '/oauth/session/end',
-} as const;
 
 /** The default audience of this API's access tokens (OAUTH_AUDIENCE). */
 export const DEFAULT_OAUTH_AUDIENCE = 'urn:integrations-gateway:api';
@@ -55,8 +45,14 @@ export function buildProvider(db: Database, settings: ProviderSettings, keys: Si
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
     enabledJWA: { clientAuthSigningAlgValues: ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'] },
     pkce: { required: () => true },
+    // The authorization code flow only (no implicit, no hybrid).
+    responseTypes: ['code'],
     features: {
       devInteractions: { enabled: false },
+      // This API checks no proof of possession: a DPoP-bound token would be accepted as a plain Bearer.
+      dPoP: { enabled: false },
+      // Its endpoint would sit outside /oauth/; nothing here needs it.
+      pushedAuthorizationRequests: { enabled: false },
       clientCredentials: { enabled: true },
       introspection: {
         enabled: true,

@@ -16,6 +16,9 @@ import {
   GRAPHQL_ENDPOINT,
   HEALTH_PATH,
   METRICS_PATH,
+  OAUTH_METADATA_PATH,
+  OAUTH_ROUTES,
+  OPENID_CONFIGURATION_PATH,
   OPENAPI_PATH,
   READY_PATH,
   withoutTrailingSlash,
@@ -33,7 +36,19 @@ const REST_ROUTES = [...new Set(routes.map((route) => route.path))]
   .map((path) => ({ path, pattern: pathPatternOf(path), templated: path.split('{').length - 1 }))
   .sort((a, b) => a.templated - b.templated);
 
-const FIXED_ROUTES = new Set(['/', GRAPHQL_ENDPOINT, HEALTH_PATH, READY_PATH, METRICS_PATH, OPENAPI_PATH, DOCS_PATH, ERROR_DOCS_PATH]);
+const FIXED_ROUTES = new Set([
+  '/',
+  GRAPHQL_ENDPOINT,
+  HEALTH_PATH,
+  READY_PATH,
+  METRICS_PATH,
+  OPENAPI_PATH,
+  DOCS_PATH,
+  ERROR_DOCS_PATH,
+  ...Object.values(OAUTH_ROUTES),
+  OPENID_CONFIGURATION_PATH,
+  OAUTH_METADATA_PATH,
+]);
 
 /**
  * The route a path belongs to, as a pattern (`/api/v1/integrations/connected/{id}`), for metric labels and

@@ -2,6 +2,7 @@ import { messageSchema, WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.j
 import { SESSION_SECURITY_SCHEME, signInPaths, signInSchemas } from './sign-in-openapi.js';
 import { errorCodeOfStatus, exampleErrorBody } from '../errors.js';
 import { heldByEveryRole, isPermission, rolesWith } from '../auth/permissions.js';
+import { OAUTH_SCOPE_DESCRIPTIONS } from '../auth/oauth-clients.js';
 import type { CompiledRoute, JsonSchema, RestField } from './compile-routes.js';
 import { filterSchema, maxPage, orderSchema, PATH_ID_SCHEMA, plainParamSchema, SEARCH_SCHEMA, selectSchema } from './openapi-grammar.js';
 import { QUERY_LIMITS } from './query-params.js';
@@ -129,7 +130,7 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
           'Endpoints that receive the events, signed with Standard Webhooks (webhook-id, webhook-timestamp, webhook-signature: v1,<base64 HMAC-SHA256>), and their delivery log. The messages are listed under webhooks.',
       },
     ],
-    security: [{ token: [] }, { bearer: [] }, { session: [] }],
+    security: [{ token: [] }, { bearer: [] }, { oauth2: [] }, { session: [] }],
     paths,
     webhooks: webhookMessages(),
     components: {
@@ -170,13 +171,19 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
             'A personal access token of a service user, sent as `Authorization: Token <token>`. In the API reference page, paste the token alone: the page adds `Token `.',
         },
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: '`Authorization: Bearer <JWT>`.' },
+        oauth2: {
+          type: 'oauth2',
+          description:
+            "An access token of this server's authorization server (metadata at `/.well-known/oauth-authorization-server`), sent as `Authorization: Bearer <access token>`. A service user's OAuth client gets one with the client credentials grant; it acts with the service user's tenant and, at most, the role its scopes name.",
+          flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: OAUTH_SCOPE_DESCRIPTIONS } },
+        },
         session: SESSION_SECURITY_SCHEME,
       },
     },
   };
 }
 
-const API_DESCRIPTION = `REST facade of the Integrations & Sync API. Every endpoint needs \`Authorization: Token <personal access token>\` or \`Authorization: Bearer <JWT>\`.
+const API_DESCRIPTION = `REST facade of the Integrations & Sync API. Every endpoint needs \`Authorization: Token <personal access token>\`, \`Authorization: Bearer <JWT>\` or \`Authorization: Bearer <OAuth access token>\`.
 
 List endpoints accept:
 - **Filters** \`field=operator.value\`: eq, neq, in (\`in.(a,b,"c,d")\`), is (\`is.null\`, \`is.not_null\`, \`is.true\`, \`is.false\`), gt, lt, gte, lte, like and ilike (\`*\` is the wildcard, at the start and/or end). Prefix \`not.\` negates; several conditions are combined with AND. Timestamps are ISO 8601 with Z or an offset, or a date.
