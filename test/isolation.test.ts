@@ -26,6 +26,7 @@ const TENANT_TABLES = [
   'sync_counts',
   'service_users',
   'tokens',
+  'oauth_clients',
   'webhook_endpoints',
   'webhook_deliveries',
   'webhook_attempts',
@@ -260,6 +261,14 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
         'revokeToken',
         gql('mutation($id: ID!) { revokeToken(id: $id) { id revokedAt serviceUser { id } } }', { id: token.id }),
       );
+      const created = await captured(
+        'createOAuthClient',
+        gql('mutation($id: ID!) { createOAuthClient(serviceUserId: $id, scope: "read") { clientId clientSecret } }', { id: user }),
+      );
+      expect(created.length).toBeGreaterThan(0);
+      await captured('oauthClients', gql('{ oauthClients { id name scope serviceUser { id name } } }'));
+      const [client] = await t.db.prisma.oAuthClient.findMany({ where: { tenantId, serviceUserId: user }, select: { id: true } });
+      await captured('deleteOAuthClient', gql('mutation($id: ID!) { deleteOAuthClient(id: $id) { id } }', { id: client!.id }));
       await captured('deleteServiceUser', gql('mutation($id: ID!) { deleteServiceUser(id: $id) { id deletedTokens } }', { id: user }));
     });
 
@@ -548,11 +557,13 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           'changeServiceUserRole',
           'claimSync',
           'createConnection',
+          'createOAuthClient',
           'createPasswordReset',
           'createServiceUser',
           'createToken',
           'createWebhookEndpoint',
           'deleteConnection',
+          'deleteOAuthClient',
           'deleteServiceUser',
           'deleteWebhookEndpoint',
           'inviteMember',

@@ -209,7 +209,7 @@ export async function deleteOAuthClient(
       targetName: client.name ?? client.id,
     });
     await tx.$executeRaw`DELETE FROM oauth_records WHERE payload->>'clientId' = ${client.id}`;
-    await tx.oAuthClient.delete({ where: { id: client.id } });
+    await tx.oAuthClient.deleteMany({ where: { id: client.id, tenantId: input.tenantId } });
     return { id: client.id };
   });
 }
