@@ -5,14 +5,13 @@
 import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createClient } from 'graphql-ws';
 import { exportJWK, exportSPKI, generateKeyPair, SignJWT, type JWK } from 'jose';
 import Provider from 'oidc-provider';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import WebSocket from 'ws';
 import { createLogger } from '../src/logger.js';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { databaseKinds } from './fixtures/databases.js';
+import { graphqlWsResult } from './fixtures/graphql-ws.js';
 import { createTestGateway, gatewayOver, JWT_TEST_SECRET, type TestGateway } from './fixtures/gateway.js';
 
 const AUDIENCE = 'https://api.integrations.example/';
@@ -216,20 +215,9 @@ describe.each(databaseKinds)('an outside identity provider on %s', (kind) => {
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
     controller.abort();
 
-    const ws = createClient({
-      url: `${origin.replace('http', 'ws')}/graphql`,
-      webSocketImpl: WebSocket,
-      connectionParams: { Authorization: `Bearer ${token}` },
-      retryAttempts: 0,
+    expect(await graphqlWsResult(origin, `Bearer ${token}`, '{ organization { slug } }')).toEqual({
+      data: { organization: { slug: fixture.tenants.demo.slug } },
     });
-    try {
-      const result = await new Promise<unknown>((resolve, reject) => {
-        ws.subscribe({ query: '{ organization { slug } }' }, { next: resolve, error: reject, complete: () => {} });
-      });
-      expect(result).toEqual({ data: { organization: { slug: fixture.tenants.demo.slug } } });
-    } finally {
-      await ws.dispose();
-    }
 
     // Another organization's client lands in its own tenant.
     const globex = await graphqlAs(await idp.token('globex-admin'), '{ organization { slug } }');
