@@ -4,7 +4,7 @@
 // (RFC 7662), revocation (RFC 7009), private_key_jwt, and the refusals: wrong secret and unknown client
 // (invalid_client), another audience, expired, forged tokens (alg none, HS256 signed with the public key), a
 // deleted client, a removed or demoted service user, scopes above the role, guessing throttled per address.
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import * as oauth from 'openid-client';
@@ -14,6 +14,7 @@ import { changeServiceUserRole, createServiceUser, deleteServiceUser } from '../
 import { createHttpServer } from '../src/http/http-server.js';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
+import { AuthorizationServer } from '../src/oauth/provider.js';
 import { rotateSigningKey } from '../src/oauth/signing-keys.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';
@@ -112,6 +113,28 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
       expect(jwks.keys.map((key) => key.kid)).toEqual([current, previous]);
     } finally {
       await new Promise<void>((resolve) => fresh.close(() => resolve()));
+    }
+  });
+
+  it('a running server follows a rotation made elsewhere (here at once; by default within 30 s)', async () => {
+    const authorization = new AuthorizationServer(
+      t.db,
+      { issuer: 'https://issuer.example', audience: 'urn:test', accessTokenSeconds: 60, trustProxy: false },
+      createLogger('silent'),
+      0,
+    );
+    const jwks = createServer((req, res) => void authorization.handler('http://unused').then((handle) => handle(req, res)));
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+    const kids = async () => {
+      const url = `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/oauth/jwks`;
+      return ((await (await fetch(url)).json()) as { keys: JWK[] }).keys.map((key) => key.kid);
+    };
+    try {
+      const before = await kids();
+      const { current } = await rotateSigningKey(t.db);
+      expect(await kids()).toEqual([current, before[0]]);
+    } finally {
+      await new Promise<void>((resolve) => jwks.close(() => resolve()));
     }
   });
 

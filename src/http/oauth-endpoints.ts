@@ -58,8 +58,7 @@ export function createOAuthEndpoints(options: {
         throw new ApiError('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${MAX_OAUTH_BODY_BYTES} bytes`);
       }
       if (pathname === OAUTH_METADATA_PATH) req.url = OPENID_CONFIGURATION_PATH;
-      const provider = await server.provider(localOrigin(req.socket));
-      const handle = provider.callback() as (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+      const handle = await server.handler(localOrigin(req.socket));
       if (req.method === 'POST' && CLIENT_AUTHENTICATED.has(pathname)) {
         const address = admission.clientAddress({ header: (name) => headerOf(req, name) }, req.socket.remoteAddress);
         await throttle.clientAuthentication(address, async () => {

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { clientSecretMatches, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import type { Database } from '../db/client.js';
@@ -94,10 +95,15 @@ export function buildProvider(db: Database, settings: ProviderSettings, keys: Si
   return provider;
 }
 
+/** What answers a request on node:http: the provider's Koa callback, made once per provider. */
+export type ProviderHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
 /** The provider of a gateway, built on first use over the database's keys and rebuilt when they rotate. */
 export class AuthorizationServer {
-  private current: Promise<{ provider: Provider; keyIds: string }> | undefined;
+  private current: Promise<{ handle: ProviderHandler; keyIds: string }> | undefined;
   private checkedAt = 0;
+  /** PUBLIC_ORIGIN, else the origin of the first request: fixed for the life of the process, rotations included. */
+  private issuer: string | undefined;
 
   constructor(
     private readonly db: Database,
@@ -105,37 +111,37 @@ export class AuthorizationServer {
     private readonly logger: Logger,
     /** How often the key ids are compared with the database's, in ms. */
     private readonly keyCheckMs = 30_000,
-  ) {}
-
-  get audience(): string {
-    return this.settings.audience;
+  ) {
+    this.issuer = settings.issuer;
   }
 
-  /** The provider for a request reaching this server at `origin` (the issuer, unless PUBLIC_ORIGIN fixes it). */
-  async provider(origin: string): Promise<Provider> {
+  /** The handler for a request reaching this server at `origin`. */
+  async handler(origin: string): Promise<ProviderHandler> {
+    this.issuer ??= origin;
     const now = Date.now();
     if (this.current && now - this.checkedAt > this.keyCheckMs) {
       this.checkedAt = now;
       const held = await this.current.catch(() => undefined);
       const keys = await signingKeys(this.db);
-      if (!held || held.keyIds !== keys.map((key) => key.kid).join(' ')) this.current = this.build(origin, keys);
+      if (!held || held.keyIds !== keyIdsOf(keys)) this.current = Promise.resolve(this.build(keys));
     }
     if (!this.current) {
       this.checkedAt = now;
-      this.current = signingKeys(this.db).then((keys) => this.build(origin, keys));
+      this.current = signingKeys(this.db).then((keys) => this.build(keys));
     }
     const built = this.current;
     built.catch(() => {
       if (this.current === built) this.current = undefined;
     });
-    return (await built).provider;
+    return (await built).handle;
   }
 
-  private async build(origin: string, keys: SigningJwk[]): Promise<{ provider: Provider; keyIds: string }> {
-    const issuer = this.settings.issuer ?? origin;
-    return {
-      provider: buildProvider(this.db, { ...this.settings, issuer }, keys, this.logger),
-      keyIds: keys.map((key) => key.kid).join(' '),
-    };
+  private build(keys: SigningJwk[]): { handle: ProviderHandler; keyIds: string } {
+    const provider = buildProvider(this.db, { ...this.settings, issuer: this.issuer! }, keys, this.logger);
+    return { handle: provider.callback() as ProviderHandler, keyIds: keyIdsOf(keys) };
   }
+}
+
+function keyIdsOf(keys: SigningJwk[]): string {
+  return keys.map((key) => key.kid).join(' ');
 }
