@@ -52,6 +52,7 @@ const TARGET_TYPES: readonly [ActivityTargetType, string][] = [
   ['member', 'Members'],
   ['service_user', 'Service users'],
   ['token', 'Tokens'],
+  ['oauth_client', 'OAuth clients'],
   ['connection', 'Connections'],
   ['webhook_endpoint', 'Webhook endpoints'],
 ];
@@ -68,6 +69,8 @@ const ACTIONS: Record<string, string> = {
   'service_user.deleted': 'deleted a service user',
   'token.created': 'created a token',
   'token.revoked': 'revoked a token',
+  'oauth_client.created': 'created an OAuth client',
+  'oauth_client.deleted': 'deleted an OAuth client',
   'connection.created': 'created a connection',
   'connection.updated': 'changed a connection',
   'connection.deleted': 'deleted a connection',
