@@ -14,6 +14,7 @@ import { changeServiceUserRole, createServiceUser, deleteServiceUser } from '../
 import { createHttpServer } from '../src/http/http-server.js';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
+import type { Gateway } from '../src/http/yoga.js';
 import { AuthorizationServer } from '../src/oauth/provider.js';
 import { rotateSigningKey } from '../src/oauth/signing-keys.js';
 import { databaseKinds } from './fixtures/databases.js';
@@ -26,6 +27,7 @@ const QUERY = 'query { connections(limit: 1) { totalCount } }';
 describe.each(databaseKinds)('the authorization server on %s', (kind) => {
   let t: TestGateway;
   let server: Server;
+  let gateway: Gateway;
   let closeWebSockets: () => Promise<void>;
   let origin: string;
   let users = 0;
@@ -33,7 +35,7 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
   beforeAll(async () => {
     t = await createTestGateway(kind);
     // Failed client authentications allowed per address: the throttle's test spends them.
-    const gateway = gatewayOver(t.db, { config: { LOGIN_FAILURES_PER_ADDRESS: 12, OAUTH_ACCESS_TOKEN_SECONDS: 60 } });
+    gateway = gatewayOver(t.db, { config: { LOGIN_FAILURES_PER_ADDRESS: 12, OAUTH_ACCESS_TOKEN_SECONDS: 60 } });
     server = createHttpServer(gateway, { logger: createLogger('silent') });
     closeWebSockets = attachGraphqlWebSocket(server, gateway, createLogger('silent'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -43,6 +45,7 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
   afterAll(async () => {
     await closeWebSockets?.();
     await new Promise<void>((resolve) => server?.close(() => resolve()));
+    await gateway?.dispose();
     await t?.dispose();
   });
 
@@ -106,13 +109,15 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
     const { current, previous } = await rotateSigningKey(t.db);
     expect(previous).toBe(before);
     // A fresh gateway reads the keys at its first request; a running one within its key check interval.
-    const fresh = createHttpServer(gatewayOver(t.db), { logger: createLogger('silent') });
+    const freshGateway = gatewayOver(t.db);
+    const fresh = createHttpServer(freshGateway, { logger: createLogger('silent') });
     await new Promise<void>((resolve) => fresh.listen(0, '127.0.0.1', resolve));
     try {
       const jwks = (await (await fetch(`http://127.0.0.1:${(fresh.address() as AddressInfo).port}/oauth/jwks`)).json()) as { keys: JWK[] };
       expect(jwks.keys.map((key) => key.kid)).toEqual([current, previous]);
     } finally {
       await new Promise<void>((resolve) => fresh.close(() => resolve()));
+      await freshGateway.dispose();
     }
   });
 
@@ -163,6 +168,31 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
     expect(await graphqlWsResult(origin, `Bearer ${token}`, QUERY)).toMatchObject({
       data: { connections: { totalCount: expect.any(Number) } },
     });
+  });
+
+  it("counts a client's tokens against one budget: rate limits hold per client", async () => {
+    const tightGateway = gatewayOver(t.db, {
+      config: { RATE_LIMIT_PER_MINUTE: 2 },
+      rateLimit: { keyPrefix: `igw:oauth:${kind}:${Date.now()}`, tenantMultiplier: 1000 },
+    });
+    const tight = createHttpServer(tightGateway, { logger: createLogger('silent') });
+    await new Promise<void>((resolve) => tight.listen(0, '127.0.0.1', resolve));
+    const list = (token: string) =>
+      fetch(`http://127.0.0.1:${(tight.address() as AddressInfo).port}${BASE}/connected`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+    try {
+      const { config, token: first } = await tokenOf('reader');
+      const second = (await oauth.clientCredentialsGrant(config, {})).access_token;
+      expect((await list(first)).status).toBe(200);
+      expect((await list(second)).status).toBe(200);
+      // A new token of the same client starts no new budget; another client's does.
+      expect((await list((await oauth.clientCredentialsGrant(config, {})).access_token)).status).toBe(429);
+      expect((await list((await tokenOf('reader')).token)).status).toBe(200);
+    } finally {
+      await new Promise<void>((resolve) => tight.close(() => resolve()));
+      await tightGateway.dispose();
+    }
   });
 
   it('acts with the scope granted, within the role: a read token cannot write; write can', async () => {
