@@ -68,12 +68,12 @@ async function subscribeChanges(
 }
 
 /**
- * The event an item carries, or its error thrown (the stream's last result). A REST stream names each message
- * after its event: results are resolved one at a time, so the id set here is that of the result it receives.
+ * The event an item carries, or its error thrown (the stream's last result). Its execution is shared by the
+ * event's subscribers with the same operation and access, and the REST stream's message id is set before it
+ * (plugins/use-shared-subscription-results.ts).
  */
-function itemValue(item: ChangeItem, context: Context): StoredEvent {
+function itemValue(item: ChangeItem): StoredEvent {
   if ('error' in item) throw item.error;
-  if (context.streamCursor) context.streamCursor.current = item.event.id;
   return item.event;
 }
 
@@ -115,8 +115,8 @@ builder.subscriptionFields((t) => ({
           : undefined,
       });
     },
-    resolve: (item: ChangeItem, _args, context) => {
-      const run = syncOfEvent(itemValue(item, context));
+    resolve: (item: ChangeItem) => {
+      const run = syncOfEvent(itemValue(item));
       if (!run) throw new ApiError('UNAVAILABLE', 'This event was recorded before runs were kept in events; read the run instead');
       return run;
     },
@@ -140,7 +140,7 @@ builder.subscriptionFields((t) => ({
     // The connection as it is when the change is delivered (deleted ones too), read with its application and
     // category in one statement.
     resolve: async (item: ChangeItem, _args, context, info) => {
-      const id = itemValue(item, context).subjectId;
+      const id = itemValue(item).subjectId;
       const connection = await connectionById(context, id, info, { deleted: true });
       if (!connection) throw new Error(`connection ${id} of an event is not found`);
       return connection;

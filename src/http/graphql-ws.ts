@@ -15,6 +15,7 @@ import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { executeWithinDeadline, withinDeadline } from '../plugins/use-deadline.js';
 import { socketError } from '../plugins/use-request-error-codes.js';
 import { BYTE_BOUNDS, endingMessage, KeyedCounts, type Governor, type LeaseOwner } from '../governor/governor.js';
+import { encodedOnce } from '../live/shared-results.js';
 
 // GraphQL over WebSocket (the graphql-ws protocol Apollo and urql clients speak) on the same path as HTTP
 // GraphQL: the admission spine's adapter for it (src/http/admission.ts). The upgrade is refused for a bad Host
@@ -68,6 +69,8 @@ interface Extra {
   owner: LeaseOwner;
   viewer?: Viewer;
   acknowledged?: boolean;
+  /** By subscription id: the bytes of the result whose placeholder graphql-ws sends next (sharedFrames). */
+  sharedNext: Map<string, Buffer>;
 }
 
 interface RootValue {
@@ -86,6 +89,27 @@ function authorizationOf(
   const fromParams = params?.Authorization ?? params?.authorization;
   if (typeof fromParams === 'string') return fromParams;
   return gateway.credentialOfUpgrade(upgrade);
+}
+
+/**
+ * What graphql-ws is given to send in place of a result: `send` recognises the message it becomes and sends the
+ * result's bytes instead (shared by the subscribers of an event, live/shared-results.ts), as the same message in
+ * two frames.
+ */
+const SHARED_PLACEHOLDER = Object.freeze({ data: null });
+
+/**
+ * The frames of a `next` message: its head (`{"id":…,"type":"next","payload":`) for this subscriber, and the
+ * result's bytes (the payload and the closing brace), or null when `data` is another message.
+ */
+function sharedFrames(data: string, sharedNext: Map<string, Buffer>): { head: string; bytes: Buffer } | null {
+  for (const [id, bytes] of sharedNext) {
+    const head = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+    if (data !== `${head}${JSON.stringify(SHARED_PLACEHOLDER)}}`) continue;
+    sharedNext.delete(id);
+    return { head, bytes };
+  }
+  return null;
 }
 
 /** Token id or JWT tenant + subject: the key of a credential's socket count. */
@@ -142,8 +166,16 @@ export function attachGraphqlWebSocket(
       return true;
     },
     onSubscribe: async (ctx, _id, payload) => operationArgs(ctx, payload),
-    onNext: (_ctx, _id, _payload, _args, result) =>
-      result.errors ? { ...result, errors: result.errors.map((error) => socketError(error).toJSON()) } : undefined,
+    onNext: (ctx, id, _payload, _args, result) => {
+      if (result.errors) return { ...result, errors: result.errors.map((error) => socketError(error).toJSON()) };
+      // A result shared by the subscribers of an event (live/shared-results.ts) is encoded once, with the
+      // message's closing brace, and sent from that one buffer (send, below).
+      ctx.extra.sharedNext.set(
+        id,
+        encodedOnce(result, () => Buffer.from(`${JSON.stringify(result)}}`)),
+      );
+      return SHARED_PLACEHOLDER;
+    },
     execute: (args) => (args.rootValue as RootValue).run(args) as never,
     subscribe: (args) => (args.rootValue as RootValue).run(args) as never,
   });
@@ -237,21 +269,28 @@ export function attachGraphqlWebSocket(
       socket.close(WS_CLOSE.tryAgainLater, endingMessage(reason, owner.stallMs).slice(0, 120));
       setTimeout(() => socket.terminate(), 1000).unref();
     });
-    const extra: Extra = { request, socket, owner };
+    const extra: Extra = { request, socket, owner, sharedNext: new Map() };
     let messagesBeforeAck = 0;
     const closed = protocol.opened(
       {
         protocol: socket.protocol,
         // graphql-ws sends a subscription's next result once the last one is written: what waits is bounded by
         // the socket's queue, and a queue its client does not take starts the owner's stall clock.
+        // A result goes as one message in two frames: its head, then its bytes, which every socket's queue
+        // holds by reference when they are shared (ws frames a buffer without copying it).
         send: (data) =>
           new Promise<void>((resolve, reject) => {
             if (socket.readyState !== socket.OPEN) return resolve();
-            socket.send(data, (error) => {
+            const sent = (error?: Error) => {
               if (socket.bufferedAmount <= BYTE_BOUNDS.streamQueue) owner.taking();
               if (error) reject(error);
               else resolve();
-            });
+            };
+            const shared = extra.sharedNext.size > 0 ? sharedFrames(data, extra.sharedNext) : null;
+            if (shared) {
+              socket.send(shared.head, { fin: false });
+              socket.send(shared.bytes, { binary: false, fin: true }, sent);
+            } else socket.send(data, sent);
             if (socket.bufferedAmount > BYTE_BOUNDS.streamQueue) owner.waiting();
           }),
         close: (code, reason) => socket.close(code, reason),

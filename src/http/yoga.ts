@@ -29,6 +29,7 @@ import { useRequestErrorCodes } from '../plugins/use-request-error-codes.js';
 import { requestIdOf, useRequestId } from '../plugins/use-request-id.js';
 import { useRequestLog } from '../plugins/use-request-log.js';
 import { useRest } from '../plugins/use-rest.js';
+import { useSharedSubscriptionResults } from '../plugins/use-shared-subscription-results.js';
 import { useSignIn } from '../plugins/use-sign-in.js';
 import { useStreamBackpressure } from '../plugins/use-stream-backpressure.js';
 import { signInSettingsOf } from '../auth/sessions.js';
@@ -366,7 +367,7 @@ query Connections {
       },
       {
         // The deadline wraps the executor this one picks.
-        first: [useCompiledExecution({ compiled: compiledExecution, trusted: REST_DOCUMENTS })],
+        first: [useCompiledExecution({ compiled: compiledExecution, trusted: REST_DOCUMENTS }), useSharedSubscriptionResults()],
         // Probes, error docs and pages answer before the limits and the rate limit (and so does /metrics).
         before: {
           size: [useHealth({ db, draining: () => draining }), useErrorDocs(), usePages()],
