@@ -44,6 +44,7 @@ import {
 } from './processes.js';
 import { scenarios as buildScenarios, type Scenario } from './scenarios.js';
 import { measurePeer, peerScenarios, startPeer } from './postgraphile-peer.js';
+import { SERVER_NODE_ARGS } from '../scripts/server-node-args.js';
 import { LIFECYCLE_WRITES, WriteLifecycle, type LifecycleResult, type WriteTenant } from './write-lifecycle.js';
 
 const REPORT = process.argv.includes('--report');
@@ -69,7 +70,8 @@ const COLD_STARTS = Number(process.env.COMPARE_COLD_STARTS ?? 3);
 const COLD_START_ONLY = process.env.COMPARE_ONLY === 'cold-start';
 /** How long a started gateway is left alone before its idle memory is read. */
 const IDLE_MS = 3000;
-const gatewayNodeArgs = process.env.COMPARE_NODE_ARGS?.split(' ').filter(Boolean);
+/** How the gateway's node is started: as `npm start` starts it, then COMPARE_NODE_ARGS (a profiler's, say). */
+const gatewayNodeArgs = [...SERVER_NODE_ARGS, ...(process.env.COMPARE_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
 
 interface Server {
   label: string;

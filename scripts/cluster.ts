@@ -13,6 +13,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SERVER_NODE_ARGS } from './server-node-args.js';
 import { Supervised } from './supervisor.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -165,7 +166,7 @@ async function startProcesses(options: ClusterOptions, processes: Supervised[]):
     const url = `http://127.0.0.1:${port}`;
     const ready = (child: ChildProcess) => waitFor(`${url}/readyz`, (status) => status === 200, 60_000, child);
     const watched = supervised(name, () =>
-      spawn(process.execPath, ['dist/server.js'], { cwd: ROOT, env: env(index), stdio: ['ignore', 'pipe', 'pipe'] }),
+      spawn(process.execPath, [...SERVER_NODE_ARGS, 'dist/server.js'], { cwd: ROOT, env: env(index), stdio: ['ignore', 'pipe', 'pipe'] }),
     );
     await ready(watched.child);
     return {

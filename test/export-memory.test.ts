@@ -19,12 +19,11 @@ const UNREAD_RUNS = 50_000;
 const READ_RUNS = 10_000;
 const LIST = '/api/v1/integrations/syncs';
 /**
- * What each database meets. PostgreSQL: the issue's figures (measured: 10 MB of growth, reads within 530 ms).
- * PGlite runs in the server's process and answers each statement whole: its WebAssembly heap grows with the
- * exports' batches and a batch holds the event loop (measured: 292 MB of growth, reads up to 2.2 s), so it is
- * held only to bounds that show a regression, not to the issue's figures.
+ * The issue's figures, on both databases (measured on a loaded machine: PostgreSQL +17 MB, reads within 241 ms;
+ * PGlite, which answers each statement whole inside the server's process, +57 to +63 MB, reads within 427 to 679
+ * ms, since the young generation is held at Node 20's size, scripts/server-node-args.ts; +292 MB and 2.2 s before).
  */
-const BOUNDS = { postgres: { growth: 150 * 2 ** 20, readMs: 2000 }, pglite: { growth: 450 * 2 ** 20, readMs: 6000 } } as const;
+const BOUNDS = { postgres: { growth: 150 * 2 ** 20, readMs: 2000 }, pglite: { growth: 150 * 2 ** 20, readMs: 2000 } } as const;
 
 /** The status line and headers of an answer read from a raw socket, once they have arrived. */
 interface Head {
