@@ -6,7 +6,7 @@
 // deleted client, a removed or demoted service user, scopes above the role, guessing throttled per address.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { exportJWK, exportSPKI, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import * as oauth from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOAuthClient, deleteOAuthClient, oauthRecordKey } from '../src/auth/oauth-clients.js';
@@ -251,6 +251,12 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
   });
 
   it('refuses a token bound to another audience, and an expired one', async () => {
+    // The server issues tokens for this API only: another resource is invalid_target.
+    const { config } = await tokenOf('reader');
+    await expect(oauth.clientCredentialsGrant(config, { resource: 'https://other.example/' })).rejects.toMatchObject({
+      error: 'invalid_target',
+    });
+    // A stored token bound to another audience (as a token for another resource would be) is refused.
     const { token } = await tokenOf('reader');
     const key = oauthRecordKey(token);
     await t.db.raw.query(`UPDATE oauth_records SET payload = jsonb_set(payload, '{aud}', '"https://other.example/"') WHERE id = $1`, [key]);
@@ -280,14 +286,17 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
     const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const none = `${b64({ alg: 'none', typ: 'at+jwt' })}.${b64({ ...claims, iat: now, exp: now + 60 })}.`;
     expect((await rest(none)).status).toBe(401);
-    const publicKeyBytes = new TextEncoder().encode(JSON.stringify(jwks.keys[0]));
-    const hs256 = await new SignJWT({ ...claims })
-      .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid: jwks.keys[0]!.kid })
-      .setIssuedAt()
-      .setExpirationTime('1m')
-      .sign(publicKeyBytes);
-    expect((await rest(hs256)).status).toBe(401);
-    expect((await graphql(hs256)).status).toBe(401);
+    // The published key as an HMAC secret, in both forms an attacker would try: its JWK and its PEM.
+    const pem = await exportSPKI((await importJWK(jwks.keys[0]!, 'ES256')) as CryptoKey);
+    for (const secret of [JSON.stringify(jwks.keys[0]), pem]) {
+      const hs256 = await new SignJWT({ ...claims })
+        .setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid: jwks.keys[0]!.kid })
+        .setIssuedAt()
+        .setExpirationTime('1m')
+        .sign(new TextEncoder().encode(secret));
+      expect((await rest(hs256)).status).toBe(401);
+      expect((await graphql(hs256)).status).toBe(401);
+    }
   });
 
   it("stops a deleted client's tokens, a deleted service user's, and shrinks a demoted one's", async () => {
