@@ -59,6 +59,8 @@ export function createOAuthEndpoints(options: {
       }
       if (pathname === OAUTH_METADATA_PATH) req.url = OPENID_CONFIGURATION_PATH;
       const handle = await server.handler(localOrigin(req.socket));
+      // Answered 503 while the provider was being built: nothing is left to do.
+      if (res.writableEnded) return;
       if (req.method === 'POST' && CLIENT_AUTHENTICATED.has(pathname)) {
         const address = admission.clientAddress({ header: (name) => headerOf(req, name) }, req.socket.remoteAddress);
         await throttle.clientAuthentication(address, async () => {
