@@ -8,12 +8,14 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createServiceUser } from '../src/auth/service-users.js';
+import { SESSION_COOKIE } from '../src/auth/session-cookie.js';
 import { createToken } from '../src/auth/tokens.js';
 import { ADMISSION_CHECKS, SURFACES, type AdmissionCheck, type Surface } from '../src/http/admission.js';
 import { createHttpServer } from '../src/http/http-server.js';
 import { attachGraphqlWebSocket, type WebSocketOptions } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
 import { pipelineOf, YOGA_ADMISSION, type Gateway } from '../src/http/yoga.js';
+import { signInPaths } from '../src/rest/sign-in-openapi.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { capturingLogger, createTestGateway, gatewayOver, type LogLine, type TestGateway } from './fixtures/gateway.js';
 
@@ -28,6 +30,8 @@ interface Outcome {
   /** The answer's text (the body, the SSE messages, the graphql-ws messages), for what it must not show. */
   text: string;
   headers: Record<string, string | string[] | undefined>;
+  /** A cell of the `auth` column: what each endpoint's answer came to. */
+  each?: Array<{ endpoint: string; outcome: Outcome }>;
 }
 
 /** A request over one surface: `token` null sends no credential; `authorization` sends that header instead. */
@@ -58,13 +62,27 @@ const DEEP = `{"f":${'{"a":'.repeat(100_000)}1${'}'.repeat(100_000)}}`;
 const deepBody = (query: string) => `{"query":${JSON.stringify(query)},"variables":${DEEP}}`;
 const ALIASES = (root: string) => `${root} { ${Array.from({ length: 31 }, (_, i) => `a${i}: id`).join(' ')} }`;
 
+/**
+ * The auth surface's endpoints, as the OpenAPI document lists them (a new one is in every cell of the `auth`
+ * column): `{code}` is a code no member holds.
+ */
+const AUTH_ENDPOINTS = Object.entries(signInPaths()).flatMap(([path, operations]) =>
+  Object.keys(operations).map((method) => ({
+    method: method.toUpperCase(),
+    path: path.replace('{code}', 'c0de-that-nobody-holds'),
+    pattern: path,
+  })),
+);
+/** A JSON body nested deeper than any body a route takes, inside the sign-in's 4 KiB. */
+const DEEP_SMALL = `{"email":${'['.repeat(1500)}${']'.repeat(1500)}}`;
+
 describe.each(databaseKinds)('admission table on %s', (kind) => {
   let t: TestGateway;
   const servers: Server[] = [];
   const closers: Array<() => Promise<void>> = [];
   const lines: LogLine[] = [];
-  /** Origins of the servers: the default limits, tight caps, a short deadline. */
-  const origin: Record<'main' | 'tight' | 'slow', string> = { main: '', tight: '', slow: '' };
+  /** Origins of the servers: the default limits, tight caps, a short deadline, a deadline past on arrival. */
+  const origin: Record<'main' | 'tight' | 'slow' | 'expired', string> = { main: '', tight: '', slow: '', expired: '' };
 
   async function serve(gateway: Gateway, ws: WebSocketOptions = {}): Promise<string> {
     const server = createHttpServer(gateway, { logger: createLogger('silent') });
@@ -95,6 +113,8 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       { perCredential: 1 },
     );
     origin.slow = await serve(gatewayOver(t.db, { limits: { timeoutMs: 1 }, rateLimit: { keyPrefix: `${prefix}:slow` } }));
+    // An endpoint of the auth column may answer within a millisecond (a code nobody holds: one indexed read).
+    origin.expired = await serve(gatewayOver(t.db, { limits: { timeoutMs: 0 }, rateLimit: { keyPrefix: `${prefix}:expired` } }));
   });
   afterAll(async () => {
     for (const close of closers) await close();
@@ -237,8 +257,52 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
           { 'content-type': 'application/x-www-form-urlencoded' },
           attempt.body ?? 'grant_type=client_credentials',
         );
+      case 'auth': {
+        const method = attempt.method ?? 'POST';
+        const body = attempt.body ?? (method === 'POST' ? '{}' : undefined);
+        return http(base, method, attempt.path ?? '/api/v1/auth/login', attempt, json, body);
+      }
     }
   }
+
+  type AuthEndpoint = (typeof AUTH_ENDPOINTS)[number];
+  /**
+   * A cell of the `auth` column: the same attempt at every endpoint of the surface (`attempt` gives what differs
+   * by endpoint), each answer held to `expectEach`.
+   */
+  const everyAuth = (
+    attempt: (endpoint: AuthEndpoint) => () => Promise<Outcome>,
+    expectEach: (outcome: Outcome, endpoint: AuthEndpoint) => void,
+  ): Cell => ({
+    run: async () => {
+      const each: NonNullable<Outcome['each']> = [];
+      for (const endpoint of AUTH_ENDPOINTS)
+        each.push({ endpoint: `${endpoint.method} ${endpoint.pattern}`, outcome: await attempt(endpoint)() });
+      return { text: '', headers: {}, each };
+    },
+    expect: (outcome) => {
+      expect(outcome.each?.length).toBe(AUTH_ENDPOINTS.length);
+      for (const [index, { endpoint, outcome: answered }] of outcome.each!.entries()) {
+        try {
+          expectEach(answered, AUTH_ENDPOINTS[index]!);
+        } catch (error) {
+          throw new Error(`${endpoint}: ${(error as Error).message}`);
+        }
+      }
+    },
+  });
+  /** A request an endpoint does its work for: a well-formed sign-in, a password for a code, a session cookie. */
+  const doingItsWork = (endpoint: AuthEndpoint): Attempt => {
+    if (endpoint.method !== 'POST') return {};
+    if (endpoint.pattern.endsWith('/login')) return { body: JSON.stringify({ email: 'nobody@example.com', password: 'not the password' }) };
+    if (endpoint.pattern.endsWith('/logout')) return { headers: { cookie: `${SESSION_COOKIE}=igw_ses_${'s'.repeat(43)}` } };
+    return { body: JSON.stringify({ password: 'a password long enough to be hashed' }) };
+  };
+  /** An auth endpoint's request: its method and path, and `attempt` over them. */
+  const toAuth =
+    (base: string, endpoint: AuthEndpoint, attempt: Attempt = {}) =>
+    () =>
+      send('auth', base, { method: endpoint.method, path: endpoint.path, ...attempt });
 
   /** A cell: what the request over one surface must come to, or why the check does not apply there. */
   type Cell = { run: () => Promise<Outcome>; expect: (outcome: Outcome) => void } | { notApplicable: string };
@@ -295,6 +359,13 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
     expect(outcome.text).not.toMatch(/RangeError|Maximum call stack|\n\s+at /);
   };
 
+  const metricsText = async () => (await fetch(`${origin.main}/metrics`)).text();
+  /** The value of one series in a /metrics text; 0 when absent. */
+  const sampleOf = (text: string, series: string) => {
+    const line = text.split('\n').find((entry) => entry.startsWith(`${series} `));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  };
+
   const TABLE: Record<AdmissionCheck, Record<Surface, Cell>> = {
     host: {
       oauth: {
@@ -321,6 +392,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         run: () => send('graphql-ws', origin.main, { host: 'x#y', token: reader() }),
         expect: (outcome) => expect(outcome.status).toBe(400),
       },
+      auth: everyAuth((endpoint) => toAuth(origin.main, endpoint, { host: 'x/y?#' }), refused(400, 'INVALID_QUERY')),
     },
     size: {
       oauth: {
@@ -342,6 +414,11 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         expect: refused(413, 'PAYLOAD_TOO_LARGE'),
       },
       'graphql-ws': { run: () => websocket(origin.main, { token: reader() }, QUERY, BIG), expect: closed(1009) },
+      auth: everyAuth(
+        (endpoint) =>
+          toAuth(origin.main, endpoint, endpoint.method === 'GET' ? { path: `${endpoint.path}?${'x'.repeat(9000)}` } : { body: BIG }),
+        (outcome, endpoint) => refused(endpoint.method === 'GET' ? 414 : 413, 'PAYLOAD_TOO_LARGE')(outcome),
+      ),
     },
     credential: {
       oauth: { run: () => send('oauth', origin.main, { authorization: UNKNOWN_CLIENT }), expect: refused(401, 'invalid_client') },
@@ -365,6 +442,10 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         run: () => send('graphql-ws', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }),
         expect: closed(4401),
       },
+      auth: {
+        notApplicable:
+          'these endpoints read no credential: sign-in takes a password, a code its path, sign-out the session its cookie names; a credential sent along is not resolved (the rate limit counts it by address)',
+      },
     },
     'rate-limit': {
       // Failed client authentications per address (LOGIN_FAILURES_PER_ADDRESS is 2 on the tight server).
@@ -383,6 +464,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         expect: refused(429, 'RATE_LIMITED'),
       },
       'graphql-ws': { run: repeated(3, (token) => send('graphql-ws', origin.tight, { token })), expect: refused(200, 'RATE_LIMITED') },
+      auth: everyAuth((endpoint) => repeated(3, (token) => toAuth(origin.tight, endpoint, { token })()), refused(429, 'RATE_LIMITED')),
     },
     'document-limits': {
       oauth: {
@@ -406,6 +488,9 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         run: () => send('graphql-ws', origin.main, { token: reader(), query: `${ALIASES('subscription { syncChanged')} }` }),
         expect: refused(200, 'INVALID_QUERY'),
       },
+      auth: {
+        notApplicable: 'no GraphQL document runs there; a body is JSON of at most 4 KiB (size), nested at most 32 deep (error-masking)',
+      },
     },
     'credential-requirement': {
       oauth: { run: () => send('oauth', origin.main, {}), expect: refused(400, 'invalid_request') },
@@ -414,6 +499,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-http': { run: () => send('graphql-http', origin.main, { token: null }), expect: refused(401, 'UNAUTHORIZED') },
       'graphql-sse': { run: () => send('graphql-sse', origin.main, { token: null }), expect: refused(401, 'UNAUTHORIZED') },
       'graphql-ws': { run: () => send('graphql-ws', origin.main, { token: null }), expect: closed(4401) },
+      auth: { notApplicable: 'signing in is how a member gets a credential; signing out and reading or using a code need none' },
     },
     'stream-caps': {
       oauth: { notApplicable: 'a JSON answer holds no stream; the throttle and the deadline bound it' },
@@ -422,6 +508,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'rest-stream': { run: whileOpen('rest-stream', (token) => ({ token })), expect: refused(429, 'RATE_LIMITED') },
       'graphql-sse': { run: whileOpen('graphql-sse', (token) => ({ token })), expect: refused(429, 'RATE_LIMITED') },
       'graphql-ws': { run: whileOpen('graphql-ws', (token) => ({ token, query: SUBSCRIPTION })), expect: closed(4429) },
+      auth: { notApplicable: 'a JSON answer holds no stream; the rate limit and the deadline bound it' },
     },
     deadline: {
       oauth: { run: () => send('oauth', origin.slow, { authorization: UNKNOWN_CLIENT }), expect: refused(503, 'UNAVAILABLE') },
@@ -430,6 +517,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-http': { run: () => send('graphql-http', origin.slow, { token: reader() }), expect: refused(503, 'UNAVAILABLE') },
       'graphql-sse': { run: () => send('graphql-sse', origin.slow, { token: reader() }), expect: refused(503, 'UNAVAILABLE') },
       'graphql-ws': { run: () => send('graphql-ws', origin.slow, { token: reader() }), expect: refused(200, 'UNAVAILABLE') },
+      auth: everyAuth((endpoint) => toAuth(origin.expired, endpoint, doingItsWork(endpoint)), refused(503, 'UNAVAILABLE')),
     },
     'error-masking': {
       oauth: {
@@ -459,6 +547,23 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         run: () => websocket(origin.main, { token: reader() }, QUERY, `{"id":"1","type":"subscribe","payload":${deepBody(QUERY)}}`),
         expect: clean(200),
       },
+      auth: everyAuth(
+        (endpoint) =>
+          toAuth(
+            origin.main,
+            endpoint,
+            endpoint.method === 'GET'
+              ? { path: endpoint.path.replace(/[^/]+$/, '%00%ff') }
+              : { body: DEEP_SMALL, headers: { cookie: `${SESSION_COOKIE}=%00%ff${'s'.repeat(4000)}` } },
+          ),
+        (outcome) => {
+          expect(outcome.text).not.toMatch(/RangeError|Maximum call stack|\n\s+at |SELECT|invalid byte sequence/);
+          // Sign-out reads no body: it answers 200, showing nothing.
+          if ((outcome.status ?? 0) < 400) return;
+          expect(outcome.code).toBeDefined();
+          expect(outcome.text).toMatch(/"req_id":"req_/);
+        },
+      ),
     },
     'request-log': {
       oauth: { run: withLogLine(() => send('oauth', origin.main, { authorization: UNKNOWN_CLIENT })), expect: loggedAs(401, 'POST') },
@@ -470,6 +575,14 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         run: withLogLine(() => send('graphql-ws', origin.main, { token: reader(), query: '{ nope }' })),
         expect: loggedAs(400, 'WS'),
       },
+      auth: everyAuth(
+        (endpoint) => async () => {
+          lines.length = 0;
+          const outcome = await toAuth(origin.main, endpoint)();
+          return { ...outcome, text: JSON.stringify(lines.filter((entry) => entry.msg === 'request')) };
+        },
+        (outcome, endpoint) => expect(JSON.parse(outcome.text)).toMatchObject([{ status: outcome.status, route: endpoint.pattern }]),
+      ),
     },
     metrics: {
       oauth: {
@@ -508,6 +621,15 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
         ),
         expect: () => {},
       },
+      auth: everyAuth(
+        (endpoint) => async () => {
+          const before = await metricsText();
+          const outcome = await toAuth(origin.main, endpoint)();
+          const series = `http_requests_total{method="${endpoint.method}",route="${endpoint.pattern}",status="${outcome.status}"}`;
+          return { ...outcome, text: `${sampleOf(await metricsText(), series) - sampleOf(before, series)}` };
+        },
+        (outcome) => expect(outcome.text).toBe('1'),
+      ),
     },
     'security-headers': {
       oauth: { run: () => send('oauth', origin.main, { authorization: UNKNOWN_CLIENT }), expect: securityHeaders },
@@ -516,6 +638,7 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       'graphql-http': { run: () => send('graphql-http', origin.main, { token: null }), expect: securityHeaders },
       'graphql-sse': { run: () => send('graphql-sse', origin.main, { token: null }), expect: securityHeaders },
       'graphql-ws': { notApplicable: 'after the 101 upgrade no HTTP answer is sent; messages are graphql-ws frames' },
+      auth: everyAuth((endpoint) => toAuth(origin.main, endpoint), securityHeaders),
     },
   };
 

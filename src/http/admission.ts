@@ -17,8 +17,12 @@ import { securityHeaders } from '../plugins/use-security-headers.js';
 // the few values a check needs and calls these functions in the list's order; none decides a check itself.
 // docs/explanation/admission.md says why; docs/how-to/add-an-admission-check.md how to add one.
 
-/** The ways in (`oauth`: the authorization server's endpoints, src/http/oauth-endpoints.ts). A new one added here fails test/admission-table.test.ts until every check has a row for it. */
-export const SURFACES = ['rest', 'graphql-http', 'graphql-sse', 'graphql-ws', 'rest-stream', 'oauth'] as const;
+/**
+ * The ways in. A new one added here fails test/admission-table.test.ts until every check has a row for it.
+ * `oauth`: the authorization server's endpoints (src/http/oauth-endpoints.ts); `auth`: members' sign-in, sign-out
+ * and codes under /api/v1/auth (plugins/use-sign-in.ts), through yoga's pipeline.
+ */
+export const SURFACES = ['rest', 'graphql-http', 'graphql-sse', 'graphql-ws', 'rest-stream', 'oauth', 'auth'] as const;
 export type Surface = (typeof SURFACES)[number];
 
 /**

@@ -25,14 +25,15 @@ import {
 } from '../paths.js';
 import { pathPatternOf } from '../rest/compile-routes.js';
 import { routes } from '../rest/routes.js';
+import { signInPaths } from '../rest/sign-in-openapi.js';
 import { earlyErrorResponse } from './error-response.js';
 import { socketAddressOf } from './use-rate-limit.js';
 
 /**
- * The REST routes' paths with the patterns the REST facade matches them by; literal paths before templated
- * ones, so `/syncs/claim` is its own route and not `/syncs/{id}`.
+ * The REST routes' paths, and the sign-in endpoints' (rest/sign-in-openapi.ts), with the patterns they are
+ * matched by; literal paths before templated ones, so `/syncs/claim` is its own route and not `/syncs/{id}`.
  */
-const REST_ROUTES = [...new Set(routes.map((route) => route.path))]
+const REST_ROUTES = [...new Set([...routes.map((route) => route.path), ...Object.keys(signInPaths())])]
   .map((path) => ({ path, pattern: pathPatternOf(path), templated: path.split('{').length - 1 }))
   .sort((a, b) => a.templated - b.templated);
 
