@@ -317,6 +317,24 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
     expect((await rest(demoted.token)).status).toBe(401);
   });
 
+  it("ends an open stream of a deleted client's token within 5 s", async () => {
+    const { token, client } = await tokenOf('reader');
+    const response = await fetch(`${origin}${BASE}/syncs`, { headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' } });
+    expect(response.status).toBe(200);
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    const deletedAt = performance.now();
+    await deleteOAuthClient(t.db, { tenantId: t.tenants.demo.id, clientId: client.id });
+    let text = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += decoder.decode(value, { stream: true });
+    }
+    expect(performance.now() - deletedAt).toBeLessThan(5000);
+    expect(text).toMatch(/event: error\ndata: \{[^\n]*"code":"UNAUTHORIZED"/);
+  });
+
   it('creates, lists and deletes clients through GraphQL, the secret shown once', async () => {
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: `oauth-${kind}-${++users}`, role: 'reader' });
     const admin = t.tenants.demo.adminToken;
