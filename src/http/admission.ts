@@ -1,6 +1,6 @@
 import type { DocumentNode, GraphQLError } from 'graphql';
 import { requestCredential, viewerOf } from '../auth/request-viewers.js';
-import { clientAddressOf, type CredentialSource } from '../auth/session-cookie.js';
+import { clientAddressOf } from '../auth/session-cookie.js';
 import type { Viewer } from '../auth/viewer.js';
 import { ApiError, ERROR_CODES, isErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -11,10 +11,12 @@ import { routeOf, type GatewayMetrics, type OperationSurface } from '../plugins/
 import { budgetHeaders, type BudgetState, type RateCheck, type RateLimits } from '../plugins/use-rate-limit.js';
 import { logRequest } from '../plugins/use-request-log.js';
 import { securityHeaders } from '../plugins/use-security-headers.js';
+import type { Incoming } from './incoming-outgoing.js';
 
 // The admission spine: the one ordered list of checks every way in passes, and the functions that run them.
-// A transport (yoga's pipeline, the two direct HTTP paths, graphql-ws) is an adapter: it reads its request into
-// the few values a check needs and calls these functions in the list's order; none decides a check itself.
+// A transport (yoga's pipeline, the two direct HTTP paths, graphql-ws, the OAuth endpoints) is an adapter: it
+// reads its request into an `Incoming` (./incoming-outgoing.ts), the one request shape these functions read, and
+// calls them in the list's order; none decides a check itself.
 // docs/explanation/admission.md says why; docs/how-to/add-an-admission-check.md how to add one.
 
 /**
@@ -119,12 +121,12 @@ export interface Admission {
   /** security-headers (and the rate budget's): an answer's headers by its content type, lower-case names. */
   headers(contentType: string, budget: BudgetState | undefined): Record<string, string>;
   /** credential: what a request presents (Authorization, or the session cookie past its cross-site checks). */
-  presented(source: CredentialSource, surface?: 'websocket'): string | null;
+  presented(incoming: Incoming, surface?: 'websocket'): string | null;
   /**
    * rate-limit and size: the address a request came from, for the budget of a request without a credential and the
    * per-address caps: the socket's, or the last hop a trusted proxy (TRUST_PROXY) appended to X-Forwarded-For.
    */
-  clientAddress(source: Pick<CredentialSource, 'header'>, socketAddress: string | undefined): string;
+  clientAddress(incoming: Pick<Incoming, 'header' | 'remoteAddress'>): string;
   /** credential: of an Authorization value: null without one; a refused one throws 401. Within `deadline` when given. */
   credential(authorization: string | null, deadline?: Deadline): Promise<Viewer | null>;
   /** rate-limit: counts a request or an operation; null when not counted (exempt path, store down, limits off). */
@@ -164,8 +166,8 @@ export function createAdmission(parts: AdmissionParts): Admission {
     operationStarted: (document, operationName, surface) => metrics.operationStarted(document, operationName, surface),
     headers: (contentType, budget) =>
       budget ? { ...securityHeadersOf(contentType), ...lowerCased(budgetHeaders(budget)) } : securityHeadersOf(contentType),
-    clientAddress: (source, socketAddress) => clientAddressOf(source, socketAddress ?? 'unknown', proxyPolicy),
-    presented: (source, surface) => requestCredential(source, credentials, surface),
+    clientAddress: (incoming) => clientAddressOf(incoming, incoming.remoteAddress, proxyPolicy),
+    presented: (incoming, surface) => requestCredential(incoming, credentials, surface),
     credential: (authorization, deadline) => {
       const lookup = viewerOf(authorization, credentials);
       return deadline ? withinDeadline(deadline, lookup) : lookup;

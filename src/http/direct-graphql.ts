@@ -145,7 +145,7 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       const requestId = newRequestId();
       let budget: BudgetState | undefined;
       if (!outgoing) {
-        const clientAddress = admission.clientAddress(incoming, incoming.remoteAddress);
+        const clientAddress = admission.clientAddress(incoming);
         const check = await admission.rateLimit(taken.url.pathname, viewer, clientAddress);
         budget = check?.state;
         if (check?.refusal) {

@@ -112,7 +112,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
           return viewer;
         })();
         lookup.catch(() => undefined);
-        const clientAddress = admission.clientAddress(incoming, incoming.remoteAddress);
+        const clientAddress = admission.clientAddress(incoming);
         const check = await admission.rateLimit(taken.pathname, await lookup.catch(() => null), clientAddress);
         budget = check?.state;
         if (check?.refusal) return graphqlErrorResponse(check.refusal, target);

@@ -129,7 +129,7 @@ export function attachGraphqlWebSocket(
   const perAddress = options.perAddress ?? DEFAULT_WEBSOCKET_LIMITS.perAddress;
   const byAddress = new KeyedCounts();
   /** The client's address (a trusted proxy's X-Forwarded-For hop under TRUST_PROXY), as HTTP requests are keyed. */
-  const addressOf = (request: IncomingMessage) => admission.clientAddress(incomingOfNode(request), request.socket.remoteAddress);
+  const addressOf = (request: IncomingMessage) => admission.clientAddress(incomingOfNode(request));
   const byCredential = new KeyedCounts();
   const wss = new WebSocketServer({ noServer: true, maxPayload: options.maxPayload ?? admission.limits.maxBodyBytes });
 

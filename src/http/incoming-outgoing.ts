@@ -44,14 +44,14 @@ export function incomingOfNode(req: IncomingMessage): Incoming {
   };
 }
 
-/** A fetch Request as a transport reads it. */
-export function incomingOfFetch(request: Request, remoteAddress: string): Incoming {
+/** A fetch Request as a transport reads it (`remoteAddress`: the socket's, when the server context has one). */
+export function incomingOfFetch(request: Request, remoteAddress: string | undefined): Incoming {
   return {
     method: request.method,
     url: request.url,
     header: (name) => request.headers.get(name),
     body: () => request.body as AsyncIterable<Uint8Array> | null,
-    remoteAddress,
+    remoteAddress: remoteAddress ?? 'unknown',
     gone: () => request.signal.aborted,
   };
 }

@@ -6,6 +6,7 @@ import type { AuthorizationServer } from '../oauth/provider.js';
 import { OAUTH_METADATA_PATH, OAUTH_ROUTES, OPENID_CONFIGURATION_PATH } from '../paths.js';
 import type { Admission } from './admission.js';
 import { bareAnswerHeaders, localOrigin } from './host.js';
+import { incomingOfNode } from './incoming-outgoing.js';
 
 // The authorization server's endpoints on node:http: oidc-provider (a Koa application) answers them itself, so
 // this adapter calls the admission spine's functions around it, as the direct paths do: the deadline, security
@@ -62,7 +63,7 @@ export function createOAuthEndpoints(options: {
       // Answered 503 while the provider was being built: nothing is left to do.
       if (res.writableEnded) return;
       if (req.method === 'POST' && CLIENT_AUTHENTICATED.has(pathname)) {
-        const address = admission.clientAddress({ header: (name) => headerOf(req, name) }, req.socket.remoteAddress);
+        const address = admission.clientAddress(incomingOfNode(req));
         await throttle.clientAuthentication(address, async () => {
           await handle(req, res);
           return res.statusCode === 401;
@@ -92,11 +93,6 @@ export function createOAuthEndpoints(options: {
     },
     dispose: () => throttle.dispose(),
   };
-}
-
-function headerOf(req: IncomingMessage, name: string): string | null {
-  const value = req.headers[name.toLowerCase()];
-  return Array.isArray(value) ? (value[0] ?? null) : (value ?? null);
 }
 
 /** The API's error body for a refusal of the spine (size, throttle, deadline); the connection closes after it. */

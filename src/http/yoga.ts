@@ -38,7 +38,7 @@ import { useSseShutdownCut } from '../plugins/use-sse-shutdown-cut.js';
 import { corsPolicy, useSecurityHeaders } from '../plugins/use-security-headers.js';
 import { compileRoutes } from '../rest/compile-routes.js';
 import { createDirectRest, type DirectRest } from './direct-rest.js';
-import { incomingOfNode } from './incoming-outgoing.js';
+import { incomingOfFetch, incomingOfNode } from './incoming-outgoing.js';
 import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from '../plugins/use-validated-documents.js';
 import { routes } from '../rest/routes.js';
@@ -359,8 +359,7 @@ query Connections {
         'rate-limit': useRateLimit({
           limits: rateLimits,
           viewers,
-          clientAddress: (request, socketAddress) =>
-            admission.clientAddress({ header: (name) => request.headers.get(name) }, socketAddress),
+          clientAddress: (request, socketAddress) => admission.clientAddress(incomingOfFetch(request, socketAddress)),
         }),
         auth: useAuth(),
         'stream-backpressure': useStreamBackpressure({ governor: live.governor }),
@@ -399,7 +398,7 @@ query Connections {
         db,
         requestId: requestIdOf(request),
         // The address the rate limit counted this request under.
-        clientAddress: admission.clientAddress({ header: (name) => request.headers.get(name) }, socketAddressOf(serverContext)),
+        clientAddress: admission.clientAddress(incomingOfFetch(request, socketAddressOf(serverContext))),
         viewer: await viewers.of(request),
         idempotency: idempotencyOf(request.headers.get('idempotency-key')),
         authorization: viewers.credential(request),
