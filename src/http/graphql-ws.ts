@@ -172,7 +172,7 @@ export function attachGraphqlWebSocket(
       // message's closing brace, and sent from that one buffer (send, below).
       ctx.extra.sharedNext.set(
         id,
-        encodedOnce(result, () => Buffer.from(`${JSON.stringify(result)}}`)),
+        encodedOnce(result, 'graphql-ws next', () => Buffer.from(`${JSON.stringify(result)}}`)),
       );
       return SHARED_PLACEHOLDER;
     },

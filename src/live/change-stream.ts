@@ -1,9 +1,10 @@
 import { Repeater } from 'graphql-yoga';
 import type { RawSql } from '../db/client.js';
-import { lastEventId, oldestEventId, readEventPage, type StoredEvent } from '../db/events.js';
+import { lastEventId, oldestEventId, type StoredEvent } from '../db/events.js';
 import { ApiError } from '../errors.js';
 import { BYTE_BOUNDS } from '../governor/governor.js';
 import type { EventHub } from './event-hub.js';
+import { sharedEventPage } from './shared-log-pages.js';
 
 // One tenant's changes as an async iterator: what a GraphQL subscription and a REST event stream deliver.
 //
@@ -149,10 +150,10 @@ export function changeStream(options: ChangeStreamOptions): Repeater<ChangeItem>
       while (!ended) {
         // The log is read no faster than the subscriber takes it: a page is read once it has taken the last
         // one, so a history of any length, in events of any size, costs one page of memory (BYTE_BOUNDS), and a
-        // subscriber that reads slowly is not ended for it.
+        // subscriber that reads slowly is not ended for it. Replays reading the same page share it.
         if (pendingBytes > 0) await Promise.race([lastTaken, stop]);
         if (ended) break;
-        const page = await readEventPage(sql, tenantId, takenUpTo, {
+        const page = await sharedEventPage(sql, tenantId, takenUpTo, {
           rows: REPLAY_ROWS,
           bytes: Math.min(maxPendingBytes, BYTE_BOUNDS.logPage),
         });

@@ -10,8 +10,8 @@ import type { StoredEvent } from '../db/events.js';
 
 /** Results by event, then by what else they depend on: they live as long as the event is held. */
 const resultsByEvent = new WeakMap<StoredEvent, Map<string, Promise<ExecutionResult> | ExecutionResult>>();
-/** The shared results, and their encoded bytes once a transport asked. */
-const sharedResults = new WeakMap<ExecutionResult, Buffer | null>();
+/** The shared results, and their encodings (by format) once a transport asked. */
+const sharedResults = new WeakMap<ExecutionResult, Map<string, Buffer>>();
 
 /**
  * `event`'s result for `key` (operation, variables and access): executed by the first subscriber that takes the
@@ -33,7 +33,7 @@ export function sharedResult(
     if (result.errors) byKey.delete(key);
     else {
       byKey.set(key, result);
-      if (!sharedResults.has(result)) sharedResults.set(result, null);
+      if (!sharedResults.has(result)) sharedResults.set(result, new Map());
     }
     return result;
   };
@@ -47,11 +47,16 @@ export function sharedResult(
   return kept;
 }
 
-/** The bytes of `result` from `encode`, made once when the result is shared by the subscribers of an event. */
-export function encodedOnce(result: ExecutionResult, encode: () => Buffer): Buffer {
-  const known = sharedResults.get(result);
-  if (known) return known;
-  const bytes = encode();
-  if (known === null) sharedResults.set(result, bytes);
+/**
+ * The bytes of `result` in a transport's `format` (`encode` makes them), made once when the result is shared by
+ * the subscribers of an event.
+ */
+export function encodedOnce(result: ExecutionResult, format: string, encode: () => Buffer): Buffer {
+  const encodings = sharedResults.get(result);
+  let bytes = encodings?.get(format);
+  if (!bytes) {
+    bytes = encode();
+    encodings?.set(format, bytes);
+  }
   return bytes;
 }

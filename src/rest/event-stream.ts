@@ -2,6 +2,7 @@ import type { ExecutionResult } from 'graphql';
 import { isAsyncIterable } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { endingMessage, type LeaseOwner } from '../governor/governor.js';
+import { encodedOnce } from '../live/shared-results.js';
 import { graphqlErrorResponse, type ResponseTarget, type RestResponse } from './envelope.js';
 import { EventStreamBody } from './event-stream-body.js';
 
@@ -108,9 +109,10 @@ export function eventStreamResponse(options: EventStreamOptions): Response | Res
         if (error) return end(errorMessage(error));
         const value = Object.values(item.data ?? {})[0];
         lastSentId = options.currentId();
-        // In three pieces: the data is encoded straight from its JSON text, not from a copy joined to the lines around it.
+        // In three pieces: the data is encoded straight from its JSON text, not from a copy joined to the lines
+        // around it, and once for every stream of an event with the same route and access (live/shared-results.ts).
         body.send(`id: ${lastSentId}\nevent: ${options.event}\ndata: `);
-        body.send(JSON.stringify(value));
+        body.sendBytes(encodedOnce(item, 'rest data', () => Buffer.from(JSON.stringify(value))));
         body.send('\n\n');
         // Until the client has taken it (at once when the socket has room).
         owner.waiting();
