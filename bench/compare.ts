@@ -23,7 +23,8 @@
 //   COMPARE_ONLY=cold-start  COMPARE_COLD_STARTS=7 the starts alone (seconds, not minutes), on a migrated empty
 //                                                  database of their own: a start reads no tenant's data
 //   GATEWAY=<script>  GATEWAY_B=<dir>/server.js    the gateway build, and a second one to compare with it
-//   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'   node options for the gateway(s), e.g. a CPU profile
+//   COMPARE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/p'   node options for the gateway(s), e.g. a CPU profile,
+//                                                  after scripts/server-node-args.ts (GATEWAY_B_NODE_ARGS: B's own)
 
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -70,8 +71,16 @@ const COLD_STARTS = Number(process.env.COMPARE_COLD_STARTS ?? 3);
 const COLD_START_ONLY = process.env.COMPARE_ONLY === 'cold-start';
 /** How long a started gateway is left alone before its idle memory is read. */
 const IDLE_MS = 3000;
-/** How the gateway's node is started: as `npm start` starts it, then COMPARE_NODE_ARGS (a profiler's, say). */
-const gatewayNodeArgs = [...SERVER_NODE_ARGS, ...(process.env.COMPARE_NODE_ARGS?.split(' ').filter(Boolean) ?? [])];
+/** How the gateways' node starts: as `npm start` starts it, or for B GATEWAY_B_NODE_ARGS (a build from before them). */
+const startArgs = {
+  gateway: SERVER_NODE_ARGS,
+  'gateway B': process.env.GATEWAY_B_NODE_ARGS?.split(' ').filter(Boolean) ?? SERVER_NODE_ARGS,
+};
+/** COMPARE_NODE_ARGS after those while they are measured under load (a profiler's, say). */
+const measuredArgs = (label: keyof typeof startArgs) => [
+  ...startArgs[label],
+  ...(process.env.COMPARE_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+];
 
 interface Server {
   label: string;
@@ -178,13 +187,13 @@ function writesTable(results: Map<string, LifecycleResult[]>): string {
 }
 
 /** Spawn to the first 200 on /readyz, and the resident memory after IDLE_MS idle: the medians of COLD_STARTS starts. */
-async function coldStarts(url: string, label: string, script: string): Promise<string> {
+async function coldStarts(url: string, label: string, script: string, nodeArgs: readonly string[]): Promise<string> {
   const ready: number[] = [];
   const rss: number[] = [];
   for (let i = 0; i < COLD_STARTS; i++) {
     const port = await freePort();
     const since = performance.now();
-    const child = startNode(`${label} (cold start)`, script, { env: serverEnv({ DATABASE_URL: url }, port) });
+    const child = startNode(`${label} (cold start)`, script, { env: serverEnv({ DATABASE_URL: url }, port), nodeArgs: [...nodeArgs] });
     try {
       ready.push(await waitFor200(`http://127.0.0.1:${port}/readyz`, { since, timeoutMs: 60_000, child, intervalMs: 2 }));
       await new Promise((resolve) => setTimeout(resolve, IDLE_MS));
@@ -328,11 +337,11 @@ async function report(
 /** The start table: one row per gateway build (GATEWAY, GATEWAY_B). */
 async function startTable(url: string): Promise<string> {
   const gateways = [
-    ['gateway', process.env.GATEWAY ?? 'dist/server.js'],
-    ...(process.env.GATEWAY_B ? [['gateway B', process.env.GATEWAY_B]] : []),
+    ['gateway', process.env.GATEWAY ?? 'dist/server.js', startArgs.gateway] as const,
+    ...(process.env.GATEWAY_B ? [['gateway B', process.env.GATEWAY_B, startArgs['gateway B']] as const] : []),
   ];
   const rows = [];
-  for (const [label, script] of gateways) rows.push(await coldStarts(url, label!, script!));
+  for (const [label, script, nodeArgs] of gateways) rows.push(await coldStarts(url, label, script, nodeArgs));
   return [
     `| Start (PostgreSQL), median of ${COLD_STARTS} | spawn to 200 on /readyz | RSS after ${IDLE_MS / 1000} s idle |`,
     '| :-- | --: | --: |',
@@ -390,9 +399,14 @@ async function main(): Promise<void> {
   // Before anything else runs: a start measured on a machine the load just left would include its tail.
   if (EXTRAS.includes('cold-start')) extras.push(await startTable(url));
   const servers: Server[] = [
-    await start('gateway', process.env.GATEWAY ?? 'dist/server.js', serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs),
+    await start(
+      'gateway',
+      process.env.GATEWAY ?? 'dist/server.js',
+      serverEnv({ DATABASE_URL: url }, await freePort()),
+      measuredArgs('gateway'),
+    ),
     ...(process.env.GATEWAY_B
-      ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), gatewayNodeArgs)]
+      ? [await start('gateway B', process.env.GATEWAY_B, serverEnv({ DATABASE_URL: url }, await freePort()), measuredArgs('gateway B'))]
       : []),
     await start(PREPARED ? 'prepared floor' : 'baseline', 'bench/baseline-server.ts', await baselineEnv()),
   ];
