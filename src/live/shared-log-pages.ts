@@ -16,10 +16,13 @@ import type { RawSql } from '../db/client.js';
 /** Bytes of events kept for replays to share, per database. */
 export const SHARED_PAGE_BYTES = 8 * 1024 * 1024;
 
+/** What an event costs beside its payload's bytes (its object, its type and ids), so that small events count too. */
+const EVENT_OVERHEAD_BYTES = 256;
+
 interface Kept {
   page: Promise<EventPage>;
-  /** The page's bytes once read (0 while it is read, when it is not yet counted). */
-  bytes: number;
+  /** The page's bytes once read (null while it is read, when it is not yet counted). */
+  bytes: number | null;
 }
 
 class SharedLogPages {
@@ -37,7 +40,7 @@ class SharedLogPages {
       this.pages.set(key, known);
       return known.page;
     }
-    const kept: Kept = { page: readEventPage(this.sql, tenantId, afterId, bounds), bytes: 0 };
+    const kept: Kept = { page: readEventPage(this.sql, tenantId, afterId, bounds), bytes: null };
     this.pages.set(key, kept);
     kept.page.then(
       (page) => {
@@ -46,7 +49,7 @@ class SharedLogPages {
           this.pages.delete(key);
           return;
         }
-        kept.bytes = page.events.reduce((sum, event) => sum + (event.bytes ?? 0), 0);
+        kept.bytes = page.events.reduce((sum, event) => sum + (event.bytes ?? 0) + EVENT_OVERHEAD_BYTES, 0);
         this.bytes += kept.bytes;
         this.evict();
       },
@@ -61,7 +64,7 @@ class SharedLogPages {
   private evict(): void {
     for (const [key, kept] of this.pages) {
       if (this.bytes <= SHARED_PAGE_BYTES) return;
-      if (kept.bytes === 0) continue;
+      if (kept.bytes === null) continue;
       this.pages.delete(key);
       this.bytes -= kept.bytes;
     }
