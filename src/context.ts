@@ -6,6 +6,7 @@ import type { Live } from './live/live.js';
 import type { ApplicationCategoryLookup } from './domain/connection-input.js';
 import type { TokenCaps } from './domain/token-caps.js';
 import type { WebhookSettings } from './webhooks/settings.js';
+import type { IdentityProviders } from './auth/identity-providers.js';
 import type { RowCapture } from './query/row-capture.js';
 
 export interface Context {
@@ -29,6 +30,8 @@ export interface Context {
   webhooks: WebhookSettings;
   /** The catalog as the input checks read it (a new connection's application and its kind). */
   applicationCategory: ApplicationCategoryLookup;
+  /** The organizations' identity providers (single sign-on): their settings and discovered configurations. */
+  identityProviders: IdentityProviders;
   /** Active tokens a service user and a tenant may hold (TOKENS_PER_SERVICE_USER, TOKENS_PER_TENANT). */
   tokenCaps: TokenCaps;
   /** The event hub, credential watch and the governor the subscriptions use. */

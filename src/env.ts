@@ -180,6 +180,9 @@ const envSchema = z
         .optional(),
     ),
     TRUST_PROXY: z.enum(['0', '1']).default('0'),
+    // Single sign-on (docs/how-to/single-sign-on.md): 1 lets an identity provider's issuer be plain http or on a
+    // private address (a provider on this machine or this network); off, issuers are https on public addresses.
+    SSO_ALLOW_PRIVATE_ISSUERS: z.enum(['0', '1']).default('0'),
     SESSION_IDLE_MINUTES: z.coerce
       .number()
       .int()

@@ -15,6 +15,7 @@ import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, WEBHOOK_TEST_KEY, type TestGateway } from './fixtures/gateway.js';
 import { DEFAULT_TOKEN_CAPS } from '../src/domain/token-caps.js';
 import { webhookSettingsOf } from '../src/webhooks/settings.js';
+import { IdentityProviders } from '../src/auth/identity-providers.js';
 import { applicationCategoryOf } from '../src/db/connection-writes.js';
 
 describe.each(databaseKinds)('compiled queries on %s', (kind) => {
@@ -36,6 +37,11 @@ describe.each(databaseKinds)('compiled queries on %s', (kind) => {
       webhooks: webhookSettingsOf({ WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY }, t.db),
       applicationCategory: applicationCategoryOf(t.db.raw),
       tokenCaps: DEFAULT_TOKEN_CAPS,
+      identityProviders: new IdentityProviders({
+        db: t.db,
+        secretKeys: webhookSettingsOf({ WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY }, t.db).secretKeys,
+        allowPrivateIssuers: false,
+      }),
       live: t.gateway.live,
     });
     const [connection] = await t.db.raw.query<{ id: string }>('SELECT id FROM connections WHERE tenant_id = $1 ORDER BY name LIMIT 1', [

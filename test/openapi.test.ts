@@ -85,6 +85,8 @@ describe.each(databaseKinds)('OpenAPI document on %s', (kind) => {
       'POST /api/v1/auth/logout',
       'GET /api/v1/auth/invitations/{code}',
       'POST /api/v1/auth/invitations/{code}',
+      'GET /api/v1/auth/sso/start',
+      'GET /api/v1/auth/sso/callback',
     ];
     // Each route; each streamed route's stream at its own path; the sync list also at the spec's `/syncs/`.
     const expected = [

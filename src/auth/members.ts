@@ -343,7 +343,8 @@ export async function signInOfPassword(
 }
 
 /**
- * The memberships of a lower-cased email, of one organization when its slug is given, oldest first: the oldest
+ * The memberships of a lower-cased email that a password may sign in to (not those of an organization that requires
+ * its identity provider), of one organization when its slug is given, oldest first: the oldest
  * password hash gives the salt of the email's next ones (acceptInvitation) and the one a sign-in hashes with.
  */
 async function membershipsOf(
@@ -355,6 +356,7 @@ async function membershipsOf(
     `SELECT m.id, m.tenant_id, m.email, m.role, m.password_hash, t.slug, t.name
        FROM members m JOIN tenants t ON t.id = m.tenant_id
       WHERE m.email = $1 AND ($2::text IS NULL OR t.slug = $2::text)
+        AND NOT EXISTS (SELECT 1 FROM identity_providers p WHERE p.tenant_id = m.tenant_id AND p.required)
       ORDER BY m.created_at, m.id`,
     [email, organization ?? null],
   );

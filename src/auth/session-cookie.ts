@@ -91,6 +91,11 @@ function isOwnOrigin(origin: string, request: CredentialSource, policy: CookiePo
   return own !== undefined && parsed.origin === own;
 }
 
+/** Where the browser reaches this server: PUBLIC_ORIGIN, else the scheme and host the request was sent to. */
+export function ownOriginOf(request: CredentialSource, policy: CookiePolicy): string | undefined {
+  return policy.publicOrigin !== undefined ? new URL(policy.publicOrigin).origin : requestOriginOf(request, policy);
+}
+
 /** The origin the client sent the request to: its scheme and host, as a trusted proxy saw them under TRUST_PROXY. */
 function requestOriginOf(request: CredentialSource, policy: CookiePolicy): string | undefined {
   const url = parsedUrl(request.url);

@@ -15,6 +15,8 @@ export const ACTIVITY_ACTIONS = [
   'member.password_reset_created',
   'member.role_changed',
   'member.removed',
+  'member.joined',
+  'member.provider_linked',
   'service_user.created',
   'service_user.role_changed',
   'service_user.deleted',
@@ -29,10 +31,20 @@ export const ACTIVITY_ACTIONS = [
   'webhook_endpoint.updated',
   'webhook_endpoint.deleted',
   'webhook_endpoint.secret_rotated',
+  'identity_provider.configured',
+  'identity_provider.removed',
 ] as const;
 export type ActivityAction = (typeof ACTIVITY_ACTIONS)[number];
 
-export const ACTIVITY_TARGET_TYPES = ['member', 'service_user', 'token', 'oauth_client', 'connection', 'webhook_endpoint'] as const;
+export const ACTIVITY_TARGET_TYPES = [
+  'member',
+  'service_user',
+  'token',
+  'oauth_client',
+  'connection',
+  'webhook_endpoint',
+  'identity_provider',
+] as const;
 export type ActivityTargetType = (typeof ACTIVITY_TARGET_TYPES)[number];
 
 /** member: a signed-in person (session); token: a service user's token; jwt: a JWT's subject; cli: an operator. */

@@ -49,6 +49,11 @@ const Member = builder.prismaObject('Member', {
       select: { passwordHash: true },
       resolve: (member) => member.passwordHash === null,
     }),
+    singleSignOn: t.boolean({
+      description: "True once the member has signed in with the organization's identity provider (linked to its account there).",
+      select: { providerSubject: true },
+      resolve: (member) => member.providerSubject !== null,
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     lastSeenAt: t.expose('lastSeenAt', {
       type: 'DateTime',

@@ -13,6 +13,7 @@ import './webhooks.js';
 import './sync-stats.js';
 import './members.js';
 import './activity.js';
+import './identity-provider.js';
 
 /** The whole GraphQL schema; domain modules register their types on import. */
 export const schema = lexicographicSortSchema(builder.toSchema());

@@ -20,7 +20,7 @@ export interface DirectPathOptions {
   /** The compiled queries (the REST documents are compiled at their first run). */
   compiledExecution: CompiledExecution;
   /** The context's fields that do not depend on the request. */
-  contextBase: Pick<Context, 'db' | 'webhooks' | 'applicationCategory' | 'tokenCaps' | 'live'>;
+  contextBase: Pick<Context, 'db' | 'webhooks' | 'applicationCategory' | 'tokenCaps' | 'live' | 'identityProviders'>;
 }
 
 /**

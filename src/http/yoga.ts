@@ -31,6 +31,8 @@ import { useRequestLog } from '../plugins/use-request-log.js';
 import { useRest } from '../plugins/use-rest.js';
 import { useSharedSubscriptionResults } from '../plugins/use-shared-subscription-results.js';
 import { useSignIn } from '../plugins/use-sign-in.js';
+import { useSsoSignIn } from '../plugins/use-sso-sign-in.js';
+import { IdentityProviders } from '../auth/identity-providers.js';
 import { useStreamBackpressure } from '../plugins/use-stream-backpressure.js';
 import { signInSettingsOf } from '../auth/sessions.js';
 import { useResultBytes } from '../plugins/use-result-bytes.js';
@@ -86,6 +88,7 @@ export interface GatewayOptions {
         | 'ROW_WRITER_FALLBACK'
         | 'OAUTH_AUDIENCE'
         | 'OAUTH_ACCESS_TOKEN_SECONDS'
+        | 'SSO_ALLOW_PRIVATE_ISSUERS'
       >
     > &
     WebhookConfig &
@@ -267,6 +270,11 @@ export function createGateway({
   const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
   const webhooks = webhookSettingsOf(config, db);
+  const identityProviders = new IdentityProviders({
+    db,
+    secretKeys: webhooks.secretKeys,
+    allowPrivateIssuers: config.SSO_ALLOW_PRIVATE_ISSUERS === '1',
+  });
   const tokenCaps = tokenCapsOf(config);
   const applicationCategory = applicationCategoryOf(db.raw);
   const compiledRoutes = compileRoutes(schema, routes);
@@ -373,6 +381,7 @@ query Connections {
         },
         // The routes and the result's encoding, once every check has passed.
         last: [
+          useSsoSignIn({ providers: identityProviders, policy: sessions, logger }),
           useSignIn({
             db,
             policy: sessions,
@@ -406,6 +415,7 @@ query Connections {
         applicationCategory,
         tokenCaps,
         live,
+        identityProviders,
       };
     },
   });
@@ -416,7 +426,7 @@ query Connections {
     admission,
     maxBodyBytes: limits.maxBodyBytes,
     compiledExecution,
-    contextBase: { db, webhooks, applicationCategory, tokenCaps, live },
+    contextBase: { db, webhooks, applicationCategory, tokenCaps, live, identityProviders },
   };
   const direct = directRest
     ? createDirectRest({ ...directPath, compiled: compiledRoutes, maxUrlLength: limits.maxUrlLength, rowWriterFallbacks })

@@ -120,6 +120,11 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
       { name: 'Members', description: "The organization's members (people who sign in): invite, change role, remove. Admin only." },
       { name: 'Activity', description: 'Who did what, when and from where: the activity log of the organization. Admin only.' },
       {
+        name: 'Single sign-on',
+        description:
+          "The organization's OpenID Connect provider, whose accounts sign its members in (GET /api/v1/auth/sso/start). Admin only.",
+      },
+      {
         name: 'Sign-in',
         description:
           'Members sign in and out, and choose a password with an invitation. The session cookie is then a credential on every endpoint.',

@@ -7,7 +7,11 @@ import { camelCaseName, type FieldProblem } from '../domain/problems.js';
 import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-input.js';
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
 import { MEMBER_BODY_SCHEMAS, memberBodyProblems } from '../domain/member-input.js';
+import { IDENTITY_PROVIDER_BODY_SCHEMA, identityProviderBodyProblems } from '../domain/identity-provider-input.js';
 import {
+  ConfigureIdentityProviderDocument,
+  GetIdentityProviderDocument,
+  RemoveIdentityProviderDocument,
   ChangeMemberRoleDocument,
   CreatePasswordResetDocument,
   InviteMemberDocument,
@@ -119,7 +123,7 @@ export interface RouteSpec {
   document: DocumentNode;
   summary: string;
   description: string;
-  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks' | 'Members' | 'Activity';
+  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks' | 'Members' | 'Activity' | 'Single sign-on';
   response: ResponseSpec;
   /** Name of the data item's schema in the OpenAPI components. */
   itemSchema: string;
@@ -743,6 +747,59 @@ export const routes: readonly RouteSpec[] = [
     response: { kind: 'item', msg: 'member removed', notFound: 'member not found' },
     pathExamples: { id: DEMO.members.changed.id },
     errors: [400, 403, 404, 409],
+  },
+  // Single sign-on: the organization's identity provider (admin only; docs/how-to/single-sign-on.md).
+  {
+    operationId: 'getIdentityProvider',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/identity-provider`,
+    document: GetIdentityProviderDocument,
+    tag: 'Single sign-on',
+    summary: "Read the organization's identity provider",
+    description:
+      'The OpenID Connect provider whose accounts sign the members in: issuer, client id, email domains, what a first sign-in gets, and whether password sign-in is off. The client secret is never shown. 404 when the organization has none. Needs the admin role.',
+    itemSchema: 'IdentityProvider',
+    response: { kind: 'item', msg: 'OK', notFound: 'the organization has no identity provider' },
+    errors: [403, 404],
+  },
+  {
+    operationId: 'configureIdentityProvider',
+    method: 'PATCH',
+    path: `${INTEGRATIONS_BASE}/identity-provider`,
+    document: ConfigureIdentityProviderDocument,
+    tag: 'Single sign-on',
+    summary: "Set up or change the organization's identity provider",
+    description:
+      "A JSON Merge Patch (RFC 7396): members left out keep their value. A new provider needs issuer, client_id, client_secret and email_domains. The issuer's discovery document is read at once: an issuer that cannot be used is 400. client_secret is stored sealed and never shown again. first_sign_in: invitation (a person must be invited), reader, or claim (role_claim names the ID token claim holding admin or reader). required: true turns password sign-in off for the members, and needs an admin who has signed in with the provider (409 otherwise). A changed issuer unlinks the members from the previous provider's accounts. Register <this server's origin>/api/v1/auth/sso/callback as the redirect URI at the provider. Needs the admin role.",
+    itemSchema: 'IdentityProvider',
+    response: { kind: 'item', msg: 'identity provider saved', notFound: 'the organization has no identity provider' },
+    errors: [400, 403, 409, 413, 415],
+    body: {
+      mediaTypes: MERGE_PATCH_BODY,
+      problems: (body) => identityProviderBodyProblems(body),
+      variables: (body) => ({ input: camelMembers(body) }),
+      schema: withoutSchemaKeyword(IDENTITY_PROVIDER_BODY_SCHEMA),
+      example: {
+        issuer: 'https://login.example.com',
+        client_id: 'integrations-gateway',
+        client_secret: 'the-secret-the-provider-gave',
+        email_domains: ['example.com'],
+        first_sign_in: 'invitation',
+      },
+    },
+  },
+  {
+    operationId: 'removeIdentityProvider',
+    method: 'DELETE',
+    path: `${INTEGRATIONS_BASE}/identity-provider`,
+    document: RemoveIdentityProviderDocument,
+    tag: 'Single sign-on',
+    summary: "Remove the organization's identity provider",
+    description:
+      'Members sign in with their passwords again (those who have one); removed is false when there was none. Needs the admin role.',
+    itemSchema: 'RemovedIdentityProvider',
+    response: { kind: 'item', msg: 'identity provider removed', notFound: 'the organization has no identity provider' },
+    errors: [403],
   },
   {
     operationId: 'listActivity',

@@ -3,6 +3,7 @@ import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from '../auth/passwords.js';
 import { SESSION_COOKIE } from '../auth/session-cookie.js';
 import { EXAMPLE_ORIGIN } from '../errors.js';
 import { AUTH_BASE } from '../paths.js';
+import { SSO_BINDING_COOKIE, SSO_REFUSALS, SSO_STATE_LIFETIME_MS } from '../auth/sso-sign-in.js';
 import { demoExamples } from '../seed/demo-examples.js';
 
 // The sign-in endpoints (plugins/use-sign-in.ts) in the OpenAPI document. They are not routes of the table: they
@@ -236,6 +237,64 @@ export function signInPaths(): Record<string, Record<string, unknown>> {
           415: error('UnsupportedMediaType'),
           429: error('RateLimited'),
           503: error('Unavailable'),
+        },
+      },
+    },
+    [`${AUTH_BASE}/sso/start`]: {
+      get: {
+        operationId: 'startSingleSignOn',
+        tags: ['Sign-in'],
+        summary: "Sign in with the organization's identity provider",
+        description: `A browser navigation. Finds the organization by \`organization\` (its slug) or by the domain of \`email\` (one organization's identity provider names it), and redirects (303) to that provider's authorization endpoint: OpenID Connect's authorization code flow with PKCE (S256), \`state\` and \`nonce\`, scope \`openid email profile\`. The flow's state is kept server-side for ${SSO_STATE_LIFETIME_MS / 60_000} minutes and bound to this browser by the cookie ${SSO_BINDING_COOKIE} (HttpOnly, SameSite=Lax, Path=${AUTH_BASE}/sso). When no organization is found, or its provider cannot be reached, the redirect goes to the console instead: \`/console/?sso_error=<reason>\` (reasons: ${Object.keys(SSO_REFUSALS).join(', ')}). Rate limited per client address like every request without a credential.`,
+        security: [],
+        parameters: [
+          { name: 'organization', in: 'query', required: false, schema: { type: 'string' }, description: "The organization's slug." },
+          {
+            name: 'email',
+            in: 'query',
+            required: false,
+            schema: { type: 'string' },
+            description: "The person's email: its domain finds the organization, and it is passed on as login_hint.",
+          },
+        ],
+        responses: {
+          303: {
+            description: 'To the identity provider (with the binding cookie), or back to the console with ?sso_error=<reason>.',
+            headers: {
+              Location: { schema: { type: 'string' } },
+              'Set-Cookie': {
+                description: `${SSO_BINDING_COOKIE}=<binding>; HttpOnly; SameSite=Lax; Path=${AUTH_BASE}/sso`,
+                schema: { type: 'string' },
+              },
+            },
+          },
+          400: error('InvalidQuery'),
+          429: error('RateLimited'),
+        },
+      },
+    },
+    [`${AUTH_BASE}/sso/callback`]: {
+      get: {
+        operationId: 'finishSingleSignOn',
+        tags: ['Sign-in'],
+        summary: 'Where the identity provider sends the browser back',
+        description: `Register <this server's origin>${AUTH_BASE}/sso/callback as the redirect URI at the provider. Checks \`state\` against the flow kept server-side and this browser's ${SSO_BINDING_COOKIE} cookie (single use), redeems the code with the PKCE verifier and the client secret, and validates the ID token (signature against the provider's JWKS, iss, aud, exp, nonce). The person is the member linked to the provider's \`sub\`; at a first sign-in, the member with the verified email (an invited one is linked), else what the organization's first_sign_in allows. Signed in, the redirect (303) goes to /console/ with the session cookie ${SESSION_COOKIE}, the same session as a password sign-in; refused, to \`/console/?sso_error=<reason>\` (${Object.keys(SSO_REFUSALS).join(', ')}).`,
+        security: [],
+        parameters: [
+          { name: 'code', in: 'query', required: false, schema: { type: 'string' } },
+          { name: 'state', in: 'query', required: false, schema: { type: 'string' } },
+          { name: 'iss', in: 'query', required: false, schema: { type: 'string' } },
+          { name: 'error', in: 'query', required: false, schema: { type: 'string' } },
+        ],
+        responses: {
+          303: {
+            description: 'To the console: signed in (the session cookie set), or with ?sso_error=<reason>.',
+            headers: {
+              Location: { schema: { type: 'string' } },
+              'Set-Cookie': { description: `${SESSION_COOKIE}=<session>; HttpOnly; SameSite=Lax; Path=/`, schema: { type: 'string' } },
+            },
+          },
+          429: error('RateLimited'),
         },
       },
     },
