@@ -663,6 +663,24 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
     expect(JSON.parse(listed.text).error.docs).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/docs\/errors\/INVALID_QUERY$/);
   });
 
+  it('puts the sign-in routes, single sign-on included, through the same spine: the Host check and the rate limit', async () => {
+    const paths = ['/api/v1/auth/sso/start?organization=none', '/api/v1/auth/sso/callback?state=x&code=y', '/api/v1/auth/login'];
+    for (const path of paths) {
+      const crafted = await http(origin.main, path.endsWith('login') ? 'POST' : 'GET', path, { token: null, host: 'x y' }, {});
+      expect({ path, status: crafted.status, code: crafted.code }).toEqual({ path, status: 400, code: 'INVALID_QUERY' });
+    }
+    // Without a credential every /api/v1/auth request counts against its client address's budget, whichever route.
+    const sparing = await serve(
+      gatewayOver(t.db, { config: { RATE_LIMIT_PER_MINUTE: 2 }, rateLimit: { keyPrefix: `igw:table:${kind}:${Date.now()}:sign-in` } }),
+    );
+    const statuses = [];
+    for (const path of [paths[0]!, paths[1]!, paths[0]!, paths[1]!])
+      statuses.push((await http(sparing, 'GET', path, { token: null }, {})).status);
+    expect(statuses).toEqual([303, 303, 429, 429]);
+    const login = await http(sparing, 'POST', paths[2]!, { token: null }, { 'content-type': 'application/json' }, '{}');
+    expect(login.status).toBe(429);
+  });
+
   for (const check of ADMISSION_CHECKS) {
     for (const surface of SURFACES) {
       it(`${check} × ${surface}`, async (context) => {

@@ -23,6 +23,13 @@ type Document = { paths: Record<string, Record<string, { operationId: string; ta
 
 /** Streams that never end by themselves: Swagger UI shows their status only once they end, so the test takes the headers. */
 const ENDLESS_STREAMS = new Set(['streamSyncs']);
+/** Browser navigations, answered with a redirect to follow rather than a body to read: the page lists them, the test does not run them. */
+const NAVIGATIONS = new Set(['startSingleSignOn', 'finishSingleSignOn']);
+/**
+ * The documented refusals "Try it out" meets on the demo: it has no identity provider, and the example issuer is no
+ * provider this offline machine reaches (its discovery document cannot be read).
+ */
+const DEMO_REFUSALS: Record<string, number> = { getIdentityProvider: 404, configureIdentityProvider: 400 };
 
 describe.skipIf(!haveChromium)('the API reference in a headless Chromium, against the demo', () => {
   let server: RunningServer;
@@ -53,7 +60,8 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
     const operations = new Map(
       Object.entries(document.paths).flatMap(([path, methods]) =>
         Object.entries(methods).map(([method, operation]) => [
-          `operations-${operation.tags[0]}-${operation.operationId}`,
+          // Swagger UI writes a tag's spaces as underscores in its ids.
+          `operations-${operation.tags[0]!.replaceAll(' ', '_')}-${operation.operationId}`,
           { path, method: method.toUpperCase(), operationId: operation.operationId },
         ]),
       ),
@@ -77,6 +85,10 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
     for (const id of shown) {
       const { path, method, operationId } = operations.get(id)!;
       const template = new RegExp(`^${path.replace(/\{[^}]+\}/g, '[^/]+')}$`);
+      if (NAVIGATIONS.has(operationId)) {
+        answers.push(`${operationId} navigation`);
+        continue;
+      }
       const operation = page.locator(`#${id}`);
       await operation.locator('.opblock-summary').first().click();
       await operation.getByRole('button', { name: 'Try it out' }).click();
@@ -99,8 +111,12 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
       const body = stream ? undefined : await response.text();
       if (operationId === 'inviteMember') invitationCode = (JSON.parse(body ?? '{}') as { data?: { code?: string } }).data?.code ?? '';
       answers.push(`${operationId} ${response.status()}`);
-      expect(response.status(), `${operationId} ${method} ${response.url()}: ${body}`).toBeGreaterThanOrEqual(200);
-      expect(response.status(), `${operationId} ${method} ${response.url()}: ${body}`).toBeLessThan(300);
+      if (operationId in DEMO_REFUSALS) {
+        expect(response.status(), `${operationId} ${method} ${response.url()}: ${body}`).toBe(DEMO_REFUSALS[operationId]);
+      } else {
+        expect(response.status(), `${operationId} ${method} ${response.url()}: ${body}`).toBeGreaterThanOrEqual(200);
+        expect(response.status(), `${operationId} ${method} ${response.url()}: ${body}`).toBeLessThan(300);
+      }
       const violations = contractViolations({
         method,
         url: response.url(),

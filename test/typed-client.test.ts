@@ -16,6 +16,7 @@ import { createTestGateway, testSecretKeys, type TestGateway } from './fixtures/
 import { ORIGIN } from './fixtures/rest.js';
 import { ROOT } from './fixtures/server-process.js';
 import { startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
+import { TestIdentityProvider } from './fixtures/oidc-provider.js';
 
 /** The program a user writes: no `as`, no `any`, no `!`; each answer is read through its generated type. */
 const PROGRAM = `import createClient from 'openapi-fetch';
@@ -29,13 +30,20 @@ function ok<T>(result: { data?: T; error?: unknown; response: Response }, what: 
   return result.data;
 }
 
+/** Where a browser navigation is sent (a 303, no body); fails on any other answer. */
+function redirectedTo(result: { response: Response }, what: string): string {
+  const location = result.response.headers.get('location');
+  if (result.response.status !== 303 || location === null) throw new Error(what + ': HTTP ' + result.response.status);
+  return location;
+}
+
 /** The status of a call that answers no body to read (or one not needed); fails when it did not succeed. */
 function answered(result: { error?: unknown; response: Response }, what: string): number {
   if (result.error !== undefined || !result.response.ok) throw new Error(what + ': HTTP ' + result.response.status + ' ' + JSON.stringify(result.error));
   return result.response.status;
 }
 
-export async function run(baseUrl: string, token: string, engineToken: string, receiverUrl: string, fetchImpl: typeof fetch): Promise<string[]> {
+export async function run(baseUrl: string, token: string, engineToken: string, receiverUrl: string, issuer: string, fetchImpl: typeof fetch): Promise<string[]> {
   const headers = { Authorization: 'Token ' + token };
   const client = createClient<paths>({ baseUrl, headers, fetch: fetchImpl });
   const engine = createClient<paths>({ baseUrl, headers: { Authorization: 'Token ' + engineToken }, fetch: fetchImpl });
@@ -187,6 +195,23 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
   const activity = ok(await client.GET('/api/v1/integrations/activity', { params: { query: { limit: 5 } } }), 'listActivity');
   seen.push('listActivity ' + activity.data.some((entry) => entry.action === 'member.removed' && entry.target_id === secondId));
 
+  const configured = ok(
+    await client.PATCH('/api/v1/integrations/identity-provider', {
+      body: { issuer, client_id: 'typed-client', client_secret: 'a typed-client secret', email_domains: ['typed.example'] },
+    }),
+    'configureIdentityProvider',
+  );
+  const firstSignIn: 'invitation' | 'reader' | 'claim' = configured.data.first_sign_in;
+  seen.push('configureIdentityProvider ' + firstSignIn);
+  const provider = ok(await client.GET('/api/v1/integrations/identity-provider'), 'getIdentityProvider');
+  seen.push('getIdentityProvider ' + (provider.data.issuer === issuer));
+  const toProvider = redirectedTo(await client.GET('/api/v1/auth/sso/start', { params: { query: { organization: 'demo' } } }), 'startSingleSignOn');
+  seen.push('startSingleSignOn ' + toProvider.startsWith(issuer));
+  const back = redirectedTo(await client.GET('/api/v1/auth/sso/callback', { params: { query: { state: 'unknown' } } }), 'finishSingleSignOn');
+  seen.push('finishSingleSignOn ' + back);
+  const unset = ok(await client.DELETE('/api/v1/integrations/identity-provider'), 'removeIdentityProvider');
+  seen.push('removeIdentityProvider ' + unset.data.removed);
+
   const deletedEndpoint = ok(await client.DELETE('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } } }), 'deleteWebhookEndpoint');
   seen.push('deleteWebhookEndpoint ' + deletedEndpoint.data.id);
   const deleted = ok(await client.DELETE('/api/v1/integrations/connected/{id}', { params: { path: { id: connectionId } } }), 'deleteConnection');
@@ -200,10 +225,14 @@ describe('a client generated from the served document', () => {
   let dir: string;
   let engineToken: string;
   let receiver: WebhookReceiver;
+  let idp: TestIdentityProvider;
   let worker: DeliveryWorker;
 
   beforeAll(async () => {
-    t = await createTestGateway('pglite', { config: { WEBHOOK_ALLOW_PRIVATE: '1' } });
+    t = await createTestGateway('pglite', { config: { WEBHOOK_ALLOW_PRIVATE: '1', SSO_ALLOW_PRIVATE_ISSUERS: '1' } });
+    idp = await TestIdentityProvider.start([
+      { clientId: 'typed-client', clientSecret: 'a typed-client secret', redirectUris: [`${ORIGIN}/api/v1/auth/sso/callback`] },
+    ]);
     const cache = join(ROOT, 'node_modules', '.cache');
     mkdirSync(cache, { recursive: true });
     // Inside the project, so the program resolves openapi-fetch as a user's would.
@@ -228,6 +257,7 @@ describe('a client generated from the served document', () => {
   afterAll(async () => {
     await worker?.stop();
     await receiver?.close();
+    await idp?.close();
     await t?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -274,9 +304,16 @@ describe('a client generated from the served document', () => {
     writeFileSync(join(dir, 'program.mjs'), compiled.outputText);
     writeFileSync(join(dir, 'schema.mjs'), 'export {};\n');
     const { run } = (await import(pathToFileURL(join(dir, 'program.mjs')).href)) as {
-      run: (baseUrl: string, token: string, engine: string, receiverUrl: string, fetchImpl: typeof fetch) => Promise<string[]>;
+      run: (
+        baseUrl: string,
+        token: string,
+        engine: string,
+        receiverUrl: string,
+        issuer: string,
+        fetchImpl: typeof fetch,
+      ) => Promise<string[]>;
     };
-    const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, (input, init) =>
+    const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, idp.issuer, (input, init) =>
       t.gateway.fetch(input as Request, init),
     );
     expect(seen.filter((line) => !/^(payload|selected) /.test(line))).toHaveLength(operations.length);
@@ -295,6 +332,11 @@ describe('a client generated from the served document', () => {
         'resendInvitation true',
         'readInvitation invitation true',
         'createPasswordReset true',
+        'configureIdentityProvider invitation',
+        'getIdentityProvider true',
+        'startSingleSignOn true',
+        'finishSingleSignOn /console/?sso_error=state',
+        'removeIdentityProvider true',
       ]),
     );
   });
