@@ -152,6 +152,12 @@ describe.skipIf(!haveChromium)('the API reference in a headless Chromium, agains
     });
     expect(accepted.status).toBe(404);
     expect(record.offsite, 'requests that left 127.0.0.1').toEqual([]);
-    expect(record.problems, 'console errors').toEqual([]);
+    // Each documented refusal above is one failed load in the page's console; nothing else may be.
+    const problems = [...record.problems];
+    for (const status of Object.values(DEMO_REFUSALS)) {
+      const at = problems.findIndex((problem) => problem.includes(`status of ${status} `));
+      if (at >= 0) problems.splice(at, 1);
+    }
+    expect(problems, 'console errors').toEqual([]);
   }, 600_000);
 });

@@ -203,7 +203,7 @@ describe.each(databaseKinds)('single sign-on on %s', (kind) => {
 
   it('lets a new person in as reader at the first sign-in; the session works on REST and GraphQL', async () => {
     const first = await signInAs('sub-ada', { email: 'ada@ACME.test' });
-    expect(first.location).toBe('/console/');
+    expect(first.location).toBe('/console/?sso=signed_in');
     expect(first.session).toMatch(/^igw_ses_/);
     expect(await currentMember(first.session!)).toEqual({ email: 'ada@acme.test', role: 'reader', singleSignOn: true });
     const rest = await fetch(`${origin}/api/v1/integrations/connected?limit=1`, { headers: asSession(first.session!) });
@@ -249,7 +249,7 @@ describe.each(databaseKinds)('single sign-on on %s', (kind) => {
     const { code } = await inviteMember(t.db.raw, { tenantId: t.tenants.demo.id, email: 'bob@acme.test', role: 'admin', createdBy: 'cli' });
     secrets.push(code);
     const linked = await signInAs('sub-bob');
-    expect(linked.location).toBe('/console/');
+    expect(linked.location).toBe('/console/?sso=signed_in');
     expect(await currentMember(linked.session!)).toEqual({ email: 'bob@acme.test', role: 'admin', singleSignOn: true });
     // The invitation did its work: its code sets no password now.
     expect((await fetch(`${origin}/api/v1/auth/invitations/${code}`)).status).toBe(404);

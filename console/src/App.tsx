@@ -4,11 +4,13 @@ import { Link, Redirect, Route, Switch, useLocation } from 'wouter';
 import { hasCredential, isUnauthenticated, postJson, setSessionMark, storedToken, storeToken } from './api';
 import { graphql } from './generated';
 import { SessionContext, type Session } from './session';
+import { takeSsoSignedIn } from './sso';
 import { ErrorMessage, Loading } from './ui';
 import { SignIn } from './pages/SignIn';
 import { Invitation } from './pages/Invitation';
 import { Overview } from './pages/Overview';
 import { Members } from './pages/Members';
+import { SsoSettings } from './pages/SsoSettings';
 import { ServiceUsers } from './pages/ServiceUsers';
 import { ServiceUserDetail } from './pages/ServiceUserDetail';
 import { Connections } from './pages/Connections';
@@ -46,7 +48,14 @@ export function App({ generation, onCredentialChange }: { generation: number; on
 }
 
 function SignedIn({ onCredentialChange }: { onCredentialChange: () => void }) {
-  const [credential] = useState(hasCredential);
+  const [credential] = useState(() => {
+    // Back from the identity provider with a session cookie (which scripts cannot see): marked as a password sign-in is.
+    if (takeSsoSignedIn()) {
+      storeToken(null);
+      setSessionMark(true);
+    }
+    return hasCredential();
+  });
   const [{ data, error, fetching }] = useQuery({ query: OrganizationQuery, requestPolicy: 'network-only', pause: !credential });
   const [, navigate] = useLocation();
   // Signing in or out starts over with a new client (main.tsx), which remounts this component.
@@ -100,6 +109,9 @@ function SignedIn({ onCredentialChange }: { onCredentialChange: () => void }) {
             </Route>
             <Route path="/users/service-users">
               <ServiceUsers />
+            </Route>
+            <Route path="/users/sso">
+              <SsoSettings />
             </Route>
             <Route path="/users/service-users/:id">{(params) => <ServiceUserDetail id={params.id} />}</Route>
             <Route path="/connections">

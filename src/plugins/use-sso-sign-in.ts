@@ -12,8 +12,8 @@ import { earlyErrorResponse } from './error-response.js';
 
 // Members sign in with their organization's identity provider (docs/how-to/single-sign-on.md). Both routes are
 // browser navigations, so they answer with redirects: `start` to the provider, with the cookie that binds the flow
-// to this browser; `callback` back to the console, signed in (the session cookie, as a password sign-in sets it)
-// or with `?sso_error=<reason>`. The binding cookie is HttpOnly, SameSite=Lax (the provider's top-level redirect
+// to this browser; `callback` back to the console, signed in (`?sso=signed_in`, with the session cookie a password
+// sign-in sets) or with `?sso_error=<reason>`. The binding cookie is HttpOnly, SameSite=Lax (the provider's top-level redirect
 // back carries it; a cross-site subrequest does not), limited to these paths and to the flow's ten minutes.
 
 export const SSO_START_PATH = `${AUTH_BASE}/sso/start`;
@@ -67,7 +67,7 @@ export function useSsoSignIn({ providers, policy, logger }: SsoSignInOptions): P
       const browserValue = parseCookie(request.headers.get('cookie') ?? '')[SSO_BINDING_COOKIE];
       const member = await finishSsoSignIn(providers, url.searchParams, browserValue || undefined);
       const session = await createSession(providers.db, member, policy);
-      return redirect(`${CONSOLE_PATH}/`, [
+      return redirect(`${CONSOLE_PATH}/?sso=signed_in`, [
         binding(null),
         sessionSetCookie(session.value, { secure, maxAgeSeconds: Math.floor(policy.lifetimeMs / 1000) }),
       ]);

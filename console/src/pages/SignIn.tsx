@@ -1,10 +1,15 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { ApiAnswerError, postJson, setSessionMark, storeToken } from '../api';
+import { takeSsoError } from '../sso';
 import { ErrorMessage } from '../ui';
 
-/** Sign in with an email and password (a member's session cookie), or with an API token kept in this tab only. */
+/**
+ * Sign in with an email and password (a member's session cookie), with the organization's identity provider (the
+ * browser leaves for it and comes back signed in), or with an API token kept in this tab only.
+ */
 export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
   const [error, setError] = useState<string | null>(null);
+  const [ssoError] = useState(takeSsoError);
   const [busy, setBusy] = useState(false);
   /** The organizations the password signs in to, when it is that of several: one is chosen, then sent. */
   const [organizations, setOrganizations] = useState<readonly string[]>([]);
@@ -38,6 +43,14 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
     } finally {
       setBusy(false);
     }
+  }
+
+  function signInWithProvider(event: FormEvent<HTMLFormElement>) {
+    event.preventDefault();
+    const value = String(new FormData(event.currentTarget).get('sso') ?? '').trim();
+    if (!value) return;
+    const query = new URLSearchParams(value.includes('@') ? { email: value } : { organization: value });
+    location.assign(`/api/v1/auth/sso/start?${query}`);
   }
 
   function signInWithToken(event: FormEvent<HTMLFormElement>) {
@@ -79,6 +92,18 @@ export function SignIn({ onSignedIn }: { onSignedIn: () => void }) {
           Forgot your password? Ask an admin of your organization for a password reset link (no email is sent): open it, choose a new
           password, and you are signed in.
         </p>
+        <section aria-labelledby="sso-heading" className="sso">
+          <h2 id="sso-heading">Single sign-on</h2>
+          <form onSubmit={signInWithProvider}>
+            <label htmlFor="sso">Work address</label>
+            <input id="sso" name="sso" autoComplete="username" required aria-describedby="sso-note" />
+            <p className="note" id="sso-note">
+              Your work email, or your organization's slug: its identity provider signs you in, if it has set one up.
+            </p>
+            <ErrorMessage error={ssoError} />
+            <button type="submit">Sign in with your organization's identity provider</button>
+          </form>
+        </section>
         <details>
           <summary>Sign in with an API token</summary>
           <form onSubmit={signInWithToken}>

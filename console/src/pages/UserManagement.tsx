@@ -17,8 +17,11 @@ export function UserManagement({ children }: { children: ReactNode }) {
         <Link href="/users/service-users" aria-current={location.startsWith('/users/service-users') ? 'page' : undefined}>
           Service users
         </Link>
+        <Link href="/users/sso" aria-current={location.startsWith('/users/sso') ? 'page' : undefined}>
+          Single sign-on
+        </Link>
       </nav>
-      {canManage ? children : <p>Only an admin manages members, service users and their tokens.</p>}
+      {canManage ? children : <p>Only an admin manages members, service users and their tokens, and single sign-on.</p>}
     </>
   );
 }
