@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
+import { createLogger } from '../src/logger.js';
 import { CHROMIUM, launchChromium } from './fixtures/chromium.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
@@ -27,6 +29,7 @@ const CLIENT_SECRET = 'the-console-test-client-secret-0123456789';
 describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the console on %s', (kind) => {
   let fixture: TestGateway;
   let server: Server;
+  let closeSockets: () => Promise<void>;
   let origin: string;
   let idp: TestIdentityProvider;
   let context: BrowserContext;
@@ -38,6 +41,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the consol
     await build({ configFile: join(ROOT, 'console', 'vite.config.ts'), logLevel: 'warn' });
     fixture = await createTestGateway(kind, { config: { SSO_ALLOW_PRIVATE_ISSUERS: '1' } });
     server = createServer(fixture.gateway);
+    closeSockets = attachGraphqlWebSocket(server, fixture.gateway, createLogger('silent'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     idp = await TestIdentityProvider.start([
@@ -75,6 +79,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the consol
   afterAll(async () => {
     await context?.close();
     await idp?.close();
+    await closeSockets?.();
     server?.closeAllConnections();
     await new Promise((resolve) => server?.close(resolve));
     await fixture?.dispose();
@@ -106,13 +111,18 @@ describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the consol
     ).toEqual([]);
   }
 
-  async function signInWithProvider(page: Page, address: string): Promise<void> {
+  /**
+   * Signs whoever is signed in out, then starts a single sign-on from the sign-in page. `anew`: the provider forgets
+   * its own session too (its cookies share 127.0.0.1 with the gateway's), so its login page runs again.
+   */
+  async function signInWithProvider(page: Page, address: string, { anew = false } = {}): Promise<void> {
     await page.goto(`${origin}/console`);
     const signInHeading = page.getByRole('heading', { name: 'Sign in' });
     const overview = page.getByRole('heading', { name: 'Overview' });
     await signInHeading.or(overview).waitFor();
     if (await overview.isVisible()) await page.getByRole('button', { name: 'Sign out' }).click();
     await signInHeading.waitFor();
+    if (anew) await context.clearCookies();
     await page.getByLabel('Work address').fill(address);
     await page.getByRole('button', { name: "Sign in with your organization's identity provider" }).click();
   }
@@ -160,7 +170,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the consol
   it('brings a refused person back to the sign-in page with the reason', async () => {
     const page = await newPage('refused');
     idp.next = 'sub-stranger';
-    await signInWithProvider(page, 'demo');
+    await signInWithProvider(page, 'demo', { anew: true });
     await page.getByText('You are not a member of this organization yet: ask an admin for an invitation.').waitFor();
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     // The reason is shown once: it is taken out of the address.
