@@ -4,7 +4,7 @@
 // changes the SSO settings page; a person the organization refuses comes back to the sign-in page with the reason.
 // Every page is checked with axe-core (no serious or critical violation), every console error fails the test, and
 // so does any request that leaves 127.0.0.1.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -14,7 +14,7 @@ import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
-import { CHROMIUM, launchChromium } from './fixtures/chromium.js';
+import { CHROMIUM, launchChromium, seriousAxeViolations } from './fixtures/chromium.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
 import { TestIdentityProvider } from './fixtures/oidc-provider.js';
@@ -23,7 +23,6 @@ const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI must install Debian's chromium package`);
 
 const ROOT = new URL('..', import.meta.url).pathname;
-const AXE_SOURCE = readFileSync(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 const CLIENT_SECRET = 'the-console-test-client-secret-0123456789';
 
 describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the console on %s', (kind) => {
@@ -97,18 +96,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the consol
 
   /** axe-core on the page as it is now: no serious or critical violation. */
   async function checkAccessibility(page: Page, name: string): Promise<void> {
-    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
-    const violations = await page.evaluate(async () => {
-      const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: AxeViolation[] }> } })
-        .axe;
-      type AxeViolation = { id: string; impact: string; help: string; nodes: { target: string[] }[] };
-      const result = await axe.run(document, { resultTypes: ['violations'] });
-      return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
-    });
-    expect(
-      violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-      `${name}: serious or critical axe violations`,
-    ).toEqual([]);
+    expect(await seriousAxeViolations(page), `${name}: serious or critical axe violations`).toEqual([]);
   }
 
   /**

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { BrowserContext, Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from './fixtures/chromium.js';
+import { CHROMIUM, launchChromium, seriousAxeViolations } from './fixtures/chromium.js';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acceptInvitation } from '../src/auth/members.js';
@@ -33,7 +33,6 @@ if (!haveChromium && process.env.CI) throw new Error(`${CHROMIUM} is missing: CI
 const ROOT = new URL('..', import.meta.url).pathname;
 const BUILD_DIR = join(ROOT, 'dist-console');
 const SCREENSHOT_DIR = join(ROOT, 'docs', 'console');
-const AXE_SOURCE = readFileSync(join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 /** The console's queries of lists that page: by cursor (`after`), never by offset. */
 const PAGED_QUERIES = ['ConsoleSyncs', 'ConsoleConnections', 'ConsoleWebhookEndpoint'];
 interface HistoryPage {
@@ -153,26 +152,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
   /** axe-core on the page as it is now: no serious or critical violation. */
   async function checkAccessibility(page: Page, name: string): Promise<void> {
-    // Evaluated through the DevTools protocol, which the page's CSP does not govern (a <script> tag it would refuse).
-    if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE_SOURCE);
-    const violations = await page.evaluate(async () => {
-      const axe = (
-        window as unknown as {
-          axe: {
-            run: (
-              context: Document,
-              options: object,
-            ) => Promise<{ violations: { id: string; impact: string; help: string; nodes: { target: string[] }[] }[] }>;
-          };
-        }
-      ).axe;
-      const result = await axe.run(document, { resultTypes: ['violations'] });
-      return result.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
-    });
-    expect(
-      violations.filter((v) => v.impact === 'serious' || v.impact === 'critical'),
-      `${name}: serious or critical axe violations`,
-    ).toEqual([]);
+    expect(await seriousAxeViolations(page), `${name}: serious or critical axe violations`).toEqual([]);
   }
 
   /** `keepFocus`: the page as it is, a field's open suggestions included; else its top with nothing focused. */

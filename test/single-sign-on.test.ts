@@ -8,11 +8,22 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { IdentityProviders } from '../src/auth/identity-providers.js';
 import { inviteMember } from '../src/auth/members.js';
+import { runCli } from '../src/cli.js';
+import { webhookSecretKeysOf } from '../src/webhooks/secret-keys.js';
 import { createHttpServer } from '../src/http/http-server.js';
 import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { capturingLogger, createTestGateway, gatewayOver, graphql, type LogLine, type TestGateway } from './fixtures/gateway.js';
+import {
+  capturingLogger,
+  createTestGateway,
+  gatewayOver,
+  graphql,
+  type LogLine,
+  type TestGateway,
+  WEBHOOK_TEST_KEY,
+} from './fixtures/gateway.js';
 import { CookieJar, followUntil, getWithCookies, TestIdentityProvider } from './fixtures/oidc-provider.js';
 
 const CLIENT_SECRET = 'the-client-secret-the-provider-gave-the-gateway-0123';
@@ -365,6 +376,34 @@ describe.each(databaseKinds)('single sign-on on %s', (kind) => {
 
     await configure(t.tenants.demo.adminToken, { required: false });
     expect((await post('/api/v1/auth/login', { email: 'pat@acme.test', password: STRONG })).status).toBe(200);
+  });
+
+  it('seals the client secrets with a new key at a key rotation (cli webhooks reseal)', async () => {
+    const newKey = Buffer.alloc(32, 11).toString('base64');
+    let output = '';
+    const reseal = (env: Record<string, string>) =>
+      runCli(['webhooks', 'reseal'], {
+        env: { SEED: 'none', ...env },
+        stdout: () => {},
+        stderr: (text: string) => {
+          output += text;
+        },
+        openDatabase: async () => ({ ...t.db, close: async () => {} }),
+      });
+    expect(await reseal({ WEBHOOK_SECRET_KEY: newKey, WEBHOOK_SECRET_PREVIOUS_KEYS: WEBHOOK_TEST_KEY })).toBe(0);
+    const newKeys = webhookSecretKeysOf({ WEBHOOK_SECRET_KEY: newKey }, t.db);
+    expect(output).toContain(`sealed 1 identity provider client secrets with key ${newKeys.currentKeyId}`);
+    // The new key alone opens it, and the provider is used with the same secret; the old key alone no longer does.
+    const withNewKey = new IdentityProviders({ db: t.db, secretKeys: newKeys, allowPrivateIssuers: true });
+    const provider = await withNewKey.configurationOf(t.tenants.demo.id);
+    expect(provider!.configuration.clientMetadata().client_secret).toBe(CLIENT_SECRET);
+    const oldKeys = webhookSecretKeysOf({ WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY }, t.db);
+    await expect(
+      new IdentityProviders({ db: t.db, secretKeys: oldKeys, allowPrivateIssuers: true }).configurationOf(t.tenants.demo.id),
+    ).rejects.toThrow(/does not open|not configured/);
+    // And back, for the gateway of this file.
+    expect(await reseal({ WEBHOOK_SECRET_KEY: WEBHOOK_TEST_KEY, WEBHOOK_SECRET_PREVIOUS_KEYS: newKey })).toBe(0);
+    expect(output).not.toContain(CLIENT_SECRET);
   });
 
   it('writes no client secret, code, state or session value in any log line', () => {

@@ -6,7 +6,7 @@ import { type IdentityProviderInput, identityProviderProblems } from '../domain/
 import { invalidInput } from '../domain/problems.js';
 import { targetProblem } from '../domain/ssrf-guard.js';
 import { ApiError } from '../errors.js';
-import type { WebhookSecretKeys } from '../webhooks/secret-keys.js';
+import { SecretKeyError, type WebhookSecretKeys } from '../webhooks/secret-keys.js';
 
 // An organization's OpenID Connect provider (single sign-on, docs/how-to/single-sign-on.md): its issuer, the
 // client id and secret the gateway was given there, the email domains whose people it vouches for, what a person
@@ -198,6 +198,40 @@ export class IdentityProviders {
   private open(row: ProviderRow): string {
     return this.options.secretKeys.open(row.clientSecret, secretOwner(row.tenantId));
   }
+}
+
+/**
+ * Seals every organization's client secret again with the current key, opening it with any configured one: the
+ * last step of a key rotation (`cli webhooks reseal`). Returns how many were sealed, and the tenants whose secret no
+ * configured key opens.
+ */
+export async function resealClientSecrets(
+  db: Pick<Database, 'raw'>,
+  keys: WebhookSecretKeys,
+): Promise<{ resealed: number; unopened: string[] }> {
+  const rows = await db.raw.query<{ tenant_id: string; client_secret: string }>(
+    'SELECT "p"."tenant_id", "p"."client_secret" FROM "public"."identity_providers" AS "p" ORDER BY "p"."tenant_id"',
+  );
+  const counts = { resealed: 0, unopened: [] as string[] };
+  for (const row of rows) {
+    if (!keys.needsResealing(row.client_secret)) continue;
+    let secret: string;
+    try {
+      secret = keys.open(row.client_secret, secretOwner(row.tenant_id));
+    } catch (error) {
+      if (!(error instanceof SecretKeyError)) throw error;
+      counts.unopened.push(row.tenant_id);
+      continue;
+    }
+    // Only if no one saved a new secret meanwhile.
+    const changed = await db.raw.query(
+      `UPDATE "public"."identity_providers" AS "p" SET "client_secret" = $3
+       WHERE "p"."tenant_id" = $1 AND "p"."client_secret" = $2 RETURNING 1 AS "n"`,
+      [row.tenant_id, row.client_secret, keys.seal(secret, secretOwner(row.tenant_id))],
+    );
+    counts.resealed += changed.length;
+  }
+  return counts;
 }
 
 function invalid(message: string): ApiError {

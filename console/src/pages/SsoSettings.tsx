@@ -4,16 +4,22 @@ import { graphql } from '../generated';
 import { ConfirmButton, ErrorMessage, Loading, Time } from '../ui';
 import { UserManagement } from './UserManagement';
 
+export const IdentityProviderFields = graphql(`
+  fragment ConsoleIdentityProvider on IdentityProvider {
+    issuer
+    clientId
+    emailDomains
+    firstSignIn
+    roleClaim
+    required
+    updatedAt
+  }
+`);
+
 const IdentityProviderQuery = graphql(`
   query ConsoleIdentityProvider {
     identityProvider {
-      issuer
-      clientId
-      emailDomains
-      firstSignIn
-      roleClaim
-      required
-      updatedAt
+      ...ConsoleIdentityProvider
     }
   }
 `);
@@ -21,13 +27,7 @@ const IdentityProviderQuery = graphql(`
 const ConfigureIdentityProvider = graphql(`
   mutation ConsoleConfigureIdentityProvider($input: IdentityProviderInput!) {
     configureIdentityProvider(input: $input) {
-      issuer
-      clientId
-      emailDomains
-      firstSignIn
-      roleClaim
-      required
-      updatedAt
+      ...ConsoleIdentityProvider
     }
   }
 `);

@@ -21,7 +21,7 @@ export function UserManagement({ children }: { children: ReactNode }) {
           Single sign-on
         </Link>
       </nav>
-      {canManage ? children : <p>Only an admin manages members, service users and their tokens, and single sign-on.</p>}
+      {canManage ? children : <p>Only an admin manages members, service users and their tokens.</p>}
     </>
   );
 }
