@@ -117,8 +117,8 @@ export async function inviteMember(
     // Raw statements in a transaction runner, so that an Idempotency-Key's reservation can join it.
     return await inTransaction(sql, async (tx) => {
       await tx.query('SELECT 1 FROM "public"."tenants" WHERE "id" = $1 FOR NO KEY UPDATE', [input.tenantId]);
-      const [existing] = await tx.query<MemberInfo & { passwordHash: string | null }>(
-        `SELECT ${MEMBER_ROW}, "m"."password_hash" AS "passwordHash" FROM "public"."members" AS "m"
+      const [existing] = await tx.query<MemberInfo & { passwordHash: string | null; providerSubject: string | null }>(
+        `SELECT ${MEMBER_ROW}, "m"."password_hash" AS "passwordHash", "m"."provider_subject" AS "providerSubject" FROM "public"."members" AS "m"
          WHERE "m"."tenant_id" = $1 AND "m"."email" = $2`,
         [input.tenantId, email],
       );
@@ -128,7 +128,7 @@ export async function inviteMember(
           await refuseLastAdmin(existing, 'demoted', async () => {
             const [row] = await tx.query<{ admins: number }>(
               `SELECT count(*)::int AS "admins" FROM "public"."members" AS "m"
-               WHERE "m"."tenant_id" = $1 AND "m"."role" = 'admin' AND "m"."password_hash" IS NOT NULL`,
+               WHERE "m"."tenant_id" = $1 AND "m"."role" = 'admin' AND ("m"."password_hash" IS NOT NULL OR "m"."provider_subject" IS NOT NULL)`,
               [input.tenantId],
             );
             return row!.admins;
@@ -333,7 +333,8 @@ export async function signInOfPassword(
     password,
     turn,
   );
-  const matched = rows.filter((row, i) => matches[i] && (row.role === 'admin' || row.role === 'reader'));
+  // A password signs in to no organization that requires its identity provider: the same answer as a wrong one.
+  const matched = rows.filter((row, i) => matches[i] && !row.sso_required && (row.role === 'admin' || row.role === 'reader'));
   if (matched.length === 0) return null;
   if (matched.length > 1) return { organizations: matched.map((row) => row.slug).sort() };
   const row = matched[0]!;
@@ -343,20 +344,30 @@ export async function signInOfPassword(
 }
 
 /**
- * The memberships of a lower-cased email that a password may sign in to (not those of an organization that requires
- * its identity provider), of one organization when its slug is given, oldest first: the oldest
+ * The memberships of a lower-cased email, of one organization when its slug is given, oldest first: the oldest
  * password hash gives the salt of the email's next ones (acceptInvitation) and the one a sign-in hashes with.
  */
 async function membershipsOf(
   db: Database,
   email: string,
   organization?: string,
-): Promise<{ id: string; tenant_id: string; email: string; role: string; password_hash: string | null; slug: string; name: string }[]> {
+): Promise<
+  {
+    id: string;
+    tenant_id: string;
+    email: string;
+    role: string;
+    password_hash: string | null;
+    slug: string;
+    name: string;
+    sso_required: boolean;
+  }[]
+> {
   return db.raw.query(
-    `SELECT m.id, m.tenant_id, m.email, m.role, m.password_hash, t.slug, t.name
+    `SELECT m.id, m.tenant_id, m.email, m.role, m.password_hash, t.slug, t.name,
+            EXISTS (SELECT 1 FROM identity_providers p WHERE p.tenant_id = m.tenant_id AND p.required) AS sso_required
        FROM members m JOIN tenants t ON t.id = m.tenant_id
       WHERE m.email = $1 AND ($2::text IS NULL OR t.slug = $2::text)
-        AND NOT EXISTS (SELECT 1 FROM identity_providers p WHERE p.tenant_id = m.tenant_id AND p.required)
       ORDER BY m.created_at, m.id`,
     [email, organization ?? null],
   );
@@ -410,33 +421,34 @@ async function lockTenant(tx: Transaction, tenantId: string): Promise<void> {
 
 /** Counts the tenant's admins who can sign in (for `refuseLastAdmin`). */
 function adminsOf(tx: Transaction, tenantId: string): () => Promise<number> {
-  return () => tx.member.count({ where: { tenantId, role: 'admin', passwordHash: { not: null } } });
+  return () =>
+    tx.member.count({ where: { tenantId, role: 'admin', OR: [{ passwordHash: { not: null } }, { providerSubject: { not: null } }] } });
 }
 
 async function withMember<T>(
   db: Database,
   input: { tenantId: string; memberId: string },
-  change: (tx: Transaction, member: MemberInfo & { passwordHash: string | null }) => Promise<T>,
+  change: (tx: Transaction, member: MemberInfo & { passwordHash: string | null; providerSubject: string | null }) => Promise<T>,
 ): Promise<T> {
   if (input.memberId.length > MAX_ID_LENGTH) throw notFound();
   return db.prisma.$transaction(async (tx) => {
     await lockTenant(tx, input.tenantId);
     const member = await tx.member.findUnique({
       where: { tenantId_id: { tenantId: input.tenantId, id: input.memberId } },
-      select: { ...memberSelect, passwordHash: true },
+      select: { ...memberSelect, passwordHash: true, providerSubject: true },
     });
     if (!member) throw notFound();
     return change(tx, asMember(member));
   });
 }
 
-/** 409 when `member` is the tenant's last admin who can sign in (an admin with a password); `admins` counts those. */
+/** 409 when `member` is the tenant's last admin who can sign in (with a password or the identity provider); `admins` counts those. */
 async function refuseLastAdmin(
-  member: { email: string; role: Role; passwordHash: string | null },
+  member: { email: string; role: Role; passwordHash: string | null; providerSubject: string | null },
   what: 'demoted' | 'removed',
   admins: () => Promise<number>,
 ): Promise<void> {
-  if (member.role !== 'admin' || member.passwordHash === null) return;
+  if (member.role !== 'admin' || (member.passwordHash === null && member.providerSubject === null)) return;
   if ((await admins()) <= 1) {
     throw new ApiError(
       'CONFLICT',
