@@ -16,9 +16,10 @@ import { createToken } from '../src/auth/tokens.js';
 import { createLogger } from '../src/logger.js';
 import { DeliveryWorker } from '../src/webhooks/delivery-worker.js';
 import { createTestGateway, listenOnLoopback, testSecretKeys, type TestGateway } from './fixtures/gateway.js';
-import { BASE } from './fixtures/rest.js';
+import { BASE, ORIGIN } from './fixtures/rest.js';
 import { ROOT } from './fixtures/server-process.js';
 import { startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
+import { TestIdentityProvider } from './fixtures/oidc-provider.js';
 
 interface Violation {
   location: string[];
@@ -66,12 +67,18 @@ describe('Prism as a validating proxy over every operation', () => {
   let dir: string;
   let receiver: WebhookReceiver;
   let worker: DeliveryWorker;
+  let idp: TestIdentityProvider;
   let engineToken: string;
   /** Every answer Prism gave, by operation, for the count at the end. */
   const answered: Array<{ what: string; status: number; responseViolations: Violation[] }> = [];
 
   beforeAll(async () => {
-    t = await createTestGateway('pglite', { config: { WEBHOOK_ALLOW_PRIVATE: '1', RATE_LIMIT_PER_MINUTE: 100_000 } });
+    t = await createTestGateway('pglite', {
+      config: { WEBHOOK_ALLOW_PRIVATE: '1', RATE_LIMIT_PER_MINUTE: 100_000, SSO_ALLOW_PRIVATE_ISSUERS: '1' },
+    });
+    idp = await TestIdentityProvider.start([
+      { clientId: 'prism', clientSecret: 'a prism client secret', redirectUris: ['http://127.0.0.1/api/v1/auth/sso/callback'] },
+    ]);
     const upstream = await listenOnLoopback(t.gateway, servers);
     dir = mkdtempSync(join(tmpdir(), 'gw-prism-'));
     const document = await (await fetch(`${upstream}/api/v1/openapi.json`)).text();
@@ -128,6 +135,7 @@ describe('Prism as a validating proxy over every operation', () => {
     prism?.kill('SIGTERM');
     await worker?.stop();
     await receiver?.close();
+    await idp?.close();
     for (const server of servers) await new Promise<void>((resolve) => server.close(() => resolve()));
     await t?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
@@ -265,6 +273,24 @@ describe('Prism as a validating proxy over every operation', () => {
       contentType: 'application/merge-patch+json',
     });
     await ok('removeMember', `${BASE}/members/${second.data.member.id}`, { method: 'DELETE' });
+    await ok('configureIdentityProvider', `${BASE}/identity-provider`, {
+      method: 'PATCH',
+      body: { issuer: idp.issuer, client_id: 'prism', client_secret: 'a prism client secret', email_domains: ['prism.example'] },
+      contentType: 'application/merge-patch+json',
+    });
+    await ok('getIdentityProvider', `${BASE}/identity-provider`);
+    // Browser navigations, answered with a 303: Prism follows a redirect upstream, so these two are asked of the
+    // gateway itself, whose in-process answers the contract hook checks against the document as Prism would.
+    const navigate = async (what: string, path: string) => {
+      const response = await t.gateway.fetch(new Request(`${ORIGIN}${path}`));
+      answered.push({ what, status: response.status, responseViolations: [] });
+      return { status: response.status, location: response.headers.get('location') };
+    };
+    const started = await navigate('startSingleSignOn', '/api/v1/auth/sso/start?organization=demo');
+    expect([started.status, started.location?.startsWith(idp.issuer)]).toEqual([303, true]);
+    const back = await navigate('finishSingleSignOn', '/api/v1/auth/sso/callback?state=unknown&code=x');
+    expect(back).toEqual({ status: 303, location: '/console/?sso_error=state' });
+    await ok('removeIdentityProvider', `${BASE}/identity-provider`, { method: 'DELETE' });
     await ok('deleteWebhookEndpoint', `${BASE}/webhooks/${endpointId}`, { method: 'DELETE' });
     await ok('deleteConnection', `${BASE}/connected/${connectionId}`, { method: 'DELETE' });
 
