@@ -15,7 +15,7 @@ import { createHttpServer } from '../src/http/http-server.js';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
 import type { Gateway } from '../src/http/yoga.js';
-import { AuthorizationServer } from '../src/oauth/provider.js';
+import { AuthorizationServer } from '../src/oauth/authorization-server.js';
 import { rotateSigningKey } from '../src/oauth/signing-keys.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';

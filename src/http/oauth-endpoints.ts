@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoginThrottle } from '../auth/login-throttle.js';
 import { ApiError, errorBody, newRequestId } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { AuthorizationServer } from '../oauth/provider.js';
+import type { AuthorizationServer } from '../oauth/authorization-server.js';
 import { OAUTH_METADATA_PATH, OAUTH_ROUTES, OPENID_CONFIGURATION_PATH } from '../paths.js';
 import type { Admission } from './admission.js';
 import { bareAnswerHeaders, localOrigin } from './host.js';

@@ -50,7 +50,7 @@ import { refuseBadHost } from './host.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
 import { webhookSettingsOf, type WebhookConfig } from '../webhooks/settings.js';
 import { useReadRouting, withRequestReadScope } from '../plugins/use-read-routing.js';
-import { AuthorizationServer, DEFAULT_ACCESS_TOKEN_SECONDS, DEFAULT_OAUTH_AUDIENCE } from '../oauth/provider.js';
+import { AuthorizationServer, DEFAULT_ACCESS_TOKEN_SECONDS, DEFAULT_OAUTH_AUDIENCE } from '../oauth/authorization-server.js';
 import { createOAuthEndpoints, type OAuthEndpoints } from './oauth-endpoints.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */

@@ -1,30 +1,17 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import Provider, { errors, type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
 import { clientSecretMatches, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../logger.js';
 import { OAUTH_ROUTES } from '../paths.js';
-import { SIGNING_ALGORITHM, signingKeys, type SigningJwk } from './signing-keys.js';
+import type { ProviderSettings } from './authorization-server.js';
+import { SIGNING_ALGORITHM, type SigningJwk } from './signing-keys.js';
 import { storeOf } from './store.js';
 
-// The gateway as an OAuth 2.0 authorization server: oidc-provider (a certified implementation) configured for
-// this API. Clients are the service users' OAuth clients (src/auth/oauth-clients.ts); the resource is this API,
-// one audience; access tokens are opaque and kept in the database (store.ts), so introspection and revocation
-// answer for every replica and a deleted client's tokens stop at once.
-
-/** The default audience of this API's access tokens (OAUTH_AUDIENCE). */
-export const DEFAULT_OAUTH_AUDIENCE = 'urn:integrations-gateway:api';
-
-/** Lifetime of a client-credentials access token, in seconds (OAUTH_ACCESS_TOKEN_SECONDS). */
-export const DEFAULT_ACCESS_TOKEN_SECONDS = 600;
-
-export interface ProviderSettings {
-  issuer: string;
-  audience: string;
-  accessTokenSeconds: number;
-  /** Whether X-Forwarded-* are believed (TRUST_PROXY). */
-  trustProxy: boolean;
-}
+// oidc-provider (a certified implementation) configured for this API. Clients are the service users' OAuth
+// clients (src/auth/oauth-clients.ts); the resource is this API, one audience; access tokens are opaque and kept
+// in the database (store.ts), so introspection and revocation answer for every replica and a deleted client's
+// tokens stop at once. Imported only when a server first answers on an OAuth endpoint (authorization-server.ts):
+// oidc-provider and Koa are a large part of the program that a server which serves no OAuth client never loads.
 
 /** Builds the provider over `keys` (the current signing key first). */
 export function buildProvider(db: Database, settings: ProviderSettings, keys: SigningJwk[], logger: Logger): Provider {
@@ -93,55 +80,4 @@ export function buildProvider(db: Database, settings: ProviderSettings, keys: Si
   };
   provider.on('server_error', (_ctx: KoaContextWithOIDC, error: Error) => logger.error({ err: error }, 'authorization server error'));
   return provider;
-}
-
-/** What answers a request on node:http: the provider's Koa callback, made once per provider. */
-export type ProviderHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
-
-/** The provider of a gateway, built on first use over the database's keys and rebuilt when they rotate. */
-export class AuthorizationServer {
-  private current: Promise<{ handle: ProviderHandler; keyIds: string }> | undefined;
-  private checkedAt = 0;
-  /** PUBLIC_ORIGIN, else the origin of the first request: fixed for the life of the process, rotations included. */
-  private issuer: string | undefined;
-
-  constructor(
-    private readonly db: Database,
-    private readonly settings: Omit<ProviderSettings, 'issuer'> & { issuer: string | undefined },
-    private readonly logger: Logger,
-    /** How often the key ids are compared with the database's, in ms. */
-    private readonly keyCheckMs = 30_000,
-  ) {
-    this.issuer = settings.issuer;
-  }
-
-  /** The handler for a request reaching this server at `origin`. */
-  async handler(origin: string): Promise<ProviderHandler> {
-    this.issuer ??= origin;
-    const now = Date.now();
-    if (this.current && now - this.checkedAt > this.keyCheckMs) {
-      this.checkedAt = now;
-      const held = await this.current.catch(() => undefined);
-      const keys = await signingKeys(this.db);
-      if (!held || held.keyIds !== keyIdsOf(keys)) this.current = Promise.resolve(this.build(keys));
-    }
-    if (!this.current) {
-      this.checkedAt = now;
-      this.current = signingKeys(this.db).then((keys) => this.build(keys));
-    }
-    const built = this.current;
-    built.catch(() => {
-      if (this.current === built) this.current = undefined;
-    });
-    return (await built).handle;
-  }
-
-  private build(keys: SigningJwk[]): { handle: ProviderHandler; keyIds: string } {
-    const provider = buildProvider(this.db, { ...this.settings, issuer: this.issuer! }, keys, this.logger);
-    return { handle: provider.callback() as ProviderHandler, keyIds: keyIdsOf(keys) };
-  }
-}
-
-function keyIdsOf(keys: SigningJwk[]): string {
-  return keys.map((key) => key.kid).join(' ');
 }
