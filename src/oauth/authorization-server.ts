@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../logger.js';
+import type { ProviderSettings } from './provider.js';
 import { signingKeys, type SigningJwk } from './signing-keys.js';
 
 // The gateway as an OAuth 2.0 authorization server: the provider (provider.ts, oidc-provider) built on first use
@@ -11,14 +12,6 @@ export const DEFAULT_OAUTH_AUDIENCE = 'urn:integrations-gateway:api';
 
 /** Lifetime of a client-credentials access token, in seconds (OAUTH_ACCESS_TOKEN_SECONDS). */
 export const DEFAULT_ACCESS_TOKEN_SECONDS = 600;
-
-export interface ProviderSettings {
-  issuer: string;
-  audience: string;
-  accessTokenSeconds: number;
-  /** Whether X-Forwarded-* are believed (TRUST_PROXY). */
-  trustProxy: boolean;
-}
 
 /** What answers a request on node:http: the provider's Koa callback, made once per provider. */
 export type ProviderHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;

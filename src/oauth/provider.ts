@@ -3,7 +3,6 @@ import { clientSecretMatches, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import type { Database } from '../db/client.js';
 import type { Logger } from '../logger.js';
 import { OAUTH_ROUTES } from '../paths.js';
-import type { ProviderSettings } from './authorization-server.js';
 import { SIGNING_ALGORITHM, type SigningJwk } from './signing-keys.js';
 import { storeOf } from './store.js';
 
@@ -12,6 +11,14 @@ import { storeOf } from './store.js';
 // in the database (store.ts), so introspection and revocation answer for every replica and a deleted client's
 // tokens stop at once. Imported only when a server first answers on an OAuth endpoint (authorization-server.ts):
 // oidc-provider and Koa are a large part of the program that a server which serves no OAuth client never loads.
+
+export interface ProviderSettings {
+  issuer: string;
+  audience: string;
+  accessTokenSeconds: number;
+  /** Whether X-Forwarded-* are believed (TRUST_PROXY). */
+  trustProxy: boolean;
+}
 
 /** Builds the provider over `keys` (the current signing key first). */
 export function buildProvider(db: Database, settings: ProviderSettings, keys: SigningJwk[], logger: Logger): Provider {
