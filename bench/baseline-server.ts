@@ -12,7 +12,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import pg from 'pg';
 // The gateway's own SQL for a timestamp as text: the baseline runs the same statements.
-import { timestampTextSql } from '../src/timestamps.js';
+import { formatTimestamp, timestampTextSql } from '../src/timestamps.js';
+// The sync record's columns and the gateway's SQL for them, from the one descriptor.
+import { SYNC, syncSelectSql } from '../src/domain/sync-record.js';
 import { connectionPages, INTEGRATIONS, NESTED_SYNCS, nestedConnectionsQuery, TRIVIAL_QUERY } from './scenarios.js';
 
 type Row = Record<string, unknown>;
@@ -41,21 +43,12 @@ const SETTINGS_MEMBERS: [string, 'string' | 'boolean' | 'int'][] = [
   ['mention_users', 'boolean'],
   ['thread_enabled', 'boolean'],
 ];
-/** A sync's fields and the SQL that reads each from the page's rows (alias s), as the gateway's statement does. */
-const SYNC_COLUMNS: [string, string][] = [
-  ['id', 's.id'],
-  ['tenant_id', 's.tenant_id'],
-  ['connection_id', 's.connection_id'],
-  ['started_at', `${timestampTextSql('s.started_at')} AS started_at`],
-  ['finished_at', `${timestampTextSql('s.finished_at')} AS finished_at`],
-  ['error_message', 's.error_message'],
-  ['summary', 's.summary'],
-  ['file_url', 's.file_url'],
-  ['is_auto_migrate', 's.is_auto_migrate'],
-  ['diff', 's.diff'],
-  ['checksum', 's.checksum'],
-  ['status', 's.status'],
-];
+/** The REST sync record's members, the SQL that reads each from the page's rows (alias s) as the gateway's statement does, and its column's type. */
+const SYNC_SQL = syncSelectSql('s', true, SYNC.rest);
+const SYNC_COLUMNS = SYNC.rest.map((property) => {
+  const { column, type } = SYNC.fields[property];
+  return [column, `${SYNC_SQL[property]} AS ${column}`, type] as const;
+});
 
 class HttpError extends Error {
   constructor(
@@ -68,7 +61,7 @@ class HttpError extends Error {
 
 /** The text PostgreSQL formatted (timestampTextSql), or a Date `pg` parsed. */
 const timestamp = (value: unknown): string | null =>
-  typeof value === 'string' ? value : value instanceof Date ? value.toISOString().replace(/Z$/, '+00:00') : null;
+  typeof value === 'string' ? value : value instanceof Date ? formatTimestamp(value) : null;
 
 function typed(value: unknown, kind: 'string' | 'boolean' | 'int'): unknown {
   if (kind === 'int') return typeof value === 'number' && Number.isInteger(value) ? value : null;
@@ -203,10 +196,10 @@ export function createBaseline(
     const total = (count.rows[0] as { n: number }).n;
     const data = (page.rows as Row[]).map((row) => {
       const item: Json = {};
-      for (const [name] of columns) {
+      for (const [name, , type] of columns) {
         const value = row[name];
-        if (name === 'started_at' || name === 'finished_at') item[name] = timestamp(value);
-        else if (name === 'summary' || name === 'diff' || name === 'checksum') item[name] = JSON.stringify(value);
+        if (type === 'timestamptz') item[name] = timestamp(value);
+        else if (type === 'jsonb') item[name] = JSON.stringify(value);
         else item[name] = value;
       }
       return item;

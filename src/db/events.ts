@@ -1,6 +1,7 @@
 import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { RawSql } from './client.js';
-import { connectionMessageData, syncMessageData } from '../domain/webhook-messages.js';
+import { connectionMessageData, syncMessageData, type WebhookData } from '../domain/webhook-messages.js';
+import { timestampTextSql } from '../timestamps.js';
 import type { EventType } from '../domain/event-types.js';
 import { MAX_DELIVERIES_PER_EVENT } from '../domain/webhook-caps.js';
 import type { Tx } from './write-transactions.js';
@@ -30,7 +31,7 @@ interface NewEvent {
   subjectId: string;
   payload: Record<string, unknown>;
   /** The `data` of its webhook message; the event is sent to no endpoint without one. */
-  webhookData?: Record<string, unknown>;
+  webhookData?: WebhookData;
   /** The connection it is about: its webhooks are sent only while that connection's settings.webhook_enabled is true. */
   connectionId?: string;
 }
@@ -122,7 +123,7 @@ export async function appendEvents(tx: Tx, tenantId: string, events: readonly Ne
        SELECT 'msg_' || replace(gen_random_uuid()::text, '-', ''), $1, "w"."id", "new"."id", "new"."type",
               jsonb_build_object(
                 'type', "new"."type",
-                'timestamp', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"+00:00"'),
+                'timestamp', ${timestampTextSql('now()')},
                 'event_id', "new"."id",
                 'data', "new"."message")
        FROM "new"

@@ -3,7 +3,8 @@ import { SyncStatus } from '../generated/prisma/enums.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, anyOf, arrayLiteral, compareSql, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 import type { OrderKey } from '../query/filter.js';
-import { binaryTimestampText, timestampTextSql, type TimestampText } from '../timestamps.js';
+import { binaryTimestampText, type TimestampText } from '../timestamps.js';
+import { type SyncProperty, syncFilterColumns, syncListColumns, syncSelectSql } from '../domain/sync-record.js';
 import type { RawSql, RoomForMore } from './client.js';
 import { pageSql } from './list-reads.js';
 import type { BinaryValue, RowFields } from '../query/list-export.js';
@@ -15,50 +16,16 @@ import { CopyBinaryTuples } from './copy-binary.js';
 // row properties they need; this module knows statements, not the API that asks for them.
 
 /** The filterable and sortable columns of a sync, by field name (alias "t0"). */
-export const SYNC_COLUMNS = {
-  id: { sql: '"t0"."id"', kind: 'string', nullable: false },
-  connectionId: { sql: '"t0"."connection_id"', kind: 'string', nullable: false },
-  status: { sql: '"t0"."status"', sqlType: 'sync_status', kind: 'enum', nullable: false },
-  startedAt: { sql: '"t0"."started_at"', kind: 'dateTime', nullable: false },
-  finishedAt: { sql: '"t0"."finished_at"', kind: 'dateTime', nullable: true },
-  errorMessage: { sql: '"t0"."error_message"', kind: 'string', nullable: true },
-  fileUrl: { sql: '"t0"."file_url"', kind: 'string', nullable: true },
-  isAutoMigrate: { sql: '"t0"."is_auto_migrate"', kind: 'boolean', nullable: true },
-} satisfies Columns<SqlColumn>;
+export const SYNC_COLUMNS = syncFilterColumns('t0') satisfies Columns<SqlColumn>;
 
 /**
- * Every property of a sync row (as Prisma names it): its column, and how PostgreSQL stores the value, which is
- * how an export reads it (query/list-export.ts BinaryValue: sent in binary as stored, the export writing the text).
+ * Every property of a sync row the lists read: its column, and how PostgreSQL stores the value, which is how an
+ * export reads it (query/list-export.ts BinaryValue: sent in binary as stored, the export writing the text).
  */
-const SYNC_ROW_COLUMNS = {
-  id: { column: '"t0"."id"', value: 'text' },
-  tenantId: { column: '"t0"."tenant_id"', value: 'text' },
-  connectionId: { column: '"t0"."connection_id"', value: 'text' },
-  status: { column: '"t0"."status"', value: 'enum' },
-  startedAt: { column: '"t0"."started_at"', value: 'timestamp' },
-  finishedAt: { column: '"t0"."finished_at"', value: 'timestamp' },
-  errorMessage: { column: '"t0"."error_message"', value: 'text' },
-  summary: { column: '"t0"."summary"', value: 'jsonb' },
-  fileUrl: { column: '"t0"."file_url"', value: 'text' },
-  isAutoMigrate: { column: '"t0"."is_auto_migrate"', value: 'boolean' },
-  diff: { column: '"t0"."diff"', value: 'jsonb' },
-  checksum: { column: '"t0"."checksum"', value: 'jsonb' },
-  attempt: { column: '"t0"."attempt"', value: 'int4' },
-  retryOfId: { column: '"t0"."retry_of_id"', value: 'text' },
-  dueAt: { column: '"t0"."due_at"', value: 'timestamp' },
-  leaseExpiresAt: { column: '"t0"."lease_expires_at"', value: 'timestamp' },
-  workerId: { column: '"t0"."worker_id"', value: 'text' },
-} as const satisfies Record<string, { column: string; value: BinaryValue }>;
-
-export type SyncProperty = keyof typeof SYNC_ROW_COLUMNS;
+const SYNC_ROW_COLUMNS = syncListColumns('t0');
 
 /** The SQL a page reads each property with: a timestamp as text in the API's format, the enum as its label. */
-const SYNC_ROW_SQL = Object.fromEntries(
-  Object.entries(SYNC_ROW_COLUMNS).map(([property, { column, value }]) => [
-    property,
-    value === 'timestamp' ? timestampTextSql(column) : value === 'enum' ? `${column}::text` : column,
-  ]),
-) as Record<SyncProperty, string>;
+const SYNC_ROW_SQL = syncSelectSql('t0', true, Object.keys(SYNC_ROW_COLUMNS) as SyncProperty[]) as Record<SyncProperty, string>;
 
 /** How a sync property arrives in an export's rows. */
 export function syncExportValue(property: SyncProperty): BinaryValue {

@@ -1,5 +1,6 @@
 import { ApiError } from '../errors.js';
 import type { RawSql, TransactionSql } from './client.js';
+import { syncSelectSql } from '../domain/sync-record.js';
 
 // What every write of the data layer (connection-writes.ts, sync-runs.ts, idempotency.ts) shares: the
 // transaction it runs in, the database refusals it turns into CONFLICT, and the row shapes it returns.
@@ -53,11 +54,9 @@ export async function inTransaction<T>(runner: TransactionRunner, work: (tx: Tx)
 }
 
 /** Every column of a sync row, named as Prisma's `Sync` names them (table alias "s"). */
-export const SYNC_ROW = `"s"."id", "s"."tenant_id" AS "tenantId", "s"."connection_id" AS "connectionId", "s"."status"::text AS "status",
-  "s"."started_at" AS "startedAt", "s"."finished_at" AS "finishedAt", "s"."error_message" AS "errorMessage", "s"."summary",
-  "s"."file_url" AS "fileUrl", "s"."is_auto_migrate" AS "isAutoMigrate", "s"."diff", "s"."checksum", "s"."attempt",
-  "s"."retry_of_id" AS "retryOfId", "s"."due_at" AS "dueAt", "s"."lease_expires_at" AS "leaseExpiresAt",
-  "s"."lease_seconds" AS "leaseSeconds", "s"."worker_id" AS "workerId", "s"."updated_at" AS "updatedAt"`;
+export const SYNC_ROW = Object.entries(syncSelectSql('s', false))
+  .map(([property, sql]) => `${sql} AS "${property}"`)
+  .join(', ');
 
 /** Every column of a connection row, named as Prisma's `Connection` names them (table alias "c"). */
 export const CONNECTION_ROW = `"c"."id", "c"."tenant_id" AS "tenantId", "c"."application_id" AS "applicationId", "c"."name", "c"."slug",

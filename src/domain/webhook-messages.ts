@@ -1,6 +1,6 @@
 import { EVENT_TYPES, type EventType } from './event-types.js';
 import type { Connection, Sync } from '../generated/prisma/client.js';
-import { formatTimestamp } from '../timestamps.js';
+import { type SyncRecord, syncRecordOf } from './sync-record.js';
 
 // What a webhook says. Every message body is `{type, timestamp, event_id, data}`:
 // - `type`: the event type (below); `timestamp`: when the event was committed; `event_id`: its id in the
@@ -14,26 +14,22 @@ import { formatTimestamp } from '../timestamps.js';
 export const WEBHOOK_EVENT_TYPES = EVENT_TYPES;
 type WebhookEventType = EventType;
 
-/** `data` of a sync event: the REST sync record (summary, diff and checksum JSON-encoded, as the spec has them). */
-export function syncMessageData(run: Sync): Record<string, unknown> {
-  return {
-    id: run.id,
-    tenant_id: run.tenantId,
-    connection_id: run.connectionId,
-    started_at: run.startedAt ? formatTimestamp(run.startedAt) : null,
-    finished_at: run.finishedAt ? formatTimestamp(run.finishedAt) : null,
-    error_message: run.errorMessage,
-    summary: JSON.stringify(run.summary),
-    file_url: run.fileUrl,
-    is_auto_migrate: run.isAutoMigrate,
-    diff: JSON.stringify(run.diff),
-    checksum: JSON.stringify(run.checksum),
-    status: run.status,
-    attempt: run.attempt,
-  };
+/** `data` of a sync event: the REST sync record (summary, diff and checksum JSON-encoded, as the spec has them), plus the attempt. */
+export type SyncMessageData = SyncRecord & { attempt: number };
+export type ConnectionMessageData = Pick<Connection, 'id' | 'name' | 'status' | 'settings'> & { application_id: string };
+export interface EndpointDisabledData {
+  id: string;
+  url: string;
+  reason: string;
+}
+/** A webhook message's `data`, by the kind of event it is sent for. */
+export type WebhookData = SyncMessageData | ConnectionMessageData | EndpointDisabledData;
+
+export function syncMessageData(run: Sync): SyncMessageData {
+  return { ...syncRecordOf(run), attempt: run.attempt };
 }
 
-export function connectionMessageData(connection: Connection): Record<string, unknown> {
+export function connectionMessageData(connection: Connection): ConnectionMessageData {
   return {
     id: connection.id,
     name: connection.name,
@@ -43,7 +39,7 @@ export function connectionMessageData(connection: Connection): Record<string, un
   };
 }
 
-export function endpointDisabledData(endpoint: { id: string; url: string }, reason: string): Record<string, unknown> {
+export function endpointDisabledData(endpoint: { id: string; url: string }, reason: string): EndpointDisabledData {
   return { id: endpoint.id, url: endpoint.url, reason };
 }
 

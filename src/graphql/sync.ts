@@ -1,3 +1,4 @@
+import type { FieldMap } from '@pothos/core';
 import type { GraphQLResolveInfo } from 'graphql';
 import type { Context } from '../context.js';
 import {
@@ -13,10 +14,10 @@ import {
   SYNC_COLUMNS,
   type SyncListQuery,
   type SyncListRow,
-  type SyncProperty,
   syncSearchSql,
 } from '../db/sync-queries.js';
 import type { Prisma } from '../generated/prisma/client.js';
+import { SYNC, type SyncProperty } from '../domain/sync-record.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { filterColumns, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
@@ -110,37 +111,29 @@ export const Sync = builder.prismaObject('Sync', {
     // The REST representation of a JSON column: its JSON text, which an export writes from the column's text.
     const jsonTextField = (property: 'summary' | 'diff' | 'checksum', description?: string) =>
       t.string({ description, extensions: { [JSON_TEXT_OF]: property }, resolve: (s) => JSON.stringify(s[property]) });
-    return {
-      id: t.exposeID('id'),
-      tenantId: t.exposeString('tenantId'),
-      connectionId: t.exposeString('connectionId'),
-      status: t.expose('status', { type: SyncStatus }),
-      startedAt: t.expose('startedAt', { type: 'DateTime' }),
-      finishedAt: t.expose('finishedAt', { type: 'DateTime', nullable: true, description: 'Null while the run is not finished.' }),
-      errorMessage: t.exposeString('errorMessage', { nullable: true, description: 'Text when the run failed.' }),
-      summary: t.field({ type: SyncSummary, resolve: (s) => asJsonObject(s.summary) }),
-      summaryJson: jsonTextField('summary', 'summary as a JSON-encoded string (the REST representation).'),
-      fileUrl: t.exposeString('fileUrl', { nullable: true }),
-      isAutoMigrate: t.exposeBoolean('isAutoMigrate', { nullable: true }),
-      diff: t.field({ type: SyncDiff, resolve: (s) => asJsonObject(s.diff) }),
-      diffJson: jsonTextField('diff'),
-      checksum: t.field({ type: SyncChecksum, resolve: (s) => asJsonObject(s.checksum) }),
-      checksumJson: jsonTextField('checksum'),
-      // The engine's side of a run (GraphQL only: the REST record keeps exactly the spec's fields).
-      attempt: t.exposeInt('attempt', { description: '1 for a triggered or scheduled run, n + 1 for the retry of attempt n.' }),
-      retryOfId: t.exposeID('retryOfId', { nullable: true, description: 'The failed run this one retries.' }),
-      dueAt: t.expose('dueAt', {
-        type: 'DateTime',
-        nullable: true,
-        description: 'When a pending run may be claimed (later for a retry in back-off).',
-      }),
-      leaseExpiresAt: t.expose('leaseExpiresAt', {
-        type: 'DateTime',
-        nullable: true,
-        description: 'While in progress: when the claim lapses without a progress report.',
-      }),
-      workerId: t.exposeString('workerId', { nullable: true, description: "Who claimed the run (the credential's subject)." }),
+    // The fields that are not a plain expose of a column: a JSON column as an object and as its JSON text.
+    const custom: Record<string, FieldMap> = {
+      summary: {
+        summary: t.field({ type: SyncSummary, resolve: (s) => asJsonObject(s.summary) }),
+        summaryJson: jsonTextField('summary', 'summary as a JSON-encoded string (the REST representation).'),
+      },
+      diff: { diff: t.field({ type: SyncDiff, resolve: (s) => asJsonObject(s.diff) }), diffJson: jsonTextField('diff') },
+      checksum: {
+        checksum: t.field({ type: SyncChecksum, resolve: (s) => asJsonObject(s.checksum) }),
+        checksumJson: jsonTextField('checksum'),
+      },
     };
+    const scalars = { text: 'String', sync_status: SyncStatus, timestamptz: 'DateTime', boolean: 'Boolean', integer: 'Int' } as const;
+    // Every other field a column's plain expose, as the descriptor (domain/sync-record.ts) says, in its order.
+    return Object.fromEntries(
+      Object.entries(SYNC.fields).flatMap(([property, field]) => {
+        if (!('graphql' in field)) return [];
+        if (field.graphql === 'custom') return Object.entries(custom[property]!);
+        const { type, description } = field.graphql as { type?: 'ID'; description?: string };
+        const options = { type: type ?? scalars[field.type as keyof typeof scalars], nullable: field.nullable, description };
+        return [[property, t.expose(property as never, options as never)]];
+      }),
+    ) as FieldMap;
   },
 });
 

@@ -1,5 +1,6 @@
 import type { RawSql } from '../db/client.js';
 import { ACTIVE_SYNC_STATUSES, LEASE_SECONDS } from '../domain/sync-lifecycle.js';
+import { SEEDED_SYNC_COLUMNS } from '../domain/sync-record.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
 import { formatId } from '../prefixed-ids.js';
 import type { Rng } from './random.js';
@@ -194,22 +195,15 @@ export function generateSyncs(rng: Rng, spec: SyncHistorySpec): SyncRow[] {
   return [...syncHistory(rng, spec)];
 }
 
-const SYNC_COLUMNS = [
-  'id',
-  'connection_id',
-  'status',
-  'started_at',
-  'finished_at',
-  'error_message',
-  'summary',
-  'file_url',
-  'is_auto_migrate',
-  'diff',
-  'checksum',
-  'due_at',
-  'lease_expires_at',
-  'lease_seconds',
-] as const;
+const COLUMN_NAMES = SEEDED_SYNC_COLUMNS.map(({ column }) => column);
+
+/** A value as the text its column's parameter carries (cast back to the column's type by INSERT_SYNCS). */
+function asText(value: unknown, type: (typeof SEEDED_SYNC_COLUMNS)[number]['type']): string | null {
+  if (value === null) return null;
+  if (type === 'timestamptz') return (value as Date).toISOString();
+  if (type === 'jsonb') return JSON.stringify(value);
+  return String(value);
+}
 
 // Every column travels as one text[] parameter: the statement text is fixed whatever the batch size (one
 // cached plan), and text arrays serialize identically through node-postgres and PGlite.
@@ -219,11 +213,9 @@ const SYNC_COLUMNS = [
 // the load goes on. Any other conflict (a duplicate id) still fails the statement.
 const INSERT_SYNCS = `
 WITH "inserted" AS (
-  INSERT INTO syncs (tenant_id, ${SYNC_COLUMNS.join(', ')})
-  SELECT $1, t.id, t.connection_id, t.status::sync_status, t.started_at::timestamptz, t.finished_at::timestamptz,
-         t.error_message, t.summary::jsonb, t.file_url, t.is_auto_migrate::boolean, t.diff::jsonb, t.checksum::jsonb,
-         t.due_at::timestamptz, t.lease_expires_at::timestamptz, t.lease_seconds::integer
-  FROM unnest(${SYNC_COLUMNS.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${SYNC_COLUMNS.join(', ')})
+  INSERT INTO syncs (tenant_id, ${COLUMN_NAMES.join(', ')})
+  SELECT $1, ${SEEDED_SYNC_COLUMNS.map(({ column, type }) => (type === 'text' ? `t.${column}` : `t.${column}::${type}`)).join(', ')}
+  FROM unnest(${COLUMN_NAMES.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${COLUMN_NAMES.join(', ')})
   ON CONFLICT (tenant_id, connection_id) WHERE status IN ('pending', 'in_progress') DO NOTHING
   RETURNING 1
 )
@@ -235,23 +227,12 @@ SELECT count(*)::int AS "n" FROM "inserted"`;
  */
 export async function insertSyncs(sql: Pick<RawSql, 'query'>, tenantId: string, rows: SyncRow[]): Promise<number> {
   if (rows.length === 0) return 0;
-  const columns: (string | null)[][] = SYNC_COLUMNS.map(() => new Array<string | null>(rows.length));
+  const columns: (string | null)[][] = SEEDED_SYNC_COLUMNS.map(() => new Array<string | null>(rows.length));
   rows.forEach((row, i) => {
     if (row.tenantId !== tenantId) throw new Error(`sync ${row.id} belongs to another tenant`);
-    columns[0]![i] = row.id;
-    columns[1]![i] = row.connectionId;
-    columns[2]![i] = row.status;
-    columns[3]![i] = row.startedAt.toISOString();
-    columns[4]![i] = row.finishedAt ? row.finishedAt.toISOString() : null;
-    columns[5]![i] = row.errorMessage;
-    columns[6]![i] = JSON.stringify(row.summary);
-    columns[7]![i] = row.fileUrl;
-    columns[8]![i] = row.isAutoMigrate === null ? null : String(row.isAutoMigrate);
-    columns[9]![i] = JSON.stringify(row.diff);
-    columns[10]![i] = JSON.stringify(row.checksum);
-    columns[11]![i] = row.dueAt ? row.dueAt.toISOString() : null;
-    columns[12]![i] = row.leaseExpiresAt ? row.leaseExpiresAt.toISOString() : null;
-    columns[13]![i] = row.leaseSeconds === null ? null : String(row.leaseSeconds);
+    SEEDED_SYNC_COLUMNS.forEach(({ property, type }, c) => {
+      columns[c]![i] = asText(row[property], type);
+    });
   });
   const [result] = await sql.query<{ n: number }>(INSERT_SYNCS, [tenantId, ...columns]);
   return result?.n ?? 0;
