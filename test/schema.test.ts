@@ -2,10 +2,15 @@ import { readFileSync } from 'node:fs';
 import { printSchema } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { schema } from '../src/graphql/schema.js';
+import { REST_OPERATIONS } from '../scripts/rest-operations.js';
 
 describe('schema/schema.graphql', () => {
   it('is the printed Pothos schema (run `npm run schema:print` after changing the schema)', () => {
     expect(readFileSync('schema/schema.graphql', 'utf8')).toBe(`${printSchema(schema)}\n`);
+  });
+
+  it('has the REST operations derived from the descriptors as written (run `npm run schema:print` after changing one)', () => {
+    for (const [path, text] of Object.entries(REST_OPERATIONS)) expect(readFileSync(path, 'utf8'), path).toBe(text);
   });
 
   it('has the root fields the contract names', () => {
