@@ -10,7 +10,10 @@ describe('schema/schema.graphql', () => {
   });
 
   it('has the REST operations derived from the descriptors as written (run `npm run schema:print` after changing one)', () => {
-    for (const [path, text] of Object.entries(REST_OPERATIONS)) expect(readFileSync(path, 'utf8'), path).toBe(text);
+    for (const [path, derive] of Object.entries(REST_OPERATIONS)) {
+      const text = readFileSync(path, 'utf8');
+      expect(text, path).toBe(derive(text));
+    }
   });
 
   it('has the root fields the contract names', () => {
