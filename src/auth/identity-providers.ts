@@ -1,4 +1,4 @@
-import * as oidc from 'openid-client';
+import type * as oidc from 'openid-client';
 import { type ActivityOrigin, recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
 import { inTransaction } from '../db/write-transactions.js';
@@ -175,6 +175,7 @@ export class IdentityProviders {
   }
 
   private async discover(issuer: string, clientId: string, clientSecret: string): Promise<oidc.Configuration> {
+    const oidc = await openIdClient();
     const configuration = await oidc.discovery(
       new URL(issuer),
       clientId,
@@ -242,4 +243,14 @@ function invalid(message: string): ApiError {
 function describe(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   return message.slice(0, 200);
+}
+
+let openIdClientModule: Promise<typeof oidc> | undefined;
+/**
+ * openid-client, imported at the first single sign-on: most processes serve none, and it is some megabytes of
+ * code and memory at every start otherwise (as oidc-provider, src/oauth/authorization-server.ts).
+ */
+export function openIdClient(): Promise<typeof oidc> {
+  openIdClientModule ??= import('openid-client');
+  return openIdClientModule;
 }

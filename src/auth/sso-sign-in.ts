@@ -1,11 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import * as oidc from 'openid-client';
+import type * as oidc from 'openid-client';
 import { recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
 import { inTransaction } from '../db/write-transactions.js';
 import { MAX_EMAIL_LENGTH } from '../domain/member-input.js';
 import { newId } from '../prefixed-ids.js';
-import type { IdentityProviders, IdentityProviderSettings } from './identity-providers.js';
+import { openIdClient, type IdentityProviders, type IdentityProviderSettings } from './identity-providers.js';
 import type { MemberRole, SignedInMember } from './members.js';
 
 // Signing a member in with the organization's identity provider: OpenID Connect's authorization code flow with
@@ -93,6 +93,7 @@ export async function startSsoSignIn(
     throw new SsoRefusal('provider', `discovery failed: ${(error as Error).message?.slice(0, 200)}`);
   });
   if (!provider) throw new SsoRefusal('unknown_organization');
+  const oidc = await openIdClient();
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
   const codeVerifier = oidc.randomPKCECodeVerifier();
@@ -155,6 +156,7 @@ export async function finishSsoSignIn(
   if (!provider) throw new SsoRefusal('unknown_organization');
   const callbackUrl = new URL(row.redirect_uri);
   callbackUrl.search = callbackQuery.toString();
+  const oidc = await openIdClient();
   let claims: oidc.IDToken;
   try {
     const tokens = await oidc.authorizationCodeGrant(provider.configuration, callbackUrl, {

@@ -1,4 +1,4 @@
-import { validate, type GraphQLSchema } from 'graphql';
+import type { GraphQLSchema } from 'graphql';
 import { clip } from '../errors.js';
 import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
@@ -6,7 +6,7 @@ import type { Logger } from '../logger.js';
 import { storeIdempotentResponse } from '../db/idempotency.js';
 import { API_PREFIX, DOCS_PATH, GRAPHQL_ENDPOINT, OPENAPI_PATH, withoutTrailingSlash } from '../paths.js';
 import { jsonResponse } from './json-response.js';
-import type { CompiledRoute } from '../rest/compile-routes.js';
+import { documentErrors, type CompiledRoute } from '../rest/compile-routes.js';
 import { apiDocsResponse } from '../rest/docs-page.js';
 import { errorResponse, type ResponseTarget, type RestResponse } from '../rest/envelope.js';
 import { acceptsEventStream } from '../rest/event-stream.js';
@@ -22,8 +22,9 @@ import { requestIdOf } from './use-request-id.js';
 /**
  * The REST facade as a yoga plugin: requests under `/api` are answered here (rest/handler.ts runs each route's
  * GraphQL operation through yoga's enveloped pipeline), as are the OpenAPI document and the API reference;
- * other paths that are not GraphQL get the error body rather than yoga's empty 404. Documents are validated
- * once, when the plugin is created; a document that does not fit stops the start.
+ * other paths that are not GraphQL get the error body rather than yoga's empty 404. Stream documents are
+ * validated when the plugin is created, as the routes' are (rest/compile-routes.ts documentErrors): a document
+ * that does not fit stops the start.
  */
 export function useRest({
   schema,
@@ -41,11 +42,16 @@ export function useRest({
   rowWriterFallbacks: RowWriterFallbacks;
 }): Plugin<Record<string, unknown>, Context> {
   for (const { spec: route } of compiled) {
-    const errors = route.stream ? validate(schema, route.stream.document) : [];
+    const errors = route.stream ? documentErrors(schema, route.stream.document) : [];
     if (errors.length > 0)
       throw new Error(`stream of ${route.operationId} does not fit the schema: ${errors.map((e) => e.message).join('; ')}`);
   }
-  const openApi = JSON.stringify(openApiDocument(compiled));
+  // Written at its first request: most processes never serve it, and it is half a megabyte of text.
+  let openApiText: string | undefined;
+  const openApi = () => {
+    openApiText ??= JSON.stringify(openApiDocument(compiled));
+    return openApiText;
+  };
   let yoga: Yoga<Context> | undefined;
 
   return {
@@ -83,7 +89,11 @@ export function useRest({
             return;
           }
           if (pathname === OPENAPI_PATH) {
-            endResponse(new fetchAPI.Response(isHead ? null : openApi, { headers: { 'content-type': 'application/json; charset=utf-8' } }));
+            endResponse(
+              new fetchAPI.Response(isHead ? null : openApi(), {
+                headers: { 'content-type': 'application/json; charset=utf-8' },
+              }),
+            );
             return;
           }
           const page = await apiDocsResponse(pathname, fetchAPI);

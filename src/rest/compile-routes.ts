@@ -15,9 +15,11 @@ import {
   Kind,
   typeFromAST,
   validate,
+  type DocumentNode,
   type FieldNode,
   type GraphQLField,
   type FragmentDefinitionNode,
+  type GraphQLError,
   type GraphQLOutputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -37,6 +39,11 @@ import { compileRowWriter, type RowWriter } from './row-writer.js';
 // tells a start of the built program nothing its tests have not: every gateway the suite starts from the sources
 // validates them all. The built program (NODE_ENV production) skips it, some 50 ms of every start.
 const VALIDATE_DOCUMENTS = process.env.NODE_ENV !== 'production';
+
+/** The errors of a REST document against the schema, where the program validates them (VALIDATE_DOCUMENTS). */
+export function documentErrors(schema: GraphQLSchema, document: DocumentNode): readonly GraphQLError[] {
+  return VALIDATE_DOCUMENTS ? validate(schema, document) : [];
+}
 
 /** A JSON Schema (2020-12) object, as OpenAPI 3.1 embeds it. */
 export type JsonSchema = Record<string, unknown>;
@@ -89,7 +96,7 @@ function compileRoute(schema: GraphQLSchema, route: RouteSpec): CompiledRoute {
   const fail = (message: string): never => {
     throw new Error(`REST route ${route.method} ${route.path} (${route.operationId}): ${message}`);
   };
-  const errors = VALIDATE_DOCUMENTS ? validate(schema, route.document) : [];
+  const errors = documentErrors(schema, route.document);
   if (errors.length > 0) fail(`invalid operation document: ${errors.map((e) => e.message).join('; ')}`);
   const operations = route.document.definitions.filter((d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION);
   const operation = operations[0];
