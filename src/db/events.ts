@@ -2,6 +2,7 @@ import type { Connection, Sync } from '../generated/prisma/client.js';
 import type { RawSql } from './client.js';
 import { connectionMessageData, syncMessageData, type WebhookData } from '../domain/webhook-messages.js';
 import { timestampTextSql } from '../timestamps.js';
+import { SYNC_TIMESTAMPS } from '../domain/sync-record.js';
 import type { EventType } from '../domain/event-types.js';
 import { MAX_DELIVERIES_PER_EVENT } from '../domain/webhook-caps.js';
 import type { Tx } from './write-transactions.js';
@@ -82,14 +83,12 @@ export function connectionOfEvent(event: Pick<StoredEvent, 'type' | 'subjectId' 
   return undefined;
 }
 
-const SYNC_DATE_MEMBERS = ['startedAt', 'finishedAt', 'dueAt', 'leaseExpiresAt', 'updatedAt'] as const;
-
 /** The run a `sync.*` event recorded (its `run` payload member, dates revived); null for older events without one. */
 export function syncOfEvent(event: Pick<StoredEvent, 'payload'>): Sync | null {
   const run = event.payload.run;
   if (typeof run !== 'object' || run === null) return null;
   const revived: Record<string, unknown> = { ...(run as Record<string, unknown>) };
-  for (const member of SYNC_DATE_MEMBERS) {
+  for (const member of SYNC_TIMESTAMPS) {
     const value = revived[member];
     if (typeof value === 'string') revived[member] = new Date(value);
   }

@@ -1,13 +1,20 @@
-import type { Prisma } from '../generated/prisma/client.js';
+import type { Sync } from '../generated/prisma/client.js';
 import { SyncStatus } from '../generated/prisma/enums.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, anyOf, arrayLiteral, compareSql, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 import type { OrderKey } from '../query/filter.js';
 import { binaryTimestampText, type TimestampText } from '../timestamps.js';
-import { type SyncProperty, syncFilterColumns, syncListColumns, syncSelectSql } from '../domain/sync-record.js';
+import {
+  SYNC_PROPERTIES,
+  type SyncProperty,
+  type SyncTimestamp,
+  syncColumn,
+  syncFilterColumns,
+  syncSelectSql,
+} from '../domain/sync-record.js';
 import type { RawSql, RoomForMore } from './client.js';
 import { pageSql } from './list-reads.js';
-import type { BinaryValue, RowFields } from '../query/list-export.js';
+import type { RowFields } from '../query/list-export.js';
 import { CopyBinaryTuples } from './copy-binary.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
@@ -18,33 +25,16 @@ import { CopyBinaryTuples } from './copy-binary.js';
 /** The filterable and sortable columns of a sync, by field name (alias "t0"). */
 export const SYNC_COLUMNS = syncFilterColumns('t0') satisfies Columns<SqlColumn>;
 
-/**
- * Every property of a sync row the lists read: its column, and how PostgreSQL stores the value, which is how an
- * export reads it (query/list-export.ts BinaryValue: sent in binary as stored, the export writing the text).
- */
-const SYNC_ROW_COLUMNS = syncListColumns('t0');
-
 /** The SQL a page reads each property with: a timestamp as text in the API's format, the enum as its label. */
-const SYNC_ROW_SQL = syncSelectSql('t0', true, Object.keys(SYNC_ROW_COLUMNS) as SyncProperty[]) as Record<SyncProperty, string>;
-
-/** How a sync property arrives in an export's rows. */
-export function syncExportValue(property: SyncProperty): BinaryValue {
-  return SYNC_ROW_COLUMNS[property].value;
-}
+const SYNC_ROW_SQL = syncSelectSql('t0', true, SYNC_PROPERTIES);
 
 export function isSyncProperty(name: string): name is SyncProperty {
-  return Object.hasOwn(SYNC_ROW_COLUMNS, name);
+  return Object.hasOwn(SYNC_ROW_SQL, name);
 }
 
-/** The timestamps of a sync row, which the lists read as text in the API's format (timestampTextSql). */
-type SyncTimestamp = 'startedAt' | 'finishedAt' | 'dueAt' | 'leaseExpiresAt';
-
 /** A sync row as the list statements read it: the selected properties of Prisma's Sync, timestamps as text. */
-export type SyncListRow = Omit<Prisma.SyncGetPayload<object>, SyncTimestamp> & {
-  startedAt: TimestampText;
-  finishedAt: TimestampText | null;
-  dueAt: TimestampText | null;
-  leaseExpiresAt: TimestampText | null;
+export type SyncListRow = {
+  [P in keyof Sync]: P extends SyncTimestamp ? TimestampText | (null extends Sync[P] ? null : never) : Sync[P];
 };
 
 /** `search`: a case-insensitive substring of error_message, or of the status name. */
@@ -87,7 +77,7 @@ export interface SyncListQuery {
 }
 
 function selectList(properties: ReadonlySet<SyncProperty> | null, always: readonly SyncProperty[] = []): Sql {
-  const read = (Object.keys(SYNC_ROW_COLUMNS) as SyncProperty[]).filter(
+  const read = SYNC_PROPERTIES.filter(
     (property) => !properties || property === 'id' || properties.has(property) || always.includes(property),
   );
   return raw(read.map((property) => `${SYNC_ROW_SQL[property]} AS "${property}"`).join(', '));
@@ -141,7 +131,7 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
 
 /**
  * A batch of the tenant's syncs for an export (query/list-export.ts ListRowReader): each row the values of
- * `properties` as PostgreSQL sends them in binary (SYNC_ROW_COLUMNS), then the sort keys', read as binary COPY
+ * `properties` as PostgreSQL sends them in binary (domain/sync-record.ts syncBinaryValue), then the sort keys', read as binary COPY
  * output and handed to `onRow` as bytes as it arrives. Resolves with the number of rows and the last one's sort
  * keys' values, as text (a timestamp in the API's text).
  */
@@ -153,7 +143,7 @@ export async function readSyncExportRows(
   onRow: (row: RowFields) => void,
   room?: RoomForMore,
 ): Promise<{ rows: number; lastKeys: unknown[] | null }> {
-  const columns = [...properties.map((property) => SYNC_ROW_COLUMNS[property].column), ...query.keys.map((key) => key.column.sql)];
+  const columns = [...properties.map((property) => `"t0"."${syncColumn(property)}"`), ...query.keys.map((key) => key.column.sql)];
   const statement = pageOf(query, raw(columns.join(', ')), connectionScope(connectionId));
   const tuples = new CopyBinaryTuples((row) => {
     row.keepFields(properties.length);

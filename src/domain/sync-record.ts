@@ -3,96 +3,55 @@ import type { ColumnKind, SqlColumn } from '../query/columns.js';
 import type { BinaryValue } from '../query/list-export.js';
 import { formatTimestamp, timestampTextSql } from '../timestamps.js';
 
-// A sync record, described once: every other description of its shape is derived from SYNC below. The data
-// layer's column tables, list and write SQL (db/sync-queries.ts, db/write-transactions.ts), the GraphQL Sync
-// type's plain fields (graphql/sync.ts), the REST record's operations (schema/operations/, written by
-// scripts/print-operations.ts), the webhook message's data (webhook-messages.ts), the seed's bulk loader and the
-// benchmark's baseline read it. Adding a column: the Prisma model and its migration, a line here, and a Pothos
-// field only when it is not a plain expose.
+// A sync record, described once (SYNC); every other description of its shape derives from it: the column tables,
+// list and write SQL (db/sync-queries.ts, db/write-transactions.ts), the GraphQL Sync type's plain fields
+// (graphql/sync.ts), the REST operations (scripts/rest-operations.ts), the webhook message's data, the seed's
+// loader and the benchmark's baseline. A new column: the Prisma model and migration, a line here, and a Pothos
+// field only when it is not a plain expose (docs/how-to/add-a-filterable-field.md).
 
-/** How the column is stored (its PostgreSQL type): it says how it is read, written, filtered and shown. */
+type Property = keyof Fields;
+
+/** The column's PostgreSQL type: it says how the column is read, written, filtered and shown. */
 type ColumnType = 'text' | 'sync_status' | 'timestamptz' | 'jsonb' | 'boolean' | 'integer';
 
-interface SyncField {
-  /** The column of `syncs`. */
-  column: string;
+/** A property of a sync row (as Prisma names it); its column is the property in snake_case, as the schema maps it. */
+export interface SyncField {
   type: ColumnType;
-  nullable: boolean;
+  nullable?: true;
   /** Filterable and sortable (the GraphQL filter and order inputs, the REST query parameters). */
   filter?: true;
-  /** The GraphQL field: a plain expose (of this scalar type when the column's type does not say it), or `custom` (declared in graphql/sync.ts). None: not shown, and not read by the lists. */
-  graphql?: { type?: 'ID'; description?: string } | 'custom';
+  /** A plain expose on GraphQL's Sync (a string: its description), or `custom` (graphql/sync.ts). None: not read by the lists. */
+  graphql?: true | string;
+  /** Shown as a GraphQL ID. */
+  graphqlId?: true;
   /** Left to its default by the seed's bulk loader (src/seed/syncs.ts). */
   seeded?: false;
 }
 
 export const SYNC = {
   fields: {
-    id: { column: 'id', type: 'text', nullable: false, filter: true, graphql: { type: 'ID' } },
-    tenantId: { column: 'tenant_id', type: 'text', nullable: false, graphql: {}, seeded: false },
-    connectionId: { column: 'connection_id', type: 'text', nullable: false, filter: true, graphql: {} },
-    status: { column: 'status', type: 'sync_status', nullable: false, filter: true, graphql: {} },
-    startedAt: { column: 'started_at', type: 'timestamptz', nullable: false, filter: true, graphql: {} },
-    finishedAt: {
-      column: 'finished_at',
-      type: 'timestamptz',
-      nullable: true,
-      filter: true,
-      graphql: { description: 'Null while the run is not finished.' },
-    },
-    errorMessage: {
-      column: 'error_message',
-      type: 'text',
-      nullable: true,
-      filter: true,
-      graphql: { description: 'Text when the run failed.' },
-    },
-    summary: { column: 'summary', type: 'jsonb', nullable: false, graphql: 'custom' },
-    fileUrl: { column: 'file_url', type: 'text', nullable: true, filter: true, graphql: {} },
-    isAutoMigrate: { column: 'is_auto_migrate', type: 'boolean', nullable: true, filter: true, graphql: {} },
-    diff: { column: 'diff', type: 'jsonb', nullable: false, graphql: 'custom' },
-    checksum: { column: 'checksum', type: 'jsonb', nullable: false, graphql: 'custom' },
+    id: { type: 'text', filter: true, graphql: true, graphqlId: true },
+    tenantId: { type: 'text', graphql: true, seeded: false },
+    connectionId: { type: 'text', filter: true, graphql: true },
+    status: { type: 'sync_status', filter: true, graphql: true },
+    startedAt: { type: 'timestamptz', filter: true, graphql: true },
+    finishedAt: { type: 'timestamptz', nullable: true, filter: true, graphql: 'Null while the run is not finished.' },
+    errorMessage: { type: 'text', nullable: true, filter: true, graphql: 'Text when the run failed.' },
+    summary: { type: 'jsonb', graphql: 'custom' },
+    fileUrl: { type: 'text', nullable: true, filter: true, graphql: true },
+    isAutoMigrate: { type: 'boolean', nullable: true, filter: true, graphql: true },
+    diff: { type: 'jsonb', graphql: 'custom' },
+    checksum: { type: 'jsonb', graphql: 'custom' },
     // The engine's side of a run (GraphQL only: the REST record keeps exactly the spec's fields).
-    attempt: {
-      column: 'attempt',
-      type: 'integer',
-      nullable: false,
-      graphql: { description: '1 for a triggered or scheduled run, n + 1 for the retry of attempt n.' },
-      seeded: false,
-    },
-    retryOfId: {
-      column: 'retry_of_id',
-      type: 'text',
-      nullable: true,
-      graphql: { type: 'ID', description: 'The failed run this one retries.' },
-      seeded: false,
-    },
-    dueAt: {
-      column: 'due_at',
-      type: 'timestamptz',
-      nullable: true,
-      graphql: { description: 'When a pending run may be claimed (later for a retry in back-off).' },
-    },
-    leaseExpiresAt: {
-      column: 'lease_expires_at',
-      type: 'timestamptz',
-      nullable: true,
-      graphql: { description: 'While in progress: when the claim lapses without a progress report.' },
-    },
-    leaseSeconds: { column: 'lease_seconds', type: 'integer', nullable: true },
-    workerId: {
-      column: 'worker_id',
-      type: 'text',
-      nullable: true,
-      graphql: { description: "Who claimed the run (the credential's subject)." },
-      seeded: false,
-    },
-    updatedAt: { column: 'updated_at', type: 'timestamptz', nullable: false, seeded: false },
+    attempt: { type: 'integer', graphql: '1 for a triggered or scheduled run, n + 1 for the retry of attempt n.', seeded: false },
+    retryOfId: { type: 'text', nullable: true, graphql: 'The failed run this one retries.', graphqlId: true, seeded: false },
+    dueAt: { type: 'timestamptz', nullable: true, graphql: 'When a pending run may be claimed (later for a retry in back-off).' },
+    leaseExpiresAt: { type: 'timestamptz', nullable: true, graphql: 'While in progress: when the claim lapses without a progress report.' },
+    leaseSeconds: { type: 'integer', nullable: true },
+    workerId: { type: 'text', nullable: true, graphql: "Who claimed the run (the credential's subject).", seeded: false },
+    updatedAt: { type: 'timestamptz', seeded: false },
   },
-  /**
-   * The REST record (GET /syncs/{id}, the lists, the webhook message), exactly the spec's fields in its order:
-   * each member named as its column, a JSON column as its JSON text (the GraphQL field `<property>Json`).
-   */
+  /** The REST record (GET /syncs/{id}, the lists, webhooks): the spec's fields in its order, named as their columns. */
   rest: [
     'id',
     'tenantId',
@@ -110,15 +69,13 @@ export const SYNC = {
 } as const satisfies { fields: Record<string, SyncField>; rest: readonly string[] };
 
 type Fields = typeof SYNC.fields;
-
+type Where<Condition> = { [P in Property]: Fields[P] extends Condition ? P : never }[Property];
 /** The properties the lists read (the GraphQL Sync shows each): all but the write side's own. */
-export type SyncProperty = { [P in keyof Fields]: Fields[P] extends { graphql: unknown } ? P : never }[keyof Fields];
-type FilterProperty = { [P in keyof Fields]: Fields[P] extends { filter: true } ? P : never }[keyof Fields];
+export type SyncProperty = Where<{ graphql: unknown }>;
 type RestProperty = (typeof SYNC.rest)[number];
+type Snake<S extends string> = S extends `${infer H}${infer T}` ? `${H extends Lowercase<H> ? H : `_${Lowercase<H>}`}${Snake<T>}` : S;
 
-const entries = Object.entries(SYNC.fields) as [keyof Fields, SyncField][];
-
-/** How each column type arrives in binary COPY output (query/list-export.ts). */
+const entries = Object.entries(SYNC.fields) as [Property, SyncField][];
 const BINARY: Record<ColumnType, BinaryValue> = {
   text: 'text',
   sync_status: 'enum',
@@ -129,53 +86,49 @@ const BINARY: Record<ColumnType, BinaryValue> = {
 };
 const KIND: Partial<Record<ColumnType, ColumnKind>> = { text: 'string', sync_status: 'enum', timestamptz: 'dateTime', boolean: 'boolean' };
 
-/** `"<alias>"."<column>"`. */
-export function syncColumnSql(property: keyof Fields, alias: string): string {
-  return `"${alias}"."${SYNC.fields[property].column}"`;
+/** A property's column: the property in snake_case. */
+export function syncColumn(property: Property): string {
+  return property.replace(/[A-Z]/g, (letter) => `_${letter.toLowerCase()}`);
 }
 
 /** The filterable and sortable columns (query/columns.ts), against `alias`. */
-export function syncFilterColumns(alias: string): Record<FilterProperty, SqlColumn> {
-  const columns: Record<string, SqlColumn> = {};
-  for (const [property, field] of entries) {
-    if (!field.filter) continue;
-    const sql = syncColumnSql(property, alias);
-    const kind = KIND[field.type]!;
-    columns[property] =
-      field.type === 'sync_status' ? { sql, sqlType: field.type, kind, nullable: field.nullable } : { sql, kind, nullable: field.nullable };
-  }
-  return columns as Record<FilterProperty, SqlColumn>;
+export function syncFilterColumns(alias: string): Record<Where<{ filter: true }>, SqlColumn> {
+  const filterable = entries.filter(([, field]) => field.filter);
+  return Object.fromEntries(
+    filterable.map(([property, { type, nullable }]) => {
+      const column = { sql: `"${alias}"."${syncColumn(property)}"`, kind: KIND[type]!, nullable: nullable === true };
+      return [property, type === 'sync_status' ? { ...column, sqlType: type } : column];
+    }),
+  ) as Record<Where<{ filter: true }>, SqlColumn>;
 }
 
-/** Every listed property's column against `alias`, and how PostgreSQL sends it in binary. */
-export function syncListColumns(alias: string): Record<SyncProperty, { column: string; value: BinaryValue }> {
-  return Object.fromEntries(
-    entries
-      .filter(([, field]) => field.graphql)
-      .map(([property, field]) => [property, { column: syncColumnSql(property, alias), value: BINARY[field.type] }]),
-  ) as Record<SyncProperty, { column: string; value: BinaryValue }>;
+/** The properties the lists read, in the descriptor's order. */
+export const SYNC_PROPERTIES = entries.filter(([, field]) => field.graphql).map(([property]) => property as SyncProperty);
+
+/** How PostgreSQL sends a property's value in binary (query/list-export.ts): an export reads it so. */
+export function syncBinaryValue(property: Property): BinaryValue {
+  return BINARY[SYNC.fields[property].type];
 }
 
 /**
- * The select list of `properties` (every column when not given) against `alias`, each named as Prisma's Sync
- * names it, the enum as its label; a timestamp as text in the API's format when `timestampsAsText`, else as
- * stored (node-postgres and PGlite then hand over a Date).
+ * The SQL reading each of `properties` (every column when not given) against `alias`, the enum as its label; a
+ * timestamp as text in the API's format when `timestampsAsText`, else as stored (a Date then).
  */
 export function syncSelectSql(
   alias: string,
   timestampsAsText: boolean,
-  properties: readonly (keyof Fields)[] = Object.keys(SYNC.fields) as (keyof Fields)[],
-): Record<string, string> {
+  properties: readonly Property[] = Object.keys(SYNC.fields) as Property[],
+) {
   return Object.fromEntries(
     properties.map((property) => {
-      const column = syncColumnSql(property, alias);
-      const type = SYNC.fields[property].type;
+      const column = `"${alias}"."${syncColumn(property)}"`;
+      const { type } = SYNC.fields[property];
       return [
         property,
         type === 'timestamptz' && timestampsAsText ? timestampTextSql(column) : type === 'sync_status' ? `${column}::text` : column,
       ];
     }),
-  );
+  ) as Record<Property, string>;
 }
 
 /** The GraphQL field a REST member selects: the property, or its JSON text for a JSON column. */
@@ -183,28 +136,26 @@ export function restGraphqlField(property: RestProperty): string {
   return SYNC.fields[property].type === 'jsonb' ? `${property}Json` : property;
 }
 
-type RestValue<F extends SyncField> =
-  | (F['type'] extends 'boolean' ? boolean : F['type'] extends 'integer' ? number : F['type'] extends 'sync_status' ? SyncStatus : string)
-  | (F['nullable'] extends true ? null : never);
-
+type RestValue<F> = F extends { type: 'boolean' } ? boolean : F extends { type: 'sync_status' } ? SyncStatus : string;
 /** The REST sync record: the spec's members, timestamps in the API's text, JSON columns as their JSON text. */
-export type SyncRecord = { [P in RestProperty as Fields[P]['column']]: RestValue<Fields[P]> };
+export type SyncRecord = { [P in RestProperty as Snake<P>]: RestValue<Fields[P]> | (Fields[P] extends { nullable: true } ? null : never) };
 
 /** A sync row as written (Prisma's Sync shape, Dates) as the REST record. */
 export function syncRecordOf(run: { [P in RestProperty]: unknown }): SyncRecord {
   const record: Record<string, unknown> = {};
   for (const property of SYNC.rest) {
     const value = run[property];
-    const type = SYNC.fields[property].type;
-    record[SYNC.fields[property].column] =
+    const { type } = SYNC.fields[property];
+    record[syncColumn(property)] =
       type === 'timestamptz' ? (value ? formatTimestamp(value as Date) : null) : type === 'jsonb' ? JSON.stringify(value) : value;
   }
   return record as SyncRecord;
 }
 
-type SeededProperty = { [P in keyof Fields]: Fields[P] extends { seeded: false } ? never : P }[keyof Fields];
+/** The timestamps of a sync row. */
+export type SyncTimestamp = Where<{ type: 'timestamptz' }>;
+export const SYNC_TIMESTAMPS = entries.filter(([, field]) => field.type === 'timestamptz').map(([property]) => property as SyncTimestamp);
 
-/** The columns the seed's bulk loader writes, besides the tenant's: every one but those left to their default. */
-export const SEEDED_SYNC_COLUMNS = entries
-  .filter(([, field]) => field.seeded !== false)
-  .map(([property, { column, type }]) => ({ property: property as SeededProperty, column, type }));
+/** The properties the seed's bulk loader writes, besides the tenant: every one but those left to their default. */
+export const SEEDED_SYNC_PROPERTIES = entries.filter(([, field]) => field.seeded !== false).map(([property]) => property as Seeded);
+type Seeded = Exclude<Property, Where<{ seeded: false }>>;

@@ -10,14 +10,13 @@ import {
   readSync,
   readSyncPage,
   readSyncExportRows,
-  syncExportValue,
   SYNC_COLUMNS,
   type SyncListQuery,
   type SyncListRow,
   syncSearchSql,
 } from '../db/sync-queries.js';
 import type { Prisma } from '../generated/prisma/client.js';
-import { SYNC, type SyncProperty } from '../domain/sync-record.js';
+import { SYNC, type SyncField, type SyncProperty, syncBinaryValue } from '../domain/sync-record.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { filterColumns, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
@@ -123,14 +122,14 @@ export const Sync = builder.prismaObject('Sync', {
         checksumJson: jsonTextField('checksum'),
       },
     };
-    const scalars = { text: 'String', sync_status: SyncStatus, timestamptz: 'DateTime', boolean: 'Boolean', integer: 'Int' } as const;
+    const scalars = { text: 'String', sync_status: SyncStatus, timestamptz: 'DateTime', boolean: 'Boolean', integer: 'Int', jsonb: null };
     // Every other field a column's plain expose, as the descriptor (domain/sync-record.ts) says, in its order.
     return Object.fromEntries(
-      Object.entries(SYNC.fields).flatMap(([property, field]) => {
-        if (!('graphql' in field)) return [];
+      (Object.entries(SYNC.fields) as [string, SyncField][]).flatMap(([property, field]) => {
+        if (field.graphql === undefined) return [];
         if (field.graphql === 'custom') return Object.entries(custom[property]!);
-        const { type, description } = field.graphql as { type?: 'ID'; description?: string };
-        const options = { type: type ?? scalars[field.type as keyof typeof scalars], nullable: field.nullable, description };
+        const description = field.graphql === true ? undefined : field.graphql;
+        const options = { type: field.graphqlId ? 'ID' : scalars[field.type], nullable: field.nullable === true, description };
         return [[property, t.expose(property as never, options as never)]];
       }),
     ) as FieldMap;
@@ -263,7 +262,7 @@ builder.queryFields((t) => ({
           context.listExport,
           {
             batchRows: context.db.kind === 'pglite' ? WHOLE_BATCH_ROWS : undefined,
-            valueOf: (property) => syncExportValue(property as SyncProperty),
+            valueOf: (property) => syncBinaryValue(property as SyncProperty),
             read: (properties, after, take, onRow, room) =>
               readSyncExportRows(
                 raw,

@@ -1,6 +1,6 @@
 import type { RawSql } from '../db/client.js';
 import { ACTIVE_SYNC_STATUSES, LEASE_SECONDS } from '../domain/sync-lifecycle.js';
-import { SEEDED_SYNC_COLUMNS } from '../domain/sync-record.js';
+import { SEEDED_SYNC_PROPERTIES, SYNC, syncColumn } from '../domain/sync-record.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
 import { formatId } from '../prefixed-ids.js';
 import type { Rng } from './random.js';
@@ -195,14 +195,14 @@ export function generateSyncs(rng: Rng, spec: SyncHistorySpec): SyncRow[] {
   return [...syncHistory(rng, spec)];
 }
 
-const COLUMN_NAMES = SEEDED_SYNC_COLUMNS.map(({ column }) => column);
+const COLUMN_NAMES = SEEDED_SYNC_PROPERTIES.map(syncColumn);
+const typeOf = (property: (typeof SEEDED_SYNC_PROPERTIES)[number]) => SYNC.fields[property].type;
 
 /** A value as the text its column's parameter carries (cast back to the column's type by INSERT_SYNCS). */
-function asText(value: unknown, type: (typeof SEEDED_SYNC_COLUMNS)[number]['type']): string | null {
+function asText(value: unknown, type: ReturnType<typeof typeOf>): string | null {
   if (value === null) return null;
   if (type === 'timestamptz') return (value as Date).toISOString();
-  if (type === 'jsonb') return JSON.stringify(value);
-  return String(value);
+  return type === 'jsonb' ? JSON.stringify(value) : String(value);
 }
 
 // Every column travels as one text[] parameter: the statement text is fixed whatever the batch size (one
@@ -214,7 +214,7 @@ function asText(value: unknown, type: (typeof SEEDED_SYNC_COLUMNS)[number]['type
 const INSERT_SYNCS = `
 WITH "inserted" AS (
   INSERT INTO syncs (tenant_id, ${COLUMN_NAMES.join(', ')})
-  SELECT $1, ${SEEDED_SYNC_COLUMNS.map(({ column, type }) => (type === 'text' ? `t.${column}` : `t.${column}::${type}`)).join(', ')}
+  SELECT $1, ${SEEDED_SYNC_PROPERTIES.map((property) => `t.${syncColumn(property)}${typeOf(property) === 'text' ? '' : `::${typeOf(property)}`}`).join(', ')}
   FROM unnest(${COLUMN_NAMES.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${COLUMN_NAMES.join(', ')})
   ON CONFLICT (tenant_id, connection_id) WHERE status IN ('pending', 'in_progress') DO NOTHING
   RETURNING 1
@@ -227,13 +227,8 @@ SELECT count(*)::int AS "n" FROM "inserted"`;
  */
 export async function insertSyncs(sql: Pick<RawSql, 'query'>, tenantId: string, rows: SyncRow[]): Promise<number> {
   if (rows.length === 0) return 0;
-  const columns: (string | null)[][] = SEEDED_SYNC_COLUMNS.map(() => new Array<string | null>(rows.length));
-  rows.forEach((row, i) => {
-    if (row.tenantId !== tenantId) throw new Error(`sync ${row.id} belongs to another tenant`);
-    SEEDED_SYNC_COLUMNS.forEach(({ property, type }, c) => {
-      columns[c]![i] = asText(row[property], type);
-    });
-  });
+  for (const row of rows) if (row.tenantId !== tenantId) throw new Error(`sync ${row.id} belongs to another tenant`);
+  const columns = SEEDED_SYNC_PROPERTIES.map((property) => rows.map((row) => asText(row[property], typeOf(property))));
   const [result] = await sql.query<{ n: number }>(INSERT_SYNCS, [tenantId, ...columns]);
   return result?.n ?? 0;
 }
