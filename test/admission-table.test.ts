@@ -14,7 +14,7 @@ import { ADMISSION_CHECKS, SURFACES, type AdmissionCheck, type Surface } from '.
 import { createHttpServer } from '../src/http/http-server.js';
 import { attachGraphqlWebSocket, type WebSocketOptions } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
-import { pipelineOf, YOGA_ADMISSION, type Gateway } from '../src/http/yoga.js';
+import type { Gateway } from '../src/http/yoga.js';
 import { signInPaths } from '../src/rest/sign-in-openapi.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { capturingLogger, createTestGateway, gatewayOver, type LogLine, type TestGateway } from './fixtures/gateway.js';
@@ -719,30 +719,3 @@ function sseCode(text: string): string | undefined {
   }
   return undefined;
 }
-
-describe("yoga's pipeline, built from the list", () => {
-  it('implements every check: with a plugin, or with code it names', () => {
-    for (const check of ADMISSION_CHECKS) {
-      const implementation = YOGA_ADMISSION[check];
-      expect(implementation, `${check} has no entry in YOGA_ADMISSION (src/http/yoga.ts)`).toBeDefined();
-      expect((implementation.plugins?.length ?? 0) + (implementation.implementedBy?.trim() ? 1 : 0), check).toBeGreaterThan(0);
-    }
-  });
-
-  it("places each check's plugins in the list's order, each once, between the placed ones", () => {
-    const names = [...new Set(ADMISSION_CHECKS.flatMap((check) => YOGA_ADMISSION[check].plugins ?? []))];
-    const built = Object.fromEntries(names.map((name) => [name, { name }])) as unknown as Parameters<typeof pipelineOf>[0];
-    const marker = (name: string) => ({ name }) as unknown as Parameters<typeof pipelineOf>[1]['last'][number];
-    const order = pipelineOf(built, {
-      first: [marker('first')],
-      before: { 'rate-limit': [marker('before rate-limit')] },
-      last: [marker('last')],
-    }).map((plugin) => (plugin as { name: string }).name);
-    const expected = ['first'];
-    for (const check of ADMISSION_CHECKS) {
-      if (check === 'rate-limit') expected.push('before rate-limit');
-      for (const name of YOGA_ADMISSION[check].plugins ?? []) if (!expected.includes(name)) expected.push(name);
-    }
-    expect(order).toEqual([...expected, 'last']);
-  });
-});

@@ -241,7 +241,7 @@ describe('default limits admit every document this project ships', () => {
     }
   });
 
-  // What lets useLimits skip the cost walk for the REST routes' own documents (REST_DOCUMENTS in src/http/yoga.ts):
+  // What lets the document limits skip the cost walk for the REST routes' own documents (REST_DOCUMENTS in src/http/yoga.ts):
   // each is measured here at the largest page its route accepts.
   it('keeps every shipped document at most half the cost budget, with its largest page', () => {
     for (const { name, query, variables } of shippedDocuments()) {

@@ -32,7 +32,7 @@ export const builder = new SchemaBuilder<{
   },
   // Each field costs 1; a field's selection counts once per item its list may hold (see pageComplexity in
   // list.ts). The plugin only annotates the schema here: the budget is checked once per request, before
-  // execution, by useLimits (src/plugins/use-limits.ts), with the request's variables.
+  // execution, by the admission spine (src/http/admission.ts, document-limits), with the request's variables.
   complexity: { defaultComplexity: 1, defaultListMultiplier: UNBOUNDED_LIST_MULTIPLIER, disabled: true },
   scopeAuth: {
     authScopes: (context) => ({

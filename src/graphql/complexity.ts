@@ -1,7 +1,7 @@
 /**
  * How a GraphQL document's cost is estimated (@pothos/plugin-complexity): every selected field costs 1, and the
  * selection under a list counts once per item the list may hold. With every paginated list counted at its
- * limit, the cost is an upper bound of the values a response can contain, so the budget in useLimits is also
+ * limit, the cost is an upper bound of the values a response can contain, so the budget of the admission spine (document-limits) is also
  * the cap on a response's size.
  */
 

@@ -5,7 +5,7 @@ import { MAX_ID_LENGTH } from '../prefixed-ids.js';
  * The spec types ids as strings, so any string may be asked for: one that names nothing the caller can see
  * (another tenant's, deleted, or not in our `con_…` shape at all) is a 404 on REST and null on GraphQL. Only a
  * string that cannot be an id is a client error (400): longer than any id. NUL, which PostgreSQL text cannot
- * hold, is refused for every value by useLimits.
+ * hold, is refused for every value by the admission spine (document-limits).
  */
 export function assertIdLength(id: string, what: string): string {
   if (id.length > MAX_ID_LENGTH) {

@@ -2,21 +2,28 @@ import type { DocumentNode, GraphQLError } from 'graphql';
 import { requestCredential, viewerOf } from '../auth/request-viewers.js';
 import { clientAddressOf } from '../auth/session-cookie.js';
 import type { Viewer } from '../auth/viewer.js';
-import { ApiError, ERROR_CODES, isErrorCode } from '../errors.js';
+import { ApiError, ERROR_CODES, isErrorCode, newRequestId } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { credentialRequirementRefusal } from '../plugins/use-auth.js';
 import { isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from '../plugins/use-deadline.js';
-import { executionRefusal, paramsRefusal, type OperationArgs, type RequestLimits } from '../plugins/use-limits.js';
+import {
+  costRefusal,
+  executionRefusal,
+  paramsRefusal,
+  sizeRefusal,
+  type OperationArgs,
+  type RequestLimits,
+} from '../plugins/use-limits.js';
 import { routeOf, type GatewayMetrics, type OperationSurface } from '../plugins/use-metrics.js';
-import { budgetHeaders, type BudgetState, type RateCheck, type RateLimits } from '../plugins/use-rate-limit.js';
+import { budgetHeaders, isExempt, type BudgetState, type RateLimits } from '../plugins/use-rate-limit.js';
 import { logRequest } from '../plugins/use-request-log.js';
 import { securityHeaders } from '../plugins/use-security-headers.js';
 import type { Incoming } from './incoming-outgoing.js';
 
-// The admission spine: the one ordered list of checks every way in passes, and the functions that run them.
-// A transport (yoga's pipeline, the two direct HTTP paths, graphql-ws, the OAuth endpoints) is an adapter: it
-// reads its request into an `Incoming` (./incoming-outgoing.ts), the one request shape these functions read, and
-// calls them in the list's order; none decides a check itself.
+// The admission spine: the one ordered list of checks every way in passes, and the two functions that run it.
+// A transport (yoga's pipeline through ./use-admission.ts, the two direct HTTP paths, graphql-ws, SSE on yoga) is
+// an adapter: it reads its request into an `Incoming` (./incoming-outgoing.ts), calls `admit` on its arrival and
+// `settle` with its answer, and asks `operation` of each operation it runs; none decides a check itself.
 // docs/explanation/admission.md says why; docs/how-to/add-an-admission-check.md how to add one.
 
 /**
@@ -31,9 +38,9 @@ export type Surface = (typeof SURFACES)[number];
  * The checks, in the order they take hold of a request. Five wrap it: they start at its arrival, before anything
  * can refuse it, and act on its way out in this order (a late answer is replaced by the 503 first, so the codes,
  * the log line, the metrics and the headers are those of the answer sent). The others then refuse it on its way
- * in. Every transport follows this order: yoga's plugin list is built from it (YOGA_ADMISSION in ./yoga.ts), and
- * the direct paths and graphql-ws call the functions of `Admission` in it. A new check is one entry here and one
- * row in test/admission-table.test.ts, which fails until the row exists and yoga's pipeline implements it.
+ * in. `admit` and `settle` run them in this order for every transport; each one's steps are its row of CHECKS
+ * below. A new check is its implementation, one entry here with its row, and one row in
+ * test/admission-table.test.ts, which fails until the row exists.
  */
 export const ADMISSION_CHECKS = [
   /** The Host header is a plain host[:port], so the origin of Location and `docs` links is this server's (400). */
@@ -89,59 +96,123 @@ export interface AdmissionParts {
   cors: boolean;
 }
 
-/** One operation's or request's outcome, for its log line and its metrics. */
-export interface Outcome {
-  requestId: string;
-  method: string;
-  pathname: string;
+/** One request (or WebSocket operation) from its arrival to its answer: what the checks found, for the later ones. */
+export interface Ticket {
+  readonly incoming: Incoming;
+  readonly surface: Surface;
+  readonly pathname: string;
+  /** Path plus query string, in characters (the size check's). */
+  readonly urlLength: number;
+  readonly requestId: string;
+  /** performance.now() at its arrival. */
+  readonly startedAt: number;
+  readonly deadline: Deadline;
+  /** The client's address (a trusted proxy's X-Forwarded-For hop under TRUST_PROXY), for the per-address budget. */
+  readonly clientAddress: string;
+  /**
+   * The viewer: looked up by the first call, within the deadline, and shared (the rate limit, the context and the
+   * log line). No credential is null; a refused one (401, a cross-site cookie's 403) rejects.
+   */
+  viewer(): Promise<Viewer | null>;
+  /** The credential presented, once the lookup has started. */
+  authorization: string | null;
+  /** The viewer once looked up, without waiting: undefined before that or when refused. */
+  resolved: Viewer | null | undefined;
+  /** The rate limit's budget, for the answer's headers. */
+  budget: BudgetState | undefined;
+  /** Whether `admit` has run its request checks (a ticket carried to yoga is not admitted twice). */
+  admitted: boolean;
+}
+
+/** An operation about to run, for the operation checks. */
+export interface Operation {
+  args: OperationArgs;
+  viewer: Viewer | null;
+  /** The server's own REST documents: bounded in cost by construction. */
+  bounded: boolean;
+  subscription?: boolean;
+}
+
+/** An answer, as `settle` reads it. */
+export interface Answer {
   status: number;
-  startedAt: number;
-  viewer: Viewer | null | undefined;
+  /** The answer's Content-Type ('' for none). */
+  contentType: string;
+  /** The Vary and Cache-Control it already has (null: none). */
+  vary?: string | null;
+  cacheControl?: string | null;
+  /**
+   * Replaces an answer ready only past the deadline with the 503 `error`, and returns the answer it became;
+   * without it a late answer is left as it is (a graphql-ws result with errors).
+   */
+  late?: (error: ApiError) => Answer;
+}
+
+/** An answer settled: its status and the headers the checks add (lower-case names, as yoga's Headers send them). */
+export interface Settled {
+  status: number;
+  headers: Record<string, string>;
+}
+
+/**
+ * A check's steps, each run by the spine's functions in the order of ADMISSION_CHECKS: `arrive` on arrival (the
+ * checks that wrap a request), `admit` of the request (a refusal ends it), `params` of a GraphQL request's
+ * parameters before parsing, `operation` of each operation about to run, and `settle` of the answer.
+ */
+interface Check {
+  admit?(ticket: Ticket): ApiError | null | Promise<ApiError | null>;
+  params?(query: unknown, variables: unknown): GraphQLError | null;
+  operation?(operation: Operation): GraphQLError | null;
+  settle?(ticket: Ticket, settling: Settled & { answer: Answer }): void;
 }
 
 /** yoga's masking message (maskedErrors.errorMessage). */
 export const MASKED_MESSAGE = 'Unexpected error.';
 
-/**
- * The spine's functions, bound to one gateway's parts: what every adapter calls, in the order of ADMISSION_CHECKS.
- * yoga's plugins call the same plain functions these wrap.
- */
+/** What arrives: a request id and a deadline a transport started already (yoga's, or a ticket's it carries on). */
+export interface Arrival {
+  requestId?: string;
+  deadline?: Deadline;
+  /** The request's URL, when the transport has parsed it. */
+  url?: URL;
+}
+
+/** The spine, bound to one gateway's parts: what every adapter calls. */
 export interface Admission {
   readonly limits: RequestLimits;
   /** Whether CORS is on: the direct paths leave a cross-origin request to yoga's CORS handling. */
   readonly cors: boolean;
-  /** deadline: starts the time limit of a request or an operation, on its arrival. */
-  deadline(): Deadline;
-  /** deadline: the 503 that replaces an answer ready only past its time limit; null within it. */
-  lateRefusal(deadline: Deadline): ApiError | null;
+  /** The wrapping checks start (deadline, request id, log and metrics clocks): the ticket, not yet admitted. */
+  arrive(incoming: Incoming, surface: Surface, arrival?: Arrival): Ticket;
+  /**
+   * The request's checks in the list's order (on a ticket `arrive` made, or on arrival): the first refusal, or
+   * null when admitted. A refused credential is not a refusal here: the request is counted by its address, and
+   * `ticket.viewer()` rejects where the transport builds its context.
+   */
+  admit(ticket: Ticket): Promise<ApiError | null>;
+  /** document-limits: a GraphQL request's parameters before parsing: token count and variable nesting (400). */
+  params(query: unknown, variables: unknown): GraphQLError | null;
+  /** The operation checks in the list's order: the first refusal, or null when it may run. */
+  operation(operation: Operation): GraphQLError | null;
+  /** The answer's checks in the list's order: the late 503, the request id, log line, metrics and headers. */
+  settle(ticket: Ticket, answer: Answer): Settled;
   /** error-masking: what an error may show (a GraphQLError as it is; anything else a code, never a stack). */
   mask(error: unknown): GraphQLError;
   /** metrics: counts an operation under `surface`; the function returned records its outcome. */
   operationStarted(document: DocumentNode, operationName: string | null | undefined, surface: OperationSurface): (result: unknown) => void;
-  /** security-headers (and the rate budget's): an answer's headers by its content type, lower-case names. */
-  headers(contentType: string, budget: BudgetState | undefined): Record<string, string>;
+  /** security-headers: an answer's headers by its content type, for an answer written outside `settle` (OAuth). */
+  headers(contentType: string): Record<string, string>;
   /** credential: what a request presents (Authorization, or the session cookie past its cross-site checks). */
   presented(incoming: Incoming, surface?: 'websocket'): string | null;
-  /**
-   * rate-limit and size: the address a request came from, for the budget of a request without a credential and the
-   * per-address caps: the socket's, or the last hop a trusted proxy (TRUST_PROXY) appended to X-Forwarded-For.
-   */
+  /** The client's address: the socket's, or the last hop a trusted proxy (TRUST_PROXY) appended to X-Forwarded-For. */
   clientAddress(incoming: Pick<Incoming, 'header' | 'remoteAddress'>): string;
-  /** credential: of an Authorization value: null without one; a refused one throws 401. Within `deadline` when given. */
-  credential(authorization: string | null, deadline?: Deadline): Promise<Viewer | null>;
-  /** rate-limit: counts a request or an operation; null when not counted (exempt path, store down, limits off). */
-  rateLimit(pathname: string, viewer: Viewer | null, clientAddress: string): Promise<RateCheck | null>;
-  /** document-limits: a GraphQL request's parameters before parsing: token count and variable nesting (400). */
-  params(query: unknown, variables: unknown): GraphQLError | null;
-  /**
-   * document-limits: an operation about to run: its variables' text, and its cost unless `bounded` (the server's
-   * own REST documents, bounded by construction).
-   */
-  operationRefusal(args: OperationArgs, bounded: boolean): GraphQLError | null;
-  /** credential-requirement: an operation asking for data without a credential (401). */
-  credentialRequirement(document: DocumentNode, operationName: string | null | undefined, viewer: Viewer | null): GraphQLError | null;
-  /** request-log and metrics: the log line and the request metrics. */
-  done(outcome: Outcome): void;
+  /** credential: of an Authorization value: null without one; a refused one throws 401. */
+  credential(authorization: string | null): Promise<Viewer | null>;
+  /** rate-limit: counts a graphql-ws connection_init refused, by its address (null: not counted). */
+  rateLimitAddress(pathname: string, clientAddress: string): Promise<ApiError | null>;
+  /** A ticket handed on with `request` (a request the direct GraphQL path read and leaves to yoga). */
+  carry(request: Request, ticket: Ticket): void;
+  carried(request: Request): Ticket | undefined;
 }
 
 export function createAdmission(parts: AdmissionParts): Admission {
@@ -156,32 +227,168 @@ export function createAdmission(parts: AdmissionParts): Admission {
     }
     return headers;
   };
+  const clientAddress = (incoming: Pick<Incoming, 'header' | 'remoteAddress'>) =>
+    clientAddressOf(incoming, incoming.remoteAddress, proxyPolicy);
+  const presented = (incoming: Incoming, surface?: 'websocket') => requestCredential(incoming, credentials, surface);
+
+  // Each check's steps: its row. `admit`, `params`, `operation` and `settle` run them in the list's order.
+  const CHECKS: Record<AdmissionCheck, Check> = {
+    host: { admit: (ticket) => hostRefusal(ticket.incoming.header('host')) },
+    // Started on arrival (arrive); a late answer is replaced first, so every later step sees the 503.
+    deadline: {
+      settle(ticket, settling) {
+        ticket.deadline.end();
+        const { answer } = settling;
+        if (answer.status === 503 || !answer.late || !isPastDeadline(ticket.deadline)) return;
+        settling.answer = answer.late(timeoutError());
+        settling.status = settling.answer.status;
+      },
+    },
+    // Errors are masked where they are raised (mask, below; yoga's maskedErrors); the answer names the request.
+    'error-masking': {
+      settle(ticket, { headers }) {
+        headers['x-request-id'] = ticket.requestId;
+      },
+    },
+    'request-log': {
+      settle(ticket, { status }) {
+        const { requestId, incoming, pathname, startedAt, resolved } = ticket;
+        logRequest(logger, {
+          requestId,
+          method: incoming.method,
+          pathname,
+          route: routeOf(pathname),
+          status,
+          startedAt,
+          tenantId: resolved?.tenantId,
+        });
+      },
+    },
+    metrics: {
+      settle(ticket, { status }) {
+        metrics.requestDone(ticket.incoming.method, routeOf(ticket.pathname), status, ticket.startedAt);
+      },
+    },
+    'security-headers': {
+      settle(_ticket, { answer: { contentType, vary, cacheControl }, headers: settled }) {
+        const headers =
+          (vary ?? null) === null && (cacheControl ?? null) === null
+            ? securityHeadersOf(contentType)
+            : lowerCased(securityHeaders(contentType, { cors, vary: vary ?? null, cacheControl: cacheControl ?? null }));
+        Object.assign(settled, headers);
+      },
+    },
+    size: {
+      admit: ({ incoming, urlLength }) => sizeRefusal(urlLength, incoming.header('content-length'), limits),
+    },
+    // The lookup starts when the rate limit or the context first asks (ticket.viewer).
+    credential: {},
+    'rate-limit': {
+      async admit(ticket) {
+        if (!rateLimits || isExempt(ticket.pathname)) return null;
+        // A refused credential counts against the client's address.
+        const viewer = await ticket.viewer().catch(() => null);
+        const check = await rateLimits.check(ticket.pathname, viewer, ticket.clientAddress);
+        ticket.budget = check?.state;
+        return check?.refusal ?? null;
+      },
+      settle(ticket, { headers }) {
+        if (ticket.budget) Object.assign(headers, lowerCased(budgetHeaders(ticket.budget)));
+      },
+    },
+    'document-limits': {
+      params: (query, variables) => paramsRefusal(query, variables, limits.maxTokens),
+      operation: ({ args, bounded, subscription }) =>
+        subscription ? (bounded ? null : costRefusal(args, limits.maxCost)) : executionRefusal(args, limits.maxCost, bounded),
+    },
+    'credential-requirement': {
+      operation: ({ args, viewer }) => credentialRequirementRefusal(args.document, args.operationName, viewer),
+    },
+    // Leased from the governor as a stream opens (graphql/live.ts, rest/export.ts), by the request's owner.
+    'stream-caps': {},
+  };
+  const rows = ADMISSION_CHECKS.map((check) => CHECKS[check]);
+  const admitSteps = rows.flatMap((row) => (row.admit ? [row.admit] : []));
+  const paramsSteps = rows.flatMap((row) => (row.params ? [row.params] : []));
+  const operationSteps = rows.flatMap((row) => (row.operation ? [row.operation] : []));
+  const settleSteps = rows.flatMap((row) => (row.settle ? [row.settle] : []));
+  const tickets = new WeakMap<Request, Ticket>();
+
   return {
     limits,
     cors,
-    deadline: () => startDeadline(limits.timeoutMs),
-    lateRefusal: (deadline) => (isPastDeadline(deadline) ? timeoutError() : null),
+    arrive(incoming, surface, arrival = {}) {
+      const deadline = arrival.deadline ?? startDeadline(limits.timeoutMs);
+      const url = arrival.url ?? new URL(incoming.url);
+      let lookup: Promise<Viewer | null> | undefined;
+      let address: string | undefined;
+      const ticket: Ticket = {
+        incoming,
+        surface,
+        pathname: url.pathname,
+        urlLength: url.pathname.length + url.search.length,
+        requestId: arrival.requestId ?? newRequestId(),
+        startedAt: performance.now(),
+        deadline,
+        get clientAddress() {
+          address ??= clientAddress(incoming);
+          return address;
+        },
+        authorization: null,
+        resolved: undefined,
+        budget: undefined,
+        admitted: false,
+        viewer: () => {
+          lookup ??= (async () => {
+            ticket.authorization = presented(incoming, surface === 'graphql-ws' ? 'websocket' : undefined);
+            const viewer = await withinDeadline(deadline, viewerOf(ticket.authorization, credentials));
+            ticket.resolved = viewer;
+            return viewer;
+          })();
+          return lookup;
+        },
+      };
+      return ticket;
+    },
+    async admit(ticket) {
+      if (ticket.admitted) return null;
+      ticket.admitted = true;
+      for (const step of admitSteps) {
+        const refusal = await step(ticket);
+        if (refusal) return refusal;
+      }
+      return null;
+    },
+    params(query, variables) {
+      for (const step of paramsSteps) {
+        const refusal = step(query, variables);
+        if (refusal) return refusal;
+      }
+      return null;
+    },
+    operation(operation) {
+      for (const step of operationSteps) {
+        const refusal = step(operation);
+        if (refusal) return refusal;
+      }
+      return null;
+    },
+    settle(ticket, answer) {
+      const settling = { answer, status: answer.status, headers: {} };
+      for (const step of settleSteps) step(ticket, settling);
+      return { status: settling.status, headers: settling.headers };
+    },
     // yoga types the masking function's result as Error; it returns GraphQL errors.
     mask: (error) => maskError(error, MASKED_MESSAGE) as GraphQLError,
     operationStarted: (document, operationName, surface) => metrics.operationStarted(document, operationName, surface),
-    headers: (contentType, budget) =>
-      budget ? { ...securityHeadersOf(contentType), ...lowerCased(budgetHeaders(budget)) } : securityHeadersOf(contentType),
-    clientAddress: (incoming) => clientAddressOf(incoming, incoming.remoteAddress, proxyPolicy),
-    presented: (incoming, surface) => requestCredential(incoming, credentials, surface),
-    credential: (authorization, deadline) => {
-      const lookup = viewerOf(authorization, credentials);
-      return deadline ? withinDeadline(deadline, lookup) : lookup;
-    },
-    rateLimit: async (pathname, viewer, clientAddress) => (rateLimits ? rateLimits.check(pathname, viewer, clientAddress) : null),
-    params: (query, variables) => paramsRefusal(query, variables, limits.maxTokens),
-    operationRefusal: (args, bounded) => executionRefusal(args, limits.maxCost, bounded),
-    credentialRequirement: credentialRequirementRefusal,
-    done({ requestId, method, pathname, status, startedAt, viewer }) {
-      const route = routeOf(pathname);
-      if (logger.isLevelEnabled('info'))
-        logRequest(logger, { requestId, method, pathname, route, status, startedAt, tenantId: viewer?.tenantId ?? undefined });
-      metrics.requestDone(method, route, status, startedAt);
-    },
+    headers: securityHeadersOf,
+    presented,
+    clientAddress,
+    credential: (authorization) => viewerOf(authorization, credentials),
+    rateLimitAddress: async (pathname, address) =>
+      rateLimits ? ((await rateLimits.check(pathname, null, address))?.refusal ?? null) : null,
+    carry: (request, ticket) => void tickets.set(request, ticket),
+    carried: (request) => tickets.get(request),
   };
 }
 

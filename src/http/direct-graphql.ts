@@ -4,6 +4,7 @@ import { processRegularResult } from 'graphql-yoga';
 import type { Viewer } from '../auth/viewer.js';
 import { idempotencyOf, type Context } from '../context.js';
 import { withStatementSignal } from '../db/cancellation.js';
+import { statusOf, type Ticket } from './admission.js';
 import { executeDirectly, type DirectPathOptions } from './direct-execution.js';
 import {
   CLIENT_CLOSED_REQUEST,
@@ -14,12 +15,11 @@ import {
   type Incoming,
   type Outgoing,
 } from './incoming-outgoing.js';
-import { newRequestId, type ApiError } from '../errors.js';
+import type { ApiError } from '../errors.js';
 import { jsonBytes } from '../json-bytes.js';
 import { introspects } from '../graphql/compiled-execution.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { earlyErrorResponse } from '../plugins/error-response.js';
-import type { BudgetState } from '../plugins/use-rate-limit.js';
 import { recodeResultErrors } from '../plugins/use-request-error-codes.js';
 import type { ValidatedDocuments } from '../plugins/use-validated-documents.js';
 import { markReadOnly } from '../db/read-routing.js';
@@ -29,17 +29,17 @@ import { markReadOnly } from '../db/read-routing.js';
 // yoga's request pipeline: its fetch-API request and response objects, envelop's per-request hooks and yoga's
 // request parsing and content negotiation cost ~0.3 ms of CPU a request, as much as a small query itself
 // (docs/explanation/performance.md). As on the direct REST path (src/http/direct-rest.ts), every check is the admission spine's
-// (./admission.ts), called in the order of ADMISSION_CHECKS: the same functions yoga's plugins call (the time
-// limit, the credential and its requirement, the rate limit, the variables' and the cost limits, error masking,
-// the log line, metrics and the security headers); the answer is yoga's (processRegularResult when it holds
-// errors), its error codes use-request-error-codes'.
+// (./admission.ts): `admit`, `operation` and `settle`, the calls yoga's pipeline makes (the time limit, the
+// credential and its requirement, the rate limit, the variables' and the cost limits, error masking, the log
+// line, metrics and the security headers); the answer is yoga's (processRegularResult when it holds errors),
+// its error codes use-request-error-codes'.
 //
 // The path takes only what it can answer exactly as yoga would, and hands everything else to yoga: another
 // method, path, media type or Accept, a cross-origin request under CORS, a body without Content-Length or over
 // the limit, a body that is not a plain {query, variables?, operationName?} object, a document yoga has not
 // validated, a mutation, subscription or schema query, variables or a cost a limit refuses, a request without a
-// credential that asks for data, or a credential that is refused. A body it has read goes to yoga as it came;
-// those decisions all come before the rate limit counts the request, so no request is counted twice.
+// credential that asks for data, or a credential that is refused. A body it has read goes to yoga as it came,
+// with its ticket: yoga keeps its deadline and, once the rate limit has counted it, does not count it again.
 // test/direct-graphql.test.ts compares the answers of both paths.
 
 export interface DirectGraphQLOptions extends DirectPathOptions {
@@ -68,9 +68,10 @@ interface Taken {
   length: number;
 }
 
-/** A request read, to be answered by yoga after all. */
+/** A request read, to be answered by yoga after all, with its ticket (its deadline, and its count if admitted). */
 interface Fallback {
   fallback: Uint8Array<ArrayBuffer>;
+  ticket: Ticket;
 }
 
 export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQL {
@@ -97,11 +98,32 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
     return { url, accepted, length: Number(length) };
   }
 
-  // The checks of the spine in its order (ADMISSION_CHECKS); host and size were checked before (node:http, take()).
+  // admit and settle run the spine's checks in their order (host and size hold already: node:http, take()).
   async function answer(incoming: Incoming, taken: Taken): Promise<Outgoing | Fallback> {
-    const startedAt = performance.now();
-    // From arrival, as useDeadline's: reading the body is part of the request's time.
-    const deadline = admission.deadline();
+    // From arrival: reading the body is part of the request's time. A request left to yoga keeps its ticket.
+    const ticket = admission.arrive(incoming, 'graphql-http', { url: taken.url });
+    const fallback = (bytes: Uint8Array<ArrayBuffer>): Fallback => {
+      counts.handedToYoga += 1;
+      return { fallback: bytes, ticket };
+    };
+    /** The answer's common headers, its log line and its metrics; a late one is the 503 (use-deadline). */
+    const finish = async (outgoing: Outgoing, sent = true): Promise<Outgoing> => {
+      let late: ApiError | undefined;
+      const settled = admission.settle(ticket, {
+        status: outgoing.status,
+        contentType: outgoing.headers['content-type'] ?? '',
+        late: sent
+          ? (error) => {
+              late = error;
+              return { status: statusOf(error), contentType: JSON_TYPE };
+            }
+          : undefined,
+      });
+      const answered = late ? await early(taken, late) : outgoing;
+      answered.headers = { ...answered.headers, ...settled.headers };
+      counts.answered += 1;
+      return answered;
+    };
     try {
       let bytes: Uint8Array<ArrayBuffer>;
       try {
@@ -109,86 +131,54 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       } catch (error) {
         if (!incoming.gone()) throw error;
         // Its log line and metrics say so; nothing can be sent.
-        return finish({ status: CLIENT_CLOSED_REQUEST, headers: {}, body: null }, newRequestId(), undefined, null);
+        return finish({ status: CLIENT_CLOSED_REQUEST, headers: {}, body: null }, false);
       }
-      const fallback = (): Fallback => {
-        counts.handedToYoga += 1;
-        return { fallback: bytes };
-      };
       const request = parseRequest(bytes);
       const document = request && options.validated.get(request.query);
-      if (!request || !document) return fallback();
+      if (!request || !document) return fallback(bytes);
       const { operationName, variables } = request;
       const operation = getOperationAST(document, operationName);
-      if (operation?.operation !== 'query' || introspects(document)) return fallback();
+      if (operation?.operation !== 'query' || introspects(document)) return fallback(bytes);
       markReadOnly();
-      const args = { schema: options.schema, document, operationName, variableValues: variables, contextValue: {} };
-      // document-limits, decided before the rate limit counts the request; a refusal is yoga's to answer. The
-      // document's tokens were counted when yoga validated it (useLimits' onParams), so only its variables are.
-      if (admission.params(null, variables) || admission.operationRefusal(args, false)) return fallback();
-
-      let authorization: string | null = null;
-      let viewer: Viewer | null = null;
-      let outgoing: Outgoing | undefined;
+      // A refusal of the request's checks (the rate limit) is answered here, as yoga's pipeline would.
+      const refusal = await admission.admit(ticket);
+      if (refusal) return finish(await early(taken, refusal));
+      let viewer: Viewer | null;
       try {
-        viewer = await (async () => {
-          authorization = admission.presented(incoming);
-          return admission.credential(authorization, deadline);
-        })();
+        viewer = await ticket.viewer();
       } catch (error) {
-        // A refused credential is yoga's to answer (and to count by address); a lookup past the time limit is the 503.
-        if (!deadline.aborted) return fallback();
-        outgoing = await early(taken, error as ApiError);
+        // A refused credential is yoga's to answer (counted once: the ticket is admitted); past the time limit, the 503.
+        if (!ticket.deadline.aborted) return fallback(bytes);
+        return finish(await early(taken, error as ApiError));
       }
-      if (!outgoing && admission.credentialRequirement(document, operationName, viewer)) return fallback();
-
-      const requestId = newRequestId();
-      let budget: BudgetState | undefined;
-      if (!outgoing) {
-        const clientAddress = admission.clientAddress(incoming);
-        const check = await admission.rateLimit(taken.url.pathname, viewer, clientAddress);
-        budget = check?.state;
-        if (check?.refusal) {
-          outgoing = await early(taken, check.refusal);
-        } else {
-          const context: Context = {
-            ...options.contextBase,
-            viewer,
-            requestId,
-            clientAddress,
-            idempotency: idempotencyOf(incoming.header('idempotency-key')),
-            authorization,
-          };
-          const args = { document, operationName, variableValues: variables, contextValue: context };
-          const result = await withStatementSignal(deadline, () => executeDirectly(options, deadline, args, 'graphql'));
-          recodeResultErrors(result);
-          // An answer ready only past the time limit is the 503 (use-deadline).
-          const late = admission.lateRefusal(deadline);
-          outgoing = late ? await early(taken, late) : await answerOf(result, taken.accepted);
-        }
-      }
-      return finish(outgoing, requestId, budget, viewer);
-    } finally {
-      deadline.end();
-    }
-
-    /** The answer's common headers, its log line and its metrics. */
-    function finish(outgoing: Outgoing, requestId: string, budget: BudgetState | undefined, viewer: Viewer | null): Outgoing {
-      outgoing.headers = {
-        ...outgoing.headers,
-        'x-request-id': requestId,
-        ...admission.headers(outgoing.headers['content-type'] ?? '', budget),
-      };
-      admission.done({ requestId, method: 'POST', pathname: taken.url.pathname, status: outgoing.status, startedAt, viewer });
-      counts.answered += 1;
-      return outgoing;
+      // The operation's checks: a refusal is yoga's to answer. The document's tokens were counted when yoga
+      // validated it, so only its variables are.
+      const args = { schema: options.schema, document, operationName, variableValues: variables, contextValue: {} };
+      if (admission.params(null, variables) || admission.operation({ args, viewer, bounded: false })) return fallback(bytes);
+      const { requestId, clientAddress, authorization } = ticket;
+      const idempotency = idempotencyOf(incoming.header('idempotency-key'));
+      const context: Context = { ...options.contextBase, viewer, requestId, clientAddress, idempotency, authorization };
+      const execution = { document, operationName, variableValues: variables, contextValue: context };
+      const result = await withStatementSignal(ticket.deadline, () => executeDirectly(options, ticket.deadline, execution, 'graphql'));
+      recodeResultErrors(result);
+      return finish(await answerOf(result, taken.accepted));
+    } catch (error) {
+      ticket.deadline.end();
+      throw error;
     }
   }
 
-  /** A refusal before or instead of execution (rate limit, deadline), as the plugins answer it (earlyErrorResponse). */
+  /** A refusal before or instead of execution (rate limit, deadline), as yoga answers it (earlyErrorResponse). */
   async function early(taken: Taken, error: ApiError): Promise<Outgoing> {
     const request = new Request(taken.url, { method: 'POST', headers: { accept: taken.accepted } });
     return outgoingOf(earlyErrorResponse(request, error, globalThis));
+  }
+
+  /** The request as it came, with the body already read, for yoga: its ticket goes with it. */
+  function handOver(headers: Iterable<[string, string]>, { fallback, ticket }: Fallback): Request {
+    const request = requestOf(ticket.incoming.url, headers, fallback);
+    admission.carry(request, ticket);
+    return request;
   }
 
   return {
@@ -198,9 +188,7 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       const taken = take(incoming);
       if (!taken) return false;
       const answered = answer(incoming, taken).then(async (outcome) =>
-        'fallback' in outcome
-          ? outgoingOf(await options.yoga(requestOf(incoming.url, nodeHeaders(req), outcome.fallback), { req, res }))
-          : outcome,
+        'fallback' in outcome ? outgoingOf(await options.yoga(handOver(nodeHeaders(req), outcome), { req, res })) : outcome,
       );
       sendOnNode(res, answered, logger, 'direct GraphQL answer failed');
       return true;
@@ -210,7 +198,7 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       const taken = take(incoming);
       if (!taken) return null;
       return answer(incoming, taken).then((outcome) =>
-        'fallback' in outcome ? options.yoga(requestOf(incoming.url, request.headers, outcome.fallback), {}) : responseOf(outcome),
+        'fallback' in outcome ? options.yoga(handOver(request.headers, outcome), {}) : responseOf(outcome),
       );
     },
   };

@@ -1,10 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Viewer } from '../auth/viewer.js';
 import { idempotencyOf, type Context } from '../context.js';
 import { withStatementSignal } from '../db/cancellation.js';
-import { newRequestId } from '../errors.js';
 import { jsonBytes } from '../json-bytes.js';
-import { lowerCased } from './admission.js';
+import { lowerCased, type Answer } from './admission.js';
 import { executeDirectly, type DirectPathOptions } from './direct-execution.js';
 import {
   CLIENT_CLOSED_REQUEST,
@@ -16,7 +14,6 @@ import {
   type Outgoing,
 } from './incoming-outgoing.js';
 import { INTEGRATIONS_BASE, withoutTrailingSlash } from '../paths.js';
-import type { BudgetState } from '../plugins/use-rate-limit.js';
 import { JSON_CONTENT_TYPE } from '../plugins/json-response.js';
 import { withIdempotency } from '../plugins/use-rest.js';
 import type { CompiledRoute } from '../rest/compile-routes.js';
@@ -37,8 +34,8 @@ import {
 // yoga's request pipeline, its fetch-API request and response objects and envelop's per-request hooks, which cost
 // more CPU than a read itself (docs/explanation/performance.md). The route still runs its fixed, pre-validated GraphQL document
 // against the same schema, through rest/handler.ts like every route (its body read and checked there, its
-// Idempotency-Key kept by use-rest's withIdempotency). Every check is the admission spine's (./admission.ts), called
-// in the order of ADMISSION_CHECKS: the same functions yoga's plugins call, so none is written here. A request this
+// Idempotency-Key kept by use-rest's withIdempotency). Every check is the admission spine's (./admission.ts): the
+// request is admitted and its answer settled by the same two calls yoga's pipeline makes, so none is written here. A request this
 // path does not take (HEAD or a method no route has, an event stream, a cross-origin request under CORS, an
 // oversized URL or declared body, a GET with a body, a path no route of its method has) goes through yoga's
 // pipeline as before; test/direct-rest.test.ts checks that both answer alike.
@@ -92,36 +89,25 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
     return null;
   }
 
-  // The checks of the spine in its order (ADMISSION_CHECKS); host and size were checked before (node:http, take()).
+  // admit and settle run the spine's checks in their order (host and size hold already: node:http, take()).
   async function answer(incoming: Incoming, taken: NonNullable<ReturnType<typeof take>>): Promise<Outgoing> {
-    const startedAt = performance.now();
-    const deadline = admission.deadline();
-    const requestId = newRequestId();
+    const ticket = admission.arrive(incoming, 'rest', { url: taken.url });
+    const { requestId, deadline } = ticket;
     const target: ResponseTarget = { requestId, origin: taken.url.origin };
-    let viewer: Viewer | null | undefined;
-    let budget: BudgetState | undefined;
     let response: RestResponse;
     try {
       response = await withStatementSignal(deadline, async () => {
-        let authorization: string | null = null;
-        // One lookup for the rate limit and the context, within the request's time (as RequestViewers does); a
-        // cross-site session cookie throws (403) in it, as a refused credential does.
-        const lookup = (async () => {
-          authorization = admission.presented(incoming);
-          viewer = await admission.credential(authorization, deadline);
-          return viewer;
-        })();
-        lookup.catch(() => undefined);
-        const clientAddress = admission.clientAddress(incoming);
-        const check = await admission.rateLimit(taken.pathname, await lookup.catch(() => null), clientAddress);
-        budget = check?.state;
-        if (check?.refusal) return graphqlErrorResponse(check.refusal, target);
+        const refusal = await admission.admit(ticket);
+        if (refusal) return graphqlErrorResponse(refusal, target);
         const runner: OperationRunner<Context> = {
           context: async () => {
             try {
+              // A refused credential (401, a cross-site session cookie's 403) is the route's answer.
+              const viewer = await ticket.viewer();
+              const { clientAddress, authorization } = ticket;
               return {
                 ...options.contextBase,
-                viewer: await lookup,
+                viewer,
                 requestId,
                 clientAddress,
                 idempotency: idempotencyOf(incoming.header('idempotency-key')),
@@ -131,9 +117,12 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
               throw admission.mask(error);
             }
           },
-          // document-limits: the route's document is bounded by construction; its variables' text is checked.
-          execute: (args) =>
-            executeDirectly(options, deadline, args, 'rest', admission.operationRefusal({ schema: options.schema, ...args }, true)),
+          // The route's document is bounded by construction; its variables' text and the credential it needs are checked.
+          execute: (args) => {
+            const viewer = (args.contextValue as Context).viewer;
+            const refusal = admission.operation({ args: { schema: options.schema, ...args }, viewer, bounded: true });
+            return executeDirectly(options, deadline, args, 'rest', refusal);
+          },
         };
         const input: RouteInput = { header: incoming.header, body: incoming.body };
         const { response, context } = await runRoute(
@@ -148,24 +137,25 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
       response = incoming.gone()
         ? errorResponse('INTERNAL', 'The client closed the request', target, { status: CLIENT_CLOSED_REQUEST })
         : unexpectedErrorResponse(logger, error, target);
-    } finally {
-      deadline.end();
     }
-    // An answer ready only past the time limit is replaced by the 503, keeping its other headers (use-deadline).
-    const late = response.status === 503 ? null : admission.lateRefusal(deadline);
-    if (late) {
-      const refused = graphqlErrorResponse(late, target);
-      response = { ...refused, headers: { ...response.headers, ...refused.headers } };
-    }
+    const answerOf = ({ status }: RestResponse): Answer => ({
+      status,
+      contentType: status === 204 ? '' : JSON_CONTENT_TYPE,
+      // An answer ready only past the time limit is replaced by the 503, keeping its other headers.
+      late(error) {
+        const refused = graphqlErrorResponse(error, target);
+        response = { ...refused, headers: { ...response.headers, ...refused.headers } };
+        return answerOf(response);
+      },
+    });
+    const settled = admission.settle(ticket, answerOf(response));
     const body = response.status === 204 ? null : jsonBytes(response.body);
-    // Lower-case names, as yoga's Headers send them; later ones win, as the plugins' onResponse hooks set them.
+    // Lower-case names, as yoga's Headers send them; the spine's last, as yoga's onResponse sets them.
     const headers: Record<string, string> = {
       ...(body === null ? {} : { 'content-type': JSON_CONTENT_TYPE, 'content-length': String(body.byteLength) }),
       ...lowerCased(response.headers),
-      'x-request-id': requestId,
-      ...admission.headers(body === null ? '' : JSON_CONTENT_TYPE, budget),
+      ...settled.headers,
     };
-    admission.done({ requestId, method: incoming.method, pathname: taken.url.pathname, status: response.status, startedAt, viewer });
     return { status: response.status, headers, body };
   }
 

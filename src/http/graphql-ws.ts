@@ -6,9 +6,9 @@ import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Viewer } from '../auth/viewer.js';
 import { withStatementSignal } from '../db/cancellation.js';
-import { newRequestId, type ApiError } from '../errors.js';
+import type { ApiError } from '../errors.js';
 import { decodeUtf8 } from '../json-body.js';
-import { hostRefusal, statusOf, type Admission } from './admission.js';
+import { hostRefusal, statusOf, type Admission, type Answer } from './admission.js';
 import { incomingOfNode } from './incoming-outgoing.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
@@ -23,9 +23,10 @@ import { encodedOnce } from '../live/shared-results.js';
 // credential is required at connection_init (a browser cannot set headers on a WebSocket, so it may come as the
 // `Authorization` member of the payload, else the upgrade's header): none or a refused one closes with 4401,
 // past the per-credential socket cap 4429. Each operation is then admitted as an HTTP request is: counted
-// against the rate limit, its parameters checked before parsing, run through yoga's enveloped pipeline (depth,
-// alias, directive and cost limits, the credential requirement, error masking), within the request time limit
-// (a subscription once open is exempt, as SSE is), with one log line and the request metrics.
+// against the rate limit, its parameters checked before parsing (admit, params), run through yoga's enveloped
+// pipeline (depth, alias, directive and cost limits, the credential requirement, error masking: use-admission's),
+// within the request time limit (a subscription once open is exempt, as SSE is), and settled: one log line and
+// the request metrics.
 
 /** What this transport needs of the gateway (structurally: a transport does not import its server). */
 export interface WebSocketGateway {
@@ -141,8 +142,8 @@ export function attachGraphqlWebSocket(
       // budget, as a request without a valid credential does: past it, the socket closes with 4429, so guessing
       // tokens over sockets is as slow as over HTTP.
       const refuse = async (code: number, reason: string) => {
-        const check = await admission.rateLimit(GRAPHQL_ENDPOINT, null, addressOf(request));
-        if (check?.refusal) socket.close(WS_CLOSE.tooManySockets, check.refusal.message.slice(0, 120));
+        const refusal = await admission.rateLimitAddress(GRAPHQL_ENDPOINT, addressOf(request));
+        if (refusal) socket.close(WS_CLOSE.tooManySockets, refusal.message.slice(0, 120));
         else socket.close(code, reason.slice(0, 120));
         return false;
       };
@@ -180,33 +181,37 @@ export function attachGraphqlWebSocket(
     subscribe: (args) => (args.rootValue as RootValue).run(args) as never,
   });
 
-  /** The spine's operation checks, then the execution arguments (or the refusal, as errors the client receives). */
+  /** The operation admitted (admit, params), then its execution arguments (or the refusal, as errors the client receives). */
   async function operationArgs(
     ctx: WsContext<Record<string, unknown>, Extra>,
     payload: { query: string; variables?: Record<string, unknown> | null; operationName?: string | null },
   ) {
-    const startedAt = performance.now();
-    const requestId = newRequestId();
-    const { request, viewer } = ctx.extra;
-    // From the operation's arrival, as an HTTP request's: parsing, validation and the context are part of its time.
-    const deadline = admission.deadline();
-    const refuse = (error: GraphQLError) => {
-      deadline.end();
-      admission.done({ requestId, method: 'WS', pathname: GRAPHQL_ENDPOINT, status: statusOf(error), startedAt, viewer });
-      return [socketError(error)];
-    };
-    const check = await admission.rateLimit(GRAPHQL_ENDPOINT, viewer ?? null, addressOf(request));
-    if (check?.refusal) return refuse(check.refusal);
-    const paramsRefused = admission.params(payload.query, payload.variables);
-    if (paramsRefused) return refuse(paramsRefused);
-
+    const { request } = ctx.extra;
     const authorization = authorizationOf(ctx.connectionParams, request, gateway);
     // The request the context and plugins see: this socket's upgrade, carrying its credential.
     const httpRequest = new Request(`http://${request.headers.host ?? 'localhost'}${GRAPHQL_ENDPOINT}`, {
       method: 'POST',
       headers: authorization ? { authorization } : {},
     });
-    // What the operation leases belongs to the socket: it ends when the socket closes or stalls.
+    // From the operation's arrival, as an HTTP request's: parsing, validation and the context are part of its time.
+    const upgrade = incomingOfNode(request);
+    const ticket = admission.arrive(
+      {
+        ...upgrade,
+        method: 'WS',
+        url: httpRequest.url,
+        header: (name) => (name === 'authorization' ? authorization : name === 'cookie' ? null : upgrade.header(name)),
+      },
+      'graphql-ws',
+    );
+    const refuse = (error: GraphQLError) => {
+      admission.settle(ticket, { status: statusOf(error), contentType: '' });
+      return [socketError(error)];
+    };
+    const refusal = (await admission.admit(ticket)) ?? admission.params(payload.query, payload.variables);
+    if (refusal) return refuse(refusal);
+    // The context finds the ticket; what the operation leases belongs to the socket: it ends when the socket closes or stalls.
+    admission.carry(httpRequest, ticket);
     gateway.live.governor.adopt(httpRequest, ctx.extra.owner);
     const enveloped: Enveloped = gateway.getEnveloped({ req: request, request: httpRequest, params: payload });
     let document;
@@ -217,6 +222,7 @@ export function attachGraphqlWebSocket(
     }
     const errors = enveloped.validate(enveloped.schema, document);
     if (errors.length > 0) return refuse(errors[0]!);
+    const { deadline } = ticket;
     let contextValue;
     try {
       contextValue = await withinDeadline(deadline, Promise.resolve(enveloped.contextFactory()));
@@ -225,25 +231,27 @@ export function attachGraphqlWebSocket(
     }
     const isSubscription = getOperationAST(document, payload.operationName)?.operation === 'subscription';
     const run: RootValue['run'] = async (args) => {
-      let status = 200;
+      let answer: Answer = { status: 200, contentType: '' };
       try {
-        let result = await withStatementSignal(deadline, () =>
+        let result = (await withStatementSignal(deadline, () =>
           executeWithinDeadline(deadline, (isSubscription ? enveloped.subscribe : enveloped.execute) as never, {
             ...args,
             rootValue: undefined,
           }),
-        );
+        )) as ExecutionResult | AsyncIterable<ExecutionResult>;
+        const first = (result as ExecutionResult).errors?.[0];
         // An answer ready only past the time limit is the timeout, as on HTTP (a stream opened too late is closed).
-        const late = (result as ExecutionResult).errors?.length ? null : admission.lateRefusal(deadline);
-        if (late) {
+        const late = (error: ApiError): Answer => {
           if (isAsyncIterable(result)) void result[Symbol.asyncIterator]().return?.();
-          result = { errors: [late] };
-        }
-        status = statusOf((result as ExecutionResult).errors?.[0]);
+          result = { errors: [error] };
+          return { status: statusOf(error), contentType: '' };
+        };
+        answer = { status: statusOf(first), contentType: '', late: first ? undefined : late };
+        admission.settle(ticket, answer);
         return result;
-      } finally {
-        deadline.end();
-        admission.done({ requestId, method: 'WS', pathname: GRAPHQL_ENDPOINT, status, startedAt, viewer });
+      } catch (error) {
+        admission.settle(ticket, answer);
+        throw error;
       }
     };
     return {

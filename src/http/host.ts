@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { errorBody, newRequestId } from '../errors.js';
+import { errorBody } from '../errors.js';
 import { COMMON_SECURITY_HEADERS, DATA_CSP } from '../plugins/use-security-headers.js';
 import { hostRefusal, type Admission } from './admission.js';
+import { incomingOfNode } from './incoming-outgoing.js';
 
 /**
  * The origin of this server as the socket saw it, for the `docs` link of an answer given before (or instead
@@ -32,12 +33,13 @@ export function bareAnswerHeaders(body: string, requestId: string): Record<strin
 export function refuseBadHost(req: IncomingMessage, res: ServerResponse, admission: Admission): boolean {
   const refusal = hostRefusal(req.headers.host);
   if (!refusal) return false;
-  const startedAt = performance.now();
-  const requestId = newRequestId();
+  // Its log line and metrics: the URL names this server, not the Host sent.
+  const ticket = admission.arrive({ ...incomingOfNode(req), url: `${localOrigin(req.socket)}/` }, 'rest');
+  const { requestId } = ticket;
   const body = JSON.stringify(errorBody('INVALID_QUERY', refusal.message, requestId, localOrigin(req.socket)));
   // The request's own body is not read: the connection closes after the answer.
   res.writeHead(400, { ...bareAnswerHeaders(body, requestId), Connection: 'close' });
   res.end(body);
-  admission.done({ requestId, method: req.method ?? 'GET', pathname: '/', status: 400, startedAt, viewer: undefined });
+  admission.settle(ticket, { status: 400, contentType: 'application/json' });
   return true;
 }

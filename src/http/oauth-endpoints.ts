@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoginThrottle } from '../auth/login-throttle.js';
-import { ApiError, errorBody, newRequestId } from '../errors.js';
+import { ApiError, errorBody } from '../errors.js';
+import { timeoutError } from '../plugins/use-deadline.js';
 import type { Logger } from '../logger.js';
 import type { AuthorizationServer } from '../oauth/authorization-server.js';
 import { OAUTH_METADATA_PATH, OAUTH_ROUTES, OPENID_CONFIGURATION_PATH } from '../paths.js';
@@ -47,12 +48,11 @@ export function createOAuthEndpoints(options: {
   });
 
   async function serve(req: IncomingMessage, res: ServerResponse, pathname: string, requestId: string): Promise<void> {
-    const deadline = admission.deadline();
     const timer = setTimeout(() => {
-      if (!res.headersSent) refuse(res, req, requestId, admission.lateRefusal(deadline) ?? new ApiError('UNAVAILABLE', 'timed out'));
+      if (!res.headersSent) refuse(res, req, requestId, timeoutError());
     }, admission.limits.timeoutMs);
     try {
-      for (const [name, value] of Object.entries(admission.headers('application/json', undefined))) res.setHeader(name, value);
+      for (const [name, value] of Object.entries(admission.headers('application/json'))) res.setHeader(name, value);
       res.setHeader('X-Request-Id', requestId);
       const length = Number(req.headers['content-length'] ?? 0);
       if (length > MAX_OAUTH_BODY_BYTES) {
@@ -83,12 +83,11 @@ export function createOAuthEndpoints(options: {
     node(req, res) {
       const pathname = (req.url ?? '/').split('?', 1)[0]!;
       if (!isOAuthPath(pathname)) return false;
-      const startedAt = performance.now();
-      const requestId = newRequestId();
-      res.once('finish', () =>
-        admission.done({ requestId, method: req.method ?? 'GET', pathname, status: res.statusCode, startedAt, viewer: undefined }),
-      );
-      void serve(req, res, pathname, requestId);
+      // oidc-provider writes its own answers: the spine's headers are set first, and the ticket settled once sent.
+      const ticket = admission.arrive(incomingOfNode(req), 'oauth');
+      res.once('finish', () => admission.settle(ticket, { status: res.statusCode, contentType: 'application/json' }));
+      res.once('close', () => ticket.deadline.end());
+      void serve(req, res, pathname, ticket.requestId);
       return true;
     },
     dispose: () => throttle.dispose(),

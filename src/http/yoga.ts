@@ -4,7 +4,6 @@ import { CredentialCache, DEFAULT_TOKEN_CACHE_TTL_MS, registerCredentialCache } 
 import { authenticate } from '../auth/credentials.js';
 import { createJwtVerifier, type JwtConfig } from '../auth/jwt.js';
 import { createKnownTenants } from '../auth/known-tenants.js';
-import { RequestViewers } from '../auth/request-viewers.js';
 import { idempotencyOf, type Context } from '../context.js';
 import type { Database } from '../db/client.js';
 import { applicationCategoryOf } from '../db/connection-writes.js';
@@ -14,30 +13,24 @@ import { schema } from '../graphql/schema.js';
 import { createLive, type Live, type LiveOptions } from '../live/live.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
-import { useAuth } from '../plugins/use-auth.js';
 import { useCompiledExecution } from '../plugins/use-compiled-execution.js';
 import { useErrorDocs } from '../plugins/use-error-docs.js';
 import { createMaskError } from '../plugins/use-error-masking.js';
 import { useHealth } from '../plugins/use-health.js';
-import { useDeadline, withinRequestTime } from '../plugins/use-deadline.js';
-import { DEFAULT_REQUEST_LIMITS, useLimits, type RequestLimits } from '../plugins/use-limits.js';
-import { GatewayMetrics, useMetrics } from '../plugins/use-metrics.js';
+import { DEFAULT_REQUEST_LIMITS, type RequestLimits } from '../plugins/use-limits.js';
+import { GatewayMetrics, useMetricsEndpoint } from '../plugins/use-metrics.js';
 import { usePages } from '../plugins/use-pages.js';
 import { renderGraphiQLPage } from '../pages/graphiql.js';
-import { RateLimits, socketAddressOf, useRateLimit } from '../plugins/use-rate-limit.js';
-import { useRequestErrorCodes } from '../plugins/use-request-error-codes.js';
-import { requestIdOf, useRequestId } from '../plugins/use-request-id.js';
-import { useRequestLog } from '../plugins/use-request-log.js';
+import { RateLimits, socketAddressOf } from '../plugins/use-rate-limit.js';
 import { useRest } from '../plugins/use-rest.js';
 import { useSharedSubscriptionResults } from '../plugins/use-shared-subscription-results.js';
 import { useSignIn } from '../plugins/use-sign-in.js';
 import { useSsoSignIn } from '../plugins/use-sso-sign-in.js';
 import { IdentityProviders } from '../auth/identity-providers.js';
-import { useStreamBackpressure } from '../plugins/use-stream-backpressure.js';
 import { signInSettingsOf } from '../auth/sessions.js';
 import { useResultBytes } from '../plugins/use-result-bytes.js';
 import { useSseShutdownCut } from '../plugins/use-sse-shutdown-cut.js';
-import { corsPolicy, useSecurityHeaders } from '../plugins/use-security-headers.js';
+import { corsPolicy } from '../plugins/use-security-headers.js';
 import { compileRoutes } from '../rest/compile-routes.js';
 import { createDirectRest, type DirectRest } from './direct-rest.js';
 import { incomingOfFetch, incomingOfNode } from './incoming-outgoing.js';
@@ -45,7 +38,8 @@ import { createDirectGraphQL, type DirectGraphQL } from './direct-graphql.js';
 import { useValidatedDocuments, ValidatedDocuments } from '../plugins/use-validated-documents.js';
 import { routes } from '../rest/routes.js';
 import { createRowWriterFallbacks } from '../rest/row-writer.js';
-import { ADMISSION_CHECKS, createAdmission, type Admission, type AdmissionCheck } from './admission.js';
+import { createAdmission, type Admission } from './admission.js';
+import { useAdmission } from './use-admission.js';
 import { refuseBadHost } from './host.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
 import { webhookSettingsOf, type WebhookConfig } from '../webhooks/settings.js';
@@ -53,7 +47,7 @@ import { useReadRouting, withRequestReadScope } from '../plugins/use-read-routin
 import { AuthorizationServer, DEFAULT_ACCESS_TOKEN_SECONDS, DEFAULT_OAUTH_AUDIENCE } from '../oauth/authorization-server.js';
 import { createOAuthEndpoints, type OAuthEndpoints } from './oauth-endpoints.js';
 
-/** The operations the REST routes run (their documents and streams): bounded in cost by construction (useLimits). */
+/** The operations the REST routes run (their documents and streams): bounded in cost by construction (admission.operation). */
 const REST_DOCUMENTS = new Set(routes.flatMap((route) => [route.document, ...(route.stream ? [route.stream.document] : [])]));
 
 /** Members' sign-in settings (src/auth/sessions.ts, plugins/use-sign-in.ts). */
@@ -110,88 +104,6 @@ export interface GatewayOptions {
    * true). Off, they go through yoga's pipeline: test/direct-graphql.test.ts compares the two.
    */
   directGraphQL?: boolean;
-}
-
-/** The plugins of yoga's pipeline that implement admission checks (YOGA_ADMISSION). */
-type AdmissionPlugin =
-  | 'deadline'
-  | 'request-error-codes'
-  | 'request-id'
-  | 'request-log'
-  | 'metrics'
-  | 'security-headers'
-  | 'limits'
-  | 'rate-limit'
-  | 'auth'
-  | 'stream-backpressure';
-
-/** What implements a check on yoga's pipeline: its plugins, or the code that does it outside the plugin list (or both). */
-export type YogaImplementation =
-  | { plugins: readonly AdmissionPlugin[]; implementedBy?: string }
-  | { plugins?: undefined; implementedBy: string };
-
-/**
- * Each check of ADMISSION_CHECKS on yoga's pipeline. The plugin list is built from this, in the list's order
- * (pipelineOf): a plugin that implements several checks is placed at the first. test/admission-table.test.ts fails
- * for a check without an entry here, and the compiler for an entry naming no plugin or no code.
- */
-export const YOGA_ADMISSION: Record<AdmissionCheck, YogaImplementation> = {
-  host: { implementedBy: 'refuseBadHost (./host.ts), on node:http before yoga reads the request' },
-  // useDeadline's onResponse replaces a late answer first, so every later plugin sees the 503.
-  deadline: { plugins: ['deadline'] },
-  // Codes before the request id: an answer replaced by a coded one still gets X-Request-Id.
-  'error-masking': {
-    plugins: ['request-error-codes', 'request-id'],
-    implementedBy: 'maskedErrors: createMaskError (use-error-masking.ts)',
-  },
-  'request-log': { plugins: ['request-log'] },
-  // useMetrics also serves GET /metrics.
-  metrics: { plugins: ['metrics'] },
-  'security-headers': { plugins: ['security-headers'] },
-  size: { plugins: ['limits'] },
-  credential: {
-    implementedBy: 'RequestViewers (auth/request-viewers.ts): one lookup per request, within its time, for the rate limit and the context',
-  },
-  'rate-limit': { plugins: ['rate-limit'] },
-  'document-limits': { plugins: ['limits'] },
-  'credential-requirement': { plugins: ['auth'] },
-  // A stream's bytes: REST event streams bound their own (rest/event-stream.ts); GraphQL's SSE is yoga's stream.
-  'stream-caps': {
-    plugins: ['stream-backpressure'],
-    implementedBy: 'the governor (governor/governor.ts): a subscription leases a stream slot as it opens (graphql/live.ts)',
-  },
-};
-
-/** A plugin of yoga's list. */
-type YogaPlugin = NonNullable<NonNullable<Parameters<typeof createYoga<Record<string, unknown>, Context>>[0]>['plugins']>[number];
-
-/** The plugins of yoga's pipeline that are no admission check, and where they go in it. */
-interface PlacedPlugins {
-  /** Before every check's. */
-  first: YogaPlugin[];
-  /** Before the plugins of a check (answers given before that check: they are not subject to it). */
-  before: Partial<Record<AdmissionCheck, YogaPlugin[]>>;
-  /** After every check's. */
-  last: YogaPlugin[];
-}
-
-/**
- * yoga's plugin list: `placed.first`, then each check's plugins (YOGA_ADMISSION) in the order of ADMISSION_CHECKS,
- * with `placed.before` the check they precede, then `placed.last`. Order matters twice in yoga: the first plugin to
- * answer in onRequest ends the request, and onResponse hooks run in the list's order.
- */
-export function pipelineOf(built: Record<AdmissionPlugin, YogaPlugin>, placed: PlacedPlugins): YogaPlugin[] {
-  const plugins = [...placed.first];
-  const added = new Set<AdmissionPlugin>();
-  for (const check of ADMISSION_CHECKS) {
-    plugins.push(...(placed.before[check] ?? []));
-    for (const name of YOGA_ADMISSION[check].plugins ?? []) {
-      if (added.has(name)) continue;
-      added.add(name);
-      plugins.push(built[name]);
-    }
-  }
-  return [...plugins, ...placed.last];
 }
 
 type Yoga = YogaServerInstance<Record<string, unknown>, Context>;
@@ -266,8 +178,6 @@ export function createGateway({
     },
   });
   const limits = { ...DEFAULT_REQUEST_LIMITS, ...limitOverrides };
-  // The rate limiter, the context and the request log all need the viewer: one lookup per request, within its time.
-  const viewers = new RequestViewers(credentials, withinRequestTime);
   const corsOrigins = config.CORS_ORIGINS ?? [];
   const webhooks = webhookSettingsOf(config, db);
   const identityProviders = new IdentityProviders({
@@ -323,7 +233,7 @@ export function createGateway({
     healthCheckEndpoint: ' built-in health check disabled',
     // yoga's default answers every origin; cross-origin browser access is opt-in (CORS_ORIGINS).
     cors: corsPolicy(corsOrigins),
-    // The body size limit is useLimits' (the same refusals, without yoga's per-request stream pipeline).
+    // The body size limit is the spine's (use-admission: the same refusals, without yoga's per-request stream pipeline).
     maxRequestBodySize: false,
     multipart: false,
     landingPage: false,
@@ -355,62 +265,57 @@ query Connections {
       error: (...args) => logger.error(args.map(String).join(' ')),
     },
     maskedErrors: { maskError },
-    plugins: pipelineOf(
-      {
-        deadline: useDeadline({ timeoutMs: limits.timeoutMs }),
-        'request-error-codes': useRequestErrorCodes(),
-        'request-id': useRequestId(),
-        'request-log': useRequestLog({ logger, viewers }),
-        metrics: useMetrics({ metrics, token: config.METRICS_TOKEN }),
-        'security-headers': useSecurityHeaders({ cors }),
-        limits: useLimits(limits, REST_DOCUMENTS),
-        'rate-limit': useRateLimit({
-          limits: rateLimits,
-          viewers,
-          clientAddress: (request, socketAddress) => admission.clientAddress(incomingOfFetch(request, socketAddress)),
-        }),
-        auth: useAuth(),
-        'stream-backpressure': useStreamBackpressure({ governor: live.governor }),
-      },
-      {
-        // The deadline wraps the executor this one picks.
-        first: [useCompiledExecution({ compiled: compiledExecution, trusted: REST_DOCUMENTS }), useSharedSubscriptionResults()],
-        // Probes, error docs and pages answer before the limits and the rate limit (and so does /metrics).
-        before: {
-          size: [useHealth({ db, draining: () => draining }), useErrorDocs(), usePages()],
-        },
-        // The routes and the result's encoding, once every check has passed.
-        last: [
-          useSsoSignIn({ providers: identityProviders, policy: sessions, logger }),
-          useSignIn({
-            db,
-            policy: sessions,
-            failuresPerAccount: config.LOGIN_FAILURES_PER_ACCOUNT ?? DEFAULT_LOGIN_FAILURES.perAccount,
-            failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS ?? DEFAULT_LOGIN_FAILURES.perAddress,
-            redisUrl: config.REDIS_URL,
-            keyPrefix: rateLimit?.keyPrefix,
-            logger,
-            governor: live.governor,
-          }),
-          useResultBytes(),
-          useSseShutdownCut({ streamsEnded: () => live.streamsEnded() }),
-          useValidatedDocuments(validatedDocuments),
-          useReadRouting(),
-          useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes, rowWriterFallbacks }),
-          { onDispose: () => Promise.all([live.stop(), cacheRegistration.stop(), oauth.dispose()]).then(() => undefined) },
+    plugins: [
+      // The deadline wraps the executor this one picks.
+      useCompiledExecution({ compiled: compiledExecution, trusted: REST_DOCUMENTS }),
+      useSharedSubscriptionResults(),
+      useAdmission({
+        admission,
+        boundedDocuments: REST_DOCUMENTS,
+        governor: live.governor,
+        // /metrics, probes, error docs and pages answer before the size and rate limits.
+        unrefused: [
+          useMetricsEndpoint({ metrics, token: config.METRICS_TOKEN }),
+          useHealth({ db, draining: () => draining }),
+          useErrorDocs(),
+          usePages(),
         ],
+      }),
+      // The routes and the result's encoding, once every check has passed.
+      useSsoSignIn({ providers: identityProviders, policy: sessions, logger }),
+      useSignIn({
+        db,
+        policy: sessions,
+        failuresPerAccount: config.LOGIN_FAILURES_PER_ACCOUNT ?? DEFAULT_LOGIN_FAILURES.perAccount,
+        failuresPerAddress: config.LOGIN_FAILURES_PER_ADDRESS ?? DEFAULT_LOGIN_FAILURES.perAddress,
+        redisUrl: config.REDIS_URL,
+        keyPrefix: rateLimit?.keyPrefix,
+        logger,
+        governor: live.governor,
+      }),
+      useResultBytes(),
+      useSseShutdownCut({ streamsEnded: () => live.streamsEnded() }),
+      useValidatedDocuments(validatedDocuments),
+      useReadRouting(),
+      useRest({ schema, compiled: compiledRoutes, logger, maxBodyBytes: limits.maxBodyBytes, rowWriterFallbacks }),
+      {
+        onDispose: () => Promise.all([live.stop(), cacheRegistration.stop(), oauth.dispose(), rateLimits?.dispose()]).then(() => undefined),
       },
-    ),
+    ],
     context: async (serverContext) => {
       const { request } = serverContext;
+      // The request's admission (use-admission.ts; graphql-ws carries its operation's): its id, address and viewer.
+      const ticket =
+        admission.carried(request) ?? admission.arrive(incomingOfFetch(request, socketAddressOf(serverContext)), 'graphql-http');
+      const viewer = await ticket.viewer();
       return {
         db,
-        requestId: requestIdOf(request),
+        requestId: ticket.requestId,
         // The address the rate limit counted this request under.
-        clientAddress: admission.clientAddress(incomingOfFetch(request, socketAddressOf(serverContext))),
-        viewer: await viewers.of(request),
+        clientAddress: ticket.clientAddress,
+        viewer,
         idempotency: idempotencyOf(request.headers.get('idempotency-key')),
-        authorization: viewers.credential(request),
+        authorization: ticket.authorization,
         webhooks,
         applicationCategory,
         tokenCaps,

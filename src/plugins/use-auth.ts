@@ -1,5 +1,4 @@
 import { getOperationAST, Kind, type DocumentNode, type FragmentDefinitionNode, type GraphQLError, type SelectionSetNode } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
 import { credentialRequiredError } from '../errors.js';
 
@@ -7,27 +6,8 @@ import { credentialRequiredError } from '../errors.js';
  * A request without a credential that asks for any data is refused before execution, with 401, as one with a
  * rejected credential is: a request error, not a field error in an otherwise successful (200) response.
  * Introspection (`__typename`, `__schema`, `__type`) needs no credential: GraphiQL reads the schema before the
- * user has set the header, and the schema is no secret.
+ * user has set the header, and the schema is no secret. Null when it may run.
  */
-export function useAuth(): Plugin<Record<string, unknown>, Context> {
-  return {
-    onExecute: refuseWithoutCredential,
-    onSubscribe: refuseWithoutCredential,
-  };
-}
-
-function refuseWithoutCredential({
-  args,
-  setResultAndStopExecution,
-}: {
-  args: { contextValue: unknown; document: DocumentNode; operationName?: string | null | undefined };
-  setResultAndStopExecution: (result: { errors: GraphQLError[] }) => void;
-}): void {
-  const refusal = credentialRequirementRefusal(args.document, args.operationName, (args.contextValue as Context).viewer);
-  if (refusal) setResultAndStopExecution({ errors: [refusal] });
-}
-
-/** The refusal of an operation that asks for data without a credential (401); null when it may run. */
 export function credentialRequirementRefusal(
   document: DocumentNode,
   operationName: string | null | undefined,

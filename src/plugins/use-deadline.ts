@@ -1,9 +1,6 @@
 import type { ExecutionArgs } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
-import { withStatementSignal, type StatementSignal } from '../db/cancellation.js';
-import { isCompiledExecutor } from '../graphql/compiled-execution.js';
+import type { StatementSignal } from '../db/cancellation.js';
 import { ApiError } from '../errors.js';
-import { earlyErrorResponse, replaceResponse } from './error-response.js';
 
 const TIMED_OUT = Symbol('timed out');
 
@@ -71,57 +68,6 @@ export function startDeadline(timeoutMs: number): Deadline {
 /** Whether an answer ready now comes too late: it is replaced by the 503 (streams excepted). */
 export function isPastDeadline(deadline: Deadline | undefined): boolean {
   return deadline !== undefined && performance.now() > deadline.at;
-}
-
-const deadlines = new WeakMap<Request, Deadline>();
-
-/**
- * The request time limit. It starts when the request arrives and covers everything until the answer: reading
- * the body, authentication, execution, the REST envelope and serialisation. At the deadline the executor stops
- * starting resolvers, the PostgreSQL statements the request still runs are cancelled in the database
- * (src/db/cancellation.ts), and the answer is 503 UNAVAILABLE. An answer that is ready only after the deadline
- * (the event loop was busy: a huge result, or PGlite, whose statements hold the thread) is replaced by the 503
- * too, so no request answers 200 past its limit. Streams (text/event-stream) are long-lived by design: the limit
- * covers their opening (a stream opened past it is refused and closed), not the events that follow.
- * The REST reads served directly on node:http (src/http/direct-rest.ts) keep the same limit with the same functions.
- *
- * First of the admission plugins (host, the check before it, is made on node:http), so the 503 is what every later
- * plugin's onResponse sees (codes, request id, log, metrics, headers).
- */
-export function useDeadline({ timeoutMs }: { timeoutMs: number }): Plugin {
-  return {
-    instrumentation: {
-      async request({ request }, handle) {
-        const deadline = startDeadline(timeoutMs);
-        deadlines.set(request, deadline);
-        try {
-          await withStatementSignal(deadline, handle);
-        } finally {
-          deadline.end();
-        }
-      },
-    },
-    onExecute({ args, executeFn, setExecuteFn }) {
-      const request = (args.contextValue as { request?: Request } | undefined)?.request;
-      const deadline = request && deadlines.get(request);
-      if (deadline) {
-        const usesSignal = !isCompiledExecutor(executeFn);
-        setExecuteFn((execArgs) => executeWithinDeadline(deadline, executeFn, execArgs, { usesSignal }));
-      }
-    },
-    onResponse({ request, response, setResponse, fetchAPI }) {
-      if (!isPastDeadline(deadlines.get(request)) || response.status === 503) return;
-      // A stream is answered once open, before its first event: one opened too late is refused like any
-      // answer, and its subscription given up (its body is never read).
-      if ((response.headers.get('content-type') ?? '').startsWith('text/event-stream')) void response.body?.cancel().catch(() => {});
-      setResponse(replaceResponse(response, earlyErrorResponse(request, timeoutError(), fetchAPI)));
-    },
-  };
-}
-
-/** Runs `work` within the request's remaining time; past it, fails with 503 UNAVAILABLE. */
-export function withinRequestTime<T>(request: Request, work: Promise<T>): Promise<T> {
-  return withinDeadline(deadlines.get(request), work);
 }
 
 /** Runs `work` within the deadline (none: no bound); past it, fails with 503 UNAVAILABLE. */

@@ -13,11 +13,11 @@ import {
   type DocumentNode,
   type GraphQLSchema,
   type ValidationContext,
+  type ValidationRule,
 } from 'graphql';
 import { createGraphQLError, type GraphQLParams, type Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { decodeUtf8, nestsDeeper, isUnstorableText } from '../json-body.js';
-import { earlyErrorResponse } from './error-response.js';
 
 export interface RequestLimits {
   /** Path plus query string, in characters; longer is 414 PAYLOAD_TOO_LARGE. */
@@ -62,20 +62,15 @@ const JSON_CONTENT_TYPES = ['application/json', 'application/graphql+json'];
 const MAX_VARIABLE_DEPTH = 64;
 
 /**
- * Refuses what is too large to be worth reading (URL, body, non-JSON bodies) before any work, GraphQL
- * documents beyond the limits before validation finishes. The time limit is useDeadline's.
- *
- * `boundedDocuments`: documents the server itself runs (the REST routes' operations and streams, by object
- * identity, which no client's parsed text can have), whose cost at their largest page test/limits.test.ts
- * keeps within half the budget: they skip the per-request cost walk and the NUL scan of their (fixed) text.
- * Their variables are still checked.
+ * The validation rules of the document limits (depth, aliases, directives), reported as this API's 400; yoga's
+ * pipeline adds them (src/http/use-admission.ts). Tokens, variables and cost are refused by the admission spine.
  */
-export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, boundedDocuments: ReadonlySet<DocumentNode> = new Set()): Plugin {
+export function documentRules(limits: RequestLimits): ValidationRule[] {
   const reportLimit = (context: ValidationContext | null, error: GraphQLError) => {
     context?.reportError(limitError(error.message.replace(/^Syntax Error: /, '')));
   };
   const armor = { propagateOnRejection: false, onReject: [reportLimit] };
-  const rules = [
+  return [
     // Fragments are a way of writing a selection, not a level of it: flattened, they count as written inline.
     maxDepthRule({ ...armor, n: limits.maxDepth, flattenFragments: true }),
     // graphql-armor (2.6.2, the latest) skips any alias *named* `__typename` by default, so `__typename: categories
@@ -83,68 +78,44 @@ export function useLimits(limits: RequestLimits = DEFAULT_REQUEST_LIMITS, bounde
     maxAliasesRule({ ...armor, n: limits.maxAliases, allowList: [] }),
     maxDirectivesRule({ ...armor, n: limits.maxDirectives }),
   ];
-
-  return {
-    onRequest({ request, url, endResponse, fetchAPI }) {
-      const urlLength = url.pathname.length + url.search.length;
-      if (urlLength > limits.maxUrlLength) {
-        endResponse(
-          earlyErrorResponse(
-            request,
-            new ApiError('PAYLOAD_TOO_LARGE', `The URL is ${urlLength} characters long; the limit is ${limits.maxUrlLength}`, {
-              status: 414,
-            }),
-            fetchAPI,
-          ),
-        );
-        return;
-      }
-      const contentLength = Number(request.headers.get('content-length') ?? 0);
-      if (contentLength > limits.maxBodyBytes) {
-        endResponse(earlyErrorResponse(request, bodyTooLarge(limits.maxBodyBytes), fetchAPI));
-      }
-    },
-    onRequestParse({ request, requestParser, setRequestParser, endResponse, fetchAPI }) {
-      const contentType = (request.headers.get('content-type') ?? '').trim();
-      const mediaType = contentType.split(';')[0]?.trim() ?? '';
-      const json = request.method === 'POST' && requestParser !== undefined && JSON_CONTENT_TYPES.includes(mediaType);
-      if (json) setRequestParser(parseJsonParams);
-      limitBodySize(request, limits.maxBodyBytes, json ? parseJsonParams : requestParser, setRequestParser, fetchAPI);
-      if (request.method !== 'POST') return;
-      // Without a parser yoga would answer 415 with an empty body; this answer carries the code.
-      if (json) return;
-      endResponse(
-        earlyErrorResponse(
-          request,
-          new ApiError(
-            'UNSUPPORTED_MEDIA_TYPE',
-            `POST bodies must be sent with Content-Type: application/json${contentType ? `, not ${contentType.slice(0, 100)}` : ' (it is missing)'}`,
-          ),
-          fetchAPI,
-        ),
-      );
-    },
-    onParams({ params, setResult }) {
-      const refusal = paramsRefusal(params.query, params.variables, limits.maxTokens);
-      if (refusal) setResult({ errors: [refusal] });
-    },
-    onValidate({ addValidationRule }) {
-      for (const rule of rules) addValidationRule(rule);
-    },
-    onExecute({ args, setResultAndStopExecution }) {
-      const refusal = executionRefusal(args, limits.maxCost, boundedDocuments.has(args.document));
-      if (refusal) setResultAndStopExecution({ errors: [refusal] });
-    },
-    onSubscribe({ args, setResultAndStopExecution }) {
-      const overBudget = boundedDocuments.has(args.document) ? null : costError(args, limits.maxCost);
-      if (overBudget) setResultAndStopExecution({ errors: [overBudget] });
-    },
-  };
 }
 
 /**
- * The refusal of a GraphQL request's parameters before parsing (useLimits' onParams, and graphql-ws through the
- * admission spine): tokens counted first, so an oversized document costs a lexer pass and nothing more; then the
+ * The refusal of a request too large to be worth reading, before any work: its URL (414) or its declared body
+ * (413). A body without Content-Length is counted as it is read (limitBodySize).
+ */
+export function sizeRefusal(urlLength: number, contentLength: string | null, limits: RequestLimits): ApiError | null {
+  if (urlLength > limits.maxUrlLength)
+    return new ApiError('PAYLOAD_TOO_LARGE', `The URL is ${urlLength} characters long; the limit is ${limits.maxUrlLength}`, {
+      status: 414,
+    });
+  return Number(contentLength ?? 0) > limits.maxBodyBytes ? bodyTooLarge(limits.maxBodyBytes) : null;
+}
+
+/**
+ * yoga's request parser for a GraphQL request: JSON bodies read as UTF-8 within the body limit; any other POST
+ * is refused with its code (415). Null when the request is parsed as yoga would.
+ */
+export function limitRequestParse(
+  { request, requestParser, setRequestParser, fetchAPI }: Parameters<NonNullable<Plugin['onRequestParse']>>[0],
+  maxBodyBytes: number,
+): ApiError | null {
+  const contentType = (request.headers.get('content-type') ?? '').trim();
+  const mediaType = contentType.split(';')[0]?.trim() ?? '';
+  const json = request.method === 'POST' && requestParser !== undefined && JSON_CONTENT_TYPES.includes(mediaType);
+  if (json) setRequestParser(parseJsonParams);
+  limitBodySize(request, maxBodyBytes, json ? parseJsonParams : requestParser, setRequestParser, fetchAPI);
+  if (request.method !== 'POST' || json) return null;
+  // Without a parser yoga would answer 415 with an empty body; this answer carries the code.
+  return new ApiError(
+    'UNSUPPORTED_MEDIA_TYPE',
+    `POST bodies must be sent with Content-Type: application/json${contentType ? `, not ${contentType.slice(0, 100)}` : ' (it is missing)'}`,
+  );
+}
+
+/**
+ * The refusal of a GraphQL request's parameters before parsing (the admission spine's document-limits,
+ * on every surface): tokens counted first, so an oversized document costs a lexer pass and nothing more; then the
  * variables' nesting. Null when fine.
  */
 export function paramsRefusal(query: unknown, variables: unknown, maxTokens: number): GraphQLError | null {
@@ -153,7 +124,7 @@ export function paramsRefusal(query: unknown, variables: unknown, maxTokens: num
 }
 
 /**
- * The refusal of a request's variables before anything else (useLimits' onParams): nested too deep to coerce
+ * The refusal of a request's variables before anything else (paramsRefusal): nested too deep to coerce
  * (coercion recurses once per level: thousands of nested `{"not": …}` would overflow the stack). Null when fine.
  */
 export function variablesRefusal(variables: unknown): GraphQLError | null {
@@ -161,7 +132,7 @@ export function variablesRefusal(variables: unknown): GraphQLError | null {
 }
 
 /**
- * The refusal of an operation about to run (useLimits' onExecute; the direct GraphQL path asks it too): text
+ * The refusal of an operation about to run (the admission spine's document-limits, on every surface): text
  * PostgreSQL cannot hold (U+0000 or a lone UTF-16 surrogate, which JSON can carry: "\udfff") in its variables
  * or, unless `bounded` (the server's own documents), in its document, refused here on both surfaces rather than
  * failing in the database; then a cost over `maxCost`. Null when it may run.
@@ -169,7 +140,7 @@ export function variablesRefusal(variables: unknown): GraphQLError | null {
 export function executionRefusal(args: OperationArgs, maxCost: number, bounded: boolean): GraphQLError | null {
   const unstorable = unstorableTextError(args.variableValues) ?? (!bounded && documentHoldsNul(args.document) ? unstorableText() : null);
   if (unstorable) return unstorable;
-  return bounded ? null : costError(args, maxCost);
+  return bounded ? null : costRefusal(args, maxCost);
 }
 
 const CONTENT_LENGTH = /^\d+$/;
@@ -303,7 +274,8 @@ function rememberedCost(args: OperationArgs): number | null {
   return cost;
 }
 
-function costError(args: OperationArgs, maxCost: number): GraphQLError | null {
+/** The refusal of an operation whose estimated cost is over `maxCost`; null when within it. */
+export function costRefusal(args: OperationArgs, maxCost: number): GraphQLError | null {
   const cost = rememberedCost(args);
   if (cost === null || cost <= maxCost) return null;
   return limitError(

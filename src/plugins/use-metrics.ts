@@ -104,8 +104,8 @@ export type OperationSurface = 'graphql' | 'rest';
 
 /**
  * The gateway's Prometheus metrics: requests by route and status, GraphQL operations by name, the PostgreSQL
- * pool, and the process. One per gateway; its plugin (useMetrics) and the REST reads served directly on
- * node:http (src/http/direct-rest.ts) record into the same series.
+ * pool, and the process. One per gateway; the admission spine (src/http/admission.ts) records every surface's
+ * requests and operations into the same series.
  */
 export class GatewayMetrics {
   private readonly registry = new Registry();
@@ -260,18 +260,14 @@ export class GatewayMetrics {
 }
 
 /**
- * Serves GET /metrics and records every request and operation. With `token`, /metrics needs
+ * Serves GET /metrics (the admission spine records every request and operation). With `token`, /metrics needs
  * `Authorization: Bearer <token>`; without one, only a client on this machine gets it (a loopback peer, not
  * through a proxy): it shows traffic, which is no one else's to read.
  */
-export function useMetrics({ metrics, token }: { metrics: GatewayMetrics; token?: string | undefined }): Plugin {
-  // Start time and path, taken from the URL yoga already parsed (parsing request.url again costs per request).
-  const started = new WeakMap<Request, { at: number; pathname: string }>();
+export function useMetricsEndpoint({ metrics, token }: { metrics: GatewayMetrics; token?: string | undefined }): Plugin {
   return {
     async onRequest({ request, url, serverContext, endResponse, fetchAPI }) {
-      const pathname = url.pathname;
-      started.set(request, { at: performance.now(), pathname });
-      if (pathname !== METRICS_PATH) return;
+      if (url.pathname !== METRICS_PATH) return;
       if (!token && !isLocalClient(request, serverContext)) {
         endResponse(
           earlyErrorResponse(
@@ -310,15 +306,6 @@ export function useMetrics({ metrics, token }: { metrics: GatewayMetrics; token?
       }
       const { text, contentType } = await metrics.text();
       endResponse(new fetchAPI.Response(text, { headers: { 'content-type': contentType } }));
-    },
-    onExecute({ args }) {
-      const context = args.contextValue as { params?: { extensions?: { rest?: unknown } } } | undefined;
-      const done = metrics.operationStarted(args.document, args.operationName, context?.params?.extensions?.rest ? 'rest' : 'graphql');
-      return { onExecuteDone: ({ result }) => done(result) };
-    },
-    onResponse({ request, response }) {
-      const start = started.get(request);
-      metrics.requestDone(request.method, routeOf(start?.pathname ?? new URL(request.url).pathname), response.status, start?.at);
     },
   };
 }

@@ -1,13 +1,10 @@
-import type { Plugin } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import RateLimiterRes from 'rate-limiter-flexible/lib/RateLimiterRes.js';
-import type { RequestViewers } from '../auth/request-viewers.js';
 import type { Viewer } from '../auth/viewer.js';
 import { ApiError } from '../errors.js';
 import { ASSETS_PATH, DOCS_PATH, LOGOS_PATH, OPENAPI_PATH } from '../paths.js';
 import { budgetStore, type BudgetStore } from '../auth/budget-stores.js';
-import { earlyErrorResponse } from './error-response.js';
 
 interface RateLimitOptions {
   /** Requests per credential per minute; 0 turns rate limiting off. */
@@ -40,8 +37,8 @@ const WINDOW_SECONDS = 60;
 /**
  * Per-credential and per-tenant budgets over a fixed one-minute window. Requests without a valid
  * credential count against their client address. While Redis fails, each process counts the same budgets alone
- * (budget-stores.ts): the budget protects the API, it must neither stop it nor be lifted by an outage. Used by useRateLimit and by the REST reads
- * served directly on node:http (src/http/direct-rest.ts).
+ * (budget-stores.ts): the budget protects the API, it must neither stop it nor be lifted by an outage. Counted by
+ * the admission spine's rate-limit check (src/http/admission.ts) on every surface.
  */
 export class RateLimits {
   private readonly store: Promise<BudgetStore>;
@@ -101,40 +98,6 @@ export class RateLimits {
   }
 }
 
-/**
- * The budgets as a plugin: over budget is 429 RATE_LIMITED with `Retry-After`; every counted response carries
- * `RateLimit-Limit`, `-Remaining` and `-Reset`.
- */
-export function useRateLimit({
-  limits,
-  viewers,
-  clientAddress,
-}: {
-  limits: RateLimits | null;
-  viewers: Pick<RequestViewers, 'of'>;
-  /** The client's address of a request (the spine's: the socket's, or a trusted proxy's X-Forwarded-For hop). */
-  clientAddress: (request: Request, socketAddress: string | undefined) => string;
-}): Plugin {
-  if (!limits) return {};
-  const states = new WeakMap<Request, BudgetState>();
-  return {
-    async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
-      // The viewer is looked up once per request (the context gets the same one); a refused credential counts by address.
-      const viewer = isExempt(url.pathname) ? null : await viewers.of(request).catch(() => null);
-      const check = await limits.check(url.pathname, viewer, clientAddress(request, socketAddressOf(serverContext)));
-      if (!check) return;
-      states.set(request, check.state);
-      if (check.refusal) endResponse(earlyErrorResponse(request, check.refusal, fetchAPI));
-    },
-    onResponse({ request, response }) {
-      const state = states.get(request);
-      if (!state) return;
-      for (const [name, value] of Object.entries(budgetHeaders(state))) response.headers.set(name, value);
-    },
-    onDispose: () => limits.dispose(),
-  };
-}
-
 async function consume(budget: RateLimiterAbstract, key: string): Promise<{ res: RateLimiterRes; allowed: boolean }> {
   try {
     return { res: await budget.consume(key), allowed: true };
@@ -166,7 +129,7 @@ export function socketAddressOf(serverContext: unknown): string | undefined {
 }
 
 /** The docs pages are what a client reads to learn the limits; they, the landing page, their files and the logos cost nothing to serve. */
-function isExempt(pathname: string): boolean {
+export function isExempt(pathname: string): boolean {
   return (
     pathname === '/' ||
     pathname.startsWith(`${ASSETS_PATH}/`) ||

@@ -1,7 +1,5 @@
 import { GraphQLError, Kind } from 'graphql';
-import type { Plugin } from 'graphql-yoga';
 import { ApiError, isErrorCode, type ErrorCode, clip } from '../errors.js';
-import { earlyErrorResponse, replaceResponse } from './error-response.js';
 
 /** Codes yoga gives the request errors it raises itself (bad JSON, no query, wrong method, parse, validation). */
 const YOGA_REQUEST_CODES = new Set([
@@ -20,24 +18,18 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
 };
 
 /**
- * Gives yoga's own request errors this API's codes, keeping the status yoga chose (GraphQL over HTTP fixes
- * it), so every error a GraphQL client sees carries a code from the table in src/errors.ts.
+ * Yoga answers an Accept header it cannot serve with an empty 406: the error that gives it a body and a code
+ * (null for any other answer). yoga's own request errors get this API's codes from recodeResultErrors.
  */
-export function useRequestErrorCodes(): Plugin {
-  return {
-    // Yoga answers an Accept header it cannot serve with an empty 406; give it a body and a code.
-    onResponse({ request, response, setResponse, fetchAPI }) {
-      if (response.status !== 406 || response.body !== null) return;
-      const error = new ApiError('NOT_ACCEPTABLE', `No response type matches Accept: ${clip(request.headers.get('accept') ?? '')}`);
-      setResponse(replaceResponse(response, earlyErrorResponse(request, error, fetchAPI)));
-    },
-    onResultProcess({ result }) {
-      for (const single of Array.isArray(result) ? result : [result]) recodeResultErrors(single);
-    },
-  };
+export function notAcceptableRefusal(request: Request, response: Response): ApiError | null {
+  if (response.status !== 406 || response.body !== null) return null;
+  return new ApiError('NOT_ACCEPTABLE', `No response type matches Accept: ${clip(request.headers.get('accept') ?? '')}`);
 }
 
-/** A result's errors with this API's codes and statuses (useRequestErrorCodes; the direct GraphQL path too). */
+/**
+ * A result's errors with this API's codes, keeping the status yoga chose (GraphQL over HTTP fixes it), so every
+ * error a GraphQL client sees carries a code from the table in src/errors.ts (yoga's results; the direct GraphQL path's).
+ */
 export function recodeResultErrors(result: unknown): void {
   const { errors, data } = result as { errors?: unknown; data?: unknown };
   if (!Array.isArray(errors)) return;

@@ -1,4 +1,3 @@
-import type { Plugin } from 'graphql-yoga';
 import { newRequestId } from '../errors.js';
 
 const requestIds = new WeakMap<Request, string>();
@@ -13,14 +12,7 @@ export function requestIdOf(request: Request): string {
   return id;
 }
 
-/** Gives every request an id and echoes it in `X-Request-Id`. */
-export function useRequestId(): Plugin {
-  return {
-    onRequest({ request }) {
-      requestIdOf(request);
-    },
-    onResponse({ request, response }) {
-      response.headers.set('X-Request-Id', requestIdOf(request));
-    },
-  };
+/** Gives a request the id it already had (a request handed from one path to another keeps its id). */
+export function assignRequestId(request: Request, id: string): void {
+  requestIds.set(request, id);
 }

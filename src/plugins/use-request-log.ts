@@ -1,9 +1,5 @@
-import type { Plugin } from 'graphql-yoga';
 import { fixedFieldLogger, type Logger } from '../logger.js';
-import type { RequestViewers } from '../auth/request-viewers.js';
 import { HEALTH_PATH, READY_PATH } from '../paths.js';
-import { requestIdOf } from './use-request-id.js';
-import { routeOf } from './use-metrics.js';
 import { loggablePath } from '../paths.js';
 
 /** What the log line of one request says. */
@@ -37,28 +33,4 @@ export function logRequest(logger: Logger, { requestId, method, pathname, route,
     },
     'request',
   );
-}
-
-/** One log line per request (logRequest). */
-export function useRequestLog({ logger, viewers }: { logger: Logger; viewers: Pick<RequestViewers, 'resolved'> }): Plugin {
-  // Start time and path (from the URL yoga already parsed); nothing is kept while info lines are not logged.
-  const started = new WeakMap<Request, { at: number; pathname: string }>();
-  return {
-    onRequest({ request, url }) {
-      if (logger.isLevelEnabled('info')) started.set(request, { at: performance.now(), pathname: url.pathname });
-    },
-    onResponse({ request, response }) {
-      const start = started.get(request);
-      if (start === undefined) return;
-      logRequest(logger, {
-        requestId: requestIdOf(request),
-        method: request.method,
-        pathname: start.pathname,
-        route: routeOf(start.pathname),
-        status: response.status,
-        startedAt: start.at,
-        tenantId: viewers.resolved(request)?.tenantId,
-      });
-    },
-  };
 }

@@ -1,4 +1,4 @@
-import type { CORSOptions, Plugin } from 'graphql-yoga';
+import type { CORSOptions } from 'graphql-yoga';
 
 /** Data responses load nothing and may not be framed. */
 export const DATA_CSP = "default-src 'none'; frame-ancestors 'none'";
@@ -60,7 +60,7 @@ export function corsPolicy(origins: readonly string[]): false | ((request: Reque
 
 /**
  * The security headers of a response of `contentType`, given the `Vary` and `Cache-Control` it already has:
- * what useSecurityHeaders sets on every response, and the REST reads served directly (src/http/direct-rest.ts) on theirs.
+ * what the admission spine's security-headers check (src/http/admission.ts) sets on every answer.
  */
 export function securityHeaders(
   contentType: string,
@@ -74,24 +74,4 @@ export function securityHeaders(
   // Tenant data must not be kept by shared caches; responses that chose a policy (docs assets) keep theirs.
   if (cacheControl === null && contentType.includes('json')) headers['Cache-Control'] = 'no-store';
   return headers;
-}
-
-/**
- * Headers every response carries. No Strict-Transport-Security: the service speaks plain HTTP and HSTS is
- * ignored there; the TLS-terminating proxy in front of it is the one to send it. With CORS on, every response
- * varies on Origin (also one to a request without it), so a shared cache never serves one origin's answer to another.
- */
-export function useSecurityHeaders({ cors = false }: { cors?: boolean } = {}): Plugin {
-  return {
-    onResponse({ response }) {
-      const headers = response.headers;
-      const set = securityHeaders(headers.get('content-type') ?? '', {
-        cors,
-        vary: headers.get('Vary'),
-        cacheControl: headers.get('Cache-Control'),
-      });
-      for (const [name, value] of Object.entries(set)) headers.set(name, value);
-      headers.delete('X-Powered-By');
-    },
-  };
 }

@@ -1,35 +1,6 @@
-import type { Plugin } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
-import { endingMessage, type LeaseOwner, type Governor } from '../governor/governor.js';
-import { GRAPHQL_ENDPOINT } from '../paths.js';
+import { endingMessage, type LeaseOwner } from '../governor/governor.js';
 import { EventStreamBody } from '../rest/event-stream-body.js';
-
-/**
- * A GraphQL subscription over SSE (`Accept: text/event-stream` on /graphql) held to the bounds of a REST event
- * stream (src/rest/event-stream.ts): its answer queues nothing beyond its socket's buffer
- * (rest/event-stream-body.ts), and yoga's stream is read only when the socket has taken the last chunk, so a
- * client that reads slowly slows its subscription instead of growing the process. The request's owner in the governor ends the stream: when its
- * client leaves (the subscription's lease is given back at once), or when it takes nothing of a full queue for
- * the stall time, with `event: next` carrying a 503 UNAVAILABLE error and no `event: complete` (graphql-sse
- * clients retry a stream that ends without it). The single-connection mode of graphql-sse is not served.
- */
-export function useStreamBackpressure({ governor }: { governor: Governor }): Plugin {
-  return {
-    onResponse({ request, response, setResponse, fetchAPI }) {
-      if (response.body === null || !(response.headers.get('content-type') ?? '').startsWith('text/event-stream')) return;
-      // REST event streams bound themselves; only GraphQL's answer is yoga's own stream.
-      if (new URL(request.url).pathname !== GRAPHQL_ENDPOINT) return;
-      const body = boundedEventStream(response.body, governor.ownerOf(request));
-      setResponse(
-        new fetchAPI.Response(body as unknown as BodyInit, {
-          status: response.status,
-          statusText: response.statusText,
-          headers: response.headers,
-        }),
-      );
-    },
-  };
-}
 
 /** The last event of a GraphQL stream the governor ended: a retryable error (UNAVAILABLE), as an execution result. */
 function lastEvent(message: string): string {
