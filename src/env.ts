@@ -153,6 +153,7 @@ const envSchema = z
       .max(200)
       .default('urn:integrations-gateway:api'),
     OAUTH_ACCESS_TOKEN_SECONDS: z.coerce.number().int().min(30).max(86_400).default(600),
+    OAUTH_REFRESH_TOKEN_DAYS: z.coerce.number().int().min(1).max(365).default(30),
     SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
     WEBHOOKS: z.enum(['on', 'off']).default('on'),
     // Unset: 1 for the demo listening on loopback, else 0 (see webhookAllowPrivateDefault).

@@ -34,6 +34,10 @@ export const OAUTH_ROUTES = {
   userinfo: '/oauth/userinfo',
   end_session: '/oauth/session/end',
 } as const;
+/** oidc-provider sends the browser here to ask for a member's consent (src/oauth/consent.ts); it goes on to the console. */
+export const OAUTH_INTERACTION_PATH = '/oauth/interaction';
+/** The console's consent page: `/console/consent/<interaction uid>`. */
+export const CONSENT_PAGE_PATH = '/console/consent';
 /** OpenID Connect discovery, and RFC 8414's metadata path for an issuer without a path (the same document). */
 export const OPENID_CONFIGURATION_PATH = '/.well-known/openid-configuration';
 export const OAUTH_METADATA_PATH = '/.well-known/oauth-authorization-server';

@@ -4,7 +4,22 @@ import { randomBytes } from 'node:crypto';
 export const ID_ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
 /** Prefixes make ids self-describing in logs and URLs (`con_…` is a connection). */
-export type IdPrefix = 'ten' | 'cat' | 'app' | 'con' | 'syn' | 'usr' | 'tok' | 'whk' | 'mbr' | 'inv' | 'ses' | 'act' | 'oac' | 'key';
+export type IdPrefix =
+  | 'ten'
+  | 'cat'
+  | 'app'
+  | 'con'
+  | 'syn'
+  | 'usr'
+  | 'tok'
+  | 'whk'
+  | 'mbr'
+  | 'inv'
+  | 'ses'
+  | 'act'
+  | 'oac'
+  | 'oaa'
+  | 'key';
 
 /** Encodes 16 bytes (or fewer) as lowercase Crockford-like base32 behind the prefix. */
 export function formatId(prefix: IdPrefix, bytes: Uint8Array): string {

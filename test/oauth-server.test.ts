@@ -124,7 +124,7 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
   it('a running server follows a rotation made elsewhere (here at once; by default within 30 s)', async () => {
     const authorization = new AuthorizationServer(
       t.db,
-      { issuer: 'https://issuer.example', audience: 'urn:test', accessTokenSeconds: 60, trustProxy: false },
+      { issuer: 'https://issuer.example', audience: 'urn:test', accessTokenSeconds: 60, refreshTokenSeconds: 3600, trustProxy: false },
       createLogger('silent'),
       0,
     );

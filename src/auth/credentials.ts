@@ -4,6 +4,7 @@ import { looksLikeJwt, type JwtVerifier } from './jwt.js';
 import { createKnownTenants, type KnownTenants } from './known-tenants.js';
 import { DEFAULT_SESSION_POLICY, looksLikeSession, type SessionPolicy, verifySession } from './sessions.js';
 import { parsePersonalAccessToken, type TokenCacheUse, verifyPersonalAccessToken } from './tokens.js';
+import { verifyApplicationAccessToken } from './oauth-applications.js';
 import { looksLikeOAuthAccessToken, verifyOAuthAccessToken } from './oauth-clients.js';
 import type { CookiePolicy } from './session-cookie.js';
 
@@ -68,7 +69,10 @@ export async function authenticate(
   if (scheme === 'bearer' && looksLikeOAuthAccessToken(credential)) {
     // An access token of this server's authorization server (src/oauth/): opaque, looked up on every request.
     if (!deps.oauthAudience) return { viewer: null, reason: 'invalid' };
-    const viewer = await verifyOAuthAccessToken(deps.db, credential, deps.oauthAudience);
+    // A service user's client's token, else an application's acting for a member.
+    const viewer =
+      (await verifyOAuthAccessToken(deps.db, credential, deps.oauthAudience)) ??
+      (await verifyApplicationAccessToken(deps.db, credential, deps.oauthAudience));
     return viewer ? { viewer } : { viewer: null, reason: 'invalid' };
   }
   if (scheme === 'bearer') {

@@ -408,6 +408,8 @@ export async function removeMember(
       targetName: member.email,
     });
     await tx.member.delete({ where: { tenantId_id: { tenantId: input.tenantId, id: member.id } } });
+    // The applications it approved: their grants, codes and tokens (already refused: each names a member).
+    await tx.$executeRaw`DELETE FROM oauth_records WHERE account_id = ${member.id}`;
     return { id: member.id };
   });
 }

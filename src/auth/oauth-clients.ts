@@ -49,21 +49,32 @@ export function scopesWithinRole(role: Role): OAuthScope[] {
   return OAUTH_SCOPES.filter((scope) => scopeWithinRole(scope, role));
 }
 
-/** A space-separated scope list as input: known scopes, each within `role` (400 otherwise). */
-function parseClientScope(scope: string | null | undefined, role: Role): OAuthScope[] {
-  if (scope === null || scope === undefined || scope.trim() === '') return scopesWithinRole(role);
+/** A space-separated scope list as input: known scopes, each once (400 otherwise). */
+export function parseScopeList(scope: string): OAuthScope[] {
   const scopes = [...new Set(scope.trim().split(/\s+/))];
   const unknown = scopes.filter((value) => !isScope(value));
   if (unknown.length > 0) throw new ApiError('INVALID_QUERY', `unknown scope ${unknown.join(', ')}: scopes are ${OAUTH_SCOPES.join(', ')}`);
-  const above = (scopes as OAuthScope[]).filter((value) => !scopeWithinRole(value, role));
+  return scopes as OAuthScope[];
+}
+
+/** A space-separated scope list as input: known scopes, each within `role` (400 otherwise). */
+function parseClientScope(scope: string | null | undefined, role: Role): OAuthScope[] {
+  if (scope === null || scope === undefined || scope.trim() === '') return scopesWithinRole(role);
+  const scopes = parseScopeList(scope);
+  const above = scopes.filter((value) => !scopeWithinRole(value, role));
   if (above.length > 0) {
     throw new ApiError('INVALID_QUERY', `the service user's role (${role}) does not hold scope ${above.join(', ')}`);
   }
   return scopes as OAuthScope[];
 }
 
+/** A new client secret: shown once, only its hash is stored. */
+export function newClientSecret(): string {
+  return `${CLIENT_SECRET_MARKER}${randomBytes(CLIENT_SECRET_BYTES).toString('base64url')}`;
+}
+
 /** SHA-256 of a client secret, as stored. */
-function hashClientSecret(secret: string): Buffer {
+export function hashClientSecret(secret: string): Buffer {
   return createHash('sha256').update(secret).digest();
 }
 
@@ -148,7 +159,7 @@ export async function createOAuthClient(
       ? null
       : printableName(input.name, 'a client name', MAX_CLIENT_NAME_LENGTH);
   const jwks = input.jwks === null || input.jwks === undefined ? null : parsePublicJwks(input.jwks);
-  const clientSecret = jwks ? null : `${CLIENT_SECRET_MARKER}${randomBytes(CLIENT_SECRET_BYTES).toString('base64url')}`;
+  const clientSecret = jwks ? null : newClientSecret();
   return db.prisma.$transaction(async (tx) => {
     const user = await tx.serviceUser.findUnique({
       where: { tenantId_id: { tenantId: input.tenantId, id: input.serviceUserId } },
@@ -265,22 +276,36 @@ export async function verifyOAuthAccessToken(db: Database, value: string, audien
     [oauthRecordKey(value), now.toISOString()],
   );
   if (!row) return null;
-  const { payload } = row;
+  const clientScopes = new Set(row.scope.split(' '));
+  return viewerOfScopes(row.payload, audience, now, {
+    allowed: (scope) => clientScopes.has(scope) && scopeWithinRole(scope, row.role),
+    tenantId: row.tenant_id,
+    subject: row.service_user_id,
+    ceiling: row.role,
+  });
+}
+
+/**
+ * The viewer of a stored access token's payload: unexpired, for `audience`, with the permissions of its scopes
+ * that are still `allowed`; null when none is.
+ */
+export function viewerOfScopes(
+  payload: Record<string, unknown>,
+  audience: string,
+  now: Date,
+  holder: { allowed: (scope: OAuthScope) => boolean; tenantId: string; subject: string; ceiling: Role },
+): Viewer | null {
   if (typeof payload.exp !== 'number' || payload.exp * 1000 <= now.getTime()) return null;
   const aud = payload.aud;
   if (!(aud === audience || (Array.isArray(aud) && aud.length === 1 && aud[0] === audience))) return null;
-  const clientScopes = new Set(row.scope.split(' '));
-  const granted = (typeof payload.scope === 'string' ? payload.scope.split(' ') : [])
-    .filter(isScope)
-    .filter((scope) => clientScopes.has(scope) && scopeWithinRole(scope, row.role));
+  const granted = (typeof payload.scope === 'string' ? payload.scope.split(' ') : []).filter(isScope).filter(holder.allowed);
   if (granted.length === 0) return null;
   const permissions = new Set<Permission>(granted.flatMap((scope) => [...permissionsOf(SCOPE_ROLES[scope])]));
-  const role = roleOfPermissions(permissions, row.role);
   return {
-    tenantId: row.tenant_id,
-    role,
+    tenantId: holder.tenantId,
+    role: roleOfPermissions(permissions, holder.ceiling),
     permissions,
-    subject: row.service_user_id,
+    subject: holder.subject,
     credential: 'oauth',
     tokenId: String(payload.clientId),
   };

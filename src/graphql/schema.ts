@@ -7,6 +7,7 @@ import './connection.js';
 import './sync.js';
 import './access.js';
 import './oauth-clients.js';
+import './oauth-applications.js';
 import './sync-runs.js';
 import './live.js';
 import './webhooks.js';

@@ -3,8 +3,10 @@ import { LoginThrottle } from '../auth/login-throttle.js';
 import { ApiError, errorBody } from '../errors.js';
 import { timeoutError } from '../plugins/use-deadline.js';
 import type { Logger } from '../logger.js';
-import type { AuthorizationServer } from '../oauth/authorization-server.js';
-import { OAUTH_METADATA_PATH, OAUTH_ROUTES, OPENID_CONFIGURATION_PATH } from '../paths.js';
+import type { Database } from '../db/client.js';
+import type { AuthorizationServer, BuiltProvider } from '../oauth/authorization-server.js';
+import { answerConsent, consentDetails } from '../oauth/consent.js';
+import { CONSENT_PAGE_PATH, OAUTH_INTERACTION_PATH, OAUTH_METADATA_PATH, OAUTH_ROUTES, OPENID_CONFIGURATION_PATH } from '../paths.js';
 import type { Admission } from './admission.js';
 import { bareAnswerHeaders, localOrigin } from './host.js';
 import { incomingOfNode } from './incoming-outgoing.js';
@@ -25,6 +27,21 @@ export interface OAuthEndpoints {
   dispose(): Promise<void>;
 }
 
+/** `/oauth/interaction/<uid>` and its steps `details`, `approve` and `refuse`. */
+const INTERACTION_PATTERN = new RegExp(`^${OAUTH_INTERACTION_PATH}/([A-Za-z0-9_-]{1,64})(?:/(details|approve|refuse))?$`);
+
+/** oidc-provider's own browser session: never kept (an approval is asked of whoever is signed in to the console). */
+const PROVIDER_SESSION_COOKIE = /^\s*_session(?:\.legacy)?(?:\.sig)?=/;
+
+/** Takes the provider's session cookies out of a request, so that it sees a browser it has never signed in. */
+function dropProviderSession(req: IncomingMessage): void {
+  const cookie = req.headers.cookie;
+  if (!cookie) return;
+  const kept = cookie.split(';').filter((pair) => !PROVIDER_SESSION_COOKIE.test(pair));
+  if (kept.length === 0) delete req.headers.cookie;
+  else req.headers.cookie = kept.join(';');
+}
+
 /** Whether a path is the authorization server's. */
 export function isOAuthPath(pathname: string): boolean {
   return pathname.startsWith('/oauth/') || pathname === OPENID_CONFIGURATION_PATH || pathname === OAUTH_METADATA_PATH;
@@ -32,6 +49,7 @@ export function isOAuthPath(pathname: string): boolean {
 
 export function createOAuthEndpoints(options: {
   server: AuthorizationServer;
+  db: Database;
   admission: Admission;
   logger: Logger;
   failuresPerAddress: number;
@@ -59,10 +77,15 @@ export function createOAuthEndpoints(options: {
         throw new ApiError('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${MAX_OAUTH_BODY_BYTES} bytes`);
       }
       if (pathname === OAUTH_METADATA_PATH) req.url = OPENID_CONFIGURATION_PATH;
-      const handle = await server.handler(localOrigin(req.socket));
+      dropProviderSession(req);
+      const built = await server.provider(localOrigin(req.socket));
+      const { handle } = built;
       // Answered 503 while the provider was being built: nothing is left to do.
       if (res.writableEnded) return;
-      if (req.method === 'POST' && CLIENT_AUTHENTICATED.has(pathname)) {
+      const interaction = INTERACTION_PATTERN.exec(pathname);
+      if (interaction) {
+        await serveInteraction(req, res, built, interaction[1]!, interaction[2]);
+      } else if (req.method === 'POST' && CLIENT_AUTHENTICATED.has(pathname)) {
         const address = admission.clientAddress(incomingOfNode(req));
         await throttle.clientAuthentication(address, async () => {
           await handle(req, res);
@@ -77,6 +100,42 @@ export function createOAuthEndpoints(options: {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * The consent steps (src/oauth/consent.ts): the provider's redirect goes on to the console's page; the page reads
+   * the request and sends the answer with the member's console session (cookie, past its cross-site checks).
+   */
+  async function serveInteraction(req: IncomingMessage, res: ServerResponse, built: BuiltProvider, uid: string, step: string | undefined) {
+    if (step === undefined) {
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        throw new ApiError('METHOD_NOT_ALLOWED', 'GET only', { headers: { Allow: 'GET' } });
+      res.writeHead(303, { Location: `${CONSENT_PAGE_PATH}/${uid}`, 'Cache-Control': 'no-store', 'Content-Length': '0' });
+      res.end();
+      return;
+    }
+    const expected = step === 'details' ? 'GET' : 'POST';
+    if (req.method !== expected) {
+      throw new ApiError('METHOD_NOT_ALLOWED', `${expected} only`, { headers: { Allow: expected } });
+    }
+    const viewer = await admission.credential(admission.presented(incomingOfNode(req)));
+    if (!viewer)
+      throw new ApiError('UNAUTHORIZED', 'Sign in to the console to answer this request', { headers: { 'WWW-Authenticate': 'Session' } });
+    if (viewer.credential !== 'session') {
+      throw new ApiError('UNAUTHORIZED', 'Only a member signed in to the console can answer an authorization request', { status: 403 });
+    }
+    const member = { tenantId: viewer.tenantId, memberId: viewer.subject, role: viewer.role };
+    const body =
+      step === 'details'
+        ? await consentDetails(built.provider, options.db, req, res, uid, member)
+        : { location: await answerConsent(built.provider, options.db, req, res, uid, member, step === 'approve', built.audience) };
+    const text = JSON.stringify({ data: body });
+    res.writeHead(200, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Cache-Control': 'no-store',
+      'Content-Length': Buffer.byteLength(text),
+    });
+    res.end(text);
   }
 
   return {

@@ -44,7 +44,12 @@ import { refuseBadHost } from './host.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
 import { webhookSettingsOf, type WebhookConfig } from '../webhooks/settings.js';
 import { useReadRouting, withRequestReadScope } from '../plugins/use-read-routing.js';
-import { AuthorizationServer, DEFAULT_ACCESS_TOKEN_SECONDS, DEFAULT_OAUTH_AUDIENCE } from '../oauth/authorization-server.js';
+import {
+  AuthorizationServer,
+  DEFAULT_ACCESS_TOKEN_SECONDS,
+  DEFAULT_OAUTH_AUDIENCE,
+  DEFAULT_REFRESH_TOKEN_DAYS,
+} from '../oauth/authorization-server.js';
 import { createOAuthEndpoints, type OAuthEndpoints } from './oauth-endpoints.js';
 
 /** The operations the REST routes run (their documents and streams): bounded in cost by construction (admission.operation). */
@@ -82,6 +87,7 @@ export interface GatewayOptions {
         | 'ROW_WRITER_FALLBACK'
         | 'OAUTH_AUDIENCE'
         | 'OAUTH_ACCESS_TOKEN_SECONDS'
+        | 'OAUTH_REFRESH_TOKEN_DAYS'
         | 'SSO_ALLOW_PRIVATE_ISSUERS'
       >
     > &
@@ -204,12 +210,14 @@ export function createGateway({
   const cors = corsOrigins.length > 0;
   const admission = createAdmission({ logger, credentials, rateLimits, metrics, limits, maskError, cors });
   const oauth = createOAuthEndpoints({
+    db,
     server: new AuthorizationServer(
       db,
       {
         issuer: config.PUBLIC_ORIGIN,
         audience: oauthAudience,
         accessTokenSeconds: config.OAUTH_ACCESS_TOKEN_SECONDS ?? DEFAULT_ACCESS_TOKEN_SECONDS,
+        refreshTokenSeconds: (config.OAUTH_REFRESH_TOKEN_DAYS ?? DEFAULT_REFRESH_TOKEN_DAYS) * 86_400,
         trustProxy: sessions.trustProxy,
       },
       logger,

@@ -1,4 +1,5 @@
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { oauthApplicationMetadata } from '../auth/oauth-applications.js';
 import { oauthClientMetadata, oauthRecordKey } from '../auth/oauth-clients.js';
 import type { Database, RawSql } from '../db/client.js';
 
@@ -20,24 +21,31 @@ export function storeOf(db: Database): new (model: string) => Adapter {
       if (this.model === 'Client') return;
       const expiresAt = expiresIn ? new Date(Date.now() + expiresIn * 1000).toISOString() : null;
       await db.raw.query(
-        `INSERT INTO oauth_records (model, id, payload, grant_id, uid, user_code, expires_at)
-         VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7::timestamptz)
+        `INSERT INTO oauth_records (model, id, payload, grant_id, uid, user_code, expires_at, account_id, client_id)
+         VALUES ($1, $2, $3::jsonb, $4, $5, $6, $7::timestamptz, $8, $9)
          ON CONFLICT (model, id) DO UPDATE SET payload = EXCLUDED.payload, grant_id = EXCLUDED.grant_id,
-           uid = EXCLUDED.uid, user_code = EXCLUDED.user_code, expires_at = EXCLUDED.expires_at`,
+           uid = EXCLUDED.uid, user_code = EXCLUDED.user_code, expires_at = EXCLUDED.expires_at,
+           account_id = EXCLUDED.account_id, client_id = EXCLUDED.client_id`,
         [
           this.model,
           oauthRecordKey(id),
           JSON.stringify(payload),
-          payload.grantId ?? null,
+          // A grant is its own chain: revoking it (revokeByGrantId) deletes it with its codes and tokens.
+          payload.grantId ?? (this.model === 'Grant' ? id : null),
           payload.uid ?? null,
           payload.userCode ?? null,
           expiresAt,
+          payload.accountId ?? null,
+          payload.clientId ?? null,
         ],
       );
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
-      if (this.model === 'Client') return (await oauthClientMetadata(db, id)) as AdapterPayload | undefined;
+      if (this.model === 'Client') {
+        const client = id.startsWith('oaa_') ? await oauthApplicationMetadata(db, id) : await oauthClientMetadata(db, id);
+        return client as AdapterPayload | undefined;
+      }
       return this.first('id = $2', oauthRecordKey(id));
     }
 

@@ -53,6 +53,7 @@ const TARGET_TYPES: readonly [ActivityTargetType, string][] = [
   ['service_user', 'Service users'],
   ['token', 'Tokens'],
   ['oauth_client', 'OAuth clients'],
+  ['oauth_application', 'OAuth applications'],
   ['connection', 'Connections'],
   ['webhook_endpoint', 'Webhook endpoints'],
 ];
@@ -71,6 +72,9 @@ const ACTIONS: Record<string, string> = {
   'token.revoked': 'revoked a token',
   'oauth_client.created': 'created an OAuth client',
   'oauth_client.deleted': 'deleted an OAuth client',
+  'oauth_application.created': 'registered an OAuth application',
+  'oauth_application.deleted': 'deleted an OAuth application',
+  'oauth_application.approval_revoked': "revoked an application's approval",
   'connection.created': 'created a connection',
   'connection.updated': 'changed a connection',
   'connection.deleted': 'deleted a connection',

@@ -1,0 +1,315 @@
+import { randomBytes } from 'node:crypto';
+import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
+import type { Database } from '../db/client.js';
+import { ApiError } from '../errors.js';
+import type { Role } from '../generated/prisma/enums.js';
+import { formatId, MAX_ID_LENGTH } from '../prefixed-ids.js';
+import {
+  hashClientSecret,
+  newClientSecret,
+  OAUTH_SCOPES,
+  type OAuthScope,
+  oauthRecordKey,
+  parseScopeList,
+  viewerOfScopes,
+} from './oauth-clients.js';
+import { printableName } from './printable-names.js';
+import type { Viewer } from './viewer.js';
+
+// Partners' applications of the gateway's authorization server (src/oauth/): the authorization code flow with
+// PKCE, acting for a member of the application's tenant who approved it on the console's consent page. An
+// approval is oidc-provider's Grant (kept in oauth_records with its codes and tokens under one grant id), so
+// revoking an approval, deleting an application or removing a member deletes every token it led to; each
+// request checks the token against its application, its member and that member's role as they are then.
+
+/** What a member's role lets an application act with: a reader reads; an admin reads and writes; never engine. */
+const MEMBER_SCOPES: Record<Role, readonly OAuthScope[]> = { reader: ['read'], admin: ['read', 'write'], engine: [] };
+
+/** The scopes a member of `role` may give an application. */
+export function scopesOfMember(role: Role): readonly OAuthScope[] {
+  return MEMBER_SCOPES[role];
+}
+
+const MAX_APPLICATION_NAME_LENGTH = 100;
+const MAX_REDIRECT_URIS = 10;
+const MAX_REDIRECT_URI_LENGTH = 2000;
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/** Redirect URIs as registered: absolute https (or http on a loopback address), no fragment; compared exactly. */
+function parseRedirectUris(uris: readonly string[]): string[] {
+  if (uris.length === 0 || uris.length > MAX_REDIRECT_URIS) {
+    throw new ApiError('INVALID_QUERY', `redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
+  }
+  for (const uri of uris) {
+    let url: URL;
+    try {
+      url = new URL(uri);
+    } catch {
+      throw new ApiError('INVALID_QUERY', `redirect URI ${JSON.stringify(uri.slice(0, 100))} is not an absolute URL`);
+    }
+    const loopbackHttp = url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+    if (uri.length > MAX_REDIRECT_URI_LENGTH || (url.protocol !== 'https:' && !loopbackHttp) || url.hash !== '' || uri.includes('#')) {
+      throw new ApiError(
+        'INVALID_QUERY',
+        `redirect URI ${JSON.stringify(uri.slice(0, 100))} must be https (http only on 127.0.0.1, [::1] or localhost), without a fragment, at most ${MAX_REDIRECT_URI_LENGTH} characters`,
+      );
+    }
+  }
+  return [...new Set(uris)];
+}
+
+export interface OAuthApplicationInfo {
+  id: string;
+  name: string;
+  redirectUris: string[];
+  scope: string;
+  createdAt: Date;
+  createdBy: string | null;
+}
+
+const applicationSelect = { id: true, name: true, redirectUris: true, scope: true, createdAt: true, createdBy: true } as const;
+
+/** Registers a partner's application in the tenant; its client secret is returned here once. */
+export async function createOAuthApplication(
+  db: Database,
+  input: {
+    tenantId: string;
+    name: string;
+    redirectUris: readonly string[];
+    scope?: string | null | undefined;
+    createdBy?: string;
+    activity?: ActivityOrigin;
+  },
+): Promise<OAuthApplicationInfo & { clientSecret: string }> {
+  const name = printableName(input.name, 'an application name', MAX_APPLICATION_NAME_LENGTH);
+  const redirectUris = parseRedirectUris(input.redirectUris);
+  const scope = (
+    input.scope === null || input.scope === undefined || input.scope.trim() === '' ? [...OAUTH_SCOPES] : parseScopeList(input.scope)
+  ).join(' ');
+  const clientSecret = newClientSecret();
+  return db.prisma.$transaction(async (tx) => {
+    const application = await tx.oAuthApplication.create({
+      data: {
+        id: formatId('oaa', randomBytes(16)),
+        tenantId: input.tenantId,
+        name,
+        redirectUris,
+        scope,
+        secretHash: new Uint8Array(hashClientSecret(clientSecret)),
+        createdBy: input.createdBy ?? null,
+      },
+      select: applicationSelect,
+    });
+    await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+      action: 'oauth_application.created',
+      targetId: application.id,
+      targetName: name,
+    });
+    return { ...application, clientSecret };
+  });
+}
+
+/** A tenant's applications, newest first. */
+export function listOAuthApplications(db: Database, tenantId: string): Promise<OAuthApplicationInfo[]> {
+  return db.prisma.oAuthApplication.findMany({
+    where: { tenantId },
+    orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+    select: applicationSelect,
+  });
+}
+
+/** Deletes an application of the tenant with every approval, code and token of it: they stop at once. */
+export async function deleteOAuthApplication(
+  db: Database,
+  input: { tenantId: string; applicationId: string; activity?: ActivityOrigin },
+): Promise<{ id: string }> {
+  if (input.applicationId.length > MAX_ID_LENGTH) throw new ApiError('NOT_FOUND', 'no such OAuth application');
+  return db.prisma.$transaction(async (tx) => {
+    const application = await tx.oAuthApplication.findFirst({
+      where: { id: input.applicationId, tenantId: input.tenantId },
+      select: { id: true, name: true },
+    });
+    if (!application) throw new ApiError('NOT_FOUND', 'no such OAuth application');
+    await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+      action: 'oauth_application.deleted',
+      targetId: application.id,
+      targetName: application.name,
+    });
+    await tx.$executeRaw`DELETE FROM oauth_records WHERE client_id = ${application.id}`;
+    await tx.oAuthApplication.delete({ where: { id: application.id } });
+    return { id: application.id };
+  });
+}
+
+/** The application as the consent page and the provider read it, or undefined. */
+export async function oauthApplicationOf(
+  db: Database,
+  clientId: string,
+): Promise<(OAuthApplicationInfo & { tenantId: string; tenantName: string; tenantSlug: string; secretHash: Buffer }) | undefined> {
+  if (typeof clientId !== 'string' || clientId.length > MAX_ID_LENGTH || !clientId.startsWith('oaa_')) return undefined;
+  const [row] = await db.raw.query<{
+    id: string;
+    tenant_id: string;
+    tenant_name: string;
+    tenant_slug: string;
+    name: string;
+    redirect_uris: string[];
+    scope: string;
+    secret_hash: Buffer;
+    created_at: Date;
+    created_by: string | null;
+  }>(
+    `SELECT a.id, a.tenant_id, t.name AS tenant_name, t.slug AS tenant_slug, a.name, a.redirect_uris, a.scope, a.secret_hash,
+            a.created_at, a.created_by
+       FROM oauth_applications a JOIN tenants t ON t.id = a.tenant_id WHERE a.id = $1`,
+    [clientId],
+  );
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    tenantName: row.tenant_name,
+    tenantSlug: row.tenant_slug,
+    name: row.name,
+    redirectUris: row.redirect_uris,
+    scope: row.scope,
+    secretHash: Buffer.from(row.secret_hash),
+    createdAt: new Date(row.created_at),
+    createdBy: row.created_by,
+  };
+}
+
+/** An application as oidc-provider reads it (its `Client` model): the code flow and refresh tokens only. */
+export async function oauthApplicationMetadata(db: Database, clientId: string): Promise<Record<string, unknown> | undefined> {
+  const application = await oauthApplicationOf(db, clientId);
+  if (!application) return undefined;
+  return {
+    client_id: application.id,
+    client_name: application.name,
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    redirect_uris: application.redirectUris,
+    scope: application.scope,
+    token_endpoint_auth_method: 'client_secret_basic',
+    // The stored hash stands for the secret (see src/oauth/provider.ts).
+    client_secret: application.secretHash.toString('base64url'),
+  };
+}
+
+/** Whether the member is (still) one of the tenant. */
+export async function memberOfTenant(db: Database, tenantId: string, memberId: string): Promise<boolean> {
+  if (memberId.length > MAX_ID_LENGTH) return false;
+  const rows = await db.raw.query('SELECT 1 FROM members WHERE tenant_id = $1 AND id = $2', [tenantId, memberId]);
+  return rows.length > 0;
+}
+
+export interface OAuthApproval {
+  /** The grant's id. */
+  id: string;
+  applicationId: string;
+  applicationName: string;
+  memberId: string;
+  memberEmail: string;
+  scope: string;
+  approvedAt: Date;
+  expiresAt: Date | null;
+}
+
+/** The tenant's approvals (oidc-provider's grants), of one member when `memberId` is given; newest first. */
+export async function listOAuthApprovals(
+  db: Database,
+  input: { tenantId: string; memberId?: string | undefined },
+): Promise<OAuthApproval[]> {
+  const rows = await db.raw.query<{
+    grant_id: string;
+    application_id: string;
+    application_name: string;
+    member_id: string;
+    email: string;
+    payload: Record<string, unknown> | string;
+    expires_at: Date | null;
+  }>(
+    `SELECT r.grant_id, a.id AS application_id, a.name AS application_name, m.id AS member_id, m.email, r.payload, r.expires_at
+       FROM oauth_records r
+       JOIN oauth_applications a ON a.id = r.client_id
+       JOIN members m ON m.tenant_id = a.tenant_id AND m.id = r.account_id
+      WHERE r.model = 'Grant' AND a.tenant_id = $1 AND ($2::text IS NULL OR m.id = $2)
+        AND (r.expires_at IS NULL OR r.expires_at > now())
+      ORDER BY r.payload->>'iat' DESC, r.grant_id DESC
+      LIMIT 1000`,
+    [input.tenantId, input.memberId ?? null],
+  );
+  return rows.map((row) => {
+    const payload = typeof row.payload === 'string' ? (JSON.parse(row.payload) as Record<string, unknown>) : row.payload;
+    const resources = (payload.resources ?? {}) as Record<string, string>;
+    const scope = [...new Set(Object.values(resources).flatMap((value) => value.split(' ')))].filter(Boolean).join(' ');
+    return {
+      id: row.grant_id,
+      applicationId: row.application_id,
+      applicationName: row.application_name,
+      memberId: row.member_id,
+      memberEmail: row.email,
+      scope,
+      approvedAt: new Date(Number(payload.iat) * 1000),
+      expiresAt: row.expires_at ? new Date(row.expires_at) : null,
+    };
+  });
+}
+
+/**
+ * Revokes an approval of the tenant (of the member when `memberId` is given): the grant with its codes, refresh
+ * and access tokens, which stop at once.
+ */
+export async function revokeOAuthApproval(
+  db: Database,
+  input: { tenantId: string; approvalId: string; memberId?: string | undefined; activity?: ActivityOrigin },
+): Promise<{ id: string }> {
+  if (input.approvalId.length > MAX_ID_LENGTH) throw new ApiError('NOT_FOUND', 'no such approval');
+  const approval = (await listOAuthApprovals(db, input)).find((candidate) => candidate.id === input.approvalId);
+  if (!approval) throw new ApiError('NOT_FOUND', 'no such approval');
+  await db.prisma.$transaction(async (tx) => {
+    await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+      action: 'oauth_application.approval_revoked',
+      targetId: approval.applicationId,
+      targetName: `${approval.applicationName} (${approval.memberEmail})`,
+    });
+    await tx.$executeRaw`DELETE FROM oauth_records WHERE grant_id = ${approval.id}`;
+  });
+  return { id: approval.id };
+}
+
+/**
+ * The viewer of an access token an application got for a member, or null: unknown, expired, revoked, for
+ * another audience, of a deleted application or a removed member, or with no scope left within both the
+ * application's scopes and the member's role as they are now.
+ */
+export async function verifyApplicationAccessToken(
+  db: Database,
+  value: string,
+  audience: string,
+  now = new Date(),
+): Promise<Viewer | null> {
+  const [row] = await db.raw.query<{
+    payload: Record<string, unknown> | string;
+    tenant_id: string;
+    scope: string;
+    member_id: string;
+    role: Role;
+  }>(
+    `SELECT r.payload, a.tenant_id, a.scope, m.id AS member_id, m.role
+       FROM oauth_records r
+       JOIN oauth_applications a ON a.id = r.client_id
+       JOIN members m ON m.tenant_id = a.tenant_id AND m.id = r.account_id
+      WHERE r.model = 'AccessToken' AND r.id = $1 AND r.expires_at > $2::timestamptz`,
+    [oauthRecordKey(value), now.toISOString()],
+  );
+  if (!row) return null;
+  const payload = typeof row.payload === 'string' ? (JSON.parse(row.payload) as Record<string, unknown>) : row.payload;
+  const member = new Set<string>(scopesOfMember(row.role));
+  return viewerOfScopes(payload, audience, now, {
+    allowed: (scope) => row.scope.split(' ').includes(scope) && member.has(scope),
+    tenantId: row.tenant_id,
+    subject: row.member_id,
+    ceiling: row.role,
+  });
+}

@@ -1,0 +1,151 @@
+import { actorOf } from '../auth/audit.js';
+import {
+  createOAuthApplication,
+  deleteOAuthApplication,
+  listOAuthApprovals,
+  type OAuthApproval,
+  revokeOAuthApproval,
+} from '../auth/oauth-applications.js';
+import { OAUTH_SCOPES } from '../auth/oauth-clients.js';
+import { ApiError } from '../errors.js';
+import { builder } from './builder.js';
+import { assertIdLength } from './ids.js';
+import { activityOriginOf, requireViewer } from './viewer.js';
+
+// Partners' applications (the authorization code flow with PKCE, docs/reference/oauth.md) and the approvals
+// members gave them. Admins (access:manage) register and delete applications and see and revoke every approval of
+// the organization; a member signed in to the console sees and revokes their own. A client secret appears once,
+// in createOAuthApplication's payload.
+
+const SCOPE = `Space-separated scopes (${OAUTH_SCOPES.join(', ')}) the application may ask for.`;
+
+builder.prismaObject('OAuthApplication', {
+  description:
+    "A partner's application: it sends a member of this organization to the consent page (authorization code flow with PKCE, S256) and, once approved, acts for them with the scopes both its own and the member's role allow.",
+  select: { id: true },
+  fields: (t) => ({
+    id: t.exposeID('id', { description: 'The client_id.' }),
+    name: t.exposeString('name'),
+    redirectUris: t.exposeStringList('redirectUris', {
+      description: 'Where codes are sent; an authorization request must name one exactly.',
+    }),
+    scope: t.exposeString('scope', { description: SCOPE }),
+    createdAt: t.expose('createdAt', { type: 'DateTime' }),
+    createdBy: t.exposeString('createdBy', { nullable: true }),
+  }),
+});
+
+const CreatedOAuthApplication = builder
+  .objectRef<{ id: string; name: string; clientSecret: string; scope: string; redirectUris: string[] }>('CreatedOAuthApplication')
+  .implement({
+    fields: (t) => ({
+      clientId: t.exposeID('id'),
+      clientSecret: t.exposeString('clientSecret', { description: 'The client secret: store it now, it is never shown again.' }),
+      name: t.exposeString('name'),
+      redirectUris: t.exposeStringList('redirectUris'),
+      scope: t.exposeString('scope'),
+    }),
+  });
+
+const DeletedOAuthApplication = builder.objectRef<{ id: string }>('DeletedOAuthApplication').implement({
+  fields: (t) => ({ id: t.exposeID('id') }),
+});
+
+const OAuthApprovalRef = builder.objectRef<OAuthApproval>('OAuthApproval').implement({
+  description: "A member's approval of an application: its refresh and access tokens live as long as it does.",
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    applicationId: t.exposeID('applicationId'),
+    applicationName: t.exposeString('applicationName'),
+    memberId: t.exposeID('memberId'),
+    memberEmail: t.exposeString('memberEmail'),
+    scope: t.exposeString('scope', { description: 'The scopes granted: within both the application and the member role.' }),
+    approvedAt: t.expose('approvedAt', { type: 'DateTime' }),
+    expiresAt: t.expose('expiresAt', { type: 'DateTime', nullable: true }),
+  }),
+});
+
+const RevokedOAuthApproval = builder.objectRef<{ id: string }>('RevokedOAuthApproval').implement({
+  fields: (t) => ({ id: t.exposeID('id') }),
+});
+
+builder.queryFields((t) => ({
+  oauthApplications: t.prismaField({
+    type: ['OAuthApplication'],
+    description: "The organization's partner applications, newest first.",
+    authScopes: { permission: 'access:manage' },
+    resolve: (query, _root, _args, context) =>
+      context.db.prisma.oAuthApplication.findMany({
+        ...query,
+        where: { tenantId: requireViewer(context).tenantId },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      }),
+  }),
+  myOAuthApprovals: t.field({
+    type: [OAuthApprovalRef],
+    description: 'The applications the signed-in member approved (empty for any other credential).',
+    authScopes: { authenticated: true },
+    resolve: (_root, _args, context) => {
+      const viewer = requireViewer(context);
+      if (viewer.credential !== 'session') return [];
+      return listOAuthApprovals(context.db, { tenantId: viewer.tenantId, memberId: viewer.subject });
+    },
+  }),
+  oauthApprovals: t.field({
+    type: [OAuthApprovalRef],
+    description: "Every approval of the organization's applications by its members.",
+    authScopes: { permission: 'access:manage' },
+    resolve: (_root, _args, context) => listOAuthApprovals(context.db, { tenantId: requireViewer(context).tenantId }),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  createOAuthApplication: t.field({
+    type: CreatedOAuthApplication,
+    description: "Registers a partner's application; its client secret is in the answer, once.",
+    authScopes: { permission: 'access:manage' },
+    args: {
+      name: t.arg.string({ required: true }),
+      redirectUris: t.arg.stringList({ required: true, description: 'https (http only on loopback), without a fragment; 1 to 10.' }),
+      scope: t.arg.string({ description: `${SCOPE} Absent: all of them.` }),
+    },
+    resolve: (_root, args, context) =>
+      createOAuthApplication(context.db, {
+        tenantId: requireViewer(context).tenantId,
+        name: args.name,
+        redirectUris: args.redirectUris,
+        scope: args.scope,
+        createdBy: actorOf(requireViewer(context)),
+        activity: activityOriginOf(context),
+      }),
+  }),
+  deleteOAuthApplication: t.field({
+    type: DeletedOAuthApplication,
+    description: 'Deletes an application with every approval of it: its tokens stop working at once.',
+    authScopes: { permission: 'access:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) =>
+      deleteOAuthApplication(context.db, {
+        tenantId: requireViewer(context).tenantId,
+        applicationId: assertIdLength(args.id, 'OAuth application'),
+        activity: activityOriginOf(context),
+      }),
+  }),
+  revokeOAuthApproval: t.field({
+    type: RevokedOAuthApproval,
+    description: "Revokes an approval: the member's own, or (admins) any of the organization. Its tokens stop at once.",
+    authScopes: { authenticated: true },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) => {
+      const viewer = requireViewer(context);
+      const admin = viewer.permissions.has('access:manage');
+      if (!admin && viewer.credential !== 'session') throw new ApiError('NOT_FOUND', 'no such approval');
+      return revokeOAuthApproval(context.db, {
+        tenantId: viewer.tenantId,
+        approvalId: assertIdLength(args.id, 'approval'),
+        memberId: admin ? undefined : viewer.subject,
+        activity: activityOriginOf(context),
+      });
+    },
+  }),
+}));
