@@ -22,6 +22,9 @@ import { Webhooks } from './pages/Webhooks';
 import { WebhookEndpointDetail } from './pages/WebhookEndpointDetail';
 import { Activity } from './pages/Activity';
 import { WebhookDelivery } from './pages/WebhookDelivery';
+import { Consent } from './pages/Consent';
+import { ApprovedApplications } from './pages/ApprovedApplications';
+import { OAuthApplications } from './pages/OAuthApplications';
 
 const OrganizationQuery = graphql(`
   query ConsoleOrganization {
@@ -113,6 +116,13 @@ function SignedIn({ onCredentialChange }: { onCredentialChange: () => void }) {
             <Route path="/users/sso">
               <SsoSettings />
             </Route>
+            <Route path="/users/oauth-applications">
+              <OAuthApplications />
+            </Route>
+            <Route path="/consent/:uid">{(params) => <Consent uid={params.uid} />}</Route>
+            <Route path="/approved-applications">
+              <ApprovedApplications />
+            </Route>
             <Route path="/users/service-users/:id">{(params) => <ServiceUserDetail id={params.id} />}</Route>
             <Route path="/connections">
               <Connections />
@@ -155,6 +165,7 @@ const NAVIGATION = [
   ['/webhooks', 'Webhooks'],
   // Also opened from the organization's name, as the spec has it; this is the one a person finds unaided.
   ['/users', 'Users'],
+  ['/approved-applications', 'Approved applications'],
 ] as const;
 
 /**

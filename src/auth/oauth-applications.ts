@@ -203,6 +203,17 @@ export async function memberOfTenant(db: Database, tenantId: string, memberId: s
   return rows.length > 0;
 }
 
+/** The id of the member's unexpired approval of the application (its grant), if there is one. */
+export async function approvalIdOf(db: Database, memberId: string, applicationId: string): Promise<string | undefined> {
+  const [row] = await db.raw.query<{ grant_id: string }>(
+    `SELECT grant_id FROM oauth_records
+      WHERE model = 'Grant' AND account_id = $1 AND client_id = $2 AND (expires_at IS NULL OR expires_at > now())
+      ORDER BY expires_at DESC NULLS FIRST LIMIT 1`,
+    [memberId, applicationId],
+  );
+  return row?.grant_id;
+}
+
 export interface OAuthApproval {
   /** The grant's id. */
   id: string;

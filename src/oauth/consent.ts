@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Provider from 'oidc-provider';
-import { oauthApplicationOf, scopesOfMember } from '../auth/oauth-applications.js';
+import { approvalIdOf, oauthApplicationOf, scopesOfMember } from '../auth/oauth-applications.js';
 import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
 import type { Role } from '../generated/prisma/enums.js';
@@ -108,7 +108,11 @@ export async function answerConsent(
       { mergeWithLastSubmission: false },
     );
   }
-  const grant = new provider.Grant({ accountId: member.memberId, clientId: application.id });
+  // One approval per member and application: a new consent adds to it (its tokens stay in one chain).
+  const existing = await approvalIdOf(db, member.memberId, application.id);
+  const grant =
+    (existing ? await provider.Grant.find(existing) : undefined) ??
+    new provider.Grant({ accountId: member.memberId, clientId: application.id });
   // The provider counts this API's scopes both as its own (the `scopes` it lists) and as the resource's.
   grant.addOIDCScope(granted.join(' '));
   grant.addResourceScope(audience, granted.join(' '));

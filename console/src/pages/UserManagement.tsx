@@ -17,6 +17,9 @@ export function UserManagement({ children }: { children: ReactNode }) {
         <Link href="/users/service-users" aria-current={location.startsWith('/users/service-users') ? 'page' : undefined}>
           Service users
         </Link>
+        <Link href="/users/oauth-applications" aria-current={location.startsWith('/users/oauth-applications') ? 'page' : undefined}>
+          OAuth applications
+        </Link>
         <Link href="/users/sso" aria-current={location.startsWith('/users/sso') ? 'page' : undefined}>
           Single sign-on
         </Link>
