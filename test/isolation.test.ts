@@ -27,6 +27,7 @@ const TENANT_TABLES = [
   'service_users',
   'tokens',
   'oauth_clients',
+  'oauth_applications',
   'webhook_endpoints',
   'webhook_deliveries',
   'webhook_attempts',
@@ -270,6 +271,17 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const [client] = await t.db.prisma.oAuthClient.findMany({ where: { tenantId, serviceUserId: user }, select: { id: true } });
       await captured('deleteOAuthClient', gql('mutation($id: ID!) { deleteOAuthClient(id: $id) { id } }', { id: client!.id }));
       await captured('deleteServiceUser', gql('mutation($id: ID!) { deleteServiceUser(id: $id) { id deletedTokens } }', { id: user }));
+      const application = await captured(
+        'createOAuthApplication',
+        gql('mutation { createOAuthApplication(name: "iso", redirectUris: ["https://partner.example/cb"]) { clientId clientSecret } }'),
+      );
+      expect(application.length).toBeGreaterThan(0);
+      await captured('oauthApplications', gql('{ oauthApplications { id name redirectUris scope } }'));
+      const [registered] = await t.db.prisma.oAuthApplication.findMany({ where: { tenantId }, select: { id: true } });
+      await captured(
+        'deleteOAuthApplication',
+        gql('mutation($id: ID!) { deleteOAuthApplication(id: $id) { id } }', { id: registered!.id }),
+      );
     });
 
     it('scopes every webhook read and write: endpoints, deliveries, attempts, on GraphQL and REST', async () => {
@@ -558,12 +570,14 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           'claimSync',
           'configureIdentityProvider',
           'createConnection',
+          'createOAuthApplication',
           'createOAuthClient',
           'createPasswordReset',
           'createServiceUser',
           'createToken',
           'createWebhookEndpoint',
           'deleteConnection',
+          'deleteOAuthApplication',
           'deleteOAuthClient',
           'deleteServiceUser',
           'deleteWebhookEndpoint',
@@ -577,6 +591,7 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
           'finishSync',
           'reportSync',
           'reportSyncProgress',
+          'revokeOAuthApproval',
           'revokeToken',
           'triggerSync',
           'updateConnection',
@@ -585,7 +600,8 @@ describe.each(databaseKinds)('tenant isolation on %s', (kind) => {
       const catalogTypes = new Set(['Category', 'Application', 'CategoryList', 'ApplicationList']);
       for (const field of fields) {
         expect(catalogTypes.has(getNamedType(field.type).name), field.name).toBe(false);
-        expect(/categor|application/i.test(field.name), field.name).toBe(false);
+        // A partner's OAuth application is no catalog application.
+        expect(/categor|application/i.test(field.name.replace('OAuthApplication', '')), field.name).toBe(false);
       }
     });
 

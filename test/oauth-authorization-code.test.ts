@@ -169,6 +169,15 @@ describe.each(databaseKinds)('partner applications (authorization code with PKCE
     expect(metadata.grant_types_supported).toEqual(expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']));
     expect(metadata.code_challenge_methods_supported).toEqual(['S256']);
     expect(metadata.authorization_endpoint).toBe(`${origin}/oauth/authorize`);
+    const openapi = (await (await fetch(`${origin}/api/v1/openapi.json`)).json()) as {
+      components: { securitySchemes: { oauth2: { flows: Record<string, Record<string, unknown>> } } };
+    };
+    expect(openapi.components.securitySchemes.oauth2.flows.authorizationCode).toMatchObject({
+      authorizationUrl: '/oauth/authorize',
+      tokenUrl: '/oauth/token',
+      refreshUrl: '/oauth/token',
+    });
+    expect(Object.keys(openapi.components.securitySchemes.oauth2.flows).sort()).toEqual(['authorizationCode', 'clientCredentials']);
   });
 
   it('sends the browser to the console consent page, which names the application, the organization and the scopes', async () => {

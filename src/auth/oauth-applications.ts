@@ -136,7 +136,7 @@ export async function deleteOAuthApplication(
       targetName: application.name,
     });
     await tx.$executeRaw`DELETE FROM oauth_records WHERE client_id = ${application.id}`;
-    await tx.oAuthApplication.delete({ where: { id: application.id } });
+    await tx.oAuthApplication.deleteMany({ where: { id: application.id, tenantId: input.tenantId } });
     return { id: application.id };
   });
 }
@@ -244,7 +244,7 @@ export async function listOAuthApprovals(
        FROM oauth_records r
        JOIN oauth_applications a ON a.id = r.client_id
        JOIN members m ON m.tenant_id = a.tenant_id AND m.id = r.account_id
-      WHERE r.model = 'Grant' AND a.tenant_id = $1 AND ($2::text IS NULL OR m.id = $2)
+      WHERE r.model = 'Grant' AND a.tenant_id = $1 AND m.tenant_id = $1 AND ($2::text IS NULL OR m.id = $2)
         AND (r.expires_at IS NULL OR r.expires_at > now())
       ORDER BY r.payload->>'iat' DESC, r.grant_id DESC
       LIMIT 1000`,

@@ -179,8 +179,16 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
         oauth2: {
           type: 'oauth2',
           description:
-            "An access token of this server's authorization server (metadata at `/.well-known/oauth-authorization-server`), sent as `Authorization: Bearer <access token>`. A service user's OAuth client gets one with the client credentials grant; it acts with the service user's tenant and, at most, the role its scopes name.",
-          flows: { clientCredentials: { tokenUrl: '/oauth/token', scopes: OAUTH_SCOPE_DESCRIPTIONS } },
+            "An access token of this server's authorization server (metadata at `/.well-known/oauth-authorization-server`), sent as `Authorization: Bearer <access token>`. A service user's OAuth client gets one with the client credentials grant; it acts with the service user's tenant and, at most, the role its scopes name. A partner's application gets one with the authorization code grant (PKCE with S256 required) once a member approves it on the console's consent page; it acts for that member with the scopes both the application and the member's role allow (a reader: read; an admin: read and write; engine never), and its refresh token rotates at each use.",
+          flows: {
+            clientCredentials: { tokenUrl: '/oauth/token', scopes: OAUTH_SCOPE_DESCRIPTIONS },
+            authorizationCode: {
+              authorizationUrl: '/oauth/authorize',
+              tokenUrl: '/oauth/token',
+              refreshUrl: '/oauth/token',
+              scopes: OAUTH_SCOPE_DESCRIPTIONS,
+            },
+          },
         },
         session: SESSION_SECURITY_SCHEME,
       },
