@@ -421,7 +421,33 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       ),
     },
     credential: {
-      oauth: { run: () => send('oauth', origin.main, { authorization: UNKNOWN_CLIENT }), expect: refused(401, 'invalid_client') },
+      // The token endpoint authenticates clients; the consent steps take the member's console session.
+      oauth: {
+        run: async () => {
+          const session = { cookie: `${SESSION_COOKIE}=igw_ses_${'s'.repeat(43)}` };
+          return {
+            text: '',
+            headers: {},
+            each: [
+              { endpoint: 'POST /oauth/token', outcome: await send('oauth', origin.main, { authorization: UNKNOWN_CLIENT }) },
+              {
+                endpoint: 'GET /oauth/interaction/{id}/details',
+                outcome: await http(origin.main, 'GET', '/oauth/interaction/none/details', { headers: session }, {}),
+              },
+              {
+                endpoint: 'POST /oauth/interaction/{id}/approve (cross-site)',
+                outcome: await http(origin.main, 'POST', '/oauth/interaction/none/approve', { headers: session }, {}, ''),
+              },
+            ],
+          };
+        },
+        expect: (outcome) => {
+          const [token, details, approve] = outcome.each!.map((entry) => entry.outcome);
+          refused(401, 'invalid_client')(token!);
+          refused(401, 'UNAUTHORIZED')(details!);
+          refused(403, 'UNAUTHORIZED')(approve!);
+        },
+      },
       rest: {
         run: () => send('rest', origin.main, { authorization: 'Token igw_pat_unknown_000000000000000000000000' }),
         expect: refused(401, 'UNAUTHORIZED'),
@@ -448,10 +474,26 @@ describe.each(databaseKinds)('admission table on %s', (kind) => {
       },
     },
     'rate-limit': {
-      // Failed client authentications per address (LOGIN_FAILURES_PER_ADDRESS is 2 on the tight server).
+      // Failed client authentications per address (LOGIN_FAILURES_PER_ADDRESS is 2 on the tight server), and
+      // authorization requests and consent steps per address (RATE_LIMIT_PER_MINUTE is 2).
       oauth: {
-        run: repeated(3, () => send('oauth', origin.tight, { authorization: UNKNOWN_CLIENT })),
-        expect: refused(429, 'RATE_LIMITED'),
+        run: async () => {
+          const token = await repeated(3, () => send('oauth', origin.tight, { authorization: UNKNOWN_CLIENT }))();
+          const authorize = await repeated(3, () => http(origin.tight, 'GET', '/oauth/authorize?client_id=oaa_none', {}, {}))();
+          const consent = await repeated(3, () => http(origin.tight, 'GET', '/oauth/interaction/none/details', {}, {}))();
+          return {
+            text: '',
+            headers: {},
+            each: [
+              { endpoint: 'POST /oauth/token', outcome: token },
+              { endpoint: 'GET /oauth/authorize', outcome: authorize },
+              { endpoint: 'GET /oauth/interaction/{id}/details', outcome: consent },
+            ],
+          };
+        },
+        expect: (outcome) => {
+          for (const { outcome: answered } of outcome.each!) refused(429, 'RATE_LIMITED')(answered);
+        },
       },
       rest: { run: repeated(3, (token) => send('rest', origin.tight, { token })), expect: refused(429, 'RATE_LIMITED') },
       'rest-stream': {

@@ -12,11 +12,13 @@ import * as oauth from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inviteMember, removeMember, changeMemberRole } from '../src/auth/members.js';
 import { createOAuthApplication } from '../src/auth/oauth-applications.js';
+import { oauthRecordKey } from '../src/auth/oauth-clients.js';
 import { createSession, DEFAULT_SESSION_POLICY } from '../src/auth/sessions.js';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { createHttpServer } from '../src/http/http-server.js';
 import type { Gateway } from '../src/http/yoga.js';
 import { createLogger } from '../src/logger.js';
+import { deleteExpiredOAuthRecords } from '../src/oauth/store.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, type TestGateway } from './fixtures/gateway.js';
 import { graphqlWsResult } from './fixtures/graphql-ws.js';
@@ -442,6 +444,65 @@ describe.each(databaseKinds)('partner applications (authorization code with PKCE
     expect((await rest(tokens.access_token)).status).toBe(401);
     await expect(oauth.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     expect((await asMember('{ myOAuthApprovals { id } }')).data!.myOAuthApprovals).toEqual([]);
+  });
+
+  it('counts authorization requests and consent steps per address (429), before any row is stored', async () => {
+    const tight = gatewayOver(t.db, {
+      config: { RATE_LIMIT_PER_MINUTE: 2 },
+      rateLimit: { keyPrefix: `igw:oauth-code:${kind}:${Date.now()}`, tenantMultiplier: 1000 },
+    });
+    const tightServer = createHttpServer(tight, { logger: createLogger('silent') });
+    await new Promise<void>((resolve) => tightServer.listen(0, '127.0.0.1', resolve));
+    try {
+      const application = await applicationOf();
+      const tightOrigin = `http://127.0.0.1:${(tightServer.address() as AddressInfo).port}`;
+      const url = (await start(application)).response.url.replace(origin, tightOrigin);
+      const interactions = async () =>
+        Number((await t.db.raw.query<{ n: string }>("SELECT count(*) AS n FROM oauth_records WHERE model = 'Interaction'"))[0]!.n);
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) statuses.push((await fetch(url, { redirect: 'manual' })).status);
+      const before = await interactions();
+      const refused = await fetch(url, { redirect: 'manual' });
+      expect(statuses.slice(0, 2)).toEqual([303, 303]);
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('RATE_LIMITED');
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      expect(await interactions()).toBe(before);
+      const step = await fetch(`${tightOrigin}/oauth/interaction/anything/details`);
+      expect(step.status).toBe(429);
+    } finally {
+      tightServer.closeAllConnections();
+      await new Promise<void>((resolve) => tightServer.close(() => resolve()));
+      await tight.dispose();
+    }
+  });
+
+  it('gives every stored step an end, and the housekeeping deletes what has passed it', async () => {
+    const application = await applicationOf();
+    const { session } = await memberOf('reader');
+    const flow = await start(application);
+    const now = Date.now();
+    const [interaction] = await t.db.raw.query<{ expires_at: Date }>(
+      "SELECT expires_at FROM oauth_records WHERE model = 'Interaction' AND id = $1",
+      [oauthRecordKey(flow.uid)],
+    );
+    // A consent not answered within 10 minutes is gone.
+    expect(new Date(interaction!.expires_at).getTime() - now).toBeLessThanOrEqual(10 * 60_000 + 5000);
+    await answer(flow, session);
+    const rows = await t.db.raw.query<{ model: string; expires_at: Date | null }>(
+      'SELECT model, expires_at FROM oauth_records WHERE client_id = $1',
+      [application.id],
+    );
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) expect(row.expires_at, `${row.model} has an end`).not.toBeNull();
+    const grant = rows.find((row) => row.model === 'Grant')!;
+    expect(new Date(grant.expires_at!).getTime() - now).toBeLessThanOrEqual(30 * 86_400_000 + 5000);
+    const code = rows.find((row) => row.model === 'AuthorizationCode')!;
+    expect(new Date(code.expires_at!).getTime() - now).toBeLessThanOrEqual(60_000 + 5000);
+    // Past their end, the scheduler's housekeeping deletes them.
+    await t.db.raw.query("UPDATE oauth_records SET expires_at = now() - interval '1 second' WHERE client_id = $1", [application.id]);
+    await deleteExpiredOAuthRecords(t.db.raw, 100_000);
+    expect(await t.db.raw.query('SELECT 1 FROM oauth_records WHERE client_id = $1', [application.id])).toEqual([]);
   });
 
   it('refuses an application at the client credentials grant: it acts for members only', async () => {

@@ -77,6 +77,11 @@ export function createOAuthEndpoints(options: {
         throw new ApiError('PAYLOAD_TOO_LARGE', `The request body exceeds the limit of ${MAX_OAUTH_BODY_BYTES} bytes`);
       }
       if (pathname === OAUTH_METADATA_PATH) req.url = OPENID_CONFIGURATION_PATH;
+      // An authorization request stores an interaction before anyone has authenticated: counted per address.
+      if (pathname.startsWith(OAUTH_ROUTES.authorization) || pathname.startsWith(OAUTH_INTERACTION_PATH)) {
+        const refusal = await admission.rateLimitAddress(pathname, admission.clientAddress(incomingOfNode(req)));
+        if (refusal) throw refusal;
+      }
       dropProviderSession(req);
       const built = await server.provider(localOrigin(req.socket));
       const { handle } = built;
