@@ -406,6 +406,42 @@ describe.each(databaseKinds)('single sign-on on %s', (kind) => {
     expect(output).not.toContain(CLIENT_SECRET);
   });
 
+  it('counts sign-in starts per address (429) before any state is stored, and gives every state an end', async () => {
+    const states = async () => Number((await t.db.raw.query<{ n: string }>('SELECT count(*) AS n FROM sso_states'))[0]!.n);
+    const tight = gatewayOver(t.db, {
+      config: { SSO_ALLOW_PRIVATE_ISSUERS: '1', RATE_LIMIT_PER_MINUTE: 2 },
+      rateLimit: { keyPrefix: `test:sso-tight:${kind}:${process.pid}:${Date.now()}`, tenantMultiplier: 1000 },
+    });
+    const tightServer = createHttpServer(tight, { logger: capturingLogger(logs, 'trace') });
+    await new Promise<void>((resolve) => tightServer.listen(0, '127.0.0.1', resolve));
+    try {
+      const start = `http://127.0.0.1:${(tightServer.address() as AddressInfo).port}/api/v1/auth/sso/start?organization=demo`;
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) statuses.push((await fetch(start, { redirect: 'manual' })).status);
+      expect(statuses.slice(0, 2)).toEqual([303, 303]);
+      const before = await states();
+      const refused = await fetch(start, { redirect: 'manual' });
+      expect(refused.status).toBe(429);
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('RATE_LIMITED');
+      expect(refused.headers.get('retry-after')).toBeTruthy();
+      expect(await states()).toBe(before);
+    } finally {
+      tightServer.closeAllConnections();
+      await new Promise<void>((resolve) => tightServer.close(() => resolve()));
+      await tight.dispose();
+    }
+    // A sign-in never finished keeps its row ten minutes at most, and the next start deletes the rows past their end.
+    const now = Date.now();
+    const ends = await t.db.raw.query<{ expires_at: Date }>('SELECT expires_at FROM sso_states');
+    expect(ends.length).toBeGreaterThan(0);
+    for (const { expires_at } of ends) expect(new Date(expires_at).getTime() - now).toBeLessThanOrEqual(10 * 60_000 + 5000);
+    await t.db.raw.query("UPDATE sso_states SET expires_at = now() - interval '1 second'");
+    const unfinished = await states();
+    expect((await fetch(`${origin}/api/v1/auth/sso/start?organization=demo`, { redirect: 'manual' })).status).toBe(303);
+    expect(await states()).toBe(1);
+    expect(unfinished).toBeGreaterThan(1);
+  });
+
   it('writes no client secret, code, state or session value in any log line', () => {
     const text = logs.map((line) => JSON.stringify(line)).join('\n');
     expect(logs.length).toBeGreaterThan(0);
