@@ -63,7 +63,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('a partner application approv
     REDIRECT = `http://127.0.0.1:${(partner.address() as AddressInfo).port}/callback`;
     const { code } = await inviteMember(fixture.db.raw, { tenantId: fixture.tenants.demo.id, email, role: 'admin', createdBy: 'cli' });
     await acceptInvitation(fixture.db, code, PASSWORD);
-    application = await createOAuthApplication(fixture.db, {
+    application = await createOAuthApplication(fixture.db.raw, {
       tenantId: fixture.tenants.demo.id,
       name: 'Partner Planner',
       redirectUris: [REDIRECT],

@@ -77,7 +77,7 @@ describe.each(databaseKinds)('partner applications (authorization code with PKCE
   }
 
   async function applicationOf(scope = 'read write', tenantId = t.tenants.demo.id) {
-    return createOAuthApplication(t.db, { tenantId, name: `Partner ${++people}`, redirectUris: [REDIRECT], scope });
+    return createOAuthApplication(t.db.raw, { tenantId, name: `Partner ${++people}`, redirectUris: [REDIRECT], scope });
   }
 
   function configOf(application: { id: string; clientSecret: string }): Promise<oauth.Configuration> {
@@ -503,6 +503,51 @@ describe.each(databaseKinds)('partner applications (authorization code with PKCE
     await t.db.raw.query("UPDATE oauth_records SET expires_at = now() - interval '1 second' WHERE client_id = $1", [application.id]);
     await deleteExpiredOAuthRecords(t.db.raw, 100_000);
     expect(await t.db.raw.query('SELECT 1 FROM oauth_records WHERE client_id = $1', [application.id])).toEqual([]);
+  });
+
+  it('registers, lists and deletes applications over REST, the secret shown once', async () => {
+    const admin = { authorization: `Token ${t.tenants.demo.adminToken}`, 'content-type': 'application/json' };
+    const body = JSON.stringify({ name: 'REST partner', redirect_uris: [REDIRECT], scope: 'read' });
+    const created = await fetch(`${origin}${BASE}/oauth-applications`, {
+      method: 'POST',
+      headers: { ...admin, 'idempotency-key': `k-${kind}` },
+      body,
+    });
+    expect(created.status).toBe(200);
+    const { data } = (await created.json()) as { data: { client_id: string; client_secret: string | null; scope: string } };
+    expect(data).toMatchObject({
+      client_id: expect.stringMatching(/^oaa_/),
+      client_secret: expect.stringMatching(/^igw_cs_/),
+      scope: 'read',
+    });
+    const replay = await fetch(`${origin}${BASE}/oauth-applications`, {
+      method: 'POST',
+      headers: { ...admin, 'idempotency-key': `k-${kind}` },
+      body,
+    });
+    expect(((await replay.json()) as { data: { client_id: string; client_secret: string | null } }).data).toMatchObject({
+      client_id: data.client_id,
+      client_secret: null,
+    });
+    const list = (await (await fetch(`${origin}${BASE}/oauth-applications?name=eq.REST%20partner`, { headers: admin })).json()) as {
+      data: { id: string; redirect_uris: string[] }[];
+    };
+    expect(list.data).toEqual([expect.objectContaining({ id: data.client_id, redirect_uris: [REDIRECT] })]);
+    expect(JSON.stringify(list)).not.toContain('igw_cs_');
+    const invalid = await fetch(`${origin}${BASE}/oauth-applications`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ name: 'x', redirect_uris: ['http://partner.example/cb'] }),
+    });
+    expect(invalid.status).toBe(400);
+    const reader = await fetch(`${origin}${BASE}/oauth-applications`, {
+      headers: { authorization: `Token ${t.tenants.demo.readerToken}` },
+    });
+    expect(reader.status).toBe(403);
+    const deleted = await fetch(`${origin}${BASE}/oauth-applications/${data.client_id}`, { method: 'DELETE', headers: admin });
+    expect(deleted.status).toBe(200);
+    const again = await fetch(`${origin}${BASE}/oauth-applications/${data.client_id}`, { method: 'DELETE', headers: admin });
+    expect(again.status).toBe(404);
   });
 
   it('refuses an application at the client credentials grant: it acts for members only', async () => {

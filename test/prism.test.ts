@@ -291,6 +291,12 @@ describe('Prism as a validating proxy over every operation', () => {
     const back = await navigate('finishSingleSignOn', '/api/v1/auth/sso/callback?state=unknown&code=x');
     expect(back).toEqual({ status: 303, location: '/console/?sso_error=state' });
     await ok('removeIdentityProvider', `${BASE}/identity-provider`, { method: 'DELETE' });
+    const application = await ok('createOAuthApplication', `${BASE}/oauth-applications`, {
+      method: 'POST',
+      body: { name: 'Prism partner', redirect_uris: ['https://partner.example/callback'], scope: 'read' },
+    });
+    await ok('listOAuthApplications', `${BASE}/oauth-applications`);
+    await ok('deleteOAuthApplication', `${BASE}/oauth-applications/${application.data.client_id}`, { method: 'DELETE' });
     await ok('deleteWebhookEndpoint', `${BASE}/webhooks/${endpointId}`, { method: 'DELETE' });
     await ok('deleteConnection', `${BASE}/connected/${connectionId}`, { method: 'DELETE' });
 

@@ -212,6 +212,22 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
   const unset = ok(await client.DELETE('/api/v1/integrations/identity-provider'), 'removeIdentityProvider');
   seen.push('removeIdentityProvider ' + unset.data.removed);
 
+  const partner = ok(
+    await client.POST('/api/v1/integrations/oauth-applications', {
+      body: { name: 'Typed partner', redirect_uris: ['https://partner.example/callback'], scope: 'read' },
+    }),
+    'createOAuthApplication',
+  );
+  const clientId: string = partner.data.client_id;
+  seen.push('createOAuthApplication ' + clientId.startsWith('oaa_'));
+  const applications = ok(await client.GET('/api/v1/integrations/oauth-applications', { params: { query: { limit: 5 } } }), 'listOAuthApplications');
+  seen.push('listOAuthApplications ' + applications.data.some((entry) => entry.id === clientId));
+  const deletedApplication = ok(
+    await client.DELETE('/api/v1/integrations/oauth-applications/{id}', { params: { path: { id: clientId } } }),
+    'deleteOAuthApplication',
+  );
+  seen.push('deleteOAuthApplication ' + (deletedApplication.data.id === clientId));
+
   const deletedEndpoint = ok(await client.DELETE('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } } }), 'deleteWebhookEndpoint');
   seen.push('deleteWebhookEndpoint ' + deletedEndpoint.data.id);
   const deleted = ok(await client.DELETE('/api/v1/integrations/connected/{id}', { params: { path: { id: connectionId } } }), 'deleteConnection');
@@ -337,6 +353,9 @@ describe('a client generated from the served document', () => {
         'startSingleSignOn true',
         'finishSingleSignOn /console/?sso_error=state',
         'removeIdentityProvider true',
+        'createOAuthApplication true',
+        'listOAuthApplications true',
+        'deleteOAuthApplication true',
       ]),
     );
   });

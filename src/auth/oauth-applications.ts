@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
+import { inTransaction, type TransactionRunner } from '../db/write-transactions.js';
 import { ApiError } from '../errors.js';
 import type { Role } from '../generated/prisma/enums.js';
 import { formatId, MAX_ID_LENGTH } from '../prefixed-ids.js';
@@ -71,7 +72,7 @@ const applicationSelect = { id: true, name: true, redirectUris: true, scope: tru
 
 /** Registers a partner's application in the tenant; its client secret is returned here once. */
 export async function createOAuthApplication(
-  db: Database,
+  sql: TransactionRunner,
   input: {
     tenantId: string;
     name: string;
@@ -87,26 +88,62 @@ export async function createOAuthApplication(
     input.scope === null || input.scope === undefined || input.scope.trim() === '' ? [...OAUTH_SCOPES] : parseScopeList(input.scope)
   ).join(' ');
   const clientSecret = newClientSecret();
-  return db.prisma.$transaction(async (tx) => {
-    const application = await tx.oAuthApplication.create({
-      data: {
-        id: formatId('oaa', randomBytes(16)),
-        tenantId: input.tenantId,
+  // Raw statements in a transaction runner, so that an Idempotency-Key's reservation can join it.
+  return inTransaction(sql, async (tx) => {
+    const [row] = await tx.query<ApplicationRow>(
+      `INSERT INTO oauth_applications (id, tenant_id, name, redirect_uris, scope, secret_hash, created_by)
+       VALUES ($1, $2, $3, $4::text[], $5, $6, $7)
+       RETURNING ${APPLICATION_COLUMNS}`,
+      [
+        formatId('oaa', randomBytes(16)),
+        input.tenantId,
         name,
         redirectUris,
         scope,
-        secretHash: new Uint8Array(hashClientSecret(clientSecret)),
-        createdBy: input.createdBy ?? null,
-      },
-      select: applicationSelect,
-    });
-    await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+        hashClientSecret(clientSecret),
+        input.createdBy ?? null,
+      ],
+    );
+    const application = applicationOfRow(row!);
+    await recordActivity(tx, input.tenantId, input.activity, {
       action: 'oauth_application.created',
       targetId: application.id,
       targetName: name,
     });
     return { ...application, clientSecret };
   });
+}
+
+const APPLICATION_COLUMNS = 'id, name, redirect_uris, scope, created_at, created_by';
+
+interface ApplicationRow {
+  id: string;
+  name: string;
+  redirect_uris: string[];
+  scope: string;
+  created_at: Date | string;
+  created_by: string | null;
+}
+
+function applicationOfRow(row: ApplicationRow): OAuthApplicationInfo {
+  return {
+    id: row.id,
+    name: row.name,
+    redirectUris: row.redirect_uris,
+    scope: row.scope,
+    createdAt: new Date(row.created_at),
+    createdBy: row.created_by,
+  };
+}
+
+/** One application of the tenant, or null. */
+export async function findOAuthApplication(db: Database, tenantId: string, id: string): Promise<OAuthApplicationInfo | null> {
+  if (id.length > MAX_ID_LENGTH) return null;
+  const [row] = await db.raw.query<ApplicationRow>(
+    `SELECT ${APPLICATION_COLUMNS} FROM oauth_applications WHERE tenant_id = $1 AND id = $2`,
+    [tenantId, id],
+  );
+  return row ? applicationOfRow(row) : null;
 }
 
 /** A tenant's applications, newest first. */

@@ -94,7 +94,7 @@ export const oauthCommands: Command[] = [
       const tenant = await requireTenant(db, stringOption(input, 'tenant', true));
       const redirectUris = (input.values['redirect-uri'] as string[] | undefined) ?? [];
       if (redirectUris.length === 0) throw new CliError('--redirect-uri is required (once per URI)');
-      const application = await createOAuthApplication(db, {
+      const application = await createOAuthApplication(db.raw, {
         tenantId: tenant.id,
         name: stringOption(input, 'name', true),
         redirectUris,

@@ -2,14 +2,23 @@ import { actorOf } from '../auth/audit.js';
 import {
   createOAuthApplication,
   deleteOAuthApplication,
+  findOAuthApplication,
   listOAuthApprovals,
   type OAuthApproval,
   revokeOAuthApproval,
 } from '../auth/oauth-applications.js';
 import { OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import { ApiError } from '../errors.js';
+import type { Columns, PrismaColumn } from '../query/columns.js';
+import { type OrderInput, orderKeys } from '../query/filter.js';
+import { pageBounds } from '../query/page-bounds.js';
+import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
+import { resourceFilter, resourceOrder } from './filters.js';
+import { once } from './idempotency.js';
 import { assertIdLength } from './ids.js';
+import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
 // Partners' applications (the authorization code flow with PKCE, docs/reference/oauth.md) and the approvals
@@ -19,7 +28,7 @@ import { activityOriginOf, requireViewer } from './viewer.js';
 
 const SCOPE = `Space-separated scopes (${OAUTH_SCOPES.join(', ')}) the application may ask for.`;
 
-builder.prismaObject('OAuthApplication', {
+const OAuthApplicationRef = builder.prismaObject('OAuthApplication', {
   description:
     "A partner's application: it sends a member of this organization to the consent page (authorization code flow with PKCE, S256) and, once approved, acts for them with the scopes both its own and the member's role allow.",
   select: { id: true },
@@ -35,17 +44,41 @@ builder.prismaObject('OAuthApplication', {
   }),
 });
 
-const CreatedOAuthApplication = builder
-  .objectRef<{ id: string; name: string; clientSecret: string; scope: string; redirectUris: string[] }>('CreatedOAuthApplication')
-  .implement({
-    fields: (t) => ({
-      clientId: t.exposeID('id'),
-      clientSecret: t.exposeString('clientSecret', { description: 'The client secret: store it now, it is never shown again.' }),
-      name: t.exposeString('name'),
-      redirectUris: t.exposeStringList('redirectUris'),
-      scope: t.exposeString('scope'),
+const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  name: { field: 'name', kind: 'string', nullable: false },
+  scope: { field: 'scope', kind: 'string', nullable: false },
+  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
+};
+const APPLICATION_PAGE = pageBounds(100, 100);
+const OAuthApplicationFilter = resourceFilter('OAuthApplicationFilter', APPLICATION_COLUMNS);
+const OAuthApplicationOrder = resourceOrder('OAuthApplicationOrder', APPLICATION_COLUMNS);
+const OAuthApplicationList = listType(
+  'OAuthApplicationList',
+  OAuthApplicationRef,
+  'A page of partner applications, newest first unless orderBy says otherwise.',
+);
+
+interface CreatedApplication {
+  id: string;
+  name: string;
+  clientSecret: string | null;
+  scope: string;
+  redirectUris: string[];
+}
+
+const CreatedOAuthApplication = builder.objectRef<CreatedApplication>('CreatedOAuthApplication').implement({
+  fields: (t) => ({
+    clientId: t.exposeID('id'),
+    clientSecret: t.exposeString('clientSecret', {
+      nullable: true,
+      description: 'The client secret: store it now, it is never shown again (null in the replay of a request with an Idempotency-Key).',
     }),
-  });
+    name: t.exposeString('name'),
+    redirectUris: t.exposeStringList('redirectUris'),
+    scope: t.exposeString('scope'),
+  }),
+});
 
 const DeletedOAuthApplication = builder.objectRef<{ id: string }>('DeletedOAuthApplication').implement({
   fields: (t) => ({ id: t.exposeID('id') }),
@@ -81,6 +114,40 @@ builder.queryFields((t) => ({
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
       }),
   }),
+  oauthApplicationList: t.field({
+    type: OAuthApplicationList,
+    complexity: pageComplexity(APPLICATION_PAGE),
+    description: "A page of the organization's partner applications, with filters and order (what REST's GET /oauth-applications runs).",
+    authScopes: { permission: 'access:manage' },
+    args: {
+      filter: t.arg({ type: OAuthApplicationFilter }),
+      search: t.arg.string({ description: 'Case-insensitive text in the name.' }),
+      orderBy: t.arg({ type: [OAuthApplicationOrder] }),
+      ...pageArgs(t.arg, APPLICATION_PAGE, {
+        limitDescription: `Default ${APPLICATION_PAGE.defaultLimit}, at most ${APPLICATION_PAGE.maxLimit}.`,
+      }),
+    },
+    resolve: async (_root, args, context) => {
+      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, APPLICATION_COLUMNS, [
+        { field: 'createdAt', direction: 'DESC' },
+        { field: 'id', direction: 'DESC' },
+      ]);
+      const window = await pageWindow(args, APPLICATION_PAGE, context, { list: 'oauthApplicationList', args, keyCount: keys.length });
+      const where = {
+        tenantId: requireViewer(context).tenantId,
+        AND: [filterWhere(args.filter, APPLICATION_COLUMNS), searchWhere(args.search, ['name'])],
+      };
+      const start = window.after ? afterWhere(keys, window.after) : {};
+      const orderBy = orderByKeys(keys);
+      const prisma = context.db.prisma;
+      return listPage(
+        (take) => prisma.oAuthApplication.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
+        () => prisma.oAuthApplication.count({ where }),
+        window,
+        (row) => fieldKeyValues(keys, row),
+      );
+    },
+  }),
   myOAuthApprovals: t.field({
     type: [OAuthApprovalRef],
     description: 'The applications the signed-in member approved (empty for any other credential).',
@@ -109,15 +176,29 @@ builder.mutationFields((t) => ({
       redirectUris: t.arg.stringList({ required: true, description: 'https (http only on loopback), without a fragment; 1 to 10.' }),
       scope: t.arg.string({ description: `${SCOPE} Absent: all of them.` }),
     },
-    resolve: (_root, args, context) =>
-      createOAuthApplication(context.db, {
-        tenantId: requireViewer(context).tenantId,
-        name: args.name,
-        redirectUris: args.redirectUris,
-        scope: args.scope,
-        createdBy: actorOf(requireViewer(context)),
-        activity: activityOriginOf(context),
-      }),
+    resolve: (_root, args, context) => {
+      const viewer = requireViewer(context);
+      return once<CreatedApplication>(
+        context,
+        'createOAuthApplication',
+        args,
+        (sql) =>
+          createOAuthApplication(sql, {
+            tenantId: viewer.tenantId,
+            name: args.name,
+            redirectUris: args.redirectUris,
+            scope: args.scope,
+            createdBy: actorOf(viewer),
+            activity: activityOriginOf(context),
+          }),
+        (application) => ({ type: 'oauth_application', id: application.id }),
+        async (resource) => {
+          const application = resource ? await findOAuthApplication(context.db, viewer.tenantId, resource.id) : null;
+          if (!application) throw new ApiError('NOT_FOUND', 'no such OAuth application');
+          return { ...application, clientSecret: null };
+        },
+      );
+    },
   }),
   deleteOAuthApplication: t.field({
     type: DeletedOAuthApplication,

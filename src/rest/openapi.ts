@@ -120,6 +120,11 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
       { name: 'Members', description: "The organization's members (people who sign in): invite, change role, remove. Admin only." },
       { name: 'Activity', description: 'Who did what, when and from where: the activity log of the organization. Admin only.' },
       {
+        name: 'OAuth applications',
+        description:
+          "Partners' applications of the authorization server (OAuth 2.0 authorization code with PKCE): members approve them on the console's consent page. Admin only.",
+      },
+      {
         name: 'Single sign-on',
         description:
           "The organization's OpenID Connect provider, whose accounts sign its members in (GET /api/v1/auth/sso/start). Admin only.",

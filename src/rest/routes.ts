@@ -8,8 +8,12 @@ import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-inp
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
 import { MEMBER_BODY_SCHEMAS, memberBodyProblems } from '../domain/member-input.js';
 import { IDENTITY_PROVIDER_BODY_SCHEMA, identityProviderBodyProblems } from '../domain/identity-provider-input.js';
+import { OAUTH_APPLICATION_BODY_SCHEMA, oauthApplicationBodyProblems } from '../domain/oauth-application-input.js';
 import {
   ConfigureIdentityProviderDocument,
+  CreateOAuthApplicationDocument,
+  DeleteOAuthApplicationDocument,
+  ListOAuthApplicationsDocument,
   GetIdentityProviderDocument,
   RemoveIdentityProviderDocument,
   ChangeMemberRoleDocument,
@@ -123,7 +127,7 @@ export interface RouteSpec {
   document: DocumentNode;
   summary: string;
   description: string;
-  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks' | 'Members' | 'Activity' | 'Single sign-on';
+  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks' | 'Members' | 'Activity' | 'Single sign-on' | 'OAuth applications';
   response: ResponseSpec;
   /** Name of the data item's schema in the OpenAPI components. */
   itemSchema: string;
@@ -800,6 +804,56 @@ export const routes: readonly RouteSpec[] = [
     itemSchema: 'RemovedIdentityProvider',
     response: { kind: 'item', msg: 'identity provider removed', notFound: 'the organization has no identity provider' },
     errors: [403],
+  },
+  // Partners' applications of the authorization server (admin only; docs/how-to/partner-application-with-pkce.md).
+  {
+    operationId: 'listOAuthApplications',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/oauth-applications`,
+    document: ListOAuthApplicationsDocument,
+    tag: 'OAuth applications',
+    summary: 'List partner applications',
+    description:
+      "The organization's partner applications (OAuth 2.0 authorization code with PKCE), newest first: name, redirect URIs, the scopes they may ask for, when and by whom they were registered. Never their secrets. Needs the admin role.",
+    itemSchema: 'OAuthApplicationListEntry',
+    response: {
+      kind: 'list',
+      list: { pagination: 'generic', params: {}, searchFields: ['name'], noun: { one: 'application', many: 'applications' } },
+    },
+    errors: [400, 403],
+  },
+  {
+    operationId: 'createOAuthApplication',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/oauth-applications`,
+    document: CreateOAuthApplicationDocument,
+    tag: 'OAuth applications',
+    summary: "Register a partner's application",
+    description:
+      'Registers an application that members approve on the console consent page (authorization code with PKCE, S256). The answer carries its client_id and client_secret, the secret shown this once (null in the replay of a request with an Idempotency-Key). Redirect URIs are compared exactly: https (http only on 127.0.0.1, [::1] or localhost), without a fragment. Needs the admin role.',
+    itemSchema: 'CreatedOAuthApplication',
+    response: { kind: 'item', msg: 'OAuth application registered', notFound: 'OAuth application not found', shownOnce: ['client_secret'] },
+    errors: [400, 403, 413, 415, 422],
+    body: {
+      mediaTypes: JSON_BODY,
+      problems: (body) => oauthApplicationBodyProblems(body),
+      variables: (body) => ({ name: body.name, redirectUris: body.redirect_uris, scope: body.scope }),
+      schema: withoutSchemaKeyword(OAUTH_APPLICATION_BODY_SCHEMA),
+      example: { name: 'Partner Planner', redirect_uris: ['https://partner.example/callback'], scope: 'read write' },
+    },
+  },
+  {
+    operationId: 'deleteOAuthApplication',
+    method: 'DELETE',
+    path: `${INTEGRATIONS_BASE}/oauth-applications/{id}`,
+    document: DeleteOAuthApplicationDocument,
+    tag: 'OAuth applications',
+    summary: "Delete a partner's application",
+    description:
+      'Deletes the application with every approval of it: its authorization codes, refresh and access tokens stop working at once. Needs the admin role.',
+    itemSchema: 'DeletedOAuthApplication',
+    response: { kind: 'item', msg: 'OAuth application deleted', notFound: 'OAuth application not found' },
+    errors: [400, 403, 404],
   },
   {
     operationId: 'listActivity',

@@ -208,7 +208,9 @@ function RegisterForm({
       .filter((uri) => uri !== '');
     const scope = SCOPES.filter((scope) => form.get(`scope-${scope}`) === 'on').join(' ');
     const result = await create({ name: String(form.get('name')), redirectUris, scope: scope || null });
-    if (result.data) onCreated(result.data.createOAuthApplication);
+    const created = result.data?.createOAuthApplication;
+    // The console sends no Idempotency-Key: the secret is always in its answer.
+    if (created) onCreated({ ...created, clientSecret: created.clientSecret ?? '' });
   }
   return (
     <form className="card" onSubmit={submit} aria-labelledby="register-application">
