@@ -101,6 +101,8 @@ export interface Ticket {
   readonly incoming: Incoming;
   readonly surface: Surface;
   readonly pathname: string;
+  /** The route pattern of the path (routeOf), for the log line and the metrics. */
+  readonly route: string;
   /** Path plus query string, in characters (the size check's). */
   readonly urlLength: number;
   readonly requestId: string;
@@ -169,7 +171,7 @@ interface Check {
 /** yoga's masking message (maskedErrors.errorMessage). */
 export const MASKED_MESSAGE = 'Unexpected error.';
 
-/** What arrives: a request id and a deadline a transport started already (yoga's, or a ticket's it carries on). */
+/** What a transport knows of a request on its arrival already: its id and the deadline it started (yoga's). */
 export interface Arrival {
   requestId?: string;
   deadline?: Deadline;
@@ -252,21 +254,14 @@ export function createAdmission(parts: AdmissionParts): Admission {
     },
     'request-log': {
       settle(ticket, { status }) {
-        const { requestId, incoming, pathname, startedAt, resolved } = ticket;
-        logRequest(logger, {
-          requestId,
-          method: incoming.method,
-          pathname,
-          route: routeOf(pathname),
-          status,
-          startedAt,
-          tenantId: resolved?.tenantId,
-        });
+        if (!logger.isLevelEnabled('info')) return;
+        const { requestId, incoming, pathname, route, startedAt, resolved } = ticket;
+        logRequest(logger, { requestId, method: incoming.method, pathname, route, status, startedAt, tenantId: resolved?.tenantId });
       },
     },
     metrics: {
       settle(ticket, { status }) {
-        metrics.requestDone(ticket.incoming.method, routeOf(ticket.pathname), status, ticket.startedAt);
+        metrics.requestDone(ticket.incoming.method, ticket.route, status, ticket.startedAt);
       },
     },
     'security-headers': {
@@ -322,6 +317,7 @@ export function createAdmission(parts: AdmissionParts): Admission {
       const url = arrival.url ?? new URL(incoming.url);
       let lookup: Promise<Viewer | null> | undefined;
       let address: string | undefined;
+      let route: string | undefined;
       const ticket: Ticket = {
         incoming,
         surface,
@@ -330,6 +326,10 @@ export function createAdmission(parts: AdmissionParts): Admission {
         requestId: arrival.requestId ?? newRequestId(),
         startedAt: performance.now(),
         deadline,
+        get route() {
+          route ??= routeOf(url.pathname);
+          return route;
+        },
         get clientAddress() {
           address ??= clientAddress(incoming);
           return address;

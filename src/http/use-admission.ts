@@ -76,38 +76,34 @@ export function useAdmission({
       for (const single of Array.isArray(result) ? result : [result]) recodeResultErrors(single);
     },
   };
+  const arrive = (request: Request, url: URL, socketAddress: string | undefined) => {
+    const arrival = { requestId: requestIdOf(request), deadline: deadlines.get(request), url };
+    return admission.arrive(incomingOfFetch(request, socketAddress), surfaceOf(url.pathname, request.headers.get('accept')), arrival);
+  };
   return {
     onPluginInit({ addPlugin }) {
       for (const plugin of [...unrefused, checks]) addPlugin(plugin);
     },
     instrumentation: {
-      // The arrival, before any plugin may answer (yoga's GraphiQL and CORS too): the deadline wraps all of it. A
-      // request the direct GraphQL path read and left to yoga keeps its ticket.
+      // The deadline, from arrival, around all of it (a request the direct GraphQL path read keeps its ticket's).
       async request({ request }, handle) {
-        let ticket = admission.carried(request);
-        if (ticket) assignRequestId(request, ticket.requestId);
-        else {
-          const url = new URL(request.url);
-          const surface = surfaceOf(url.pathname, request.headers.get('accept'));
-          ticket = admission.arrive(incomingOfFetch(request, undefined), surface, { requestId: requestIdOf(request), url });
-          admission.carry(request, ticket);
-        }
-        deadlines.set(request, ticket.deadline);
+        const deadline = admission.carried(request)?.deadline ?? startDeadline(admission.limits.timeoutMs);
+        deadlines.set(request, deadline);
         try {
-          await withStatementSignal(ticket.deadline, handle);
+          await withStatementSignal(deadline, handle);
         } finally {
-          ticket.deadline.end();
+          deadline.end();
         }
       },
     },
-    onRequest({ request, serverContext }) {
-      // The socket's address, which the arrival could not see yet (a ticket carried from node:http has it).
-      const { incoming } = admission.carried(request)!;
-      if (incoming.remoteAddress === 'unknown') incoming.remoteAddress = socketAddressOf(serverContext) ?? 'unknown';
+    onRequest({ request, url, serverContext }) {
+      const carried = admission.carried(request);
+      if (carried) return assignRequestId(request, carried.requestId);
+      admission.carry(request, arrive(request, url, socketAddressOf(serverContext)));
     },
     onResponse({ request, response, setResponse, fetchAPI }) {
-      const ticket = admission.carried(request);
-      if (!ticket) return;
+      // A request yoga answered before any plugin (a CORS preflight, GraphiQL) is settled all the same.
+      const ticket = admission.carried(request) ?? arrive(request, new URL(request.url), undefined);
       let answered = response;
       const notAcceptable = notAcceptableRefusal(request, answered);
       if (notAcceptable) answered = replaceResponse(answered, earlyErrorResponse(request, notAcceptable, fetchAPI));
