@@ -232,6 +232,13 @@ export function createAdmission(parts: AdmissionParts): Admission {
   const clientAddress = (incoming: Pick<Incoming, 'header' | 'remoteAddress'>) =>
     clientAddressOf(incoming, incoming.remoteAddress, proxyPolicy);
   const presented = (incoming: Incoming, surface?: 'websocket') => requestCredential(incoming, credentials, surface);
+  /** The credential lookup of a ticket (its `viewer()`, the first time). */
+  const lookUp = async (ticket: RequestTicket): Promise<Viewer | null> => {
+    ticket.authorization = presented(ticket.incoming, ticket.surface === 'graphql-ws' ? 'websocket' : undefined);
+    const viewer = await withinDeadline(ticket.deadline, viewerOf(ticket.authorization, credentials));
+    ticket.resolved = viewer;
+    return viewer;
+  };
 
   // Each check's steps: its row. `admit`, `params`, `operation` and `settle` run them in the list's order.
   const CHECKS: Record<AdmissionCheck, Check> = {
@@ -315,46 +322,14 @@ export function createAdmission(parts: AdmissionParts): Admission {
     arrive(incoming, surface, arrival = {}) {
       const deadline = arrival.deadline ?? startDeadline(limits.timeoutMs);
       const url = arrival.url ?? new URL(incoming.url);
-      let lookup: Promise<Viewer | null> | undefined;
-      let address: string | undefined;
-      let route: string | undefined;
-      const ticket: Ticket = {
-        incoming,
-        surface,
-        pathname: url.pathname,
-        urlLength: url.pathname.length + url.search.length,
-        requestId: arrival.requestId ?? newRequestId(),
-        startedAt: performance.now(),
-        deadline,
-        get route() {
-          route ??= routeOf(url.pathname);
-          return route;
-        },
-        get clientAddress() {
-          address ??= clientAddress(incoming);
-          return address;
-        },
-        authorization: null,
-        resolved: undefined,
-        budget: undefined,
-        admitted: false,
-        viewer: () => {
-          lookup ??= (async () => {
-            ticket.authorization = presented(incoming, surface === 'graphql-ws' ? 'websocket' : undefined);
-            const viewer = await withinDeadline(deadline, viewerOf(ticket.authorization, credentials));
-            ticket.resolved = viewer;
-            return viewer;
-          })();
-          return lookup;
-        },
-      };
-      return ticket;
+      return new RequestTicket(incoming, surface, url, arrival.requestId ?? newRequestId(), deadline, lookUp, clientAddress);
     },
     async admit(ticket) {
       if (ticket.admitted) return null;
       ticket.admitted = true;
       for (const step of admitSteps) {
-        const refusal = await step(ticket);
+        const outcome = step(ticket);
+        const refusal = outcome instanceof Promise ? await outcome : outcome;
         if (refusal) return refusal;
       }
       return null;
@@ -390,6 +365,48 @@ export function createAdmission(parts: AdmissionParts): Admission {
     carry: (request, ticket) => void tickets.set(request, ticket),
     carried: (request) => tickets.get(request),
   };
+}
+
+/** A ticket as `arrive` makes it: what is derived from the request is computed when first asked. */
+class RequestTicket implements Ticket {
+  readonly pathname: string;
+  readonly urlLength: number;
+  readonly startedAt = performance.now();
+  authorization: string | null = null;
+  resolved: Viewer | null | undefined = undefined;
+  budget: BudgetState | undefined = undefined;
+  admitted = false;
+  private lookup: Promise<Viewer | null> | undefined = undefined;
+  private address: string | undefined = undefined;
+  private pattern: string | undefined = undefined;
+
+  constructor(
+    readonly incoming: Incoming,
+    readonly surface: Surface,
+    url: URL,
+    readonly requestId: string,
+    readonly deadline: Deadline,
+    private readonly lookUp: (ticket: RequestTicket) => Promise<Viewer | null>,
+    private readonly addressOf: (incoming: Incoming) => string = () => incoming.remoteAddress,
+  ) {
+    this.pathname = url.pathname;
+    this.urlLength = url.pathname.length + url.search.length;
+  }
+
+  get route(): string {
+    this.pattern ??= routeOf(this.pathname);
+    return this.pattern;
+  }
+
+  get clientAddress(): string {
+    this.address ??= this.addressOf(this.incoming);
+    return this.address;
+  }
+
+  viewer(): Promise<Viewer | null> {
+    this.lookup ??= this.lookUp(this);
+    return this.lookup;
+  }
 }
 
 /** Header names in lower case, as yoga's Headers send them. */
