@@ -52,7 +52,7 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
   /** A service user of the demo tenant with a client of its own (a secret, unless `jwks`). */
   async function clientOf(role: 'admin' | 'reader' | 'engine', options: { scope?: string; jwks?: unknown } = {}) {
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: `oauth-${kind}-${++users}`, role });
-    const client = await createOAuthClient(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, ...options });
+    const client = await createOAuthClient(t.db.raw, { tenantId: t.tenants.demo.id, serviceUserId: user.id, ...options });
     return { user, client };
   }
 
@@ -209,7 +209,7 @@ describe.each(databaseKinds)('the authorization server on %s', (kind) => {
     const config = await configOf(client.id, client.clientSecret!);
     await expect(oauth.clientCredentialsGrant(config, { scope: 'write' })).rejects.toMatchObject({ error: 'invalid_scope' });
     const engineUser = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: `oauth-${kind}-${++users}`, role: 'engine' });
-    await expect(createOAuthClient(t.db, { tenantId: t.tenants.demo.id, serviceUserId: engineUser.id, scope: 'read' })).rejects.toThrow(
+    await expect(createOAuthClient(t.db.raw, { tenantId: t.tenants.demo.id, serviceUserId: engineUser.id, scope: 'read' })).rejects.toThrow(
       /does not hold scope read/,
     );
   });

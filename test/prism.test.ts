@@ -69,6 +69,7 @@ describe('Prism as a validating proxy over every operation', () => {
   let worker: DeliveryWorker;
   let idp: TestIdentityProvider;
   let engineToken: string;
+  let engineUserId: string;
   /** Every answer Prism gave, by operation, for the count at the end. */
   const answered: Array<{ what: string; status: number; responseViolations: Violation[] }> = [];
 
@@ -115,6 +116,7 @@ describe('Prism as a validating proxy over every operation', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'prism-engine', role: 'engine' });
+    engineUserId = user.id;
     engineToken = (
       await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })
     ).token;
@@ -297,6 +299,12 @@ describe('Prism as a validating proxy over every operation', () => {
     });
     await ok('listOAuthApplications', `${BASE}/oauth-applications`);
     await ok('deleteOAuthApplication', `${BASE}/oauth-applications/${application.data.client_id}`, { method: 'DELETE' });
+    const backend = await ok('createOAuthClient', `${BASE}/oauth-clients`, {
+      method: 'POST',
+      body: { service_user_id: engineUserId, name: 'prism backend', scope: 'engine' },
+    });
+    await ok('listOAuthClients', `${BASE}/oauth-clients`);
+    await ok('deleteOAuthClient', `${BASE}/oauth-clients/${backend.data.client_id}`, { method: 'DELETE' });
     await ok('deleteWebhookEndpoint', `${BASE}/webhooks/${endpointId}`, { method: 'DELETE' });
     await ok('deleteConnection', `${BASE}/connected/${connectionId}`, { method: 'DELETE' });
 

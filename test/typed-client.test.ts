@@ -43,7 +43,7 @@ function answered(result: { error?: unknown; response: Response }, what: string)
   return result.response.status;
 }
 
-export async function run(baseUrl: string, token: string, engineToken: string, receiverUrl: string, issuer: string, fetchImpl: typeof fetch): Promise<string[]> {
+export async function run(baseUrl: string, token: string, engineToken: string, receiverUrl: string, issuer: string, serviceUserId: string, fetchImpl: typeof fetch): Promise<string[]> {
   const headers = { Authorization: 'Token ' + token };
   const client = createClient<paths>({ baseUrl, headers, fetch: fetchImpl });
   const engine = createClient<paths>({ baseUrl, headers: { Authorization: 'Token ' + engineToken }, fetch: fetchImpl });
@@ -227,6 +227,19 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
     'deleteOAuthApplication',
   );
   seen.push('deleteOAuthApplication ' + (deletedApplication.data.id === clientId));
+  const backend = ok(
+    await client.POST('/api/v1/integrations/oauth-clients', { body: { service_user_id: serviceUserId, name: 'typed backend', scope: 'engine' } }),
+    'createOAuthClient',
+  );
+  const backendId: string = backend.data.client_id;
+  seen.push('createOAuthClient ' + (backend.data.auth_method === 'client_secret_basic'));
+  const clients = ok(await client.GET('/api/v1/integrations/oauth-clients', { params: { query: { limit: 5 } } }), 'listOAuthClients');
+  seen.push('listOAuthClients ' + clients.data.some((entry) => entry.id === backendId && entry.service_user_id === serviceUserId));
+  const deletedClient = ok(
+    await client.DELETE('/api/v1/integrations/oauth-clients/{id}', { params: { path: { id: backendId } } }),
+    'deleteOAuthClient',
+  );
+  seen.push('deleteOAuthClient ' + (deletedClient.data.id === backendId));
 
   const deletedEndpoint = ok(await client.DELETE('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } } }), 'deleteWebhookEndpoint');
   seen.push('deleteWebhookEndpoint ' + deletedEndpoint.data.id);
@@ -240,6 +253,7 @@ describe('a client generated from the served document', () => {
   let t: TestGateway;
   let dir: string;
   let engineToken: string;
+  let engineUserId: string;
   let receiver: WebhookReceiver;
   let idp: TestIdentityProvider;
   let worker: DeliveryWorker;
@@ -254,6 +268,7 @@ describe('a client generated from the served document', () => {
     // Inside the project, so the program resolves openapi-fetch as a user's would.
     dir = mkdtempSync(join(cache, 'typed-client-'));
     const user = await createServiceUser(t.db, { tenantId: t.tenants.demo.id, name: 'typed-client-engine', role: 'engine' });
+    engineUserId = user.id;
     engineToken = (
       await createToken(t.db, { tenantId: t.tenants.demo.id, serviceUserId: user.id, expiresAt: new Date(Date.now() + 86_400_000) })
     ).token;
@@ -326,10 +341,11 @@ describe('a client generated from the served document', () => {
         engine: string,
         receiverUrl: string,
         issuer: string,
+        serviceUserId: string,
         fetchImpl: typeof fetch,
       ) => Promise<string[]>;
     };
-    const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, idp.issuer, (input, init) =>
+    const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, idp.issuer, engineUserId, (input, init) =>
       t.gateway.fetch(input as Request, init),
     );
     expect(seen.filter((line) => !/^(payload|selected) /.test(line))).toHaveLength(operations.length);
@@ -356,6 +372,9 @@ describe('a client generated from the served document', () => {
         'createOAuthApplication true',
         'listOAuthApplications true',
         'deleteOAuthApplication true',
+        'createOAuthClient true',
+        'listOAuthClients true',
+        'deleteOAuthClient true',
       ]),
     );
   });

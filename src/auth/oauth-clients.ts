@@ -1,8 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
+import { inTransaction, type TransactionRunner } from '../db/write-transactions.js';
 import { ApiError } from '../errors.js';
-import type { Prisma } from '../generated/prisma/client.js';
 import type { Role } from '../generated/prisma/enums.js';
 import { formatId, MAX_ID_LENGTH } from '../prefixed-ids.js';
 import { permissionsOf, type Permission } from './permissions.js';
@@ -142,7 +142,7 @@ const clientSelect = {
  * to all its service user's role holds, and may not exceed them.
  */
 export async function createOAuthClient(
-  db: Database,
+  sql: TransactionRunner,
   input: {
     tenantId: string;
     serviceUserId: string;
@@ -160,34 +160,72 @@ export async function createOAuthClient(
       : printableName(input.name, 'a client name', MAX_CLIENT_NAME_LENGTH);
   const jwks = input.jwks === null || input.jwks === undefined ? null : parsePublicJwks(input.jwks);
   const clientSecret = jwks ? null : newClientSecret();
-  return db.prisma.$transaction(async (tx) => {
-    const user = await tx.serviceUser.findUnique({
-      where: { tenantId_id: { tenantId: input.tenantId, id: input.serviceUserId } },
-      select: { role: true },
-    });
+  // Raw statements in a transaction runner, so that an Idempotency-Key's reservation can join it.
+  return inTransaction(sql, async (tx) => {
+    const [user] = await tx.query<{ role: Role }>('SELECT role FROM service_users WHERE tenant_id = $1 AND id = $2', [
+      input.tenantId,
+      input.serviceUserId,
+    ]);
     if (!user) throw new ApiError('NOT_FOUND', 'no such service user');
     const scope = parseClientScope(input.scope, user.role).join(' ');
-    const client = await tx.oAuthClient.create({
-      data: {
-        id: formatId('oac', randomBytes(16)),
-        tenantId: input.tenantId,
-        serviceUserId: input.serviceUserId,
+    const [row] = await tx.query<ClientRow>(
+      `INSERT INTO oauth_clients (id, tenant_id, service_user_id, name, auth_method, secret_hash, jwks, scope, created_by)
+       VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9)
+       RETURNING ${CLIENT_COLUMNS}`,
+      [
+        formatId('oac', randomBytes(16)),
+        input.tenantId,
+        input.serviceUserId,
         name,
-        authMethod: jwks ? 'private_key_jwt' : 'client_secret_basic',
-        secretHash: clientSecret ? new Uint8Array(hashClientSecret(clientSecret)) : null,
-        ...(jwks ? { jwks: jwks as Prisma.InputJsonObject } : {}),
+        jwks ? 'private_key_jwt' : 'client_secret_basic',
+        clientSecret ? hashClientSecret(clientSecret) : null,
+        jwks ? JSON.stringify(jwks) : null,
         scope,
-        createdBy: input.createdBy ?? null,
-      },
-      select: clientSelect,
-    });
-    await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {
+        input.createdBy ?? null,
+      ],
+    );
+    const client = clientOfRow(row!);
+    await recordActivity(tx, input.tenantId, input.activity, {
       action: 'oauth_client.created',
       targetId: client.id,
       targetName: name ?? client.id,
     });
     return { ...client, clientSecret };
   });
+}
+
+const CLIENT_COLUMNS = 'id, name, service_user_id, auth_method, scope, created_at, created_by';
+
+interface ClientRow {
+  id: string;
+  name: string | null;
+  service_user_id: string;
+  auth_method: string;
+  scope: string;
+  created_at: Date | string;
+  created_by: string | null;
+}
+
+function clientOfRow(row: ClientRow): OAuthClientInfo {
+  return {
+    id: row.id,
+    name: row.name,
+    serviceUserId: row.service_user_id,
+    authMethod: row.auth_method,
+    scope: row.scope,
+    createdAt: new Date(row.created_at),
+    createdBy: row.created_by,
+  };
+}
+
+/** One client of the tenant, or null. */
+export async function findOAuthClient(db: Database, tenantId: string, id: string): Promise<OAuthClientInfo | null> {
+  if (id.length > MAX_ID_LENGTH) return null;
+  const [row] = await db.raw.query<ClientRow>(`SELECT ${CLIENT_COLUMNS} FROM oauth_clients WHERE tenant_id = $1 AND id = $2`, [
+    tenantId,
+    id,
+  ]);
+  return row ? clientOfRow(row) : null;
 }
 
 /** A tenant's OAuth clients, newest first. */

@@ -34,7 +34,7 @@ export const oauthCommands: Command[] = [
           throw new CliError(`--jwks: cannot read a JSON JWK Set from ${jwksFile}: ${(error as Error).message}`);
         }
       }
-      const client = await createOAuthClient(db, {
+      const client = await createOAuthClient(db.raw, {
         tenantId: tenant.id,
         serviceUserId: user.id,
         name: stringOption(input, 'name', false),

@@ -1,7 +1,16 @@
 import { actorOf } from '../auth/audit.js';
-import { createOAuthClient, deleteOAuthClient, OAUTH_SCOPES } from '../auth/oauth-clients.js';
+import { createOAuthClient, deleteOAuthClient, findOAuthClient, OAUTH_SCOPES } from '../auth/oauth-clients.js';
+import { ApiError } from '../errors.js';
+import type { Columns, PrismaColumn } from '../query/columns.js';
+import { type OrderInput, orderKeys } from '../query/filter.js';
+import { pageBounds } from '../query/page-bounds.js';
+import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { builder } from './builder.js';
+import { pageComplexity } from './complexity.js';
+import { resourceFilter, resourceOrder } from './filters.js';
+import { once } from './idempotency.js';
 import { assertIdLength } from './ids.js';
+import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
 // OAuth clients of service users, for the gateway's authorization server (docs/reference/oauth.md): admin-only
@@ -10,7 +19,7 @@ import { activityOriginOf, requireViewer } from './viewer.js';
 
 const SCOPE = `Space-separated scopes (${OAUTH_SCOPES.join(', ')}) the client may ask for, within its service user's role.`;
 
-builder.prismaObject('OAuthClient', {
+const OAuthClientRef = builder.prismaObject('OAuthClient', {
   description:
     "An OAuth 2.0 client of a service user: it gets short-lived access tokens (client credentials grant at /oauth/token) that act with the service user's tenant and at most its role.",
   select: { id: true },
@@ -21,23 +30,47 @@ builder.prismaObject('OAuthClient', {
     scope: t.exposeString('scope', { description: SCOPE }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     createdBy: t.exposeString('createdBy', { nullable: true }),
+    serviceUserId: t.exposeID('serviceUserId', { description: 'The service user it acts as.' }),
     serviceUser: t.relation('serviceUser'),
   }),
 });
 
-const CreatedOAuthClient = builder
-  .objectRef<{ id: string; clientSecret: string | null; scope: string; authMethod: string }>('CreatedOAuthClient')
-  .implement({
-    fields: (t) => ({
-      clientId: t.exposeID('id'),
-      clientSecret: t.exposeString('clientSecret', {
-        nullable: true,
-        description: 'The client secret: store it now, it is never shown again. Null for a private_key_jwt client.',
-      }),
-      scope: t.exposeString('scope'),
-      authMethod: t.exposeString('authMethod'),
+const CLIENT_COLUMNS: Columns<PrismaColumn> = {
+  id: { field: 'id', kind: 'string', nullable: false },
+  name: { field: 'name', kind: 'string', nullable: true },
+  serviceUserId: { field: 'serviceUserId', kind: 'string', nullable: false },
+  authMethod: { field: 'authMethod', kind: 'string', nullable: false },
+  scope: { field: 'scope', kind: 'string', nullable: false },
+  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
+};
+const CLIENT_PAGE = pageBounds(100, 100);
+const OAuthClientFilter = resourceFilter('OAuthClientFilter', CLIENT_COLUMNS);
+const OAuthClientOrder = resourceOrder('OAuthClientOrder', CLIENT_COLUMNS);
+const OAuthClientList = listType('OAuthClientList', OAuthClientRef, 'A page of OAuth clients, newest first unless orderBy says otherwise.');
+
+interface CreatedClient {
+  id: string;
+  clientSecret: string | null;
+  scope: string;
+  authMethod: string;
+  serviceUserId: string;
+  name: string | null;
+}
+
+const CreatedOAuthClient = builder.objectRef<CreatedClient>('CreatedOAuthClient').implement({
+  fields: (t) => ({
+    clientId: t.exposeID('id'),
+    clientSecret: t.exposeString('clientSecret', {
+      nullable: true,
+      description:
+        'The client secret: store it now, it is never shown again. Null for a private_key_jwt client, and in the replay of a request with an Idempotency-Key.',
     }),
-  });
+    scope: t.exposeString('scope'),
+    authMethod: t.exposeString('authMethod'),
+    serviceUserId: t.exposeID('serviceUserId'),
+    name: t.exposeString('name', { nullable: true }),
+  }),
+});
 
 const DeletedOAuthClient = builder.objectRef<{ id: string }>('DeletedOAuthClient').implement({
   fields: (t) => ({ id: t.exposeID('id') }),
@@ -57,6 +90,41 @@ builder.queryFields((t) => ({
   }),
 }));
 
+builder.queryFields((t) => ({
+  oauthClientList: t.field({
+    type: OAuthClientList,
+    complexity: pageComplexity(CLIENT_PAGE),
+    description: "A page of the tenant's OAuth clients, with filters and order (what REST's GET /oauth-clients runs).",
+    authScopes: { permission: 'access:manage' },
+    args: {
+      filter: t.arg({ type: OAuthClientFilter }),
+      search: t.arg.string({ description: 'Case-insensitive text in the name.' }),
+      orderBy: t.arg({ type: [OAuthClientOrder] }),
+      ...pageArgs(t.arg, CLIENT_PAGE, { limitDescription: `Default ${CLIENT_PAGE.defaultLimit}, at most ${CLIENT_PAGE.maxLimit}.` }),
+    },
+    resolve: async (_root, args, context) => {
+      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, CLIENT_COLUMNS, [
+        { field: 'createdAt', direction: 'DESC' },
+        { field: 'id', direction: 'DESC' },
+      ]);
+      const window = await pageWindow(args, CLIENT_PAGE, context, { list: 'oauthClientList', args, keyCount: keys.length });
+      const where = {
+        tenantId: requireViewer(context).tenantId,
+        AND: [filterWhere(args.filter, CLIENT_COLUMNS), searchWhere(args.search, ['name'])],
+      };
+      const start = window.after ? afterWhere(keys, window.after) : {};
+      const orderBy = orderByKeys(keys);
+      const prisma = context.db.prisma;
+      return listPage(
+        (take) => prisma.oAuthClient.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
+        () => prisma.oAuthClient.count({ where }),
+        window,
+        (row) => fieldKeyValues(keys, row),
+      );
+    },
+  }),
+}));
+
 builder.mutationFields((t) => ({
   createOAuthClient: t.field({
     type: CreatedOAuthClient,
@@ -69,16 +137,30 @@ builder.mutationFields((t) => ({
       scope: t.arg.string({ description: `${SCOPE} Absent: every scope the role holds.` }),
       jwks: t.arg({ type: 'JSONObject', description: 'A JWK Set of public keys: the client authenticates by private_key_jwt.' }),
     },
-    resolve: (_root, args, context) =>
-      createOAuthClient(context.db, {
-        tenantId: requireViewer(context).tenantId,
-        serviceUserId: assertIdLength(args.serviceUserId, 'service user'),
-        name: args.name,
-        scope: args.scope,
-        jwks: args.jwks ?? undefined,
-        createdBy: actorOf(requireViewer(context)),
-        activity: activityOriginOf(context),
-      }),
+    resolve: (_root, args, context) => {
+      const viewer = requireViewer(context);
+      return once<CreatedClient>(
+        context,
+        'createOAuthClient',
+        args,
+        (sql) =>
+          createOAuthClient(sql, {
+            tenantId: viewer.tenantId,
+            serviceUserId: assertIdLength(args.serviceUserId, 'service user'),
+            name: args.name,
+            scope: args.scope,
+            jwks: args.jwks ?? undefined,
+            createdBy: actorOf(viewer),
+            activity: activityOriginOf(context),
+          }),
+        (client) => ({ type: 'oauth_client', id: client.id }),
+        async (resource) => {
+          const client = resource ? await findOAuthClient(context.db, viewer.tenantId, resource.id) : null;
+          if (!client) throw new ApiError('NOT_FOUND', 'no such OAuth client');
+          return { ...client, clientSecret: null };
+        },
+      );
+    },
   }),
   deleteOAuthClient: t.field({
     type: DeletedOAuthClient,

@@ -125,6 +125,11 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
           "Partners' applications of the authorization server (OAuth 2.0 authorization code with PKCE): members approve them on the console's consent page. Admin only.",
       },
       {
+        name: 'OAuth clients',
+        description:
+          "Service users' OAuth clients of the authorization server (OAuth 2.0 client credentials): short-lived tokens instead of a personal access token. Admin only.",
+      },
+      {
         name: 'Single sign-on',
         description:
           "The organization's OpenID Connect provider, whose accounts sign its members in (GET /api/v1/auth/sso/start). Admin only.",

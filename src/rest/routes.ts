@@ -8,10 +8,18 @@ import { WEBHOOK_BODY_SCHEMAS, webhookBodyProblems } from '../domain/webhook-inp
 import { parseClaimBody, parseSyncReport, parseTriggerBody, SYNC_BODY_SCHEMAS } from '../domain/sync-reports.js';
 import { MEMBER_BODY_SCHEMAS, memberBodyProblems } from '../domain/member-input.js';
 import { IDENTITY_PROVIDER_BODY_SCHEMA, identityProviderBodyProblems } from '../domain/identity-provider-input.js';
-import { OAUTH_APPLICATION_BODY_SCHEMA, oauthApplicationBodyProblems } from '../domain/oauth-application-input.js';
+import {
+  OAUTH_APPLICATION_BODY_SCHEMA,
+  OAUTH_CLIENT_BODY_SCHEMA,
+  oauthApplicationBodyProblems,
+  oauthClientBodyProblems,
+} from '../domain/oauth-application-input.js';
 import {
   ConfigureIdentityProviderDocument,
   CreateOAuthApplicationDocument,
+  CreateOAuthClientDocument,
+  DeleteOAuthClientDocument,
+  ListOAuthClientsDocument,
   DeleteOAuthApplicationDocument,
   ListOAuthApplicationsDocument,
   GetIdentityProviderDocument,
@@ -127,7 +135,16 @@ export interface RouteSpec {
   document: DocumentNode;
   summary: string;
   description: string;
-  tag: 'Catalog' | 'Connections' | 'Syncs' | 'Webhooks' | 'Members' | 'Activity' | 'Single sign-on' | 'OAuth applications';
+  tag:
+    | 'Catalog'
+    | 'Connections'
+    | 'Syncs'
+    | 'Webhooks'
+    | 'Members'
+    | 'Activity'
+    | 'Single sign-on'
+    | 'OAuth applications'
+    | 'OAuth clients';
   response: ResponseSpec;
   /** Name of the data item's schema in the OpenAPI components. */
   itemSchema: string;
@@ -853,6 +870,55 @@ export const routes: readonly RouteSpec[] = [
       'Deletes the application with every approval of it: its authorization codes, refresh and access tokens stop working at once. Needs the admin role.',
     itemSchema: 'DeletedOAuthApplication',
     response: { kind: 'item', msg: 'OAuth application deleted', notFound: 'OAuth application not found' },
+    errors: [400, 403, 404],
+  },
+  // Service users' OAuth clients (client credentials; admin only; docs/how-to/backend-with-client-credentials.md).
+  {
+    operationId: 'listOAuthClients',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/oauth-clients`,
+    document: ListOAuthClientsDocument,
+    tag: 'OAuth clients',
+    summary: "List service users' OAuth clients",
+    description:
+      "The tenant's OAuth clients (client credentials grant), newest first: the service user each acts as, how it authenticates, the scopes it may ask for, when and by whom it was created. Never their secrets. Needs the admin role.",
+    itemSchema: 'OAuthClientListEntry',
+    response: {
+      kind: 'list',
+      list: { pagination: 'generic', params: {}, searchFields: ['name'], noun: { one: 'client', many: 'clients' } },
+    },
+    errors: [400, 403],
+  },
+  {
+    operationId: 'createOAuthClient',
+    method: 'POST',
+    path: `${INTEGRATIONS_BASE}/oauth-clients`,
+    document: CreateOAuthClientDocument,
+    tag: 'OAuth clients',
+    summary: 'Create an OAuth client for a service user',
+    description:
+      "Creates a client that gets short-lived access tokens (POST /oauth/token, grant_type=client_credentials) acting with the service user's tenant and at most its role. Without jwks it authenticates with a client secret, in the answer this once (null in the replay of a request with an Idempotency-Key); with jwks (public keys), by private_key_jwt. 404 for a service user of no such id. Needs the admin role.",
+    itemSchema: 'CreatedOAuthClient',
+    response: { kind: 'item', msg: 'OAuth client created', notFound: 'service user not found', shownOnce: ['client_secret'] },
+    errors: [400, 403, 404, 413, 415, 422],
+    body: {
+      mediaTypes: JSON_BODY,
+      problems: (body) => oauthClientBodyProblems(body),
+      variables: (body) => ({ serviceUserId: body.service_user_id, name: body.name, scope: body.scope, jwks: body.jwks }),
+      schema: withoutSchemaKeyword(OAUTH_CLIENT_BODY_SCHEMA),
+      example: { service_user_id: 'usr_0123456789abcdefghjkmnpqrs', name: 'nightly report', scope: 'read' },
+    },
+  },
+  {
+    operationId: 'deleteOAuthClient',
+    method: 'DELETE',
+    path: `${INTEGRATIONS_BASE}/oauth-clients/{id}`,
+    document: DeleteOAuthClientDocument,
+    tag: 'OAuth clients',
+    summary: 'Delete an OAuth client',
+    description: 'Deletes the client: its access tokens stop working at once. Needs the admin role.',
+    itemSchema: 'DeletedOAuthClient',
+    response: { kind: 'item', msg: 'OAuth client deleted', notFound: 'OAuth client not found' },
     errors: [400, 403, 404],
   },
   {
