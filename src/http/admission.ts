@@ -96,36 +96,6 @@ export interface AdmissionParts {
   cors: boolean;
 }
 
-/** One request (or WebSocket operation) from its arrival to its answer: what the checks found, for the later ones. */
-export interface Ticket {
-  readonly incoming: Incoming;
-  readonly surface: Surface;
-  readonly pathname: string;
-  /** The route pattern of the path (routeOf), for the log line and the metrics. */
-  readonly route: string;
-  /** Path plus query string, in characters (the size check's). */
-  readonly urlLength: number;
-  readonly requestId: string;
-  /** performance.now() at its arrival. */
-  readonly startedAt: number;
-  readonly deadline: Deadline;
-  /** The client's address (a trusted proxy's X-Forwarded-For hop under TRUST_PROXY), for the per-address budget. */
-  readonly clientAddress: string;
-  /**
-   * The viewer: looked up by the first call, within the deadline, and shared (the rate limit, the context and the
-   * log line). No credential is null; a refused one (401, a cross-site cookie's 403) rejects.
-   */
-  viewer(): Promise<Viewer | null>;
-  /** The credential presented, once the lookup has started. */
-  authorization: string | null;
-  /** The viewer once looked up, without waiting: undefined before that or when refused. */
-  resolved: Viewer | null | undefined;
-  /** The rate limit's budget, for the answer's headers. */
-  budget: BudgetState | undefined;
-  /** Whether `admit` has run its request checks (a ticket carried to yoga is not admitted twice). */
-  admitted: boolean;
-}
-
 /** An operation about to run, for the operation checks. */
 export interface Operation {
   args: OperationArgs;
@@ -233,7 +203,7 @@ export function createAdmission(parts: AdmissionParts): Admission {
     clientAddressOf(incoming, incoming.remoteAddress, proxyPolicy);
   const presented = (incoming: Incoming, surface?: 'websocket') => requestCredential(incoming, credentials, surface);
   /** The credential lookup of a ticket (its `viewer()`, the first time). */
-  const lookUp = async (ticket: RequestTicket): Promise<Viewer | null> => {
+  const lookUp = async (ticket: Ticket): Promise<Viewer | null> => {
     ticket.authorization = presented(ticket.incoming, ticket.surface === 'graphql-ws' ? 'websocket' : undefined);
     const viewer = await withinDeadline(ticket.deadline, viewerOf(ticket.authorization, credentials));
     ticket.resolved = viewer;
@@ -322,7 +292,7 @@ export function createAdmission(parts: AdmissionParts): Admission {
     arrive(incoming, surface, arrival = {}) {
       const deadline = arrival.deadline ?? startDeadline(limits.timeoutMs);
       const url = arrival.url ?? new URL(incoming.url);
-      return new RequestTicket(incoming, surface, url, arrival.requestId ?? newRequestId(), deadline, lookUp, clientAddress);
+      return new Ticket(incoming, surface, url, arrival.requestId ?? newRequestId(), deadline, lookUp, clientAddress);
     },
     async admit(ticket) {
       if (ticket.admitted) return null;
@@ -367,14 +337,23 @@ export function createAdmission(parts: AdmissionParts): Admission {
   };
 }
 
-/** A ticket as `arrive` makes it: what is derived from the request is computed when first asked. */
-class RequestTicket implements Ticket {
+/**
+ * One request (or WebSocket operation) from its arrival to its answer, as `arrive` makes it: what the checks
+ * found, for the later ones. What is derived from the request is computed when first asked.
+ */
+export class Ticket {
   readonly pathname: string;
+  /** Path plus query string, in characters (the size check's). */
   readonly urlLength: number;
+  /** performance.now() at its arrival. */
   readonly startedAt = performance.now();
+  /** The credential presented, once the lookup has started. */
   authorization: string | null = null;
+  /** The viewer once looked up, without waiting: undefined before that or when refused. */
   resolved: Viewer | null | undefined = undefined;
+  /** The rate limit's budget, for the answer's headers. */
   budget: BudgetState | undefined = undefined;
+  /** Whether `admit` has run its request checks (a ticket carried to yoga is not admitted twice). */
   admitted = false;
   private lookup: Promise<Viewer | null> | undefined = undefined;
   private address: string | undefined = undefined;
@@ -386,23 +365,29 @@ class RequestTicket implements Ticket {
     url: URL,
     readonly requestId: string,
     readonly deadline: Deadline,
-    private readonly lookUp: (ticket: RequestTicket) => Promise<Viewer | null>,
-    private readonly addressOf: (incoming: Incoming) => string = () => incoming.remoteAddress,
+    private readonly lookUp: (ticket: Ticket) => Promise<Viewer | null>,
+    private readonly addressOf: (incoming: Incoming) => string,
   ) {
     this.pathname = url.pathname;
     this.urlLength = url.pathname.length + url.search.length;
   }
 
+  /** The route pattern of the path (routeOf), for the log line and the metrics. */
   get route(): string {
     this.pattern ??= routeOf(this.pathname);
     return this.pattern;
   }
 
+  /** The client's address (a trusted proxy's X-Forwarded-For hop under TRUST_PROXY), for the per-address budget. */
   get clientAddress(): string {
     this.address ??= this.addressOf(this.incoming);
     return this.address;
   }
 
+  /**
+   * The viewer: looked up by the first call, within the deadline, and shared (the rate limit, the context and the
+   * log line). No credential is null; a refused one (401, a cross-site cookie's 403) rejects.
+   */
   viewer(): Promise<Viewer | null> {
     this.lookup ??= this.lookUp(this);
     return this.lookup;
