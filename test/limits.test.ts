@@ -257,6 +257,9 @@ describe('default limits admit every document this project ships', () => {
         report: {},
         role: 'reader',
         email: 'ada@example.com',
+        name: 'A partner application',
+        redirectUris: ['https://partner.example/callback'],
+        serviceUserId: 'svc_x',
         input: inputs[name.replace(/\.graphql$/, '')] ?? {},
       };
       const cost = operationCost({
