@@ -870,6 +870,7 @@ export const routes: readonly RouteSpec[] = [
       'Deletes the application with every approval of it: its authorization codes, refresh and access tokens stop working at once. Needs the admin role.',
     itemSchema: 'DeletedOAuthApplication',
     response: { kind: 'item', msg: 'OAuth application deleted', notFound: 'OAuth application not found' },
+    pathExamples: { id: DEMO.oauth.deletedApplication },
     errors: [400, 403, 404],
   },
   // Service users' OAuth clients (client credentials; admin only; docs/how-to/backend-with-client-credentials.md).
@@ -906,7 +907,7 @@ export const routes: readonly RouteSpec[] = [
       problems: (body) => oauthClientBodyProblems(body),
       variables: (body) => ({ serviceUserId: body.service_user_id, name: body.name, scope: body.scope, jwks: body.jwks }),
       schema: withoutSchemaKeyword(OAUTH_CLIENT_BODY_SCHEMA),
-      example: { service_user_id: 'usr_0123456789abcdefghjkmnpqrs', name: 'nightly report', scope: 'read' },
+      example: { service_user_id: DEMO.oauth.serviceUser, name: 'nightly report', scope: 'read' },
     },
   },
   {
@@ -919,6 +920,7 @@ export const routes: readonly RouteSpec[] = [
     description: 'Deletes the client: its access tokens stop working at once. Needs the admin role.',
     itemSchema: 'DeletedOAuthClient',
     response: { kind: 'item', msg: 'OAuth client deleted', notFound: 'OAuth client not found' },
+    pathExamples: { id: DEMO.oauth.deletedClient },
     errors: [400, 403, 404],
   },
   {

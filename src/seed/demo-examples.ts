@@ -36,6 +36,14 @@ export interface DemoExamples {
     changed: { id: string; email: string };
     password: string;
   };
+  oauth: {
+    /** A reader service user, named by the OAuth client creation example. */
+    serviceUser: string;
+    /** Made for the OAuth client delete example only. */
+    deletedClient: string;
+    /** Made for the partner application delete example only. */
+    deletedApplication: string;
+  };
   webhooks: {
     /** Enabled, with `delivery` in its log. */
     endpoint: string;
@@ -84,6 +92,10 @@ function computeExamples(): DemoExamples {
   const delivery = `msg_${rng.hex(32)}`;
   const deletedEndpoint = formatId('whk', rng.bytes(16));
   const deletedConnection = formatId('con', rng.bytes(16));
+  // Drawn after the others: adding these changed no earlier example's id.
+  const oauthServiceUser = formatId('usr', rng.bytes(16));
+  const deletedClient = formatId('oac', rng.bytes(16));
+  const deletedApplication = formatId('oaa', rng.bytes(16));
   return {
     connections: {
       read: connectionId('stripe-eu'),
@@ -98,6 +110,7 @@ function computeExamples(): DemoExamples {
       changed: { id: changedMember, email: 'role-and-removal-example@example.com' },
       password: 'correct horse battery staple',
     },
+    oauth: { serviceUser: oauthServiceUser, deletedClient, deletedApplication },
     webhooks: { endpoint, delivery, deleted: deletedEndpoint, url: 'http://localhost:8080/webhooks' },
   };
 }

@@ -23,7 +23,7 @@ const EXAMPLE_CONNECTION_APPLICATION = { slug: 'xero', kind: 'accounting' } as c
  * the delivery of a finished run's message, answered 200. Only for the demo tenant of a new database.
  */
 export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string, now = new Date()): Promise<void> {
-  const { members, webhooks, syncs, connections } = demoExamples();
+  const { members, webhooks, syncs, connections, oauth } = demoExamples();
   const expiresAt = new Date(now.getTime() + DEMO_INVITATION_DAYS * 86_400_000);
   // Made for the role and removal examples, invited with a code nobody is shown.
   await db.prisma.member.create({
@@ -50,6 +50,35 @@ export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string,
       via: 'manual',
       status: 'paused',
       settings: defaultSettings(application.kind) as unknown as Prisma.InputJsonValue,
+      createdBy: 'cli',
+    },
+  });
+
+  // For the OAuth examples: a service user the client creation example names, and a client and a partner
+  // application made for the delete examples (their secrets are random and shown to nobody).
+  await db.prisma.serviceUser.create({
+    data: { id: oauth.serviceUser, tenantId, name: 'api-reference-oauth-example', role: 'reader', createdBy: 'cli' },
+  });
+  await db.prisma.oAuthClient.create({
+    data: {
+      id: oauth.deletedClient,
+      tenantId,
+      serviceUserId: oauth.serviceUser,
+      name: 'Example client (the API reference deletes it)',
+      authMethod: 'client_secret_basic',
+      secretHash: new Uint8Array(randomBytes(32)),
+      scope: 'read',
+      createdBy: 'cli',
+    },
+  });
+  await db.prisma.oAuthApplication.create({
+    data: {
+      id: oauth.deletedApplication,
+      tenantId,
+      name: 'Example application (the API reference deletes it)',
+      redirectUris: ['https://partner.example/callback'],
+      scope: 'read',
+      secretHash: new Uint8Array(randomBytes(32)),
       createdBy: 'cli',
     },
   });
