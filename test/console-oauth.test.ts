@@ -20,7 +20,7 @@ import { createOAuthApplication } from '../src/auth/oauth-applications.js';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { createHttpServer } from '../src/http/http-server.js';
 import { createLogger } from '../src/logger.js';
-import { CHROMIUM, launchChromium, seriousAxeViolations } from './fixtures/chromium.js';
+import { CHROMIUM, keepOffline, launchChromium, recordErrors, seriousAxeViolations } from './fixtures/chromium.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, type TestGateway } from './fixtures/gateway.js';
 
@@ -76,14 +76,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('a partner application approv
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-console-oauth-chromium-'));
     context = await launchChromium(userDataDir, { viewport: { width: 1200, height: 800 } });
     // The gateway and the partner are this machine's; anything else is refused and recorded.
-    const allowed = new Set([origin, new URL(REDIRECT).origin]);
-    await context.route(
-      (url) => !allowed.has(url.origin) && (url.protocol === 'http:' || url.protocol === 'https:'),
-      async (route) => {
-        offsite.push(route.request().url());
-        await route.abort('internetdisconnected');
-      },
-    );
+    const allowed = [origin, new URL(REDIRECT).origin];
+    await keepOffline(context, allowed, { offsite, problems });
   }, 180_000);
 
   afterAll(async () => {
@@ -98,12 +92,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('a partner application approv
   });
 
   async function newPage(label: string): Promise<Page> {
-    const page = await context.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`${label}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`${label}: ${error.message}`));
-    return page;
+    return recordErrors(await context.newPage(), label, problems);
   }
 
   async function checkAccessibility(page: Page, name: string): Promise<void> {

@@ -14,7 +14,7 @@ import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { attachGraphqlWebSocket } from '../src/http/graphql-ws.js';
 import { createLogger } from '../src/logger.js';
-import { CHROMIUM, launchChromium, seriousAxeViolations } from './fixtures/chromium.js';
+import { CHROMIUM, keepOffline, launchChromium, recordErrors, seriousAxeViolations } from './fixtures/chromium.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway } from './fixtures/gateway.js';
 import { TestIdentityProvider } from './fixtures/oidc-provider.js';
@@ -65,14 +65,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the consol
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-console-sso-chromium-'));
     context = await launchChromium(userDataDir, { viewport: { width: 1200, height: 800 } });
     // The gateway and the identity provider are this machine's; anything else is refused and recorded.
-    const allowed = new Set([origin, idp.issuer]);
-    await context.route(
-      (url) => !allowed.has(url.origin) && (url.protocol === 'http:' || url.protocol === 'https:'),
-      async (route) => {
-        offsite.push(route.request().url());
-        await route.abort('internetdisconnected');
-      },
-    );
+    const allowed = [origin, idp.issuer];
+    await keepOffline(context, allowed, { offsite, problems });
   }, 180_000);
 
   afterAll(async () => {
@@ -86,12 +80,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('single sign-on in the consol
   });
 
   async function newPage(label: string): Promise<Page> {
-    const page = await context.newPage();
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`${label}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`${label}: ${error.message}`));
-    return page;
+    return recordErrors(await context.newPage(), label, problems);
   }
 
   /** axe-core on the page as it is now: no serious or critical violation. */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { BrowserContext, Page } from 'playwright-core';
-import { CHROMIUM, launchChromium, seriousAxeViolations } from './fixtures/chromium.js';
+import { CHROMIUM, keepOffline, launchChromium, recordErrors, seriousAxeViolations } from './fixtures/chromium.js';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acceptInvitation } from '../src/auth/members.js';
@@ -112,15 +112,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     userDataDir = mkdtempSync(join(tmpdir(), 'gw-console-chromium-'));
     context = await launchChromium(userDataDir, { viewport: { width: 1200, height: 800 } });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
-    await context.route(
-      (url) =>
-        url.origin !== origin &&
-        (url.protocol === 'http:' || url.protocol === 'https:' || url.protocol === 'ws:' || url.protocol === 'wss:'),
-      async (route) => {
-        offsite.push(route.request().url());
-        await route.abort('internetdisconnected');
-      },
-    );
+    await keepOffline(context, origin, { offsite, problems });
     if (screenshots) mkdirSync(SCREENSHOT_DIR, { recursive: true });
   }, 180_000);
 
@@ -133,10 +125,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
   });
 
   function watch(page: Page, label: string): Page {
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`${label}: ${message.text()}`);
-    });
-    page.on('pageerror', (error) => problems.push(`${label}: ${error.message}`));
+    recordErrors(page, label, problems);
     page.on('request', (request) => {
       if (request.method() !== 'POST' || !request.url().endsWith('/graphql')) return;
       const body = request.postDataJSON() as { query?: string; variables?: Record<string, unknown> } | null;
