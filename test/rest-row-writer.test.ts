@@ -37,11 +37,14 @@ function questions(route: CompiledRoute): string[] {
 }
 
 describe('the REST lists written from their rows', () => {
-  it('are every list route but the members list, whose fields take more than the row', () => {
+  // The lists of objects plugin-prisma resolves in its select mode (their fields take more than the row): the
+  // members, and the OAuth applications and clients, which only admins list, a page now and then.
+  const executed = new Set(['listMembers', 'listOAuthApplications', 'listOAuthClients']);
+  it('are every list route but those of objects resolved in select mode', () => {
     expect(written.map((route) => route.spec.operationId).sort()).toEqual(
       listRoutes
         .map((route) => route.spec.operationId)
-        .filter((id) => id !== 'listMembers')
+        .filter((id) => !executed.has(id))
         .sort(),
     );
   });
@@ -65,6 +68,22 @@ describe.each(databaseKinds)('REST list items written from rows match execution 
     }) as typeof raw.query;
   });
   afterAll(() => t?.dispose());
+
+  /**
+   * The fewest statements `run` made in three runs, and its last result. The count is of every statement of the
+   * database, so the gateway's own background work (a timer firing in between) can add one to a run; it never
+   * takes one away, and a fallback runs a page's statements twice in every run.
+   */
+  async function fewestStatements<T>(run: () => Promise<T>): Promise<{ statements: number; result: T }> {
+    let fewest = Number.POSITIVE_INFINITY;
+    let result: T | undefined;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      statements = 0;
+      result = await run();
+      fewest = Math.min(fewest, statements);
+    }
+    return { statements: fewest, result: result as T };
+  }
 
   /** The path of a route, its `{id}` that of an item of the list above it whose own list has items (a webhook's deliveries). */
   async function pathOf(route: CompiledRoute): Promise<string> {
@@ -138,16 +157,13 @@ describe.each(databaseKinds)('REST list items written from rows match execution 
       // Warm both ways (credential cache, statement names), then count each one's statements.
       const url = `${path}${question ? `?${question}` : ''}`;
       await restOk(t.gateway, url, token);
-      statements = 0;
-      const viaRest = await restOk<{ data: Json[] }>(t.gateway, url, token);
-      const restStatements = statements;
+      const rest = await fewestStatements(() => restOk<{ data: Json[] }>(t.gateway, url, token));
+      const viaRest = rest.result;
       const document = print(route.spec.document);
       await graphql(t.gateway, document, { token, variables, expectOk: true });
-      statements = 0;
-      const executed = (await graphql(t.gateway, document, { token, variables, expectOk: true })).body.data![route.rootKey] as {
-        nodes: Json[];
-      };
-      expect(restStatements, `${url}: statements (a fallback would run them twice)`).toBe(statements);
+      const execution = await fewestStatements(() => graphql(t.gateway, document, { token, variables, expectOk: true }));
+      const executed = execution.result.body.data![route.rootKey] as { nodes: Json[] };
+      expect(rest.statements, `${url}: statements (a fallback would run them twice)`).toBe(execution.statements);
       // REST answers the members in the order `select` names them; GraphQL in the document's.
       const order = parsed.query.select;
       const items = executed.nodes
