@@ -550,6 +550,91 @@ describe.each(databaseKinds)('partner applications (authorization code with PKCE
     expect(again.status).toBe(404);
   });
 
+  it('lists and revokes approvals over REST: a member their own, an admin any of the organization, in pages', async () => {
+    const application = await applicationOf();
+    const other = await applicationOf();
+    const first = await memberOf('reader');
+    const second = await memberOf('reader');
+    const a = await approved(application, first.session);
+    const b = await approved(other, first.session);
+    const c = await approved(application, second.session);
+    const asMember = (session: string, path: string, init: RequestInit = {}) =>
+      fetch(`${origin}${BASE}${path}`, {
+        ...init,
+        headers: { cookie: `igw_session=${session}`, 'x-requested-with': 'test', ...init.headers },
+      });
+    const admin = { authorization: `Token ${t.tenants.demo.adminToken}` };
+    type Listed = {
+      data: { id: string; application_id: string; member_id: string; member_email: string; scope: string }[];
+      meta: { pagination: { total?: number } };
+    };
+
+    // A member sees their own approvals only (newest first; these three share a second).
+    const mine = (await (await asMember(first.session, '/oauth-approvals')).json()) as Listed;
+    expect(mine.data.map((entry) => entry.application_id).sort()).toEqual([other.id, application.id].sort());
+    expect(mine.data.every((entry) => entry.member_id === first.member.id && entry.scope === 'read')).toBe(true);
+    const theirs = (await (await asMember(second.session, '/oauth-approvals')).json()) as Listed;
+    expect(theirs.data).toEqual([expect.objectContaining({ application_id: application.id, member_id: second.member.id })]);
+    // A token that is no member (a service user's) sees none.
+    const byToken = (await (
+      await fetch(`${origin}${BASE}/oauth-approvals`, { headers: { authorization: `Token ${t.tenants.demo.readerToken}` } })
+    ).json()) as Listed;
+    expect(byToken.data).toEqual([]);
+
+    // An admin sees the organization's, filters them by member, and pages through them.
+    const byMember = (await (
+      await fetch(`${origin}${BASE}/oauth-approvals?member_id=eq.${first.member.id}`, { headers: admin })
+    ).json()) as Listed;
+    expect(byMember.data.map((entry) => entry.application_id).sort()).toEqual([other.id, application.id].sort());
+    const ours = `application_id=in.(${application.id},${other.id})`;
+    const pageOne = await fetch(`${origin}${BASE}/oauth-approvals?${ours}&limit=2`, { headers: admin });
+    const one = (await pageOne.json()) as Listed;
+    expect(one.data).toHaveLength(2);
+    expect(one.meta.pagination.total).toBe(3);
+    const next = /<([^>]+)>; rel="next"/.exec(pageOne.headers.get('link') ?? '')?.[1];
+    expect(next).toBeTruthy();
+    const two = (await (await fetch(new URL(next!, origin), { headers: admin })).json()) as Listed;
+    expect(two.data).toHaveLength(1);
+    const ids = [...one.data, ...two.data].map((entry) => entry.id);
+    expect(new Set(ids).size).toBe(3);
+    const secondsApproval = theirs.data[0]!.id;
+    expect(ids).toContain(secondsApproval);
+
+    // A member cannot revoke another's approval (it is not found to them), and its tokens keep working.
+    const refused = await asMember(first.session, `/oauth-approvals/${encodeURIComponent(secondsApproval)}`, { method: 'DELETE' });
+    expect(refused.status).toBe(404);
+    expect((await rest(c.tokens.access_token)).status).toBe(200);
+    // Nor can a reader's token; a member revokes their own, and its tokens stop at once.
+    const readerToken = await fetch(`${origin}${BASE}/oauth-approvals/${encodeURIComponent(secondsApproval)}`, {
+      method: 'DELETE',
+      headers: { authorization: `Token ${t.tenants.demo.readerToken}` },
+    });
+    expect(readerToken.status).toBe(404);
+    const own = mine.data.find((entry) => entry.application_id === other.id)!.id;
+    expect((await rest(b.tokens.access_token)).status).toBe(200);
+    const revoked = await asMember(first.session, `/oauth-approvals/${encodeURIComponent(own)}`, { method: 'DELETE' });
+    expect(revoked.status).toBe(200);
+    expect(((await revoked.json()) as { data: { id: string } }).data.id).toBe(own);
+    expect((await rest(b.tokens.access_token)).status).toBe(401);
+    expect((await rest(a.tokens.access_token)).status).toBe(200);
+
+    // An admin revokes any approval of the organization: the other member's tokens stop at once.
+    const byAdmin = await fetch(`${origin}${BASE}/oauth-approvals/${encodeURIComponent(secondsApproval)}`, {
+      method: 'DELETE',
+      headers: admin,
+    });
+    expect(byAdmin.status).toBe(200);
+    expect((await rest(c.tokens.access_token)).status).toBe(401);
+    await expect(oauth.refreshTokenGrant(c.config, c.tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    const again = await fetch(`${origin}${BASE}/oauth-approvals/${encodeURIComponent(secondsApproval)}`, {
+      method: 'DELETE',
+      headers: admin,
+    });
+    expect(again.status).toBe(404);
+    const left = (await (await fetch(`${origin}${BASE}/oauth-approvals?${ours}`, { headers: admin })).json()) as Listed;
+    expect(left.data.map((entry) => entry.member_id)).toEqual([first.member.id]);
+  });
+
   it('refuses an application at the client credentials grant: it acts for members only', async () => {
     const application = await applicationOf();
     const config = await configOf(application);

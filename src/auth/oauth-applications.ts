@@ -2,9 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
 import { inTransaction, type TransactionRunner } from '../db/write-transactions.js';
+import { pageSql } from '../db/list-reads.js';
 import { ApiError } from '../errors.js';
 import type { Role } from '../generated/prisma/enums.js';
 import { formatId, MAX_ID_LENGTH } from '../prefixed-ids.js';
+import type { Columns, SqlColumn } from '../query/columns.js';
+import { type OrderKey, orderKeys } from '../query/filter.js';
+import { allOf, keysetOrder, keyValuesOf, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 import {
   hashClientSecret,
   newClientSecret,
@@ -263,45 +267,110 @@ export interface OAuthApproval {
   expiresAt: Date | null;
 }
 
-/** The tenant's approvals (oidc-provider's grants), of one member when `memberId` is given; newest first. */
+const APPROVALS_FROM = raw(
+  'FROM oauth_records "r" JOIN oauth_applications "a" ON "a"."id" = "r"."client_id" JOIN members "m" ON "m"."tenant_id" = "a"."tenant_id" AND "m"."id" = "r"."account_id"',
+);
+
+/** The filterable and sortable columns of an approval, by field name. */
+export const APPROVAL_COLUMNS = {
+  id: { sql: '"r"."grant_id"', kind: 'string', nullable: false },
+  applicationId: { sql: '"a"."id"', kind: 'string', nullable: false },
+  applicationName: { sql: '"a"."name"', kind: 'string', nullable: false },
+  memberId: { sql: '"m"."id"', kind: 'string', nullable: false },
+  memberEmail: { sql: '"m"."email"', kind: 'string', nullable: false },
+  approvedAt: { sql: `to_timestamp(("r"."payload"->>'iat')::double precision)`, kind: 'dateTime', nullable: false },
+  expiresAt: { sql: '"r"."expires_at"', kind: 'dateTime', nullable: true },
+} as const satisfies Columns<SqlColumn>;
+
+/** Newest first. */
+export const APPROVAL_DEFAULT_ORDER = [
+  { field: 'approvedAt', direction: 'DESC' },
+  { field: 'id', direction: 'DESC' },
+] as const;
+
+/** A page read of the approvals: the tenant's, of one member when `memberId` is given; only unexpired ones. */
+export interface ApprovalListQuery {
+  tenantId: string;
+  memberId: string | null;
+  where: Sql;
+  keys: readonly OrderKey<SqlColumn>[];
+  orderBy: Sql;
+  start: Sql;
+  take: number;
+  skip: number;
+}
+
+function approvalScope(query: Pick<ApprovalListQuery, 'tenantId' | 'memberId' | 'where'>): Sql {
+  return allOf([
+    sql`"r"."model" = 'Grant' AND "a"."tenant_id" = ${query.tenantId} AND "m"."tenant_id" = ${query.tenantId}`,
+    query.memberId === null ? allOf([]) : sql`"m"."id" = ${query.memberId}`,
+    sql`("r"."expires_at" IS NULL OR "r"."expires_at" > now())`,
+    query.where,
+  ]);
+}
+
+/** An approval with its sort keys' values (for the next page's cursor). */
+export type ApprovalRow = OAuthApproval & { keyValues: (string | null)[] };
+
+/** A page of approvals (the list's where, order and window). */
+export async function readOAuthApprovalPage(db: Database, query: ApprovalListQuery): Promise<ApprovalRow[]> {
+  const keys = query.keys.length > 0 ? sql`, ${keyValuesSql(query.keys)}` : sql``;
+  const statement = sql`SELECT "r"."grant_id", "a"."id" AS "application_id", "a"."name" AS "application_name", "m"."id" AS "member_id", "m"."email", "r"."payload", "r"."expires_at"${keys} ${APPROVALS_FROM} WHERE ${allOf([approvalScope(query), query.start])} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`;
+  const rows = await db.raw.query<ApprovalSqlRow & Record<string, unknown>>(statement.text, statement.values);
+  return rows.map((row) => ({ ...approvalOfRow(row), keyValues: keyValuesOf(row, query.keys.length) }));
+}
+
+/** How many approvals the page read's scope and where match. */
+export async function countOAuthApprovals(
+  db: Database,
+  query: Pick<ApprovalListQuery, 'tenantId' | 'memberId' | 'where'>,
+): Promise<number> {
+  const statement = sql`SELECT count(*)::int AS "count" ${APPROVALS_FROM} WHERE ${approvalScope(query)}`;
+  const [row] = await db.raw.query<{ count: number }>(statement.text, statement.values);
+  return row?.count ?? 0;
+}
+
+interface ApprovalSqlRow {
+  grant_id: string;
+  application_id: string;
+  application_name: string;
+  member_id: string;
+  email: string;
+  payload: Record<string, unknown> | string;
+  expires_at: Date | string | null;
+}
+
+function approvalOfRow(row: ApprovalSqlRow): OAuthApproval {
+  const payload = typeof row.payload === 'string' ? (JSON.parse(row.payload) as Record<string, unknown>) : row.payload;
+  const resources = (payload.resources ?? {}) as Record<string, string>;
+  const scope = [...new Set(Object.values(resources).flatMap((value) => value.split(' ')))].filter(Boolean).join(' ');
+  return {
+    id: row.grant_id,
+    applicationId: row.application_id,
+    applicationName: row.application_name,
+    memberId: row.member_id,
+    memberEmail: row.email,
+    scope,
+    approvedAt: new Date(Number(payload.iat) * 1000),
+    expiresAt: row.expires_at ? new Date(row.expires_at) : null,
+  };
+}
+
+/** The tenant's approvals (oidc-provider's grants), of one member when `memberId` is given; newest first, at most 1000. */
 export async function listOAuthApprovals(
   db: Database,
   input: { tenantId: string; memberId?: string | undefined },
 ): Promise<OAuthApproval[]> {
-  const rows = await db.raw.query<{
-    grant_id: string;
-    application_id: string;
-    application_name: string;
-    member_id: string;
-    email: string;
-    payload: Record<string, unknown> | string;
-    expires_at: Date | null;
-  }>(
-    `SELECT r.grant_id, a.id AS application_id, a.name AS application_name, m.id AS member_id, m.email, r.payload, r.expires_at
-       FROM oauth_records r
-       JOIN oauth_applications a ON a.id = r.client_id
-       JOIN members m ON m.tenant_id = a.tenant_id AND m.id = r.account_id
-      WHERE r.model = 'Grant' AND a.tenant_id = $1 AND m.tenant_id = $1 AND ($2::text IS NULL OR m.id = $2)
-        AND (r.expires_at IS NULL OR r.expires_at > now())
-      ORDER BY r.payload->>'iat' DESC, r.grant_id DESC
-      LIMIT 1000`,
-    [input.tenantId, input.memberId ?? null],
-  );
-  return rows.map((row) => {
-    const payload = typeof row.payload === 'string' ? (JSON.parse(row.payload) as Record<string, unknown>) : row.payload;
-    const resources = (payload.resources ?? {}) as Record<string, string>;
-    const scope = [...new Set(Object.values(resources).flatMap((value) => value.split(' ')))].filter(Boolean).join(' ');
-    return {
-      id: row.grant_id,
-      applicationId: row.application_id,
-      applicationName: row.application_name,
-      memberId: row.member_id,
-      memberEmail: row.email,
-      scope,
-      approvedAt: new Date(Number(payload.iat) * 1000),
-      expiresAt: row.expires_at ? new Date(row.expires_at) : null,
-    };
+  const keys = orderKeys([...APPROVAL_DEFAULT_ORDER], APPROVAL_COLUMNS, []);
+  const rows = await readOAuthApprovalPage(db, {
+    tenantId: input.tenantId,
+    memberId: input.memberId ?? null,
+    where: allOf([]),
+    ...keysetOrder(keys, null),
+    take: 1000,
+    skip: 0,
   });
+  return rows.map(({ keyValues: _keyValues, ...approval }) => approval);
 }
 
 /**
@@ -313,7 +382,15 @@ export async function revokeOAuthApproval(
   input: { tenantId: string; approvalId: string; memberId?: string | undefined; activity?: ActivityOrigin },
 ): Promise<{ id: string }> {
   if (input.approvalId.length > MAX_ID_LENGTH) throw new ApiError('NOT_FOUND', 'no such approval');
-  const approval = (await listOAuthApprovals(db, input)).find((candidate) => candidate.id === input.approvalId);
+  const keys = orderKeys([...APPROVAL_DEFAULT_ORDER], APPROVAL_COLUMNS, []);
+  const [approval] = await readOAuthApprovalPage(db, {
+    tenantId: input.tenantId,
+    memberId: input.memberId ?? null,
+    where: sql`"r"."grant_id" = ${input.approvalId}`,
+    ...keysetOrder(keys, null),
+    take: 1,
+    skip: 0,
+  });
   if (!approval) throw new ApiError('NOT_FOUND', 'no such approval');
   await db.prisma.$transaction(async (tx) => {
     await recordActivity(prismaStatements(tx), input.tenantId, input.activity, {

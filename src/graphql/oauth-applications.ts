@@ -1,18 +1,24 @@
 import { actorOf } from '../auth/audit.js';
 import {
+  APPROVAL_COLUMNS,
+  APPROVAL_DEFAULT_ORDER,
+  type ApprovalRow,
+  countOAuthApprovals,
   createOAuthApplication,
   deleteOAuthApplication,
   findOAuthApplication,
   listOAuthApprovals,
   type OAuthApproval,
+  readOAuthApprovalPage,
   revokeOAuthApproval,
 } from '../auth/oauth-applications.js';
 import { OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import { ApiError } from '../errors.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { type OrderInput, orderKeys } from '../query/filter.js';
+import { likePattern, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
+import { allOf, filterSql, keysetOrder, sql } from '../query/sql.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
@@ -98,6 +104,15 @@ const OAuthApprovalRef = builder.objectRef<OAuthApproval>('OAuthApproval').imple
   }),
 });
 
+const APPROVAL_PAGE = pageBounds(100, 100);
+const OAuthApprovalFilter = resourceFilter('OAuthApprovalFilter', APPROVAL_COLUMNS);
+const OAuthApprovalOrder = resourceOrder('OAuthApprovalOrder', APPROVAL_COLUMNS);
+const OAuthApprovalList = listType(
+  'OAuthApprovalList',
+  OAuthApprovalRef,
+  "A page of members' approvals of partner applications, newest first unless orderBy says otherwise.",
+);
+
 const RevokedOAuthApproval = builder.objectRef<{ id: string }>('RevokedOAuthApproval').implement({
   fields: (t) => ({ id: t.exposeID('id') }),
 });
@@ -156,6 +171,45 @@ builder.queryFields((t) => ({
       const viewer = requireViewer(context);
       if (viewer.credential !== 'session') return [];
       return listOAuthApprovals(context.db, { tenantId: viewer.tenantId, memberId: viewer.subject });
+    },
+  }),
+  oauthApprovalList: t.field({
+    type: OAuthApprovalList,
+    complexity: pageComplexity(APPROVAL_PAGE),
+    description:
+      "A page of approvals, with filters and order (what REST's GET /oauth-approvals runs): an admin's are every approval of the organization, a member's signed in to the console their own, any other credential's none.",
+    authScopes: { authenticated: true },
+    args: {
+      filter: t.arg({ type: OAuthApprovalFilter }),
+      search: t.arg.string({ description: "Case-insensitive text in the application's name or the member's email." }),
+      orderBy: t.arg({ type: [OAuthApprovalOrder] }),
+      ...pageArgs(t.arg, APPROVAL_PAGE, { limitDescription: `Default ${APPROVAL_PAGE.defaultLimit}, at most ${APPROVAL_PAGE.maxLimit}.` }),
+    },
+    resolve: async (_root, args, context) => {
+      const viewer = requireViewer(context);
+      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, APPROVAL_COLUMNS, [...APPROVAL_DEFAULT_ORDER]);
+      const window = await pageWindow(args, APPROVAL_PAGE, context, { list: 'oauthApprovalList', args, keyCount: keys.length });
+      const admin = viewer.permissions.has('access:manage');
+      const term = searchTerm(args.search);
+      const pattern = term ? likePattern({ kind: 'substring', text: term }) : null;
+      const query = {
+        tenantId: viewer.tenantId,
+        // Not an admin: the member's own; a credential that is no member (a token, an engine) has none.
+        memberId: admin ? null : viewer.credential === 'session' ? viewer.subject : '',
+        where: allOf([
+          filterSql(args.filter, APPROVAL_COLUMNS),
+          pattern ? sql`("a"."name" ILIKE ${pattern} OR "m"."email" ILIKE ${pattern})` : allOf([]),
+        ]),
+        ...keysetOrder(keys, window.after),
+        take: window.take,
+        skip: window.skip,
+      };
+      return listPage<ApprovalRow>(
+        (take) => readOAuthApprovalPage(context.db, { ...query, take }),
+        () => countOAuthApprovals(context.db, query),
+        window,
+        (row) => row.keyValues,
+      );
     },
   }),
   oauthApprovals: t.field({

@@ -125,6 +125,11 @@ export function openApiDocument(routes: readonly CompiledRoute[]): Record<string
           "Partners' applications of the authorization server (OAuth 2.0 authorization code with PKCE): members approve them on the console's consent page. Admin only.",
       },
       {
+        name: 'OAuth approvals',
+        description:
+          "Members' approvals of partners' applications, given on the console's consent page: a member lists and revokes their own, an admin every one of the organization.",
+      },
+      {
         name: 'OAuth clients',
         description:
           "Service users' OAuth clients of the authorization server (OAuth 2.0 client credentials): short-lived tokens instead of a personal access token. Admin only.",

@@ -22,6 +22,8 @@ import {
   ListOAuthClientsDocument,
   DeleteOAuthApplicationDocument,
   ListOAuthApplicationsDocument,
+  ListOAuthApprovalsDocument,
+  RevokeOAuthApprovalDocument,
   GetIdentityProviderDocument,
   RemoveIdentityProviderDocument,
   ChangeMemberRoleDocument,
@@ -144,6 +146,7 @@ export interface RouteSpec {
     | 'Activity'
     | 'Single sign-on'
     | 'OAuth applications'
+    | 'OAuth approvals'
     | 'OAuth clients';
   response: ResponseSpec;
   /** Name of the data item's schema in the OpenAPI components. */
@@ -872,6 +875,42 @@ export const routes: readonly RouteSpec[] = [
     response: { kind: 'item', msg: 'OAuth application deleted', notFound: 'OAuth application not found' },
     pathExamples: { id: DEMO.oauth.deletedApplication },
     errors: [400, 403, 404],
+  },
+  // Members' approvals of partner applications: a member's own, or (admins) every one of the organization.
+  {
+    operationId: 'listOAuthApprovals',
+    method: 'GET',
+    path: `${INTEGRATIONS_BASE}/oauth-approvals`,
+    document: ListOAuthApprovalsDocument,
+    tag: 'OAuth approvals',
+    summary: 'List approvals of partner applications',
+    description:
+      "Approvals members gave partner applications on the consent page, newest first: the application, the member, the scopes granted, when, and until when the approval lasts. An admin sees every approval of the organization (member_id=eq.<id> narrows it to one member's); a member signed in with the session cookie sees their own; any other credential sees none.",
+    itemSchema: 'OAuthApprovalListEntry',
+    response: {
+      kind: 'list',
+      list: {
+        pagination: 'generic',
+        params: {},
+        searchFields: ['application_name', 'member_email'],
+        noun: { one: 'approval', many: 'approvals' },
+      },
+    },
+    errors: [400],
+  },
+  {
+    operationId: 'revokeOAuthApproval',
+    method: 'DELETE',
+    path: `${INTEGRATIONS_BASE}/oauth-approvals/{id}`,
+    document: RevokeOAuthApprovalDocument,
+    tag: 'OAuth approvals',
+    summary: 'Revoke an approval of a partner application',
+    description:
+      "Revokes the approval: the application's authorization codes, refresh and access tokens for that member stop working at once. A member signed in with the session cookie revokes their own; an admin any of the organization; another's approval is 404 to a member.",
+    itemSchema: 'RevokedOAuthApproval',
+    response: { kind: 'item', msg: 'OAuth approval revoked', notFound: 'OAuth approval not found' },
+    pathExamples: { id: DEMO.oauth.revokedApproval },
+    errors: [400, 404],
   },
   // Service users' OAuth clients (client credentials; admin only; docs/how-to/backend-with-client-credentials.md).
   {

@@ -43,6 +43,12 @@ export interface DemoExamples {
     deletedClient: string;
     /** Made for the partner application delete example only. */
     deletedApplication: string;
+    /** A partner application a member approved, for the approval examples. */
+    approvedApplication: string;
+    /** The member who approved it. */
+    approvingMember: { id: string; email: string };
+    /** The approval (an oidc-provider grant's id) the revoke example revokes. */
+    revokedApproval: string;
   };
   webhooks: {
     /** Enabled, with `delivery` in its log. */
@@ -96,6 +102,10 @@ function computeExamples(): DemoExamples {
   const oauthServiceUser = formatId('usr', rng.bytes(16));
   const deletedClient = formatId('oac', rng.bytes(16));
   const deletedApplication = formatId('oaa', rng.bytes(16));
+  // Drawn after the others: adding these changed no earlier example's id.
+  const approvedApplication = formatId('oaa', rng.bytes(16));
+  const approvingMember = formatId('mbr', rng.bytes(16));
+  const revokedApproval = Buffer.from(rng.bytes(32)).toString('base64url');
   return {
     connections: {
       read: connectionId('stripe-eu'),
@@ -110,7 +120,14 @@ function computeExamples(): DemoExamples {
       changed: { id: changedMember, email: 'role-and-removal-example@example.com' },
       password: 'correct horse battery staple',
     },
-    oauth: { serviceUser: oauthServiceUser, deletedClient, deletedApplication },
+    oauth: {
+      serviceUser: oauthServiceUser,
+      deletedClient,
+      deletedApplication,
+      approvedApplication,
+      approvingMember: { id: approvingMember, email: 'approval-example@example.com' },
+      revokedApproval,
+    },
     webhooks: { endpoint, delivery, deleted: deletedEndpoint, url: 'http://localhost:8080/webhooks' },
   };
 }

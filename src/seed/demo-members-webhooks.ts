@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { codeHashOf } from '../auth/members.js';
+import { oauthRecordKey } from '../auth/oauth-clients.js';
 import { CLI_ORIGIN, recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
 import { appendEvents, syncEvent } from '../db/events.js';
@@ -82,6 +83,46 @@ export async function seedDemoMembersAndWebhooks(db: Database, tenantId: string,
       createdBy: 'cli',
     },
   });
+
+  // For the approval examples: a member's approval (an oidc-provider grant) of an application, which the revoke
+  // example revokes. It lasts as long as the demo's invitations.
+  await db.prisma.member.create({
+    data: { id: oauth.approvingMember.id, tenantId, email: oauth.approvingMember.email, role: 'reader', createdBy: 'cli' },
+  });
+  await db.prisma.oAuthApplication.create({
+    data: {
+      id: oauth.approvedApplication,
+      tenantId,
+      name: 'Example application (a member approved it)',
+      redirectUris: ['https://partner.example/callback'],
+      scope: 'read',
+      secretHash: new Uint8Array(randomBytes(32)),
+      createdBy: 'cli',
+    },
+  });
+  const iat = Math.floor(now.getTime() / 1000);
+  const grantSeconds = DEMO_INVITATION_DAYS * 86_400;
+  await db.raw.query(
+    `INSERT INTO oauth_records (model, id, payload, grant_id, expires_at, account_id, client_id)
+     VALUES ('Grant', $1, $2::jsonb, $3, $4::timestamptz, $5, $6)`,
+    [
+      oauthRecordKey(oauth.revokedApproval),
+      JSON.stringify({
+        kind: 'Grant',
+        jti: oauth.revokedApproval,
+        iat,
+        exp: iat + grantSeconds,
+        accountId: oauth.approvingMember.id,
+        clientId: oauth.approvedApplication,
+        openid: { scope: 'read' },
+        resources: { 'urn:integrations-gateway:api': 'read' },
+      }),
+      oauth.revokedApproval,
+      new Date((iat + grantSeconds) * 1000).toISOString(),
+      oauth.approvingMember.id,
+      oauth.approvedApplication,
+    ],
+  );
 
   // Secrets in plaintext: the server seals them at start (webhooks/reseal.ts), as it does any it finds so.
   const secret = () => `whsec_${randomBytes(24).toString('base64')}`;
