@@ -19,6 +19,7 @@ import { createTestGateway, listenOnLoopback, testSecretKeys, type TestGateway }
 import { BASE, ORIGIN } from './fixtures/rest.js';
 import { ROOT } from './fixtures/server-process.js';
 import { startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
+import { storedApproval } from './fixtures/oauth-approval.js';
 import { TestIdentityProvider } from './fixtures/oidc-provider.js';
 
 interface Violation {
@@ -305,6 +306,9 @@ describe('Prism as a validating proxy over every operation', () => {
     });
     await ok('listOAuthClients', `${BASE}/oauth-clients`);
     await ok('deleteOAuthClient', `${BASE}/oauth-clients/${backend.data.client_id}`, { method: 'DELETE' });
+    const approval = await storedApproval(t.db, t.tenants.demo.id, 'prism-approval');
+    await ok('listOAuthApprovals', `${BASE}/oauth-approvals`);
+    await ok('revokeOAuthApproval', `${BASE}/oauth-approvals/${approval.id}`, { method: 'DELETE' });
     await ok('deleteWebhookEndpoint', `${BASE}/webhooks/${endpointId}`, { method: 'DELETE' });
     await ok('deleteConnection', `${BASE}/connected/${connectionId}`, { method: 'DELETE' });
 

@@ -16,6 +16,7 @@ import { createTestGateway, testSecretKeys, type TestGateway } from './fixtures/
 import { ORIGIN } from './fixtures/rest.js';
 import { ROOT } from './fixtures/server-process.js';
 import { startReceiver, type WebhookReceiver } from './fixtures/webhook-receiver.js';
+import { storedApproval } from './fixtures/oauth-approval.js';
 import { TestIdentityProvider } from './fixtures/oidc-provider.js';
 
 /** The program a user writes: no `as`, no `any`, no `!`; each answer is read through its generated type. */
@@ -43,7 +44,7 @@ function answered(result: { error?: unknown; response: Response }, what: string)
   return result.response.status;
 }
 
-export async function run(baseUrl: string, token: string, engineToken: string, receiverUrl: string, issuer: string, serviceUserId: string, fetchImpl: typeof fetch): Promise<string[]> {
+export async function run(baseUrl: string, token: string, engineToken: string, receiverUrl: string, issuer: string, serviceUserId: string, approvalId: string, fetchImpl: typeof fetch): Promise<string[]> {
   const headers = { Authorization: 'Token ' + token };
   const client = createClient<paths>({ baseUrl, headers, fetch: fetchImpl });
   const engine = createClient<paths>({ baseUrl, headers: { Authorization: 'Token ' + engineToken }, fetch: fetchImpl });
@@ -240,6 +241,13 @@ export async function run(baseUrl: string, token: string, engineToken: string, r
     'deleteOAuthClient',
   );
   seen.push('deleteOAuthClient ' + (deletedClient.data.id === backendId));
+  const approvals = ok(await client.GET('/api/v1/integrations/oauth-approvals', { params: { query: { limit: 5 } } }), 'listOAuthApprovals');
+  seen.push('listOAuthApprovals ' + approvals.data.some((entry) => entry.id === approvalId && entry.scope === 'read'));
+  const revoked = ok(
+    await client.DELETE('/api/v1/integrations/oauth-approvals/{id}', { params: { path: { id: approvalId } } }),
+    'revokeOAuthApproval',
+  );
+  seen.push('revokeOAuthApproval ' + (revoked.data.id === approvalId));
 
   const deletedEndpoint = ok(await client.DELETE('/api/v1/integrations/webhooks/{id}', { params: { path: { id: endpointId } } }), 'deleteWebhookEndpoint');
   seen.push('deleteWebhookEndpoint ' + deletedEndpoint.data.id);
@@ -342,11 +350,20 @@ describe('a client generated from the served document', () => {
         receiverUrl: string,
         issuer: string,
         serviceUserId: string,
+        approvalId: string,
         fetchImpl: typeof fetch,
       ) => Promise<string[]>;
     };
-    const seen = await run(ORIGIN, t.tenants.demo.adminToken, engineToken, receiver.url, idp.issuer, engineUserId, (input, init) =>
-      t.gateway.fetch(input as Request, init),
+    const approval = await storedApproval(t.db, t.tenants.demo.id, 'typed-client-approval');
+    const seen = await run(
+      ORIGIN,
+      t.tenants.demo.adminToken,
+      engineToken,
+      receiver.url,
+      idp.issuer,
+      engineUserId,
+      approval.id,
+      (input, init) => t.gateway.fetch(input as Request, init),
     );
     expect(seen.filter((line) => !/^(payload|selected) /.test(line))).toHaveLength(operations.length);
     expect(seen).toEqual(
@@ -375,6 +392,8 @@ describe('a client generated from the served document', () => {
         'createOAuthClient true',
         'listOAuthClients true',
         'deleteOAuthClient true',
+        'listOAuthApprovals true',
+        'revokeOAuthApproval true',
       ]),
     );
   });
