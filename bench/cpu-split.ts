@@ -75,7 +75,7 @@ function partOf({ functionName, url, lineNumber }: CallFrame): Part | null {
     }
     if (
       /^node_modules\/(pino|sonic-boom|fast-redact|quick-format-unescaped)\//.test(module) ||
-      /src\/(logger|paths)\.ts|use-request-log/.test(module)
+      /src\/(logger|paths)\.ts|admission\/request-log/.test(module)
     ) {
       return 'request log line';
     }

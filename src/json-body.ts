@@ -8,7 +8,7 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * How deep objects and arrays may nest in a REST or sign-in body (the body itself is the first level): far beyond
  * any body the API takes, and far below what would exhaust the stack. GraphQL variables have their own bound
- * (src/plugins/use-limits.ts), which a REST body, one level inside its operation's variables, never reaches.
+ * (src/admission/request-limits.ts), which a REST body, one level inside its operation's variables, never reaches.
  */
 export const MAX_BODY_DEPTH = 32;
 

@@ -88,6 +88,7 @@ const NEVER_IMPORTS: Record<string, readonly string[]> = {
   pages: ['db', 'graphql', 'auth'],
   auth: ['graphql', 'rest', 'plugins', 'oauth'],
   oauth: ['graphql', 'rest', 'plugins', 'http', 'live', 'governor', 'webhooks', 'seed'],
+  admission: ['http', 'plugins', 'graphql', 'live'],
   governor: ['graphql', 'rest', 'plugins', 'db', 'live', 'auth', 'domain', 'webhooks', 'query', 'http'],
 };
 

@@ -9,8 +9,8 @@ import { SERVER_STATEMENT_TIMEOUT_MS, startApp } from '../src/http/start-app.js'
 import { openDatabase } from '../src/db/client.js';
 import { parseConfig } from '../src/env.js';
 import { createLogger } from '../src/logger.js';
-import { DEFAULT_REQUEST_LIMITS } from '../src/plugins/use-limits.js';
-import { startDeadline, withinDeadline } from '../src/plugins/use-deadline.js';
+import { DEFAULT_REQUEST_LIMITS } from '../src/admission/request-limits.js';
+import { startDeadline, withinDeadline } from '../src/admission/deadline.js';
 import type { Gateway } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, gatewayOver, graphql, type TestGateway } from './fixtures/gateway.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isDatabaseUnavailable } from '../src/plugins/use-error-masking.js';
+import { isDatabaseUnavailable } from '../src/admission/error-masking.js';
 
 describe('isDatabaseUnavailable', () => {
   it('recognizes what pg, its pool and Prisma adapters say when the server is gone', () => {

@@ -1,5 +1,5 @@
 // A GraphQL subscription over SSE (`Accept: text/event-stream` on /graphql) whose client stops reading is held to
-// the bounds of a REST event stream (src/plugins/use-stream-backpressure.ts): the bytes queued for it stay
+// the bounds of a REST event stream (src/admission/stream-backpressure.ts): the bytes queued for it stay
 // under a small bound however many changes follow, and once its client has taken nothing of a full queue for the
 // stall time the stream is ended with a retryable error (UNAVAILABLE) and no `complete`, so graphql-sse clients
 // reconnect, and its slot is given back.

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { getIntrospectionQuery, parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { schema } from '../src/graphql/schema.js';
-import { DEFAULT_REQUEST_LIMITS, operationCost } from '../src/plugins/use-limits.js';
+import { DEFAULT_REQUEST_LIMITS, operationCost } from '../src/admission/request-limits.js';
 import type { Gateway, GatewayOptions } from '../src/http/yoga.js';
 import { databaseKinds } from './fixtures/databases.js';
 import { documentationPages } from './fixtures/documentation.js';

@@ -25,7 +25,7 @@ import {
 } from '../src/rest/query-params.js';
 import { variableProblems } from '../src/rest/handler.js';
 import { routes } from '../src/rest/routes.js';
-import { timeoutError } from '../src/plugins/use-deadline.js';
+import { timeoutError } from '../src/admission/deadline.js';
 
 const DateTime = schema.getType('DateTime') as GraphQLScalarType;
 

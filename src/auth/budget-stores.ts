@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import RateLimiterMemory from 'rate-limiter-flexible/lib/RateLimiterMemory.js';
 
-// Where the request budgets (use-rate-limit.ts) and the sign-in throttle (use-sign-in.ts) count: in this
+// Where the request budgets (admission/rate-limits.ts) and the sign-in throttle (plugins/use-sign-in.ts) count: in this
 // process, or in Redis when a Redis URL is configured. A budget in Redis counts in this process while Redis
 // fails: a lost Redis must neither stop the API nor lift its limits, so each replica then enforces the budget
 // alone, and counts in Redis again from its first answer back. The Redis client and rate-limiter-flexible's Redis store

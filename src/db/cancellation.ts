@@ -5,7 +5,7 @@ import pg from 'pg';
 // no per-query signal, and the hand-written queries go through the same pool. Work started under a signal
 // (the whole handling of one request) carries it to every statement it issues.
 
-/** What aborts a piece of work's statements: a request's deadline (plugins/use-deadline.ts). */
+/** What aborts a piece of work's statements: a request's deadline (admission/deadline.ts). */
 export interface StatementSignal {
   readonly aborted: boolean;
   /** Why it aborted: what a statement started or waiting after that fails with. */

@@ -4,8 +4,8 @@ import { clientAddressOf } from '../auth/session-cookie.js';
 import type { Viewer } from '../auth/viewer.js';
 import { ApiError, ERROR_CODES, isErrorCode, newRequestId } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { credentialRequirementRefusal } from '../plugins/use-auth.js';
-import { isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from '../plugins/use-deadline.js';
+import { credentialRequirementRefusal } from '../admission/credential-requirement.js';
+import { isPastDeadline, startDeadline, timeoutError, withinDeadline, type Deadline } from '../admission/deadline.js';
 import {
   costRefusal,
   executionRefusal,
@@ -13,11 +13,11 @@ import {
   sizeRefusal,
   type OperationArgs,
   type RequestLimits,
-} from '../plugins/use-limits.js';
+} from '../admission/request-limits.js';
 import { routeOf, type GatewayMetrics, type OperationSurface } from '../plugins/use-metrics.js';
-import { budgetHeaders, isExempt, type BudgetState, type RateLimits } from '../plugins/use-rate-limit.js';
-import { logRequest } from '../plugins/use-request-log.js';
-import { securityHeaders } from '../plugins/use-security-headers.js';
+import { budgetHeaders, isExempt, type BudgetState, type RateLimits } from '../admission/rate-limits.js';
+import { logRequest } from '../admission/request-log.js';
+import { securityHeaders } from '../admission/security-headers.js';
 import type { Incoming } from './incoming-outgoing.js';
 
 // The admission spine: the one ordered list of checks every way in passes, and the two functions that run it.
@@ -90,7 +90,7 @@ export interface AdmissionParts {
   rateLimits: RateLimits | null;
   metrics: GatewayMetrics;
   limits: RequestLimits;
-  /** Yoga's masking function (use-error-masking's createMaskError). */
+  /** Yoga's masking function (admission/error-masking.ts' createMaskError). */
   maskError: (error: unknown, message: string) => Error;
   /** Whether CORS is on (every answer then varies on Origin). */
   cors: boolean;

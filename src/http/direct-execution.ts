@@ -4,7 +4,7 @@ import type { Context } from '../context.js';
 import type { CompiledExecution } from '../graphql/compiled-execution.js';
 import type { Logger } from '../logger.js';
 import type { Admission } from './admission.js';
-import { executeWithinDeadline, type Deadline } from '../plugins/use-deadline.js';
+import { executeWithinDeadline, type Deadline } from '../admission/deadline.js';
 import type { OperationSurface } from '../plugins/use-metrics.js';
 
 // What the two direct paths (REST in ./direct-rest.ts, GraphQL in ./direct-graphql.ts) share: their options, and

@@ -20,7 +20,7 @@ import { jsonBytes } from '../json-bytes.js';
 import { introspects } from '../graphql/compiled-execution.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { earlyErrorResponse } from '../plugins/error-response.js';
-import { recodeResultErrors } from '../plugins/use-request-error-codes.js';
+import { recodeResultErrors } from '../admission/error-codes.js';
 import type { ValidatedDocuments } from '../plugins/use-validated-documents.js';
 import { markReadOnly } from '../db/read-routing.js';
 
@@ -32,7 +32,7 @@ import { markReadOnly } from '../db/read-routing.js';
 // (./admission.ts): `admit`, `operation` and `settle`, the calls yoga's pipeline makes (the time limit, the
 // credential and its requirement, the rate limit, the variables' and the cost limits, error masking, the log
 // line, metrics and the security headers); the answer is yoga's (processRegularResult when it holds errors),
-// its error codes use-request-error-codes'.
+// its error codes admission/error-codes.ts'.
 //
 // The path takes only what it can answer exactly as yoga would, and hands everything else to yoga: another
 // method, path, media type or Accept, a cross-origin request under CORS, a body without Content-Length or over
@@ -106,7 +106,7 @@ export function createDirectGraphQL(options: DirectGraphQLOptions): DirectGraphQ
       counts.handedToYoga += 1;
       return { fallback: bytes, ticket };
     };
-    /** The answer's common headers, its log line and its metrics; a late one is the 503 (use-deadline). */
+    /** The answer's common headers, its log line and its metrics; a late one is the 503 (admission/deadline.ts). */
     const finish = async (outgoing: Outgoing, sent = true): Promise<Outgoing> => {
       let late: ApiError | undefined;
       const settled = admission.settle(ticket, {

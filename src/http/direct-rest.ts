@@ -65,7 +65,7 @@ export function createDirectRest(options: DirectRestOptions): DirectRest {
     const routesOfMethod = routesByMethod.get(incoming.method);
     if (!routesOfMethod) return null;
     // A body is read by the routes that take one; a GET with a body, or a body declared over the limit, is yoga's
-    // to refuse (use-limits).
+    // to refuse (admission/request-limits.ts).
     const length = incoming.header('content-length');
     const hasBody = (length !== null && length !== '0') || incoming.header('transfer-encoding') !== null;
     if (hasBody && (incoming.method === 'GET' || Number(length ?? 0) > options.maxBodyBytes || !/^\d*$/.test(length ?? ''))) return null;

@@ -12,8 +12,8 @@ import { hostRefusal, statusOf, type Admission, type Answer } from './admission.
 import { incomingOfNode } from './incoming-outgoing.js';
 import type { Logger } from '../logger.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
-import { executeWithinDeadline, withinDeadline } from '../plugins/use-deadline.js';
-import { socketError } from '../plugins/use-request-error-codes.js';
+import { executeWithinDeadline, withinDeadline } from '../admission/deadline.js';
+import { socketError } from '../admission/error-codes.js';
 import { BYTE_BOUNDS, endingMessage, KeyedCounts, type Governor, type LeaseOwner } from '../governor/governor.js';
 import { encodedOnce } from '../live/shared-results.js';
 

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { errorBody } from '../errors.js';
-import { COMMON_SECURITY_HEADERS, DATA_CSP } from '../plugins/use-security-headers.js';
+import { COMMON_SECURITY_HEADERS, DATA_CSP } from '../admission/security-headers.js';
 import { hostRefusal, type Admission } from './admission.js';
 import { incomingOfNode } from './incoming-outgoing.js';
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { LoginThrottle } from '../auth/login-throttle.js';
 import { ApiError, errorBody } from '../errors.js';
-import { timeoutError } from '../plugins/use-deadline.js';
+import { timeoutError } from '../admission/deadline.js';
 import type { Logger } from '../logger.js';
 import type { Database } from '../db/client.js';
 import type { AuthorizationServer, BuiltProvider } from '../oauth/authorization-server.js';

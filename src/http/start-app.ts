@@ -6,7 +6,7 @@ import { preloadedPGlite } from '../db/pglite-preload.js';
 import { seedOf, type Config } from '../env.js';
 import type { Governor } from '../governor/governor.js';
 import type { Logger } from '../logger.js';
-import { DEFAULT_REQUEST_LIMITS } from '../plugins/use-limits.js';
+import { DEFAULT_REQUEST_LIMITS } from '../admission/request-limits.js';
 import { startScheduler, type Scheduler } from '../scheduler.js';
 import { ensureCatalog } from '../seed/catalog.js';
 import { DEMO_TENANT_SLUG, ensureDemo } from '../seed/demo.js';

@@ -6,12 +6,12 @@ import { isCompiledExecutor } from '../graphql/compiled-execution.js';
 import type { Governor } from '../governor/governor.js';
 import { AUTH_BASE, GRAPHQL_ENDPOINT } from '../paths.js';
 import { earlyErrorResponse, replaceResponse } from '../plugins/error-response.js';
-import { executeWithinDeadline, startDeadline, type Deadline } from '../plugins/use-deadline.js';
-import { documentRules, limitRequestParse } from '../plugins/use-limits.js';
-import { socketAddressOf } from '../plugins/use-rate-limit.js';
-import { notAcceptableRefusal, recodeResultErrors } from '../plugins/use-request-error-codes.js';
-import { assignRequestId, requestIdOf } from '../plugins/use-request-id.js';
-import { boundedEventStream } from '../plugins/use-stream-backpressure.js';
+import { executeWithinDeadline, startDeadline, type Deadline } from '../admission/deadline.js';
+import { documentRules, limitRequestParse } from '../admission/request-limits.js';
+import { socketAddressOf } from '../admission/rate-limits.js';
+import { notAcceptableRefusal, recodeResultErrors } from '../admission/error-codes.js';
+import { assignRequestId, requestIdOf } from '../admission/request-id.js';
+import { boundedEventStream } from '../admission/stream-backpressure.js';
 import type { Admission, Answer, Surface } from './admission.js';
 import { incomingOfFetch } from './incoming-outgoing.js';
 
@@ -126,7 +126,7 @@ export function useAdmission({
       for (const name in headers) answered.headers.set(name, headers[name]!);
       answered.headers.delete('X-Powered-By');
       // stream-caps: a GraphQL SSE stream queues nothing beyond its socket's buffer; its owner ends it
-      // (plugins/use-stream-backpressure.ts). REST event streams bound their own (rest/event-stream.ts).
+      // (admission/stream-backpressure.ts). REST event streams bound their own (rest/event-stream.ts).
       if (
         answered.body !== null &&
         ticket.pathname === GRAPHQL_ENDPOINT &&

@@ -1,5 +1,5 @@
 import { withStatementSignal } from '../db/cancellation.js';
-import { startDeadline, withinDeadline } from './use-deadline.js';
+import { startDeadline, withinDeadline } from '../admission/deadline.js';
 
 /**
  * Runs one step of a long transfer (a batch of an export) within a time limit of its own: past it the step fails

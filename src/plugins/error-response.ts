@@ -2,7 +2,7 @@ import { ERROR_CODES, type ApiError } from '../errors.js';
 import { GRAPHQL_ENDPOINT } from '../paths.js';
 import { jsonResponse } from './json-response.js';
 import { errorResponse } from '../rest/envelope.js';
-import { requestIdOf } from './use-request-id.js';
+import { requestIdOf } from '../admission/request-id.js';
 
 const GRAPHQL_RESPONSE_TYPE = 'application/graphql-response+json';
 

@@ -27,7 +27,7 @@ import { pathPatternOf } from '../rest/compile-routes.js';
 import { routes } from '../rest/routes.js';
 import { signInPaths } from '../rest/sign-in-openapi.js';
 import { earlyErrorResponse } from './error-response.js';
-import { socketAddressOf } from './use-rate-limit.js';
+import { socketAddressOf } from '../admission/rate-limits.js';
 
 /**
  * The REST routes' paths, and the sign-in endpoints' (rest/sign-in-openapi.ts), with the patterns they are

@@ -16,8 +16,8 @@ import { EXPORT_BATCH_TIMEOUT_MS, exportFormatOf, runExport } from '../rest/expo
 import { withinStepDeadline } from './batch-deadline.js';
 import { openApiDocument } from '../rest/openapi.js';
 import { replayableBody } from '../rest/routes.js';
-import { DEFAULT_REQUEST_LIMITS } from './use-limits.js';
-import { requestIdOf } from './use-request-id.js';
+import { DEFAULT_REQUEST_LIMITS } from '../admission/request-limits.js';
+import { requestIdOf } from '../admission/request-id.js';
 
 /**
  * The REST facade as a yoga plugin: requests under `/api` are answered here (rest/handler.ts runs each route's

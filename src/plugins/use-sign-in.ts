@@ -19,7 +19,7 @@ import { ApiError } from '../errors.js';
 import { parseJsonBody } from '../json-body.js';
 import { AUTH_BASE } from '../paths.js';
 import { jsonResponse } from './json-response.js';
-import { socketAddressOf } from './use-rate-limit.js';
+import { socketAddressOf } from '../admission/rate-limits.js';
 import { earlyErrorResponse } from './error-response.js';
 
 // Members sign in and out, and accept invitations and password resets, at /api/v1/auth (docs/how-to/sign-in.md).

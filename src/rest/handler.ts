@@ -255,7 +255,7 @@ async function withRowsWritten<C extends RestContext>(
 /**
  * The variables execute could not coerce, as query problems; null when execution ran. graphql-js coerces a
  * request's variables before it runs any resolver and answers a value it refuses with errors and no `data`,
- * each naming the variable's definition (masked to INVALID_QUERY by use-error-masking, node kept).
+ * each naming the variable's definition (masked to INVALID_QUERY by admission/error-masking.ts, node kept).
  */
 export function variableProblems(result: ExecutionResult): QueryProblem[] | null {
   if (result.data !== undefined || !result.errors?.length) return null;

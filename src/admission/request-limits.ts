@@ -34,7 +34,7 @@ export interface RequestLimits {
   maxAliases: number;
   maxDirectives: number;
   maxCost: number;
-  /** From arrival to answer (src/plugins/use-deadline.ts); past it the answer is 503 UNAVAILABLE. */
+  /** From arrival to answer (src/admission/deadline.ts); past it the answer is 503 UNAVAILABLE. */
   timeoutMs: number;
 }
 
@@ -198,7 +198,7 @@ function limitBodySize(
 /**
  * Yoga's JSON body parser, but for UTF-8: yoga's (`request.json()`) decodes a malformed byte sequence as U+FFFD,
  * which would then be stored as if the client had sent that character. The refusals are yoga's own (recoded by
- * use-request-error-codes).
+ * admission/error-codes.ts).
  */
 async function parseJsonParams(request: Request): Promise<GraphQLParams> {
   const text = decodeUtf8(new Uint8Array(await request.arrayBuffer()));
@@ -218,7 +218,7 @@ function badBody(message: string): GraphQLError {
   return createGraphQLError(message, { extensions: { http: { status: 400 }, code: 'BAD_REQUEST' } });
 }
 
-/** Yoga's own refusal of a body over the limit (recoded to PAYLOAD_TOO_LARGE by use-request-error-codes). */
+/** Yoga's own refusal of a body over the limit (recoded to PAYLOAD_TOO_LARGE by admission/error-codes.ts). */
 function bodyTooLargeForYoga(): GraphQLError {
   return createGraphQLError('Request body too large', { extensions: { http: { status: 413 }, code: 'REQUEST_ENTITY_TOO_LARGE' } });
 }

@@ -2,7 +2,7 @@ import { GraphQLError, Kind } from 'graphql';
 import type { Logger } from 'pino';
 import { UNREACHABLE_CODES } from '../db/unreachable.js';
 import { ApiError, isErrorCode } from '../errors.js';
-import { timeoutError } from './use-deadline.js';
+import { timeoutError } from './deadline.js';
 
 /** The server cannot be reached, or it went away or refused a connection while one was in use. */
 const CONNECTION_FAILURE_CODES = new Set([
