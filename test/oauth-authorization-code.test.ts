@@ -435,15 +435,19 @@ describe.each(databaseKinds)('partner applications (authorization code with PKCE
         method: 'POST',
         headers: { cookie: `igw_session=${session}`, 'content-type': 'application/json', 'x-requested-with': 'test' },
         body: JSON.stringify({ query }),
-      }).then((response) => response.json() as Promise<{ data?: Record<string, { id: string; applicationId: string; scope: string }[]> }>);
-    const mine = (await asMember('{ myOAuthApprovals { id applicationId applicationName scope } }')).data!.myOAuthApprovals!;
+      }).then(
+        (response) =>
+          response.json() as Promise<{ data?: Record<string, { nodes: { id: string; applicationId: string; scope: string }[] }> }>,
+      );
+    const listed = '{ oauthApprovalList { nodes { id applicationId applicationName scope } } }';
+    const mine = (await asMember(listed)).data!.oauthApprovalList!.nodes;
     expect(mine).toEqual([{ id: expect.any(String), applicationId: application.id, applicationName: application.name, scope: 'read' }]);
-    const all = await graphql(t.tenants.demo.adminToken, '{ oauthApprovals { id memberEmail } }');
+    const all = await graphql(t.tenants.demo.adminToken, '{ oauthApprovalList(limit: 100) { nodes { id memberEmail } } }');
     expect(JSON.stringify(all.body)).toContain(mine[0]!.id);
     await asMember(`mutation { revokeOAuthApproval(id: "${mine[0]!.id}") { id } }`);
     expect((await rest(tokens.access_token)).status).toBe(401);
     await expect(oauth.refreshTokenGrant(config, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
-    expect((await asMember('{ myOAuthApprovals { id } }')).data!.myOAuthApprovals).toEqual([]);
+    expect((await asMember(listed)).data!.oauthApprovalList!.nodes).toEqual([]);
   });
 
   it('counts authorization requests and consent steps per address (429), before any row is stored', async () => {

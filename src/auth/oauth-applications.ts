@@ -356,23 +356,6 @@ function approvalOfRow(row: ApprovalSqlRow): OAuthApproval {
   };
 }
 
-/** The tenant's approvals (oidc-provider's grants), of one member when `memberId` is given; newest first, at most 1000. */
-export async function listOAuthApprovals(
-  db: Database,
-  input: { tenantId: string; memberId?: string | undefined },
-): Promise<OAuthApproval[]> {
-  const keys = orderKeys([...APPROVAL_DEFAULT_ORDER], APPROVAL_COLUMNS, []);
-  const rows = await readOAuthApprovalPage(db, {
-    tenantId: input.tenantId,
-    memberId: input.memberId ?? null,
-    where: allOf([]),
-    ...keysetOrder(keys, null),
-    take: 1000,
-    skip: 0,
-  });
-  return rows.map(({ keyValues: _keyValues, ...approval }) => approval);
-}
-
 /**
  * Revokes an approval of the tenant (of the member when `memberId` is given): the grant with its codes, refresh
  * and access tokens, which stop at once.

@@ -7,7 +7,6 @@ import {
   createOAuthApplication,
   deleteOAuthApplication,
   findOAuthApplication,
-  listOAuthApprovals,
   type OAuthApproval,
   readOAuthApprovalPage,
   revokeOAuthApproval,
@@ -163,16 +162,6 @@ builder.queryFields((t) => ({
       );
     },
   }),
-  myOAuthApprovals: t.field({
-    type: [OAuthApprovalRef],
-    description: 'The applications the signed-in member approved (empty for any other credential).',
-    authScopes: { authenticated: true },
-    resolve: (_root, _args, context) => {
-      const viewer = requireViewer(context);
-      if (viewer.credential !== 'session') return [];
-      return listOAuthApprovals(context.db, { tenantId: viewer.tenantId, memberId: viewer.subject });
-    },
-  }),
   oauthApprovalList: t.field({
     type: OAuthApprovalList,
     complexity: pageComplexity(APPROVAL_PAGE),
@@ -211,12 +200,6 @@ builder.queryFields((t) => ({
         (row) => row.keyValues,
       );
     },
-  }),
-  oauthApprovals: t.field({
-    type: [OAuthApprovalRef],
-    description: "Every approval of the organization's applications by its members.",
-    authScopes: { permission: 'access:manage' },
-    resolve: (_root, _args, context) => listOAuthApprovals(context.db, { tenantId: requireViewer(context).tenantId }),
   }),
 }));
 

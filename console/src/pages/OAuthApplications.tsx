@@ -2,7 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { useMutation, useQuery } from 'urql';
 import { graphql } from '../generated';
 import { ConfirmButton, ErrorMessage, Loading, SecretOnce, Time } from '../ui';
-import { RevokeApproval } from './ApprovedApplications';
+import { ApprovalList } from './ApprovedApplications';
 import { SCOPE_WORDS } from './Consent';
 import { UserManagement } from './UserManagement';
 
@@ -14,13 +14,6 @@ const ApplicationsQuery = graphql(`
       redirectUris
       scope
       createdAt
-    }
-    oauthApprovals {
-      id
-      applicationName
-      memberEmail
-      scope
-      approvedAt
     }
   }
 `);
@@ -59,7 +52,6 @@ function ApplicationList() {
   const [registering, setRegistering] = useState(false);
   const [created, setCreated] = useState<{ clientId: string; clientSecret: string; name: string } | null>(null);
   const [deleted, remove] = useMutation(DeleteApplication);
-  const [revoked, revoke] = useMutation(RevokeApproval);
   const reload = () => refetch({ requestPolicy: 'network-only' });
   return (
     <section aria-labelledby="oauth-applications">
@@ -93,7 +85,7 @@ function ApplicationList() {
           <SecretOnce label="Client secret" value={created.clientSecret} note="Give it to the application now: it is never shown again." />
         </>
       ) : null}
-      <ErrorMessage error={error ?? deleted.error ?? revoked.error} />
+      <ErrorMessage error={error ?? deleted.error} />
       {!data && fetching ? <Loading /> : null}
       {data ? (
         <>
@@ -143,49 +135,7 @@ function ApplicationList() {
             </div>
           )}
           <h3 id="oauth-approvals">Approvals</h3>
-          {data.oauthApprovals.length === 0 ? (
-            <p>No member has approved an application.</p>
-          ) : (
-            <div className="table-scroll">
-              <table aria-labelledby="oauth-approvals">
-                <thead>
-                  <tr>
-                    <th scope="col">Application</th>
-                    <th scope="col">Member</th>
-                    <th scope="col">Scopes</th>
-                    <th scope="col">Approved</th>
-                    <th scope="col">
-                      <span className="visually-hidden">Actions</span>
-                    </th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.oauthApprovals.map((approval) => (
-                    <tr key={approval.id}>
-                      <td>{approval.applicationName}</td>
-                      <td>{approval.memberEmail}</td>
-                      <td>{approval.scope}</td>
-                      <td>
-                        <Time iso={approval.approvedAt} />
-                      </td>
-                      <td>
-                        <ConfirmButton
-                          label="Revoke"
-                          accessibleLabel={`Revoke ${approval.applicationName} for ${approval.memberEmail}`}
-                          question={`Revoke ${approval.memberEmail}'s approval of ${approval.applicationName}?`}
-                          confirmLabel="Revoke"
-                          onConfirm={async () => {
-                            await revoke({ id: approval.id });
-                            reload();
-                          }}
-                        />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
+          <ApprovalList />
         </>
       ) : null}
     </section>
