@@ -14,7 +14,8 @@ import pg from 'pg';
 // The gateway's own SQL for a timestamp as text: the baseline runs the same statements.
 import { formatTimestamp, timestampTextSql } from '../src/timestamps.js';
 // The sync record's columns and the gateway's SQL for them, from the one descriptor.
-import { SYNC, syncColumn, syncSelectSql } from '../src/domain/sync-record.js';
+import { columnOf } from '../src/domain/record-descriptor.js';
+import { SYNC, syncSelectSql } from '../src/domain/sync-record.js';
 import { connectionPages, INTEGRATIONS, NESTED_SYNCS, nestedConnectionsQuery, TRIVIAL_QUERY } from './scenarios.js';
 
 type Row = Record<string, unknown>;
@@ -46,7 +47,7 @@ const SETTINGS_MEMBERS: [string, 'string' | 'boolean' | 'int'][] = [
 /** The REST sync record's members, the SQL that reads each from the page's rows (alias s) as the gateway's statement does, and its column's type. */
 const SYNC_SQL = syncSelectSql('s', true, SYNC.rest);
 const SYNC_COLUMNS = SYNC.rest.map((property) => {
-  const column = syncColumn(property);
+  const column = columnOf(property);
   return [column, `${SYNC_SQL[property]} AS ${column}`, SYNC.fields[property].type] as const;
 });
 

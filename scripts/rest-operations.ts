@@ -2,11 +2,12 @@
 // the sync record's fragment, and the sync list's `$with_` flags and node fields. `npm run schema:print` writes
 // them to schema/operations/; test/schema.test.ts fails when a checked-in one differs, as it does for
 // schema.graphql.
-import { restGraphqlField, SYNC, syncColumn } from '../src/domain/sync-record.js';
+import { columnOf } from '../src/domain/record-descriptor.js';
+import { restGraphqlField, SYNC } from '../src/domain/sync-record.js';
 
 /** A REST member and its GraphQL selection: the member name as the alias when it differs from the field. */
 const MEMBERS = SYNC.rest.map((property) => {
-  const member = syncColumn(property);
+  const member = columnOf(property);
   const field = restGraphqlField(property);
   return { member, selection: member === field ? field : `${member}: ${field}` };
 });

@@ -1,6 +1,7 @@
 import type { Prisma } from '../generated/prisma/client.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
+import { connectionFilterColumns, connectionSelectSql } from '../domain/connection-record.js';
 import type { RawSql } from './client.js';
 import { aliasedColumns, type ListQuery, nestedRows, pageColumns, pageSql, propertiesToRead } from './list-reads.js';
 
@@ -11,47 +12,23 @@ import { aliasedColumns, type ListQuery, nestedRows, pageColumns, pageSql, prope
 // filters by a column of its table. Every statement is scoped by the tenant first. Callers hand in the
 // conditions, order and page of the list query language (query/sql.ts) and the row properties they need.
 
-/** The filterable and sortable columns of a connection, by field name; the application's and category's too. */
+/** The filterable and sortable columns of a connection, by field name (the descriptor's); the application's and category's too. */
 export const CONNECTION_COLUMNS = {
-  id: { sql: '"t0"."id"', kind: 'string', nullable: false },
-  name: { sql: '"t0"."name"', kind: 'string', nullable: false },
-  slug: { sql: '"t0"."slug"', kind: 'string', nullable: false },
-  description: { sql: '"t0"."description"', kind: 'string', nullable: false },
-  logoUrl: { sql: '"t0"."logo_url"', kind: 'string', nullable: false },
-  applicationId: { sql: '"t0"."application_id"', kind: 'string', nullable: false },
+  ...connectionFilterColumns('t0'),
   applicationName: { sql: '"t1"."name"', kind: 'string', nullable: false },
   applicationSlug: { sql: '"t1"."slug"', kind: 'string', nullable: false },
   categoryId: { sql: '"t1"."category_id"', kind: 'string', nullable: false },
   categorySlug: { sql: '"t2"."slug"', kind: 'string', nullable: false },
   categoryName: { sql: '"t2"."name"', kind: 'string', nullable: false },
-  via: { sql: '"t0"."via"', sqlType: 'connection_via', kind: 'enum', nullable: false },
-  status: { sql: '"t0"."status"', sqlType: 'connection_status', kind: 'enum', nullable: false },
-  createdAt: { sql: '"t0"."created_at"', kind: 'dateTime', nullable: false },
-  updatedAt: { sql: '"t0"."updated_at"', kind: 'dateTime', nullable: false },
 } satisfies Columns<SqlColumn>;
 
 /**
- * Every property a connection read can carry and the column it reads: the connection's own as Prisma's
- * `Connection` names them, its application's under `application.`, the category's under `application.category.`.
- * Arrays are read as JSON: pg parses a text[] in JavaScript, character by character, and JSON with V8's parser.
+ * Every property a connection read can carry and the column it reads: the connection's own as its descriptor
+ * (domain/connection-record.ts) has them, its application's under `application.`, the category's under
+ * `application.category.`. Arrays are read as JSON, as the descriptor's are.
  */
 const CONNECTION_ROW_SQL = {
-  id: '"t0"."id"',
-  tenantId: '"t0"."tenant_id"',
-  applicationId: '"t0"."application_id"',
-  name: '"t0"."name"',
-  slug: '"t0"."slug"',
-  description: '"t0"."description"',
-  logoUrl: '"t0"."logo_url"',
-  keywords: 'to_json("t0"."keywords")',
-  via: '"t0"."via"::text',
-  status: '"t0"."status"::text',
-  metadata: '"t0"."metadata"',
-  settings: '"t0"."settings"',
-  createdAt: '"t0"."created_at"',
-  updatedAt: '"t0"."updated_at"',
-  deletedAt: '"t0"."deleted_at"',
-  createdBy: '"t0"."created_by"',
+  ...connectionSelectSql('t0'),
   'application.id': '"t1"."id"',
   'application.name': '"t1"."name"',
   'application.slug': '"t1"."slug"',

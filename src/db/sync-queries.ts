@@ -4,14 +4,8 @@ import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, anyOf, arrayLiteral, compareSql, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 import type { OrderKey } from '../query/filter.js';
 import { binaryTimestampText, type TimestampText } from '../timestamps.js';
-import {
-  SYNC_PROPERTIES,
-  type SyncProperty,
-  type SyncTimestamp,
-  syncColumn,
-  syncFilterColumns,
-  syncSelectSql,
-} from '../domain/sync-record.js';
+import { columnOf } from '../domain/record-descriptor.js';
+import { SYNC_PROPERTIES, type SyncProperty, type SyncTimestamp, syncFilterColumns, syncSelectSql } from '../domain/sync-record.js';
 import type { RawSql, RoomForMore } from './client.js';
 import { pageSql } from './list-reads.js';
 import type { RowFields } from '../query/list-export.js';
@@ -143,7 +137,7 @@ export async function readSyncExportRows(
   onRow: (row: RowFields) => void,
   room?: RoomForMore,
 ): Promise<{ rows: number; lastKeys: unknown[] | null }> {
-  const columns = [...properties.map((property) => `"t0"."${syncColumn(property)}"`), ...query.keys.map((key) => key.column.sql)];
+  const columns = [...properties.map((property) => `"t0"."${columnOf(property)}"`), ...query.keys.map((key) => key.column.sql)];
   const statement = pageOf(query, raw(columns.join(', ')), connectionScope(connectionId));
   const tuples = new CopyBinaryTuples((row) => {
     row.keepFields(properties.length);

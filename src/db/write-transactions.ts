@@ -1,6 +1,8 @@
 import { ApiError } from '../errors.js';
 import type { RawSql, TransactionSql } from './client.js';
+import { connectionSelectSql } from '../domain/connection-record.js';
 import { syncSelectSql } from '../domain/sync-record.js';
+import { aliasedColumns } from './list-reads.js';
 
 // What every write of the data layer (connection-writes.ts, sync-runs.ts, idempotency.ts) shares: the
 // transaction it runs in, the database refusals it turns into CONFLICT, and the row shapes it returns.
@@ -53,16 +55,16 @@ export async function inTransaction<T>(runner: TransactionRunner, work: (tx: Tx)
   }
 }
 
+/** A write's RETURNING: every column of the descriptor's SQL, named as Prisma names them. */
+function returningOf(columns: Record<string, string>): string {
+  return aliasedColumns(columns, Object.keys(columns)).text;
+}
+
 /** Every column of a sync row, named as Prisma's `Sync` names them (table alias "s"). */
-export const SYNC_ROW = Object.entries(syncSelectSql('s', false))
-  .map(([property, sql]) => `${sql} AS "${property}"`)
-  .join(', ');
+export const SYNC_ROW = returningOf(syncSelectSql('s', false));
 
 /** Every column of a connection row, named as Prisma's `Connection` names them (table alias "c"). */
-export const CONNECTION_ROW = `"c"."id", "c"."tenant_id" AS "tenantId", "c"."application_id" AS "applicationId", "c"."name", "c"."slug",
-  "c"."description", "c"."logo_url" AS "logoUrl", "c"."keywords", "c"."via"::text AS "via", "c"."status"::text AS "status",
-  "c"."search_text" AS "searchText", "c"."metadata", "c"."settings", "c"."created_at" AS "createdAt",
-  "c"."updated_at" AS "updatedAt", "c"."deleted_at" AS "deletedAt"`;
+export const CONNECTION_ROW = returningOf(connectionSelectSql('c'));
 
 /**
  * The summary of a run failed by the service: the error, and how far it got. `$n` is the message parameter;

@@ -1,12 +1,16 @@
 import { EVENT_TYPES, type EventType } from './event-types.js';
-import type { Connection, Sync } from '../generated/prisma/client.js';
+import type { Sync } from '../generated/prisma/client.js';
+import { CONNECTION, type ConnectionMessageData } from './connection-record.js';
+import { columnOf } from './record-descriptor.js';
 import { type SyncRecord, syncRecordOf } from './sync-record.js';
+
+export { connectionMessageData } from './connection-record.js';
 
 // What a webhook says. Every message body is `{type, timestamp, event_id, data}`:
 // - `type`: the event type (below); `timestamp`: when the event was committed; `event_id`: its id in the
 //   tenant's event log (ascending in commit order: a receiver can order or de-duplicate by it);
 // - `data` of `sync.*`: the sync record exactly as REST shows it (GET /syncs/{id}), plus `attempt`;
-// - `data` of `connection.*`: the connection's id, name, application_id, status and settings;
+// - `data` of `connection.*`: the connection's id, name, application_id, status and settings (CONNECTION.webhook);
 // - `data` of `webhook.endpoint_disabled`: the endpoint's id, url and why it was disabled.
 // A connection's events (and its runs') are sent only while its settings.webhook_enabled is true.
 
@@ -16,7 +20,6 @@ type WebhookEventType = EventType;
 
 /** `data` of a sync event: the REST sync record (summary, diff and checksum JSON-encoded, as the spec has them), plus the attempt. */
 export type SyncMessageData = SyncRecord & { attempt: number };
-export type ConnectionMessageData = Pick<Connection, 'id' | 'name' | 'status' | 'settings'> & { application_id: string };
 export interface EndpointDisabledData {
   id: string;
   url: string;
@@ -27,16 +30,6 @@ export type WebhookData = SyncMessageData | ConnectionMessageData | EndpointDisa
 
 export function syncMessageData(run: Sync): SyncMessageData {
   return { ...syncRecordOf(run), attempt: run.attempt };
-}
-
-export function connectionMessageData(connection: Connection): ConnectionMessageData {
-  return {
-    id: connection.id,
-    name: connection.name,
-    application_id: connection.applicationId,
-    status: connection.status,
-    settings: connection.settings,
-  };
 }
 
 export function endpointDisabledData(endpoint: { id: string; url: string }, reason: string): EndpointDisabledData {
@@ -67,7 +60,7 @@ export function messageSchema(
     : type.startsWith('connection.')
       ? {
           type: 'object',
-          required: ['id', 'name', 'application_id', 'status', 'settings'],
+          required: CONNECTION.webhook.map(columnOf),
           properties: {
             id: { type: 'string' },
             name: { type: 'string' },

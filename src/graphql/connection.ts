@@ -12,6 +12,7 @@ import {
 import { ConnectionStatus as ConnectionStatusValues, ConnectionVia as ConnectionViaValues } from '../generated/prisma/enums.js';
 import { Application, applicationFieldReads, Features } from './application.js';
 import { createConnection, deleteConnection, updateConnection } from '../db/connection-writes.js';
+import { CONNECTION } from '../domain/connection-record.js';
 import { actorOf } from '../auth/audit.js';
 import { createConnectionProblems, parseConnectionPatch, parseCreateConnection } from '../domain/connection-input.js';
 import { invalidGraphQLInput, withGraphQLNames } from '../domain/problems.js';
@@ -28,6 +29,7 @@ import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
+import { recordFields } from './record-fields.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
@@ -106,22 +108,22 @@ export const Connection = builder.prismaObject('Connection', {
   // prismaObject gives the row its type and lets sync.ts add fields by model name.
   include: { application: { include: { category: true } } },
   fields: (t) => ({
-    id: t.exposeID('id'),
-    name: t.exposeString('name'),
-    slug: t.exposeString('slug'),
-    applicationId: t.exposeString('applicationId'),
+    // The connection's columns, as its descriptor (domain/connection-record.ts) says; metadata and settings as objects.
+    ...recordFields(
+      t,
+      CONNECTION.fields,
+      {
+        metadata: { metadata: t.field({ type: ConnectionMetadata, resolve: (c) => asJsonObject(c.metadata) }) },
+        settings: { settings: t.field({ type: ConnectionSettings, resolve: (c) => asJsonObject(c.settings) }) },
+      },
+      { connection_via: ConnectionVia, connection_status: ConnectionStatus },
+    ),
+    // Its application's and the application's category's.
     applicationName: t.string({ resolve: (c) => c.application.name }),
     applicationSlug: t.string({ resolve: (c) => c.application.slug }),
-    description: t.exposeString('description'),
-    logoUrl: t.exposeString('logoUrl'),
-    keywords: t.exposeStringList('keywords'),
     categoryId: t.string({ resolve: (c) => c.application.categoryId }),
     categorySlug: t.string({ resolve: (c) => c.application.category.slug }),
     categoryName: t.string({ resolve: (c) => c.application.category.name }),
-    via: t.expose('via', { type: ConnectionVia }),
-    status: t.expose('status', { type: ConnectionStatus }),
-    metadata: t.field({ type: ConnectionMetadata, resolve: (c) => asJsonObject(c.metadata) }),
-    settings: t.field({ type: ConnectionSettings, resolve: (c) => asJsonObject(c.settings) }),
     features: t.field({
       type: Features,
       description: "The connected application's features.",
@@ -130,12 +132,6 @@ export const Connection = builder.prismaObject('Connection', {
     additionalInformation: t.string({
       description: "The connected application's additional information (HTML).",
       resolve: (c) => c.application.additionalInformation,
-    }),
-    createdAt: t.expose('createdAt', { type: 'DateTime' }),
-    updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
-    createdBy: t.exposeString('createdBy', {
-      nullable: true,
-      description: 'Who created it: member:<id>, token:<id>, jwt:<sub> or cli (not part of the REST shape).',
     }),
     application: t.field({ type: Application, resolve: (c) => c.application }),
     category: t.field({ type: Category, resolve: (c) => c.application.category }),

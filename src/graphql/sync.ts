@@ -16,13 +16,14 @@ import {
   syncSearchSql,
 } from '../db/sync-queries.js';
 import type { Prisma } from '../generated/prisma/client.js';
-import { SYNC, type SyncField, type SyncProperty, syncBinaryValue } from '../domain/sync-record.js';
+import { SYNC, type SyncProperty, syncBinaryValue } from '../domain/sync-record.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { filterColumns, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
 import { nextScheduledRuns } from '../db/sync-runs.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
+import { recordFields } from './record-fields.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
@@ -122,17 +123,8 @@ export const Sync = builder.prismaObject('Sync', {
         checksumJson: jsonTextField('checksum'),
       },
     };
-    const scalars = { text: 'String', sync_status: SyncStatus, timestamptz: 'DateTime', boolean: 'Boolean', integer: 'Int', jsonb: null };
     // Every other field a column's plain expose, as the descriptor (domain/sync-record.ts) says, in its order.
-    return Object.fromEntries(
-      (Object.entries(SYNC.fields) as [string, SyncField][]).flatMap(([property, field]) => {
-        if (field.graphql === undefined) return [];
-        if (field.graphql === 'custom') return Object.entries(custom[property]!);
-        const description = field.graphql === true ? undefined : field.graphql;
-        const options = { type: field.graphqlId ? 'ID' : scalars[field.type], nullable: field.nullable === true, description };
-        return [[property, t.expose(property as never, options as never)]];
-      }),
-    ) as FieldMap;
+    return recordFields(t, SYNC.fields, custom, { sync_status: SyncStatus });
   },
 });
 

@@ -8,6 +8,8 @@ import {
   type ConnectionSettings,
   type SyncInterval,
 } from '../domain/connection-members.js';
+import { CONNECTION, SEEDED_CONNECTION_PROPERTIES } from '../domain/connection-record.js';
+import { unnestedColumns, unnestedValues } from './bulk-insert.js';
 import { kindOfApplication, type CatalogApplication } from './catalog.js';
 import type { Rng } from './random.js';
 
@@ -143,49 +145,20 @@ export function buildConnection(rng: Rng, spec: ConnectionSpec): ConnectionRow {
   };
 }
 
-const CONNECTION_COLUMNS = [
-  'id',
-  'application_id',
-  'name',
-  'slug',
-  'description',
-  'logo_url',
-  'keywords',
-  'via',
-  'status',
-  'metadata',
-  'settings',
-  'created_at',
-] as const;
+/** Every column the descriptor does not leave to its default, as one text[] parameter (bulk-insert.ts). */
+const COLUMNS = unnestedColumns(CONNECTION.fields, SEEDED_CONNECTION_PROPERTIES);
 
-// Same text[]-per-column shape as the sync insert. keywords is itself an array; unnest would flatten a 2-D
-// array, so each row's keywords travel as a JSON array and are unpacked per row.
+// A loaded connection was last updated when it was created.
 const INSERT_CONNECTIONS = `
-INSERT INTO connections (tenant_id, ${CONNECTION_COLUMNS.join(', ')}, updated_at)
-SELECT $1, t.id, t.application_id, t.name, t.slug, t.description, t.logo_url,
-       ARRAY(SELECT jsonb_array_elements_text(t.keywords::jsonb)), t.via::connection_via,
-       t.status::connection_status, t.metadata::jsonb, t.settings::jsonb, t.created_at::timestamptz,
-       t.created_at::timestamptz
-FROM unnest(${CONNECTION_COLUMNS.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${CONNECTION_COLUMNS.join(', ')})`;
+INSERT INTO connections (tenant_id, ${COLUMNS.columns}, updated_at)
+SELECT $1, ${COLUMNS.values}, t.created_at::timestamptz
+FROM ${COLUMNS.from}`;
 
 export async function insertConnections(sql: Pick<RawSql, 'query'>, tenantId: string, rows: ConnectionRow[]): Promise<void> {
   if (rows.length === 0) return;
   for (const row of rows) {
     if (row.tenantId !== tenantId) throw new Error(`connection ${row.id} belongs to another tenant`);
   }
-  const columns = [
-    rows.map((r) => r.id),
-    rows.map((r) => r.applicationId),
-    rows.map((r) => r.name),
-    rows.map((r) => r.slug),
-    rows.map((r) => r.description),
-    rows.map((r) => r.logoUrl),
-    rows.map((r) => JSON.stringify(r.keywords)),
-    rows.map((r) => r.via),
-    rows.map((r) => r.status),
-    rows.map((r) => JSON.stringify(r.metadata)),
-    rows.map((r) => JSON.stringify(r.settings)),
-    rows.map((r) => r.createdAt.toISOString()),
-  ];
-  await sql.query(INSERT_CONNECTIONS, [tenantId, ...columns]);
+  const values = unnestedValues(CONNECTION.fields, SEEDED_CONNECTION_PROPERTIES, rows);
+  await sql.query(INSERT_CONNECTIONS, [tenantId, ...values]);
 }

@@ -1,6 +1,7 @@
 import type { RawSql } from '../db/client.js';
 import { ACTIVE_SYNC_STATUSES, LEASE_SECONDS } from '../domain/sync-lifecycle.js';
-import { SEEDED_SYNC_PROPERTIES, SYNC, syncColumn } from '../domain/sync-record.js';
+import { SEEDED_SYNC_PROPERTIES, SYNC } from '../domain/sync-record.js';
+import { unnestedColumns, unnestedValues } from './bulk-insert.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
 import { formatId } from '../prefixed-ids.js';
 import type { Rng } from './random.js';
@@ -195,27 +196,18 @@ export function generateSyncs(rng: Rng, spec: SyncHistorySpec): SyncRow[] {
   return [...syncHistory(rng, spec)];
 }
 
-const COLUMN_NAMES = SEEDED_SYNC_PROPERTIES.map(syncColumn);
-const typeOf = (property: (typeof SEEDED_SYNC_PROPERTIES)[number]) => SYNC.fields[property].type;
+/** Every column as one text[] parameter (bulk-insert.ts). */
+const COLUMNS = unnestedColumns(SYNC.fields, SEEDED_SYNC_PROPERTIES);
 
-/** A value as the text its column's parameter carries (cast back to the column's type by INSERT_SYNCS). */
-function asText(value: unknown, type: ReturnType<typeof typeOf>): string | null {
-  if (value === null) return null;
-  if (type === 'timestamptz') return (value as Date).toISOString();
-  return type === 'jsonb' ? JSON.stringify(value) : String(value);
-}
-
-// Every column travels as one text[] parameter: the statement text is fixed whatever the batch size (one
-// cached plan), and text arrays serialize identically through node-postgres and PGlite.
 // A connection has one active run at a time (the partial unique index). A loaded history whose newest run is
 // open meets a run the write side opened meanwhile when the loader runs beside live writers (the scheduler, an
 // engine, the API) on a connection it has just created: the live run wins and the loaded one is left out, so
 // the load goes on. Any other conflict (a duplicate id) still fails the statement.
 const INSERT_SYNCS = `
 WITH "inserted" AS (
-  INSERT INTO syncs (tenant_id, ${COLUMN_NAMES.join(', ')})
-  SELECT $1, ${SEEDED_SYNC_PROPERTIES.map((property) => `t.${syncColumn(property)}${typeOf(property) === 'text' ? '' : `::${typeOf(property)}`}`).join(', ')}
-  FROM unnest(${COLUMN_NAMES.map((_, i) => `$${i + 2}::text[]`).join(', ')}) AS t(${COLUMN_NAMES.join(', ')})
+  INSERT INTO syncs (tenant_id, ${COLUMNS.columns})
+  SELECT $1, ${COLUMNS.values}
+  FROM ${COLUMNS.from}
   ON CONFLICT (tenant_id, connection_id) WHERE status IN ('pending', 'in_progress') DO NOTHING
   RETURNING 1
 )
@@ -228,7 +220,7 @@ SELECT count(*)::int AS "n" FROM "inserted"`;
 export async function insertSyncs(sql: Pick<RawSql, 'query'>, tenantId: string, rows: SyncRow[]): Promise<number> {
   if (rows.length === 0) return 0;
   for (const row of rows) if (row.tenantId !== tenantId) throw new Error(`sync ${row.id} belongs to another tenant`);
-  const columns = SEEDED_SYNC_PROPERTIES.map((property) => rows.map((row) => asText(row[property], typeOf(property))));
-  const [result] = await sql.query<{ n: number }>(INSERT_SYNCS, [tenantId, ...columns]);
+  const values = unnestedValues(SYNC.fields, SEEDED_SYNC_PROPERTIES, rows);
+  const [result] = await sql.query<{ n: number }>(INSERT_SYNCS, [tenantId, ...values]);
   return result?.n ?? 0;
 }
