@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { appendEvents, syncEvent } from '../src/db/events.js';
 import { BYTE_BOUNDS } from '../src/governor/governor.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { restOfStream, untilNoOpenStreams } from './fixtures/sse.js';
+import { restOfStream, streamUntil, untilNoOpenStreams } from './fixtures/sse.js';
 import { createTestGateway } from './fixtures/gateway.js';
 import { ORIGIN } from './fixtures/rest.js';
 
@@ -45,9 +45,7 @@ describe.each(databaseKinds)('a GraphQL subscription over SSE whose client stops
         ),
       );
       // The first change is read, then nothing more.
-      const decoder = new TextDecoder();
-      let read = '';
-      while (!read.includes('"syncChanged"')) read += decoder.decode((await reader.read()).value, { stream: true });
+      const read = await streamUntil(reader, /"syncChanged"/);
       await untilNoOpenStreams(gateway, 15_000);
       expect(gateway.live.governor.stats('stream').held).toBe(0);
 

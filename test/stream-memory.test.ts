@@ -6,7 +6,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendEvents, syncEvent } from '../src/db/events.js';
 import { databaseKinds } from './fixtures/databases.js';
-import { restOfStream, untilNoOpenStreams } from './fixtures/sse.js';
+import { restOfStream, streamUntil, untilNoOpenStreams } from './fixtures/sse.js';
 import { createTestGateway } from './fixtures/gateway.js';
 import { rssBytes, serverDatabase, serviceToken } from './fixtures/server-database.js';
 import { startServer, type RunningServer } from './fixtures/server-process.js';
@@ -134,9 +134,7 @@ describe.each(databaseKinds)('a REST event stream whose client stops reading, on
       });
       const reader = response.body!.getReader();
       // Reads up to its first event, then nothing while the stream waits past its stall time with more to send.
-      const decoder = new TextDecoder();
-      let read = '';
-      while (!/^id: \d+$/m.test(read)) read += decoder.decode((await reader.read()).value, { stream: true });
+      const read = await streamUntil(reader, /^id: \d+$/m);
       await untilNoOpenStreams(gateway, 10_000);
       expect(gateway.live.governor.stats('stream').held).toBe(0);
       const text = read + (await restOfStream(reader));
