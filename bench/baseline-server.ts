@@ -13,8 +13,9 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import pg from 'pg';
 // The gateway's own SQL for a timestamp as text: the baseline runs the same statements.
 import { formatTimestamp, timestampTextSql } from '../src/timestamps.js';
-// The sync record's columns and the gateway's SQL for them, from the one descriptor.
+// The sync and connection records' columns and the gateway's SQL for them, from their descriptors.
 import { columnOf } from '../src/domain/record-descriptor.js';
+import { CONNECTION, connectionRestSelectSql } from '../src/domain/connection-record.js';
 import { SYNC, syncSelectSql } from '../src/domain/sync-record.js';
 import { connectionPages, INTEGRATIONS, NESTED_SYNCS, nestedConnectionsQuery, TRIVIAL_QUERY } from './scenarios.js';
 
@@ -45,6 +46,8 @@ const SETTINGS_MEMBERS: [string, 'string' | 'boolean' | 'int'][] = [
   ['thread_enabled', 'boolean'],
 ];
 /** The REST sync record's members, the SQL that reads each from the page's rows (alias s) as the gateway's statement does, and its column's type. */
+/** A connection's REST members, as their columns. */
+const CONNECTION_REST_COLUMNS = CONNECTION.rest.map(columnOf);
 const SYNC_SQL = syncSelectSql('s', true, SYNC.rest);
 const SYNC_COLUMNS = SYNC.rest.map((property) => {
   const column = columnOf(property);
@@ -218,30 +221,21 @@ export function createBaseline(
     return { msg: `${data.length} ${data.length === 1 ? 'sync record' : 'sync records'}`, data, meta };
   }
 
-  const CONNECTION_SELECT = `c.id, c.name, c.slug, c.application_id, a.name AS application_name, a.slug AS application_slug,
-      c.description, c.logo_url, to_json(c.keywords) AS keywords, a.category_id, k.slug AS category_slug, k.name AS category_name,
-      c.via, c.status, c.metadata, c.settings`;
+  const CONNECTION_SELECT = connectionRestSelectSql();
   const CONNECTION_FROM = `connections c JOIN applications a ON a.id = c.application_id JOIN categories k ON k.id = a.category_id`;
 
+  /** A connection's REST record, its members in the descriptor's order; `metadataKeys`: the metadata members shown. */
   function connectionEntry(row: Row, metadataKeys?: string[]): Json {
-    return {
-      id: row.id,
-      name: row.name,
-      slug: row.slug,
-      application_id: row.application_id,
-      application_name: row.application_name,
-      application_slug: row.application_slug,
-      description: row.description,
-      logo_url: row.logo_url,
-      keywords: row.keywords,
-      category_id: row.category_id,
-      category_slug: row.category_slug,
-      category_name: row.category_name,
-      via: row.via,
-      status: row.status,
-      metadata: metadataOf(row.metadata, metadataKeys),
-      settings: members(row.settings, SETTINGS_MEMBERS),
-    };
+    const entry: Json = {};
+    for (const column of CONNECTION_REST_COLUMNS) {
+      entry[column] =
+        column === 'metadata'
+          ? metadataOf(row.metadata, metadataKeys)
+          : column === 'settings'
+            ? members(row.settings, SETTINGS_MEMBERS)
+            : row[column];
+    }
+    return entry;
   }
 
   async function listConnections(tenant: string): Promise<Json> {

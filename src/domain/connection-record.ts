@@ -1,5 +1,5 @@
 import type { Connection } from '../generated/prisma/client.js';
-import { filterColumns, type RecordField, type RecordOf, recordOf, selectSql, type Where } from './record-descriptor.js';
+import { columnOf, filterColumns, type RecordField, type RecordOf, recordOf, selectSql, type Where } from './record-descriptor.js';
 
 // A connection (a connected application), described once (CONNECTION, a record descriptor: record-descriptor.ts),
 // as the sync record is (sync-record.ts): the column tables, the row SQL of the reads and the writes' RETURNING
@@ -37,7 +37,44 @@ export const CONNECTION = {
   },
   /** The webhook message's data of a connection event, in its order, named as their columns. */
   webhook: ['id', 'name', 'applicationId', 'status', 'settings'],
-} as const satisfies { fields: Record<string, RecordField>; webhook: readonly string[] };
+  /**
+   * The REST record (GET /connected/{id}, the list), in the spec's order, each named as its column: the
+   * connection's own properties and its application's and category's (`joined`), each the GraphQL Connection
+   * field of the same name. The REST operations' flags and plain members derive from it
+   * (scripts/rest-operations.ts); `metadata` and `settings` select their members there by hand.
+   */
+  rest: [
+    'id',
+    'name',
+    'slug',
+    'applicationId',
+    'applicationName',
+    'applicationSlug',
+    'description',
+    'logoUrl',
+    'keywords',
+    'categoryId',
+    'categorySlug',
+    'categoryName',
+    'via',
+    'status',
+    'metadata',
+    'settings',
+  ],
+  /** The members of the REST record that are its application's and category's columns (`a`, `k`), read as SQL. */
+  joined: {
+    applicationName: '"a"."name"',
+    applicationSlug: '"a"."slug"',
+    categoryId: '"a"."category_id"',
+    categorySlug: '"k"."slug"',
+    categoryName: '"k"."name"',
+  },
+} as const satisfies {
+  fields: Record<string, RecordField>;
+  webhook: readonly string[];
+  rest: readonly string[];
+  joined: Record<string, string>;
+};
 
 type Fields = typeof CONNECTION.fields;
 const entries = Object.entries(CONNECTION.fields) as [Property, RecordField][];
@@ -64,3 +101,22 @@ export function connectionMessageData(connection: Connection): ConnectionMessage
 /** The properties the seed's bulk loader writes, besides the tenant: every one but those left to their default. */
 export const SEEDED_CONNECTION_PROPERTIES = entries.filter(([, field]) => field.seeded !== false).map(([property]) => property as Seeded);
 type Seeded = Exclude<Property, Where<Fields, { seeded: false }>>;
+
+type RestMember = (typeof CONNECTION.rest)[number];
+type JoinedMember = keyof typeof CONNECTION.joined;
+
+/** Whether a REST member is a column of the connection's own, not its application's or category's. */
+export function isOwnRestMember(member: RestMember): member is Exclude<RestMember, JoinedMember> {
+  return !Object.hasOwn(CONNECTION.joined, member);
+}
+
+/**
+ * The SQL reading the REST record's members of a connection `c` joined to its application `a` and category `k`,
+ * each as its column's name, in the record's order.
+ */
+export function connectionRestSelectSql(): string {
+  const own = selectSql(CONNECTION.fields, 'c', false, CONNECTION.rest.filter(isOwnRestMember));
+  return CONNECTION.rest
+    .map((member) => `${isOwnRestMember(member) ? own[member] : CONNECTION.joined[member]} AS ${columnOf(member)}`)
+    .join(', ');
+}
