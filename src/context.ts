@@ -1,5 +1,4 @@
 import type { IdempotencyRecord } from './db/idempotency.js';
-import type { ListExport } from './query/list-export.js';
 import type { Viewer } from './auth/viewer.js';
 import type { Database } from './db/client.js';
 import type { Live } from './live/live.js';
@@ -7,7 +6,6 @@ import type { ApplicationCategoryLookup } from './domain/connection-input.js';
 import type { TokenCaps } from './domain/token-caps.js';
 import type { WebhookSettings } from './webhooks/settings.js';
 import type { IdentityProviders } from './auth/identity-providers.js';
-import type { RowCapture } from './query/row-capture.js';
 
 export interface Context {
   db: Database;
@@ -38,18 +36,6 @@ export interface Context {
   live: Live;
   /** The HTTP request (yoga's, or the one a WebSocket operation runs as): the owner of what it leases. */
   request?: Request;
-  /**
-   * Set by a REST event stream, which runs a subscription: where to resume (its Last-Event-ID), and the id of
-   * the event being delivered, written by the subscription before each item for the stream's `id:` line.
-   */
-  streamCursor?: { after?: number; current: number };
-  /**
-   * Set by a REST export (rest/export.ts): each list page reads `batchRows` rows, past a client page's maximum;
-   * a list field that can read its rows for the export itself hands its reader over in `rows` (query/list-export.ts).
-   */
-  listExport?: ListExport;
-  /** Set by a REST list route whose items are written from the rows (rest/row-writer.ts). */
-  rowCapture?: RowCapture;
 }
 
 /** A request's Idempotency-Key header, as the context holds it (checked by the mutation that uses it). */

@@ -92,6 +92,14 @@ const NEVER_IMPORTS: Record<string, readonly string[]> = {
   governor: ['graphql', 'rest', 'plugins', 'db', 'live', 'auth', 'domain', 'webhooks', 'query', 'http'],
 };
 
+/**
+ * The read plan's contract, where REST and GraphQL meet on a list's reads: a root list field hands its page's plan
+ * (query/list-plan.ts) to an execution that asks for it, and an export reads the plan's rows as binary COPY output
+ * (db/binary-rows.ts: types only, the one module of db/ that rest/ imports, and only as types).
+ */
+const READ_PLAN = 'query/list-plan.ts';
+const BINARY_ROWS = 'db/binary-rows.ts';
+
 describe('the layering of src/', () => {
   const graph = importGraph();
 
@@ -127,10 +135,30 @@ describe('the layering of src/', () => {
       const folder = file.split('/')[0]!;
       for (const target of targets) {
         const targetFolder = target.split('/')[0]!;
+        if (folder === 'rest' && target === BINARY_ROWS) continue;
         if (NEVER_IMPORTS[folder]?.includes(targetFolder)) breaches.push(`${file} imports ${target}`);
       }
     }
     expect(breaches).toEqual([]);
+  });
+
+  it('meets REST and GraphQL on a list only through the read plan contract', () => {
+    const importers = (module: string) => [...graph].filter(([, targets]) => targets.includes(module)).map(([file]) => file);
+    // The plan: handed back by the root list fields (graphql/list.ts), asked for by the row writer's route and the export.
+    expect(importers(READ_PLAN)).toEqual(expect.arrayContaining(['graphql/list.ts', 'rest/handler.ts', 'rest/export.ts']));
+    expect(graph.get(READ_PLAN)).toEqual([]);
+    // The binary rows: types only, imported only as types by rest/.
+    const rows = readFileSync(join(SRC, BINARY_ROWS), 'utf8');
+    expect(rows).not.toMatch(/^export (const|let|function|class|async|enum)/m);
+    expect(graph.get(BINARY_ROWS)).toEqual([]);
+    for (const file of importers(BINARY_ROWS).filter((file) => file.startsWith('rest/'))) {
+      expect(readFileSync(join(SRC, file), 'utf8'), file).toMatch(/^import type \{[^}]*\} from '\.\.\/db\/binary-rows\.js';$/m);
+      expect(readFileSync(join(SRC, file), 'utf8'), file).not.toMatch(/^import \{[^}]*\} from '\.\.\/db\/binary-rows\.js';$/m);
+    }
+    // Neither context carries a list's reads or a stream's position any more: the plan and the root value do.
+    for (const file of ['context.ts', 'rest/request-context.ts']) {
+      expect(readFileSync(join(SRC, file), 'utf8'), file).not.toMatch(/rowCapture|listExport|streamCursor/);
+    }
   });
 
   it('keeps http/ at the top: no folder below it imports it (src/server.ts, the entry point, starts it)', () => {

@@ -21,7 +21,7 @@ import {
   PIECE_BYTES,
   type RecordLayout,
 } from '../src/rest/export-lines.js';
-import type { RowFields } from '../src/query/list-export.js';
+import type { RowFields } from '../src/db/binary-rows.js';
 import { timestampTextSql } from '../src/timestamps.js';
 import { createTestDatabase, databaseKinds, type TestDatabase } from './fixtures/databases.js';
 

@@ -1,15 +1,15 @@
 import type { Sync } from '../generated/prisma/client.js';
 import { SyncStatus } from '../generated/prisma/enums.js';
 import type { Columns, SqlColumn } from '../query/columns.js';
-import { allOf, anyOf, arrayLiteral, compareSql, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
+import { allOf, anyOf, arrayLiteral, compareSql, keysetOrder, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
 import type { OrderKey } from '../query/filter.js';
 import { binaryTimestampText, type TimestampText } from '../timestamps.js';
-import { columnOf } from '../domain/record-descriptor.js';
-import { SYNC_PROPERTIES, type SyncProperty, type SyncTimestamp, syncFilterColumns, syncSelectSql } from '../domain/sync-record.js';
-import type { RawSql, RoomForMore } from './client.js';
+import { type ColumnType, columnOf } from '../domain/record-descriptor.js';
+import { SYNC, SYNC_PROPERTIES, type SyncProperty, type SyncTimestamp, syncFilterColumns, syncSelectSql } from '../domain/sync-record.js';
+import type { DatabaseKind, RawSql, RoomForMore } from './client.js';
 import { pageSql } from './list-reads.js';
-import type { RowFields } from '../query/list-export.js';
-import { CopyBinaryTuples } from './copy-binary.js';
+import type { BinaryValue, ListRowReader, RowFields } from './binary-rows.js';
+import { CopyBinaryTuples, WHOLE_BATCH_ROWS } from './copy-binary.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
 // work cost more than the rest of the request. Every statement is scoped by the tenant
@@ -123,13 +123,45 @@ export function readSyncPage(db: Pick<RawSql, 'query'>, query: SyncListQuery, co
   return db.query<SyncListRow>(statement.text, statement.values);
 }
 
+/** How PostgreSQL sends each column type in binary: an export reads it so. */
+const BINARY: Partial<Record<ColumnType, BinaryValue>> = {
+  text: 'text',
+  sync_status: 'enum',
+  timestamptz: 'timestamp',
+  jsonb: 'jsonb',
+  boolean: 'boolean',
+  integer: 'int4',
+};
+
 /**
- * A batch of the tenant's syncs for an export (query/list-export.ts ListRowReader): each row the values of
- * `properties` as PostgreSQL sends them in binary (domain/sync-record.ts syncBinaryValue), then the sort keys', read as binary COPY
- * output and handed to `onRow` as bytes as it arrives. Resolves with the number of rows and the last one's sort
- * keys' values, as text (a timestamp in the API's text).
+ * The reader of every row a sync list's query matches, of one connection when `connectionId` is given, for an
+ * export (./binary-rows.ts): batches by keyset, each row the values of the properties asked for as PostgreSQL
+ * sends them in binary (BINARY), then the sort keys', read as binary COPY output and handed over as bytes as they
+ * arrive. A batch resolves with its number of rows and the last one's sort keys' values, as text (a timestamp in
+ * the API's text).
  */
-export async function readSyncExportRows(
+export function syncExportRows(
+  db: Pick<RawSql, 'copyRows'>,
+  kind: DatabaseKind,
+  query: SyncListQuery,
+  connectionId: string | null,
+): ListRowReader {
+  return {
+    batchRows: kind === 'pglite' ? WHOLE_BATCH_ROWS : undefined,
+    valueOf: (property) => (isSyncProperty(property) ? BINARY[SYNC.fields[property].type] : undefined),
+    read: (properties, after, take, onRow, room) =>
+      readSyncExportRows(
+        db,
+        { ...query, ...keysetOrder(query.keys, after), take },
+        connectionId,
+        properties as SyncProperty[],
+        onRow,
+        room,
+      ),
+  };
+}
+
+async function readSyncExportRows(
   db: Pick<RawSql, 'copyRows'>,
   query: SyncListQuery,
   connectionId: string | null,

@@ -1,6 +1,5 @@
 import type { ConnectionStatus, ConnectionVia, SyncStatus } from '../generated/prisma/enums.js';
 import type { ColumnKind, SqlColumn } from '../query/columns.js';
-import type { BinaryValue } from '../query/list-export.js';
 import { formatTimestamp, timestampTextSql } from '../timestamps.js';
 
 // What a resource's descriptor is made of (SYNC in sync-record.ts, CONNECTION in connection-record.ts), and what
@@ -42,14 +41,6 @@ type Fields = Record<string, RecordField>;
 export type Where<F, Condition> = { [P in keyof F]: F[P] extends Condition ? P : never }[keyof F];
 type Snake<S extends string> = S extends `${infer H}${infer T}` ? `${H extends Lowercase<H> ? H : `_${Lowercase<H>}`}${Snake<T>}` : S;
 
-const BINARY: Partial<Record<ColumnType, BinaryValue>> = {
-  text: 'text',
-  sync_status: 'enum',
-  timestamptz: 'timestamp',
-  jsonb: 'jsonb',
-  boolean: 'boolean',
-  integer: 'int4',
-};
 const KIND: Partial<Record<ColumnType, ColumnKind>> = {
   text: 'string',
   sync_status: 'enum',
@@ -74,11 +65,6 @@ export function filterColumns<F extends Fields>(fields: F, alias: string): Recor
         return [property, KIND[type] === 'enum' ? { ...column, sqlType: type } : column];
       }),
   ) as Record<Where<F, { filter: true }>, SqlColumn>;
-}
-
-/** How PostgreSQL sends a value of `type` in binary (query/list-export.ts): an export reads it so. */
-export function binaryValueOf(type: ColumnType): BinaryValue {
-  return BINARY[type]!;
 }
 
 /**

@@ -1,5 +1,4 @@
-import type { BinaryValue } from '../query/list-export.js';
-import { binaryValueOf, filterColumns, type RecordField, type RecordOf, recordOf, selectSql, type Where } from './record-descriptor.js';
+import { filterColumns, type RecordField, type RecordOf, recordOf, selectSql, type Where } from './record-descriptor.js';
 
 // A sync record, described once (SYNC, a record descriptor: record-descriptor.ts); every other description of
 // its shape derives from it: the column tables, list and write SQL (db/sync-queries.ts,
@@ -64,11 +63,6 @@ export function syncFilterColumns(alias: string) {
 
 /** The properties the lists read, in the descriptor's order. */
 export const SYNC_PROPERTIES = entries.filter(([, field]) => field.graphql).map(([property]) => property as SyncProperty);
-
-/** How PostgreSQL sends a property's value in binary (query/list-export.ts): an export reads it so. */
-export function syncBinaryValue(property: Property): BinaryValue {
-  return binaryValueOf(SYNC.fields[property].type);
-}
 
 /**
  * The SQL reading each of `properties` (every column when not given) against `alias`, the enum as its label; a

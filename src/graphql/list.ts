@@ -1,9 +1,11 @@
 import type { ArgBuilder, ObjectRef } from '@pothos/core';
+import { getNamedType, type GraphQLSchema } from 'graphql';
 import type { Context } from '../context.js';
 import { serverKey } from '../db/server-keys.js';
 import { ApiError } from '../errors.js';
 import { cursorBinding, decodeCursor, encodeCursor } from '../query/cursor.js';
-import type { ListExport, ListRowReader } from '../query/list-export.js';
+import type { ListRowReader } from '../db/binary-rows.js';
+import { type ListPlan, ListPlanRequest } from '../query/list-plan.js';
 import { type PageBounds, pageBoundsExtension } from '../query/page-bounds.js';
 import { builder } from './builder.js';
 import { PAGE_ITEMS_COMPLEXITY } from './complexity.js';
@@ -14,24 +16,13 @@ interface PageInfo {
   endCursor: string | null;
 }
 
-/** A page of a list. Rows, count and page info load only when selected, and at most once each. */
-interface ListPage<T> {
+/** A page of a list: its read plan. Rows, count and page info load only when selected, and at most once each. */
+interface ListPage<T> extends ListPlan<ListRowReader> {
   nodes: () => Promise<T[]>;
   totalCount: () => Promise<number>;
   pageInfo: () => Promise<PageInfo>;
   limit: number;
   offset: number;
-}
-
-/** The page a list field answers an export with, once it has handed over its reader: none of its rows. */
-export function exportedPage<T>(listExport: ListExport, reader: ListRowReader, window: PageWindow): ListPage<T> {
-  listExport.rows = reader;
-  return listPage(
-    async () => [],
-    async () => 0,
-    window,
-    () => [],
-  );
 }
 
 function once<T>(load: () => Promise<T>): () => Promise<T> {
@@ -48,6 +39,7 @@ export function listPage<T>(
   totalCount: () => Promise<number>,
   window: PageWindow,
   keyValues: (row: T) => unknown[],
+  exportRows?: ListRowReader,
 ): ListPage<T> {
   const rows = once(() => read(window.take + 1));
   const nodes = once(async () => (await rows()).slice(0, window.take));
@@ -57,7 +49,30 @@ export function listPage<T>(
     const endCursor = last === undefined ? null : window.cursorAfter(keyValues(last), window.offset + page.length);
     return { hasNextPage: (await rows()).length > window.take, endCursor };
   });
-  return { nodes, totalCount: once(totalCount), pageInfo, limit: window.take, offset: window.offset };
+  return { nodes, totalCount: once(totalCount), pageInfo, limit: window.take, offset: window.offset, exportRows };
+}
+
+/** The names of the list page types (listType). */
+const LIST_TYPES = new Set<string>();
+
+/**
+ * The schema with each root field that answers a list page handing its page, the list's plan, to an execution
+ * whose root value asks for it (query/list-plan.ts ListPlanRequest), after the field's own checks. The asker
+ * answers the items from the plan's rows itself: the page that execution goes on with has none, its count and
+ * position read as ever.
+ */
+export function handingOverListPlans(schema: GraphQLSchema): GraphQLSchema {
+  for (const field of Object.values(schema.getQueryType()?.getFields() ?? {})) {
+    const resolve = field.resolve;
+    if (!resolve || !LIST_TYPES.has(getNamedType(field.type).name)) continue;
+    field.resolve = async (root, args, context, info) => {
+      const page = (await resolve(root, args, context, info)) as ListPage<unknown> | null;
+      if (!(root instanceof ListPlanRequest) || !page || root.plan) return page;
+      root.plan = page;
+      return { ...page, nodes: async () => [] };
+    };
+  }
+  return schema;
 }
 
 const PageInfoType = builder.objectRef<PageInfo>('PageInfo').implement({
@@ -73,19 +88,14 @@ const PageInfoType = builder.objectRef<PageInfo>('PageInfo').implement({
 
 /** `<Name>List { nodes, totalCount, limit, offset, pageInfo }` for a paginated list of `item`. */
 export function listType<T>(name: string, item: ObjectRef<typeof builder.$inferSchemaTypes, T>, description: string) {
+  LIST_TYPES.add(name);
   return builder.objectRef<ListPage<T>>(name).implement({
     description,
     fields: (t) => ({
       nodes: t.field({
         type: [item],
         complexity: PAGE_ITEMS_COMPLEXITY,
-        resolve: (page, _args, context) => {
-          // A REST list whose items are written from the rows (rest/row-writer.ts) takes them here.
-          const capture = context.rowCapture;
-          if (capture === undefined || capture.rows !== undefined) return page.nodes();
-          capture.rows = page.nodes;
-          return [];
-        },
+        resolve: (page) => page.nodes(),
       }),
       totalCount: t.int({
         description: 'Number of items matching the filter and search, ignoring limit, offset and after.',
@@ -149,17 +159,14 @@ export interface CursorScope {
 
 const CURSOR_KEY = 'list-cursor';
 
-/**
- * Validates limit/offset/after arguments; out-of-range values are a client error, not a silent clamp. An
- * export (context.listExport) reads batches of its own size, past a client page's maximum.
- */
+/** Validates limit/offset/after arguments; out-of-range values are a client error, not a silent clamp. */
 export async function pageWindow(
   args: { limit?: number | null; offset?: number | null; after?: string | null },
   bounds: PageBounds,
   context: Context,
   scope: CursorScope,
 ): Promise<PageWindow> {
-  const { take, skip } = context.listExport ? { take: context.listExport.batchRows, skip: 0 } : offsetWindow(args, bounds);
+  const { take, skip } = offsetWindow(args, bounds);
   const { limit: _limit, offset: _offset, after: _after, ...shape } = scope.args;
   const binding = cursorBinding([scope.list, context.viewer?.tenantId ?? null, shape]);
   const key = await serverKey(context.db.raw, CURSOR_KEY);

@@ -6,7 +6,14 @@ import { SYNC_TRANSITIONS } from '../domain/sync-lifecycle.js';
 import type { SyncStatus } from '../generated/prisma/enums.js';
 import { ApiError } from '../errors.js';
 import { endingMessage, holderOf } from '../governor/governor.js';
-import { changeStream, streamStart, type ChangeItem, type ChangeStreamOptions, type StreamStart } from '../live/change-stream.js';
+import {
+  changeStream,
+  resumeAfter,
+  streamStart,
+  type ChangeItem,
+  type ChangeStreamOptions,
+  type StreamStart,
+} from '../live/change-stream.js';
 import { builder } from './builder.js';
 import { Connection, connectionById } from './connection.js';
 import { assertIdLength } from './ids.js';
@@ -87,11 +94,11 @@ builder.subscriptionFields((t) => ({
       connectionId: t.arg.id({ description: 'Only runs of this connection.' }),
       syncId: t.arg.id({ description: 'Only this run.' }),
     },
-    subscribe: async (_root, args, context) => {
+    subscribe: async (root, args, context) => {
       const tenantId = requireViewer(context).tenantId;
       const syncId = args.syncId ? assertIdLength(args.syncId, 'sync') : null;
       const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
-      const start = await streamStart(context.db.raw, tenantId, context.streamCursor?.after);
+      const start = await streamStart(context.db.raw, tenantId, resumeAfter(root));
       // Read after the start id: the run as of that event or later, so no change after it is missed.
       const run = syncId ? await runOf(context.db.raw, tenantId, syncId) : undefined;
       if (syncId && (!run || (connectionId && run.connectionId !== connectionId)))
@@ -127,11 +134,11 @@ builder.subscriptionFields((t) => ({
       'The connection at each change: created, updated (also by its runs: pending → active, → error), deleted. With id: that connection only (deleted ones included); without: every connection of the caller.',
     authScopes: { permission: 'connections:read' },
     args: { id: t.arg.id({ description: 'Only this connection.' }) },
-    subscribe: async (_root, args, context) => {
+    subscribe: async (root, args, context) => {
       const tenantId = requireViewer(context).tenantId;
       const id = args.id ? assertIdLength(args.id, 'connection') : null;
       if (id && !(await connectionExists(context.db.raw, tenantId, id))) throw new ApiError('NOT_FOUND', `connection ${id} not found`);
-      const start = await streamStart(context.db.raw, tenantId, context.streamCursor?.after);
+      const start = await streamStart(context.db.raw, tenantId, resumeAfter(root));
       return subscribeChanges(context, 'connections:read', start, {
         matches: (event) => event.type.startsWith('connection.') && (!id || event.subjectId === id),
         connectionId: id ?? undefined,

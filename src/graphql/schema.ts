@@ -1,5 +1,6 @@
 import { lexicographicSortSchema } from 'graphql';
 import { builder } from './builder.js';
+import { handingOverListPlans } from './list.js';
 import './scalars.js';
 import './category.js';
 import './application.js';
@@ -17,4 +18,4 @@ import './activity.js';
 import './identity-provider.js';
 
 /** The whole GraphQL schema; domain modules register their types on import. */
-export const schema = lexicographicSortSchema(builder.toSchema());
+export const schema = handingOverListPlans(lexicographicSortSchema(builder.toSchema()));

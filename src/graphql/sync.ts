@@ -9,14 +9,14 @@ import {
   readConnectionSyncPages,
   readSync,
   readSyncPage,
-  readSyncExportRows,
   SYNC_COLUMNS,
   type SyncListQuery,
   type SyncListRow,
+  syncExportRows,
   syncSearchSql,
 } from '../db/sync-queries.js';
 import type { Prisma } from '../generated/prisma/client.js';
-import { SYNC, type SyncProperty, syncBinaryValue } from '../domain/sync-record.js';
+import { SYNC, type SyncProperty } from '../domain/sync-record.js';
 import { SyncStatus as SyncStatusValues } from '../generated/prisma/enums.js';
 import { filterColumns, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
@@ -27,9 +27,8 @@ import { recordFields } from './record-fields.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { JSON_TEXT_OF } from '../query/list-export.js';
-import { WHOLE_BATCH_ROWS } from '../db/copy-binary.js';
-import { exportedPage, listPage, listType, offsetWindow, pageArgs, type PageWindow, pageWindow } from './list.js';
+import { JSON_TEXT_OF } from '../query/list-plan.js';
+import { listPage, listType, offsetWindow, pageArgs, type PageWindow, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 import { requireViewer } from './viewer.js';
@@ -249,30 +248,12 @@ builder.queryFields((t) => ({
       const window = await pageWindow(args, SYNC_PAGE, context, { list: 'syncs', args, keyCount: syncOrderKeys(args).length });
       const query = syncListQuery(args, context, syncProperties(info, ['nodes']), window);
       const raw = context.db.raw;
-      if (context.listExport?.properties?.every(isSyncProperty)) {
-        return exportedPage<Prisma.SyncGetPayload<object>>(
-          context.listExport,
-          {
-            batchRows: context.db.kind === 'pglite' ? WHOLE_BATCH_ROWS : undefined,
-            valueOf: (property) => syncBinaryValue(property as SyncProperty),
-            read: (properties, after, take, onRow, room) =>
-              readSyncExportRows(
-                raw,
-                { ...query, ...keysetOrder(query.keys, after), take },
-                connectionId,
-                properties as SyncProperty[],
-                onRow,
-                room,
-              ),
-          },
-          window,
-        );
-      }
       return listPage(
         (take) => readSyncPage(raw, { ...query, take }, connectionId).then(asSyncObjects),
         () => countSyncs(raw, query, connectionId),
         window,
         (row) => keyValuesOf(row as unknown as Record<string, unknown>, query.keys.length),
+        syncExportRows(raw, context.db.kind, query, connectionId),
       );
     },
   }),

@@ -186,6 +186,23 @@ export interface StreamStart {
 }
 
 /**
+ * The root value of a subscription that resumes (a REST event stream, after its Last-Event-ID): where it resumes,
+ * and the id of the event whose result is being delivered (set by plugins/use-shared-subscription-results.ts), for
+ * the stream's `id:` line.
+ */
+export class StreamPosition {
+  current: number;
+  constructor(readonly after: number | undefined) {
+    this.current = after ?? 0;
+  }
+}
+
+/** Where a subscription whose root value is `root` resumes: a StreamPosition's, else nowhere (it starts now). */
+export function resumeAfter(root: unknown): number | undefined {
+  return root instanceof StreamPosition ? root.after : undefined;
+}
+
+/**
  * Where a new stream starts: after `resumeAfter` (a client's Last-Event-ID; INVALID_QUERY when the tenant has no
  * such event yet), or after the tenant's last event now. Read before anything the stream shows first, so every
  * change committed after that state is delivered.

@@ -4,6 +4,7 @@ import { createSourceEventStream, type DocumentNode, type ExecutionArgs, type Ex
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import type { Context } from '../context.js';
 import type { StoredEvent } from '../db/events.js';
+import { StreamPosition } from '../live/change-stream.js';
 import { sharedResult } from '../live/shared-results.js';
 
 /**
@@ -39,8 +40,8 @@ async function subscribeSharing(args: ExecutionArgs): Promise<AsyncIterable<Exec
   return mapAsyncIterator(source, (payload: unknown) => {
     const event = eventOf(payload);
     if (!event) return executeFor(payload);
-    // A REST event stream names each message after its event.
-    if (context.streamCursor) context.streamCursor.current = event.id;
+    // A resumable stream (a REST event stream) names each message after its event.
+    if (args.rootValue instanceof StreamPosition) args.rootValue.current = event.id;
     if (key === undefined) key = resultKey(args, context);
     return key === null ? executeFor(payload) : sharedResult(event, key, () => executeFor(payload));
   });

@@ -1,4 +1,4 @@
-import type { BinaryValue, RowFields } from '../query/list-export.js';
+import type { BinaryValue, RowFields } from '../db/binary-rows.js';
 import { TIMESTAMP_TEXT_BYTES, writeBinaryTimestamp } from '../timestamps.js';
 
 // An export's lines written from the bytes of its rows (rest/export.ts): PostgreSQL sends each row's values as

@@ -11,7 +11,8 @@ import {
 import { isAsyncIterable } from 'graphql-yoga';
 import { ApiError } from '../errors.js';
 import { BYTE_BOUNDS, holderOf, type Lease } from '../governor/governor.js';
-import { JSON_TEXT_OF, type ListExport } from '../query/list-export.js';
+import type { ListRowReader } from '../db/binary-rows.js';
+import { JSON_TEXT_OF, ListPlanRequest } from '../query/list-plan.js';
 import { ExportBody, type Piece } from './export-body.js';
 import { BatchBytes, csvCell, csvLayout, type FieldSource, ndjsonLayout, PIECE_BYTES, type PieceSink } from './export-lines.js';
 import type { CompiledRoute, RestField } from './compile-routes.js';
@@ -23,9 +24,9 @@ import type { RestContext } from './request-context.js';
 
 // A list taken out whole: `GET` on a list path with `Accept: application/x-ndjson` (one REST record per line)
 // or `text/csv` (a header row, then one row per record) streams every matching row in list order, with the
-// list's filters, select, search and order. It runs the route's own operation once, without its count: that
-// applies the credential's scopes and the arguments as for a page, and the list field, rather than read a page,
-// hands over how it reads its rows (query/list-export.ts ListRowReader), with the page's own conditions and
+// list's filters, select, search and order. It runs the route's own operation once, without its rows or count:
+// that applies the credential's scopes and the arguments as for a page, and the list field hands its plan back
+// (query/list-plan.ts), whose reader (db/binary-rows.ts ListRowReader) reads with the page's own conditions and
 // order. The export then reads batches far larger than a client page, each a keyset range of the list's index,
 // as binary COPY output (db/copy-binary.ts): each row the values the exported fields expose, as stored, from
 // which the records are written byte by byte (export-lines.ts), as the page writes them: a field that exposes a
@@ -33,18 +34,12 @@ import type { RestContext } from './request-context.js';
 // integer, a timestamp, an enum whose names are its values), or the JSON text of a JSON column (JSON_TEXT_OF).
 // No operation runs per batch, no string or object is built per row, and PostgreSQL formats nothing: it reads
 // the next rows on the other core while the gateway writes. A list field without a reader, or a field written
-// otherwise (an object, a resolver), is exported by running the operation page after page by cursor. Either way
-// a batch's bytes go to the client in pieces as they are written (export-body.ts), and the next batch is read
-// only once the client has taken nearly all of them, so memory stays flat whatever the size. A client that
-// leaves ends the reads with the batch under way. Each batch has the time limit of a request; the whole
-// transfer has its own.
+// otherwise (an object, a resolver), is exported by running the operation page after page by cursor, each page
+// as large as the list allows. Either way a batch's bytes go to the client in pieces as they are written
+// (export-body.ts), and the next batch is read only once the client has taken nearly all of them, so memory
+// stays flat whatever the size. A client that leaves ends the reads with the batch under way. Each batch has the
+// time limit of a request; the whole transfer has its own.
 
-/**
- * Rows per batch when the operation runs page after page: large enough that a batch's fixed costs vanish, small
- * enough to keep memory flat; past a few thousand, a batch's objects outlive the young generation's collections
- * and the garbage collector's work grows.
- */
-export const EXPORT_BATCH_ROWS = 1000;
 /**
  * Rows per batch read from a list's reader: bytes a record rather than an object a field, so a batch can be far
  * larger. Between two batches PostgreSQL waits for the next statement while the gateway ends the last one; at
@@ -75,24 +70,27 @@ export function exportFormatOf(accept: string | null | undefined): ExportFormat 
 /** Paging parameters an export refuses: it streams every row. */
 const PAGING = ['limit', 'offset', 'page', 'cursor'] as const;
 
-const exportDocuments = new WeakMap<CompiledRoute, DocumentNode>();
+const derivedDocuments = new WeakMap<CompiledRoute, Map<string, DocumentNode>>();
 
-/** The route's operation without its count and position: an export reads rows and where the next batch starts. */
-function exportDocument(route: CompiledRoute): DocumentNode {
-  let document = exportDocuments.get(route);
+/**
+ * The route's operation with its root field selecting only the fields `keep` keeps (the export's rows and position,
+ * or the plan alone), made once per route and `purpose`.
+ */
+function documentSelecting(route: CompiledRoute, purpose: string, keep: (field: string) => boolean): DocumentNode {
+  const documents = derivedDocuments.get(route) ?? new Map<string, DocumentNode>();
+  derivedDocuments.set(route, documents);
+  let document = documents.get(purpose);
   if (document) return document;
   const operation = route.operation;
   const [root] = operation.selectionSet.selections as FieldNode[];
-  const kept = root!.selectionSet!.selections.filter(
-    (selection) => selection.kind !== Kind.FIELD || !['totalCount', 'offset'].includes(selection.name.value),
-  );
-  const exported: OperationDefinitionNode = {
+  const kept = root!.selectionSet!.selections.filter((selection) => selection.kind !== Kind.FIELD || keep(selection.name.value));
+  const derived: OperationDefinitionNode = {
     ...operation,
     selectionSet: { ...operation.selectionSet, selections: [{ ...root!, selectionSet: { ...root!.selectionSet!, selections: kept } }] },
   };
   const fragments = route.spec.document.definitions.filter((definition) => definition.kind === Kind.FRAGMENT_DEFINITION);
-  document = { kind: Kind.DOCUMENT, definitions: [exported, ...fragments] };
-  exportDocuments.set(route, document);
+  document = { kind: Kind.DOCUMENT, definitions: [derived, ...fragments] };
+  documents.set(purpose, document);
   return document;
 }
 
@@ -168,7 +166,8 @@ export async function runExport<C extends RestContext>(
   const list = route.spec.response.list;
   const parsed = parseListQuery(url.searchParams, withFilterFormParams(route.resource, url.searchParams));
   if (!parsed.ok) return invalidQueryResponse(parsed.problems, target);
-  const variables: Record<string, unknown> = { ...listVariables(route, list, parsed.query), limit: null, offset: null };
+  // Page after page (a list without a reader), each as large as the list allows.
+  const variables: Record<string, unknown> = { ...listVariables(route, list, parsed.query), limit: route.resource.maxLimit, offset: null };
   for (const [index, param] of route.pathParams.entries()) {
     try {
       variables[param] = decodeURIComponent(pathValues[index] ?? '');
@@ -182,8 +181,7 @@ export async function runExport<C extends RestContext>(
   const omit = new Set(route.spec.omitNullMembers ?? []);
   // Records are written from rows when PostgreSQL can write every exported field (fieldSources).
   const sources = fieldSources(exported);
-  const listExport: ListExport = { batchRows: EXPORT_BATCH_ROWS, properties: sources?.map((source) => source.property) ?? null };
-  const context: C = { ...pipeline.context, listExport };
+  const { context } = pipeline;
   // An export holds a connection of the exports' pool and its client's queue for as long as it streams: it is a
   // lease of the governor's, capped per credential, per tenant and per process, ended with its owner (the
   // request: its client gone, or stalled) or when the governor takes it back (fairness, shutdown).
@@ -196,12 +194,14 @@ export async function runExport<C extends RestContext>(
     if (error instanceof ApiError) return graphqlErrorResponse(error, target);
     throw error;
   }
-  const document = exportDocument(route);
+  // The operation without its count and position: rows, and where the next batch starts.
+  const document = documentSelecting(route, 'export', (field) => field !== 'totalCount' && field !== 'offset');
   const operationName = getOperationAST(document)?.name?.value;
 
-  const runOperation = (after: string | null): Promise<ExportPage> =>
+  const runOperation = (after: string | null, selecting = document, rootValue?: ListPlanRequest<ListRowReader>): Promise<ExportPage> =>
     withinBatchTime(async () => {
-      const result = await runner.execute({ document, operationName, variableValues: { ...variables, after }, contextValue: context });
+      const variableValues = { ...variables, after };
+      const result = await runner.execute({ document: selecting, operationName, variableValues, contextValue: context, rootValue });
       if (isAsyncIterable(result)) throw new Error('an export ran a stream');
       const executed = result as ExecutionResult;
       const problems = variableProblems(executed);
@@ -214,8 +214,9 @@ export async function runExport<C extends RestContext>(
   // Reads the batch after `after` (null: the first), sending its bytes to `sink` in pieces as they are written,
   // and resolves with its rows and where the next starts (null after the last).
   let readBatch: (after: unknown, sink: PieceSink) => Promise<Batch>;
-  // The operation runs before answering, so that a refusal is an error response rather than a cut stream. A
-  // list's reader then reads every batch as the client takes it; a list without one answers its first page.
+  // The operation runs before answering, so that a refusal is an error response rather than a cut stream. When
+  // every field can be written from rows, it runs without them, for its list's plan (query/list-plan.ts): a list
+  // whose plan has a reader is then read batch after batch as the client takes it; any other runs page by page.
   const first: Piece[] = [];
   if (format === 'csv') {
     const header = Buffer.from(csvHeader(fields));
@@ -224,10 +225,16 @@ export async function runExport<C extends RestContext>(
   const firstSink: PieceSink = { buffer: () => Buffer.allocUnsafe(PIECE_BYTES), send: (buffer, length) => first.push({ buffer, length }) };
   let firstBatch: Batch;
   try {
-    const page = await runOperation(null);
-    const reader = listExport.rows;
-    if (reader && sources) {
-      const typed = sources.map((source) => ({ ...source, value: reader.valueOf(source.property) }));
+    const request = new ListPlanRequest<ListRowReader>();
+    if (sources)
+      await runOperation(
+        null,
+        documentSelecting(route, 'plan', (field) => field === 'offset'),
+        request,
+      );
+    const reader = request.plan?.exportRows;
+    const typed = reader && sources?.map((source) => ({ ...source, value: reader.valueOf(source.property) }));
+    if (reader && typed?.every((source): source is FieldSource => source.value !== undefined)) {
       const properties = typed.map((source) => source.property);
       const layout = format === 'ndjson' ? ndjsonLayout(typed) : csvLayout(typed);
       const batchRows = reader.batchRows ?? EXPORT_READ_ROWS;
@@ -251,7 +258,7 @@ export async function runExport<C extends RestContext>(
         return { rows: read.nodes.length, after: read.pageInfo.hasNextPage ? read.pageInfo.endCursor : null };
       };
       readBatch = async (after, sink) => batchOf(await runOperation(after as string), sink);
-      firstBatch = batchOf(page, firstSink);
+      firstBatch = batchOf(await runOperation(null), firstSink);
     }
   } catch (error) {
     lease.end('error');

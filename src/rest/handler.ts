@@ -17,7 +17,8 @@ import { eventStreamResponse, parseLastEventId } from './event-stream.js';
 import { listVariables } from './list-variables.js';
 import { parseListQuery, type ListQuery, type QueryProblem, withFilterFormParams } from './query-params.js';
 import type { RestContext } from './request-context.js';
-import type { RowCapture } from '../query/row-capture.js';
+import { StreamPosition } from '../live/change-stream.js';
+import { ListPlanRequest } from '../query/list-plan.js';
 import { LeftToExecution, type RowWriterFallbacks } from './row-writer.js';
 import { STREAM_PATH_SUFFIX, type BodySpec } from './routes.js';
 
@@ -89,6 +90,8 @@ export interface OperationArgs<C extends RestContext = RestContext> {
   operationName: string | undefined;
   variableValues: Record<string, unknown>;
   contextValue: C;
+  /** What the root fields receive: a ListPlanRequest (a list's plan handed back), a StreamPosition (where a stream resumes). */
+  rootValue?: unknown;
 }
 
 /**
@@ -222,10 +225,9 @@ export async function runRoute<C extends RestContext>(
 }
 
 /**
- * The route's operation executed with its list's rows handed over (query/row-capture.ts), and its items written
- * from them by the route's row writer; null when a row must be left to execution, told to `fallbacks` first. An
- * answer with errors is answered as it is: the root field refused (a credential without the permission, an
- * argument), and no item was read.
+ * The route's operation executed with its list's plan handed back (query/list-plan.ts), whose rows the route's
+ * row writer writes the items from; null when a row must be left to execution, told to `fallbacks` first. An answer with errors is answered as it is: the root field refused (a credential without
+ * the permission, an argument), and no item was read.
  */
 async function withRowsWritten<C extends RestContext>(
   route: CompiledRoute,
@@ -233,17 +235,17 @@ async function withRowsWritten<C extends RestContext>(
   args: OperationArgs<C>,
   fallbacks: RowWriterFallbacks,
 ): Promise<ExecutionResult | null> {
-  const capture: RowCapture = {};
-  const result = (await runner.execute({ ...args, contextValue: { ...args.contextValue, rowCapture: capture } })) as ExecutionResult;
+  const request = new ListPlanRequest();
+  const result = (await runner.execute({ ...args, rootValue: request })) as ExecutionResult;
   if (result.errors?.length || isAsyncIterable(result)) return result;
   const page = (result.data as Record<string, { nodes?: unknown }> | null | undefined)?.[route.rootKey];
   // No page (a nullable root field that answered null): no items to write, and execution would answer the same.
   if (!page) return result;
-  if (!capture.rows) {
+  if (!request.plan) {
     fallbacks.fellBack(route.spec.path, 'rows-not-handed-over');
     return null;
   }
-  const items = route.rowWriter!(await capture.rows(), args.variableValues);
+  const items = route.rowWriter!(await request.plan.nodes(), args.variableValues);
   if (items instanceof LeftToExecution) {
     fallbacks.fellBack(route.spec.path, items.reason);
     return null;
@@ -311,13 +313,13 @@ export async function runStream<C extends RestContext>(
     }
   }
 
-  const cursor = { after: lastEventId ?? undefined, current: lastEventId ?? 0 };
-  context.streamCursor = cursor;
-  const result = await runner.subscribe({ document: stream.document, operationName, variableValues: variables, contextValue: context });
+  const position = new StreamPosition(lastEventId ?? undefined);
+  const args = { document: stream.document, operationName, variableValues: variables, contextValue: context, rootValue: position };
+  const result = await runner.subscribe(args);
   return eventStreamResponse({
     result: result as AsyncIterable<ExecutionResult> | ExecutionResult,
     event: stream.event,
-    currentId: () => cursor.current,
+    currentId: () => position.current,
     heartbeatMs: context.live.heartbeatMs,
     owner: context.live.governor.ownerOf(request),
     target,

@@ -1,8 +1,6 @@
 import type { ApplicationCategoryLookup } from '../domain/connection-input.js';
 import type { Governor } from '../governor/governor.js';
 import type { GuardOptions } from '../domain/ssrf-guard.js';
-import type { ListExport } from '../query/list-export.js';
-import type { RowCapture } from '../query/row-capture.js';
 
 /**
  * What REST reads or sets of a request's context. The GraphQL server builds the whole context and REST hands
@@ -19,10 +17,4 @@ export interface RestContext {
   live: { heartbeatMs: number; governor: Governor };
   /** The HTTP request: the owner of what it leases. */
   request?: Request;
-  /** Set by an event stream: where to resume, and the id of the event being delivered. */
-  streamCursor?: { after?: number; current: number };
-  /** Set by an export: the batches it reads, and the list field's row reader (query/list-export.ts). */
-  listExport?: ListExport;
-  /** Set by a list route whose items are written from the rows (./row-writer.ts). */
-  rowCapture?: RowCapture;
 }

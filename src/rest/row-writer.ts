@@ -19,7 +19,7 @@ import type { Logger } from '../logger.js';
 // objects it builds were half of the request's CPU). The values are the schema's own: each field's resolver,
 // called as graphql-jit calls it, and each leaf's serializer; what is skipped is the execution machinery around
 // them. Everything else of the operation still executes (the root field's checks and reads, the count, the
-// cursor): the `nodes` field hands its rows over (query/row-capture.ts) and answers none.
+// cursor), without the items: the root field hands its list's plan back (query/list-plan.ts), whose rows are written.
 //
 // A route gets a writer only when every field its items select can be written so: a field of an object type
 // without `isTypeOf` or auth scopes, without arguments, whose resolver takes the parent alone (or that has none:
