@@ -6,9 +6,9 @@ import type { OrderKey } from '../query/filter.js';
 import { binaryTimestampText, type TimestampText } from '../timestamps.js';
 import { type ColumnType, columnOf } from '../domain/record-descriptor.js';
 import { SYNC, SYNC_PROPERTIES, type SyncProperty, type SyncTimestamp, syncFilterColumns, syncSelectSql } from '../domain/sync-record.js';
-import type { DatabaseKind, RawSql, RoomForMore } from './client.js';
+import type { DatabaseKind, RawSql } from './client.js';
 import { pageSql } from './list-reads.js';
-import type { BinaryValue, ListRowReader, RowFields } from './binary-rows.js';
+import type { BinaryValue, ListRowReader } from './binary-rows.js';
 import { CopyBinaryTuples, WHOLE_BATCH_ROWS } from './copy-binary.js';
 
 // The sync history's reads, in hand-written SQL: the hot read of the service, where Prisma's per-statement
@@ -146,45 +146,28 @@ export function syncExportRows(
   query: SyncListQuery,
   connectionId: string | null,
 ): ListRowReader {
+  const kinds = query.keys.map((key) => key.column.kind);
   return {
     batchRows: kind === 'pglite' ? WHOLE_BATCH_ROWS : undefined,
     valueOf: (property) => (isSyncProperty(property) ? BINARY[SYNC.fields[property].type] : undefined),
-    read: (properties, after, take, onRow, room) =>
-      readSyncExportRows(
-        db,
-        { ...query, ...keysetOrder(query.keys, after), take },
-        connectionId,
-        properties as SyncProperty[],
-        onRow,
-        room,
-      ),
+    async read(properties, after, take, onRow, room) {
+      const columns = [...properties.map((property) => `"t0"."${columnOf(property)}"`), ...query.keys.map((key) => key.column.sql)];
+      const batch = { ...query, ...keysetOrder(query.keys, after), take };
+      const tuples = new CopyBinaryTuples((row) => {
+        row.keepFields(properties.length);
+        onRow(row);
+      });
+      await db.copyRows(pageOf(batch, raw(columns.join(', ')), connectionScope(connectionId)), (chunk) => tuples.push(chunk), room);
+      tuples.end();
+      if (tuples.rows === 0) return { rows: 0, lastKeys: null };
+      const lastKeys = tuples.keptValues((index, data, start, length) => {
+        if (kinds[index] === 'dateTime') return binaryTimestampText(data, start);
+        if (kinds[index] === 'boolean') return data[start] === 1 ? 'true' : 'false';
+        return data.toString('utf8', start, start + length);
+      });
+      return { rows: tuples.rows, lastKeys };
+    },
   };
-}
-
-async function readSyncExportRows(
-  db: Pick<RawSql, 'copyRows'>,
-  query: SyncListQuery,
-  connectionId: string | null,
-  properties: readonly SyncProperty[],
-  onRow: (row: RowFields) => void,
-  room?: RoomForMore,
-): Promise<{ rows: number; lastKeys: unknown[] | null }> {
-  const columns = [...properties.map((property) => `"t0"."${columnOf(property)}"`), ...query.keys.map((key) => key.column.sql)];
-  const statement = pageOf(query, raw(columns.join(', ')), connectionScope(connectionId));
-  const tuples = new CopyBinaryTuples((row) => {
-    row.keepFields(properties.length);
-    onRow(row);
-  });
-  await db.copyRows(statement, (chunk) => tuples.push(chunk), room);
-  tuples.end();
-  if (tuples.rows === 0) return { rows: 0, lastKeys: null };
-  const kinds = query.keys.map((key) => key.column.kind);
-  const lastKeys = tuples.keptValues((index, data, start, length) => {
-    if (kinds[index] === 'dateTime') return binaryTimestampText(data, start);
-    if (kinds[index] === 'boolean') return data[start] === 1 ? 'true' : 'false';
-    return data.toString('utf8', start, start + length);
-  });
-  return { rows: tuples.rows, lastKeys };
 }
 
 /** One of the tenant's syncs by id, or null: the properties asked for (the id always; null for all). */

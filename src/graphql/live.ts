@@ -8,7 +8,7 @@ import { ApiError } from '../errors.js';
 import { endingMessage, holderOf } from '../governor/governor.js';
 import {
   changeStream,
-  resumeAfter,
+  StreamPosition,
   streamStart,
   type ChangeItem,
   type ChangeStreamOptions,
@@ -98,7 +98,7 @@ builder.subscriptionFields((t) => ({
       const tenantId = requireViewer(context).tenantId;
       const syncId = args.syncId ? assertIdLength(args.syncId, 'sync') : null;
       const connectionId = args.connectionId ? assertIdLength(args.connectionId, 'connection') : null;
-      const start = await streamStart(context.db.raw, tenantId, resumeAfter(root));
+      const start = await streamStart(context.db.raw, tenantId, root instanceof StreamPosition ? root.after : undefined);
       // Read after the start id: the run as of that event or later, so no change after it is missed.
       const run = syncId ? await runOf(context.db.raw, tenantId, syncId) : undefined;
       if (syncId && (!run || (connectionId && run.connectionId !== connectionId)))
@@ -138,7 +138,7 @@ builder.subscriptionFields((t) => ({
       const tenantId = requireViewer(context).tenantId;
       const id = args.id ? assertIdLength(args.id, 'connection') : null;
       if (id && !(await connectionExists(context.db.raw, tenantId, id))) throw new ApiError('NOT_FOUND', `connection ${id} not found`);
-      const start = await streamStart(context.db.raw, tenantId, resumeAfter(root));
+      const start = await streamStart(context.db.raw, tenantId, root instanceof StreamPosition ? root.after : undefined);
       return subscribeChanges(context, 'connections:read', start, {
         matches: (event) => event.type.startsWith('connection.') && (!id || event.subjectId === id),
         connectionId: id ?? undefined,

@@ -186,20 +186,12 @@ export interface StreamStart {
 }
 
 /**
- * The root value of a subscription that resumes (a REST event stream, after its Last-Event-ID): where it resumes,
- * and the id of the event whose result is being delivered (set by plugins/use-shared-subscription-results.ts), for
- * the stream's `id:` line.
+ * The root value of a subscription that resumes (a REST event stream): after which event (its Last-Event-ID), and
+ * the id of the event being delivered, for the stream's `id:` line (set by plugins/use-shared-subscription-results.ts).
  */
 export class StreamPosition {
-  current: number;
-  constructor(readonly after: number | undefined) {
-    this.current = after ?? 0;
-  }
-}
-
-/** Where a subscription whose root value is `root` resumes: a StreamPosition's, else nowhere (it starts now). */
-export function resumeAfter(root: unknown): number | undefined {
-  return root instanceof StreamPosition ? root.after : undefined;
+  current = 0;
+  constructor(readonly after: number | undefined) {}
 }
 
 /**
