@@ -340,12 +340,24 @@ describe.each(databaseKinds)('cursor pages (%s)', (kind) => {
         'SELECT id FROM syncs WHERE tenant_id = $1 AND connection_id = $2 ORDER BY started_at ASC, id ASC',
         [tenantId, connections[1]!.id],
       );
+      // The list's plan comes back from its one operation with its reader (src/query/list-plan.ts): every batch is
+      // a binary COPY, none a page of the operation run again.
+      const raw = harness.db.raw as { copyRows: (...args: never[]) => Promise<unknown> };
+      const copyRows = raw.copyRows;
+      let copies = 0;
+      raw.copyRows = (...args) => {
+        copies += 1;
+        return copyRows.apply(raw, args);
+      };
       const { status, text } = await exported(
         `${BASE}/syncs?connection_id=${connections[1]!.id}&order=started_at.asc&select=id,connection_id`,
         'application/x-ndjson',
         reader,
-      );
+      ).finally(() => {
+        raw.copyRows = copyRows;
+      });
       expect(status).toBe(200);
+      expect(copies, 'batches read as binary COPY').toBeGreaterThan(1);
       const lines = text
         .trimEnd()
         .split('\n')
