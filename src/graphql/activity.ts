@@ -1,14 +1,10 @@
 import { ACTIVITY_TARGET_TYPES, ACTOR_KINDS } from '../db/activity.js';
 import type { ActivityEntry as ActivityRow } from '../generated/prisma/client.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { type OrderInput, orderKeys } from '../query/filter.js';
+import { orderKeys } from '../query/filter.js';
 import { pageBounds } from '../query/page-bounds.js';
-import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { builder } from './builder.js';
-import { pageComplexity } from './complexity.js';
-import { resourceFilter, resourceOrder } from './filters.js';
-import { listPage, listType, pageArgs, pageWindow } from './list.js';
-import { requireViewer } from './viewer.js';
+import { prismaListField } from './prisma-list.js';
 
 // The activity log (src/db/activity.ts) as GraphQL: admin only (access:manage), always within the caller's
 // tenant, newest first. REST's GET /activity runs `activity` (schema/operations/ListActivity.graphql).
@@ -66,43 +62,21 @@ const ACTIVITY_COLUMNS: Columns<PrismaColumn> = {
   createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
 };
 
-const ACTIVITY_PAGE = pageBounds(50, 100);
-const ActivityFilter = resourceFilter('ActivityFilter', ACTIVITY_COLUMNS, { actorKind: ActorKind, targetType: ActivityTargetType });
-const ActivityOrder = resourceOrder('ActivityOrder', ACTIVITY_COLUMNS);
-const ActivityList = listType('ActivityList', ActivityEntry, 'A page of the activity log, newest first unless orderBy says otherwise.');
-
-builder.queryFields((t) => ({
-  activity: t.field({
-    type: ActivityList,
-    complexity: pageComplexity(ACTIVITY_PAGE),
-    description:
-      "The organization's activity log: who changed members, service users, tokens, connections and webhook endpoints, when and from where. Filter by action, actor, target type and time (createdAt: {gte, lt}).",
-    authScopes: { permission: 'access:manage' },
-    args: {
-      filter: t.arg({ type: ActivityFilter }),
-      search: t.arg.string({ description: "Case-insensitive text in the action, the actor's name or the target's name." }),
-      orderBy: t.arg({ type: [ActivityOrder] }),
-      ...pageArgs(t.arg, ACTIVITY_PAGE, { limitDescription: `Default ${ACTIVITY_PAGE.defaultLimit}, at most ${ACTIVITY_PAGE.maxLimit}.` }),
-    },
-    resolve: async (_root, args, context) => {
-      // Newest first; the id breaks ties between entries of one instant.
-      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, ACTIVITY_COLUMNS, [
-        { field: 'createdAt', direction: 'DESC' },
-      ]);
-      const window = await pageWindow(args, ACTIVITY_PAGE, context, { list: 'activity', args, keyCount: keys.length });
-      const where = {
-        tenantId: requireViewer(context).tenantId,
-        AND: [filterWhere(args.filter, ACTIVITY_COLUMNS), searchWhere(args.search, ['action', 'actorName', 'targetName'])],
-      };
-      const start = window.after ? afterWhere(keys, window.after) : {};
-      const orderBy = orderByKeys(keys);
-      const prisma = context.db.prisma;
-      return listPage(
-        (take) => prisma.activityEntry.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
-        () => prisma.activityEntry.count({ where }),
-        window,
-        (row) => fieldKeyValues(keys, row),
-      );
-    },
-  }),
-}));
+// Newest first; the id breaks ties between entries of one instant.
+prismaListField('activity', {
+  name: 'Activity',
+  item: ActivityEntry,
+  listDescription: 'A page of the activity log, newest first unless orderBy says otherwise.',
+  description:
+    "The organization's activity log: who changed members, service users, tokens, connections and webhook endpoints, when and from where. Filter by action, actor, target type and time (createdAt: {gte, lt}).",
+  permission: 'access:manage',
+  columns: ACTIVITY_COLUMNS,
+  enums: { actorKind: ActorKind, targetType: ActivityTargetType },
+  defaultKeys: orderKeys(null, ACTIVITY_COLUMNS, [{ field: 'createdAt', direction: 'DESC' }]),
+  search: {
+    fields: ['action', 'actorName', 'targetName'],
+    description: "Case-insensitive text in the action, the actor's name or the target's name.",
+  },
+  page: pageBounds(50, 100),
+  model: (prisma) => prisma.activityEntry,
+});

@@ -2,12 +2,9 @@ import { actorOf } from '../auth/audit.js';
 import { changeMemberRole, codePath, type CodePurpose, inviteMember, issueMemberCode, removeMember } from '../auth/members.js';
 import type { Context } from '../context.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { type OrderInput, orderKeys } from '../query/filter.js';
-import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
+import { orderKeys } from '../query/filter.js';
 import { builder } from './builder.js';
-import { pageComplexity } from './complexity.js';
-import { resourceFilter, resourceOrder } from './filters.js';
-import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { prismaListField } from './prisma-list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { assertIdLength } from './ids.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
@@ -75,10 +72,20 @@ const MEMBER_COLUMNS: Columns<PrismaColumn> = {
   createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
   lastSeenAt: { field: 'lastSeenAt', kind: 'dateTime', nullable: true },
 };
-const MEMBER_PAGE = pageBounds(100, 100);
-const MemberFilter = resourceFilter('MemberFilter', MEMBER_COLUMNS, { role: MemberRole });
-const MemberOrder = resourceOrder('MemberOrder', MEMBER_COLUMNS);
-const MemberList = listType('MemberList', Member, 'A page of members, by email unless orderBy says otherwise.');
+
+prismaListField('memberList', {
+  name: 'Member',
+  item: Member,
+  listDescription: 'A page of members, by email unless orderBy says otherwise.',
+  description: "A page of the organization's members, with filters and order (what REST's GET /members runs).",
+  permission: 'access:manage',
+  columns: MEMBER_COLUMNS,
+  enums: { role: MemberRole },
+  defaultKeys: orderKeys(null, MEMBER_COLUMNS, [{ field: 'email' }, { field: 'id' }]),
+  search: { fields: ['email'], description: 'Case-insensitive text in the email.' },
+  page: pageBounds(100, 100),
+  model: (prisma) => prisma.member,
+});
 
 /** An invitation as the API shows it; `code` only in the first answer (an Idempotency-Key replay has it null). */
 interface Invitation {
@@ -128,35 +135,6 @@ builder.queryFields((t) => ({
         where: { tenantId: requireViewer(context).tenantId },
         orderBy: [{ email: 'asc' }, { id: 'asc' }],
       }),
-  }),
-  memberList: t.field({
-    type: MemberList,
-    complexity: pageComplexity(MEMBER_PAGE),
-    description: "A page of the organization's members, with filters and order (what REST's GET /members runs).",
-    authScopes: { permission: 'access:manage' },
-    args: {
-      filter: t.arg({ type: MemberFilter }),
-      search: t.arg.string({ description: 'Case-insensitive text in the email.' }),
-      orderBy: t.arg({ type: [MemberOrder] }),
-      ...pageArgs(t.arg, MEMBER_PAGE, { limitDescription: `Default ${MEMBER_PAGE.defaultLimit}, at most ${MEMBER_PAGE.maxLimit}.` }),
-    },
-    resolve: async (_root, args, context) => {
-      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, MEMBER_COLUMNS, [{ field: 'email' }, { field: 'id' }]);
-      const window = await pageWindow(args, MEMBER_PAGE, context, { list: 'memberList', args, keyCount: keys.length });
-      const where = {
-        tenantId: requireViewer(context).tenantId,
-        AND: [filterWhere(args.filter, MEMBER_COLUMNS), searchWhere(args.search, ['email'])],
-      };
-      const start = window.after ? afterWhere(keys, window.after) : {};
-      const orderBy = orderByKeys(keys);
-      const prisma = context.db.prisma;
-      return listPage(
-        (take) => prisma.member.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
-        () => prisma.member.count({ where }),
-        window,
-        (row) => fieldKeyValues(keys, row),
-      );
-    },
   }),
   currentMember: t.prismaField({
     type: Member,

@@ -16,7 +16,6 @@ import { ApiError } from '../errors.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
 import { likePattern, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { pageBounds } from '../query/page-bounds.js';
-import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { allOf, filterSql, keysetOrder, sql } from '../query/sql.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
@@ -24,6 +23,7 @@ import { resourceFilter, resourceOrder } from './filters.js';
 import { once } from './idempotency.js';
 import { assertIdLength } from './ids.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { prismaListField } from './prisma-list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
 // Partners' applications (the authorization code flow with PKCE, docs/reference/oauth.md) and the approvals
@@ -55,14 +55,22 @@ const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
   scope: { field: 'scope', kind: 'string', nullable: false },
   createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
 };
-const APPLICATION_PAGE = pageBounds(100, 100);
-const OAuthApplicationFilter = resourceFilter('OAuthApplicationFilter', APPLICATION_COLUMNS);
-const OAuthApplicationOrder = resourceOrder('OAuthApplicationOrder', APPLICATION_COLUMNS);
-const OAuthApplicationList = listType(
-  'OAuthApplicationList',
-  OAuthApplicationRef,
-  'A page of partner applications, newest first unless orderBy says otherwise.',
-);
+
+prismaListField('oauthApplicationList', {
+  name: 'OAuthApplication',
+  item: OAuthApplicationRef,
+  listDescription: 'A page of partner applications, newest first unless orderBy says otherwise.',
+  description: "A page of the organization's partner applications, with filters and order (what REST's GET /oauth-applications runs).",
+  permission: 'access:manage',
+  columns: APPLICATION_COLUMNS,
+  defaultKeys: orderKeys(null, APPLICATION_COLUMNS, [
+    { field: 'createdAt', direction: 'DESC' },
+    { field: 'id', direction: 'DESC' },
+  ]),
+  search: { fields: ['name'], description: 'Case-insensitive text in the name.' },
+  page: pageBounds(100, 100),
+  model: (prisma) => prisma.oAuthApplication,
+});
 
 interface CreatedApplication {
   id: string;
@@ -127,40 +135,6 @@ builder.queryFields((t) => ({
         where: { tenantId: requireViewer(context).tenantId },
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
       }),
-  }),
-  oauthApplicationList: t.field({
-    type: OAuthApplicationList,
-    complexity: pageComplexity(APPLICATION_PAGE),
-    description: "A page of the organization's partner applications, with filters and order (what REST's GET /oauth-applications runs).",
-    authScopes: { permission: 'access:manage' },
-    args: {
-      filter: t.arg({ type: OAuthApplicationFilter }),
-      search: t.arg.string({ description: 'Case-insensitive text in the name.' }),
-      orderBy: t.arg({ type: [OAuthApplicationOrder] }),
-      ...pageArgs(t.arg, APPLICATION_PAGE, {
-        limitDescription: `Default ${APPLICATION_PAGE.defaultLimit}, at most ${APPLICATION_PAGE.maxLimit}.`,
-      }),
-    },
-    resolve: async (_root, args, context) => {
-      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, APPLICATION_COLUMNS, [
-        { field: 'createdAt', direction: 'DESC' },
-        { field: 'id', direction: 'DESC' },
-      ]);
-      const window = await pageWindow(args, APPLICATION_PAGE, context, { list: 'oauthApplicationList', args, keyCount: keys.length });
-      const where = {
-        tenantId: requireViewer(context).tenantId,
-        AND: [filterWhere(args.filter, APPLICATION_COLUMNS), searchWhere(args.search, ['name'])],
-      };
-      const start = window.after ? afterWhere(keys, window.after) : {};
-      const orderBy = orderByKeys(keys);
-      const prisma = context.db.prisma;
-      return listPage(
-        (take) => prisma.oAuthApplication.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
-        () => prisma.oAuthApplication.count({ where }),
-        window,
-        (row) => fieldKeyValues(keys, row),
-      );
-    },
   }),
   oauthApprovalList: t.field({
     type: OAuthApprovalList,

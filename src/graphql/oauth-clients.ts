@@ -2,15 +2,12 @@ import { actorOf } from '../auth/audit.js';
 import { createOAuthClient, deleteOAuthClient, findOAuthClient, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import { ApiError } from '../errors.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { type OrderInput, orderKeys } from '../query/filter.js';
+import { orderKeys } from '../query/filter.js';
 import { pageBounds } from '../query/page-bounds.js';
-import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { builder } from './builder.js';
-import { pageComplexity } from './complexity.js';
-import { resourceFilter, resourceOrder } from './filters.js';
 import { once } from './idempotency.js';
 import { assertIdLength } from './ids.js';
-import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { prismaListField } from './prisma-list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
 // OAuth clients of service users, for the gateway's authorization server (docs/reference/oauth.md): admin-only
@@ -43,10 +40,22 @@ const CLIENT_COLUMNS: Columns<PrismaColumn> = {
   scope: { field: 'scope', kind: 'string', nullable: false },
   createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
 };
-const CLIENT_PAGE = pageBounds(100, 100);
-const OAuthClientFilter = resourceFilter('OAuthClientFilter', CLIENT_COLUMNS);
-const OAuthClientOrder = resourceOrder('OAuthClientOrder', CLIENT_COLUMNS);
-const OAuthClientList = listType('OAuthClientList', OAuthClientRef, 'A page of OAuth clients, newest first unless orderBy says otherwise.');
+
+prismaListField('oauthClientList', {
+  name: 'OAuthClient',
+  item: OAuthClientRef,
+  listDescription: 'A page of OAuth clients, newest first unless orderBy says otherwise.',
+  description: "A page of the tenant's OAuth clients, with filters and order (what REST's GET /oauth-clients runs).",
+  permission: 'access:manage',
+  columns: CLIENT_COLUMNS,
+  defaultKeys: orderKeys(null, CLIENT_COLUMNS, [
+    { field: 'createdAt', direction: 'DESC' },
+    { field: 'id', direction: 'DESC' },
+  ]),
+  search: { fields: ['name'], description: 'Case-insensitive text in the name.' },
+  page: pageBounds(100, 100),
+  model: (prisma) => prisma.oAuthClient,
+});
 
 interface CreatedClient {
   id: string;
@@ -87,41 +96,6 @@ builder.queryFields((t) => ({
         where: { tenantId: requireViewer(context).tenantId },
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
       }),
-  }),
-}));
-
-builder.queryFields((t) => ({
-  oauthClientList: t.field({
-    type: OAuthClientList,
-    complexity: pageComplexity(CLIENT_PAGE),
-    description: "A page of the tenant's OAuth clients, with filters and order (what REST's GET /oauth-clients runs).",
-    authScopes: { permission: 'access:manage' },
-    args: {
-      filter: t.arg({ type: OAuthClientFilter }),
-      search: t.arg.string({ description: 'Case-insensitive text in the name.' }),
-      orderBy: t.arg({ type: [OAuthClientOrder] }),
-      ...pageArgs(t.arg, CLIENT_PAGE, { limitDescription: `Default ${CLIENT_PAGE.defaultLimit}, at most ${CLIENT_PAGE.maxLimit}.` }),
-    },
-    resolve: async (_root, args, context) => {
-      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, CLIENT_COLUMNS, [
-        { field: 'createdAt', direction: 'DESC' },
-        { field: 'id', direction: 'DESC' },
-      ]);
-      const window = await pageWindow(args, CLIENT_PAGE, context, { list: 'oauthClientList', args, keyCount: keys.length });
-      const where = {
-        tenantId: requireViewer(context).tenantId,
-        AND: [filterWhere(args.filter, CLIENT_COLUMNS), searchWhere(args.search, ['name'])],
-      };
-      const start = window.after ? afterWhere(keys, window.after) : {};
-      const orderBy = orderByKeys(keys);
-      const prisma = context.db.prisma;
-      return listPage(
-        (take) => prisma.oAuthClient.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
-        () => prisma.oAuthClient.count({ where }),
-        window,
-        (row) => fieldKeyValues(keys, row),
-      );
-    },
   }),
 }));
 

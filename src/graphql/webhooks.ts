@@ -16,13 +16,10 @@ import { ApiError } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
-import { pageComplexity } from './complexity.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { type OrderInput, type OrderKey, orderKeys } from '../query/filter.js';
-import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
-import { resourceFilter, resourceOrder } from './filters.js';
+import { type OrderKey, orderKeys } from '../query/filter.js';
 import { assertIdLength } from './ids.js';
-import { listPage, listType, pageArgs, pageWindow } from './list.js';
+import { prismaListField } from './prisma-list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 import { once } from './idempotency.js';
@@ -168,22 +165,6 @@ const DELIVERY_DEFAULT_KEYS: readonly OrderKey<PrismaColumn>[] = [
   { column: { field: 'eventId', kind: 'string', nullable: false, bigint: true }, descending: true, nulls: null },
 ];
 
-export const WEBHOOK_ENDPOINT_PAGE = pageBounds(100, 100);
-export const WEBHOOK_DELIVERY_PAGE = pageBounds(20, 100);
-
-const WebhookEndpointFilter = resourceFilter('WebhookEndpointFilter', ENDPOINT_COLUMNS);
-
-const WebhookDeliveryFilter = resourceFilter('WebhookDeliveryFilter', DELIVERY_COLUMNS, { status: WebhookDeliveryStatus });
-
-const WebhookEndpointOrder = resourceOrder('WebhookEndpointOrder', ENDPOINT_COLUMNS);
-const WebhookDeliveryOrder = resourceOrder('WebhookDeliveryOrder', DELIVERY_COLUMNS);
-const WebhookEndpointList = listType('WebhookEndpointList', WebhookEndpoint, 'A page of webhook endpoints.');
-const WebhookDeliveryList = listType(
-  'WebhookDeliveryList',
-  WebhookDelivery,
-  'A page of deliveries, newest first unless orderBy says otherwise.',
-);
-
 /** Columns an endpoint read shows: never the secret, the lease or the back-off. */
 const ENDPOINT_OMIT = { secret: true, leaseOwner: true, leaseUntil: true, consecutiveTimeouts: true, backoffUntil: true } as const;
 
@@ -199,45 +180,41 @@ function guardOf(context: Context) {
   return { allowPrivate: context.webhooks.allowPrivate };
 }
 
+prismaListField('webhookEndpoints', {
+  name: 'WebhookEndpoint',
+  item: WebhookEndpoint,
+  listDescription: 'A page of webhook endpoints.',
+  description: "The tenant's webhook endpoints, oldest first unless orderBy says otherwise.",
+  permission: 'webhooks:manage',
+  columns: ENDPOINT_COLUMNS,
+  defaultKeys: orderKeys(null, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]),
+  search: { fields: ['url', 'description'], description: 'Case-insensitive text in url or description.' },
+  page: pageBounds(100, 100),
+  model: (prisma) => prisma.webhookEndpoint,
+  omit: ENDPOINT_OMIT,
+});
+
+prismaListField('webhookDeliveries', {
+  name: 'WebhookDelivery',
+  item: WebhookDelivery,
+  listDescription: 'A page of deliveries, newest first unless orderBy says otherwise.',
+  description: "An endpoint's delivery log, newest first unless orderBy says otherwise. NOT_FOUND when the tenant has no such endpoint.",
+  permission: 'webhooks:manage',
+  columns: DELIVERY_COLUMNS,
+  enums: { status: WebhookDeliveryStatus },
+  defaultKeys: DELIVERY_DEFAULT_KEYS,
+  search: { fields: ['eventType'], description: 'Case-insensitive text in the event type.' },
+  page: pageBounds(20, 100),
+  model: (prisma) => prisma.webhookDelivery,
+  args: (arg) => ({ endpointId: arg.id({ required: true }) }),
+  where: async (args, context) => {
+    const endpoint = await endpointOf(context, args.endpointId as string);
+    if (!endpoint) throw new ApiError('NOT_FOUND', 'webhook endpoint not found');
+    return { endpointId: endpoint.id };
+  },
+});
+
 builder.queryFields((t) => ({
-  webhookEndpoints: t.field({
-    type: WebhookEndpointList,
-    complexity: pageComplexity(WEBHOOK_ENDPOINT_PAGE),
-    description: "The tenant's webhook endpoints, oldest first unless orderBy says otherwise.",
-    authScopes: { permission: 'webhooks:manage' },
-    args: {
-      filter: t.arg({ type: WebhookEndpointFilter }),
-      search: t.arg.string({ description: 'Case-insensitive text in url or description.' }),
-      orderBy: t.arg({ type: [WebhookEndpointOrder] }),
-      ...pageArgs(t.arg, WEBHOOK_ENDPOINT_PAGE, {
-        limitDescription: `Default ${WEBHOOK_ENDPOINT_PAGE.defaultLimit}, at most ${WEBHOOK_ENDPOINT_PAGE.maxLimit}.`,
-      }),
-    },
-    resolve: async (_root, args, context) => {
-      const keys = orderKeys(args.orderBy as OrderInput[] | null | undefined, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]);
-      const window = await pageWindow(args, WEBHOOK_ENDPOINT_PAGE, context, { list: 'webhookEndpoints', args, keyCount: keys.length });
-      const where = {
-        tenantId: requireViewer(context).tenantId,
-        AND: [filterWhere(args.filter, ENDPOINT_COLUMNS), searchWhere(args.search, ['url', 'description'])],
-      };
-      const start = window.after ? afterWhere(keys, window.after) : {};
-      const orderBy = orderByKeys(keys);
-      const prisma = context.db.prisma;
-      return listPage(
-        (take) =>
-          prisma.webhookEndpoint.findMany({
-            where: { ...where, AND: [...where.AND, start] },
-            orderBy,
-            take,
-            skip: window.skip,
-            omit: ENDPOINT_OMIT,
-          }),
-        () => prisma.webhookEndpoint.count({ where }),
-        window,
-        (row) => fieldKeyValues(keys, row),
-      );
-    },
-  }),
   webhookEndpoint: t.field({
     type: WebhookEndpoint,
     nullable: true,
@@ -245,42 +222,6 @@ builder.queryFields((t) => ({
     authScopes: { permission: 'webhooks:manage' },
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, args, context) => endpointOf(context, args.id),
-  }),
-  webhookDeliveries: t.field({
-    type: WebhookDeliveryList,
-    complexity: pageComplexity(WEBHOOK_DELIVERY_PAGE),
-    description: "An endpoint's delivery log, newest first unless orderBy says otherwise. NOT_FOUND when the tenant has no such endpoint.",
-    authScopes: { permission: 'webhooks:manage' },
-    args: {
-      endpointId: t.arg.id({ required: true }),
-      filter: t.arg({ type: WebhookDeliveryFilter }),
-      search: t.arg.string({ description: 'Case-insensitive text in the event type.' }),
-      orderBy: t.arg({ type: [WebhookDeliveryOrder] }),
-      ...pageArgs(t.arg, WEBHOOK_DELIVERY_PAGE, {
-        limitDescription: `Default ${WEBHOOK_DELIVERY_PAGE.defaultLimit}, at most ${WEBHOOK_DELIVERY_PAGE.maxLimit}.`,
-      }),
-    },
-    resolve: async (_root, args, context) => {
-      // Newest first, then by event (unique per endpoint): the order the events happened in.
-      const keys = args.orderBy?.length ? orderKeys(args.orderBy as OrderInput[], DELIVERY_COLUMNS, []) : DELIVERY_DEFAULT_KEYS;
-      const window = await pageWindow(args, WEBHOOK_DELIVERY_PAGE, context, { list: 'webhookDeliveries', args, keyCount: keys.length });
-      const endpoint = await endpointOf(context, args.endpointId);
-      if (!endpoint) throw new ApiError('NOT_FOUND', 'webhook endpoint not found');
-      const where = {
-        tenantId: endpoint.tenantId,
-        endpointId: endpoint.id,
-        AND: [filterWhere(args.filter, DELIVERY_COLUMNS), searchWhere(args.search, ['eventType'])],
-      };
-      const start = window.after ? afterWhere(keys, window.after) : {};
-      const orderBy = orderByKeys(keys);
-      const prisma = context.db.prisma;
-      return listPage(
-        (take) => prisma.webhookDelivery.findMany({ where: { ...where, AND: [...where.AND, start] }, orderBy, take, skip: window.skip }),
-        () => prisma.webhookDelivery.count({ where }),
-        window,
-        (row) => fieldKeyValues(keys, row),
-      );
-    },
   }),
   webhookDelivery: t.field({
     type: WebhookDelivery,
