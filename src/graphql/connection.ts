@@ -25,7 +25,7 @@ import { Category, categoryFieldReads } from './category.js';
 import { assertValueLength, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { allOf, compareSql, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
 import { resourceFilter, resourceOrder } from './filters.js';
-import { assertIdLength } from './ids.js';
+import { assertIdLength, removalType } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
@@ -281,9 +281,7 @@ async function connectionForSelection(context: Context, info: GraphQLResolveInfo
   return connection;
 }
 
-const DeletedConnection = builder.objectRef<{ id: string }>('DeletedConnection').implement({
-  fields: (t) => ({ id: t.exposeID('id') }),
-});
+const DeletedConnection = removalType('DeletedConnection');
 
 builder.mutationFields((t) => ({
   createConnection: t.field({

@@ -1,4 +1,5 @@
 import { ApiError } from '../errors.js';
+import { builder } from './builder.js';
 import { MAX_ID_LENGTH } from '../prefixed-ids.js';
 
 /**
@@ -15,4 +16,9 @@ export function assertIdLength(id: string, what: string): string {
     );
   }
   return id;
+}
+
+/** `<name> { id }`: the answer of a mutation that deletes, removes or revokes something, naming it. */
+export function removalType(name: string) {
+  return builder.objectRef<{ id: string }>(name).implement({ fields: (t) => ({ id: t.exposeID('id') }) });
 }

@@ -6,7 +6,7 @@ import { orderKeys } from '../query/filter.js';
 import { builder } from './builder.js';
 import { prismaListField } from './prisma-list.js';
 import { pageBounds } from '../query/page-bounds.js';
-import { assertIdLength } from './ids.js';
+import { assertIdLength, removalType } from './ids.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 import { once } from './idempotency.js';
 
@@ -120,9 +120,7 @@ const MemberInvitation = builder.objectRef<Invitation>('MemberInvitation').imple
   }),
 });
 
-const RemovedMember = builder.objectRef<{ id: string }>('RemovedMember').implement({
-  fields: (t) => ({ id: t.exposeID('id') }),
-});
+const RemovedMember = removalType('RemovedMember');
 
 builder.queryFields((t) => ({
   members: t.prismaField({

@@ -21,7 +21,7 @@ import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { once } from './idempotency.js';
-import { assertIdLength } from './ids.js';
+import { assertIdLength, removalType } from './ids.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { prismaListField } from './prisma-list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
@@ -93,9 +93,7 @@ const CreatedOAuthApplication = builder.objectRef<CreatedApplication>('CreatedOA
   }),
 });
 
-const DeletedOAuthApplication = builder.objectRef<{ id: string }>('DeletedOAuthApplication').implement({
-  fields: (t) => ({ id: t.exposeID('id') }),
-});
+const DeletedOAuthApplication = removalType('DeletedOAuthApplication');
 
 const OAuthApprovalRef = builder.objectRef<OAuthApproval>('OAuthApproval').implement({
   description: "A member's approval of an application: its refresh and access tokens live as long as it does.",
@@ -120,9 +118,7 @@ const OAuthApprovalList = listType(
   "A page of members' approvals of partner applications, newest first unless orderBy says otherwise.",
 );
 
-const RevokedOAuthApproval = builder.objectRef<{ id: string }>('RevokedOAuthApproval').implement({
-  fields: (t) => ({ id: t.exposeID('id') }),
-});
+const RevokedOAuthApproval = removalType('RevokedOAuthApproval');
 
 builder.queryFields((t) => ({
   oauthApplications: t.prismaField({

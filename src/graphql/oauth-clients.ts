@@ -6,7 +6,7 @@ import { orderKeys } from '../query/filter.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { builder } from './builder.js';
 import { once } from './idempotency.js';
-import { assertIdLength } from './ids.js';
+import { assertIdLength, removalType } from './ids.js';
 import { prismaListField } from './prisma-list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
@@ -81,9 +81,7 @@ const CreatedOAuthClient = builder.objectRef<CreatedClient>('CreatedOAuthClient'
   }),
 });
 
-const DeletedOAuthClient = builder.objectRef<{ id: string }>('DeletedOAuthClient').implement({
-  fields: (t) => ({ id: t.exposeID('id') }),
-});
+const DeletedOAuthClient = removalType('DeletedOAuthClient');
 
 builder.queryFields((t) => ({
   oauthClients: t.prismaField({

@@ -18,7 +18,7 @@ import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
 import { type OrderKey, orderKeys } from '../query/filter.js';
-import { assertIdLength } from './ids.js';
+import { assertIdLength, removalType } from './ids.js';
 import { prismaListField } from './prisma-list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
@@ -310,7 +310,7 @@ builder.mutationFields((t) => ({
     },
   }),
   deleteWebhookEndpoint: t.field({
-    type: builder.objectRef<{ id: string }>('DeletedWebhookEndpoint').implement({ fields: (f) => ({ id: f.exposeID('id') }) }),
+    type: removalType('DeletedWebhookEndpoint'),
     description: 'Deletes an endpoint with its delivery log; NOT_FOUND when the tenant has none with this id.',
     authScopes: { permission: 'webhooks:manage' },
     args: { id: t.arg.id({ required: true }) },
