@@ -1,10 +1,9 @@
 import { ACTIVITY_TARGET_TYPES, ACTOR_KINDS } from '../db/activity.js';
 import type { ActivityEntry as ActivityRow } from '../generated/prisma/client.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { orderKeys } from '../query/filter.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { builder } from './builder.js';
-import { prismaListField } from './prisma-list.js';
+import { NEWEST_FIRST, prismaListField } from './prisma-list.js';
 
 // The activity log (src/db/activity.ts) as GraphQL: admin only (access:manage), always within the caller's
 // tenant, newest first. REST's GET /activity runs `activity` (schema/operations/ListActivity.graphql).
@@ -62,7 +61,6 @@ const ACTIVITY_COLUMNS: Columns<PrismaColumn> = {
   createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
 };
 
-// Newest first; the id breaks ties between entries of one instant.
 prismaListField('activity', {
   name: 'Activity',
   item: ActivityEntry,
@@ -72,7 +70,7 @@ prismaListField('activity', {
   permission: 'access:manage',
   columns: ACTIVITY_COLUMNS,
   enums: { actorKind: ActorKind, targetType: ActivityTargetType },
-  defaultKeys: orderKeys(null, ACTIVITY_COLUMNS, [{ field: 'createdAt', direction: 'DESC' }]),
+  defaultOrder: NEWEST_FIRST,
   search: {
     fields: ['action', 'actorName', 'targetName'],
     description: "Case-insensitive text in the action, the actor's name or the target's name.",

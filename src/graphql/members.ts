@@ -2,7 +2,6 @@ import { actorOf } from '../auth/audit.js';
 import { changeMemberRole, codePath, type CodePurpose, inviteMember, issueMemberCode, removeMember } from '../auth/members.js';
 import type { Context } from '../context.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { orderKeys } from '../query/filter.js';
 import { builder } from './builder.js';
 import { prismaListField } from './prisma-list.js';
 import { pageBounds } from '../query/page-bounds.js';
@@ -74,14 +73,13 @@ const MEMBER_COLUMNS: Columns<PrismaColumn> = {
 };
 
 prismaListField('memberList', {
-  name: 'Member',
   item: Member,
   listDescription: 'A page of members, by email unless orderBy says otherwise.',
   description: "A page of the organization's members, with filters and order (what REST's GET /members runs).",
   permission: 'access:manage',
   columns: MEMBER_COLUMNS,
   enums: { role: MemberRole },
-  defaultKeys: orderKeys(null, MEMBER_COLUMNS, [{ field: 'email' }, { field: 'id' }]),
+  defaultOrder: [{ field: 'email' }, { field: 'id' }],
   search: { fields: ['email'], description: 'Case-insensitive text in the email.' },
   page: pageBounds(100, 100),
   model: (prisma) => prisma.member,

@@ -23,7 +23,7 @@ import { resourceFilter, resourceOrder } from './filters.js';
 import { once } from './idempotency.js';
 import { assertIdLength, removalType } from './ids.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
-import { prismaListField } from './prisma-list.js';
+import { NEWEST_FIRST, prismaListField } from './prisma-list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
 // Partners' applications (the authorization code flow with PKCE, docs/reference/oauth.md) and the approvals
@@ -57,16 +57,12 @@ const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
 };
 
 prismaListField('oauthApplicationList', {
-  name: 'OAuthApplication',
   item: OAuthApplicationRef,
   listDescription: 'A page of partner applications, newest first unless orderBy says otherwise.',
   description: "A page of the organization's partner applications, with filters and order (what REST's GET /oauth-applications runs).",
   permission: 'access:manage',
   columns: APPLICATION_COLUMNS,
-  defaultKeys: orderKeys(null, APPLICATION_COLUMNS, [
-    { field: 'createdAt', direction: 'DESC' },
-    { field: 'id', direction: 'DESC' },
-  ]),
+  defaultOrder: NEWEST_FIRST,
   search: { fields: ['name'], description: 'Case-insensitive text in the name.' },
   page: pageBounds(100, 100),
   model: (prisma) => prisma.oAuthApplication,

@@ -2,12 +2,11 @@ import { actorOf } from '../auth/audit.js';
 import { createOAuthClient, deleteOAuthClient, findOAuthClient, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import { ApiError } from '../errors.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { orderKeys } from '../query/filter.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { builder } from './builder.js';
 import { once } from './idempotency.js';
 import { assertIdLength, removalType } from './ids.js';
-import { prismaListField } from './prisma-list.js';
+import { NEWEST_FIRST, prismaListField } from './prisma-list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
 // OAuth clients of service users, for the gateway's authorization server (docs/reference/oauth.md): admin-only
@@ -42,16 +41,12 @@ const CLIENT_COLUMNS: Columns<PrismaColumn> = {
 };
 
 prismaListField('oauthClientList', {
-  name: 'OAuthClient',
   item: OAuthClientRef,
   listDescription: 'A page of OAuth clients, newest first unless orderBy says otherwise.',
   description: "A page of the tenant's OAuth clients, with filters and order (what REST's GET /oauth-clients runs).",
   permission: 'access:manage',
   columns: CLIENT_COLUMNS,
-  defaultKeys: orderKeys(null, CLIENT_COLUMNS, [
-    { field: 'createdAt', direction: 'DESC' },
-    { field: 'id', direction: 'DESC' },
-  ]),
+  defaultOrder: NEWEST_FIRST,
   search: { fields: ['name'], description: 'Case-insensitive text in the name.' },
   page: pageBounds(100, 100),
   model: (prisma) => prisma.oAuthClient,

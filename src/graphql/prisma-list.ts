@@ -22,19 +22,22 @@ interface ModelReads<Row> {
 
 type Types = typeof builder.$inferSchemaTypes;
 
+/** Newest first, the id breaking ties between rows of one instant. */
+export const NEWEST_FIRST: readonly OrderInput[] = [{ field: 'createdAt', direction: 'DESC' }];
+
 /** A paged list of one Prisma model, within the caller's tenant: what differs from one such list to the next. */
 interface PrismaList<Row extends object> {
-  /** The item type's name: the list's filter, order and page types are `<name>Filter`, `<name>Order`, `<name>List`. */
-  name: string;
   item: ObjectRef<Types, Row>;
+  /** The list's filter, order and page types are `<name>Filter`, `<name>Order`, `<name>List`; default: the item's name. */
+  name?: string;
   listDescription: string;
   description: string;
   permission: Permission;
   columns: Columns<PrismaColumn>;
   /** The enum types of the columns of kind enum. */
   enums?: Readonly<Record<string, EnumRef<Types, string, string>>>;
-  /** The order when the caller gives none (`orderKeys(null, columns, …)`, or keys beyond the columns). */
-  defaultKeys: readonly OrderKey<PrismaColumn>[];
+  /** The order when the caller gives none: as a caller gives one, or as sort keys (for keys beyond the columns). */
+  defaultOrder: readonly OrderInput[] | readonly OrderKey<PrismaColumn>[];
   /** The fields `search` looks in, and what its argument says of them. */
   search: { fields: readonly string[]; description: string };
   page: PageBounds;
@@ -51,10 +54,14 @@ interface PrismaList<Row extends object> {
  * orderBy and the page arguments (limit, offset, after), as the REST list routes run it.
  */
 export function prismaListField<Row extends object>(field: string, list: PrismaList<Row>) {
-  const { columns, page } = list;
-  const filter = resourceFilter(`${list.name}Filter`, columns, list.enums);
-  const order = resourceOrder(`${list.name}Order`, columns);
-  const type = listType(`${list.name}List`, list.item, list.listDescription);
+  const { columns, page, defaultOrder } = list;
+  const name = list.name ?? list.item.name;
+  const filter = resourceFilter(`${name}Filter`, columns, list.enums);
+  const order = resourceOrder(`${name}Order`, columns);
+  const type = listType(`${name}List`, list.item, list.listDescription);
+  const defaultKeys = defaultOrder.every((key) => 'column' in key)
+    ? defaultOrder
+    : orderKeys(null, columns, defaultOrder as readonly OrderInput[]);
   builder.queryField(field, (t) =>
     t.field({
       type,
@@ -70,7 +77,7 @@ export function prismaListField<Row extends object>(field: string, list: PrismaL
       },
       resolve: async (_root, args, context) => {
         const orderBy = args.orderBy as OrderInput[] | null | undefined;
-        const keys = orderBy?.length ? orderKeys(orderBy, columns, []) : list.defaultKeys;
+        const keys = orderBy?.length ? orderKeys(orderBy, columns, []) : defaultKeys;
         const window = await pageWindow(args, page, context, { list: field, args, keyCount: keys.length });
         const where = {
           tenantId: requireViewer(context).tenantId,

@@ -17,7 +17,7 @@ import { WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { type OrderKey, orderKeys } from '../query/filter.js';
+import type { OrderKey } from '../query/filter.js';
 import { assertIdLength, removalType } from './ids.js';
 import { prismaListField } from './prisma-list.js';
 import { pageBounds } from '../query/page-bounds.js';
@@ -181,13 +181,12 @@ function guardOf(context: Context) {
 }
 
 prismaListField('webhookEndpoints', {
-  name: 'WebhookEndpoint',
   item: WebhookEndpoint,
   listDescription: 'A page of webhook endpoints.',
   description: "The tenant's webhook endpoints, oldest first unless orderBy says otherwise.",
   permission: 'webhooks:manage',
   columns: ENDPOINT_COLUMNS,
-  defaultKeys: orderKeys(null, ENDPOINT_COLUMNS, [{ field: 'createdAt' }, { field: 'id' }]),
+  defaultOrder: [{ field: 'createdAt' }, { field: 'id' }],
   search: { fields: ['url', 'description'], description: 'Case-insensitive text in url or description.' },
   page: pageBounds(100, 100),
   model: (prisma) => prisma.webhookEndpoint,
@@ -195,14 +194,13 @@ prismaListField('webhookEndpoints', {
 });
 
 prismaListField('webhookDeliveries', {
-  name: 'WebhookDelivery',
   item: WebhookDelivery,
   listDescription: 'A page of deliveries, newest first unless orderBy says otherwise.',
   description: "An endpoint's delivery log, newest first unless orderBy says otherwise. NOT_FOUND when the tenant has no such endpoint.",
   permission: 'webhooks:manage',
   columns: DELIVERY_COLUMNS,
   enums: { status: WebhookDeliveryStatus },
-  defaultKeys: DELIVERY_DEFAULT_KEYS,
+  defaultOrder: DELIVERY_DEFAULT_KEYS,
   search: { fields: ['eventType'], description: 'Case-insensitive text in the event type.' },
   page: pageBounds(20, 100),
   model: (prisma) => prisma.webhookDelivery,
