@@ -4,7 +4,6 @@ import type { Context } from '../context.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
 import { builder } from './builder.js';
 import { prismaListField } from './prisma-list.js';
-import { pageBounds } from '../query/page-bounds.js';
 import { assertIdLength, removalType } from './ids.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 import { once } from './idempotency.js';
@@ -81,7 +80,6 @@ prismaListField('memberList', {
   enums: { role: MemberRole },
   defaultOrder: [{ field: 'email' }, { field: 'id' }],
   search: { fields: ['email'], description: 'Case-insensitive text in the email.' },
-  page: pageBounds(100, 100),
   model: (prisma) => prisma.member,
 });
 

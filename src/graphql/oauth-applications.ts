@@ -64,7 +64,6 @@ prismaListField('oauthApplicationList', {
   columns: APPLICATION_COLUMNS,
   defaultOrder: NEWEST_FIRST,
   search: { fields: ['name'], description: 'Case-insensitive text in the name.' },
-  page: pageBounds(100, 100),
   model: (prisma) => prisma.oAuthApplication,
 });
 

@@ -2,7 +2,6 @@ import { actorOf } from '../auth/audit.js';
 import { createOAuthClient, deleteOAuthClient, findOAuthClient, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import { ApiError } from '../errors.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
-import { pageBounds } from '../query/page-bounds.js';
 import { builder } from './builder.js';
 import { once } from './idempotency.js';
 import { assertIdLength, removalType } from './ids.js';
@@ -48,7 +47,6 @@ prismaListField('oauthClientList', {
   columns: CLIENT_COLUMNS,
   defaultOrder: NEWEST_FIRST,
   search: { fields: ['name'], description: 'Case-insensitive text in the name.' },
-  page: pageBounds(100, 100),
   model: (prisma) => prisma.oAuthClient,
 });
 

@@ -4,7 +4,7 @@ import type { Context } from '../context.js';
 import type { PrismaClient } from '../generated/prisma/client.js';
 import type { Columns, PrismaColumn } from '../query/columns.js';
 import { type OrderInput, type OrderKey, orderKeys } from '../query/filter.js';
-import type { PageBounds } from '../query/page-bounds.js';
+import { type PageBounds, pageBounds } from '../query/page-bounds.js';
 import { afterWhere, fieldKeyValues, filterWhere, orderByKeys, searchWhere } from '../query/prisma.js';
 import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
@@ -40,7 +40,8 @@ interface PrismaList<Row extends object> {
   defaultOrder: readonly OrderInput[] | readonly OrderKey<PrismaColumn>[];
   /** The fields `search` looks in, and what its argument says of them. */
   search: { fields: readonly string[]; description: string };
-  page: PageBounds;
+  /** Default: 100 rows a page, at most 100, as most lists. */
+  page?: PageBounds;
   model: (prisma: PrismaClient) => ModelReads<NoInfer<Row>>;
   /** Columns the rows leave out. */
   omit?: Where;
@@ -54,7 +55,7 @@ interface PrismaList<Row extends object> {
  * orderBy and the page arguments (limit, offset, after), as the REST list routes run it.
  */
 export function prismaListField<Row extends object>(field: string, list: PrismaList<Row>) {
-  const { columns, page, defaultOrder } = list;
+  const { columns, defaultOrder, page = pageBounds(100, 100) } = list;
   const name = list.name ?? list.item.name;
   const filter = resourceFilter(`${name}Filter`, columns, list.enums);
   const order = resourceOrder(`${name}Order`, columns);

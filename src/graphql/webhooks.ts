@@ -188,7 +188,6 @@ prismaListField('webhookEndpoints', {
   columns: ENDPOINT_COLUMNS,
   defaultOrder: [{ field: 'createdAt' }, { field: 'id' }],
   search: { fields: ['url', 'description'], description: 'Case-insensitive text in url or description.' },
-  page: pageBounds(100, 100),
   model: (prisma) => prisma.webhookEndpoint,
   omit: ENDPOINT_OMIT,
 });
