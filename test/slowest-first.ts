@@ -7,10 +7,6 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * previous run's durations when it has them, else file size). A fresh clone, as CI runs, has no previous run.
  */
 const SLOWEST = [
-  // The three longest files of a full run (317, 289 and 155 s of its 822): unlisted, they waited for every file below.
-  'console',
-  'full-history-scale',
-  'api-reference',
   'fuzz',
   'write-concurrency',
   'openapi-property',
