@@ -13,9 +13,10 @@ export default defineConfig({
     // Every response and webhook message a test receives is checked against the OpenAPI document.
     setupFiles: ['test/contract-setup.ts'],
     pool: 'forks',
-    // Three files at a time on the two vCPUs: files spend much of their time waiting on PostgreSQL, child
-    // processes and Chromium, so two left the cores partly idle, and four finished no sooner than three.
-    maxWorkers: 3,
+    // Two files at a time on the two vCPUs. Three finished sooner on a fast host (files spend much of their time
+    // waiting on PostgreSQL, child processes and Chromium), but on a slow one (2026-11-29: a run of 1,129–1,315 s
+    // against 854) the load starved the servers the memory tests measure, whose garbage then outgrew their bounds.
+    maxWorkers: 2,
     // One module graph per worker, not per file: importing the app (Pothos schema, Prisma client, PGlite's
     // Wasm) in each file was about a third of the suite's CPU when it was measured (2026-11-24, 488 → 351 s).
     // Files share no state through modules: each builds its own databases and gateways.
