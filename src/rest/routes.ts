@@ -14,54 +14,12 @@ import {
   oauthApplicationBodyProblems,
   oauthClientBodyProblems,
 } from '../domain/oauth-application-input.js';
-import {
-  ConfigureIdentityProviderDocument,
-  CreateOAuthApplicationDocument,
-  CreateOAuthClientDocument,
-  DeleteOAuthClientDocument,
-  ListOAuthClientsDocument,
-  DeleteOAuthApplicationDocument,
-  ListOAuthApplicationsDocument,
-  ListOAuthApprovalsDocument,
-  RevokeOAuthApprovalDocument,
-  GetIdentityProviderDocument,
-  RemoveIdentityProviderDocument,
-  ChangeMemberRoleDocument,
-  CreatePasswordResetDocument,
-  InviteMemberDocument,
-  ResendInvitationDocument,
-  ListMembersDocument,
-  ListActivityDocument,
-  RemoveMemberDocument,
-  ClaimSyncDocument,
-  CreateConnectionDocument,
-  CreateWebhookEndpointDocument,
-  DeleteConnectionDocument,
-  DeleteWebhookEndpointDocument,
-  GetWebhookDeliveryDocument,
-  GetWebhookEndpointDocument,
-  ListWebhookDeliveriesDocument,
-  ListWebhookEndpointsDocument,
-  RedeliverWebhookDocument,
-  RotateWebhookSecretDocument,
-  UpdateWebhookEndpointDocument,
-  GetAvailableApplicationDocument,
-  GetConnectionDocument,
-  GetSyncDocument,
-  ListAvailableApplicationsDocument,
-  ListCategoriesDocument,
-  ListConnectionsDocument,
-  ListSyncsDocument,
-  ReportSyncDocument,
-  StreamSyncsDocument,
-  TriggerSyncDocument,
-  UpdateConnectionDocument,
-} from '../generated/graphql/graphql.js';
+import * as operationDocuments from '../generated/graphql/graphql.js';
 import type { RestContext } from './request-context.js';
 
-// The REST surface as data, keyed by the operation each route runs. A route says which document it runs,
-// how path and query become variables, and which envelope the result goes into; it holds no resolver
-// logic. Field names, their types, and which of them can be filtered or sorted are read from the
+// The REST surface as data, keyed by the operation each route runs: a route's operationId is the name of the
+// GraphQL operation it runs (`listSyncs` runs `ListSyncs`, src/rest/operations/). A route says how path and
+// query become variables, and which envelope the result goes into; it holds no resolver logic. Field names, their types, and which of them can be filtered or sorted are read from the
 // document's selection (aliases are the REST names) and from the schema at start (see compile-routes.ts).
 
 type HttpMethod = 'GET' | 'DELETE' | 'POST' | 'PATCH';
@@ -222,55 +180,59 @@ const DEMO_APPLICATION_ID = catalogId('app', 'stripe');
 /** The demo items the examples name, so that the API reference's "Try it out" works with its defaults. */
 const DEMO = demoExamples();
 
-export const routes: readonly RouteSpec[] = [
+type DocumentName = Extract<keyof typeof operationDocuments, `${string}Document`>;
+type OperationIdOf<Name> = Name extends `${infer Operation}Document` ? Uncapitalize<Operation> : never;
+
+/**
+ * A route as the table writes it: its method and its path under INTEGRATIONS_BASE in one, and no document, since
+ * it runs the operation its operationId names.
+ */
+type WrittenRoute = Omit<RouteSpec, 'operationId' | 'method' | 'path' | 'document'> & {
+  operationId: OperationIdOf<DocumentName>;
+  route: `${HttpMethod} /${string}`;
+};
+
+function routeSpec({ route, ...written }: WrittenRoute): RouteSpec {
+  const [method, path] = route.split(' ') as [HttpMethod, string];
+  const documentName = `${written.operationId[0]!.toUpperCase()}${written.operationId.slice(1)}Document` as DocumentName;
+  // biome-ignore lint/performance/noDynamicNamespaceImportAccess: every document of the module is a route's or its stream's.
+  return { ...written, method, path: `${INTEGRATIONS_BASE}${path}`, document: operationDocuments[documentName] };
+}
+
+/** A list route's answer, `{msg, data: [...], meta}`, paginated as most lists are unless `more` says otherwise. */
+function list(
+  [one, many]: [one: string, many: string],
+  searchFields: readonly string[],
+  more: Partial<Pick<ListSpec, 'pagination' | 'params'>> = {},
+): ResponseSpec {
+  return { kind: 'list', list: { pagination: 'generic', params: {}, ...more, searchFields, noun: { one, many } } };
+}
+
+const WRITTEN_ROUTES: readonly WrittenRoute[] = [
   {
     operationId: 'listCategories',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/categories`,
-    document: ListCategoriesDocument,
+    route: 'GET /categories',
     tag: 'Catalog',
     summary: 'List categories',
     description:
       'The catalog categories, ordered by sort_order then name. The spec does not show this body; it is answered as a list envelope like the other catalog list, with meta.pagination an empty object unless pagination is asked for.',
     itemSchema: 'Category',
-    response: {
-      kind: 'list',
-      list: {
-        pagination: 'generic',
-
-        params: {},
-        searchFields: ['name', 'slug', 'description'],
-        noun: { one: 'category', many: 'categories' },
-      },
-    },
+    response: list(['category', 'categories'], ['name', 'slug', 'description']),
     errors: [400],
   },
   {
     operationId: 'listAvailableApplications',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/available`,
-    document: ListAvailableApplicationsDocument,
+    route: 'GET /available',
     tag: 'Catalog',
     summary: 'List available applications',
     description: 'The catalog of applications a tenant can connect, by name. application_id is an empty string in catalog entries.',
     itemSchema: 'AvailableApplication',
-    response: {
-      kind: 'list',
-      list: {
-        pagination: 'generic',
-
-        params: {},
-        searchFields: KEYWORD_SEARCH,
-        noun: { one: 'application', many: 'applications' },
-      },
-    },
+    response: list(['application', 'applications'], KEYWORD_SEARCH),
     errors: [400],
   },
   {
     operationId: 'getAvailableApplication',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/available/{id}`,
-    document: GetAvailableApplicationDocument,
+    route: 'GET /available/{id}',
     tag: 'Catalog',
     summary: 'Read one available application',
     description: 'One catalog application. As the spec shows it, `data` is an array holding that one application.',
@@ -281,42 +243,31 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'listConnections',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/connected`,
-    document: ListConnectionsDocument,
+    route: 'GET /connected',
     tag: 'Connections',
     summary: 'List connected applications',
     description: "The calling tenant's connections, by name. metadata and settings show only the members set for the kind of connection.",
     itemSchema: 'ConnectedApplicationListEntry',
     omitNullMembers: ['metadata', 'settings'],
-    response: {
-      kind: 'list',
-      list: {
-        pagination: 'generic',
-
-        params: {
-          category_id: {
-            variable: 'categoryId',
-            description: 'Only connections of applications in this category (exact category id).',
-            echo: { operator: 'eq', value: (raw) => raw },
-          },
-          name: {
-            variable: 'name',
-            description: 'Only connections whose name contains this text, case-insensitively.',
-            echo: { operator: 'ilike', value: (raw) => `*${raw}*` },
-          },
+    response: list(['connection', 'connections'], KEYWORD_SEARCH, {
+      params: {
+        category_id: {
+          variable: 'categoryId',
+          description: 'Only connections of applications in this category (exact category id).',
+          echo: { operator: 'eq', value: (raw) => raw },
         },
-        searchFields: KEYWORD_SEARCH,
-        noun: { one: 'connection', many: 'connections' },
+        name: {
+          variable: 'name',
+          description: 'Only connections whose name contains this text, case-insensitively.',
+          echo: { operator: 'ilike', value: (raw) => `*${raw}*` },
+        },
       },
-    },
+    }),
     errors: [400],
   },
   {
     operationId: 'getConnection',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/connected/{id}`,
-    document: GetConnectionDocument,
+    route: 'GET /connected/{id}',
     tag: 'Connections',
     summary: 'Read one connected application',
     description:
@@ -329,9 +280,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'deleteConnection',
-    method: 'DELETE',
-    path: `${INTEGRATIONS_BASE}/connected/{id}`,
-    document: DeleteConnectionDocument,
+    route: 'DELETE /connected/{id}',
     tag: 'Connections',
     summary: 'Delete a connected application',
     description:
@@ -343,31 +292,24 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'listSyncs',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/syncs`,
-    document: ListSyncsDocument,
+    route: 'GET /syncs',
     tag: 'Syncs',
     summary: 'List sync records',
     description:
       "The calling tenant's sync history, newest started_at first, 10 per page unless limit says otherwise. Also served at /syncs/ (with a trailing slash). summary, diff and checksum are JSON-encoded objects in strings.",
     itemSchema: 'SyncRecord',
-    response: {
-      kind: 'list',
-      list: {
-        pagination: 'sync',
-        params: {
-          connection_id: {
-            variable: 'connectionId',
-            description: 'Only runs of this connection (exact id); runs of deleted connections stay listed.',
-            echo: { operator: 'eq', value: (raw) => raw },
-          },
+    response: list(['sync record', 'sync records'], ['error_message', 'status'], {
+      pagination: 'sync',
+      params: {
+        connection_id: {
+          variable: 'connectionId',
+          description: 'Only runs of this connection (exact id); runs of deleted connections stay listed.',
+          echo: { operator: 'eq', value: (raw) => raw },
         },
-        searchFields: ['error_message', 'status'],
-        noun: { one: 'sync record', many: 'sync records' },
       },
-    },
+    }),
     stream: {
-      document: StreamSyncsDocument,
+      document: operationDocuments.StreamSyncsDocument,
       operationId: 'streamSyncs',
       summary: "Stream the changes of the tenant's sync records",
       event: 'sync',
@@ -380,9 +322,7 @@ export const routes: readonly RouteSpec[] = [
   // Before /syncs/{id}: the reference lists the paths in this order, and a run is claimed before it is reported on.
   {
     operationId: 'claimSync',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/syncs/claim`,
-    document: ClaimSyncDocument,
+    route: 'POST /syncs/claim',
     tag: 'Syncs',
     summary: 'Claim the oldest due run (engines)',
     description:
@@ -400,9 +340,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'getSync',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/syncs/{id}`,
-    document: GetSyncDocument,
+    route: 'GET /syncs/{id}',
     tag: 'Syncs',
     summary: 'Read one sync record',
     description: 'One sync record of the calling tenant, also when its connection was deleted.',
@@ -410,7 +348,7 @@ export const routes: readonly RouteSpec[] = [
     response: { kind: 'item', msg: 'OK', notFound: 'sync record not found' },
     pathExamples: { id: DEMO.syncs.read },
     stream: {
-      document: StreamSyncsDocument,
+      document: operationDocuments.StreamSyncsDocument,
       operationId: 'streamSync',
       summary: 'Stream the changes of one sync record',
       event: 'sync',
@@ -423,9 +361,7 @@ export const routes: readonly RouteSpec[] = [
   // The write side: connections (admin), runs (trigger: admin; claim and reports: engine or admin).
   {
     operationId: 'createConnection',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/connected`,
-    document: CreateConnectionDocument,
+    route: 'POST /connected',
     tag: 'Connections',
     summary: 'Connect an application',
     description:
@@ -449,9 +385,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'updateConnection',
-    method: 'PATCH',
-    path: `${INTEGRATIONS_BASE}/connected/{id}`,
-    document: UpdateConnectionDocument,
+    route: 'PATCH /connected/{id}',
     tag: 'Connections',
     summary: 'Change a connected application',
     description:
@@ -471,9 +405,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'triggerSync',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/syncs`,
-    document: TriggerSyncDocument,
+    route: 'POST /syncs',
     tag: 'Syncs',
     summary: 'Trigger a sync run',
     description:
@@ -496,9 +428,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'reportSync',
-    method: 'PATCH',
-    path: `${INTEGRATIONS_BASE}/syncs/{id}`,
-    document: ReportSyncDocument,
+    route: 'PATCH /syncs/{id}',
     tag: 'Syncs',
     summary: 'Report progress or the outcome of a claimed run (engines)',
     description:
@@ -518,29 +448,17 @@ export const routes: readonly RouteSpec[] = [
   // Webhooks: the tenant's endpoints and their delivery log (admin only).
   {
     operationId: 'listWebhookEndpoints',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/webhooks`,
-    document: ListWebhookEndpointsDocument,
+    route: 'GET /webhooks',
     tag: 'Webhooks',
     summary: 'List webhook endpoints',
     description: "The calling tenant's webhook endpoints, oldest first. The secret is never shown here. Needs the admin role.",
     itemSchema: 'WebhookEndpointListEntry',
-    response: {
-      kind: 'list',
-      list: {
-        pagination: 'generic',
-        params: {},
-        searchFields: ['url', 'description'],
-        noun: { one: 'webhook endpoint', many: 'webhook endpoints' },
-      },
-    },
+    response: list(['webhook endpoint', 'webhook endpoints'], ['url', 'description']),
     errors: [400, 403],
   },
   {
     operationId: 'createWebhookEndpoint',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/webhooks`,
-    document: CreateWebhookEndpointDocument,
+    route: 'POST /webhooks',
     tag: 'Webhooks',
     summary: 'Add a webhook endpoint',
     description:
@@ -564,9 +482,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'getWebhookEndpoint',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/webhooks/{id}`,
-    document: GetWebhookEndpointDocument,
+    route: 'GET /webhooks/{id}',
     tag: 'Webhooks',
     summary: 'Read one webhook endpoint',
     description: 'One endpoint of the calling tenant (secret: null). Needs the admin role.',
@@ -577,9 +493,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'updateWebhookEndpoint',
-    method: 'PATCH',
-    path: `${INTEGRATIONS_BASE}/webhooks/{id}`,
-    document: UpdateWebhookEndpointDocument,
+    route: 'PATCH /webhooks/{id}',
     tag: 'Webhooks',
     summary: 'Change a webhook endpoint',
     description:
@@ -598,9 +512,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'deleteWebhookEndpoint',
-    method: 'DELETE',
-    path: `${INTEGRATIONS_BASE}/webhooks/{id}`,
-    document: DeleteWebhookEndpointDocument,
+    route: 'DELETE /webhooks/{id}',
     tag: 'Webhooks',
     summary: 'Delete a webhook endpoint',
     description: 'Deletes the endpoint with its delivery log; nothing more is sent to it. Needs the admin role.',
@@ -611,9 +523,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'rotateWebhookSecret',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/webhooks/{id}/rotate-secret`,
-    document: RotateWebhookSecretDocument,
+    route: 'POST /webhooks/{id}/rotate-secret',
     tag: 'Webhooks',
     summary: 'Rotate the signing secret',
     description:
@@ -626,26 +536,19 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'listWebhookDeliveries',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/webhooks/{id}/deliveries`,
-    document: ListWebhookDeliveriesDocument,
+    route: 'GET /webhooks/{id}/deliveries',
     tag: 'Webhooks',
     summary: "List an endpoint's deliveries",
     description:
       "The endpoint's delivery log, newest first: each event sent (or to send) to it, its status, attempts and next attempt. Needs the admin role.",
     itemSchema: 'WebhookDeliveryListEntry',
-    response: {
-      kind: 'list',
-      list: { pagination: 'generic', params: {}, searchFields: ['event_type'], noun: { one: 'delivery', many: 'deliveries' } },
-    },
+    response: list(['delivery', 'deliveries'], ['event_type']),
     pathExamples: { id: DEMO.webhooks.endpoint },
     errors: [400, 403, 404],
   },
   {
     operationId: 'getWebhookDelivery',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/webhooks/{id}/deliveries/{delivery_id}`,
-    document: GetWebhookDeliveryDocument,
+    route: 'GET /webhooks/{id}/deliveries/{delivery_id}',
     tag: 'Webhooks',
     summary: 'Read one delivery with its attempts',
     description:
@@ -657,9 +560,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'redeliverWebhook',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/webhooks/{id}/deliveries/{delivery_id}/redeliver`,
-    document: RedeliverWebhookDocument,
+    route: 'POST /webhooks/{id}/deliveries/{delivery_id}/redeliver',
     tag: 'Webhooks',
     summary: 'Send a delivery again',
     description:
@@ -673,25 +574,18 @@ export const routes: readonly RouteSpec[] = [
   // Members: the people of the organization, who sign in (admin only; docs/how-to/sign-in.md).
   {
     operationId: 'listMembers',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/members`,
-    document: ListMembersDocument,
+    route: 'GET /members',
     tag: 'Members',
     summary: 'List members',
     description:
       "The organization's members by email: role, whether the invitation is still pending, when they were invited and last seen, and who invited them. Needs the admin role.",
     itemSchema: 'MemberListEntry',
-    response: {
-      kind: 'list',
-      list: { pagination: 'generic', params: {}, searchFields: ['email'], noun: { one: 'member', many: 'members' } },
-    },
+    response: list(['member', 'members'], ['email']),
     errors: [400, 403],
   },
   {
     operationId: 'inviteMember',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/members`,
-    document: InviteMemberDocument,
+    route: 'POST /members',
     tag: 'Members',
     summary: 'Invite a member',
     description:
@@ -709,9 +603,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'resendInvitation',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/members/{id}/invitation`,
-    document: ResendInvitationDocument,
+    route: 'POST /members/{id}/invitation',
     tag: 'Members',
     summary: "Resend a pending member's invitation",
     description:
@@ -724,9 +616,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'createPasswordReset',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/members/{id}/password-reset`,
-    document: CreatePasswordResetDocument,
+    route: 'POST /members/{id}/password-reset',
     tag: 'Members',
     summary: 'Create a password reset link for a member',
     description:
@@ -739,9 +629,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'changeMemberRole',
-    method: 'PATCH',
-    path: `${INTEGRATIONS_BASE}/members/{id}`,
-    document: ChangeMemberRoleDocument,
+    route: 'PATCH /members/{id}',
     tag: 'Members',
     summary: "Change a member's role",
     description:
@@ -760,9 +648,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'removeMember',
-    method: 'DELETE',
-    path: `${INTEGRATIONS_BASE}/members/{id}`,
-    document: RemoveMemberDocument,
+    route: 'DELETE /members/{id}',
     tag: 'Members',
     summary: 'Remove a member',
     description:
@@ -775,9 +661,7 @@ export const routes: readonly RouteSpec[] = [
   // Single sign-on: the organization's identity provider (admin only; docs/how-to/single-sign-on.md).
   {
     operationId: 'getIdentityProvider',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/identity-provider`,
-    document: GetIdentityProviderDocument,
+    route: 'GET /identity-provider',
     tag: 'Single sign-on',
     summary: "Read the organization's identity provider",
     description:
@@ -788,9 +672,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'configureIdentityProvider',
-    method: 'PATCH',
-    path: `${INTEGRATIONS_BASE}/identity-provider`,
-    document: ConfigureIdentityProviderDocument,
+    route: 'PATCH /identity-provider',
     tag: 'Single sign-on',
     summary: "Set up or change the organization's identity provider",
     description:
@@ -814,9 +696,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'removeIdentityProvider',
-    method: 'DELETE',
-    path: `${INTEGRATIONS_BASE}/identity-provider`,
-    document: RemoveIdentityProviderDocument,
+    route: 'DELETE /identity-provider',
     tag: 'Single sign-on',
     summary: "Remove the organization's identity provider",
     description:
@@ -828,25 +708,18 @@ export const routes: readonly RouteSpec[] = [
   // Partners' applications of the authorization server (admin only; docs/how-to/partner-application-with-pkce.md).
   {
     operationId: 'listOAuthApplications',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/oauth-applications`,
-    document: ListOAuthApplicationsDocument,
+    route: 'GET /oauth-applications',
     tag: 'OAuth applications',
     summary: 'List partner applications',
     description:
       "The organization's partner applications (OAuth 2.0 authorization code with PKCE), newest first: name, redirect URIs, the scopes they may ask for, when and by whom they were registered. Never their secrets. Needs the admin role.",
     itemSchema: 'OAuthApplicationListEntry',
-    response: {
-      kind: 'list',
-      list: { pagination: 'generic', params: {}, searchFields: ['name'], noun: { one: 'application', many: 'applications' } },
-    },
+    response: list(['application', 'applications'], ['name']),
     errors: [400, 403],
   },
   {
     operationId: 'createOAuthApplication',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/oauth-applications`,
-    document: CreateOAuthApplicationDocument,
+    route: 'POST /oauth-applications',
     tag: 'OAuth applications',
     summary: "Register a partner's application",
     description:
@@ -864,9 +737,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'deleteOAuthApplication',
-    method: 'DELETE',
-    path: `${INTEGRATIONS_BASE}/oauth-applications/{id}`,
-    document: DeleteOAuthApplicationDocument,
+    route: 'DELETE /oauth-applications/{id}',
     tag: 'OAuth applications',
     summary: "Delete a partner's application",
     description:
@@ -879,30 +750,18 @@ export const routes: readonly RouteSpec[] = [
   // Members' approvals of partner applications: a member's own, or (admins) every one of the organization.
   {
     operationId: 'listOAuthApprovals',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/oauth-approvals`,
-    document: ListOAuthApprovalsDocument,
+    route: 'GET /oauth-approvals',
     tag: 'OAuth approvals',
     summary: 'List approvals of partner applications',
     description:
       "Approvals members gave partner applications on the consent page, newest first: the application, the member, the scopes granted, when, and until when the approval lasts. An admin sees every approval of the organization (member_id=eq.<id> narrows it to one member's); a member signed in with the session cookie sees their own; any other credential sees none.",
     itemSchema: 'OAuthApprovalListEntry',
-    response: {
-      kind: 'list',
-      list: {
-        pagination: 'generic',
-        params: {},
-        searchFields: ['application_name', 'member_email'],
-        noun: { one: 'approval', many: 'approvals' },
-      },
-    },
+    response: list(['approval', 'approvals'], ['application_name', 'member_email']),
     errors: [400],
   },
   {
     operationId: 'revokeOAuthApproval',
-    method: 'DELETE',
-    path: `${INTEGRATIONS_BASE}/oauth-approvals/{id}`,
-    document: RevokeOAuthApprovalDocument,
+    route: 'DELETE /oauth-approvals/{id}',
     tag: 'OAuth approvals',
     summary: 'Revoke an approval of a partner application',
     description:
@@ -915,25 +774,18 @@ export const routes: readonly RouteSpec[] = [
   // Service users' OAuth clients (client credentials; admin only; docs/how-to/backend-with-client-credentials.md).
   {
     operationId: 'listOAuthClients',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/oauth-clients`,
-    document: ListOAuthClientsDocument,
+    route: 'GET /oauth-clients',
     tag: 'OAuth clients',
     summary: "List service users' OAuth clients",
     description:
       "The tenant's OAuth clients (client credentials grant), newest first: the service user each acts as, how it authenticates, the scopes it may ask for, when and by whom it was created. Never their secrets. Needs the admin role.",
     itemSchema: 'OAuthClientListEntry',
-    response: {
-      kind: 'list',
-      list: { pagination: 'generic', params: {}, searchFields: ['name'], noun: { one: 'client', many: 'clients' } },
-    },
+    response: list(['client', 'clients'], ['name']),
     errors: [400, 403],
   },
   {
     operationId: 'createOAuthClient',
-    method: 'POST',
-    path: `${INTEGRATIONS_BASE}/oauth-clients`,
-    document: CreateOAuthClientDocument,
+    route: 'POST /oauth-clients',
     tag: 'OAuth clients',
     summary: 'Create an OAuth client for a service user',
     description:
@@ -951,9 +803,7 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'deleteOAuthClient',
-    method: 'DELETE',
-    path: `${INTEGRATIONS_BASE}/oauth-clients/{id}`,
-    document: DeleteOAuthClientDocument,
+    route: 'DELETE /oauth-clients/{id}',
     tag: 'OAuth clients',
     summary: 'Delete an OAuth client',
     description: 'Deletes the client: its access tokens stop working at once. Needs the admin role.',
@@ -964,23 +814,15 @@ export const routes: readonly RouteSpec[] = [
   },
   {
     operationId: 'listActivity',
-    method: 'GET',
-    path: `${INTEGRATIONS_BASE}/activity`,
-    document: ListActivityDocument,
+    route: 'GET /activity',
     tag: 'Activity',
     summary: 'List the activity log',
     description:
       "Who changed the organization's members, service users, tokens, connections and webhook endpoints, newest first: the action, the actor (kind, id, name as it was), the target, the time, the client address and the request id. Filter by action (action=eq.token.created), actor (actor_name, actor_kind), target (target_type, target_id) and time (created_at=gte.…). Needs the admin role.",
     itemSchema: 'ActivityListEntry',
-    response: {
-      kind: 'list',
-      list: {
-        pagination: 'generic',
-        params: {},
-        searchFields: ['action', 'actor_name', 'target_name'],
-        noun: { one: 'entry', many: 'entries' },
-      },
-    },
+    response: list(['entry', 'entries'], ['action', 'actor_name', 'target_name']),
     errors: [400, 403],
   },
 ];
+
+export const routes: readonly RouteSpec[] = WRITTEN_ROUTES.map(routeSpec);
