@@ -136,19 +136,14 @@ export interface RouteSpec {
 /** A streamed route's stream has its own path too: `/syncs/{id}/events` streams what `/syncs/{id}` streams with Accept. */
 export const STREAM_PATH_SUFFIX = '/events';
 
-const JSON_BODY = ['application/json'] as const;
 /** A POST that takes nothing: no body at all, or `{}`. */
-const NO_BODY: BodySpec = {
-  mediaTypes: JSON_BODY,
+const NO_BODY: WrittenBody = {
   optional: true,
   problems: (body) => Object.keys(body as object).map((key) => ({ field: key, message: 'unknown member (this request takes no body)' })),
   variables: () => ({}),
   schema: { type: 'object', additionalProperties: false },
   example: {},
 };
-
-/** PATCH bodies are JSON Merge Patches (RFC 7396), sent with either media type. */
-const MERGE_PATCH_BODY = ['application/merge-patch+json', 'application/json'] as const;
 
 function problemsOf(result: object): readonly FieldProblem[] {
   return 'problems' in result ? (result.problems as FieldProblem[]) : [];
@@ -187,16 +182,31 @@ type OperationIdOf<Name> = Name extends `${infer Operation}Document` ? Uncapital
  * A route as the table writes it: its method and its path under INTEGRATIONS_BASE in one, and no document, since
  * it runs the operation its operationId names.
  */
-type WrittenRoute = Omit<RouteSpec, 'operationId' | 'method' | 'path' | 'document'> & {
+type WrittenRoute = Omit<RouteSpec, 'operationId' | 'method' | 'path' | 'document' | 'body'> & {
   operationId: OperationIdOf<DocumentName>;
   route: `${HttpMethod} /${string}`;
+  body?: WrittenBody;
 };
 
-function routeSpec({ route, ...written }: WrittenRoute): RouteSpec {
+/** A body as a route writes it: its media types follow from the method, its schema is the domain's as it is. */
+type WrittenBody = Omit<BodySpec, 'mediaTypes'>;
+
+/** What a body may be sent as: JSON, and for a PATCH a JSON Merge Patch (RFC 7396) first. */
+const BODY_MEDIA_TYPES = { POST: ['application/json'], PATCH: ['application/merge-patch+json', 'application/json'] } as const;
+
+function routeSpec({ route, body, ...written }: WrittenRoute): RouteSpec {
   const [method, path] = route.split(' ') as [HttpMethod, string];
   const documentName = `${written.operationId[0]!.toUpperCase()}${written.operationId.slice(1)}Document` as DocumentName;
-  // biome-ignore lint/performance/noDynamicNamespaceImportAccess: every document of the module is a route's or its stream's.
-  return { ...written, method, path: `${INTEGRATIONS_BASE}${path}`, document: operationDocuments[documentName] };
+  return {
+    ...written,
+    method,
+    path: `${INTEGRATIONS_BASE}${path}`,
+    // biome-ignore lint/performance/noDynamicNamespaceImportAccess: every document of the module is a route's or its stream's.
+    document: operationDocuments[documentName],
+    ...(body && {
+      body: { ...body, mediaTypes: BODY_MEDIA_TYPES[method as 'POST' | 'PATCH'], schema: withoutSchemaKeyword(body.schema) },
+    }),
+  };
 }
 
 /** A list route's answer, `{msg, data: [...], meta}`, paginated as most lists are unless `more` says otherwise. */
@@ -331,10 +341,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     response: { kind: 'item', msg: 'sync claimed', notFound: 'nothing to claim', nullIsNoContent: true },
     errors: [400, 403, 413, 415, 422],
     body: {
-      mediaTypes: JSON_BODY,
       problems: (body) => problemsOf(parseClaimBody(body)),
       variables: (body) => camelMembers(body),
-      schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.claim),
+      schema: SYNC_BODY_SCHEMAS.claim,
       example: { lease_seconds: 600, connection_id: DEMO.connections.claim },
     },
   },
@@ -376,10 +385,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     },
     errors: [400, 403, 413, 415, 422],
     body: {
-      mediaTypes: JSON_BODY,
       problems: (body, context) => createConnectionProblems(body, context.applicationCategory),
       variables: (body) => ({ input: camelMembers(body) }),
-      schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.create),
+      schema: CONNECTION_BODY_SCHEMAS.create,
       example: { application_id: DEMO_APPLICATION_ID, name: 'Stripe US', settings: { sync_interval: '1h', retry_attempts: 3 } },
     },
   },
@@ -396,10 +404,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     pathExamples: { id: DEMO.connections.update },
     errors: [400, 403, 404, 409, 413, 415],
     body: {
-      mediaTypes: MERGE_PATCH_BODY,
       problems: (body) => problemsOf(parseConnectionPatch(body)),
       variables: (body) => ({ input: camelMembers(body) }),
-      schema: withoutSchemaKeyword(CONNECTION_BODY_SCHEMAS.patch),
+      schema: CONNECTION_BODY_SCHEMAS.patch,
       example: { status: 'paused', settings: { sync_interval: '1h' } },
     },
   },
@@ -419,10 +426,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     },
     errors: [400, 403, 404, 409, 413, 415, 422],
     body: {
-      mediaTypes: JSON_BODY,
       problems: (body) => problemsOf(parseTriggerBody(body)),
       variables: (body) => camelMembers(body),
-      schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.trigger),
+      schema: SYNC_BODY_SCHEMAS.trigger,
       example: { connection_id: DEMO.connections.trigger, estimated_items: 1200 },
     },
   },
@@ -438,10 +444,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     pathExamples: { id: DEMO.syncs.claimed },
     errors: [400, 403, 404, 409, 413, 415],
     body: {
-      mediaTypes: MERGE_PATCH_BODY,
       problems: (body) => problemsOf(parseSyncReport(body)),
       variables: (body) => ({ report: camelMembers(body) }),
-      schema: withoutSchemaKeyword(SYNC_BODY_SCHEMAS.report),
+      schema: SYNC_BODY_SCHEMAS.report,
       example: { status: 'success', summary: { processed: 1200, inserted: 40, updated: 1100, deleted: 60 } },
     },
   },
@@ -473,10 +478,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     },
     errors: [400, 403, 409, 413, 415, 422],
     body: {
-      mediaTypes: JSON_BODY,
       problems: (body, context) => webhookBodyProblems('create', body, context),
       variables: (body) => ({ input: camelMembers(body) }),
-      schema: withoutSchemaKeyword(WEBHOOK_BODY_SCHEMAS.create),
+      schema: WEBHOOK_BODY_SCHEMAS.create,
       example: { url: DEMO.webhooks.url, event_types: ['sync.success', 'sync.failed'] },
     },
   },
@@ -503,10 +507,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     pathExamples: { id: DEMO.webhooks.endpoint },
     errors: [400, 403, 404, 413, 415],
     body: {
-      mediaTypes: MERGE_PATCH_BODY,
       problems: (body, context) => webhookBodyProblems('patch', body, context),
       variables: (body) => ({ input: camelMembers(body) }),
-      schema: withoutSchemaKeyword(WEBHOOK_BODY_SCHEMAS.patch),
+      schema: WEBHOOK_BODY_SCHEMAS.patch,
       example: { enabled: true },
     },
   },
@@ -594,10 +597,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     response: { kind: 'item', msg: 'member invited', notFound: 'member not found', shownOnce: ['code', 'path'] },
     errors: [400, 403, 409, 413, 415, 422],
     body: {
-      mediaTypes: JSON_BODY,
       problems: (body) => memberBodyProblems('invite', body),
       variables: (body) => body,
-      schema: withoutSchemaKeyword(MEMBER_BODY_SCHEMAS.invite),
+      schema: MEMBER_BODY_SCHEMAS.invite,
       example: { email: 'ada@example.com', role: 'reader' },
     },
   },
@@ -639,10 +641,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     pathExamples: { id: DEMO.members.changed.id },
     errors: [400, 403, 404, 409, 413, 415],
     body: {
-      mediaTypes: MERGE_PATCH_BODY,
       problems: (body) => memberBodyProblems('patch', body),
       variables: (body) => body,
-      schema: withoutSchemaKeyword(MEMBER_BODY_SCHEMAS.patch),
+      schema: MEMBER_BODY_SCHEMAS.patch,
       example: { role: 'admin' },
     },
   },
@@ -681,10 +682,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     response: { kind: 'item', msg: 'identity provider saved', notFound: 'the organization has no identity provider' },
     errors: [400, 403, 409, 413, 415],
     body: {
-      mediaTypes: MERGE_PATCH_BODY,
       problems: (body) => identityProviderBodyProblems(body),
       variables: (body) => ({ input: camelMembers(body) }),
-      schema: withoutSchemaKeyword(IDENTITY_PROVIDER_BODY_SCHEMA),
+      schema: IDENTITY_PROVIDER_BODY_SCHEMA,
       example: {
         issuer: 'https://login.example.com',
         client_id: 'integrations-gateway',
@@ -728,10 +728,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     response: { kind: 'item', msg: 'OAuth application registered', notFound: 'OAuth application not found', shownOnce: ['client_secret'] },
     errors: [400, 403, 413, 415, 422],
     body: {
-      mediaTypes: JSON_BODY,
       problems: (body) => oauthApplicationBodyProblems(body),
       variables: (body) => ({ name: body.name, redirectUris: body.redirect_uris, scope: body.scope }),
-      schema: withoutSchemaKeyword(OAUTH_APPLICATION_BODY_SCHEMA),
+      schema: OAUTH_APPLICATION_BODY_SCHEMA,
       example: { name: 'Partner Planner', redirect_uris: ['https://partner.example/callback'], scope: 'read write' },
     },
   },
@@ -794,10 +793,9 @@ const WRITTEN_ROUTES: readonly WrittenRoute[] = [
     response: { kind: 'item', msg: 'OAuth client created', notFound: 'service user not found', shownOnce: ['client_secret'] },
     errors: [400, 403, 404, 413, 415, 422],
     body: {
-      mediaTypes: JSON_BODY,
       problems: (body) => oauthClientBodyProblems(body),
       variables: (body) => ({ serviceUserId: body.service_user_id, name: body.name, scope: body.scope, jwks: body.jwks }),
-      schema: withoutSchemaKeyword(OAUTH_CLIENT_BODY_SCHEMA),
+      schema: OAUTH_CLIENT_BODY_SCHEMA,
       example: { service_user_id: DEMO.oauth.serviceUser, name: 'nightly report', scope: 'read' },
     },
   },
