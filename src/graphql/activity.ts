@@ -1,6 +1,6 @@
 import { ACTIVITY_TARGET_TYPES, ACTOR_KINDS } from '../db/activity.js';
 import type { ActivityEntry as ActivityRow } from '../generated/prisma/client.js';
-import type { Columns, PrismaColumn } from '../query/columns.js';
+import { prismaColumns } from '../query/columns.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { builder } from './builder.js';
 import { NEWEST_FIRST, prismaListField } from './prisma-list.js';
@@ -50,16 +50,16 @@ const ActivityEntry = builder.objectRef<ActivityRow>('ActivityEntry').implement(
   }),
 });
 
-const ACTIVITY_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  action: { field: 'action', kind: 'string', nullable: false },
-  actorKind: { field: 'actorKind', kind: 'enum', nullable: false },
-  actorId: { field: 'actorId', kind: 'string', nullable: true },
-  actorName: { field: 'actorName', kind: 'string', nullable: true },
-  targetType: { field: 'targetType', kind: 'enum', nullable: false },
-  targetId: { field: 'targetId', kind: 'string', nullable: false },
-  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
-};
+const ACTIVITY_COLUMNS = prismaColumns({
+  id: 'string',
+  action: 'string',
+  actorKind: 'enum',
+  actorId: 'string?',
+  actorName: 'string?',
+  targetType: 'enum',
+  targetId: 'string',
+  createdAt: 'dateTime',
+});
 
 prismaListField('activity', {
   name: 'Activity',

@@ -1,7 +1,7 @@
 import { actorOf } from '../auth/audit.js';
 import { changeMemberRole, codePath, type CodePurpose, inviteMember, issueMemberCode, removeMember } from '../auth/members.js';
 import type { Context } from '../context.js';
-import type { Columns, PrismaColumn } from '../query/columns.js';
+import { prismaColumns } from '../query/columns.js';
 import { builder } from './builder.js';
 import { prismaListField } from './prisma-list.js';
 import { assertIdLength, removalType } from './ids.js';
@@ -63,13 +63,7 @@ const Member = builder.prismaObject('Member', {
   }),
 });
 
-const MEMBER_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  email: { field: 'email', kind: 'string', nullable: false },
-  role: { field: 'role', kind: 'enum', nullable: false },
-  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
-  lastSeenAt: { field: 'lastSeenAt', kind: 'dateTime', nullable: true },
-};
+const MEMBER_COLUMNS = prismaColumns({ id: 'string', email: 'string', role: 'enum', createdAt: 'dateTime', lastSeenAt: 'dateTime?' });
 
 prismaListField('memberList', {
   item: Member,

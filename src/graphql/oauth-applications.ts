@@ -13,7 +13,7 @@ import {
 } from '../auth/oauth-applications.js';
 import { OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import { ApiError } from '../errors.js';
-import type { Columns, PrismaColumn } from '../query/columns.js';
+import { prismaColumns } from '../query/columns.js';
 import { likePattern, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { allOf, filterSql, keysetOrder, sql } from '../query/sql.js';
@@ -49,12 +49,7 @@ const OAuthApplicationRef = builder.prismaObject('OAuthApplication', {
   }),
 });
 
-const APPLICATION_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  name: { field: 'name', kind: 'string', nullable: false },
-  scope: { field: 'scope', kind: 'string', nullable: false },
-  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
-};
+const APPLICATION_COLUMNS = prismaColumns({ id: 'string', name: 'string', scope: 'string', createdAt: 'dateTime' });
 
 prismaListField('oauthApplicationList', {
   item: OAuthApplicationRef,

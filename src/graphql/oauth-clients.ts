@@ -1,7 +1,7 @@
 import { actorOf } from '../auth/audit.js';
 import { createOAuthClient, deleteOAuthClient, findOAuthClient, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import { ApiError } from '../errors.js';
-import type { Columns, PrismaColumn } from '../query/columns.js';
+import { prismaColumns } from '../query/columns.js';
 import { builder } from './builder.js';
 import { once } from './idempotency.js';
 import { assertIdLength, removalType } from './ids.js';
@@ -30,14 +30,14 @@ const OAuthClientRef = builder.prismaObject('OAuthClient', {
   }),
 });
 
-const CLIENT_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  name: { field: 'name', kind: 'string', nullable: true },
-  serviceUserId: { field: 'serviceUserId', kind: 'string', nullable: false },
-  authMethod: { field: 'authMethod', kind: 'string', nullable: false },
-  scope: { field: 'scope', kind: 'string', nullable: false },
-  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
-};
+const CLIENT_COLUMNS = prismaColumns({
+  id: 'string',
+  name: 'string?',
+  serviceUserId: 'string',
+  authMethod: 'string',
+  scope: 'string',
+  createdAt: 'dateTime',
+});
 
 prismaListField('oauthClientList', {
   item: OAuthClientRef,

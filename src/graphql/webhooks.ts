@@ -16,7 +16,7 @@ import { ApiError } from '../errors.js';
 import { WEBHOOK_EVENT_TYPES } from '../domain/webhook-messages.js';
 import { DEFAULT_RETRY_SCHEDULE_SECONDS } from '../webhooks/retry-schedule.js';
 import { builder } from './builder.js';
-import type { Columns, PrismaColumn } from '../query/columns.js';
+import { type PrismaColumn, prismaColumns } from '../query/columns.js';
 import type { OrderKey } from '../query/filter.js';
 import { assertIdLength, removalType } from './ids.js';
 import { prismaListField } from './prisma-list.js';
@@ -141,27 +141,27 @@ export const WebhookEndpoint = builder.objectRef<EndpointView>('WebhookEndpoint'
   }),
 });
 
-const ENDPOINT_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  url: { field: 'url', kind: 'string', nullable: false },
-  description: { field: 'description', kind: 'string', nullable: false },
-  enabled: { field: 'enabled', kind: 'boolean', nullable: false },
-  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
-  updatedAt: { field: 'updatedAt', kind: 'dateTime', nullable: false },
-};
+const ENDPOINT_COLUMNS = prismaColumns({
+  id: 'string',
+  url: 'string',
+  description: 'string',
+  enabled: 'boolean',
+  createdAt: 'dateTime',
+  updatedAt: 'dateTime',
+});
 
-const DELIVERY_COLUMNS: Columns<PrismaColumn> = {
-  id: { field: 'id', kind: 'string', nullable: false },
-  eventType: { field: 'eventType', kind: 'string', nullable: false },
-  status: { field: 'status', kind: 'enum', nullable: false },
-  createdAt: { field: 'createdAt', kind: 'dateTime', nullable: false },
-  updatedAt: { field: 'updatedAt', kind: 'dateTime', nullable: false },
-  nextAttemptAt: { field: 'nextAttemptAt', kind: 'dateTime', nullable: true },
-};
+const DELIVERY_COLUMNS = prismaColumns({
+  id: 'string',
+  eventType: 'string',
+  status: 'enum',
+  createdAt: 'dateTime',
+  updatedAt: 'dateTime',
+  nextAttemptAt: 'dateTime?',
+});
 
 /** The deliveries' order when the caller gives none; the event id is no filter or order field of the API. */
 const DELIVERY_DEFAULT_KEYS: readonly OrderKey<PrismaColumn>[] = [
-  { column: DELIVERY_COLUMNS.createdAt!, descending: true, nulls: null },
+  { column: DELIVERY_COLUMNS.createdAt, descending: true, nulls: null },
   { column: { field: 'eventId', kind: 'string', nullable: false, bigint: true }, descending: true, nulls: null },
 ];
 
