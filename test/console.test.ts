@@ -18,6 +18,7 @@ import { databaseKinds } from './fixtures/databases.js';
 import { createTestGateway, graphql, type TestGateway, testSecretKeys } from './fixtures/gateway.js';
 import { OK, startReceiver } from './fixtures/webhook-receiver.js';
 import { rest } from './fixtures/rest.js';
+import { TIME_FORMAT } from '../console/src/format.js';
 
 // The console end to end: the real gateway (on PGlite, and on PostgreSQL when TEST_DATABASE_URL is set) serving
 // the console built from console/ by Vite, driven in Debian's headless Chromium like a person would: sign in,
@@ -74,6 +75,18 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
    * statement: sync-stats, graphql-filters, full-history), and every other test here runs on both.
    */
   const browserOnly = it.runIf(kind === 'pglite');
+
+  /** A webhook worker on the fixture's database, delivering to the test's receivers, retrying after `retrySchedule`. */
+  const deliveryWorker = (retrySchedule: number[]) =>
+    new DeliveryWorker({
+      db: fixture.db,
+      logger: createLogger('silent'),
+      secretKeys: testSecretKeys(fixture.db),
+      allowPrivate: true,
+      retrySchedule,
+      disableAfter: 10,
+      pollMs: 100,
+    });
 
   beforeAll(async () => {
     await buildConsole();
@@ -1120,18 +1133,8 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
         const iso = (await started.first().getAttribute('datetime'))!;
         // Shown as the zone's own clock reads it (worked out here with the zone named, not the browser's default).
         const inZone = await page.evaluate(
-          ([instant, zone]) =>
-            new Intl.DateTimeFormat(undefined, {
-              timeZone: zone,
-              year: 'numeric',
-              month: 'short',
-              day: 'numeric',
-              hour: 'numeric',
-              minute: '2-digit',
-              second: '2-digit',
-              timeZoneName: 'short',
-            }).format(new Date(instant)),
-          [iso, timeZone] as const,
+          ([instant, zone, format]) => new Intl.DateTimeFormat(undefined, { ...format, timeZone: zone }).format(new Date(instant)),
+          [iso, timeZone, TIME_FORMAT] as const,
         );
         await expect(started.first().textContent()).resolves.toBe(inZone);
         expect(inZone).toMatch(abbreviation);
@@ -1320,15 +1323,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
 
   it('manages webhook endpoints: the secret shown once, the delivery log with attempts, redeliver, rotate, disable', async () => {
     const receiver = await startReceiver();
-    const worker = new DeliveryWorker({
-      db: fixture.db,
-      logger: createLogger('silent'),
-      secretKeys: testSecretKeys(fixture.db),
-      allowPrivate: true,
-      retrySchedule: [0.3],
-      disableAfter: 10,
-      pollMs: 100,
-    });
+    const worker = deliveryWorker([0.3]);
     await worker.start();
     try {
       const page = await newPage('webhooks');
@@ -1441,15 +1436,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     const receiver = await startReceiver();
     receiver.answer = (_request, _body, response) => response.writeHead(500).end('down');
     // Each delivery is tried 3 times (one try, two retries), then fails.
-    const worker = new DeliveryWorker({
-      db: fixture.db,
-      logger: createLogger('silent'),
-      secretKeys: testSecretKeys(fixture.db),
-      allowPrivate: true,
-      retrySchedule: [0.2, 0.2],
-      disableAfter: 10,
-      pollMs: 100,
-    });
+    const worker = deliveryWorker([0.2, 0.2]);
     const admin = { token: fixture.tenants.demo.adminToken, expectOk: true } as const;
     let endpointId = '';
     await worker.start();
@@ -1588,15 +1575,7 @@ describe.skipIf(!haveChromium).each(databaseKinds)('the console in a headless Ch
     async () => {
       const token = fixture.tenants.demo.adminToken;
       const receiver = await startReceiver();
-      const worker = new DeliveryWorker({
-        db: fixture.db,
-        logger: createLogger('silent'),
-        secretKeys: testSecretKeys(fixture.db),
-        allowPrivate: true,
-        retrySchedule: [0.3],
-        disableAfter: 10,
-        pollMs: 100,
-      });
+      const worker = deliveryWorker([0.3]);
       await worker.start();
       try {
         const found = await graphql<{

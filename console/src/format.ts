@@ -3,8 +3,8 @@
 /** The browser's time zone: every time the console shows, and every date it reads, is in it. */
 export const TIME_ZONE = Intl.DateTimeFormat().resolvedOptions().timeZone;
 
-// The browser's language too, so that the dates shown read like the date fields' own format.
-const localDateTime = new Intl.DateTimeFormat(undefined, {
+/** How an instant is shown: in the browser's language too, so that it reads like the date fields' own format. */
+export const TIME_FORMAT: Readonly<Intl.DateTimeFormatOptions> = {
   year: 'numeric',
   month: 'short',
   day: 'numeric',
@@ -12,7 +12,9 @@ const localDateTime = new Intl.DateTimeFormat(undefined, {
   minute: '2-digit',
   second: '2-digit',
   timeZoneName: 'short',
-});
+};
+
+const localDateTime = new Intl.DateTimeFormat(undefined, TIME_FORMAT);
 
 /** An instant in the browser's time zone, with the zone's name ("Nov 29, 2026, 10:04:05 AM EST"). */
 export function formatTime(iso: string | null | undefined): string {
