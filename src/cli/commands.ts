@@ -89,3 +89,14 @@ export function table(header: string[], rows: string[][]): string[] {
       .trimEnd();
   return [line(header), ...rows.map(line)];
 }
+
+/** A list on stdout: one JSON object a line with --json (for scripts), else a table (for people). */
+export function printList<T>(
+  out: (line: string) => void,
+  input: CommandInput,
+  items: readonly T[],
+  print: { json: (item: T) => object; header: string[]; row: (item: T) => string[] },
+): void {
+  if (input.values.json) for (const item of items) out(JSON.stringify(print.json(item)));
+  else for (const line of table(print.header, items.map(print.row))) out(line);
+}

@@ -2,7 +2,7 @@ import { CLI_ORIGIN } from '../db/activity.js';
 import { createServiceUser, deleteServiceUser, findServiceUserByName, listServiceUsers } from '../auth/service-users.js';
 import { isRole } from '../auth/permissions.js';
 import { Role } from '../generated/prisma/enums.js';
-import { CliError, stringOption, table, UsageError, type Command } from './commands.js';
+import { CliError, printList, stringOption, UsageError, type Command } from './commands.js';
 import { requireTenant } from './tenant.js';
 
 const ROLES = Object.keys(Role) as Role[];
@@ -39,23 +39,18 @@ export const serviceUserCommands: Command[] = [
       const now = Date.now();
       const activeTokens = (user: (typeof users)[number]) =>
         user.tokens.filter((t) => t.revokedAt === null && t.expiresAt.getTime() > now).length;
-      if (input.values.json) {
-        for (const user of users) {
-          out(
-            JSON.stringify({
-              id: user.id,
-              name: user.name,
-              role: user.role,
-              created_at: user.createdAt.toISOString(),
-              tokens: user.tokens.length,
-              active_tokens: activeTokens(user),
-            }),
-          );
-        }
-        return;
-      }
-      const rows = users.map((u) => [u.id, u.name, u.role, u.createdAt.toISOString(), String(activeTokens(u))]);
-      for (const line of table(['ID', 'NAME', 'ROLE', 'CREATED', 'ACTIVE TOKENS'], rows)) out(line);
+      printList(out, input, users, {
+        json: (user) => ({
+          id: user.id,
+          name: user.name,
+          role: user.role,
+          created_at: user.createdAt.toISOString(),
+          tokens: user.tokens.length,
+          active_tokens: activeTokens(user),
+        }),
+        header: ['ID', 'NAME', 'ROLE', 'CREATED', 'ACTIVE TOKENS'],
+        row: (u) => [u.id, u.name, u.role, u.createdAt.toISOString(), String(activeTokens(u))],
+      });
     },
   },
   {

@@ -1,7 +1,7 @@
 import type { Database } from '../db/client.js';
 import { isConstraintViolation } from '../db/constraint-violations.js';
 import { newId } from '../prefixed-ids.js';
-import { CliError, stringOption, table, UsageError, type Command, type CommandInput } from './commands.js';
+import { CliError, printList, stringOption, UsageError, type Command, type CommandInput } from './commands.js';
 
 const TENANT_SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
 
@@ -66,22 +66,17 @@ export const tenantCommands: Command[] = [
         orderBy: { slug: 'asc' },
         select: { id: true, slug: true, name: true, createdAt: true, _count: { select: { serviceUsers: true } } },
       });
-      if (input.values.json) {
-        for (const t of tenants) {
-          out(
-            JSON.stringify({
-              id: t.id,
-              slug: t.slug,
-              name: t.name,
-              created_at: t.createdAt.toISOString(),
-              service_users: t._count.serviceUsers,
-            }),
-          );
-        }
-        return;
-      }
-      const rows = tenants.map((t) => [t.id, t.slug, t.name, t.createdAt.toISOString(), String(t._count.serviceUsers)]);
-      for (const line of table(['ID', 'SLUG', 'NAME', 'CREATED', 'SERVICE USERS'], rows)) out(line);
+      printList(out, input, tenants, {
+        json: ({ id, slug, name, createdAt, _count }) => ({
+          id,
+          slug,
+          name,
+          created_at: createdAt.toISOString(),
+          service_users: _count.serviceUsers,
+        }),
+        header: ['ID', 'SLUG', 'NAME', 'CREATED', 'SERVICE USERS'],
+        row: (t) => [t.id, t.slug, t.name, t.createdAt.toISOString(), String(t._count.serviceUsers)],
+      });
     },
   },
 ];

@@ -3,7 +3,7 @@ import { findServiceUserByName } from '../auth/service-users.js';
 import { createToken, listTokens, MAX_TOKEN_LIFETIME_DAYS, normalizeTokenName, revokeToken, validateTokenExpiry } from '../auth/tokens.js';
 import { tokenCapsOf } from '../domain/token-caps.js';
 import { ApiError } from '../errors.js';
-import { CliError, stringOption, table, UsageError, type Command } from './commands.js';
+import { CliError, printList, stringOption, UsageError, type Command } from './commands.js';
 import { requireTenant } from './tenant.js';
 
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
@@ -148,35 +148,30 @@ export const tokenCommands: Command[] = [
       const tokens = await listTokens(db, tenant.id);
       const now = Date.now();
       const iso = (date: Date | null) => date?.toISOString() ?? null;
-      if (input.values.json) {
-        for (const t of tokens) {
-          out(
-            JSON.stringify({
-              id: t.id,
-              name: t.name,
-              prefix: t.prefix,
-              service_user: t.serviceUserName,
-              service_user_id: t.serviceUserId,
-              status: status(t, now),
-              expires_at: iso(t.expiresAt),
-              created_at: iso(t.createdAt),
-              last_used_at: iso(t.lastUsedAt),
-              revoked_at: iso(t.revokedAt),
-            }),
-          );
-        }
-        return;
-      }
-      const rows = tokens.map((t) => [
-        t.id,
-        t.name ?? '-',
-        t.prefix,
-        t.serviceUserName,
-        status(t, now),
-        t.expiresAt.toISOString(),
-        t.lastUsedAt?.toISOString() ?? '-',
-      ]);
-      for (const line of table(['ID', 'NAME', 'PREFIX', 'SERVICE USER', 'STATUS', 'EXPIRES', 'LAST USED'], rows)) out(line);
+      printList(out, input, tokens, {
+        json: (t) => ({
+          id: t.id,
+          name: t.name,
+          prefix: t.prefix,
+          service_user: t.serviceUserName,
+          service_user_id: t.serviceUserId,
+          status: status(t, now),
+          expires_at: iso(t.expiresAt),
+          created_at: iso(t.createdAt),
+          last_used_at: iso(t.lastUsedAt),
+          revoked_at: iso(t.revokedAt),
+        }),
+        header: ['ID', 'NAME', 'PREFIX', 'SERVICE USER', 'STATUS', 'EXPIRES', 'LAST USED'],
+        row: (t) => [
+          t.id,
+          t.name ?? '-',
+          t.prefix,
+          t.serviceUserName,
+          status(t, now),
+          t.expiresAt.toISOString(),
+          t.lastUsedAt?.toISOString() ?? '-',
+        ],
+      });
     },
   },
 ];

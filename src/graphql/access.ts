@@ -4,7 +4,7 @@ import { createToken, MAX_TOKEN_NAME_LENGTH, revokeToken } from '../auth/tokens.
 import { ApiError } from '../errors.js';
 import { Role as RoleValues } from '../generated/prisma/enums.js';
 import { builder } from './builder.js';
-import { assertIdLength } from './ids.js';
+import { adminRemoval, assertIdLength } from './ids.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
 // The portal's "Service Users" section as GraphQL: admin-only (access:manage), always within the caller's
@@ -113,18 +113,11 @@ builder.mutationFields((t) => ({
       return context.db.prisma.serviceUser.findUniqueOrThrow({ ...query, where: serviceUserById(tenantId, id) });
     },
   }),
-  deleteServiceUser: t.field({
-    type: DeletedServiceUser,
-    description: 'Deletes a service user together with its tokens.',
-    authScopes: { permission: 'access:manage' },
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, context) =>
-      deleteServiceUser(context.db, {
-        tenantId: requireViewer(context).tenantId,
-        serviceUserId: assertIdLength(args.id, 'service user'),
-        activity: activityOriginOf(context),
-      }),
-  }),
+  deleteServiceUser: adminRemoval(
+    t,
+    { type: DeletedServiceUser, description: 'Deletes a service user together with its tokens.', what: 'service user' },
+    (db, tenantId, serviceUserId, activity) => deleteServiceUser(db, { tenantId, serviceUserId, activity }),
+  ),
   createToken: t.field({
     type: CreatedToken,
     description:

@@ -1,6 +1,12 @@
+import type { MutationFieldBuilder, ObjectRef } from '@pothos/core';
+import type { ActivityOrigin } from '../db/activity.js';
+import type { Database } from '../db/client.js';
 import { ApiError } from '../errors.js';
 import { builder } from './builder.js';
 import { MAX_ID_LENGTH } from '../prefixed-ids.js';
+import { activityOriginOf, requireViewer } from './viewer.js';
+
+type Types = typeof builder.$inferSchemaTypes;
 
 /**
  * The spec types ids as strings, so any string may be asked for: one that names nothing the caller can see
@@ -21,4 +27,21 @@ export function assertIdLength(id: string, what: string): string {
 /** `<name> { id }`: the answer of a mutation that deletes, removes or revokes something, naming it. */
 export function removalType(name: string) {
   return builder.objectRef<{ id: string }>(name).implement({ fields: (t) => ({ id: t.exposeID('id') }) });
+}
+
+/** An admin's (access:manage) mutation removing one thing of the caller's tenant by id (`what` names it in errors). */
+export function adminRemoval<T extends object>(
+  t: MutationFieldBuilder<Types, Types['Root']>,
+  field: { type: ObjectRef<Types, T>; description: string; what: string },
+  remove: (db: Database, tenantId: string, id: string, activity: ActivityOrigin) => Promise<T>,
+) {
+  return t.field({
+    // Widened: Pothos cannot work out a generic T's result type; the signature ties the type to `remove`.
+    type: field.type as ObjectRef<Types, object>,
+    description: field.description,
+    authScopes: { permission: 'access:manage' },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, args, context) =>
+      remove(context.db, requireViewer(context).tenantId, assertIdLength(args.id, field.what), activityOriginOf(context)),
+  });
 }

@@ -4,7 +4,7 @@ import type { Context } from '../context.js';
 import { prismaColumns } from '../query/columns.js';
 import { builder } from './builder.js';
 import { prismaListField } from './prisma-list.js';
-import { assertIdLength, removalType } from './ids.js';
+import { adminRemoval, assertIdLength, removalType } from './ids.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 import { once } from './idempotency.js';
 
@@ -199,18 +199,11 @@ builder.mutationFields((t) => ({
       return context.db.prisma.member.findUniqueOrThrow({ ...query, where: { tenantId_id: { tenantId, id } } });
     },
   }),
-  removeMember: t.field({
-    type: RemovedMember,
-    description: 'Removes a member with its sessions and invitations.',
-    authScopes: { permission: 'access:manage' },
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, context) =>
-      removeMember(context.db, {
-        tenantId: requireViewer(context).tenantId,
-        memberId: assertIdLength(args.id, 'member'),
-        activity: activityOriginOf(context),
-      }),
-  }),
+  removeMember: adminRemoval(
+    t,
+    { type: RemovedMember, description: 'Removes a member with its sessions and invitations.', what: 'member' },
+    (db, tenantId, memberId, activity) => removeMember(db, { tenantId, memberId, activity }),
+  ),
 }));
 
 /** A new code of a member (resendInvitation, createPasswordReset), at most once per Idempotency-Key. */

@@ -7,6 +7,7 @@ import {
   createOAuthApplication,
   deleteOAuthApplication,
   findOAuthApplication,
+  type OAuthApplicationInfo,
   type OAuthApproval,
   readOAuthApprovalPage,
   revokeOAuthApproval,
@@ -21,7 +22,7 @@ import { builder } from './builder.js';
 import { pageComplexity } from './complexity.js';
 import { resourceFilter, resourceOrder } from './filters.js';
 import { once } from './idempotency.js';
-import { assertIdLength, removalType } from './ids.js';
+import { adminRemoval, assertIdLength, removalType } from './ids.js';
 import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { NEWEST_FIRST, prismaListField } from './prisma-list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
@@ -62,13 +63,8 @@ prismaListField('oauthApplicationList', {
   model: (prisma) => prisma.oAuthApplication,
 });
 
-interface CreatedApplication {
-  id: string;
-  name: string;
-  clientSecret: string | null;
-  scope: string;
-  redirectUris: string[];
-}
+/** The secret only in the first answer (an Idempotency-Key replay has it null). */
+type CreatedApplication = OAuthApplicationInfo & { clientSecret: string | null };
 
 const CreatedOAuthApplication = builder.objectRef<CreatedApplication>('CreatedOAuthApplication').implement({
   fields: (t) => ({
@@ -197,18 +193,15 @@ builder.mutationFields((t) => ({
       );
     },
   }),
-  deleteOAuthApplication: t.field({
-    type: DeletedOAuthApplication,
-    description: 'Deletes an application with every approval of it: its tokens stop working at once.',
-    authScopes: { permission: 'access:manage' },
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, context) =>
-      deleteOAuthApplication(context.db, {
-        tenantId: requireViewer(context).tenantId,
-        applicationId: assertIdLength(args.id, 'OAuth application'),
-        activity: activityOriginOf(context),
-      }),
-  }),
+  deleteOAuthApplication: adminRemoval(
+    t,
+    {
+      type: DeletedOAuthApplication,
+      description: 'Deletes an application with every approval of it: its tokens stop working at once.',
+      what: 'OAuth application',
+    },
+    (db, tenantId, applicationId, activity) => deleteOAuthApplication(db, { tenantId, applicationId, activity }),
+  ),
   revokeOAuthApproval: t.field({
     type: RevokedOAuthApproval,
     description: "Revokes an approval: the member's own, or (admins) any of the organization. Its tokens stop at once.",

@@ -1,10 +1,11 @@
 import { actorOf } from '../auth/audit.js';
+import type { CreatedOAuthClient as CreatedClient } from '../auth/oauth-clients.js';
 import { createOAuthClient, deleteOAuthClient, findOAuthClient, OAUTH_SCOPES } from '../auth/oauth-clients.js';
 import { ApiError } from '../errors.js';
 import { prismaColumns } from '../query/columns.js';
 import { builder } from './builder.js';
 import { once } from './idempotency.js';
-import { assertIdLength, removalType } from './ids.js';
+import { adminRemoval, assertIdLength, removalType } from './ids.js';
 import { NEWEST_FIRST, prismaListField } from './prisma-list.js';
 import { activityOriginOf, requireViewer } from './viewer.js';
 
@@ -49,15 +50,6 @@ prismaListField('oauthClientList', {
   search: { fields: ['name'], description: 'Case-insensitive text in the name.' },
   model: (prisma) => prisma.oAuthClient,
 });
-
-interface CreatedClient {
-  id: string;
-  clientSecret: string | null;
-  scope: string;
-  authMethod: string;
-  serviceUserId: string;
-  name: string | null;
-}
 
 const CreatedOAuthClient = builder.objectRef<CreatedClient>('CreatedOAuthClient').implement({
   fields: (t) => ({
@@ -127,16 +119,9 @@ builder.mutationFields((t) => ({
       );
     },
   }),
-  deleteOAuthClient: t.field({
-    type: DeletedOAuthClient,
-    description: 'Deletes an OAuth client: its access tokens stop working at once.',
-    authScopes: { permission: 'access:manage' },
-    args: { id: t.arg.id({ required: true }) },
-    resolve: (_root, args, context) =>
-      deleteOAuthClient(context.db, {
-        tenantId: requireViewer(context).tenantId,
-        clientId: assertIdLength(args.id, 'OAuth client'),
-        activity: activityOriginOf(context),
-      }),
-  }),
+  deleteOAuthClient: adminRemoval(
+    t,
+    { type: DeletedOAuthClient, description: 'Deletes an OAuth client: its access tokens stop working at once.', what: 'OAuth client' },
+    (db, tenantId, clientId, activity) => deleteOAuthClient(db, { tenantId, clientId, activity }),
+  ),
 }));
