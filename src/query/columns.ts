@@ -34,19 +34,9 @@ export interface SqlColumn extends ColumnFacts {
  */
 export type Columns<Column extends ColumnFacts = PrismaColumn | SqlColumn> = Readonly<Record<string, Column>> & { readonly id: Column };
 
-/** A column's kind as `prismaColumns` takes it; a trailing `?` makes the column nullable. */
-export type ColumnNotation = ColumnKind | `${ColumnKind}?`;
-
-/**
- * A Prisma list's columns from each one's kind, keyed by its Prisma field: `{ id: 'string', name: 'string?' }`.
- * Columns the notation cannot say (a BigInt, a dotted field path) are written out as `PrismaColumn`s.
- */
-export function prismaColumns<Field extends string>(
-  kinds: Readonly<Record<Field | 'id', ColumnNotation>>,
-): Columns<PrismaColumn> & Readonly<Record<Field, PrismaColumn>> {
-  const columns = Object.entries<ColumnNotation>(kinds).map(([field, kind]) => {
-    const nullable = kind.endsWith('?');
-    return [field, { field, kind: (nullable ? kind.slice(0, -1) : kind) as ColumnKind, nullable }];
-  });
+/** A Prisma list's columns keyed by Prisma field, from each one's kind: `{ id: 'string', name: 'string?' }`, `?` meaning nullable. */
+export function prismaColumns<Field extends string>(kinds: Readonly<Record<Field | 'id', ColumnKind | `${ColumnKind}?`>>) {
+  const column = (field: string, kind: string) => ({ field, kind: kind.replace('?', '') as ColumnKind, nullable: kind.endsWith('?') });
+  const columns = Object.entries<string>(kinds).map(([field, kind]) => [field, column(field, kind)]);
   return Object.fromEntries(columns) as Columns<PrismaColumn> & Readonly<Record<Field, PrismaColumn>>;
 }
