@@ -23,9 +23,34 @@ const optionalString = z
   .transform((value) => (value === '' ? undefined : value))
   .optional();
 
+/** A variable that may be unset (or blank); when set, `schema` checks it. */
+function optional<Output>(schema: z.ZodType<Output, string>) {
+  return optionalString.pipe(schema.optional());
+}
+
+/** A whole number from `min` to `max`, `fallback` when unset. */
+function wholeNumber(min: number, max: number, fallback: number) {
+  return z.coerce.number().int().min(min).max(max).default(fallback);
+}
+
+/** A comma-separated list, blanks around and between the items left out, each item checked by `item`. */
+function commaList<Item>(item: z.ZodType<Item, string>) {
+  return optional(
+    z
+      .string()
+      .transform((value) =>
+        value
+          .split(',')
+          .map((entry) => entry.trim())
+          .filter((entry) => entry !== ''),
+      )
+      .pipe(z.array(item)),
+  );
+}
+
 /** A JSON object of text → text, given as one variable (claim values may hold commas and `=`: LDAP names do). */
 function jsonMapOf<Target extends z.ZodType<string>>(target: Target) {
-  return optionalString.pipe(
+  return optional(
     z
       .string()
       .transform((text, ctx) => {
@@ -36,8 +61,7 @@ function jsonMapOf<Target extends z.ZodType<string>>(target: Target) {
           return z.NEVER;
         }
       })
-      .pipe(z.record(z.string().min(1), target).refine((map) => Object.keys(map).length > 0, 'must map at least one value'))
-      .optional(),
+      .pipe(z.record(z.string().min(1), target).refine((map) => Object.keys(map).length > 0, 'must map at least one value')),
   );
 }
 
@@ -48,39 +72,22 @@ const SECRET_KEY_FORMAT = 'must be 32 bytes, as base64 (openssl rand -base64 32)
 
 const envSchema = z
   .object({
-    PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+    PORT: wholeNumber(0, 65535, 4000),
     HOST: z.string().trim().min(1).default('127.0.0.1'),
-    DATABASE_URL: optionalString.pipe(
-      z
-        .string()
-        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-        .optional(),
-    ),
+    DATABASE_URL: optional(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')),
     // Read replicas (src/db/read-routing.ts): read-only work goes there, with read-your-writes kept.
-    DATABASE_READ_URL: optionalString.pipe(
-      z
-        .string()
-        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-        .optional(),
-    ),
-    DATABASE_READ_MAX_LAG_MS: z.coerce.number().int().min(0).max(600_000).default(DEFAULT_READ_MAX_LAG_MS),
+    DATABASE_READ_URL: optional(z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')),
+    DATABASE_READ_MAX_LAG_MS: wholeNumber(0, 600_000, DEFAULT_READ_MAX_LAG_MS),
     DATA_DIR: z.string().trim().min(1).default('./.data'),
-    DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(1000).default(10),
+    DATABASE_POOL_SIZE: wholeNumber(1, 1000, 10),
     // Named (prepared) statements on PostgreSQL (db/prepared-statements.ts); off for a pooler that cannot keep them.
     DATABASE_PREPARED_STATEMENTS: z.enum(['on', 'off']).default('on'),
     // Unset: the demo on a new PGlite database (zero set-up), nothing on PostgreSQL (see seedOf).
     SEED: z.enum(['demo', 'none']).optional(),
-    JWT_SECRET: optionalString.pipe(z.string().min(32, 'must be at least 32 characters (HS256 key)').optional()),
-    JWT_PUBLIC_KEY: optionalString.pipe(
-      z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM-encoded SPKI public key' }).optional(),
-    ),
-    JWT_JWKS_URL: optionalString.pipe(z.url({ protocol: /^https?$/ }).optional()),
-    JWT_MAX_LIFETIME_SECONDS: z.coerce
-      .number()
-      .int()
-      .min(60)
-      .max(366 * 86_400)
-      .default(86_400),
+    JWT_SECRET: optional(z.string().min(32, 'must be at least 32 characters (HS256 key)')),
+    JWT_PUBLIC_KEY: optional(z.string().includes('BEGIN PUBLIC KEY', { message: 'must be a PEM-encoded SPKI public key' })),
+    JWT_JWKS_URL: optional(z.url({ protocol: /^https?$/ })),
+    JWT_MAX_LIFETIME_SECONDS: wholeNumber(60, 366 * 86_400, 86_400),
     JWT_ISSUER: optionalString,
     JWT_AUDIENCE: optionalString,
     // Which claims name the tenant and the role, and (optionally) which of their values map to which tenant
@@ -95,30 +102,16 @@ const envSchema = z
       .default(JWT_DEFAULTS.jwksAlgorithms.join(','))
       .transform((list) => list.split(',').map((alg) => alg.trim()))
       .pipe(z.array(z.enum(JWKS_ALGORITHM_CHOICES)).min(1)),
-    JWT_CLOCK_SKEW_SECONDS: z.coerce.number().int().min(0).max(300).default(JWT_DEFAULTS.clockSkewSeconds),
-    JWT_JWKS_COOLDOWN_SECONDS: z.coerce.number().int().min(1).max(3600).default(JWT_DEFAULTS.jwksCooldownSeconds),
-    JWT_JWKS_MAX_AGE_SECONDS: z.coerce.number().int().min(1).max(86_400).default(JWT_DEFAULTS.jwksMaxAgeSeconds),
-    REDIS_URL: optionalString.pipe(
-      z
-        .string()
-        .regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')
-        .optional(),
-    ),
+    JWT_CLOCK_SKEW_SECONDS: wholeNumber(0, 300, JWT_DEFAULTS.clockSkewSeconds),
+    JWT_JWKS_COOLDOWN_SECONDS: wholeNumber(1, 3600, JWT_DEFAULTS.jwksCooldownSeconds),
+    JWT_JWKS_MAX_AGE_SECONDS: wholeNumber(1, 86_400, JWT_DEFAULTS.jwksMaxAgeSeconds),
+    REDIS_URL: optional(z.string().regex(/^rediss?:\/\//, 'must be a redis:// or rediss:// URL')),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).default(DEFAULT_RATE_LIMIT_PER_MINUTE),
-    CORS_ORIGINS: optionalString.pipe(
-      z
-        .string()
-        .transform((value) =>
-          value
-            .split(',')
-            .map((origin) => origin.trim())
-            .filter((origin) => origin !== ''),
-        )
-        .pipe(z.array(z.string().regex(/^(\*|https?:\/\/[^/\s,]+)$/, 'each origin must be * or scheme://host[:port], without a path')))
-        .optional(),
+    CORS_ORIGINS: commaList(
+      z.string().regex(/^(\*|https?:\/\/[^/\s,]+)$/, 'each origin must be * or scheme://host[:port], without a path'),
     ),
-    METRICS_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+    METRICS_TOKEN: optional(z.string().min(16, 'must be at least 16 characters')),
     SCHEDULER: z.enum(['on', 'off']).default('on'),
     /**
      * A REST list page its row writer leaves to execution (src/rest/row-writer.ts): `execute` answers it by
@@ -126,25 +119,23 @@ const envSchema = z
      * bug unless the test asks for one.
      */
     ROW_WRITER_FALLBACK: z.enum(['execute', 'refuse']).default('execute'),
-    SCHEDULER_TICK_MS: z.coerce.number().int().min(100).max(3_600_000).default(5000),
-    SCHEDULER_STEP_BUDGET_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_STEP_BUDGET_MS),
-    EVENT_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(72),
+    SCHEDULER_TICK_MS: wholeNumber(100, 3_600_000, 5000),
+    SCHEDULER_STEP_BUDGET_MS: wholeNumber(100, 600_000, DEFAULT_STEP_BUDGET_MS),
+    EVENT_RETENTION_HOURS: wholeNumber(1, 8760, 72),
     // Activity log entries older than this many days are deleted by the scheduler (src/db/activity.ts).
-    ACTIVITY_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(DEFAULT_ACTIVITY_RETENTION_DAYS),
+    ACTIVITY_RETENTION_DAYS: wholeNumber(1, 36_500, DEFAULT_ACTIVITY_RETENTION_DAYS),
     // Finished runs older than this many days are deleted (src/db/retention.ts); unset keeps every run.
-    SYNC_RETENTION_DAYS: optionalString.pipe(
-      z.coerce.number<string | undefined>().int('must be a whole number of days').min(1).max(36_500).optional(),
-    ),
-    STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
-    STREAMS_PER_PROCESS: z.coerce.number().int().min(1).max(1_000_000).default(2000),
-    STREAMS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(200),
-    EXPORTS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(1000).default(2),
-    EXPORTS_PER_TENANT: z.coerce.number().int().min(1).max(1000).default(3),
-    EXPORTS_PER_PROCESS: z.coerce.number().int().min(1).max(1000).default(8),
-    STALL_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
-    WEBSOCKETS_PER_CREDENTIAL: z.coerce.number().int().min(1).max(100_000).default(20),
-    WEBSOCKETS_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(100),
-    TOKEN_CACHE_TTL_MS: z.coerce.number().int().min(0).max(60_000).default(5000),
+    SYNC_RETENTION_DAYS: optional(z.coerce.number<string>().int('must be a whole number of days').min(1).max(36_500)),
+    STREAMS_PER_CREDENTIAL: wholeNumber(1, 100_000, 20),
+    STREAMS_PER_PROCESS: wholeNumber(1, 1_000_000, 2000),
+    STREAMS_PER_TENANT: wholeNumber(1, 1_000_000, 200),
+    EXPORTS_PER_CREDENTIAL: wholeNumber(1, 1000, 2),
+    EXPORTS_PER_TENANT: wholeNumber(1, 1000, 3),
+    EXPORTS_PER_PROCESS: wholeNumber(1, 1000, 8),
+    STALL_MS: wholeNumber(100, 600_000, 10_000),
+    WEBSOCKETS_PER_CREDENTIAL: wholeNumber(1, 100_000, 20),
+    WEBSOCKETS_PER_ADDRESS: wholeNumber(1, 100_000, 100),
+    TOKEN_CACHE_TTL_MS: wholeNumber(0, 60_000, 5000),
     // The authorization server (docs/reference/oauth.md): the audience its access tokens are bound to, and how
     // long one lives (short: a client asks for another with its credentials).
     OAUTH_AUDIENCE: z
@@ -152,9 +143,9 @@ const envSchema = z
       .regex(/^[a-z][a-z0-9+.-]*:\S+$/i, 'must be an absolute URI')
       .max(200)
       .default('urn:integrations-gateway:api'),
-    OAUTH_ACCESS_TOKEN_SECONDS: z.coerce.number().int().min(30).max(86_400).default(600),
-    OAUTH_REFRESH_TOKEN_DAYS: z.coerce.number().int().min(1).max(365).default(30),
-    SHUTDOWN_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(0),
+    OAUTH_ACCESS_TOKEN_SECONDS: wholeNumber(30, 86_400, 600),
+    OAUTH_REFRESH_TOKEN_DAYS: wholeNumber(1, 365, 30),
+    SHUTDOWN_DELAY_MS: wholeNumber(0, 60_000, 0),
     WEBHOOKS: z.enum(['on', 'off']).default('on'),
     // Unset: 1 for the demo listening on loopback, else 0 (see webhookAllowPrivateDefault).
     WEBHOOK_ALLOW_PRIVATE: z.enum(['0', '1']).optional(),
@@ -169,61 +160,25 @@ const envSchema = z
           return z.NEVER;
         }
       }),
-    WEBHOOK_DISABLE_AFTER: z.coerce.number().int().min(1).max(1000).default(10),
-    WEBHOOK_POLL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+    WEBHOOK_DISABLE_AFTER: wholeNumber(1, 1000, 10),
+    WEBHOOK_POLL_MS: wholeNumber(50, 60_000, 1000),
     // Members' sign-in (docs/how-to/sign-in.md): where browsers reach this server (invitation URLs, the session
     // cookie's own-origin check), whether a proxy's X-Forwarded-* headers are believed, sessions' idle timeout and
     // absolute lifetime, and the failed sign-ins allowed per account and per client address in 15 minutes.
-    PUBLIC_ORIGIN: optionalString.pipe(
-      z
-        .string()
-        .regex(/^https?:\/\/[^/\s]+$/, 'must be scheme://host[:port], without a path')
-        .optional(),
-    ),
+    PUBLIC_ORIGIN: optional(z.string().regex(/^https?:\/\/[^/\s]+$/, 'must be scheme://host[:port], without a path')),
     TRUST_PROXY: z.enum(['0', '1']).default('0'),
     // Single sign-on (docs/how-to/single-sign-on.md): 1 lets an identity provider's issuer be plain http or on a
     // private address (a provider on this machine or this network); off, issuers are https on public addresses.
     SSO_ALLOW_PRIVATE_ISSUERS: z.enum(['0', '1']).default('0'),
-    SESSION_IDLE_MINUTES: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(7 * 1440)
-      .default(30),
-    SESSION_LIFETIME_HOURS: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(24 * 30)
-      .default(12),
-    LOGIN_FAILURES_PER_ACCOUNT: z.coerce.number().int().min(1).max(10_000).default(DEFAULT_LOGIN_FAILURES.perAccount),
-    LOGIN_FAILURES_PER_ADDRESS: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_LOGIN_FAILURES.perAddress),
-    WEBHOOK_ENDPOINTS_PER_TENANT: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_DELIVERIES_PER_EVENT)
-      .default(DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT),
-    WEBHOOK_SECRET_KEY: optionalString.pipe(
-      z
-        .string()
-        .refine((key) => decodeSecretKey(key) !== null, SECRET_KEY_FORMAT)
-        .optional(),
-    ),
-    WEBHOOK_SECRET_PREVIOUS_KEYS: optionalString.pipe(
-      z
-        .string()
-        .transform((value) =>
-          value
-            .split(',')
-            .map((key) => key.trim())
-            .filter((key) => key !== ''),
-        )
-        .pipe(z.array(z.string().refine((key) => decodeSecretKey(key) !== null, `each key ${SECRET_KEY_FORMAT}`)))
-        .optional(),
-    ),
-    TOKENS_PER_SERVICE_USER: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_TOKENS_PER_SERVICE_USER),
-    TOKENS_PER_TENANT: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_TOKENS_PER_TENANT),
+    SESSION_IDLE_MINUTES: wholeNumber(1, 7 * 1440, 30),
+    SESSION_LIFETIME_HOURS: wholeNumber(1, 24 * 30, 12),
+    LOGIN_FAILURES_PER_ACCOUNT: wholeNumber(1, 10_000, DEFAULT_LOGIN_FAILURES.perAccount),
+    LOGIN_FAILURES_PER_ADDRESS: wholeNumber(1, 100_000, DEFAULT_LOGIN_FAILURES.perAddress),
+    WEBHOOK_ENDPOINTS_PER_TENANT: wholeNumber(1, MAX_DELIVERIES_PER_EVENT, DEFAULT_WEBHOOK_ENDPOINTS_PER_TENANT),
+    WEBHOOK_SECRET_KEY: optional(z.string().refine((key) => decodeSecretKey(key) !== null, SECRET_KEY_FORMAT)),
+    WEBHOOK_SECRET_PREVIOUS_KEYS: commaList(z.string().refine((key) => decodeSecretKey(key) !== null, `each key ${SECRET_KEY_FORMAT}`)),
+    TOKENS_PER_SERVICE_USER: wholeNumber(1, 100_000, DEFAULT_TOKENS_PER_SERVICE_USER),
+    TOKENS_PER_TENANT: wholeNumber(1, 1_000_000, DEFAULT_TOKENS_PER_TENANT),
   })
   .refine((env) => !env.DATABASE_READ_URL || env.DATABASE_URL, {
     message: 'needs DATABASE_URL: replicas serve reads of a PostgreSQL primary, not of the embedded PGlite',
