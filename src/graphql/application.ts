@@ -7,16 +7,13 @@ import {
   readApplication,
   readApplicationPage,
   readApplicationsOfCategories,
+  type ApplicationListQuery,
 } from '../db/catalog-queries.js';
 import { builder } from './builder.js';
+import { sqlListField } from './paged-list.js';
 import { Category, categoryFieldReads } from './category.js';
-import { pageComplexity } from './complexity.js';
-import { type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
-import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
-import { resourceFilter, resourceOrder } from './filters.js';
 import { assertIdLength } from './ids.js';
 import { asJsonObject, jsonString, jsonStringList, type JsonObject } from './json-fields.js';
-import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 
@@ -93,42 +90,22 @@ builder.prismaObjectFields('Category', (t) => ({
   }),
 }));
 
-const ApplicationFilter = resourceFilter('ApplicationFilter', APPLICATION_COLUMNS);
-
-const ApplicationOrder = resourceOrder('ApplicationOrder', APPLICATION_COLUMNS);
-const ApplicationList = listType('ApplicationList', Application, 'A page of catalog applications.');
+sqlListField('applications', {
+  item: Application,
+  listDescription: 'A page of catalog applications.',
+  description: 'Catalog applications available to connect, by name unless orderBy says otherwise.',
+  permission: 'catalog:read',
+  page: APPLICATION_PAGE,
+  columns: APPLICATION_COLUMNS,
+  defaultOrder: [{ field: 'name' }],
+  // A case-insensitive substring of name, slug, description or a keyword (the generated search_text).
+  search: { description: 'Case-insensitive keyword over name, slug, description and keywords.', sql: searchTextSql },
+  properties: applicationProperties,
+  read: (context, query: ApplicationListQuery) => readApplicationPage(context.db.raw, query),
+  count: (context, query: ApplicationListQuery) => countApplications(context.db.raw, query),
+});
 
 builder.queryFields((t) => ({
-  applications: t.field({
-    type: ApplicationList,
-    complexity: pageComplexity(APPLICATION_PAGE),
-    description: 'Catalog applications available to connect, by name unless orderBy says otherwise.',
-    authScopes: { permission: 'catalog:read' },
-    args: {
-      filter: t.arg({ type: ApplicationFilter }),
-      search: t.arg.string({ description: 'Case-insensitive keyword over name, slug, description and keywords.' }),
-      orderBy: t.arg({ type: [ApplicationOrder] }),
-      ...pageArgs(t.arg, APPLICATION_PAGE),
-    },
-    resolve: async (_root, args, context, info) => {
-      const keys = orderKeys(args.orderBy as OrderInput[] | null, APPLICATION_COLUMNS, [{ field: 'name' }]);
-      const window = await pageWindow(args, APPLICATION_PAGE, context, { list: 'applications', args, keyCount: keys.length });
-      const query = {
-        // `search`: case-insensitive substring of name, slug, description or a keyword (the generated search_text).
-        where: allOf([filterSql(args.filter, APPLICATION_COLUMNS), searchTextSql(searchTerm(args.search))]),
-        ...keysetOrder(keys, window.after),
-        take: window.take,
-        skip: window.skip,
-        properties: applicationProperties(info, ['nodes']),
-      };
-      return listPage(
-        (take) => readApplicationPage(context.db.raw, { ...query, take }),
-        () => countApplications(context.db.raw, query),
-        window,
-        (row) => keyValuesOf(row as unknown as Record<string, unknown>, keys.length),
-      );
-    },
-  }),
   application: t.field({
     type: Application,
     nullable: true,

@@ -7,15 +7,12 @@ import {
   countCategories,
   readCategory,
   readCategoryPage,
+  type CategoryListQuery,
 } from '../db/catalog-queries.js';
 import { kindOfCategory } from '../domain/category-kinds.js';
 import { builder } from './builder.js';
-import { pageComplexity } from './complexity.js';
-import { type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
-import { allOf, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
-import { resourceFilter, resourceOrder } from './filters.js';
+import { sqlListField } from './paged-list.js';
 import { assertIdLength } from './ids.js';
-import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { type FieldReads, selectedProperties } from './selection.js';
 
@@ -52,43 +49,21 @@ function categoryProperties(info: GraphQLResolveInfo, path: readonly string[]): 
   return selectedProperties(info, path, categoryFieldReads);
 }
 
-const CategoryFilter = resourceFilter('CategoryFilter', CATEGORY_COLUMNS);
-
-const CategoryOrder = resourceOrder('CategoryOrder', CATEGORY_COLUMNS);
-
-const CategoryList = listType('CategoryList', Category, 'A page of categories.');
+sqlListField('categories', {
+  item: Category,
+  listDescription: 'A page of categories.',
+  description: 'Catalog categories, ordered by sortOrder then name unless orderBy says otherwise.',
+  permission: 'catalog:read',
+  page: CATEGORY_PAGE,
+  columns: CATEGORY_COLUMNS,
+  defaultOrder: CATEGORY_DEFAULT_KEYS,
+  search: { description: 'Case-insensitive keyword over name, slug and description.', sql: categorySearchSql },
+  properties: categoryProperties,
+  read: (context, query: CategoryListQuery) => readCategoryPage(context.db.raw, query),
+  count: (context, query: CategoryListQuery) => countCategories(context.db.raw, query),
+});
 
 builder.queryFields((t) => ({
-  categories: t.field({
-    complexity: pageComplexity(CATEGORY_PAGE),
-    type: CategoryList,
-    description: 'Catalog categories, ordered by sortOrder then name unless orderBy says otherwise.',
-    authScopes: { permission: 'catalog:read' },
-    args: {
-      filter: t.arg({ type: CategoryFilter }),
-      search: t.arg.string({ description: 'Case-insensitive keyword over name, slug and description.' }),
-      orderBy: t.arg({ type: [CategoryOrder] }),
-      ...pageArgs(t.arg, CATEGORY_PAGE),
-    },
-    resolve: async (_root, args, context, info) => {
-      const orderBy = args.orderBy as OrderInput[] | null | undefined;
-      const keys = orderBy?.length ? orderKeys(orderBy, CATEGORY_COLUMNS, []) : CATEGORY_DEFAULT_KEYS;
-      const window = await pageWindow(args, CATEGORY_PAGE, context, { list: 'categories', args, keyCount: keys.length });
-      const query = {
-        where: allOf([filterSql(args.filter, CATEGORY_COLUMNS), categorySearchSql(searchTerm(args.search))]),
-        ...keysetOrder(keys, window.after),
-        take: window.take,
-        skip: window.skip,
-        properties: categoryProperties(info, ['nodes']),
-      };
-      return listPage(
-        (take) => readCategoryPage(context.db.raw, { ...query, take }),
-        () => countCategories(context.db.raw, query),
-        window,
-        (row) => keyValuesOf(row as unknown as Record<string, unknown>, keys.length),
-      );
-    },
-  }),
   category: t.field({
     type: Category,
     nullable: true,

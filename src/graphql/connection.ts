@@ -20,14 +20,12 @@ import { once } from './idempotency.js';
 import { bodyOf, parsed } from './mutation-args.js';
 import { searchTextSql } from '../db/list-reads.js';
 import { builder } from './builder.js';
-import { pageComplexity } from './complexity.js';
+import { sqlListField } from './paged-list.js';
 import { Category, categoryFieldReads } from './category.js';
-import { assertValueLength, type OrderInput, orderKeys, searchTerm } from '../query/filter.js';
-import { allOf, compareSql, filterSql, keysetOrder, keyValuesOf } from '../query/sql.js';
-import { resourceFilter, resourceOrder } from './filters.js';
+import { assertValueLength } from '../query/filter.js';
+import { allOf, compareSql } from '../query/sql.js';
 import { assertIdLength, removalType } from './ids.js';
 import { asJsonObject, jsonBoolean, jsonInt, jsonString, type JsonObject } from './json-fields.js';
-import { listPage, listType, pageArgs, pageWindow } from './list.js';
 import { pageBounds } from '../query/page-bounds.js';
 import { recordFields } from './record-fields.js';
 import { type FieldReads, selectedProperties } from './selection.js';
@@ -186,54 +184,37 @@ builder.prismaObjectFields('Sync', (t) => ({
 /** What Sync.connectionName reads of a connection. */
 const NAME_ONLY: ReadonlySet<ConnectionProperty> = new Set(['id', 'name']);
 
-const ConnectionFilter = resourceFilter('ConnectionFilter', CONNECTION_COLUMNS, { via: ConnectionVia, status: ConnectionStatus });
-
-const ConnectionOrder = resourceOrder('ConnectionOrder', CONNECTION_COLUMNS);
-const ConnectionList = listType('ConnectionList', Connection, "A page of the caller's connections.");
+// Hand-written SQL rather than Prisma, like the sync history: a page with its applications and categories is one
+// statement, and the rows resolve without plugin-prisma's per-field work.
+sqlListField('connections', {
+  item: Connection,
+  listDescription: "A page of the caller's connections.",
+  description: "The caller's connected applications, by name unless orderBy says otherwise.",
+  permission: 'connections:read',
+  page: CONNECTION_PAGE,
+  columns: CONNECTION_COLUMNS,
+  enums: { via: ConnectionVia, status: ConnectionStatus },
+  defaultOrder: [{ field: 'name' }],
+  search: { description: 'Case-insensitive keyword over name, slug, description and keywords.', sql: searchTextSql },
+  args: (arg) => ({
+    categoryId: arg.id({ description: 'Only connections of applications in this category (exact id).' }),
+    name: arg.string({ description: 'Only connections whose name contains this text, case-insensitively.' }),
+  }),
+  where: (args) => {
+    const name = args.name as string | null | undefined;
+    const categoryId = args.categoryId as string | null | undefined;
+    assertValueLength('name', name);
+    return [
+      connectionCategorySql(categoryId ? assertIdLength(categoryId, 'category') : null),
+      name ? compareSql(CONNECTION_COLUMNS.name, 'contains', name) : allOf([]),
+    ];
+  },
+  properties: connectionProperties,
+  read: (context, query) => readConnectionPage(context.db.raw, { ...query, tenantId: requireViewer(context).tenantId }),
+  count: (context, query) => countConnections(context.db.raw, { ...query, tenantId: requireViewer(context).tenantId }),
+});
 
 builder.queryFields((t) => ({
-  connections: t.field({
-    type: ConnectionList,
-    complexity: pageComplexity(CONNECTION_PAGE),
-    description: "The caller's connected applications, by name unless orderBy says otherwise.",
-    authScopes: { permission: 'connections:read' },
-    args: {
-      categoryId: t.arg.id({ description: 'Only connections of applications in this category (exact id).' }),
-      name: t.arg.string({ description: 'Only connections whose name contains this text, case-insensitively.' }),
-      filter: t.arg({ type: ConnectionFilter }),
-      search: t.arg.string({ description: 'Case-insensitive keyword over name, slug, description and keywords.' }),
-      orderBy: t.arg({ type: [ConnectionOrder] }),
-      ...pageArgs(t.arg, CONNECTION_PAGE),
-    },
-    // Hand-written SQL rather than Prisma, like the sync history: a page with its applications and categories
-    // is one statement, and the rows resolve without plugin-prisma's per-field work.
-    resolve: async (_root, args, context, info) => {
-      const viewer = requireViewer(context);
-      const keys = orderKeys(args.orderBy as OrderInput[] | null, CONNECTION_COLUMNS, [{ field: 'name' }]);
-      const window = await pageWindow(args, CONNECTION_PAGE, context, { list: 'connections', args, keyCount: keys.length });
-      assertValueLength('name', args.name);
-      const query = {
-        tenantId: viewer.tenantId,
-        where: allOf([
-          connectionCategorySql(args.categoryId ? assertIdLength(args.categoryId, 'category') : null),
-          args.name ? compareSql(CONNECTION_COLUMNS.name, 'contains', args.name) : allOf([]),
-          filterSql(args.filter, CONNECTION_COLUMNS),
-          searchTextSql(searchTerm(args.search)),
-        ]),
-        ...keysetOrder(keys, window.after),
-        take: window.take,
-        skip: window.skip,
-        properties: connectionProperties(info, ['nodes']),
-      };
-      const raw = context.db.raw;
-      return listPage(
-        (take) => readConnectionPage(raw, { ...query, take }),
-        () => countConnections(raw, query),
-        window,
-        (row) => keyValuesOf(row as unknown as Record<string, unknown>, keys.length),
-      );
-    },
-  }),
   connection: t.field({
     type: Connection,
     nullable: true,

@@ -17,7 +17,7 @@ interface PageInfo {
 }
 
 /** A page of a list: its read plan. Rows, count and page info load only when selected, and at most once each. */
-interface ListPage<T> extends ListPlan<ListRowReader> {
+export interface ListPage<T> extends ListPlan<ListRowReader> {
   nodes: () => Promise<T[]>;
   totalCount: () => Promise<number>;
   pageInfo: () => Promise<PageInfo>;
