@@ -14,8 +14,9 @@ export default defineConfig({
     setupFiles: ['test/contract-setup.ts'],
     pool: 'forks',
     // Two files at a time on the two vCPUs. Three finished sooner on a fast host (files spend much of their time
-    // waiting on PostgreSQL, child processes and Chromium), but on a slow one (2026-11-29: a run of 1,129–1,315 s
-    // against 854) the load starved the servers the memory tests measure, whose garbage then outgrew their bounds.
+    // waiting on PostgreSQL, child processes and Chromium), but on a slow one the load starved the tests that
+    // wait on a server's clock (the resource table's leases). The memory tests measure what a server holds after a
+    // collection (test/fixtures/server-memory.ts), which load does not change.
     maxWorkers: 2,
     // One module graph per worker, not per file: importing the app (Pothos schema, Prisma client, PGlite's
     // Wasm) in each file was about a third of the suite's CPU when it was measured (2026-11-24, 488 → 351 s).
