@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type ActivityOrigin, prismaStatements, recordActivity } from '../db/activity.js';
 import type { Database } from '../db/client.js';
 import { inTransaction, type TransactionRunner } from '../db/write-transactions.js';
-import { pageSql } from '../db/list-reads.js';
+import { countRows, pageSql } from '../db/list-reads.js';
 import { ApiError } from '../errors.js';
 import type { Role } from '../generated/prisma/enums.js';
 import { formatId, MAX_ID_LENGTH } from '../prefixed-ids.js';
@@ -321,13 +321,8 @@ export async function readOAuthApprovalPage(db: Database, query: ApprovalListQue
 }
 
 /** How many approvals the page read's scope and where match. */
-export async function countOAuthApprovals(
-  db: Database,
-  query: Pick<ApprovalListQuery, 'tenantId' | 'memberId' | 'where'>,
-): Promise<number> {
-  const statement = sql`SELECT count(*)::int AS "count" ${APPROVALS_FROM} WHERE ${approvalScope(query)}`;
-  const [row] = await db.raw.query<{ count: number }>(statement.text, statement.values);
-  return row?.count ?? 0;
+export function countOAuthApprovals(db: Database, query: Pick<ApprovalListQuery, 'tenantId' | 'memberId' | 'where'>): Promise<number> {
+  return countRows(db.raw, APPROVALS_FROM, approvalScope(query));
 }
 
 interface ApprovalSqlRow {

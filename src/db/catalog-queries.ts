@@ -3,7 +3,7 @@ import type { Columns, SqlColumn } from '../query/columns.js';
 import { likePattern, type OrderKey } from '../query/filter.js';
 import { allOf, arrayLiteral, raw, type Sql, sql } from '../query/sql.js';
 import type { RawSql } from './client.js';
-import { aliasedColumns, type ListQuery, nestedRows, pageColumns, pageSql, propertiesToRead } from './list-reads.js';
+import { aliasedColumns, countRows, type ListQuery, nestedRows, pageColumns, pageSql, propertiesToRead } from './list-reads.js';
 
 // The catalog, read in hand-written SQL like the connections (connection-queries.ts). An application comes with
 // its category from the same statement (a JOIN, written only when the statement reads or filters by a column
@@ -12,13 +12,11 @@ import { aliasedColumns, type ListQuery, nestedRows, pageColumns, pageSql, prope
 // The catalog is global: no tenant scope. Callers hand in the conditions, order and page of the list query
 // language (query/sql.ts) and the row properties they need.
 
-/** The filterable and sortable columns of a category, by field name. */
-export const CATEGORY_COLUMNS = {
-  id: { sql: '"t0"."id"', kind: 'string', nullable: false },
-  slug: { sql: '"t0"."slug"', kind: 'string', nullable: false },
-  name: { sql: '"t0"."name"', kind: 'string', nullable: false },
-  description: { sql: '"t0"."description"', kind: 'string', nullable: false },
-} satisfies Columns<SqlColumn>;
+/** Filterable and sortable columns, by field name: these properties of a row SQL table, each non-null text. */
+function textColumns<const Property extends string>(rowSql: Readonly<Record<NoInfer<Property>, string>>, properties: readonly Property[]) {
+  const columns = properties.map((property) => [property, { sql: rowSql[property], kind: 'string', nullable: false }]);
+  return Object.fromEntries(columns) as Readonly<Record<Property, SqlColumn>>;
+}
 
 /** Every property a category read can carry and the column it reads. */
 const CATEGORY_ROW_SQL = {
@@ -30,6 +28,9 @@ const CATEGORY_ROW_SQL = {
 } as const;
 
 export type CategoryProperty = keyof typeof CATEGORY_ROW_SQL;
+
+/** The filterable and sortable columns of a category, by field name. */
+export const CATEGORY_COLUMNS = textColumns(CATEGORY_ROW_SQL, ['id', 'slug', 'name', 'description']) satisfies Columns<SqlColumn>;
 
 const ALL_CATEGORY_PROPERTIES = Object.keys(CATEGORY_ROW_SQL) as CategoryProperty[];
 
@@ -67,10 +68,8 @@ export async function readCategoryPage(db: Pick<RawSql, 'query'>, query: Categor
 }
 
 /** How many categories the query matches. */
-export async function countCategories(db: Pick<RawSql, 'query'>, query: Pick<CategoryListQuery, 'where'>): Promise<number> {
-  const statement = sql`SELECT count(*)::int AS "count" ${CATEGORIES} WHERE ${query.where}`;
-  const [row] = await db.query<{ count: number }>(statement.text, statement.values);
-  return row?.count ?? 0;
+export function countCategories(db: Pick<RawSql, 'query'>, query: Pick<CategoryListQuery, 'where'>): Promise<number> {
+  return countRows(db, CATEGORIES, query.where);
 }
 
 /** One category by id, or null. */
@@ -84,17 +83,6 @@ export async function readCategory(
   const [row] = await db.query<CategoryRow>(statement.text, statement.values);
   return row ?? null;
 }
-
-/** The filterable and sortable columns of an application, by field name. */
-export const APPLICATION_COLUMNS = {
-  id: { sql: '"t0"."id"', kind: 'string', nullable: false },
-  name: { sql: '"t0"."name"', kind: 'string', nullable: false },
-  slug: { sql: '"t0"."slug"', kind: 'string', nullable: false },
-  description: { sql: '"t0"."description"', kind: 'string', nullable: false },
-  logoUrl: { sql: '"t0"."logo_url"', kind: 'string', nullable: false },
-  additionalInformation: { sql: '"t0"."additional_information"', kind: 'string', nullable: false },
-  categoryId: { sql: '"t0"."category_id"', kind: 'string', nullable: false },
-} satisfies Columns<SqlColumn>;
 
 /**
  * Every property an application read can carry and the column it reads: the category's under `category.`. Arrays
@@ -119,6 +107,10 @@ const APPLICATION_ROW_SQL = {
 
 export type ApplicationProperty = keyof typeof APPLICATION_ROW_SQL;
 
+/** The filterable and sortable columns of an application, by field name. */
+const APPLICATION_FILTER_PROPERTIES = ['id', 'name', 'slug', 'description', 'logoUrl', 'additionalInformation', 'categoryId'] as const;
+export const APPLICATION_COLUMNS = textColumns(APPLICATION_ROW_SQL, APPLICATION_FILTER_PROPERTIES) satisfies Columns<SqlColumn>;
+
 const ALL_PROPERTIES = Object.keys(APPLICATION_ROW_SQL) as ApplicationProperty[];
 
 /** An application as the reads hand it back: its selected properties, and its category when one of the category's is. */
@@ -137,20 +129,11 @@ function fromOf(read: readonly ApplicationProperty[], parts: readonly Sql[]): Sq
   );
 }
 
-async function rowsOf(
-  db: Pick<RawSql, 'query'>,
-  statement: Sql,
-  read: readonly ApplicationProperty[],
-  keyCount = 0,
-): Promise<ApplicationRow[]> {
-  return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read, keyCount) as ApplicationRow[];
-}
-
 /** A page of the catalog's applications. */
 export function readApplicationPage(db: Pick<RawSql, 'query'>, query: ApplicationListQuery): Promise<ApplicationRow[]> {
   const read = propertiesToRead(ALL_PROPERTIES, query.properties);
   const where = allOf([query.where, query.start]);
-  return rowsOf(
+  return nestedRows(
     db,
     sql`SELECT ${pageColumns(APPLICATION_ROW_SQL, read, query.keys)} ${fromOf(read, [where, query.orderBy])} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`,
     read,
@@ -159,10 +142,8 @@ export function readApplicationPage(db: Pick<RawSql, 'query'>, query: Applicatio
 }
 
 /** How many applications the query matches. */
-export async function countApplications(db: Pick<RawSql, 'query'>, query: Pick<ApplicationListQuery, 'where'>): Promise<number> {
-  const statement = sql`SELECT count(*)::int AS "count" ${fromOf([], [query.where])} WHERE ${query.where}`;
-  const [row] = await db.query<{ count: number }>(statement.text, statement.values);
-  return row?.count ?? 0;
+export function countApplications(db: Pick<RawSql, 'query'>, query: Pick<ApplicationListQuery, 'where'>): Promise<number> {
+  return countRows(db, fromOf([], [query.where]), query.where);
 }
 
 /** One application by id, or null. */
@@ -172,7 +153,7 @@ export async function readApplication(
   properties: ReadonlySet<string> | null,
 ): Promise<ApplicationRow | null> {
   const read = propertiesToRead(ALL_PROPERTIES, properties);
-  const [row] = await rowsOf(
+  const [row] = await nestedRows<ApplicationRow>(
     db,
     sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [])} WHERE "t0"."id" = ${id}`,
     read,
@@ -190,7 +171,7 @@ export function readApplicationsOfCategories(
   properties: ReadonlySet<string> | null,
 ): Promise<ApplicationRow[]> {
   const read = propertiesToRead(ALL_PROPERTIES, properties && new Set([...properties, 'categoryId']));
-  return rowsOf(
+  return nestedRows(
     db,
     sql`SELECT ${aliasedColumns(APPLICATION_ROW_SQL, read)} ${fromOf(read, [])} WHERE "t0"."category_id" = ANY(${arrayLiteral(categoryIds)}::text[]) ORDER BY "t0"."name" ASC, "t0"."id" ASC`,
     read,

@@ -3,7 +3,7 @@ import type { Columns, SqlColumn } from '../query/columns.js';
 import { allOf, arrayLiteral, compareSql, raw, type Sql, sql } from '../query/sql.js';
 import { connectionFilterColumns, connectionSelectSql } from '../domain/connection-record.js';
 import type { RawSql } from './client.js';
-import { aliasedColumns, type ListQuery, nestedRows, pageColumns, pageSql, propertiesToRead } from './list-reads.js';
+import { aliasedColumns, countRows, type ListQuery, nestedRows, pageColumns, pageSql, propertiesToRead } from './list-reads.js';
 
 // The connections' reads, in hand-written SQL like the sync history's (sync-queries.ts): a connection comes
 // with its application and the application's category from the same statement (JOINs), so a page of
@@ -93,23 +93,13 @@ function whereOf(tenantId: string, conditions: readonly Sql[]): Sql {
 
 const LIVE = raw('"t0"."deleted_at" IS NULL');
 
-/** Runs a statement that reads `read` and hands back its rows nested. */
-async function rowsOf(
-  db: Pick<RawSql, 'query'>,
-  statement: Sql,
-  read: readonly ConnectionProperty[],
-  keyCount = 0,
-): Promise<ConnectionRow[]> {
-  return nestedRows(await db.query<Record<string, unknown>>(statement.text, statement.values), read, keyCount) as ConnectionRow[];
-}
-
 /** A page of the tenant's live connections. */
 export function readConnectionPage(db: Pick<RawSql, 'query'>, query: ConnectionListQuery): Promise<ConnectionRow[]> {
   const read = propertiesToRead(ALL_PROPERTIES, query.properties);
   const where = whereOf(query.tenantId, [LIVE, query.where, query.start]);
   const from = fromOf(read, [where, query.orderBy]);
   const select = pageColumns(CONNECTION_ROW_SQL, read, query.keys);
-  return rowsOf(
+  return nestedRows(
     db,
     sql`SELECT ${select} ${from} WHERE ${where} ORDER BY ${query.orderBy} ${pageSql(query.take, query.skip)}`,
     read,
@@ -118,11 +108,9 @@ export function readConnectionPage(db: Pick<RawSql, 'query'>, query: ConnectionL
 }
 
 /** How many of the tenant's live connections the query matches. */
-export async function countConnections(db: Pick<RawSql, 'query'>, query: ConnectionListQuery): Promise<number> {
+export function countConnections(db: Pick<RawSql, 'query'>, query: ConnectionListQuery): Promise<number> {
   const where = whereOf(query.tenantId, [LIVE, query.where]);
-  const statement = sql`SELECT count(*)::int AS "count" ${fromOf([], [where])} WHERE ${where}`;
-  const [row] = await db.query<{ count: number }>(statement.text, statement.values);
-  return row?.count ?? 0;
+  return countRows(db, fromOf([], [where]), where);
 }
 
 /**
@@ -138,5 +126,5 @@ export function readConnections(
 ): Promise<ConnectionRow[]> {
   const read = propertiesToRead(ALL_PROPERTIES, properties);
   const where = whereOf(tenantId, [sql`"t0"."id" = ANY(${arrayLiteral(ids)}::text[])`, ...(options.deleted ? [] : [LIVE])]);
-  return rowsOf(db, sql`SELECT ${aliasedColumns(CONNECTION_ROW_SQL, read)} ${fromOf(read, [where])} WHERE ${where}`, read);
+  return nestedRows(db, sql`SELECT ${aliasedColumns(CONNECTION_ROW_SQL, read)} ${fromOf(read, [where])} WHERE ${where}`, read);
 }

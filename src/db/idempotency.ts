@@ -30,11 +30,7 @@ export interface IdempotentResource {
   id: string;
 }
 
-export interface IdempotencyRecord {
-  key: string;
-  method: string;
-  path: string;
-  requestHash: string;
+export interface IdempotencyRecord extends IdempotentRequest {
   /** The stored answer; null when the process stopped between the commit and storing it. */
   response: { status: number; body: unknown } | null;
   /** What the work created or changed; null when it changed nothing (a claim that found nothing due). */
@@ -62,11 +58,7 @@ export function hashRequestBody(body: unknown): string {
     .digest('hex');
 }
 
-interface RecordRow {
-  key: string;
-  method: string;
-  path: string;
-  requestHash: string;
+interface RecordRow extends IdempotentRequest {
   responseStatus: number | null;
   responseBody: unknown;
   resourceType: string | null;

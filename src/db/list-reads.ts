@@ -1,9 +1,10 @@
 import type { SqlColumn } from '../query/columns.js';
 import { likePattern, type OrderKey } from '../query/filter.js';
 import { allOf, keyAlias, keyValuesSql, raw, type Sql, sql } from '../query/sql.js';
+import type { RawSql } from './client.js';
 
 // What the hand-written list reads share (connection-queries.ts, catalog-queries.ts, sync-queries.ts): a list's
-// question, the properties a read reads, its select list, its rows nested, the keyword search, and its page.
+// question, the properties a read reads, its select list, its rows nested, the keyword search, its page and count.
 
 /** One list's question: conditions, order, page, and the row properties to read (the id always; null for all). */
 export interface ListQuery<Property extends string> {
@@ -37,23 +38,26 @@ export function pageColumns<Property extends string>(
   return keys.length === 0 ? aliasedColumns(columns, read) : sql`${aliasedColumns(columns, read)}, ${keyValuesSql(keys)}`;
 }
 
+/** How many rows a FROM clause and a condition match. */
+export async function countRows(db: Pick<RawSql, 'query'>, from: Sql, where: Sql): Promise<number> {
+  const statement = sql`SELECT count(*)::int AS "count" ${from} WHERE ${where}`;
+  const [row] = await db.query<{ count: number }>(statement.text, statement.values);
+  return row?.count ?? 0;
+}
+
 /** A page's LIMIT and OFFSET, written into the statement (whole numbers the list bounds checked). */
 export function pageSql(take: number, skip: number): Sql {
   return raw(`LIMIT ${take} OFFSET ${skip}`);
 }
 
 /**
- * Rows as the reads hand them back: each read property's aliased column put in its place, a dotted property
- * (`application.category.name`) in the objects its path names, which exist only when one of their properties
- * was read. The places are worked out once per read, not per row: a row is then a fixed set of fresh objects,
- * each filled by index and linked to its parent (a page of 100 connections with their application and category
- * is some 1,700 assignments a request).
+ * Runs a statement that reads `read` and hands back its rows as the reads do: each read property's aliased
+ * column put in its place, a dotted property (`application.category.name`) in the objects its path names, which
+ * exist only when one of their properties was read. The places are worked out once per read, not per row: a row
+ * is then a fixed set of fresh objects, each filled by index and linked to its parent (a page of 100
+ * connections with their application and category is some 1,700 assignments a request).
  */
-export function nestedRows<Property extends string>(
-  rows: readonly Record<string, unknown>[],
-  read: readonly Property[],
-  keyCount = 0,
-): Record<string, unknown>[] {
+export async function nestedRows<Row>(db: Pick<RawSql, 'query'>, statement: Sql, read: readonly string[], keyCount = 0): Promise<Row[]> {
   // The objects of a row: 0 the row itself, then one per dotted path, each after its parent and linked to it.
   const paths = [''];
   const links: { child: number; parent: number; key: string }[] = [];
@@ -71,12 +75,13 @@ export function nestedRows<Property extends string>(
     return { property, object: objectOf(dot < 0 ? '' : property.slice(0, dot)), key: property.slice(dot + 1) };
   });
   // The sort keys' values (pageColumns) stay on the row itself, for the page's cursor.
-  for (let index = 0; index < keyCount; index += 1) leaves.push({ property: keyAlias(index) as Property, object: 0, key: keyAlias(index) });
+  for (let index = 0; index < keyCount; index += 1) leaves.push({ property: keyAlias(index), object: 0, key: keyAlias(index) });
+  const rows = await db.query<Record<string, unknown>>(statement.text, statement.values);
   return rows.map((row) => {
     const objects: Record<string, unknown>[] = paths.map(() => ({}));
     for (const { property, object, key } of leaves) objects[object]![key] = row[property];
     for (const { child, parent, key } of links) objects[parent]![key] = objects[child];
-    return objects[0]!;
+    return objects[0] as Row;
   });
 }
 

@@ -44,14 +44,7 @@ export async function readDurationsPerConnection(
   tenantId: string,
   since: Date,
 ): Promise<ConnectionDurations[]> {
-  const rows = await raw.query<{
-    connectionId: string;
-    connectionName: string | null;
-    deletedConnectionName: string | null;
-    runs: number;
-    p50Ms: number | string;
-    p95Ms: number | string;
-  }>(
+  const rows = await raw.query<Omit<ConnectionDurations, 'p50Ms' | 'p95Ms'> & Record<'p50Ms' | 'p95Ms', number | string>>(
     `SELECT "d"."connection_id" AS "connectionId",
             CASE WHEN "c"."deleted_at" IS NULL THEN "c"."name" END AS "connectionName",
             CASE WHEN "c"."deleted_at" IS NOT NULL THEN "c"."name" END AS "deletedConnectionName",
